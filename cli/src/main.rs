@@ -1,0 +1,20 @@
+//! The `skillpkg` binary: parse arguments, run, and turn the outcome into an
+//! exit status (0 ok, 1 a problem the user can fix, 2 unexpected).
+
+use std::process::ExitCode;
+
+use clap::Parser as _;
+use skillpkg::{args::Cli, error, printer::Printer};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    cli.global.color.write_global();
+    let printer = Printer::new(cli.global.quiet);
+    match skillpkg::run(cli, &printer) {
+        Ok(status) => status.into(),
+        Err(error) => {
+            printer.error(&error, error::hint(&error).as_deref());
+            error::exit_status(&error).into()
+        }
+    }
+}

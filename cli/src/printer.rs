@@ -1,0 +1,82 @@
+//! The one place that writes to the terminal.
+//!
+//! Human output is styled with ANSI codes and written through `anstream`,
+//! which strips them when the stream is not a terminal, when `NO_COLOR` is set
+//! or with `--color never`. `--quiet` silences status lines, never results or
+//! errors; `--json` output is never styled.
+#![allow(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "this module is the printer"
+)]
+
+use std::io::Write;
+
+use anstyle::{AnsiColor, Style};
+
+/// Styles used across commands.
+pub mod style {
+    use super::{AnsiColor, Style};
+
+    pub const ERROR: Style = AnsiColor::Red.on_default().bold();
+    pub const WARNING: Style = AnsiColor::Yellow.on_default().bold();
+    pub const SUCCESS: Style = AnsiColor::Green.on_default().bold();
+    pub const NOTE: Style = AnsiColor::Cyan.on_default().bold();
+    pub const EMPHASIS: Style = Style::new().bold();
+    pub const GUTTER: Style = AnsiColor::Blue.on_default().bold();
+}
+
+/// Writes results to stdout and status and errors to stderr.
+#[derive(Debug, Clone, Copy)]
+pub struct Printer {
+    quiet: bool,
+}
+
+impl Printer {
+    /// Creates a printer; `quiet` silences status lines.
+    pub fn new(quiet: bool) -> Self {
+        Self { quiet }
+    }
+
+    /// Writes one result line (or block) to stdout.
+    pub fn result(&self, text: &str) {
+        let mut stdout = anstream::stdout().lock();
+        let _ = writeln!(stdout, "{text}");
+    }
+
+    /// Writes a JSON document to stdout.
+    pub fn json(&self, value: &impl serde::Serialize) {
+        let text = serde_json::to_string_pretty(value).expect("JSON output serialises");
+        let mut stdout = std::io::stdout().lock();
+        let _ = writeln!(stdout, "{text}");
+    }
+
+    /// Writes a right-aligned status verb and a message to stderr, like cargo.
+    pub fn status(&self, verb: &str, message: &str) {
+        if self.quiet {
+            return;
+        }
+        let style = style::SUCCESS;
+        let mut stderr = anstream::stderr().lock();
+        let _ = writeln!(stderr, "{style}{verb:>12}{style:#} {message}");
+    }
+
+    /// Writes a block of text to stderr (diagnostics that accompany another result).
+    pub fn diagnostic(&self, text: &str) {
+        let mut stderr = anstream::stderr().lock();
+        let _ = writeln!(stderr, "{text}");
+    }
+
+    /// Writes an error, its causes and a hint to stderr.
+    pub fn error(&self, error: &anyhow::Error, hint: Option<&str>) {
+        let (red, note) = (style::ERROR, style::NOTE);
+        let mut stderr = anstream::stderr().lock();
+        let _ = writeln!(stderr, "{red}error{red:#}: {error}");
+        for cause in error.chain().skip(1) {
+            let _ = writeln!(stderr, "  Caused by: {cause}");
+        }
+        if let Some(hint) = hint {
+            let _ = writeln!(stderr, "{note}hint{note:#}: {hint}");
+        }
+    }
+}

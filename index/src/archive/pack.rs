@@ -1,0 +1,287 @@
+//! The deterministic packer.
+
+use std::path::{Path, PathBuf};
+
+use flate2::{Compression, GzBuilder};
+use sha2::{Digest, Sha256};
+
+use super::walk::{self, EntryKind, WalkError};
+use super::{
+    FIXED_MTIME, FileDigest, Limits, PathProblem, TreeHash, check_portable_path, collision_key,
+    tree_hash,
+};
+use crate::skill::SkillName;
+
+/// The gzip compression level. Pinned with the backend (miniz_oxide, the
+/// `rust_backend` feature of flate2): another level or backend would give
+/// other bytes for the same content.
+const GZIP_LEVEL: u32 = 9;
+
+/// The gzip header's operating system byte: 255, "unknown", so the archive
+/// does not say where it was made.
+const GZIP_OS_UNKNOWN: u8 = 255;
+
+/// How many of the largest files an over-size error lists.
+const LARGEST_SHOWN: usize = 5;
+
+/// A packed skill, ready to be written or uploaded.
+#[derive(Clone, Debug)]
+pub struct PackedSkill {
+    pub name: SkillName,
+    pub version: semver::Version,
+    /// The `.tgz` bytes.
+    pub tarball: Vec<u8>,
+    /// The SHA-256 of `tarball`.
+    pub sha256: [u8; 32],
+    /// The tree hash of the files.
+    pub tree: TreeHash,
+    /// The files, sorted bytewise by path.
+    pub files: Vec<FileDigest>,
+    /// The number of directory entries.
+    pub directories: usize,
+    /// The sum of the file sizes.
+    pub unpacked_bytes: u64,
+}
+
+impl PackedSkill {
+    /// Returns the conventional file name: `<name>-<version>.tgz`.
+    pub fn file_name(&self) -> String {
+        format!("{}-{}.tgz", self.name, self.version)
+    }
+}
+
+/// Which size went over the limit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SizeKind {
+    /// The sum of the file sizes.
+    Unpacked,
+    /// The `.tgz`.
+    Packed,
+}
+
+impl std::fmt::Display for SizeKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Unpacked => "unpacked",
+            Self::Packed => "packed",
+        })
+    }
+}
+
+/// Why a folder cannot be packed.
+#[derive(Debug, thiserror::Error)]
+pub enum PackError {
+    #[error(transparent)]
+    Walk(#[from] WalkError),
+    #[error("`{path}` is a symlink; skills cannot contain symlinks")]
+    Symlink { path: String },
+    #[error("`{path}` is not a regular file or folder (a socket, FIFO or device)")]
+    SpecialFile { path: String },
+    #[error("`{path}` is not a portable path: {problem}")]
+    UnportablePath {
+        path: String,
+        #[source]
+        problem: PathProblem,
+    },
+    #[error("`{path}` and `{other}` would be the same file on macOS and Windows")]
+    PathCollision { path: String, other: String },
+    #[error("the skill has {count} files and folders; the limit is {limit}")]
+    TooManyEntries { count: usize, limit: usize },
+    #[error(
+        "the skill is {} {kind} ({size} bytes), {} over the {} limit",
+        super::human_bytes(*size), super::human_bytes(size - limit), super::human_bytes(*limit)
+    )]
+    TooLarge {
+        kind: SizeKind,
+        size: u64,
+        limit: u64,
+        /// The largest files, largest first.
+        largest: Vec<(String, u64)>,
+    },
+    #[error("cannot read {}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl PackError {
+    /// Returns advice on what to do, when there is any.
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            Self::Symlink { .. } => Some(
+                "replace the symlink with a copy of its target, or list it in `.skillignore`"
+                    .into(),
+            ),
+            Self::SpecialFile { .. } | Self::UnportablePath { .. } | Self::PathCollision { .. } => {
+                Some("rename or remove it, or list it in `.skillignore`".into())
+            }
+            Self::TooManyEntries { .. } => {
+                Some("list generated or vendored files in `.skillignore`".into())
+            }
+            Self::TooLarge { largest, .. } => {
+                let list: Vec<String> = largest
+                    .iter()
+                    .map(|(path, size)| format!("{path} ({})", super::human_bytes(*size)))
+                    .collect();
+                Some(format!(
+                    "the largest files are: {}; list what the skill does not need in `.skillignore`",
+                    list.join(", ")
+                ))
+            }
+            Self::Walk(_) | Self::Io { .. } => None,
+        }
+    }
+}
+
+/// Packs the skill folder `dir` as `name` at `version`.
+///
+/// The caller validates the skill first; this function checks only what
+/// makes an archive unsafe or unportable.
+pub fn pack_dir(
+    dir: &Path,
+    name: SkillName,
+    version: semver::Version,
+    limits: &Limits,
+) -> Result<PackedSkill, PackError> {
+    let entries = walk::walk(dir)?;
+    let mut seen = std::collections::HashMap::new();
+    let mut file_sizes = Vec::new();
+    for entry in &entries {
+        match entry.kind {
+            EntryKind::Symlink => {
+                return Err(PackError::Symlink {
+                    path: entry.path.clone(),
+                });
+            }
+            EntryKind::Special => {
+                return Err(PackError::SpecialFile {
+                    path: entry.path.clone(),
+                });
+            }
+            EntryKind::File { size, .. } => file_sizes.push((entry.path.clone(), size)),
+            EntryKind::Directory => {}
+        }
+        check_portable_path(&entry.path, limits).map_err(|problem| PackError::UnportablePath {
+            path: entry.path.clone(),
+            problem,
+        })?;
+        if let Some(other) = seen.insert(collision_key(&entry.path), entry.path.clone()) {
+            return Err(PackError::PathCollision {
+                path: entry.path.clone(),
+                other,
+            });
+        }
+    }
+    if entries.len() > limits.max_entries {
+        return Err(PackError::TooManyEntries {
+            count: entries.len(),
+            limit: limits.max_entries,
+        });
+    }
+    let unpacked_bytes: u64 = file_sizes.iter().map(|(_, size)| size).sum();
+    if unpacked_bytes > limits.max_unpacked_bytes {
+        return Err(too_large(
+            SizeKind::Unpacked,
+            unpacked_bytes,
+            limits.max_unpacked_bytes,
+            file_sizes,
+        ));
+    }
+
+    let encoder = GzBuilder::new()
+        .mtime(0)
+        .operating_system(GZIP_OS_UNKNOWN)
+        .write(Vec::new(), Compression::new(GZIP_LEVEL));
+    let mut builder = tar::Builder::new(encoder);
+    let mut files = Vec::new();
+    let mut directories = 0;
+    let mut unpacked_bytes = 0;
+    let io_error = |path: &str| {
+        let path = dir.join(path);
+        move |source| PackError::Io { path, source }
+    };
+    for entry in &entries {
+        let mut header = tar::Header::new_ustar();
+        header.set_uid(0);
+        header.set_gid(0);
+        header.set_mtime(FIXED_MTIME);
+        match entry.kind {
+            EntryKind::Directory => {
+                directories += 1;
+                header.set_entry_type(tar::EntryType::Directory);
+                header.set_mode(0o755);
+                header.set_size(0);
+                builder
+                    .append_data(&mut header, format!("{}/", entry.path), std::io::empty())
+                    .map_err(io_error(&entry.path))?;
+            }
+            EntryKind::File { executable, .. } => {
+                // Read the bytes once: hash and archive the same content even
+                // if the file changes while we pack.
+                let contents =
+                    fs_err::read(dir.join(&entry.path)).map_err(io_error(&entry.path))?;
+                unpacked_bytes += contents.len() as u64;
+                header.set_entry_type(tar::EntryType::Regular);
+                header.set_mode(if executable { 0o755 } else { 0o644 });
+                header.set_size(contents.len() as u64);
+                builder
+                    .append_data(&mut header, &entry.path, contents.as_slice())
+                    .map_err(io_error(&entry.path))?;
+                files.push(FileDigest {
+                    path: entry.path.clone(),
+                    sha256: Sha256::digest(&contents).into(),
+                });
+            }
+            EntryKind::Symlink | EntryKind::Special => unreachable!("refused above"),
+        }
+    }
+    let tarball = builder
+        .into_inner()
+        .and_then(flate2::write::GzEncoder::finish)
+        .map_err(io_error(""))?;
+    if unpacked_bytes > limits.max_unpacked_bytes {
+        // A file grew between the walk and the read.
+        return Err(too_large(
+            SizeKind::Unpacked,
+            unpacked_bytes,
+            limits.max_unpacked_bytes,
+            file_sizes,
+        ));
+    }
+    if tarball.len() as u64 > limits.max_packed_bytes {
+        return Err(too_large(
+            SizeKind::Packed,
+            tarball.len() as u64,
+            limits.max_packed_bytes,
+            file_sizes,
+        ));
+    }
+    Ok(PackedSkill {
+        name,
+        version,
+        sha256: Sha256::digest(&tarball).into(),
+        tree: tree_hash(&files),
+        tarball,
+        files,
+        directories,
+        unpacked_bytes,
+    })
+}
+
+fn too_large(
+    kind: SizeKind,
+    size: u64,
+    limit: u64,
+    mut file_sizes: Vec<(String, u64)>,
+) -> PackError {
+    file_sizes.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    file_sizes.truncate(LARGEST_SHOWN);
+    PackError::TooLarge {
+        kind,
+        size,
+        limit,
+        largest: file_sizes,
+    }
+}

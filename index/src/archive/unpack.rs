@@ -1,0 +1,443 @@
+//! The hardened unpacker: every archive that reaches a disk goes through here.
+//!
+//! The archive is an attacker's input. So:
+//!
+//! - the compressed input, the decompressed stream and the sum of file sizes
+//!   each have a cap that is enforced while streaming, before the bytes that
+//!   would exceed it are written (a gzip bomb stops at the cap);
+//! - only regular files and directories are accepted (plus PAX and GNU
+//!   long-name records, which the `tar` crate folds into the entry they
+//!   describe, and a PAX global header, whose content is ignored); links,
+//!   devices, FIFOs and sparse files are refused, never skipped;
+//! - every path must pass [`check_portable_path`], and no two entries may
+//!   collide even on a case-insensitive, normalising file system;
+//! - a PAX `size` that disagrees with the header's size is refused, since two
+//!   readers could then see two different archives;
+//! - anything after the end of the gzip stream, or a stream cut short, is
+//!   refused;
+//! - everything is written into a fresh temporary folder beside the target,
+//!   files opened with create-new, then the folder is renamed into place. On
+//!   any error the temporary folder is removed and the target never appears.
+//!
+//! `tar::Archive::unpack` is never used: it follows its own, looser rules.
+//! Callers verify the tarball's SHA-256 (and signature) before calling this.
+
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+use super::pack::SizeKind;
+use super::{
+    FileDigest, Limits, PathProblem, TreeHash, check_portable_path, collision_key, human_bytes,
+    tree_hash,
+};
+
+/// Bytes of tar framing (headers, padding, end blocks, PAX records) allowed
+/// in the decompressed stream on top of the file contents: generous for any
+/// honest archive within the entry limit, small next to a gzip bomb.
+const FRAMING_ALLOWANCE_PER_ENTRY: u64 = 4 * 512;
+const FRAMING_ALLOWANCE: u64 = 1024 * 1024;
+
+/// A file as unpacked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnpackedFile {
+    /// The path relative to the target, `/`-separated.
+    pub path: String,
+    pub size: u64,
+    pub executable: bool,
+    pub sha256: [u8; 32],
+}
+
+/// What [`unpack`] wrote.
+#[derive(Clone, Debug)]
+pub struct UnpackedSkill {
+    /// The files, sorted bytewise by path.
+    pub files: Vec<UnpackedFile>,
+    /// The tree hash of the files.
+    pub tree: TreeHash,
+}
+
+/// Why an archive was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum UnpackError {
+    #[error("{} already exists", path.display())]
+    TargetExists { path: PathBuf },
+    #[error("I/O error on {}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("the archive is corrupt or cut short")]
+    Corrupt(#[source] io::Error),
+    #[error("the archive continues after the end of its gzip stream")]
+    TrailingData,
+    #[error("the archive is over the {kind} size limit of {}", human_bytes(*limit))]
+    TooLarge { kind: SizeKind, limit: u64 },
+    #[error("the archive holds more than {limit} entries")]
+    TooManyEntries { limit: usize },
+    #[error("entry `{path}` is not valid UTF-8")]
+    PathNotUtf8 { path: String },
+    #[error("entry `{path}` has an unsafe path: {problem}")]
+    UnsafePath {
+        path: String,
+        #[source]
+        problem: PathProblem,
+    },
+    #[error("entry `{path}` is a {kind}; only regular files and directories are allowed")]
+    UnsupportedEntry { path: String, kind: &'static str },
+    #[error(
+        "entry `{path}` appears twice (as `{previous}` before); on some file systems they are the same file"
+    )]
+    Duplicate { path: String, previous: String },
+    #[error("entry `{path}` needs `{parent}` to be a directory, but it is a file")]
+    ParentIsFile { path: String, parent: String },
+    #[error("entry `{path}` declares {pax} bytes in a PAX header but {header} in its tar header")]
+    SizeMismatch { path: String, header: u64, pax: u64 },
+}
+
+/// A reader that fails once more than `limit` bytes have passed through it.
+struct CappedReader<R> {
+    inner: R,
+    remaining: u64,
+    kind: SizeKind,
+    limit: u64,
+}
+
+/// The marker carried inside the `io::Error` a [`CappedReader`] returns, so
+/// the cap can be told apart from a corrupt stream after `tar` wrapped it.
+#[derive(Debug)]
+struct CapExceeded(SizeKind, u64);
+
+impl std::fmt::Display for CapExceeded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "over the {} size limit", self.0)
+    }
+}
+
+impl std::error::Error for CapExceeded {}
+
+impl<R: Read> Read for CappedReader<R> {
+    fn read(&mut self, buffer: &mut [u8]) -> io::Result<usize> {
+        // Ask for one byte more than allowed, so that reaching the cap exactly
+        // is fine and passing it is seen.
+        let wanted = buffer
+            .len()
+            .min(usize::try_from(self.remaining.saturating_add(1)).unwrap_or(usize::MAX));
+        let read = self.inner.read(&mut buffer[..wanted])?;
+        if read as u64 > self.remaining {
+            return Err(io::Error::other(CapExceeded(self.kind, self.limit)));
+        }
+        self.remaining -= read as u64;
+        Ok(read)
+    }
+}
+
+fn stream_error(error: io::Error) -> UnpackError {
+    let cap = error
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<CapExceeded>())
+        .map(|CapExceeded(kind, limit)| (*kind, *limit));
+    match cap {
+        Some((kind, limit)) => UnpackError::TooLarge { kind, limit },
+        None => UnpackError::Corrupt(error),
+    }
+}
+
+/// What the archive has put at a collision key so far.
+struct Seen {
+    path: String,
+    is_dir: bool,
+    explicit: bool,
+}
+
+/// Unpacks the `.tgz` read from `tarball` into the new folder `target`, which
+/// must not exist yet (its parent must).
+pub fn unpack(
+    tarball: impl Read,
+    target: &Path,
+    limits: &Limits,
+) -> Result<UnpackedSkill, UnpackError> {
+    if target.symlink_metadata().is_ok() {
+        return Err(UnpackError::TargetExists {
+            path: target.to_owned(),
+        });
+    }
+    let parent = target
+        .parent()
+        .filter(|parent| !parent.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let staging = tempfile::Builder::new()
+        .prefix(".skillpkg-unpack-")
+        .tempdir_in(parent)
+        .map_err(|source| UnpackError::Io {
+            path: parent.to_owned(),
+            source,
+        })?;
+
+    let unpacked = unpack_into(tarball, staging.path(), limits)?;
+
+    let staging = staging.keep();
+    if let Err(source) = fs_err::rename(&staging, target) {
+        let _ = fs_err::remove_dir_all(&staging);
+        return Err(if target.symlink_metadata().is_ok() {
+            UnpackError::TargetExists {
+                path: target.to_owned(),
+            }
+        } else {
+            UnpackError::Io {
+                path: target.to_owned(),
+                source,
+            }
+        });
+    }
+    Ok(unpacked)
+}
+
+fn unpack_into(
+    tarball: impl Read,
+    root: &Path,
+    limits: &Limits,
+) -> Result<UnpackedSkill, UnpackError> {
+    let compressed = BufReader::new(CappedReader {
+        inner: tarball,
+        remaining: limits.max_packed_bytes,
+        kind: SizeKind::Packed,
+        limit: limits.max_packed_bytes,
+    });
+    let stream_cap = limits.max_unpacked_bytes
+        + FRAMING_ALLOWANCE
+        + FRAMING_ALLOWANCE_PER_ENTRY * limits.max_entries as u64;
+    let decompressed = CappedReader {
+        inner: flate2::bufread::GzDecoder::new(compressed),
+        remaining: stream_cap,
+        kind: SizeKind::Unpacked,
+        limit: limits.max_unpacked_bytes,
+    };
+    let mut archive = tar::Archive::new(decompressed);
+    let mut seen: HashMap<String, Seen> = HashMap::new();
+    let mut files = Vec::new();
+    let mut entry_count = 0_usize;
+    let mut total_bytes = 0_u64;
+
+    for entry in archive.entries().map_err(stream_error)? {
+        let mut entry = entry.map_err(stream_error)?;
+        let raw_path = entry.path_bytes().into_owned();
+        let path = String::from_utf8(raw_path).map_err(|error| UnpackError::PathNotUtf8 {
+            path: String::from_utf8_lossy(error.as_bytes()).into_owned(),
+        })?;
+        let entry_type = entry.header().entry_type();
+        if entry_type == tar::EntryType::XGlobalHeader {
+            // `git archive` writes one with the commit id; it names no file.
+            continue;
+        }
+        let is_dir = match entry_type {
+            tar::EntryType::Regular => false,
+            tar::EntryType::Directory => true,
+            other => {
+                return Err(UnpackError::UnsupportedEntry {
+                    path,
+                    kind: entry_kind_name(other),
+                });
+            }
+        };
+        // `tar -C dir .` writes `./` before every path; it means nothing.
+        let mut clean = path.as_str();
+        while let Some(rest) = clean.strip_prefix("./") {
+            clean = rest;
+        }
+        let clean = if is_dir {
+            clean.trim_end_matches('/')
+        } else {
+            clean
+        };
+        if is_dir && (clean.is_empty() || clean == ".") {
+            continue;
+        }
+        check_portable_path(clean, limits).map_err(|problem| UnpackError::UnsafePath {
+            path: path.clone(),
+            problem,
+        })?;
+        let clean = clean.to_owned();
+
+        entry_count += 1;
+        if entry_count > limits.max_entries {
+            return Err(UnpackError::TooManyEntries {
+                limit: limits.max_entries,
+            });
+        }
+        record(&mut seen, &clean, is_dir)?;
+
+        let header_size = entry.header().entry_size().map_err(UnpackError::Corrupt)?;
+        let size = entry.size();
+        if header_size != size {
+            return Err(UnpackError::SizeMismatch {
+                path: clean,
+                header: header_size,
+                pax: size,
+            });
+        }
+        let destination = root.join(&clean);
+        if is_dir {
+            fs_err::create_dir_all(&destination).map_err(|source| UnpackError::Io {
+                path: destination,
+                source,
+            })?;
+            continue;
+        }
+        total_bytes = total_bytes.saturating_add(size);
+        if total_bytes > limits.max_unpacked_bytes {
+            return Err(UnpackError::TooLarge {
+                kind: SizeKind::Unpacked,
+                limit: limits.max_unpacked_bytes,
+            });
+        }
+        let executable = entry.header().mode().map_err(UnpackError::Corrupt)? & 0o111 != 0;
+        let sha256 = write_file(&mut entry, &destination, executable)?;
+        files.push(UnpackedFile {
+            path: clean,
+            size,
+            executable,
+            sha256,
+        });
+    }
+
+    // The tar end marker may be followed by zero padding (GNU tar pads to
+    // 10 KiB records) and then must come the end of the gzip stream, checked
+    // with its CRC; nothing may follow that.
+    let mut decompressed = archive.into_inner();
+    let mut rest = [0_u8; 8192];
+    loop {
+        let read = decompressed.read(&mut rest).map_err(stream_error)?;
+        if read == 0 {
+            break;
+        }
+        if rest[..read].iter().any(|&byte| byte != 0) {
+            return Err(UnpackError::TrailingData);
+        }
+    }
+    let mut compressed = decompressed.inner.into_inner();
+    if !compressed.fill_buf().map_err(stream_error)?.is_empty() {
+        return Err(UnpackError::TrailingData);
+    }
+
+    files.sort_by(|a, b| a.path.as_bytes().cmp(b.path.as_bytes()));
+    let digests: Vec<FileDigest> = files
+        .iter()
+        .map(|file| FileDigest {
+            path: file.path.clone(),
+            sha256: file.sha256,
+        })
+        .collect();
+    Ok(UnpackedSkill {
+        tree: tree_hash(&digests),
+        files,
+    })
+}
+
+/// Records `path` and its parents, refusing duplicates and a file used as a folder.
+fn record(seen: &mut HashMap<String, Seen>, path: &str, is_dir: bool) -> Result<(), UnpackError> {
+    let mut parent_end = 0;
+    while let Some(offset) = path[parent_end..].find('/') {
+        let parent = &path[..parent_end + offset];
+        match seen.entry(collision_key(parent)) {
+            Entry::Occupied(existing) if !existing.get().is_dir => {
+                return Err(UnpackError::ParentIsFile {
+                    path: path.to_owned(),
+                    parent: existing.get().path.clone(),
+                });
+            }
+            Entry::Occupied(_) => {}
+            Entry::Vacant(slot) => {
+                slot.insert(Seen {
+                    path: parent.to_owned(),
+                    is_dir: true,
+                    explicit: false,
+                });
+            }
+        }
+        parent_end += offset + 1;
+    }
+    match seen.entry(collision_key(path)) {
+        // A folder may be named after its contents created it, once.
+        Entry::Occupied(mut existing)
+            if is_dir && existing.get().is_dir && !existing.get().explicit =>
+        {
+            existing.get_mut().explicit = true;
+            Ok(())
+        }
+        Entry::Occupied(existing) => Err(UnpackError::Duplicate {
+            path: path.to_owned(),
+            previous: existing.get().path.clone(),
+        }),
+        Entry::Vacant(slot) => {
+            slot.insert(Seen {
+                path: path.to_owned(),
+                is_dir,
+                explicit: true,
+            });
+            Ok(())
+        }
+    }
+}
+
+fn write_file(
+    entry: &mut impl Read,
+    destination: &Path,
+    executable: bool,
+) -> Result<[u8; 32], UnpackError> {
+    let io_error = |source| UnpackError::Io {
+        path: destination.to_owned(),
+        source,
+    };
+    if let Some(parent) = destination.parent() {
+        fs_err::create_dir_all(parent).map_err(io_error)?;
+    }
+    let mut file = fs_err::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(destination)
+        .map_err(io_error)?;
+    let mut hasher = Sha256::new();
+    let mut buffer = vec![0_u8; 64 * 1024];
+    loop {
+        let read = entry.read(&mut buffer).map_err(stream_error)?;
+        if read == 0 {
+            break;
+        }
+        hasher.update(&buffer[..read]);
+        file.write_all(&buffer[..read]).map_err(io_error)?;
+    }
+    set_mode(destination, executable).map_err(io_error)?;
+    Ok(hasher.finalize().into())
+}
+
+/// Sets 0755 or 0644: setuid, setgid, sticky and group/world write bits from
+/// the archive are dropped, never applied.
+#[cfg(unix)]
+fn set_mode(path: &Path, executable: bool) -> io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = if executable { 0o755 } else { 0o644 };
+    fs_err::set_permissions(path, std::fs::Permissions::from_mode(mode))
+}
+
+#[cfg(not(unix))]
+fn set_mode(_path: &Path, _executable: bool) -> io::Result<()> {
+    Ok(())
+}
+
+fn entry_kind_name(entry_type: tar::EntryType) -> &'static str {
+    match entry_type {
+        tar::EntryType::Symlink => "symlink",
+        tar::EntryType::Link => "hard link",
+        tar::EntryType::Char => "character device",
+        tar::EntryType::Block => "block device",
+        tar::EntryType::Fifo => "FIFO",
+        tar::EntryType::GNUSparse => "GNU sparse file",
+        tar::EntryType::Continuous => "contiguous file",
+        _ => "entry of an unsupported type",
+    }
+}

@@ -1,0 +1,118 @@
+//! Walking a skill folder: which files belong to the skill.
+//!
+//! Always left out: `.git/`, `__pycache__/`, `.DS_Store` and the
+//! `.skillignore` files themselves. A `.skillignore` in the skill folder (or
+//! in any folder below it) holds gitignore-style patterns of more files to
+//! leave out, read with the `ignore` crate that ripgrep uses. Nothing outside
+//! the skill folder (a parent's `.gitignore`, a global excludes file) applies,
+//! so a skill packs the same wherever it is checked out.
+
+use std::path::{Path, PathBuf};
+
+/// The name of the per-skill ignore file.
+pub const IGNORE_FILE: &str = ".skillignore";
+
+/// Names that are never part of a skill, wherever they appear.
+const ALWAYS_EXCLUDED: &[&str] = &[".git", "__pycache__", ".DS_Store", IGNORE_FILE];
+
+/// What an entry of the skill folder is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EntryKind {
+    File {
+        size: u64,
+        executable: bool,
+    },
+    Directory,
+    /// Symlinks are never followed; the packer refuses them.
+    Symlink,
+    /// A socket, FIFO or device; the packer refuses these too.
+    Special,
+}
+
+/// One entry of a skill folder.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WalkEntry {
+    /// The path relative to the skill folder, `/`-separated.
+    pub path: String,
+    pub kind: EntryKind,
+}
+
+/// Why a folder could not be walked.
+#[derive(Debug, thiserror::Error)]
+pub enum WalkError {
+    #[error("cannot read {}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the file name {} is not valid UTF-8", path.display())]
+    NotUtf8 { path: PathBuf },
+    #[error("cannot walk {}: {message}", root.display())]
+    Walk { root: PathBuf, message: String },
+}
+
+/// Lists the entries of the skill folder `root`, sorted bytewise by path.
+pub fn walk(root: &Path) -> Result<Vec<WalkEntry>, WalkError> {
+    let mut builder = ignore::WalkBuilder::new(root);
+    builder
+        .standard_filters(false)
+        .parents(false)
+        .follow_links(false)
+        .add_custom_ignore_filename(IGNORE_FILE)
+        .filter_entry(|entry| {
+            let name = entry.file_name().to_str().unwrap_or("");
+            !ALWAYS_EXCLUDED.contains(&name)
+        });
+    let mut entries = Vec::new();
+    for result in builder.build() {
+        let entry = result.map_err(|error| WalkError::Walk {
+            root: root.to_owned(),
+            message: error.to_string(),
+        })?;
+        if entry.depth() == 0 {
+            continue;
+        }
+        let relative = entry
+            .path()
+            .strip_prefix(root)
+            .expect("walk stays under its root");
+        let path = relative
+            .to_str()
+            .ok_or_else(|| WalkError::NotUtf8 {
+                path: entry.path().to_owned(),
+            })?
+            .replace(std::path::MAIN_SEPARATOR, "/");
+        let metadata = fs_err::symlink_metadata(entry.path()).map_err(|source| WalkError::Io {
+            path: entry.path().to_owned(),
+            source,
+        })?;
+        let file_type = metadata.file_type();
+        let kind = if file_type.is_symlink() {
+            EntryKind::Symlink
+        } else if file_type.is_dir() {
+            EntryKind::Directory
+        } else if file_type.is_file() {
+            EntryKind::File {
+                size: metadata.len(),
+                executable: is_executable(&metadata),
+            }
+        } else {
+            EntryKind::Special
+        };
+        entries.push(WalkEntry { path, kind });
+    }
+    entries.sort_by(|a, b| a.path.as_bytes().cmp(b.path.as_bytes()));
+    Ok(entries)
+}
+
+#[cfg(unix)]
+fn is_executable(metadata: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    metadata.permissions().mode() & 0o111 != 0
+}
+
+#[cfg(not(unix))]
+fn is_executable(_metadata: &std::fs::Metadata) -> bool {
+    false
+}

@@ -1,0 +1,15 @@
+//! # skillpkg-index
+//!
+//! The formats that both sides of skillpkg speak, with no I/O policy of their
+//! own: the client (`skillpkg`) and the registry (`skillpkg-registry`) depend
+//! on this crate and never on each other.
+//!
+//! - [`skill`]: `SKILL.md` parsing (raw YAML with positions), the typed
+//!   frontmatter model, and validation with stable diagnostic codes.
+//! - [`archive`]: the deterministic `.tgz` packer, the hardened unpacker that
+//!   every archive from the network goes through, and the `h1:` tree hash.
+//!
+//! This crate never prints; callers render [`skill::Diagnostic`]s and errors.
+
+pub mod archive;
+pub mod skill;

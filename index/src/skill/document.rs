@@ -1,0 +1,379 @@
+//! The raw `SKILL.md` document: frontmatter split from the body and parsed as
+//! YAML 1.2 into a tree that keeps every node's position.
+//!
+//! This layer accepts any valid YAML (flow style, anchors, block scalars,
+//! nested maps) and makes no judgement about keys or types: that is
+//! [`super::validate`]'s job on top of it. Keeping the two apart means a
+//! diagnostic can always point at the exact node it is about.
+//!
+//! Accepted on the way in: a UTF-8 byte order mark (dropped), CRLF line ends
+//! (read as LF; line and column numbers are unchanged by this), and a closing
+//! `---` or `...` line. Line and column numbers refer to the file as written.
+
+use saphyr::{LoadableYamlNode, MarkedYaml, Scalar, YamlData};
+
+use super::diagnostic::Location;
+
+/// A YAML node with its place in the file.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Node {
+    pub value: Value,
+    pub location: Location,
+}
+
+/// A YAML value, resolved with the YAML 1.2 core schema (so `yes` and
+/// `2024-01-01` are strings, `true` is a boolean and `1.0` is a float).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Value {
+    Null,
+    Bool(bool),
+    Integer(i64),
+    Float(f64),
+    String(String),
+    Sequence(Vec<Node>),
+    /// Keys in document order; YAML forbids duplicates and the parser refuses them.
+    Mapping(Vec<(Node, Node)>),
+}
+
+impl Value {
+    /// Returns the string if and only if the value is a YAML string.
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Self::String(text) => Some(text),
+            _ => None,
+        }
+    }
+
+    /// Returns the scalar as text (`true`, `1.5`, the string itself), or
+    /// `None` for null, sequences and mappings.
+    pub fn scalar_text(&self) -> Option<String> {
+        match self {
+            Self::Bool(value) => Some(value.to_string()),
+            Self::Integer(value) => Some(value.to_string()),
+            Self::Float(value) => Some(value.to_string()),
+            Self::String(value) => Some(value.clone()),
+            Self::Null | Self::Sequence(_) | Self::Mapping(_) => None,
+        }
+    }
+
+    /// Returns a short name of the value's type, for messages.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Self::Null => "null",
+            Self::Bool(_) => "a boolean",
+            Self::Integer(_) => "an integer",
+            Self::Float(_) => "a number",
+            Self::String(_) => "a string",
+            Self::Sequence(_) => "a list",
+            Self::Mapping(_) => "a mapping",
+        }
+    }
+}
+
+/// A `SKILL.md` split into its parts. The frontmatter is parsed; the body is not.
+#[derive(Clone, Debug)]
+pub struct SkillDocument {
+    /// The file's text with the byte order mark removed and CRLF read as LF.
+    pub text: String,
+    /// The top-level frontmatter entries, in order. Keys are YAML nodes so
+    /// that a non-string key can still be pointed at.
+    pub frontmatter: Vec<(Node, Node)>,
+    /// The Markdown after the closing `---`.
+    pub body: String,
+    /// The 1-based line on which the body starts.
+    pub body_line: usize,
+}
+
+impl SkillDocument {
+    /// Returns the frontmatter value of `key`, with the key's node.
+    pub fn get(&self, key: &str) -> Option<(&Node, &Node)> {
+        self.frontmatter
+            .iter()
+            .find(|(k, _)| k.value.as_str() == Some(key))
+            .map(|(k, v)| (k, v))
+    }
+}
+
+/// Why a `SKILL.md` could not be split or its frontmatter parsed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum DocumentError {
+    #[error("SKILL.md is not valid UTF-8 (first bad byte at offset {offset})")]
+    NotUtf8 { offset: usize },
+    #[error("SKILL.md does not start with a `---` frontmatter line")]
+    FrontmatterMissing {
+        /// The line of a later `---`, when there is text before the frontmatter.
+        later_fence: Option<usize>,
+    },
+    #[error("the frontmatter opened on line 1 is never closed with `---`")]
+    FrontmatterUnclosed,
+    #[error("the frontmatter is not valid YAML: {message}")]
+    YamlSyntax { message: String, location: Location },
+    #[error("the frontmatter is {found}, not a mapping of keys to values")]
+    NotMapping {
+        found: &'static str,
+        location: Location,
+    },
+}
+
+/// Splits and parses a `SKILL.md` given as bytes.
+pub fn parse(bytes: &[u8]) -> Result<SkillDocument, DocumentError> {
+    let text = std::str::from_utf8(bytes).map_err(|error| DocumentError::NotUtf8 {
+        offset: error.valid_up_to(),
+    })?;
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let text = if text.contains("\r\n") {
+        text.replace("\r\n", "\n")
+    } else {
+        text.to_owned()
+    };
+
+    let mut lines = text.split_inclusive('\n');
+    let first = lines.next().unwrap_or("");
+    if !is_fence(first, false) {
+        let later_fence = text
+            .lines()
+            .position(|line| is_fence(line, false))
+            .map(|i| i + 1);
+        return Err(DocumentError::FrontmatterMissing { later_fence });
+    }
+    let yaml_start = first.len();
+    let mut offset = yaml_start;
+    let mut line_number = 1;
+    let mut closing = None;
+    for line in lines {
+        line_number += 1;
+        if is_fence(line, true) {
+            closing = Some((offset, offset + line.len(), line_number));
+            break;
+        }
+        offset += line.len();
+    }
+    let (yaml_end, body_start, closing_line) = closing.ok_or(DocumentError::FrontmatterUnclosed)?;
+    let yaml = &text[yaml_start..yaml_end];
+    let frontmatter = parse_frontmatter(yaml)?;
+    let body = text[body_start..].to_owned();
+    Ok(SkillDocument {
+        frontmatter,
+        body,
+        body_line: closing_line + 1,
+        text,
+    })
+}
+
+/// Returns true if and only if `line` is a frontmatter fence: `---` (or, as a
+/// closing fence, YAML's document end marker `...`) with only spaces after it.
+fn is_fence(line: &str, closing: bool) -> bool {
+    let trimmed = line.trim_end_matches(['\n', ' ', '\t']);
+    trimmed == "---" || (closing && trimmed == "...")
+}
+
+/// The YAML starts on line 2 of the file, after the opening fence.
+const YAML_FIRST_LINE: usize = 2;
+
+fn parse_frontmatter(yaml: &str) -> Result<Vec<(Node, Node)>, DocumentError> {
+    let documents = MarkedYaml::load_from_str(yaml).map_err(|error| {
+        let marker = error.marker();
+        let line = marker.line() + YAML_FIRST_LINE - 1;
+        let column = marker.col() + 1;
+        DocumentError::YamlSyntax {
+            message: error.info().to_owned(),
+            location: Location {
+                line,
+                column,
+                end_column: column + 1,
+            },
+        }
+    })?;
+    let Some(root) = documents.first() else {
+        // An empty frontmatter is an empty mapping: validation then names the
+        // missing fields, which is more useful than "not a mapping".
+        return Ok(Vec::new());
+    };
+    match convert(root).value {
+        Value::Mapping(entries) => Ok(entries),
+        Value::Null => Ok(Vec::new()),
+        other => Err(DocumentError::NotMapping {
+            found: other.type_name(),
+            location: location_of(root),
+        }),
+    }
+}
+
+fn location_of(node: &MarkedYaml<'_>) -> Location {
+    let start = node.span.start;
+    let end = node.span.end;
+    let line = start.line() + YAML_FIRST_LINE - 1;
+    let column = start.col() + 1;
+    let end_column = if end.line() == start.line() && end.col() > start.col() {
+        end.col() + 1
+    } else {
+        column + 1
+    };
+    Location {
+        line,
+        column,
+        end_column,
+    }
+}
+
+fn convert(node: &MarkedYaml<'_>) -> Node {
+    let value = match &node.data {
+        YamlData::Value(scalar) => match scalar {
+            Scalar::Null => Value::Null,
+            Scalar::Boolean(value) => Value::Bool(*value),
+            Scalar::Integer(value) => Value::Integer(*value),
+            Scalar::FloatingPoint(value) => Value::Float(value.into_inner()),
+            Scalar::String(value) => Value::String(value.to_string()),
+        },
+        YamlData::Representation(text, _, _) => Value::String(text.to_string()),
+        YamlData::Sequence(items) => Value::Sequence(items.iter().map(convert).collect()),
+        YamlData::Mapping(entries) => Value::Mapping(
+            entries
+                .iter()
+                .map(|(key, value)| (convert(key), convert(value)))
+                .collect(),
+        ),
+        // A tag does not change what the frontmatter means to us: read the
+        // tagged node as it is.
+        YamlData::Tagged(_, inner) => {
+            return Node {
+                location: location_of(node),
+                ..convert(inner)
+            };
+        }
+        YamlData::Alias(_) | YamlData::BadValue => Value::Null,
+    };
+    Node {
+        value,
+        location: location_of(node),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key_value<'a>(document: &'a SkillDocument, key: &str) -> &'a Value {
+        &document
+            .get(key)
+            .unwrap_or_else(|| panic!("no key {key}"))
+            .1
+            .value
+    }
+
+    #[test]
+    fn splits_frontmatter_and_body_and_keeps_positions() {
+        let document = parse(b"---\nname: pdf\ndescription: Reads PDFs.\n---\n# Title\n").unwrap();
+        let (key, value) = document.get("description").unwrap();
+        assert_eq!(key.location.line, 3);
+        assert_eq!(
+            value.location,
+            Location {
+                line: 3,
+                column: 14,
+                end_column: 25
+            }
+        );
+        assert_eq!(document.body, "# Title\n");
+        assert_eq!(document.body_line, 5);
+    }
+
+    #[test]
+    fn accepts_crlf_and_a_byte_order_mark() {
+        let document =
+            parse(b"\xef\xbb\xbf---\r\nname: pdf\r\ndescription: x\r\n---\r\nbody\r\n").unwrap();
+        assert_eq!(key_value(&document, "name").as_str(), Some("pdf"));
+        assert_eq!(document.get("description").unwrap().1.location.line, 3);
+        assert_eq!(document.body, "body\n");
+    }
+
+    #[test]
+    fn reads_block_scalars_and_nested_metadata() {
+        let text = "---\nname: pdf\ndescription: >-\n  Folded\n  text.\nnotes: |\n  line one\n  line two\nmetadata:\n  author: me\n  nested:\n    deep: 1\n---\n";
+        let document = parse(text.as_bytes()).unwrap();
+        assert_eq!(
+            key_value(&document, "description").as_str(),
+            Some("Folded text.")
+        );
+        assert_eq!(
+            key_value(&document, "notes").as_str(),
+            Some("line one\nline two\n")
+        );
+        let Value::Mapping(metadata) = key_value(&document, "metadata") else {
+            panic!()
+        };
+        assert_eq!(metadata[1].0.value.as_str(), Some("nested"));
+        assert!(matches!(metadata[1].1.value, Value::Mapping(_)));
+    }
+
+    #[test]
+    fn resolves_scalars_with_the_yaml_1_2_core_schema() {
+        let document =
+            parse(b"---\na: yes\nb: 2024-01-01\nc: true\nd: 1.0\ne: 3\nf: ~\ng: [x, y]\n---\n")
+                .unwrap();
+        assert_eq!(key_value(&document, "a"), &Value::String("yes".into()));
+        assert_eq!(
+            key_value(&document, "b"),
+            &Value::String("2024-01-01".into())
+        );
+        assert_eq!(key_value(&document, "c"), &Value::Bool(true));
+        assert_eq!(key_value(&document, "d"), &Value::Float(1.0));
+        assert_eq!(key_value(&document, "e"), &Value::Integer(3));
+        assert_eq!(key_value(&document, "f"), &Value::Null);
+        assert!(matches!(key_value(&document, "g"), Value::Sequence(items) if items.len() == 2));
+    }
+
+    #[test]
+    fn a_dashes_line_inside_a_block_scalar_closes_nothing_it_should_not() {
+        // `---` indented inside a block scalar is content, not a fence.
+        let document = parse(b"---\nname: x\ndescription: |\n  a\n  ---\n  b\n---\nbody").unwrap();
+        assert_eq!(
+            key_value(&document, "description").as_str(),
+            Some("a\n---\nb\n")
+        );
+    }
+
+    #[test]
+    fn reports_missing_unclosed_and_broken_frontmatter() {
+        assert_eq!(
+            parse(b"# no frontmatter\n").unwrap_err(),
+            DocumentError::FrontmatterMissing { later_fence: None }
+        );
+        assert_eq!(
+            parse(b"intro\n---\nname: x\n---\n").unwrap_err(),
+            DocumentError::FrontmatterMissing {
+                later_fence: Some(2)
+            }
+        );
+        assert_eq!(
+            parse(b"---\nname: x\n").unwrap_err(),
+            DocumentError::FrontmatterUnclosed
+        );
+        let DocumentError::YamlSyntax { location, .. } =
+            parse(b"---\nname: x\ndescription: [a\n---\n").unwrap_err()
+        else {
+            panic!("expected a YAML error")
+        };
+        assert!(location.line >= 3, "{location:?}");
+        assert!(matches!(
+            parse(b"---\n- a\n---\n").unwrap_err(),
+            DocumentError::NotMapping {
+                found: "a list",
+                ..
+            }
+        ));
+        assert!(matches!(
+            parse(b"---\nname: a\nname: b\n---\n").unwrap_err(),
+            DocumentError::YamlSyntax { .. }
+        ));
+        assert!(matches!(
+            parse(b"\xff---\n").unwrap_err(),
+            DocumentError::NotUtf8 { offset: 0 }
+        ));
+    }
+
+    #[test]
+    fn an_empty_frontmatter_is_an_empty_mapping() {
+        assert!(parse(b"---\n---\nbody").unwrap().frontmatter.is_empty());
+    }
+}

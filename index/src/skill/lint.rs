@@ -1,0 +1,384 @@
+//! Warnings about the body and the files of a skill: things that are legal
+//! but that an author almost always wants to know about.
+
+use std::path::{Component, Path, PathBuf};
+use std::sync::LazyLock;
+
+use pulldown_cmark::{Event, Parser, Tag};
+use regex::Regex;
+
+use super::diagnostic::{Code, Diagnostic, Location};
+use super::document::SkillDocument;
+use crate::archive::walk::{EntryKind, WalkEntry};
+
+/// Bodies longer than this many lines should move detail into `references/`.
+pub(crate) const MAX_BODY_LINES: usize = 500;
+/// Bodies estimated over this many tokens crowd an agent's context.
+pub(crate) const MAX_BODY_TOKENS: usize = 10_000;
+/// Files larger than this are not scanned for secrets.
+const MAX_SCANNED_FILE: u64 = 1024 * 1024;
+
+/// Checks the Markdown body: length, size, and relative links.
+pub(crate) fn check_body(
+    document: &SkillDocument,
+    root: &Path,
+    file: &Path,
+    diagnostics: &mut Vec<Diagnostic>,
+) {
+    let body = &document.body;
+    let at_body = Location {
+        line: document.body_line,
+        column: 1,
+        end_column: 2,
+    };
+    if body.trim().is_empty() {
+        diagnostics.push(
+            Diagnostic::new(
+                Code::BodyEmpty,
+                file,
+                "the body is empty: the skill gives the agent no instructions",
+            )
+            .with_hint("write the instructions below the closing `---`"),
+        );
+        return;
+    }
+    let lines = body.lines().count();
+    if lines > MAX_BODY_LINES {
+        diagnostics.push(
+            Diagnostic::new(
+                Code::BodyTooLong,
+                file,
+                format!("the body is {lines} lines long; keep it under {MAX_BODY_LINES}"),
+            )
+            .at(at_body, &document.text)
+            .with_hint("move detail into files under `references/` and link to them"),
+        );
+    }
+    // About four characters a token for English prose and code: a rough
+    // estimate is enough for a warning, and needs no tokenizer.
+    let tokens = body.chars().count() / 4;
+    if tokens > MAX_BODY_TOKENS {
+        diagnostics.push(
+            Diagnostic::new(
+                Code::BodyTooManyTokens,
+                file,
+                format!("the body is about {tokens} tokens; keep it under {MAX_BODY_TOKENS}"),
+            )
+            .at(at_body, &document.text)
+            .with_hint(
+                "move detail into files under `references/`, which agents read only when needed",
+            ),
+        );
+    }
+    check_links(document, root, file, diagnostics);
+}
+
+fn check_links(
+    document: &SkillDocument,
+    root: &Path,
+    file: &Path,
+    diagnostics: &mut Vec<Diagnostic>,
+) {
+    let body_offset = document.text.len() - document.body.len();
+    for (event, range) in Parser::new(&document.body).into_offset_iter() {
+        let destination = match event {
+            Event::Start(Tag::Link { dest_url, .. } | Tag::Image { dest_url, .. }) => dest_url,
+            _ => continue,
+        };
+        let Some(target) = local_target(&destination) else {
+            continue;
+        };
+        let location = location_at(
+            &document.text,
+            body_offset + range.start,
+            body_offset + range.end,
+        );
+        match resolve_inside(&target) {
+            None => diagnostics.push(
+                Diagnostic::new(
+                    Code::LinkOutsideSkill,
+                    file,
+                    format!("the link `{destination}` points outside the skill folder"),
+                )
+                .at(location, &document.text)
+                .with_hint("only the skill folder is installed: copy the file into it"),
+            ),
+            Some(relative) if !root.join(&relative).exists() => diagnostics.push(
+                Diagnostic::new(
+                    Code::BrokenLink,
+                    file,
+                    format!("the link `{destination}` points to a file that does not exist"),
+                )
+                .at(location, &document.text),
+            ),
+            Some(_) => {}
+        }
+    }
+}
+
+/// Returns the local file a link destination refers to, or `None` for URLs,
+/// `mailto:` and the like, and links to an anchor in the same file.
+fn local_target(destination: &str) -> Option<String> {
+    let path = destination.split(['#', '?']).next().unwrap_or("");
+    if path.is_empty() {
+        return None;
+    }
+    let has_scheme = path.split_once(':').is_some_and(|(scheme, _)| {
+        !scheme.is_empty()
+            && scheme
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
+    });
+    if has_scheme || path.starts_with("//") {
+        return None;
+    }
+    Some(percent_decode(path))
+}
+
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut decoded = Vec::with_capacity(bytes.len());
+    let mut index = 0;
+    while index < bytes.len() {
+        let hex = bytes
+            .get(index + 1..index + 3)
+            .and_then(|pair| std::str::from_utf8(pair).ok());
+        match (
+            bytes[index],
+            hex.and_then(|pair| u8::from_str_radix(pair, 16).ok()),
+        ) {
+            (b'%', Some(byte)) => {
+                decoded.push(byte);
+                index += 3;
+            }
+            (byte, _) => {
+                decoded.push(byte);
+                index += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&decoded).into_owned()
+}
+
+/// Returns the normalised relative path if and only if it stays inside the skill.
+fn resolve_inside(target: &str) -> Option<PathBuf> {
+    let mut resolved = PathBuf::new();
+    for component in Path::new(target).components() {
+        match component {
+            Component::Normal(part) => resolved.push(part),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !resolved.pop() {
+                    return None;
+                }
+            }
+            Component::RootDir | Component::Prefix(_) => return None,
+        }
+    }
+    Some(resolved)
+}
+
+/// Turns a byte range of `text` into a line and character columns.
+pub(crate) fn location_at(text: &str, start: usize, end: usize) -> Location {
+    let before = &text[..start];
+    let line_start = before.rfind('\n').map_or(0, |index| index + 1);
+    let line = before.matches('\n').count() + 1;
+    let column = text[line_start..start].chars().count() + 1;
+    let line_end = text[start..]
+        .find('\n')
+        .map_or(text.len(), |index| start + index);
+    let end_column = column + text[start..end.min(line_end)].chars().count().max(1);
+    Location {
+        line,
+        column,
+        end_column,
+    }
+}
+
+/// Checks the files of the skill: scripts and secrets.
+pub(crate) fn check_files(
+    root: &Path,
+    entries: &[WalkEntry],
+    skill_md: &Path,
+    diagnostics: &mut Vec<Diagnostic>,
+) {
+    for entry in entries {
+        let EntryKind::File { size, executable } = entry.kind else {
+            continue;
+        };
+        let is_skill_md = Path::new(&entry.path) == skill_md;
+        // Only text files can hold a secret we can see or a shebang.
+        let text = if size <= MAX_SCANNED_FILE {
+            fs_err::read(root.join(&entry.path)).ok()
+        } else {
+            None
+        };
+        let text = text
+            .as_deref()
+            .and_then(|bytes| std::str::from_utf8(bytes).ok());
+        if entry.path.starts_with("scripts/") && looks_runnable(&entry.path) {
+            check_script(entry, text, executable, diagnostics);
+        }
+        if let Some(text) = text {
+            // SKILL.md is scanned on its normalised text by the caller, so
+            // that its positions match the rest of its diagnostics.
+            if !is_skill_md {
+                scan_secrets(text, Path::new(&entry.path), diagnostics);
+            }
+        }
+    }
+}
+
+/// Returns false for files in `scripts/` that are data or docs, not programs.
+fn looks_runnable(path: &str) -> bool {
+    const DATA: &[&str] = &[
+        "md", "txt", "json", "yaml", "yml", "toml", "csv", "lock", "cfg", "ini",
+    ];
+    let file_name = path.rsplit('/').next().unwrap_or(path);
+    let extension = file_name
+        .rsplit_once('.')
+        .map(|(_, extension)| extension.to_ascii_lowercase());
+    file_name != "__init__.py"
+        && !extension.is_some_and(|extension| DATA.contains(&extension.as_str()))
+}
+
+fn check_script(
+    entry: &WalkEntry,
+    text: Option<&str>,
+    executable: bool,
+    diagnostics: &mut Vec<Diagnostic>,
+) {
+    let has_shebang = text.is_some_and(|text| text.starts_with("#!"));
+    if !has_shebang {
+        diagnostics.push(
+            Diagnostic::new(
+                Code::ScriptNoShebang,
+                &entry.path,
+                format!("`{}` has no `#!` line", entry.path),
+            )
+            .with_hint(
+                "start it with a line like `#!/usr/bin/env python3` so agents can run it directly",
+            ),
+        );
+    } else if !executable {
+        diagnostics.push(
+            Diagnostic::new(
+                Code::ScriptNotExecutable,
+                &entry.path,
+                format!("`{}` is not executable", entry.path),
+            )
+            .with_hint(format!(
+                "run `chmod +x {}`; the exec bit is kept in the package",
+                entry.path
+            )),
+        );
+    }
+}
+
+struct SecretPattern {
+    what: &'static str,
+    regex: Regex,
+}
+
+static SECRET_PATTERNS: LazyLock<Vec<SecretPattern>> = LazyLock::new(|| {
+    [
+        ("an AWS access key ID", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
+        ("a GitHub token", r"\bgh[pousr]_[A-Za-z0-9]{36,}\b"),
+        (
+            "a GitHub fine-grained token",
+            r"\bgithub_pat_[A-Za-z0-9_]{60,}\b",
+        ),
+        ("an Anthropic API key", r"\bsk-ant-[A-Za-z0-9_-]{32,}"),
+        ("an OpenAI API key", r"\bsk-(?:proj-)?[A-Za-z0-9]{32,}\b"),
+        ("a Slack token", r"\bxox[abprs]-[A-Za-z0-9-]{10,}\b"),
+        ("a Google API key", r"\bAIza[0-9A-Za-z_-]{35}\b"),
+        ("a Stripe secret key", r"\b[sr]k_live_[0-9A-Za-z]{24,}\b"),
+        (
+            "a private key",
+            r"-----BEGIN (?:RSA |EC |DSA |OPENSSH |PGP |ENCRYPTED )?PRIVATE KEY(?: BLOCK)?-----",
+        ),
+    ]
+    .into_iter()
+    .map(|(what, pattern)| SecretPattern {
+        what,
+        regex: Regex::new(pattern).expect("valid secret pattern"),
+    })
+    .collect()
+});
+
+/// Returns true for documentation placeholders such as AWS's `AKIAIOSFODNN7EXAMPLE`.
+fn is_placeholder(found: &str) -> bool {
+    let lowered = found.to_ascii_lowercase();
+    lowered.contains("example")
+        || lowered.contains("xxxx")
+        || lowered.contains("your")
+        || lowered.contains("0000000")
+}
+
+/// Reports every match of a secret pattern in `text`.
+pub(crate) fn scan_secrets(text: &str, file: &Path, diagnostics: &mut Vec<Diagnostic>) {
+    for pattern in SECRET_PATTERNS.iter() {
+        for found in pattern.regex.find_iter(text) {
+            if is_placeholder(found.as_str()) {
+                continue;
+            }
+            diagnostics.push(
+                Diagnostic::new(Code::PossibleSecret, file, format!("this looks like {}", pattern.what))
+                    .at(location_at(text, found.start(), found.end()), text)
+                    .with_hint("never publish credentials: remove it, revoke it, and read it from the environment instead"),
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classifies_link_targets() {
+        assert_eq!(
+            local_target("references/api.md#auth"),
+            Some("references/api.md".into())
+        );
+        assert_eq!(local_target("my%20file.md"), Some("my file.md".into()));
+        assert_eq!(local_target("https://example.com/x"), None);
+        assert_eq!(local_target("mailto:a@b.c"), None);
+        assert_eq!(local_target("#section"), None);
+        assert_eq!(resolve_inside("a/../b.md"), Some(PathBuf::from("b.md")));
+        assert_eq!(resolve_inside("../outside.md"), None);
+        assert_eq!(resolve_inside("/etc/passwd"), None);
+    }
+
+    #[test]
+    fn locates_byte_ranges_in_characters() {
+        let text = "ab\ncé x\n";
+        let start = text.find('x').unwrap();
+        assert_eq!(
+            location_at(text, start, start + 1),
+            Location {
+                line: 2,
+                column: 4,
+                end_column: 5
+            }
+        );
+    }
+
+    #[test]
+    fn finds_secrets_but_not_placeholders() {
+        let mut diagnostics = Vec::new();
+        let text = "key = AKIAIOSFODNN7EXAMPLE\ntoken = ghp_0123456789abcdefghijABCDEFGHIJ012345\n";
+        scan_secrets(text, Path::new("x"), &mut diagnostics);
+        assert_eq!(diagnostics.len(), 1);
+        assert_eq!(diagnostics[0].location.unwrap().line, 2);
+        assert!(diagnostics[0].message.contains("GitHub"));
+    }
+
+    #[test]
+    fn data_files_in_scripts_need_no_shebang() {
+        assert!(looks_runnable("scripts/run.py"));
+        assert!(looks_runnable("scripts/tool"));
+        assert!(!looks_runnable("scripts/README.md"));
+        assert!(!looks_runnable("scripts/pkg/__init__.py"));
+    }
+}

@@ -1,0 +1,388 @@
+//! Agent Skills: the `SKILL.md` format and its validation.
+//!
+//! A skill is a folder whose `SKILL.md` starts with YAML frontmatter between
+//! `---` lines and continues with Markdown instructions:
+//!
+//! ```text
+//! pdf-processing/
+//!   SKILL.md          ---\nname: pdf-processing\ndescription: ...\n---\n# Instructions
+//!   scripts/          programs the agent may run
+//!   references/       documents the agent reads when needed
+//!   assets/           templates, images, data
+//! ```
+//!
+//! Reading goes in two steps that are kept apart: [`document::parse`] turns
+//! bytes into a YAML tree that keeps positions and judges nothing, and
+//! [`validate_skill`] checks that tree (and the folder around it) and yields
+//! the typed [`Frontmatter`] plus [`Diagnostic`]s with stable codes.
+
+pub mod diagnostic;
+pub mod document;
+mod lint;
+mod name;
+mod validate;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+pub use diagnostic::{Code, Diagnostic, Location, Severity};
+pub use document::{DocumentError, SkillDocument};
+pub use name::{MAX_NAME_LEN, SkillName, SkillNameError};
+
+use crate::archive::walk::{self, EntryKind};
+
+/// The file name the specification requires.
+pub const SKILL_MD: &str = "SKILL.md";
+
+/// The largest skill the Claude API accepts, in bytes.
+pub const CLAUDE_API_MAX_BYTES: u64 = 8 * 1024 * 1024;
+
+/// An agent host whose extra rules validation applies.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Host {
+    /// Only the Agent Skills specification: what every agent reads.
+    #[default]
+    Portable,
+    /// Skills uploaded through the Claude API: no XML tags in `name` or
+    /// `description`, no `anthropic` or `claude` in `name`, at most 8 MiB.
+    ClaudeApi,
+    /// Claude Code: its own frontmatter keys are not reported as not portable.
+    ClaudeCode,
+}
+
+impl Host {
+    /// Every host, for `--help` and error messages.
+    pub const ALL: &'static [(&'static str, Host)] = &[
+        ("portable", Host::Portable),
+        ("claude-api", Host::ClaudeApi),
+        ("claude-code", Host::ClaudeCode),
+    ];
+}
+
+impl FromStr for Host {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .iter()
+            .find(|(name, _)| *name == text)
+            .map(|(_, host)| *host)
+            .ok_or_else(|| {
+                let names: Vec<_> = Self::ALL.iter().map(|(name, _)| *name).collect();
+                format!(
+                    "unknown host `{text}`; expected one of: {}",
+                    names.join(", ")
+                )
+            })
+    }
+}
+
+/// What to check besides the base rules.
+#[derive(Clone, Debug, Default)]
+pub struct ValidateOptions {
+    pub host: Host,
+    /// Turns every warning into an error.
+    pub strict: bool,
+    /// Codes whose diagnostics are dropped (only warnings can be: an error
+    /// code here is ignored, since an invalid skill must stay invalid).
+    pub allow: Vec<Code>,
+    /// The name the skill's folder has; `name` must equal it. `None` skips
+    /// the check, for skills unpacked from an archive into a temporary folder.
+    pub folder_name: Option<String>,
+}
+
+impl ValidateOptions {
+    /// Options for the skill in `dir`, whose folder name `name` must match.
+    pub fn for_folder(dir: &Path) -> Self {
+        let absolute = std::path::absolute(dir).unwrap_or_else(|_| dir.to_owned());
+        let folder_name = absolute
+            .components()
+            .next_back()
+            .and_then(|component| component.as_os_str().to_str())
+            .map(str::to_owned);
+        Self {
+            folder_name,
+            ..Self::default()
+        }
+    }
+}
+
+/// The validated frontmatter.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Frontmatter {
+    /// Always `Some` in a [`SkillReport`]'s frontmatter.
+    pub name: Option<SkillName>,
+    pub description: String,
+    pub license: Option<String>,
+    pub compatibility: Option<String>,
+    /// String-to-string metadata, in document order; non-string scalars are
+    /// kept as their text, lists and maps are dropped (with a warning).
+    pub metadata: Vec<(String, String)>,
+    /// `allowed-tools`, split into single tools.
+    pub allowed_tools: Vec<String>,
+    /// `version`, else `metadata.version` when it is semver.
+    pub version: Option<semver::Version>,
+    /// `depends_on`.
+    pub dependencies: Vec<Dependency>,
+}
+
+impl Frontmatter {
+    /// Returns the skill's name.
+    pub fn name(&self) -> &SkillName {
+        self.name
+            .as_ref()
+            .expect("a validated frontmatter has a name")
+    }
+}
+
+/// A dependency on another skill: `name` or `name@requirement`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Dependency {
+    pub name: SkillName,
+    /// `*` when the dependency names no requirement.
+    pub requirement: semver::VersionReq,
+}
+
+/// Why a dependency string is invalid.
+#[derive(Debug, thiserror::Error)]
+pub enum DependencyError {
+    #[error(transparent)]
+    Name(#[from] SkillNameError),
+    #[error("the version requirement is invalid: {0}")]
+    Requirement(#[from] semver::Error),
+}
+
+impl FromStr for Dependency {
+    type Err = DependencyError;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let (name, requirement) = match text.split_once('@') {
+            Some((name, requirement)) => (name, requirement.parse()?),
+            None => (text, semver::VersionReq::STAR),
+        };
+        Ok(Self {
+            name: name.trim().parse()?,
+            requirement,
+        })
+    }
+}
+
+impl fmt::Display for Dependency {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.requirement == semver::VersionReq::STAR {
+            write!(f, "{}", self.name)
+        } else {
+            write!(f, "{}@{}", self.name, self.requirement)
+        }
+    }
+}
+
+/// The outcome of validating one skill folder.
+#[derive(Clone, Debug)]
+pub struct SkillReport {
+    /// The skill folder, as given.
+    pub path: PathBuf,
+    /// The typed frontmatter, present if and only if there is no error.
+    pub frontmatter: Option<Frontmatter>,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl SkillReport {
+    /// Returns true if and only if no diagnostic is an error.
+    pub fn is_valid(&self) -> bool {
+        self.errors() == 0
+    }
+
+    /// Returns the number of errors.
+    pub fn errors(&self) -> usize {
+        self.count(Severity::Error)
+    }
+
+    /// Returns the number of warnings.
+    pub fn warnings(&self) -> usize {
+        self.count(Severity::Warning)
+    }
+
+    fn count(&self, severity: Severity) -> usize {
+        self.diagnostics
+            .iter()
+            .filter(|d| d.severity == severity)
+            .count()
+    }
+}
+
+/// Finds the skill file in `dir`: `SKILL.md`, or a differently cased
+/// `skill.md` (returned with `true` so the caller can warn).
+pub fn find_skill_md(dir: &Path) -> std::io::Result<Option<(String, bool)>> {
+    let mut other_case = None;
+    for entry in fs_err::read_dir(dir)? {
+        let entry = entry?;
+        let Ok(name) = entry.file_name().into_string() else {
+            continue;
+        };
+        if name == SKILL_MD {
+            return Ok(Some((name, false)));
+        }
+        if name.eq_ignore_ascii_case(SKILL_MD) && entry.file_type()?.is_file() {
+            other_case = Some(name);
+        }
+    }
+    Ok(other_case.map(|name| (name, true)))
+}
+
+/// Validates the skill in the folder `dir`.
+pub fn validate_skill(dir: &Path, options: &ValidateOptions) -> SkillReport {
+    let mut diagnostics = Vec::new();
+    let frontmatter = check_skill(dir, options, &mut diagnostics);
+    diagnostics.retain(|d| !(d.severity == Severity::Warning && options.allow.contains(&d.code)));
+    if options.strict {
+        for diagnostic in &mut diagnostics {
+            diagnostic.severity = Severity::Error;
+        }
+    }
+    let has_errors = diagnostics.iter().any(|d| d.severity == Severity::Error);
+    SkillReport {
+        path: dir.to_owned(),
+        frontmatter: frontmatter.filter(|_| !has_errors),
+        diagnostics,
+    }
+}
+
+fn check_skill(
+    dir: &Path,
+    options: &ValidateOptions,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Option<Frontmatter> {
+    let file_name = match find_skill_md(dir) {
+        Ok(Some((file_name, other_case))) => {
+            if other_case {
+                diagnostics.push(
+                    Diagnostic::new(Code::SkillMdCase, &file_name, format!("the skill file is named `{file_name}`, not `{SKILL_MD}`"))
+                        .with_hint(format!("rename it to `{SKILL_MD}`: agents on case-sensitive file systems will not find it")),
+                );
+            }
+            file_name
+        }
+        Ok(None) => {
+            diagnostics.push(
+                Diagnostic::new(
+                    Code::SkillMdMissing,
+                    SKILL_MD,
+                    format!("{} has no `{SKILL_MD}`", dir.display()),
+                )
+                .with_hint("a skill is a folder with a SKILL.md file; check the path"),
+            );
+            return None;
+        }
+        Err(error) => {
+            diagnostics.push(Diagnostic::new(
+                Code::SkillMdMissing,
+                SKILL_MD,
+                format!("cannot read {}: {error}", dir.display()),
+            ));
+            return None;
+        }
+    };
+    let file = PathBuf::from(&file_name);
+    let bytes = match fs_err::read(dir.join(&file_name)) {
+        Ok(bytes) => bytes,
+        Err(error) => {
+            diagnostics.push(Diagnostic::new(
+                Code::SkillMdMissing,
+                &file,
+                error.to_string(),
+            ));
+            return None;
+        }
+    };
+    let document = match document::parse(&bytes) {
+        Ok(document) => document,
+        Err(error) => {
+            diagnostics.push(document_diagnostic(&error, &file, &bytes));
+            return None;
+        }
+    };
+    let frontmatter = validate::check_frontmatter(&document, &file, options, diagnostics);
+    lint::check_body(&document, dir, &file, diagnostics);
+    lint::scan_secrets(&document.text, &file, diagnostics);
+    if let Ok(entries) = walk::walk(dir) {
+        lint::check_files(dir, &entries, &file, diagnostics);
+        if options.host == Host::ClaudeApi {
+            let total: u64 = entries
+                .iter()
+                .map(|entry| match entry.kind {
+                    EntryKind::File { size, .. } => size,
+                    _ => 0,
+                })
+                .sum();
+            if total > CLAUDE_API_MAX_BYTES {
+                diagnostics.push(Diagnostic::new(
+                    Code::HostSizeLimit,
+                    &file,
+                    format!("the skill's files add up to {total} bytes; the Claude API accepts at most {CLAUDE_API_MAX_BYTES}"),
+                ));
+            }
+        }
+    }
+    frontmatter
+}
+
+fn document_diagnostic(error: &DocumentError, file: &Path, bytes: &[u8]) -> Diagnostic {
+    let text = String::from_utf8_lossy(bytes);
+    let top = Location {
+        line: 1,
+        column: 1,
+        end_column: 2,
+    };
+    match error {
+        DocumentError::NotUtf8 { .. } => Diagnostic::new(Code::NotUtf8, file, error.to_string()).with_hint("save the file as UTF-8"),
+        DocumentError::FrontmatterMissing { later_fence } => {
+            let diagnostic = Diagnostic::new(Code::FrontmatterMissing, file, error.to_string()).at(top, &text);
+            match later_fence {
+                Some(line) => diagnostic.with_hint(format!("there is text before the `---` on line {line}: the file must begin with `---`")),
+                None => diagnostic.with_hint("begin the file with `---`, then `name:` and `description:`, then `---`"),
+            }
+        }
+        DocumentError::FrontmatterUnclosed => Diagnostic::new(Code::FrontmatterUnclosed, file, error.to_string())
+            .at(top, &text)
+            .with_hint("add a line `---` after the last frontmatter key"),
+        DocumentError::YamlSyntax { location, .. } => Diagnostic::new(Code::YamlSyntax, file, error.to_string())
+            .at(*location, &text.replace("\r\n", "\n"))
+            .with_hint("quote values that contain `: ` or start with a special character such as `[`, `{`, `*` or `&`"),
+        DocumentError::NotMapping { location, .. } => {
+            Diagnostic::new(Code::FrontmatterNotMapping, file, error.to_string()).at(*location, &text.replace("\r\n", "\n"))
+        }
+    }
+}
+
+/// Finds every skill at or below `path`: `path` itself when it holds a
+/// skill file, else each folder below it that does (skills nested in skills
+/// included). `.git`, `node_modules` and hidden folders are not searched.
+pub fn discover_skills(path: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut found = Vec::new();
+    let mut pending = vec![path.to_owned()];
+    while let Some(dir) = pending.pop() {
+        let mut children = Vec::new();
+        let mut is_skill = false;
+        for entry in fs_err::read_dir(&dir)? {
+            let entry = entry?;
+            let file_type = entry.file_type()?;
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            if file_type.is_dir() {
+                if !name.starts_with('.') && name != "node_modules" {
+                    children.push(entry.path());
+                }
+            } else if name.eq_ignore_ascii_case(SKILL_MD) {
+                is_skill = true;
+            }
+        }
+        if is_skill {
+            found.push(dir);
+        }
+        pending.extend(children);
+    }
+    found.sort();
+    Ok(found)
+}

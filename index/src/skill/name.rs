@@ -1,0 +1,165 @@
+//! The skill name: the one identifier that is a folder name, an index path
+//! and a URL segment at once, so it is held to the strictest common rules.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// The longest name the Agent Skills specification allows, in characters.
+pub const MAX_NAME_LEN: usize = 64;
+
+/// A valid skill name: 1 to 64 characters of `[a-z0-9-]`, with no leading,
+/// trailing or doubled `-`.
+///
+/// It can only be built through [`FromStr`] or [`serde::Deserialize`], so a
+/// `SkillName` in hand is always safe to use as a path segment.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(transparent)]
+pub struct SkillName(String);
+
+/// Why a string is not a valid [`SkillName`].
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SkillNameError {
+    #[error("the name is empty")]
+    Empty,
+    #[error("the name is {length} characters long; the limit is {MAX_NAME_LEN}")]
+    TooLong { length: usize },
+    #[error(
+        "the name contains {character:?} at position {position}; only lowercase letters a-z, digits and `-` are allowed"
+    )]
+    InvalidCharacter { character: char, position: usize },
+    #[error("the name starts with `-`")]
+    LeadingHyphen,
+    #[error("the name ends with `-`")]
+    TrailingHyphen,
+    #[error("the name contains `--`")]
+    DoubleHyphen,
+}
+
+impl SkillName {
+    /// Returns the name as a string slice.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl FromStr for SkillName {
+    type Err = SkillNameError;
+
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        if name.is_empty() {
+            return Err(SkillNameError::Empty);
+        }
+        let length = name.chars().count();
+        if length > MAX_NAME_LEN {
+            return Err(SkillNameError::TooLong { length });
+        }
+        if let Some((position, character)) = name
+            .chars()
+            .enumerate()
+            .find(|(_, c)| !matches!(c, 'a'..='z' | '0'..='9' | '-'))
+        {
+            return Err(SkillNameError::InvalidCharacter {
+                character,
+                position: position + 1,
+            });
+        }
+        if name.starts_with('-') {
+            return Err(SkillNameError::LeadingHyphen);
+        }
+        if name.ends_with('-') {
+            return Err(SkillNameError::TrailingHyphen);
+        }
+        if name.contains("--") {
+            return Err(SkillNameError::DoubleHyphen);
+        }
+        Ok(Self(name.to_owned()))
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for SkillName {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        name.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+impl fmt::Display for SkillName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl AsRef<str> for SkillName {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accepts_the_spec_examples() {
+        for name in ["pdf-processing", "a", "data-analysis-2", &"x".repeat(64)] {
+            assert_eq!(name.parse::<SkillName>().unwrap().as_str(), name);
+        }
+    }
+
+    #[test]
+    fn refuses_each_broken_rule() {
+        let cases = [
+            ("", SkillNameError::Empty),
+            (&*"x".repeat(65), SkillNameError::TooLong { length: 65 }),
+            (
+                "PDF",
+                SkillNameError::InvalidCharacter {
+                    character: 'P',
+                    position: 1,
+                },
+            ),
+            (
+                "caf\u{e9}",
+                SkillNameError::InvalidCharacter {
+                    character: '\u{e9}',
+                    position: 4,
+                },
+            ),
+            (
+                "a/b",
+                SkillNameError::InvalidCharacter {
+                    character: '/',
+                    position: 2,
+                },
+            ),
+            (
+                "..",
+                SkillNameError::InvalidCharacter {
+                    character: '.',
+                    position: 1,
+                },
+            ),
+            (
+                "my skill",
+                SkillNameError::InvalidCharacter {
+                    character: ' ',
+                    position: 3,
+                },
+            ),
+            ("-pdf", SkillNameError::LeadingHyphen),
+            ("pdf-", SkillNameError::TrailingHyphen),
+            ("pdf--processing", SkillNameError::DoubleHyphen),
+        ];
+        for (name, expected) in cases {
+            assert_eq!(name.parse::<SkillName>().unwrap_err(), expected, "{name:?}");
+        }
+    }
+
+    #[test]
+    fn deserialize_goes_through_the_same_rules() {
+        let error = serde_json::from_str::<SkillName>("\"../etc\"").unwrap_err();
+        assert!(error.to_string().contains("only lowercase"), "{error}");
+        let name: SkillName = serde_json::from_str("\"ok-name\"").unwrap();
+        assert_eq!(name.as_str(), "ok-name");
+    }
+}

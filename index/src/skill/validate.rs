@@ -1,0 +1,667 @@
+//! Frontmatter rules: raw YAML nodes in, the typed [`Frontmatter`] and
+//! diagnostics out.
+//!
+//! Three families of keys are known (see `docs/skill-format.md`):
+//! the base keys of the Agent Skills specification, the Universal Agent Skill
+//! extension keys, and Claude Code's own keys. Extension and Claude Code keys
+//! are validated for shape and reported as not portable; anything else is an
+//! unknown key. Every problem is a diagnostic, never an early return, so one
+//! run shows the author all of them.
+
+use std::path::Path;
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use super::diagnostic::{Code, Diagnostic};
+use super::document::{Node, SkillDocument, Value};
+use super::{Dependency, Frontmatter, Host, SkillName, ValidateOptions};
+
+pub(crate) const MAX_DESCRIPTION_LEN: usize = 1024;
+pub(crate) const MAX_COMPATIBILITY_LEN: usize = 500;
+
+/// The keys of the Agent Skills specification.
+const BASE_KEYS: &[&str] = &[
+    "name",
+    "description",
+    "license",
+    "compatibility",
+    "metadata",
+    "allowed-tools",
+];
+
+/// The Universal Agent Skill extension keys.
+const EXTENSION_KEYS: &[&str] = &[
+    "version",
+    "tags",
+    "when_to_use",
+    "tools",
+    "permissions",
+    "safety",
+    "secrets",
+    "depends_on",
+    "provenance",
+    "host_overrides",
+    "evaluation",
+    "extensions",
+    "spec_version",
+];
+
+/// Claude Code's own frontmatter keys.
+const CLAUDE_CODE_KEYS: &[&str] = &[
+    "disable-model-invocation",
+    "argument-hint",
+    "user-invocable",
+    "model",
+    "mode",
+];
+
+/// The shape a known extension key must have.
+#[derive(Clone, Copy)]
+enum Shape {
+    String,
+    Bool,
+    Scalar,
+    StringList,
+    List,
+    Mapping,
+}
+
+fn extension_shape(key: &str) -> Option<Shape> {
+    Some(match key {
+        "when_to_use" | "spec_version" | "argument-hint" | "model" => Shape::String,
+        "disable-model-invocation" | "user-invocable" => Shape::Bool,
+        "mode" => Shape::Scalar,
+        "tags" | "depends_on" => Shape::StringList,
+        "secrets" | "tools" => Shape::List,
+        "permissions" | "safety" | "provenance" | "host_overrides" | "evaluation"
+        | "extensions" => Shape::Mapping,
+        // `version` has its own rule (it must be semver).
+        _ => return None,
+    })
+}
+
+struct Checker<'a> {
+    document: &'a SkillDocument,
+    file: &'a Path,
+    diagnostics: &'a mut Vec<Diagnostic>,
+}
+
+impl Checker<'_> {
+    fn report(&mut self, code: Code, node: &Node, message: impl Into<String>) -> &mut Diagnostic {
+        let diagnostic =
+            Diagnostic::new(code, self.file, message).at(node.location, &self.document.text);
+        self.diagnostics.push(diagnostic);
+        self.diagnostics.last_mut().expect("just pushed")
+    }
+
+    fn report_at_top(&mut self, code: Code, message: impl Into<String>) -> &mut Diagnostic {
+        let location = super::diagnostic::Location {
+            line: 1,
+            column: 1,
+            end_column: 4,
+        };
+        let diagnostic =
+            Diagnostic::new(code, self.file, message).at(location, &self.document.text);
+        self.diagnostics.push(diagnostic);
+        self.diagnostics.last_mut().expect("just pushed")
+    }
+
+    fn wrong_type(&mut self, key: &str, node: &Node, expected: &str) {
+        self.report(
+            Code::InvalidFieldType,
+            node,
+            format!("`{key}` must be {expected}, not {}", node.value.type_name()),
+        );
+    }
+
+    /// Returns the string value of a field that must be a string, reporting anything else.
+    fn string_field(&mut self, key: &str, node: &Node) -> Option<String> {
+        match &node.value {
+            Value::String(text) => Some(text.clone()),
+            _ => {
+                self.wrong_type(key, node, "a string");
+                None
+            }
+        }
+    }
+}
+
+/// Checks the frontmatter of `document` and returns the typed model when it
+/// has no errors. Diagnostics are appended to `diagnostics`.
+pub(crate) fn check_frontmatter(
+    document: &SkillDocument,
+    file: &Path,
+    options: &ValidateOptions,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Option<Frontmatter> {
+    let errors_before = count_errors(diagnostics);
+    let mut checker = Checker {
+        document,
+        file,
+        diagnostics,
+    };
+
+    let name = check_name(&mut checker, options);
+    let description = check_description(&mut checker, options);
+
+    let mut frontmatter = Frontmatter {
+        name: None,
+        description: description.unwrap_or_default(),
+        license: None,
+        compatibility: None,
+        metadata: Vec::new(),
+        allowed_tools: Vec::new(),
+        version: None,
+        dependencies: Vec::new(),
+    };
+
+    for (key_node, value) in &document.frontmatter {
+        let Some(key) = key_node.value.as_str() else {
+            checker
+                .report(
+                    Code::UnknownKey,
+                    key_node,
+                    format!("the key {} is not a string", describe(&key_node.value)),
+                )
+                .hint = Some("frontmatter keys are names like `description`".into());
+            continue;
+        };
+        match key {
+            "name" | "description" => {}
+            "license" => frontmatter.license = checker.string_field(key, value),
+            "compatibility" => frontmatter.compatibility = check_compatibility(&mut checker, value),
+            "metadata" => frontmatter.metadata = check_metadata(&mut checker, value),
+            "allowed-tools" => frontmatter.allowed_tools = check_allowed_tools(&mut checker, value),
+            _ if EXTENSION_KEYS.contains(&key) || CLAUDE_CODE_KEYS.contains(&key) => {
+                let claude_code_key = CLAUDE_CODE_KEYS.contains(&key);
+                if !(claude_code_key && options.host == Host::ClaudeCode) {
+                    let who = if claude_code_key {
+                        "Claude Code"
+                    } else {
+                        "the Universal Agent Skill extensions"
+                    };
+                    checker
+                        .report(
+                            Code::NonPortableKey,
+                            key_node,
+                            format!(
+                                "`{key}` is a key of {who}, not of the Agent Skills specification"
+                            ),
+                        )
+                        .hint =
+                        Some("other agents ignore it; keep it only if your users need it".into());
+                }
+                match key {
+                    "version" => frontmatter.version = check_version(&mut checker, value),
+                    "depends_on" => {
+                        frontmatter.dependencies = check_dependencies(&mut checker, value);
+                    }
+                    "tools" => check_tools(&mut checker, value),
+                    _ => check_shape(&mut checker, key, value),
+                }
+            }
+            _ => {
+                let diagnostic = checker.report(
+                    Code::UnknownKey,
+                    key_node,
+                    format!("unknown frontmatter key `{key}`"),
+                );
+                diagnostic.hint = Some(match suggest_key(key) {
+                    Some(known) => format!("did you mean `{known}`?"),
+                    None => "agents ignore unknown keys; move custom data under `metadata`".into(),
+                });
+            }
+        }
+    }
+
+    if frontmatter.version.is_none() {
+        frontmatter.version = frontmatter
+            .metadata
+            .iter()
+            .find(|(key, _)| key == "version")
+            .and_then(|(_, version)| version.parse().ok());
+    }
+
+    if options.host == Host::ClaudeApi {
+        check_claude_api(&mut checker);
+    }
+
+    frontmatter.name = name;
+    (count_errors(checker.diagnostics) == errors_before && frontmatter.name.is_some())
+        .then_some(frontmatter)
+}
+
+fn count_errors(diagnostics: &[Diagnostic]) -> usize {
+    diagnostics
+        .iter()
+        .filter(|d| d.severity == super::Severity::Error)
+        .count()
+}
+
+fn describe(value: &Value) -> String {
+    value
+        .scalar_text()
+        .map_or_else(|| value.type_name().to_owned(), |text| format!("`{text}`"))
+}
+
+fn check_name(checker: &mut Checker<'_>, options: &ValidateOptions) -> Option<SkillName> {
+    let Some((_, node)) = checker.document.get("name") else {
+        checker
+            .report_at_top(Code::NameMissing, "the frontmatter has no `name`")
+            .hint = Some(match &options.folder_name {
+            Some(folder) => format!("add `name: {folder}` (the name must equal the folder name)"),
+            None => "add `name:` with the skill's folder name".into(),
+        });
+        return None;
+    };
+    let text = checker.string_field("name", node)?;
+    let name = match text.parse::<SkillName>() {
+        Ok(name) => name,
+        Err(error) => {
+            let suggestion = suggest_name(&text);
+            let diagnostic = checker.report(
+                Code::NameInvalid,
+                node,
+                format!("`name` {text:?} is invalid: {error}"),
+            );
+            if !suggestion.is_empty() && suggestion != text {
+                diagnostic.hint = Some(format!("a valid name would be `{suggestion}`"));
+            }
+            return None;
+        }
+    };
+    if let Some(folder) = &options.folder_name {
+        if folder != name.as_str() {
+            checker
+                .report(
+                    Code::NameMismatch,
+                    node,
+                    format!("`name` is `{name}` but the folder is `{folder}`"),
+                )
+                .hint = Some(format!(
+                "rename the folder to `{name}` or set `name: {folder}`"
+            ));
+            return None;
+        }
+    }
+    Some(name)
+}
+
+/// Turns a human title ("PDF Processing") into the name it most likely meant.
+fn suggest_name(text: &str) -> String {
+    let mut name = String::new();
+    for character in text.trim().chars().flat_map(char::to_lowercase) {
+        let mapped = if character.is_ascii_alphanumeric() {
+            character
+        } else {
+            '-'
+        };
+        if !(mapped == '-' && (name.is_empty() || name.ends_with('-'))) {
+            name.push(mapped);
+        }
+    }
+    name.trim_end_matches('-')
+        .chars()
+        .take(super::name::MAX_NAME_LEN)
+        .collect()
+}
+
+fn check_description(checker: &mut Checker<'_>, options: &ValidateOptions) -> Option<String> {
+    let Some((_, node)) = checker.document.get("description") else {
+        checker
+            .report_at_top(
+                Code::DescriptionMissing,
+                "the frontmatter has no `description`",
+            )
+            .hint = Some("add `description:` saying what the skill does and when to use it".into());
+        return None;
+    };
+    let text = checker.string_field("description", node)?;
+    let length = text.chars().count();
+    if text.trim().is_empty() {
+        checker
+            .report(Code::DescriptionMissing, node, "`description` is empty")
+            .hint = Some("say what the skill does and when an agent should use it".into());
+        return None;
+    }
+    if length > MAX_DESCRIPTION_LEN {
+        checker
+            .report(
+                Code::DescriptionTooLong,
+                node,
+                format!(
+                    "`description` is {length} characters long; the limit is {MAX_DESCRIPTION_LEN}"
+                ),
+            )
+            .hint = Some(
+            "move the details into the body, which is read only when the skill is used".into(),
+        );
+        return None;
+    }
+    let _ = options;
+    Some(text)
+}
+
+fn check_compatibility(checker: &mut Checker<'_>, node: &Node) -> Option<String> {
+    let text = checker.string_field("compatibility", node)?;
+    let length = text.chars().count();
+    if text.trim().is_empty() || length > MAX_COMPATIBILITY_LEN {
+        checker.report(
+            Code::CompatibilityInvalid,
+            node,
+            format!(
+                "`compatibility` must be 1 to {MAX_COMPATIBILITY_LEN} characters, not {length}"
+            ),
+        );
+        return None;
+    }
+    Some(text)
+}
+
+fn check_metadata(checker: &mut Checker<'_>, node: &Node) -> Vec<(String, String)> {
+    let Value::Mapping(entries) = &node.value else {
+        checker.wrong_type("metadata", node, "a mapping of strings to strings");
+        return Vec::new();
+    };
+    let mut metadata = Vec::new();
+    for (key, value) in entries {
+        let Some(key_text) = key.value.scalar_text() else {
+            checker.report(
+                Code::MetadataValueNotString,
+                key,
+                format!("a `metadata` key is {}", key.value.type_name()),
+            );
+            continue;
+        };
+        match &value.value {
+            Value::String(text) => metadata.push((key_text, text.clone())),
+            other => {
+                let diagnostic = checker.report(
+                    Code::MetadataValueNotString,
+                    value,
+                    format!(
+                        "`metadata.{key_text}` is {}; the specification allows only strings",
+                        other.type_name()
+                    ),
+                );
+                if let Some(text) = other.scalar_text() {
+                    diagnostic.hint = Some(format!("quote it: `{key_text}: \"{text}\"`"));
+                    metadata.push((key_text, text));
+                }
+            }
+        }
+    }
+    metadata
+}
+
+/// Splits an `allowed-tools` string on spaces and commas outside parentheses,
+/// so `Bash(git log:*) Read, Write` gives three tools.
+pub(crate) fn split_tools(text: &str) -> Vec<String> {
+    let mut tools = Vec::new();
+    let mut current = String::new();
+    let mut depth = 0_usize;
+    for character in text.chars() {
+        match character {
+            '(' => depth += 1,
+            ')' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        if depth == 0 && (character.is_whitespace() || character == ',') {
+            if !current.is_empty() {
+                tools.push(std::mem::take(&mut current));
+            }
+        } else {
+            current.push(character);
+        }
+    }
+    if !current.is_empty() {
+        tools.push(current);
+    }
+    tools
+}
+
+fn check_allowed_tools(checker: &mut Checker<'_>, node: &Node) -> Vec<String> {
+    match &node.value {
+        Value::String(text) => split_tools(text),
+        Value::Sequence(items) => {
+            let tools: Vec<String> = items
+                .iter()
+                .filter_map(|item| item.value.scalar_text())
+                .collect();
+            checker
+                .report(
+                    Code::AllowedToolsNotString,
+                    node,
+                    "`allowed-tools` is a list; the specification wants one space-separated string",
+                )
+                .hint = Some(format!("write `allowed-tools: {}`", tools.join(" ")));
+            tools
+        }
+        _ => {
+            checker.wrong_type("allowed-tools", node, "a space-separated string");
+            Vec::new()
+        }
+    }
+}
+
+fn check_version(checker: &mut Checker<'_>, node: &Node) -> Option<semver::Version> {
+    let text = node.value.scalar_text();
+    match text.as_deref().map(str::parse::<semver::Version>) {
+        Some(Ok(version)) => Some(version),
+        Some(Err(error)) => {
+            let text = text.unwrap_or_default();
+            checker
+                .report(
+                    Code::VersionInvalid,
+                    node,
+                    format!("`version` {text:?} is not a semantic version: {error}"),
+                )
+                .hint = Some("use three numbers, like `version: 1.0.0`".into());
+            None
+        }
+        None => {
+            checker.wrong_type("version", node, "a semantic version string");
+            None
+        }
+    }
+}
+
+fn check_dependencies(checker: &mut Checker<'_>, node: &Node) -> Vec<Dependency> {
+    let Value::Sequence(items) = &node.value else {
+        checker.wrong_type(
+            "depends_on",
+            node,
+            "a list of `name` or `name@requirement` strings",
+        );
+        return Vec::new();
+    };
+    let mut dependencies = Vec::new();
+    for item in items {
+        let Some(text) = item.value.as_str() else {
+            checker.wrong_type(
+                "depends_on",
+                item,
+                "a list of `name` or `name@requirement` strings",
+            );
+            continue;
+        };
+        match text.parse::<Dependency>() {
+            Ok(dependency) => dependencies.push(dependency),
+            Err(error) => {
+                checker
+                    .report(
+                        Code::DependencyInvalid,
+                        item,
+                        format!("dependency {text:?} is invalid: {error}"),
+                    )
+                    .hint = Some("write `other-skill` or `other-skill@^1.2`".into());
+            }
+        }
+    }
+    dependencies
+}
+
+fn check_tools(checker: &mut Checker<'_>, node: &Node) {
+    let Value::Sequence(tools) = &node.value else {
+        checker.wrong_type("tools", node, "a list of tool definitions");
+        return;
+    };
+    for tool in tools {
+        let Value::Mapping(fields) = &tool.value else {
+            checker.wrong_type("tools[]", tool, "a mapping with `name` and `input_schema`");
+            continue;
+        };
+        for (key, value) in fields {
+            let Some(key @ ("input_schema" | "output_schema")) = key.value.as_str() else {
+                continue;
+            };
+            let schema = to_json(&value.value);
+            let problem =
+                if schema.get("type").and_then(serde_json::Value::as_str) != Some("object") {
+                    Some("its top-level `type` must be `object`".to_owned())
+                } else {
+                    jsonschema::draft202012::meta::validate(&schema)
+                        .err()
+                        .map(|error| format!("it is not valid JSON Schema 2020-12: {error}"))
+                };
+            if let Some(problem) = problem {
+                checker.report(
+                    Code::ToolSchemaInvalid,
+                    value,
+                    format!("tool `{key}` is invalid: {problem}"),
+                );
+            }
+        }
+    }
+}
+
+fn check_shape(checker: &mut Checker<'_>, key: &str, node: &Node) {
+    let Some(shape) = extension_shape(key) else {
+        return;
+    };
+    let (ok, expected) = match shape {
+        Shape::String => (matches!(node.value, Value::String(_)), "a string"),
+        Shape::Bool => (matches!(node.value, Value::Bool(_)), "`true` or `false`"),
+        Shape::Scalar => (node.value.scalar_text().is_some(), "a single value"),
+        Shape::List => (matches!(node.value, Value::Sequence(_)), "a list"),
+        Shape::Mapping => (matches!(node.value, Value::Mapping(_)), "a mapping"),
+        Shape::StringList => (
+            matches!(&node.value, Value::Sequence(items) if items.iter().all(|item| item.value.as_str().is_some())),
+            "a list of strings",
+        ),
+    };
+    if !ok {
+        checker.wrong_type(key, node, expected);
+    }
+}
+
+fn to_json(value: &Value) -> serde_json::Value {
+    match value {
+        Value::Null => serde_json::Value::Null,
+        Value::Bool(value) => (*value).into(),
+        Value::Integer(value) => (*value).into(),
+        Value::Float(value) => (*value).into(),
+        Value::String(value) => value.clone().into(),
+        Value::Sequence(items) => items.iter().map(|item| to_json(&item.value)).collect(),
+        Value::Mapping(entries) => entries
+            .iter()
+            .map(|(key, value)| {
+                (
+                    key.value.scalar_text().unwrap_or_default(),
+                    to_json(&value.value),
+                )
+            })
+            .collect::<serde_json::Map<_, _>>()
+            .into(),
+    }
+}
+
+static XML_TAG: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"</?[A-Za-z][^<>]*>").expect("valid regex"));
+
+fn check_claude_api(checker: &mut Checker<'_>) {
+    for key in ["name", "description"] {
+        let Some((_, node)) = checker.document.get(key) else {
+            continue;
+        };
+        let Some(text) = node.value.as_str() else {
+            continue;
+        };
+        if let Some(tag) = XML_TAG.find(text) {
+            checker.report(
+                Code::HostXmlTag,
+                node,
+                format!(
+                    "`{key}` contains the XML tag `{}`, which the Claude API refuses",
+                    tag.as_str()
+                ),
+            );
+        }
+        if key == "name" {
+            let lowered = text.to_lowercase();
+            for word in ["anthropic", "claude"] {
+                if lowered.contains(word) {
+                    checker.report(Code::HostReservedWord, node, format!("`name` contains the reserved word `{word}`, which the Claude API refuses"));
+                }
+            }
+        }
+    }
+}
+
+/// Suggests the known key an unknown key was most likely meant to be.
+fn suggest_key(unknown: &str) -> Option<&'static str> {
+    let normalized = unknown.to_lowercase().replace('_', "-");
+    let aliases = [
+        ("dependencies", "depends_on"),
+        ("depends-on", "depends_on"),
+        ("requires", "depends_on"),
+        ("keywords", "tags"),
+    ];
+    if let Some((_, known)) = aliases.iter().find(|(alias, _)| *alias == normalized) {
+        return Some(known);
+    }
+    BASE_KEYS
+        .iter()
+        .chain(EXTENSION_KEYS)
+        .chain(CLAUDE_CODE_KEYS)
+        .copied()
+        .filter(|known| *known != unknown)
+        .map(|known| {
+            (
+                strsim::levenshtein(&normalized, &known.replace('_', "-")),
+                known,
+            )
+        })
+        .filter(|(distance, _)| *distance <= 2)
+        .min()
+        .map(|(_, known)| known)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_tools_on_spaces_and_commas_outside_parentheses() {
+        assert_eq!(
+            split_tools("Bash(gh issue:*) Read, Write"),
+            ["Bash(gh issue:*)", "Read", "Write"]
+        );
+        assert_eq!(split_tools("  "), Vec::<String>::new());
+    }
+
+    #[test]
+    fn suggests_close_keys() {
+        assert_eq!(suggest_key("allowed_tools"), Some("allowed-tools"));
+        assert_eq!(suggest_key("descripton"), Some("description"));
+        assert_eq!(suggest_key("dependencies"), Some("depends_on"));
+        assert_eq!(suggest_key("homepage"), None);
+    }
+
+    #[test]
+    fn suggests_a_valid_name_from_a_title() {
+        assert_eq!(suggest_name("PDF Processing"), "pdf-processing");
+        assert_eq!(suggest_name("  My -- Tool!  "), "my-tool");
+    }
+}

@@ -15,7 +15,6 @@ struct Cli {}
 
 fn main() -> std::process::ExitCode {
     let _cli = Cli::parse();
-    let _ = skillpkg_registry::PLANNED_COMMANDS;
     #[allow(clippy::print_stderr, reason = "the binary's only output")]
     {
         eprintln!("error: skillpkg-registry has no commands yet; see `skillpkg-registry --help`");

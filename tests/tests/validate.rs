@@ -1,0 +1,324 @@
+//! `skillpkg validate` end to end: the real binary on real folders.
+
+use skillpkg_tests::{Sandbox, run};
+
+#[test]
+fn a_valid_skill_passes_with_a_one_line_summary() {
+    let sandbox = Sandbox::new();
+    sandbox.skill("pdf", "pdf", "", "# Use it\n");
+    let output = run(sandbox.skillpkg().args(["validate", "pdf"]));
+    assert_eq!(output.code, 0, "{output:?}");
+    assert_eq!(output.stdout, "1 valid, 0 invalid, 0 warnings\n");
+}
+
+#[test]
+fn a_problem_is_shown_with_its_code_place_and_a_caret_under_it() {
+    let sandbox = Sandbox::new();
+    sandbox.skill("pdf-tools", "pdf", "", "body\n");
+    let output = run(sandbox.skillpkg().args(["validate", "pdf-tools"]));
+    assert_eq!(output.code, 1, "{output:?}");
+    let expected = "\
+error[name-mismatch]: `name` is `pdf` but the folder is `pdf-tools`
+ --> pdf-tools/SKILL.md:2:7
+  |
+2 | name: pdf
+  |       ^^^
+  = hint: rename the folder to `pdf` or set `name: pdf-tools`
+";
+    assert!(
+        output.stdout.starts_with(expected),
+        "got:\n{}",
+        output.stdout
+    );
+    assert!(
+        output.stdout.ends_with("0 valid, 1 invalid, 0 warnings\n"),
+        "{}",
+        output.stdout
+    );
+}
+
+#[test]
+fn a_folder_of_skills_is_searched_and_summarised() {
+    let sandbox = Sandbox::new();
+    sandbox.skill("skills/good", "good", "", "body\n");
+    sandbox.skill(
+        "skills/warned",
+        "warned",
+        "homepage: https://example.com\n",
+        "body\n",
+    );
+    sandbox.skill("skills/broken", "Broken Skill", "", "body\n");
+    sandbox.skill("skills/good/nested", "nested", "", "body\n");
+    sandbox.write("skills/.git/x/SKILL.md", "not a skill");
+    let output = run(sandbox.skillpkg().args(["validate", "skills"]));
+    assert_eq!(output.code, 1, "{output:?}");
+    assert!(
+        output.stdout.contains("error[name-invalid]"),
+        "{}",
+        output.stdout
+    );
+    assert!(
+        output
+            .stdout
+            .contains("a valid name would be `broken-skill`"),
+        "{}",
+        output.stdout
+    );
+    assert!(
+        output.stdout.contains("warning[unknown-key]"),
+        "{}",
+        output.stdout
+    );
+    assert!(
+        output.stdout.ends_with("3 valid, 1 invalid, 1 warning\n"),
+        "{}",
+        output.stdout
+    );
+}
+
+#[test]
+fn several_paths_are_validated_in_one_run() {
+    let sandbox = Sandbox::new();
+    sandbox.skill("a", "a", "", "body\n");
+    sandbox.skill("b", "b", "", "body\n");
+    let skill_md = sandbox.path().join("b/SKILL.md");
+    let output = run(sandbox
+        .skillpkg()
+        .arg("validate")
+        .arg("a")
+        .arg(&skill_md)
+        .arg("a"));
+    assert_eq!(output.code, 0, "{output:?}");
+    assert_eq!(
+        output.stdout, "2 valid, 0 invalid, 0 warnings\n",
+        "the same skill twice counts once"
+    );
+}
+
+#[test]
+fn strict_turns_every_warning_into_an_error() {
+    let sandbox = Sandbox::new();
+    sandbox.skill("pdf", "pdf", "homepage: https://example.com\n", "body\n");
+    let relaxed = run(sandbox.skillpkg().args(["validate", "pdf"]));
+    assert_eq!(relaxed.code, 0, "{relaxed:?}");
+    assert!(
+        relaxed
+            .stdout
+            .contains("warning[unknown-key]: unknown frontmatter key `homepage`"),
+        "{}",
+        relaxed.stdout
+    );
+    let strict = run(sandbox.skillpkg().args(["validate", "--strict", "pdf"]));
+    assert_eq!(strict.code, 1, "{strict:?}");
+    assert!(
+        strict.stdout.contains("error[unknown-key]"),
+        "{}",
+        strict.stdout
+    );
+    assert!(
+        strict.stdout.ends_with("0 valid, 1 invalid, 0 warnings\n"),
+        "{}",
+        strict.stdout
+    );
+}
+
+#[test]
+fn allow_silences_a_warning_code_but_never_an_error() {
+    let sandbox = Sandbox::new();
+    sandbox.skill("pdf", "pdf", "homepage: https://example.com\n", "body\n");
+    let output =
+        run(sandbox
+            .skillpkg()
+            .args(["validate", "--strict", "--allow", "unknown-key", "pdf"]));
+    assert_eq!(output.code, 0, "{output:?}");
+    sandbox.skill("bad", "wrong", "", "body\n");
+    let output = run(sandbox
+        .skillpkg()
+        .args(["validate", "--allow", "name-mismatch", "bad"]));
+    assert_eq!(output.code, 1, "{output:?}");
+    let output = run(sandbox
+        .skillpkg()
+        .args(["validate", "--allow", "no-such-code", "pdf"]));
+    assert_eq!(output.code, 2, "{output:?}");
+    assert!(
+        output
+            .stderr
+            .contains("unknown diagnostic code `no-such-code`"),
+        "{}",
+        output.stderr
+    );
+}
+
+#[test]
+fn json_output_gives_codes_severities_and_positions() {
+    let sandbox = Sandbox::new();
+    sandbox.skill("pdf", "pdf", "license: 3\nhomepage: x\n", "body\n");
+    sandbox.skill("ok", "ok", "", "body\n");
+    let output = run(sandbox.skillpkg().args(["validate", "--json", "pdf", "ok"]));
+    assert_eq!(output.code, 1, "{output:?}");
+    let json = output.json();
+    assert_eq!(
+        json["summary"],
+        serde_json::json!({ "valid": 1, "invalid": 1, "warnings": 1 })
+    );
+    let pdf = &json["skills"][0];
+    assert_eq!(pdf["path"], "pdf");
+    assert_eq!(pdf["valid"], false);
+    assert_eq!(
+        pdf["name"],
+        serde_json::Value::Null,
+        "an invalid skill has no validated name"
+    );
+    let diagnostics = pdf["diagnostics"].as_array().unwrap();
+    let license = diagnostics
+        .iter()
+        .find(|d| d["code"] == "invalid-field-type")
+        .expect("license diagnostic");
+    assert_eq!(license["severity"], "error");
+    assert_eq!(license["file"], "SKILL.md");
+    assert_eq!(
+        (license["line"].as_u64(), license["column"].as_u64()),
+        (Some(4), Some(10))
+    );
+    assert!(
+        license["message"]
+            .as_str()
+            .unwrap()
+            .contains("`license` must be a string")
+    );
+    let homepage = diagnostics
+        .iter()
+        .find(|d| d["code"] == "unknown-key")
+        .unwrap();
+    assert_eq!(homepage["severity"], "warning");
+    assert_eq!(json["skills"][1]["name"], "ok");
+}
+
+#[test]
+fn the_claude_api_host_adds_its_rules() {
+    let sandbox = Sandbox::new();
+    sandbox.write(
+        "claude-helper/SKILL.md",
+        "---\nname: claude-helper\ndescription: Helps with <b>bold</b> text.\n---\nbody\n",
+    );
+    let portable = run(sandbox.skillpkg().args(["validate", "claude-helper"]));
+    assert_eq!(portable.code, 0, "{portable:?}");
+    let output =
+        run(sandbox
+            .skillpkg()
+            .args(["validate", "--host", "claude-api", "claude-helper"]));
+    assert_eq!(output.code, 1, "{output:?}");
+    assert!(
+        output
+            .stdout
+            .contains("error[host-reserved-word]: `name` contains the reserved word `claude`"),
+        "{}",
+        output.stdout
+    );
+    assert!(
+        output
+            .stdout
+            .contains("error[host-xml-tag]: `description` contains the XML tag `<b>`"),
+        "{}",
+        output.stdout
+    );
+    let unknown = run(sandbox
+        .skillpkg()
+        .args(["validate", "--host", "emacs", "claude-helper"]));
+    assert_eq!(unknown.code, 2);
+    assert!(
+        unknown
+            .stderr
+            .contains("expected one of: portable, claude-api, claude-code"),
+        "{}",
+        unknown.stderr
+    );
+}
+
+#[test]
+fn the_claude_code_host_accepts_its_own_keys() {
+    let sandbox = Sandbox::new();
+    sandbox.skill("pdf", "pdf", "argument-hint: \"[file]\"\n", "body\n");
+    let portable = run(sandbox.skillpkg().args(["validate", "pdf"]));
+    assert!(
+        portable
+            .stdout
+            .contains("warning[non-portable-key]: `argument-hint` is a key of Claude Code"),
+        "{}",
+        portable.stdout
+    );
+    let claude_code =
+        run(sandbox
+            .skillpkg()
+            .args(["validate", "--strict", "--host", "claude-code", "pdf"]));
+    assert_eq!(claude_code.code, 0, "{claude_code:?}");
+}
+
+#[test]
+fn a_lowercase_skill_md_is_read_with_a_warning() {
+    let sandbox = Sandbox::new();
+    sandbox.write(
+        "pdf/skill.md",
+        "---\nname: pdf\ndescription: Reads PDFs.\n---\nbody\n",
+    );
+    let output = run(sandbox.skillpkg().args(["validate", "pdf"]));
+    assert_eq!(output.code, 0, "{output:?}");
+    assert!(
+        output
+            .stdout
+            .contains("warning[skill-md-case]: the skill file is named `skill.md`, not `SKILL.md`"),
+        "{}",
+        output.stdout
+    );
+}
+
+#[test]
+fn crlf_line_ends_and_a_byte_order_mark_are_accepted() {
+    let sandbox = Sandbox::new();
+    sandbox.write(
+        "pdf/SKILL.md",
+        "\u{feff}---\r\nname: pdf\r\ndescription: |\r\n  Reads PDFs.\r\n  Use for PDFs.\r\nmetadata:\r\n  author: me\r\n---\r\nbody\r\n",
+    );
+    let output = run(sandbox.skillpkg().args(["validate", "--strict", "pdf"]));
+    assert_eq!(output.code, 0, "{output:?}");
+}
+
+#[test]
+fn a_path_that_does_not_exist_is_a_clear_error() {
+    let sandbox = Sandbox::new();
+    let output = run(sandbox.skillpkg().args(["validate", "nowhere"]));
+    assert_eq!(output.code, 1, "{output:?}");
+    assert_eq!(
+        output.stderr,
+        "error: `nowhere` does not exist\nhint: give the path of a skill folder or a folder of skills\n"
+    );
+}
+
+#[test]
+fn a_folder_without_any_skill_is_invalid() {
+    let sandbox = Sandbox::new();
+    sandbox.write("empty/README.md", "nothing here");
+    let output = run(sandbox.skillpkg().args(["validate", "empty"]));
+    assert_eq!(output.code, 1, "{output:?}");
+    assert!(
+        output
+            .stdout
+            .contains("error[skill-md-missing]: empty has no `SKILL.md`"),
+        "{}",
+        output.stdout
+    );
+}
+
+#[test]
+fn broken_yaml_points_at_the_line() {
+    let sandbox = Sandbox::new();
+    sandbox.write(
+        "pdf/SKILL.md",
+        "---\nname: pdf\ndescription: a: b: [c\n---\nbody\n",
+    );
+    let output = run(sandbox.skillpkg().args(["validate", "--json", "pdf"]));
+    assert_eq!(output.code, 1, "{output:?}");
+    let diagnostic = &output.json()["skills"][0]["diagnostics"][0];
+    assert_eq!(diagnostic["code"], "yaml-syntax");
+    assert_eq!(diagnostic["line"], 3, "{diagnostic}");
+}

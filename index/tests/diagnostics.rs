@@ -20,7 +20,13 @@ struct Case {
 }
 
 fn case(code: Code, skill_md: impl Into<Vec<u8>>) -> Case {
-    Case { code, folder: NAME, files: vec![("SKILL.md", skill_md.into())], host: Host::Portable, executable: &[] }
+    Case {
+        code,
+        folder: NAME,
+        files: vec![("SKILL.md", skill_md.into())],
+        host: Host::Portable,
+        executable: &[],
+    }
 }
 
 fn with_frontmatter(extra: &str) -> String {
@@ -70,7 +76,13 @@ impl Case {
         for path in self.executable {
             set_mode(&dir.join(path), 0o755);
         }
-        validate_skill(&dir, &ValidateOptions { host: self.host, ..ValidateOptions::for_folder(&dir) })
+        validate_skill(
+            &dir,
+            &ValidateOptions {
+                host: self.host,
+                ..ValidateOptions::for_folder(&dir)
+            },
+        )
     }
 }
 
@@ -83,45 +95,115 @@ fn cases() -> Vec<Case> {
     let big_body = "line\n".repeat(501);
     let wordy_body = "word ".repeat(8_100);
     vec![
-        case(Code::SkillMdMissing, "").without_skill_md().file("README.md", "# not a skill"),
-        case(Code::SkillMdCase, "").without_skill_md().file("skill.md", with_body("body\n")),
-        case(Code::NotUtf8, b"---\nname: sample\ndescription: caf\xe9\n---\n".to_vec()),
+        case(Code::SkillMdMissing, "")
+            .without_skill_md()
+            .file("README.md", "# not a skill"),
+        case(Code::SkillMdCase, "")
+            .without_skill_md()
+            .file("skill.md", with_body("body\n")),
+        case(
+            Code::NotUtf8,
+            b"---\nname: sample\ndescription: caf\xe9\n---\n".to_vec(),
+        ),
         case(Code::FrontmatterMissing, "# Title\n\nno frontmatter\n"),
-        case(Code::FrontmatterUnclosed, format!("---\n{GOOD_FRONTMATTER}# Body\n")),
-        case(Code::YamlSyntax, "---\nname: sample\ndescription: [unclosed\n---\nbody\n"),
-        case(Code::FrontmatterNotMapping, "---\n- just\n- a list\n---\nbody\n"),
+        case(
+            Code::FrontmatterUnclosed,
+            format!("---\n{GOOD_FRONTMATTER}# Body\n"),
+        ),
+        case(
+            Code::YamlSyntax,
+            "---\nname: sample\ndescription: [unclosed\n---\nbody\n",
+        ),
+        case(
+            Code::FrontmatterNotMapping,
+            "---\n- just\n- a list\n---\nbody\n",
+        ),
         case(Code::NameMissing, "---\ndescription: No name.\n---\nbody\n"),
-        case(Code::NameInvalid, "---\nname: Sample\ndescription: Capitals.\n---\nbody\n"),
-        case(Code::NameMismatch, "---\nname: other\ndescription: Wrong folder.\n---\nbody\n"),
-        case(Code::DescriptionMissing, "---\nname: sample\ndescription: \"  \"\n---\nbody\n"),
-        case(Code::DescriptionTooLong, format!("---\nname: sample\ndescription: {}\n---\nbody\n", "d".repeat(1025))),
-        case(Code::CompatibilityInvalid, with_frontmatter(&format!("compatibility: {}\n", "c".repeat(501)))),
-        case(Code::InvalidFieldType, with_frontmatter("license: [MIT, Apache-2.0]\n")),
+        case(
+            Code::NameInvalid,
+            "---\nname: Sample\ndescription: Capitals.\n---\nbody\n",
+        ),
+        case(
+            Code::NameMismatch,
+            "---\nname: other\ndescription: Wrong folder.\n---\nbody\n",
+        ),
+        case(
+            Code::DescriptionMissing,
+            "---\nname: sample\ndescription: \"  \"\n---\nbody\n",
+        ),
+        case(
+            Code::DescriptionTooLong,
+            format!(
+                "---\nname: sample\ndescription: {}\n---\nbody\n",
+                "d".repeat(1025)
+            ),
+        ),
+        case(
+            Code::CompatibilityInvalid,
+            with_frontmatter(&format!("compatibility: {}\n", "c".repeat(501))),
+        ),
+        case(
+            Code::InvalidFieldType,
+            with_frontmatter("license: [MIT, Apache-2.0]\n"),
+        ),
         case(Code::VersionInvalid, with_frontmatter("version: \"1.0\"\n")),
-        case(Code::DependencyInvalid, with_frontmatter("depends_on: [\"Other@^1\"]\n")),
+        case(
+            Code::DependencyInvalid,
+            with_frontmatter("depends_on: [\"Other@^1\"]\n"),
+        ),
         case(
             Code::ToolSchemaInvalid,
-            with_frontmatter("tools:\n  - name: t\n    input_schema:\n      type: object\n      properties: 3\n"),
+            with_frontmatter(
+                "tools:\n  - name: t\n    input_schema:\n      type: object\n      properties: 3\n",
+            ),
         ),
-        case(Code::HostXmlTag, "---\nname: sample\ndescription: Uses <tool> tags.\n---\nbody\n").host(Host::ClaudeApi),
-        case(Code::HostReservedWord, "---\nname: claude-sample\ndescription: x\n---\nbody\n")
-            .folder("claude-sample")
-            .host(Host::ClaudeApi),
+        case(
+            Code::HostXmlTag,
+            "---\nname: sample\ndescription: Uses <tool> tags.\n---\nbody\n",
+        )
+        .host(Host::ClaudeApi),
+        case(
+            Code::HostReservedWord,
+            "---\nname: claude-sample\ndescription: x\n---\nbody\n",
+        )
+        .folder("claude-sample")
+        .host(Host::ClaudeApi),
         case(Code::HostSizeLimit, with_body("body\n"))
             .file("assets/big.bin", vec![0_u8; 8 * 1024 * 1024 + 1])
             .host(Host::ClaudeApi),
-        case(Code::UnknownKey, with_frontmatter("homepage: https://example.com\n")),
+        case(
+            Code::UnknownKey,
+            with_frontmatter("homepage: https://example.com\n"),
+        ),
         case(Code::NonPortableKey, with_frontmatter("tags: [pdf]\n")),
-        case(Code::MetadataValueNotString, with_frontmatter("metadata:\n  reviewed: true\n")),
-        case(Code::AllowedToolsNotString, with_frontmatter("allowed-tools: [Read, Write]\n")),
+        case(
+            Code::MetadataValueNotString,
+            with_frontmatter("metadata:\n  reviewed: true\n"),
+        ),
+        case(
+            Code::AllowedToolsNotString,
+            with_frontmatter("allowed-tools: [Read, Write]\n"),
+        ),
         case(Code::BodyEmpty, with_body("\n\n")),
         case(Code::BodyTooLong, with_body(&big_body)),
         case(Code::BodyTooManyTokens, with_body(&wordy_body)),
         case(Code::ScriptNoShebang, with_body("body\n")).file("scripts/run.py", "print('hi')\n"),
-        case(Code::ScriptNotExecutable, with_body("body\n")).file("scripts/run.sh", "#!/bin/sh\necho hi\n"),
-        case(Code::BrokenLink, with_body("See [the guide](references/missing.md).\n")),
-        case(Code::LinkOutsideSkill, with_body("See [this](../other/SKILL.md).\n")),
-        case(Code::PossibleSecret, with_body("body\n")).file("scripts/env.sh", "#!/bin/sh\nexport KEY=AKIA2E0A8F3B244C9986\n").executable(&["scripts/env.sh"]),
+        case(Code::ScriptNotExecutable, with_body("body\n"))
+            .file("scripts/run.sh", "#!/bin/sh\necho hi\n"),
+        case(
+            Code::BrokenLink,
+            with_body("See [the guide](references/missing.md).\n"),
+        ),
+        case(
+            Code::LinkOutsideSkill,
+            with_body("See [this](../other/SKILL.md).\n"),
+        ),
+        case(Code::PossibleSecret, with_body("body\n"))
+            .file(
+                "scripts/env.sh",
+                "#!/bin/sh\nexport KEY=AKIA2E0A8F3B244C9986\n",
+            )
+            .executable(&["scripts/env.sh"]),
     ]
 }
 
@@ -134,15 +216,41 @@ fn every_code_has_a_case_that_produces_it() {
         let found = report.diagnostics.iter().find(|d| d.code == case.code);
         match found {
             Some(diagnostic) => {
-                assert_eq!(diagnostic.severity, case.code.default_severity(), "{:?}", case.code);
-                assert_eq!(report.is_valid(), case.code.default_severity() == Severity::Warning, "{:?}: {:#?}", case.code, report.diagnostics);
+                assert_eq!(
+                    diagnostic.severity,
+                    case.code.default_severity(),
+                    "{:?}",
+                    case.code
+                );
+                assert_eq!(
+                    report.is_valid(),
+                    case.code.default_severity() == Severity::Warning,
+                    "{:?}: {:#?}",
+                    case.code,
+                    report.diagnostics
+                );
             }
-            None => missing.push(format!("{}: got {:?}", case.code, report.diagnostics.iter().map(|d| d.code).collect::<Vec<_>>())),
+            None => missing.push(format!(
+                "{}: got {:?}",
+                case.code,
+                report
+                    .diagnostics
+                    .iter()
+                    .map(|d| d.code)
+                    .collect::<Vec<_>>()
+            )),
         }
     }
-    assert!(missing.is_empty(), "cases that did not produce their code:\n{}", missing.join("\n"));
+    assert!(
+        missing.is_empty(),
+        "cases that did not produce their code:\n{}",
+        missing.join("\n")
+    );
     let covered: BTreeSet<Code> = cases.iter().map(|case| case.code).collect();
-    let uncovered: Vec<_> = Code::ALL.iter().filter(|code| !covered.contains(code)).collect();
+    let uncovered: Vec<_> = Code::ALL
+        .iter()
+        .filter(|code| !covered.contains(code))
+        .collect();
     assert!(uncovered.is_empty(), "codes without a case: {uncovered:?}");
 }
 
@@ -158,20 +266,35 @@ fn a_complete_skill_has_no_diagnostics_and_a_typed_model() {
     .run();
     assert_eq!(report.diagnostics, Vec::new());
     let frontmatter = report.frontmatter.expect("valid");
-    assert_eq!(frontmatter.name().as_str(), "sample");
+    assert_eq!(frontmatter.name.as_str(), "sample");
     assert_eq!(frontmatter.description, "Folded description.");
     assert_eq!(frontmatter.allowed_tools, ["Bash(git log:*)", "Read"]);
-    assert_eq!(frontmatter.version, Some(semver::Version::new(2, 1, 0)), "from metadata.version");
-    assert_eq!(frontmatter.metadata[0], ("author".to_owned(), "me".to_owned()));
+    assert_eq!(
+        frontmatter.version,
+        Some(semver::Version::new(2, 1, 0)),
+        "from metadata.version"
+    );
+    assert_eq!(
+        frontmatter.metadata[0],
+        ("author".to_owned(), "me".to_owned())
+    );
 }
 
 #[test]
 fn extension_keys_are_read_into_the_model() {
-    let report = case(Code::UnknownKey, with_frontmatter("version: 1.2.3\ndepends_on: [\"base\", \"other@^1.2\"]\n")).run();
+    let report = case(
+        Code::UnknownKey,
+        with_frontmatter("version: 1.2.3\ndepends_on: [\"base\", \"other@^1.2\"]\n"),
+    )
+    .run();
     assert!(report.is_valid(), "{:#?}", report.diagnostics);
     let frontmatter = report.frontmatter.unwrap();
     assert_eq!(frontmatter.version, Some(semver::Version::new(1, 2, 3)));
-    let dependencies: Vec<String> = frontmatter.dependencies.iter().map(ToString::to_string).collect();
+    let dependencies: Vec<String> = frontmatter
+        .dependencies
+        .iter()
+        .map(ToString::to_string)
+        .collect();
     assert_eq!(dependencies, ["base", "other@^1.2"]);
 }
 
@@ -181,12 +304,22 @@ fn strict_makes_warnings_errors_and_allow_drops_them() {
     let dir = temp.path().join(NAME);
     fs_err::create_dir_all(&dir).unwrap();
     fs_err::write(dir.join("SKILL.md"), with_frontmatter("homepage: x\n")).unwrap();
-    let strict = validate_skill(&dir, &ValidateOptions { strict: true, ..ValidateOptions::for_folder(&dir) });
+    let strict = validate_skill(
+        &dir,
+        &ValidateOptions {
+            strict: true,
+            ..ValidateOptions::for_folder(&dir)
+        },
+    );
     assert!(!strict.is_valid());
     assert_eq!(strict.diagnostics[0].severity, Severity::Error);
     let allowed = validate_skill(
         &dir,
-        &ValidateOptions { strict: true, allow: vec![Code::UnknownKey], ..ValidateOptions::for_folder(&dir) },
+        &ValidateOptions {
+            strict: true,
+            allow: vec![Code::UnknownKey],
+            ..ValidateOptions::for_folder(&dir)
+        },
     );
     assert!(allowed.is_valid() && allowed.diagnostics.is_empty());
 }
@@ -201,8 +334,16 @@ fn a_folder_name_check_can_be_skipped_for_unpacked_archives() {
 
 #[test]
 fn positions_point_at_the_offending_node() {
-    let report = case(Code::InvalidFieldType, with_frontmatter("license:\n  - MIT\n")).run();
-    let diagnostic = report.diagnostics.iter().find(|d| d.code == Code::InvalidFieldType).unwrap();
+    let report = case(
+        Code::InvalidFieldType,
+        with_frontmatter("license:\n  - MIT\n"),
+    )
+    .run();
+    let diagnostic = report
+        .diagnostics
+        .iter()
+        .find(|d| d.code == Code::InvalidFieldType)
+        .unwrap();
     let location = diagnostic.location.unwrap();
     assert_eq!((location.line, location.column), (5, 3));
     assert_eq!(diagnostic.source_line.as_deref(), Some("  - MIT"));
@@ -210,19 +351,28 @@ fn positions_point_at_the_offending_node() {
 
 #[test]
 fn docs_describe_every_code_and_no_other() {
-    let docs = fs_err::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/skill-format.md")).unwrap();
+    let docs = fs_err::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/skill-format.md"),
+    )
+    .unwrap();
     let documented: BTreeSet<&str> = docs
         .lines()
         .filter_map(|line| line.strip_prefix("### `")?.strip_suffix('`'))
         .collect();
     let codes: BTreeSet<&str> = Code::ALL.iter().map(|code| code.as_str()).collect();
-    assert_eq!(documented, codes, "docs/skill-format.md and Code::ALL disagree");
+    assert_eq!(
+        documented, codes,
+        "docs/skill-format.md and Code::ALL disagree"
+    );
     for code in Code::ALL {
         let section = docs.split(&format!("### `{code}`")).nth(1).unwrap();
         let severity = match code.default_severity() {
             Severity::Error => "Error",
             Severity::Warning => "Warning",
         };
-        assert!(section.trim_start().starts_with(severity), "the docs give `{code}` another severity than {severity}");
+        assert!(
+            section.trim_start().starts_with(severity),
+            "the docs give `{code}` another severity than {severity}"
+        );
     }
 }

@@ -63,7 +63,7 @@ pub fn report_json(report: &SkillReport) -> serde_json::Value {
     let frontmatter = report.frontmatter.as_ref();
     json!({
         "path": report.path,
-        "name": frontmatter.map(|frontmatter| frontmatter.name().to_string()),
+        "name": frontmatter.map(|frontmatter| frontmatter.name.to_string()),
         "version": frontmatter.and_then(|frontmatter| frontmatter.version.as_ref()).map(ToString::to_string),
         "valid": report.is_valid(),
         "errors": report.errors(),

@@ -111,8 +111,7 @@ impl ValidateOptions {
 /// The validated frontmatter.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Frontmatter {
-    /// Always `Some` in a [`SkillReport`]'s frontmatter.
-    pub name: Option<SkillName>,
+    pub name: SkillName,
     pub description: String,
     pub license: Option<String>,
     pub compatibility: Option<String>,
@@ -125,15 +124,6 @@ pub struct Frontmatter {
     pub version: Option<semver::Version>,
     /// `depends_on`.
     pub dependencies: Vec<Dependency>,
-}
-
-impl Frontmatter {
-    /// Returns the skill's name.
-    pub fn name(&self) -> &SkillName {
-        self.name
-            .as_ref()
-            .expect("a validated frontmatter has a name")
-    }
 }
 
 /// A dependency on another skill: `name` or `name@requirement`.

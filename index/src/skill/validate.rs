@@ -143,18 +143,8 @@ pub(crate) fn check_frontmatter(
     };
 
     let name = check_name(&mut checker, options);
-    let description = check_description(&mut checker, options);
-
-    let mut frontmatter = Frontmatter {
-        name: None,
-        description: description.unwrap_or_default(),
-        license: None,
-        compatibility: None,
-        metadata: Vec::new(),
-        allowed_tools: Vec::new(),
-        version: None,
-        dependencies: Vec::new(),
-    };
+    let description = check_description(&mut checker);
+    let mut fields = Fields::default();
 
     for (key_node, value) in &document.frontmatter {
         let Some(key) = key_node.value.as_str() else {
@@ -169,10 +159,10 @@ pub(crate) fn check_frontmatter(
         };
         match key {
             "name" | "description" => {}
-            "license" => frontmatter.license = checker.string_field(key, value),
-            "compatibility" => frontmatter.compatibility = check_compatibility(&mut checker, value),
-            "metadata" => frontmatter.metadata = check_metadata(&mut checker, value),
-            "allowed-tools" => frontmatter.allowed_tools = check_allowed_tools(&mut checker, value),
+            "license" => fields.license = checker.string_field(key, value),
+            "compatibility" => fields.compatibility = check_compatibility(&mut checker, value),
+            "metadata" => fields.metadata = check_metadata(&mut checker, value),
+            "allowed-tools" => fields.allowed_tools = check_allowed_tools(&mut checker, value),
             _ if EXTENSION_KEYS.contains(&key) || CLAUDE_CODE_KEYS.contains(&key) => {
                 let claude_code_key = CLAUDE_CODE_KEYS.contains(&key);
                 if !(claude_code_key && options.host == Host::ClaudeCode) {
@@ -193,9 +183,9 @@ pub(crate) fn check_frontmatter(
                         Some("other agents ignore it; keep it only if your users need it".into());
                 }
                 match key {
-                    "version" => frontmatter.version = check_version(&mut checker, value),
+                    "version" => fields.version = check_version(&mut checker, value),
                     "depends_on" => {
-                        frontmatter.dependencies = check_dependencies(&mut checker, value);
+                        fields.dependencies = check_dependencies(&mut checker, value);
                     }
                     "tools" => check_tools(&mut checker, value),
                     _ => check_shape(&mut checker, key, value),
@@ -215,8 +205,8 @@ pub(crate) fn check_frontmatter(
         }
     }
 
-    if frontmatter.version.is_none() {
-        frontmatter.version = frontmatter
+    if fields.version.is_none() {
+        fields.version = fields
             .metadata
             .iter()
             .find(|(key, _)| key == "version")
@@ -227,9 +217,30 @@ pub(crate) fn check_frontmatter(
         check_claude_api(&mut checker);
     }
 
-    frontmatter.name = name;
-    (count_errors(checker.diagnostics) == errors_before && frontmatter.name.is_some())
-        .then_some(frontmatter)
+    if count_errors(checker.diagnostics) > errors_before {
+        return None;
+    }
+    Some(Frontmatter {
+        name: name?,
+        description: description?,
+        license: fields.license,
+        compatibility: fields.compatibility,
+        metadata: fields.metadata,
+        allowed_tools: fields.allowed_tools,
+        version: fields.version,
+        dependencies: fields.dependencies,
+    })
+}
+
+/// The optional fields, gathered while the keys are checked.
+#[derive(Default)]
+struct Fields {
+    license: Option<String>,
+    compatibility: Option<String>,
+    metadata: Vec<(String, String)>,
+    allowed_tools: Vec<String>,
+    version: Option<semver::Version>,
+    dependencies: Vec<Dependency>,
 }
 
 fn count_errors(diagnostics: &[Diagnostic]) -> usize {
@@ -307,7 +318,7 @@ fn suggest_name(text: &str) -> String {
         .collect()
 }
 
-fn check_description(checker: &mut Checker<'_>, options: &ValidateOptions) -> Option<String> {
+fn check_description(checker: &mut Checker<'_>) -> Option<String> {
     let Some((_, node)) = checker.document.get("description") else {
         checker
             .report_at_top(
@@ -339,7 +350,6 @@ fn check_description(checker: &mut Checker<'_>, options: &ValidateOptions) -> Op
         );
         return None;
     }
-    let _ = options;
     Some(text)
 }
 

@@ -63,7 +63,7 @@ pub fn run(args: &PackArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
             .into());
         }
     };
-    let name = frontmatter.name.clone();
+    let name = frontmatter.name;
     let packed = archive::pack_dir(dir, name, version, &Limits::default())
         .with_context(|| format!("cannot pack `{}`", dir.display()))?;
 

@@ -85,12 +85,20 @@ fn is_reserved_on_windows(component: &str) -> bool {
         .unwrap_or(component)
         .trim_end()
         .to_ascii_uppercase();
-    matches!(
+    if matches!(
         stem.as_str(),
         "CON" | "PRN" | "AUX" | "NUL" | "CONIN$" | "CONOUT$"
-    ) || ((stem.starts_with("COM") || stem.starts_with("LPT"))
-        && stem.len() == 4
-        && stem.as_bytes()[3].is_ascii_digit())
+    ) {
+        return true;
+    }
+    // COM0-COM9 and LPT0-LPT9, and the superscript digits Windows also
+    // treats as device numbers (`COM¹`).
+    let mut characters = stem.chars();
+    let prefix: String = characters.by_ref().take(3).collect();
+    let digit = characters.next();
+    (prefix == "COM" || prefix == "LPT")
+        && characters.next().is_none()
+        && digit.is_some_and(|digit| digit.is_ascii_digit() || matches!(digit, '¹' | '²' | '³'))
 }
 
 /// The key under which two paths collide on a case-insensitive or
@@ -139,6 +147,10 @@ mod tests {
             ("CON", PathProblem::ReservedName("CON".into())),
             ("docs/aux.txt", PathProblem::ReservedName("aux.txt".into())),
             ("lpt9", PathProblem::ReservedName("lpt9".into())),
+            (
+                "COM\u{b9}.txt",
+                PathProblem::ReservedName("COM\u{b9}.txt".into()),
+            ),
             ("file.", PathProblem::TrailingDotOrSpace("file.".into())),
             ("dir /x", PathProblem::TrailingDotOrSpace("dir ".into())),
         ];

@@ -350,6 +350,13 @@ fn record(seen: &mut HashMap<String, Seen>, path: &str, is_dir: bool) -> Result<
                     parent: existing.get().path.clone(),
                 });
             }
+            // `a/x` then `A/y`: one folder on macOS and Windows, two on Linux.
+            Entry::Occupied(existing) if existing.get().path != parent => {
+                return Err(UnpackError::Duplicate {
+                    path: parent.to_owned(),
+                    previous: existing.get().path.clone(),
+                });
+            }
             Entry::Occupied(_) => {}
             Entry::Vacant(slot) => {
                 slot.insert(Seen {

@@ -1,0 +1,979 @@
+//! Hostile archives against the hardened unpacker: every way a `.tgz` can try
+//! to escape its folder, collide with itself, smuggle in a link or device,
+//! lie about its sizes or blow up in size is refused with its own error, and
+//! a refused archive leaves nothing behind beside the target.
+//!
+//! The archives are written header by header with [`RawTar`] rather than with
+//! the `tar` crate's builder, which refuses to write `..`, absolute paths and
+//! several of the other malformed entries tested here. Every test that
+//! expects a refusal goes through [`refused`], which also checks that the
+//! target never appeared and that the staging folder was removed.
+
+use std::io::Write as _;
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::{Path, PathBuf};
+
+use base64::Engine as _;
+use flate2::Compression;
+use flate2::write::GzEncoder;
+use sha2::{Digest, Sha256};
+use skillpkg_index::archive::pack::SizeKind;
+use skillpkg_index::archive::{
+    DEFAULT_MAX_BYTES, FIXED_MTIME, Limits, PathProblem, UnpackError, UnpackedSkill, pack_dir,
+    unpack,
+};
+use tempfile::TempDir;
+
+const BLOCK: usize = 512;
+
+/// A tar stream built one raw header at a time.
+#[derive(Debug, Default)]
+struct RawTar {
+    bytes: Vec<u8>,
+}
+
+impl RawTar {
+    /// Appends a regular file.
+    fn file(&mut self, path: &str, mode: u32, data: &[u8]) -> &mut Self {
+        self.entry(b'0', path.as_bytes(), mode, data)
+    }
+
+    /// Appends a directory; `path` is written as given, so end it with `/`.
+    fn dir(&mut self, path: &str) -> &mut Self {
+        self.entry(b'5', path.as_bytes(), 0o755, b"")
+    }
+
+    /// Appends a symlink (`b'2'`) or hard link (`b'1'`) to `target`.
+    fn link(&mut self, typeflag: u8, path: &str, target: &str) -> &mut Self {
+        self.raw(
+            ustar_header(typeflag, path.as_bytes(), 0o777, 0, target.as_bytes()),
+            b"",
+        )
+    }
+
+    /// Appends an entry of any type whose header declares `data.len()` bytes.
+    fn entry(&mut self, typeflag: u8, path: &[u8], mode: u32, data: &[u8]) -> &mut Self {
+        let header = ustar_header(typeflag, path, mode, data.len() as u64, b"");
+        self.raw(header, data)
+    }
+
+    /// Appends a PAX extended header (`x`) for the next entry.
+    fn pax(&mut self, records: &[(&str, &[u8])]) -> &mut Self {
+        self.entry(b'x', b"././@PaxHeader", 0o644, &pax_records(records))
+    }
+
+    /// Appends a PAX global header (`g`), as `git archive` writes first.
+    fn pax_global(&mut self, records: &[(&str, &[u8])]) -> &mut Self {
+        self.entry(b'g', b"pax_global_header", 0o666, &pax_records(records))
+    }
+
+    /// Appends a GNU long name entry (`L`) naming the next entry.
+    fn gnu_long_name(&mut self, name: &[u8]) -> &mut Self {
+        let mut data = name.to_vec();
+        data.push(0);
+        self.entry(b'L', b"././@LongLink", 0o644, &data)
+    }
+
+    /// Appends `header`, then `data` padded to a whole block, whatever size
+    /// the header declares.
+    fn raw(&mut self, header: [u8; BLOCK], data: &[u8]) -> &mut Self {
+        self.bytes.extend_from_slice(&header);
+        self.bytes.extend_from_slice(data);
+        self.bytes
+            .resize(self.bytes.len().next_multiple_of(BLOCK), 0);
+        self
+    }
+
+    /// Returns the stream so far, without the end-of-archive marker.
+    fn unterminated(&self) -> Vec<u8> {
+        self.bytes.clone()
+    }
+
+    /// Returns the stream followed by the end-of-archive marker.
+    fn finish(&self) -> Vec<u8> {
+        let mut bytes = self.unterminated();
+        bytes.extend_from_slice(&[0; 2 * BLOCK]);
+        bytes
+    }
+}
+
+/// Returns a ustar header, checksum included. Paths over 100 bytes are split
+/// into the `prefix` and `name` fields the way ustar writers do.
+fn ustar_header(typeflag: u8, path: &[u8], mode: u32, size: u64, linkname: &[u8]) -> [u8; BLOCK] {
+    let (prefix, name) = split_ustar_path(path);
+    let mut header = [0; BLOCK];
+    header[..name.len()].copy_from_slice(name);
+    octal(&mut header[100..108], mode.into());
+    octal(&mut header[108..116], 0); // uid
+    octal(&mut header[116..124], 0); // gid
+    octal(&mut header[124..136], size);
+    octal(&mut header[136..148], FIXED_MTIME);
+    header[156] = typeflag;
+    header[157..157 + linkname.len()].copy_from_slice(linkname);
+    header[257..263].copy_from_slice(b"ustar\0");
+    header[263..265].copy_from_slice(b"00");
+    header[345..345 + prefix.len()].copy_from_slice(prefix);
+    seal(&mut header);
+    header
+}
+
+/// A GNU-format (`ustar  \0`) sparse file header with an empty sparse map,
+/// which the `tar` crate parses, so the unpacker sees its type.
+fn gnu_sparse_header(path: &str) -> [u8; BLOCK] {
+    let mut header = ustar_header(b'S', path.as_bytes(), 0o644, 0, b"");
+    header[257..265].copy_from_slice(b"ustar  \0");
+    octal(&mut header[483..495], 0); // realsize
+    seal(&mut header);
+    header
+}
+
+fn split_ustar_path(path: &[u8]) -> (&[u8], &[u8]) {
+    if path.len() <= 100 {
+        return (b"", path);
+    }
+    let split = (0..path.len())
+        .rfind(|&at| path[at] == b'/' && at <= 155 && path.len() - at - 1 <= 100)
+        .expect("the path fits in ustar's prefix and name fields");
+    (&path[..split], &path[split + 1..])
+}
+
+/// Writes `value` as zero-padded octal, NUL-terminated, filling `field`.
+fn octal(field: &mut [u8], value: u64) {
+    let digits = field.len() - 1;
+    let text = format!("{value:0digits$o}");
+    assert_eq!(
+        text.len(),
+        digits,
+        "{value} does not fit in {digits} digits"
+    );
+    field[..digits].copy_from_slice(text.as_bytes());
+    field[digits] = 0;
+}
+
+/// Fills in the checksum: the byte sum with the field itself as spaces.
+fn seal(header: &mut [u8; BLOCK]) {
+    header[148..156].fill(b' ');
+    let sum: u32 = header.iter().map(|&byte| u32::from(byte)).sum();
+    header[148..156].copy_from_slice(format!("{sum:06o}\0 ").as_bytes());
+}
+
+/// Encodes `%d key=value\n` records, where the length counts its own digits.
+fn pax_records(records: &[(&str, &[u8])]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (key, value) in records {
+        let rest = 1 + key.len() + 1 + value.len() + 1; // ' ', '=', '\n'
+        let mut length = rest + 1;
+        while length != rest + length.to_string().len() {
+            length = rest + length.to_string().len();
+        }
+        out.extend_from_slice(format!("{length} {key}=").as_bytes());
+        out.extend_from_slice(value);
+        out.push(b'\n');
+    }
+    out
+}
+
+fn gzip(tar: &[u8]) -> Vec<u8> {
+    let mut encoder = GzEncoder::new(Vec::new(), Compression::default());
+    encoder.write_all(tar).expect("write to memory");
+    encoder.finish().expect("write to memory")
+}
+
+/// Unpacks `tarball` into a fresh, empty parent folder, expects a refusal,
+/// checks that the target never appeared and nothing was left behind, and
+/// returns the error.
+fn refused(tarball: &[u8]) -> UnpackError {
+    let parent = TempDir::new().expect("temp dir");
+    let target = parent.path().join("skill");
+    let error = unpack(tarball, &target, &Limits::default()).expect_err("the archive was accepted");
+    assert!(
+        target.symlink_metadata().is_err(),
+        "the target exists after {error:?}"
+    );
+    assert_eq!(
+        names(parent.path()),
+        Vec::<String>::new(),
+        "left behind after {error:?}"
+    );
+    error
+}
+
+/// A successful unpack, in a temporary folder that lives as long as this.
+struct Unpacked {
+    _parent: TempDir,
+    root: PathBuf,
+    skill: UnpackedSkill,
+}
+
+impl Unpacked {
+    fn read(&self, path: &str) -> Vec<u8> {
+        fs_err::read(self.root.join(path)).expect("read an unpacked file")
+    }
+
+    fn mode(&self, path: &str) -> u32 {
+        let metadata = fs_err::symlink_metadata(self.root.join(path)).expect("stat");
+        assert!(metadata.is_file(), "{path} is not a regular file");
+        metadata.permissions().mode() & 0o7777
+    }
+
+    /// Every path under the root, folders ending in `/`, sorted.
+    fn listing(&self) -> Vec<String> {
+        let mut paths = Vec::new();
+        list(&self.root, "", &mut paths);
+        paths.sort();
+        paths
+    }
+}
+
+fn list(dir: &Path, prefix: &str, paths: &mut Vec<String>) {
+    for name in names(dir) {
+        let path = dir.join(&name);
+        if fs_err::symlink_metadata(&path).expect("stat").is_dir() {
+            paths.push(format!("{prefix}{name}/"));
+            list(&path, &format!("{prefix}{name}/"), paths);
+        } else {
+            paths.push(format!("{prefix}{name}"));
+        }
+    }
+}
+
+fn accepted(tarball: &[u8]) -> Unpacked {
+    let parent = TempDir::new().expect("temp dir");
+    let root = parent.path().join("skill");
+    let skill = unpack(tarball, &root, &Limits::default()).expect("the archive was refused");
+    assert_eq!(
+        names(parent.path()),
+        ["skill"],
+        "the staging folder remains"
+    );
+    Unpacked {
+        _parent: parent,
+        root,
+        skill,
+    }
+}
+
+fn names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = fs_err::read_dir(dir)
+        .expect("list a folder")
+        .map(|entry| {
+            let entry = entry.expect("list a folder");
+            entry.file_name().into_string().expect("UTF-8 name")
+        })
+        .collect();
+    names.sort();
+    names
+}
+
+/// The `h1:` hash computed from its definition, independently of the crate.
+fn expected_tree(files: &[(&str, &[u8])]) -> String {
+    let mut sorted = files.to_vec();
+    sorted.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+    let summary: String = sorted
+        .iter()
+        .map(|(path, data)| format!("{:x}  {path}\n", Sha256::digest(data)))
+        .collect();
+    format!(
+        "h1:{}",
+        base64::engine::general_purpose::STANDARD.encode(Sha256::digest(summary))
+    )
+}
+
+fn one_file(path: &str) -> Vec<u8> {
+    gzip(&RawTar::default().file(path, 0o644, b"x").finish())
+}
+
+fn assert_unsafe_path(tarball: &[u8], expected: &PathProblem) {
+    let error = refused(tarball);
+    assert!(
+        matches!(&error, UnpackError::UnsafePath { problem, .. } if problem == expected),
+        "{error:?}"
+    );
+}
+
+// Paths that climb out or are absolute.
+
+#[test]
+fn refuses_parent_traversal() {
+    assert_unsafe_path(&one_file("../x"), &PathProblem::Traversal);
+}
+
+#[test]
+fn refuses_traversal_below_a_folder() {
+    assert_unsafe_path(&one_file("a/../../x"), &PathProblem::Traversal);
+}
+
+#[test]
+fn refuses_absolute_path() {
+    assert_unsafe_path(&one_file("/etc/x"), &PathProblem::Absolute);
+}
+
+#[test]
+fn refuses_windows_drive_path() {
+    assert_unsafe_path(&one_file("C:\\x"), &PathProblem::Absolute);
+}
+
+#[test]
+fn refuses_backslash_path() {
+    assert_unsafe_path(&one_file("a\\b"), &PathProblem::Backslash);
+}
+
+// Links, devices and other special entries.
+
+#[test]
+fn refuses_symlink_to_etc_passwd() {
+    let tarball = gzip(
+        &RawTar::default()
+            .link(b'2', "passwd", "/etc/passwd")
+            .finish(),
+    );
+    let error = refused(&tarball);
+    assert!(
+        matches!(&error, UnpackError::UnsupportedEntry { path, kind: "symlink" } if path == "passwd"),
+        "{error:?}"
+    );
+}
+
+#[test]
+fn refuses_hardlink() {
+    let tarball = gzip(&RawTar::default().link(b'1', "a", "elsewhere").finish());
+    let error = refused(&tarball);
+    assert!(
+        matches!(
+            error,
+            UnpackError::UnsupportedEntry {
+                kind: "hard link",
+                ..
+            }
+        ),
+        "{error:?}"
+    );
+}
+
+#[test]
+fn refuses_hardlink_to_earlier_file() {
+    let tarball = gzip(
+        &RawTar::default()
+            .file("SKILL.md", 0o644, b"# skill\n")
+            .link(b'1', "copy.md", "SKILL.md")
+            .finish(),
+    );
+    let error = refused(&tarball);
+    assert!(
+        matches!(&error, UnpackError::UnsupportedEntry { path, kind: "hard link" } if path == "copy.md"),
+        "{error:?}"
+    );
+}
+
+#[test]
+fn refuses_symlink_replacing_folder_before_file_below_it() {
+    let tarball = gzip(
+        &RawTar::default()
+            .dir("d/")
+            .link(b'2', "d", "/tmp")
+            .file("d/x", 0o644, b"escaped")
+            .finish(),
+    );
+    let error = refused(&tarball);
+    assert!(
+        matches!(&error, UnpackError::UnsupportedEntry { path, kind: "symlink" } if path == "d"),
+        "{error:?}"
+    );
+}
+
+fn assert_unsupported(typeflag: u8, expected_kind: &str) {
+    let tarball = gzip(
+        &RawTar::default()
+            .entry(typeflag, b"dev", 0o644, b"")
+            .finish(),
+    );
+    let error = refused(&tarball);
+    assert!(
+        matches!(&error, UnpackError::UnsupportedEntry { kind, .. } if *kind == expected_kind),
+        "{error:?}"
+    );
+}
+
+#[test]
+fn refuses_character_device() {
+    assert_unsupported(b'3', "character device");
+}
+
+#[test]
+fn refuses_block_device() {
+    assert_unsupported(b'4', "block device");
+}
+
+#[test]
+fn refuses_fifo() {
+    assert_unsupported(b'6', "FIFO");
+}
+
+#[test]
+fn refuses_gnu_sparse_file() {
+    let tarball = gzip(
+        &RawTar::default()
+            .raw(gnu_sparse_header("holes"), b"")
+            .finish(),
+    );
+    let error = refused(&tarball);
+    assert!(
+        matches!(
+            error,
+            UnpackError::UnsupportedEntry {
+                kind: "GNU sparse file",
+                ..
+            }
+        ),
+        "{error:?}"
+    );
+}
+
+/// A sparse type in a plain ustar header is malformed to the `tar` crate
+/// itself: still refused, as corrupt rather than unsupported.
+#[test]
+fn refuses_sparse_type_in_ustar_header() {
+    let tarball = gzip(&RawTar::default().entry(b'S', b"holes", 0o644, b"").finish());
+    let error = refused(&tarball);
+    assert!(matches!(error, UnpackError::Corrupt(_)), "{error:?}");
+}
+
+// Collisions.
+
+#[test]
+fn refuses_same_path_twice() {
+    let tarball = gzip(
+        &RawTar::default()
+            .file("a", 0o644, b"first")
+            .file("a", 0o644, b"second")
+            .finish(),
+    );
+    let error = refused(&tarball);
+    assert!(
+        matches!(&error, UnpackError::Duplicate { path, previous } if path == "a" && previous == "a"),
+        "{error:?}"
+    );
+}
+
+#[test]
+fn refuses_names_differing_only_in_case() {
+    let tarball = gzip(
+        &RawTar::default()
+            .file("SKILL.md", 0o644, b"upper")
+            .file("skill.md", 0o644, b"lower")
+            .finish(),
+    );
+    let error = refused(&tarball);
+    assert!(
+        matches!(&error, UnpackError::Duplicate { path, previous } if path == "skill.md" && previous == "SKILL.md"),
+        "{error:?}"
+    );
+}
+
+#[test]
+fn refuses_folders_differing_only_in_case() {
+    // One folder on macOS and Windows, two on Linux: the archive would unpack
+    // to different trees on different machines.
+    let tarball = gzip(
+        &RawTar::default()
+            .file("docs/a.md", 0o644, b"a")
+            .file("Docs/b.md", 0o644, b"b")
+            .finish(),
+    );
+    let error = refused(&tarball);
+    assert!(
+        matches!(&error, UnpackError::Duplicate { path, previous } if path == "Docs" && previous == "docs"),
+        "{error:?}"
+    );
+}
+
+#[test]
+fn refuses_names_differing_only_in_unicode_normalisation() {
+    let tarball = gzip(
+        &RawTar::default()
+            .file("caf\u{e9}", 0o644, b"composed")
+            .file("cafe\u{301}", 0o644, b"decomposed")
+            .finish(),
+    );
+    let error = refused(&tarball);
+    assert!(
+        matches!(&error, UnpackError::Duplicate { path, .. } if path == "cafe\u{301}"),
+        "{error:?}"
+    );
+}
+
+#[test]
+fn refuses_file_used_as_folder() {
+    let tarball = gzip(
+        &RawTar::default()
+            .file("a", 0o644, b"file")
+            .file("a/b", 0o644, b"below a file")
+            .finish(),
+    );
+    let error = refused(&tarball);
+    assert!(
+        matches!(&error, UnpackError::ParentIsFile { path, parent } if path == "a/b" && parent == "a"),
+        "{error:?}"
+    );
+}
+
+// Modes: normalised, never refused.
+
+fn unpacked_mode(mode: u32) -> u32 {
+    let unpacked = accepted(&gzip(&RawTar::default().file("f", mode, b"data").finish()));
+    assert_eq!(unpacked.skill.files[0].executable, mode & 0o111 != 0);
+    unpacked.mode("f")
+}
+
+#[test]
+fn drops_setuid_bit() {
+    assert_eq!(unpacked_mode(0o4755), 0o755);
+}
+
+#[test]
+fn drops_setgid_bit() {
+    assert_eq!(unpacked_mode(0o2755), 0o755);
+}
+
+#[test]
+fn drops_world_write_bits() {
+    assert_eq!(unpacked_mode(0o666), 0o644);
+    assert_eq!(unpacked_mode(0o777), 0o755);
+}
+
+#[test]
+fn keeps_owner_exec_bit() {
+    assert_eq!(unpacked_mode(0o744), 0o755);
+}
+
+// Sizes.
+
+fn assert_too_large_unpacked(error: &UnpackError) {
+    assert!(
+        matches!(
+            error,
+            UnpackError::TooLarge {
+                kind: SizeKind::Unpacked,
+                limit: DEFAULT_MAX_BYTES
+            }
+        ),
+        "{error:?}"
+    );
+}
+
+#[test]
+fn refuses_gzip_bomb() {
+    let zeros = vec![0; 9 << 20];
+    let tarball = gzip(&RawTar::default().file("bomb", 0o644, &zeros).finish());
+    assert!(tarball.len() < 100 << 10, "{} bytes", tarball.len());
+    assert_too_large_unpacked(&refused(&tarball));
+}
+
+#[test]
+fn refuses_files_that_together_pass_the_size_cap() {
+    let three_mib = vec![0; 3 << 20];
+    let mut tar = RawTar::default();
+    for name in ["a", "b", "c"] {
+        tar.file(name, 0o644, &three_mib);
+    }
+    assert_too_large_unpacked(&refused(&gzip(&tar.finish())));
+}
+
+/// The header alone says the file is too large: the unpacker must not wait
+/// for the bytes (here they never come).
+#[test]
+fn refuses_oversized_header_before_reading_data() {
+    let tar = RawTar::default()
+        .raw(
+            ustar_header(b'0', b"big", 0o644, 1 << 30, b""),
+            b"only a little",
+        )
+        .unterminated();
+    assert_too_large_unpacked(&refused(&gzip(&tar)));
+}
+
+#[test]
+fn refuses_pax_size_disagreeing_with_header() {
+    let tarball = gzip(
+        &RawTar::default()
+            .pax(&[("size", b"5")])
+            .file("a", 0o644, b"0123456789")
+            .finish(),
+    );
+    let error = refused(&tarball);
+    assert!(
+        matches!(
+            &error,
+            UnpackError::SizeMismatch { path, header: 10, pax: 5 } if path == "a"
+        ),
+        "{error:?}"
+    );
+}
+
+/// Zeros after the end marker are allowed (GNU tar pads), but they still count
+/// against the decompressed stream's cap, so a bomb cannot hide there.
+#[test]
+fn refuses_endless_zero_padding_after_end_marker() {
+    let mut tar = RawTar::default().file("a", 0o644, b"a").finish();
+    tar.resize(40 << 20, 0);
+    assert_too_large_unpacked(&refused(&gzip(&tar)));
+}
+
+// The gzip stream.
+
+fn valid_tar() -> Vec<u8> {
+    RawTar::default()
+        .file("SKILL.md", 0o644, b"# skill\n")
+        .file("scripts/run.sh", 0o755, b"#!/bin/sh\necho hi\n")
+        .finish()
+}
+
+#[test]
+fn refuses_trailing_garbage_after_gzip_stream() {
+    let mut tarball = gzip(&valid_tar());
+    tarball.extend_from_slice(b"garbage");
+    let error = refused(&tarball);
+    assert!(matches!(error, UnpackError::TrailingData), "{error:?}");
+}
+
+#[test]
+fn refuses_second_gzip_member() {
+    let mut tarball = gzip(&valid_tar());
+    tarball.extend_from_slice(&gzip(
+        &RawTar::default().file("extra", 0o644, b"x").finish(),
+    ));
+    let error = refused(&tarball);
+    assert!(matches!(error, UnpackError::TrailingData), "{error:?}");
+}
+
+#[test]
+fn refuses_truncated_stream() {
+    let tarball = gzip(&valid_tar());
+    let error = refused(&tarball[..tarball.len() / 2]);
+    assert!(matches!(error, UnpackError::Corrupt(_)), "{error:?}");
+}
+
+/// A complete gzip stream around a tar stream that stops inside a file.
+#[test]
+fn refuses_entry_cut_short_inside_complete_gzip_stream() {
+    let tar = RawTar::default()
+        .raw(ustar_header(b'0', b"a", 0o644, 2000, b""), b"short")
+        .unterminated();
+    let error = refused(&gzip(&tar));
+    assert!(matches!(error, UnpackError::Corrupt(_)), "{error:?}");
+}
+
+/// Readers run with `--ignore-zeros` would see an entry hidden after the end
+/// marker; this one must not silently differ from them.
+#[test]
+fn refuses_entry_hidden_after_end_marker() {
+    let mut tar = valid_tar();
+    tar.extend_from_slice(&RawTar::default().file("hidden", 0o644, b"x").finish());
+    let error = refused(&gzip(&tar));
+    assert!(matches!(error, UnpackError::TrailingData), "{error:?}");
+}
+
+#[test]
+fn accepts_zero_padding_after_end_marker() {
+    let mut tar = valid_tar();
+    tar.resize(10240, 0);
+    let unpacked = accepted(&gzip(&tar));
+    assert_eq!(unpacked.read("SKILL.md"), b"# skill\n");
+    assert_eq!(unpacked.skill.files.len(), 2);
+}
+
+// Entry counts.
+
+fn empty_files(count: usize) -> Vec<u8> {
+    let mut tar = RawTar::default();
+    for index in 0..count {
+        tar.file(&format!("f{index:05}"), 0o644, b"");
+    }
+    gzip(&tar.finish())
+}
+
+#[test]
+fn refuses_more_than_10000_entries() {
+    let error = refused(&empty_files(10_001));
+    assert!(
+        matches!(error, UnpackError::TooManyEntries { limit: 10_000 }),
+        "{error:?}"
+    );
+}
+
+#[test]
+fn accepts_exactly_10000_entries() {
+    let unpacked = accepted(&empty_files(10_000));
+    assert_eq!(unpacked.skill.files.len(), 10_000);
+    assert_eq!(names(&unpacked.root).len(), 10_000);
+}
+
+// Long and deep paths.
+
+#[test]
+fn refuses_4_kib_pax_path() {
+    let long = "a".repeat(4096);
+    let tarball = gzip(
+        &RawTar::default()
+            .pax(&[("path", long.as_bytes())])
+            .file("placeholder", 0o644, b"x")
+            .finish(),
+    );
+    assert_unsafe_path(&tarball, &PathProblem::TooLong(4096, 255));
+}
+
+#[test]
+fn refuses_4_kib_gnu_long_name() {
+    let long = "a".repeat(4096);
+    let tarball = gzip(
+        &RawTar::default()
+            .gnu_long_name(long.as_bytes())
+            .file(&long[..100], 0o644, b"x")
+            .finish(),
+    );
+    assert_unsafe_path(&tarball, &PathProblem::TooLong(4096, 255));
+}
+
+#[test]
+fn refuses_100_deep_nesting() {
+    let deep = format!("{}x", "d/".repeat(100));
+    assert_unsafe_path(&one_file(&deep), &PathProblem::TooDeep(101, 16));
+}
+
+// Names Windows cannot hold, and characters no file system should.
+
+#[test]
+fn refuses_reserved_name_con() {
+    assert_unsafe_path(&one_file("CON"), &PathProblem::ReservedName("CON".into()));
+}
+
+#[test]
+fn refuses_reserved_name_with_extension() {
+    assert_unsafe_path(
+        &one_file("aux.txt"),
+        &PathProblem::ReservedName("aux.txt".into()),
+    );
+}
+
+#[test]
+fn refuses_reserved_name_in_subfolder() {
+    assert_unsafe_path(
+        &one_file("sub/nul"),
+        &PathProblem::ReservedName("nul".into()),
+    );
+}
+
+#[test]
+fn refuses_trailing_dot() {
+    assert_unsafe_path(
+        &one_file("a."),
+        &PathProblem::TrailingDotOrSpace("a.".into()),
+    );
+}
+
+#[test]
+fn refuses_trailing_space() {
+    assert_unsafe_path(
+        &one_file("a "),
+        &PathProblem::TrailingDotOrSpace("a ".into()),
+    );
+}
+
+#[test]
+fn refuses_nul_in_pax_path() {
+    let tarball = gzip(
+        &RawTar::default()
+            .pax(&[("path", b"a\0b")])
+            .file("placeholder", 0o644, b"x")
+            .finish(),
+    );
+    assert_unsafe_path(&tarball, &PathProblem::ControlCharacter);
+}
+
+#[test]
+fn refuses_control_character_in_name() {
+    assert_unsafe_path(&one_file("a\x07b"), &PathProblem::ControlCharacter);
+}
+
+#[test]
+fn refuses_non_utf8_pax_path() {
+    let tarball = gzip(
+        &RawTar::default()
+            .pax(&[("path", b"a\xffb")])
+            .file("placeholder", 0o644, b"x")
+            .finish(),
+    );
+    let error = refused(&tarball);
+    assert!(
+        matches!(&error, UnpackError::PathNotUtf8 { path } if path == "a\u{fffd}b"),
+        "{error:?}"
+    );
+}
+
+// The target.
+
+#[test]
+fn refuses_existing_target_and_leaves_it_untouched() {
+    let parent = TempDir::new().expect("temp dir");
+    let target = parent.path().join("skill");
+    fs_err::create_dir(&target).expect("create the target");
+    fs_err::write(target.join("keep.txt"), b"mine").expect("write");
+
+    let error = unpack(gzip(&valid_tar()).as_slice(), &target, &Limits::default())
+        .expect_err("unpacked over an existing folder");
+
+    assert!(
+        matches!(&error, UnpackError::TargetExists { path } if *path == target),
+        "{error:?}"
+    );
+    assert_eq!(names(parent.path()), ["skill"]);
+    assert_eq!(names(&target), ["keep.txt"]);
+    assert_eq!(
+        fs_err::read(target.join("keep.txt")).expect("read"),
+        b"mine"
+    );
+}
+
+/// A dangling symlink is an existing target too: it is neither followed nor
+/// replaced.
+#[test]
+fn refuses_target_that_is_a_dangling_symlink() {
+    let parent = TempDir::new().expect("temp dir");
+    let target = parent.path().join("skill");
+    let elsewhere = parent.path().join("elsewhere");
+    fs_err::os::unix::fs::symlink(&elsewhere, &target).expect("create a symlink");
+
+    let error = unpack(gzip(&valid_tar()).as_slice(), &target, &Limits::default())
+        .expect_err("unpacked through a symlink");
+
+    assert!(
+        matches!(&error, UnpackError::TargetExists { path } if *path == target),
+        "{error:?}"
+    );
+    assert_eq!(names(parent.path()), ["skill"]);
+    assert!(target.symlink_metadata().expect("stat").is_symlink());
+}
+
+// Archives that must be accepted.
+
+/// `tar -C dir .` writes a `./` root entry and `./` before every path.
+#[test]
+fn accepts_leading_dot_slash_and_root_entry() {
+    let tarball = gzip(
+        &RawTar::default()
+            .dir("./")
+            .file("./SKILL.md", 0o644, b"# skill\n")
+            .dir("./scripts/")
+            .file("./scripts/run.sh", 0o755, b"#!/bin/sh\n")
+            .finish(),
+    );
+    let unpacked = accepted(&tarball);
+    assert_eq!(
+        unpacked.listing(),
+        ["SKILL.md", "scripts/", "scripts/run.sh"]
+    );
+    let paths: Vec<&str> = unpacked
+        .skill
+        .files
+        .iter()
+        .map(|f| f.path.as_str())
+        .collect();
+    assert_eq!(paths, ["SKILL.md", "scripts/run.sh"]);
+    assert_eq!(unpacked.mode("scripts/run.sh"), 0o755);
+}
+
+#[test]
+fn accepts_pax_global_header() {
+    let tarball = gzip(
+        &RawTar::default()
+            .pax_global(&[("comment", b"4b825dc642cb6eb9a060e54bf8d69288fbee4904")])
+            .file("SKILL.md", 0o644, b"# skill\n")
+            .finish(),
+    );
+    let unpacked = accepted(&tarball);
+    assert_eq!(unpacked.listing(), ["SKILL.md"]);
+    assert_eq!(unpacked.read("SKILL.md"), b"# skill\n");
+}
+
+#[test]
+fn unpacks_valid_raw_archive() {
+    let files: &[(&str, &[u8], u32)] = &[
+        ("SKILL.md", b"---\nname: demo\n---\n# Demo\n", 0o644),
+        ("references/deep/notes.md", b"notes\n", 0o644),
+        ("scripts/run.sh", b"#!/bin/sh\necho hi\n", 0o755),
+    ];
+    let mut tar = RawTar::default();
+    tar.dir("references/")
+        .dir("references/deep/")
+        .dir("scripts/");
+    for (path, data, mode) in files {
+        tar.file(path, *mode, data);
+    }
+    let unpacked = accepted(&gzip(&tar.finish()));
+
+    assert_eq!(
+        unpacked.listing(),
+        [
+            "SKILL.md",
+            "references/",
+            "references/deep/",
+            "references/deep/notes.md",
+            "scripts/",
+            "scripts/run.sh",
+        ]
+    );
+    for (index, (path, data, mode)) in files.iter().enumerate() {
+        assert_eq!(unpacked.read(path), *data, "{path}");
+        assert_eq!(unpacked.mode(path), *mode, "{path}");
+        let file = &unpacked.skill.files[index];
+        assert_eq!(file.path, *path);
+        assert_eq!(file.size, data.len() as u64);
+        assert_eq!(file.executable, *mode == 0o755);
+        assert_eq!(file.sha256, <[u8; 32]>::from(Sha256::digest(data)));
+    }
+    let digests: Vec<(&str, &[u8])> = files.iter().map(|(path, data, _)| (*path, *data)).collect();
+    assert_eq!(unpacked.skill.tree.as_str(), expected_tree(&digests));
+}
+
+#[test]
+fn round_trips_pack_dir_output() {
+    let source = TempDir::new().expect("temp dir");
+    let files: &[(&str, &[u8], u32)] = &[
+        ("SKILL.md", b"---\nname: demo\n---\n# Demo\n", 0o644),
+        ("references/deep/notes.md", b"notes\n", 0o644),
+        ("scripts/run.sh", b"#!/bin/sh\necho hi\n", 0o755),
+    ];
+    for (path, data, mode) in files {
+        let path = source.path().join(path);
+        fs_err::create_dir_all(path.parent().expect("a parent")).expect("create folders");
+        fs_err::write(&path, data).expect("write");
+        fs_err::set_permissions(&path, std::fs::Permissions::from_mode(*mode)).expect("chmod");
+    }
+    let packed = pack_dir(
+        source.path(),
+        "demo".parse().expect("a valid name"),
+        semver::Version::new(1, 0, 0),
+        &Limits::default(),
+    )
+    .expect("pack");
+
+    let unpacked = accepted(&packed.tarball);
+
+    assert_eq!(unpacked.skill.tree, packed.tree);
+    let unpacked_digests: Vec<(&str, [u8; 32])> = unpacked
+        .skill
+        .files
+        .iter()
+        .map(|file| (file.path.as_str(), file.sha256))
+        .collect();
+    let packed_digests: Vec<(&str, [u8; 32])> = packed
+        .files
+        .iter()
+        .map(|file| (file.path.as_str(), file.sha256))
+        .collect();
+    assert_eq!(unpacked_digests, packed_digests);
+    for (path, data, mode) in files {
+        assert_eq!(unpacked.read(path), *data, "{path}");
+        assert_eq!(unpacked.mode(path), *mode, "{path}");
+    }
+}

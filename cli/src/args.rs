@@ -56,7 +56,8 @@ pub enum Command {
     /// Check skills against the Agent Skills specification.
     ///
     /// Each PATH is a skill folder (or its SKILL.md), or a folder that is
-    /// searched for skills. Prints every problem with its code, file, line
+    /// searched for skills (hidden folders such as .claude/skills included;
+    /// .git and node_modules are skipped). Prints every problem with its code, file, line
     /// and column, then `N valid, M invalid, K warnings`. Exits with 1 when
     /// any skill is invalid. Codes are listed in docs/skill-format.md.
     Validate(ValidateArgs),
@@ -67,9 +68,10 @@ pub enum Command {
     /// then writes `<name>-<version>.tgz`: sorted entries, fixed owners, modes
     /// and times, so the same folder always gives the same bytes. Refuses
     /// symlinks, paths that are not portable, more than 10,000 entries and
-    /// skills over 8 MiB (unpacked or packed). Files listed in `.skillignore`
-    /// (gitignore syntax), `.git/`, `__pycache__/` and `.DS_Store` are left
-    /// out.
+    /// skills over 8 MiB (unpacked or packed), and a skill file not named
+    /// exactly SKILL.md. Left out: files listed in `.skillignore` (gitignore
+    /// syntax), `.git/`, `__pycache__/`, `.DS_Store`, and earlier tarballs of
+    /// the skill (`<name>-*.tgz`) at its root.
     Pack(PackArgs),
 }
 
@@ -90,7 +92,7 @@ pub struct ValidateArgs {
     pub host: skillpkg_index::skill::Host,
 
     /// Do not report warnings with these codes (comma-separated or repeated),
-    /// even with --strict. Errors cannot be allowed.
+    /// even with --strict. Naming an error code is refused.
     #[arg(long, value_name = "CODE", value_delimiter = ',')]
     pub allow: Vec<skillpkg_index::skill::Code>,
 
@@ -110,8 +112,9 @@ pub struct PackArgs {
     #[arg(long, short, value_name = "FILE")]
     pub output: Option<PathBuf>,
 
-    /// The version to pack, instead of the frontmatter's `version` or
-    /// `metadata.version`.
+    /// The version to pack, for a skill whose frontmatter has none (neither
+    /// `version` nor a semver `metadata.version`); it must agree with one
+    /// that is there.
     #[arg(long, value_name = "SEMVER")]
     pub version: Option<semver::Version>,
 

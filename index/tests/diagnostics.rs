@@ -14,6 +14,9 @@ const GOOD_FRONTMATTER: &str = "name: sample\ndescription: Does sample things. U
 struct Case {
     code: Code,
     folder: &'static str,
+    /// Shell commands run in the skill folder after the files are written,
+    /// for what `fs` cannot make portably (FIFOs, symlinks, modes).
+    setup: Option<&'static str>,
     files: Vec<(&'static str, Vec<u8>)>,
     host: Host,
     executable: &'static [&'static str],
@@ -23,6 +26,7 @@ fn case(code: Code, skill_md: impl Into<Vec<u8>>) -> Case {
     Case {
         code,
         folder: NAME,
+        setup: None,
         files: vec![("SKILL.md", skill_md.into())],
         host: Host::Portable,
         executable: &[],
@@ -40,6 +44,11 @@ fn with_body(body: &str) -> String {
 impl Case {
     fn file(mut self, path: &'static str, contents: impl Into<Vec<u8>>) -> Self {
         self.files.push((path, contents.into()));
+        self
+    }
+
+    fn setup(mut self, script: &'static str) -> Self {
+        self.setup = Some(script);
         self
     }
 
@@ -76,6 +85,15 @@ impl Case {
         for path in self.executable {
             set_mode(&dir.join(path), 0o755);
         }
+        if let Some(script) = self.setup {
+            let status = std::process::Command::new("sh")
+                .arg("-c")
+                .arg(script)
+                .current_dir(&dir)
+                .status()
+                .unwrap();
+            assert!(status.success(), "setup `{script}` failed");
+        }
         validate_skill(
             &dir,
             &ValidateOptions {
@@ -93,6 +111,14 @@ fn set_mode(path: &Path, mode: u32) {
 
 fn cases() -> Vec<Case> {
     let big_body = "line\n".repeat(501);
+    let many_files: Vec<(&'static str, Vec<u8>)> = (0..10_000)
+        .map(|index| {
+            (
+                &*Box::leak(format!("assets/{}/{index}", index / 1000).into_boxed_str()),
+                Vec::new(),
+            )
+        })
+        .collect();
     let wordy_body = "word ".repeat(8_100);
     vec![
         case(Code::SkillMdMissing, "")
@@ -198,6 +224,26 @@ fn cases() -> Vec<Case> {
             Code::LinkOutsideSkill,
             with_body("See [this](../other/SKILL.md).\n"),
         ),
+        case(Code::SkillMdIgnored, with_body("body\n")).file(".skillignore", "*.md\n"),
+        case(Code::Symlink, with_body("body\n")).setup("ln -s /etc/passwd passwd"),
+        case(Code::SpecialFile, with_body("body\n")).setup("mkfifo pipe"),
+        case(Code::UnportablePath, with_body("body\n")).file("assets/aux.txt", "x"),
+        case(Code::PathCollision, with_body("body\n"))
+            .file("assets/Notes.md", "x")
+            .file("assets/notes.md", "y"),
+        case(Code::UnreadableFile, with_body("body\n"))
+            .file("assets/locked/x", "x")
+            .setup("chmod 000 assets/locked"),
+        Case {
+            files: [
+                vec![("SKILL.md", with_body("body\n").into_bytes())],
+                many_files,
+            ]
+            .concat(),
+            ..case(Code::TooManyFiles, "")
+        },
+        case(Code::TooLarge, with_body("body\n"))
+            .file("assets/big.bin", vec![0_u8; 8 * 1024 * 1024 + 1]),
         case(Code::PossibleSecret, with_body("body\n"))
             .file(
                 "scripts/env.sh",
@@ -212,6 +258,10 @@ fn every_code_has_a_case_that_produces_it() {
     let cases = cases();
     let mut missing = Vec::new();
     for case in &cases {
+        if case.code == Code::UnreadableFile && is_root() {
+            // Permissions do not stop root: this case runs for other users only.
+            continue;
+        }
         let report = case.run();
         let found = report.diagnostics.iter().find(|d| d.code == case.code);
         match found {
@@ -252,6 +302,11 @@ fn every_code_has_a_case_that_produces_it() {
         .filter(|code| !covered.contains(code))
         .collect();
     assert!(uncovered.is_empty(), "codes without a case: {uncovered:?}");
+}
+
+fn is_root() -> bool {
+    let output = std::process::Command::new("id").arg("-u").output().unwrap();
+    String::from_utf8_lossy(&output.stdout).trim() == "0"
 }
 
 #[test]

@@ -310,7 +310,7 @@ fn refuses_absolute_path() {
 
 #[test]
 fn refuses_windows_drive_path() {
-    assert_unsafe_path(&one_file("C:\\x"), &PathProblem::Absolute);
+    assert_unsafe_path(&one_file("C:\\x"), &PathProblem::Drive('C'));
 }
 
 #[test]
@@ -485,6 +485,33 @@ fn refuses_folders_differing_only_in_case() {
         matches!(&error, UnpackError::Duplicate { path, previous } if path == "Docs" && previous == "docs"),
         "{error:?}"
     );
+}
+
+#[test]
+fn refuses_a_folder_entry_spelled_in_another_case_after_its_contents() {
+    let tarball = gzip(
+        &RawTar::default()
+            .file("A/b", 0o644, b"b")
+            .dir("a/")
+            .finish(),
+    );
+    let error = refused(&tarball);
+    assert!(
+        matches!(&error, UnpackError::Duplicate { path, previous } if path == "a" && previous == "A"),
+        "{error:?}"
+    );
+}
+
+#[test]
+fn refuses_names_that_meet_only_under_full_case_folding() {
+    let tarball = gzip(
+        &RawTar::default()
+            .file("\u{3c3}.md", 0o644, b"sigma")
+            .file("\u{3c2}.md", 0o644, b"final sigma")
+            .finish(),
+    );
+    let error = refused(&tarball);
+    assert!(matches!(&error, UnpackError::Duplicate { .. }), "{error:?}");
 }
 
 #[test]

@@ -123,7 +123,7 @@ fn strict_turns_every_warning_into_an_error() {
 }
 
 #[test]
-fn allow_silences_a_warning_code_but_never_an_error() {
+fn allow_silences_a_warning_code() {
     let sandbox = Sandbox::new();
     sandbox.skill("pdf", "pdf", "homepage: https://example.com\n", "body\n");
     let output =
@@ -321,4 +321,40 @@ fn broken_yaml_points_at_the_line() {
     let diagnostic = &output.json()["skills"][0]["diagnostics"][0];
     assert_eq!(diagnostic["code"], "yaml-syntax");
     assert_eq!(diagnostic["line"], 3, "{diagnostic}");
+}
+
+#[test]
+fn validate_reports_what_pack_would_refuse() {
+    let sandbox = Sandbox::new();
+    let dir = sandbox.skill("pdf", "pdf", "", "See [the notes](notes.md).\n");
+    std::os::unix::fs::symlink("/etc/passwd", dir.join("passwd")).unwrap();
+    sandbox.write("pdf/notes.md", "left out");
+    sandbox.write("pdf/.skillignore", "notes.md\n");
+    let output = run(sandbox.skillpkg().args(["validate", "pdf"]));
+    assert_eq!(output.code, 1, "{output:?}");
+    assert!(output.stdout.contains("error[symlink]: `passwd` is a symlink"), "{}", output.stdout);
+    assert!(output.stdout.contains("warning[broken-link]: the link `notes.md` points to a file that is not in the skill"), "{}", output.stdout);
+}
+
+#[test]
+fn dot_dot_and_hidden_agent_folders_resolve_to_real_names() {
+    let sandbox = Sandbox::new();
+    sandbox.skill("repo/.claude/skills/pdf", "pdf", "", "body\n");
+    sandbox.skill("repo/.agents/skills/csv", "csv", "", "body\n");
+    let output = run(sandbox.skillpkg().args(["validate", "repo"]));
+    assert_eq!(output.code, 0, "{output:?}");
+    assert_eq!(output.stdout, "2 valid, 0 invalid, 0 warnings\n");
+    let inner = sandbox.path().join("repo/.claude/skills/pdf/scripts");
+    fs_err::create_dir_all(&inner).unwrap();
+    let output = run(sandbox.skillpkg().current_dir(&inner).args(["validate", ".."]));
+    assert_eq!(output.code, 0, "`..` is the folder `pdf`: {output:?}");
+}
+
+#[test]
+fn allowing_an_error_code_is_refused() {
+    let sandbox = Sandbox::new();
+    sandbox.skill("pdf", "pdf", "", "body\n");
+    let output = run(sandbox.skillpkg().args(["validate", "--allow", "name-mismatch", "pdf"]));
+    assert_eq!(output.code, 1, "{output:?}");
+    assert!(output.stderr.contains("`--allow name-mismatch` names an error; only warnings can be allowed"), "{}", output.stderr);
 }

@@ -6,9 +6,10 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 use serde_json::json;
 use skillpkg_index::archive::{self, Limits, PackedSkill, human_bytes, tree_hash::hex};
-use skillpkg_index::skill::{self, ValidateOptions};
+use skillpkg_index::skill::{self, Frontmatter, SkillReport, ValidateOptions};
 
 use crate::args::PackArgs;
+use crate::commands::validate::report_json;
 use crate::printer::Printer;
 use crate::{ExitStatus, UserError, render};
 
@@ -22,7 +23,10 @@ pub fn run(args: &PackArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
         );
     }
     let report = skill::validate_skill(dir, &ValidateOptions::for_folder(dir));
-    if !args.json {
+    if args.json && !report.is_valid() {
+        // Scripts get the diagnostics in the same shape `validate --json` uses.
+        printer.json(&json!({ "error": "invalid skill", "skill": report_json(&report) }));
+    } else if !args.json {
         for diagnostic in &report.diagnostics {
             printer.diagnostic(&render::diagnostic(diagnostic, dir));
         }
@@ -40,38 +44,18 @@ pub fn run(args: &PackArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
         ))
         .into());
     };
-    let version = match args.version.clone().or(frontmatter.version.clone()) {
-        Some(version) => version,
-        None => {
-            let found = frontmatter
-                .metadata
-                .iter()
-                .find(|(key, _)| key == "version");
-            let hint = match found {
-                Some((_, text)) => format!(
-                    "`metadata.version` is {text:?}, which is not a semantic version: write it as MAJOR.MINOR.PATCH, like `1.0.0`"
-                ),
-                None => {
-                    "add `version: 1.0.0` to the frontmatter, or pass `--version 1.0.0`".to_owned()
-                }
-            };
-            return Err(UserError::new(format!(
-                "cannot pack `{}`: the skill has no version",
-                dir.display()
-            ))
-            .with_hint(hint)
-            .into());
-        }
-    };
-    let name = frontmatter.name;
-    let packed = archive::pack_dir(dir, name, version, &Limits::default())
+    let version = version(args, &frontmatter, dir)?;
+    let output = output_path(
+        args.output.as_deref(),
+        &format!("{}-{version}.tgz", frontmatter.name),
+    )?;
+    let packed = archive::pack_dir(dir, frontmatter.name, version, &Limits::default())
         .with_context(|| format!("cannot pack `{}`", dir.display()))?;
-
-    let output = output_path(args.output.as_deref(), &packed.file_name());
     write_atomically(&output, &packed.tarball)?;
-    if is_inside(&output, dir) {
+    if is_inside(&output, dir) && !is_own_tarball_at_root(&output, dir, &packed) {
         printer.diagnostic(&format!(
-            "warning: the tarball is inside the skill folder; add `*.tgz` to {}/.skillignore so the next pack leaves it out",
+            "warning: {} is inside the skill folder; list it in {}/.skillignore so the next pack leaves it out",
+            output.display(),
             dir.display()
         ));
     }
@@ -88,38 +72,116 @@ pub fn run(args: &PackArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
     Ok(ExitStatus::Success)
 }
 
-fn output_path(output: Option<&Path>, file_name: &str) -> PathBuf {
-    match output {
+/// The version to pack: `--version`, else the frontmatter's. A `--version`
+/// that contradicts the frontmatter is refused: the tarball's own SKILL.md
+/// would then disagree with its file name and index entry.
+fn version(
+    args: &PackArgs,
+    frontmatter: &Frontmatter,
+    dir: &Path,
+) -> anyhow::Result<semver::Version> {
+    match (&args.version, &frontmatter.version) {
+        (Some(flag), Some(declared)) if flag != declared => Err(UserError::new(format!(
+            "`--version {flag}` contradicts the version {declared} that `{}` declares",
+            dir.display()
+        ))
+        .with_hint("change the version in SKILL.md, or drop `--version`")
+        .into()),
+        (Some(version), _) | (None, Some(version)) => Ok(version.clone()),
+        (None, None) => {
+            let found = frontmatter
+                .metadata
+                .iter()
+                .find(|(key, _)| key == "version");
+            let hint = match found {
+                Some((_, text)) => format!(
+                    "`metadata.version` is {text:?}, which is not a semantic version: write it as MAJOR.MINOR.PATCH, like `1.0.0`"
+                ),
+                None => {
+                    "add `version: 1.0.0` to the frontmatter, or pass `--version 1.0.0`".to_owned()
+                }
+            };
+            Err(UserError::new(format!(
+                "cannot pack `{}`: the skill has no version",
+                dir.display()
+            ))
+            .with_hint(hint)
+            .into())
+        }
+    }
+}
+
+fn output_path(output: Option<&Path>, file_name: &str) -> anyhow::Result<PathBuf> {
+    let path = match output {
         Some(path) if path.is_dir() => path.join(file_name),
         Some(path) => path.to_owned(),
         None => PathBuf::from(file_name),
+    };
+    let parent = parent_of(&path);
+    if !parent.is_dir() {
+        return Err(UserError::new(format!(
+            "cannot write {}: the folder {} does not exist",
+            path.display(),
+            parent.display()
+        ))
+        .with_hint(format!("create it first: `mkdir -p {}`", parent.display()))
+        .into());
     }
+    Ok(path)
+}
+
+fn parent_of(path: &Path) -> &Path {
+    path.parent()
+        .filter(|parent| !parent.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
 }
 
 /// Writes `bytes` to a temporary file beside `path` and renames it into place,
 /// so a reader never sees half a tarball and a failure leaves no file.
 fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let parent = path
-        .parent()
-        .filter(|parent| !parent.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
+    let parent = parent_of(path);
     let mut file = tempfile::NamedTempFile::new_in(parent)
         .with_context(|| format!("cannot write into {}", parent.display()))?;
     file.write_all(bytes)
         .with_context(|| format!("cannot write {}", path.display()))?;
+    // Temporary files are created 0600; a tarball is for others to read.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        file.as_file()
+            .set_permissions(std::fs::Permissions::from_mode(0o644))
+            .with_context(|| format!("cannot set the permissions of {}", path.display()))?;
+    }
     file.persist(path)
         .with_context(|| format!("cannot write {}", path.display()))?;
     Ok(())
 }
 
 fn is_inside(file: &Path, dir: &Path) -> bool {
-    match (std::path::absolute(file), fs_err::canonicalize(dir)) {
-        (Ok(file), Ok(dir)) => file
-            .parent()
-            .and_then(|parent| fs_err::canonicalize(parent).ok())
-            .is_some_and(|parent| parent.starts_with(dir)),
+    let (Ok(parent), Ok(dir)) = (
+        fs_err::canonicalize(parent_of(file)),
+        fs_err::canonicalize(dir),
+    ) else {
+        return false;
+    };
+    parent.starts_with(dir)
+}
+
+/// Returns true for `<name>-<anything>.tgz` at the skill's root, which
+/// packing leaves out (see `archive::package_entries`).
+fn is_own_tarball_at_root(file: &Path, dir: &Path, packed: &PackedSkill) -> bool {
+    let same_dir = match (
+        fs_err::canonicalize(parent_of(file)),
+        fs_err::canonicalize(dir),
+    ) {
+        (Ok(parent), Ok(dir)) => parent == dir,
         _ => false,
-    }
+    };
+    let name = file
+        .file_name()
+        .and_then(|name| name.to_str())
+        .unwrap_or("");
+    same_dir && name.starts_with(&format!("{}-", packed.name)) && name.ends_with(".tgz")
 }
 
 fn packed_text(packed: &PackedSkill, output: &Path) -> String {
@@ -144,11 +206,7 @@ fn packed_text(packed: &PackedSkill, output: &Path) -> String {
     .join("\n")
 }
 
-fn packed_json(
-    packed: &PackedSkill,
-    output: &Path,
-    report: &skill::SkillReport,
-) -> serde_json::Value {
+fn packed_json(packed: &PackedSkill, output: &Path, report: &SkillReport) -> serde_json::Value {
     json!({
         "name": packed.name,
         "version": packed.version.to_string(),

@@ -4,13 +4,24 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 use serde_json::json;
-use skillpkg_index::skill::{self, SkillReport, ValidateOptions};
+use skillpkg_index::skill::{self, Severity, SkillReport, ValidateOptions};
 
 use crate::args::ValidateArgs;
 use crate::printer::Printer;
 use crate::{ExitStatus, UserError, render};
 
 pub fn run(args: &ValidateArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
+    if let Some(code) = args
+        .allow
+        .iter()
+        .find(|code| code.default_severity() == Severity::Error)
+    {
+        return Err(UserError::new(format!(
+            "`--allow {code}` names an error; only warnings can be allowed"
+        ))
+        .with_hint("fix the error instead: an invalid skill cannot be packed or installed")
+        .into());
+    }
     let mut dirs = Vec::new();
     for path in &args.paths {
         for dir in skill_dirs(path)? {

@@ -21,7 +21,7 @@ pub mod tree_hash;
 pub mod unpack;
 pub mod walk;
 
-pub use pack::{PackError, PackedSkill, pack_dir};
+pub use pack::{PackError, PackedSkill, check_entries, pack_dir, package_entries};
 pub use path::{PathProblem, check_portable_path, collision_key};
 pub use tree_hash::{FileDigest, TreeHash, tree_hash};
 pub use unpack::{UnpackError, UnpackedFile, UnpackedSkill, unpack};

@@ -5,12 +5,14 @@ use std::path::{Path, PathBuf};
 use flate2::{Compression, GzBuilder};
 use sha2::{Digest, Sha256};
 
-use super::walk::{self, EntryKind, WalkError};
+use std::io::Read as _;
+
+use super::walk::{self, EntryKind, WalkEntry, WalkError};
 use super::{
     FIXED_MTIME, FileDigest, Limits, PathProblem, TreeHash, check_portable_path, collision_key,
     tree_hash,
 };
-use crate::skill::SkillName;
+use crate::skill::{SKILL_MD, SkillName};
 
 /// The gzip compression level. Pinned with the backend (miniz_oxide, the
 /// `rust_backend` feature of flate2): another level or backend would give
@@ -73,11 +75,19 @@ impl std::fmt::Display for SizeKind {
 pub enum PackError {
     #[error(transparent)]
     Walk(#[from] WalkError),
+    #[error("{}", match found {
+        Some(found) => format!("the skill file is `{found}`; a package needs it named `SKILL.md`"),
+        None => "`SKILL.md` is left out by a `.skillignore` pattern".to_owned(),
+    })]
+    SkillMdNotPacked {
+        /// The differently cased skill file, when there is one.
+        found: Option<String>,
+    },
     #[error("`{path}` is a symlink; skills cannot contain symlinks")]
     Symlink { path: String },
     #[error("`{path}` is not a regular file or folder (a socket, FIFO or device)")]
     SpecialFile { path: String },
-    #[error("`{path}` is not a portable path: {problem}")]
+    #[error("`{path}` is not a portable path")]
     UnportablePath {
         path: String,
         #[source]
@@ -107,15 +117,25 @@ pub enum PackError {
 }
 
 impl PackError {
-    /// Returns advice on what to do, when there is any.
+    /// Returns advice on what to do, when there is any. Every error with a
+    /// hint is the author's to fix; the others come from the machine.
     pub fn hint(&self) -> Option<String> {
         match self {
+            Self::SkillMdNotPacked { found: Some(found) } => {
+                Some(format!("rename `{found}` to `SKILL.md`"))
+            }
+            Self::SkillMdNotPacked { found: None } => {
+                Some("remove the pattern that matches `SKILL.md` from `.skillignore`".into())
+            }
             Self::Symlink { .. } => Some(
                 "replace the symlink with a copy of its target, or list it in `.skillignore`"
                     .into(),
             ),
             Self::SpecialFile { .. } | Self::UnportablePath { .. } | Self::PathCollision { .. } => {
                 Some("rename or remove it, or list it in `.skillignore`".into())
+            }
+            Self::Walk(WalkError::NotUtf8 { .. }) => {
+                Some("rename it: file names must be UTF-8".into())
             }
             Self::TooManyEntries { .. } => {
                 Some("list generated or vendored files in `.skillignore`".into())
@@ -135,60 +155,100 @@ impl PackError {
     }
 }
 
-/// Packs the skill folder `dir` as `name` at `version`.
-///
-/// The caller validates the skill first; this function checks only what
-/// makes an archive unsafe or unportable.
-pub fn pack_dir(
-    dir: &Path,
-    name: SkillName,
-    version: semver::Version,
-    limits: &Limits,
-) -> Result<PackedSkill, PackError> {
-    let entries = walk::walk(dir)?;
+/// Returns the entries of `dir` that a package of skill `name` holds: the
+/// walk, less tarballs of this skill at its root (so packing from inside the
+/// skill folder twice gives the same bytes).
+pub fn package_entries(dir: &Path, name: &SkillName) -> Result<Vec<WalkEntry>, WalkError> {
+    let prefix = format!("{name}-");
+    let mut entries = walk::walk(dir)?;
+    entries.retain(|entry| {
+        let own_tarball = matches!(entry.kind, EntryKind::File { .. })
+            && !entry.path.contains('/')
+            && entry.path.starts_with(&prefix)
+            && entry.path.ends_with(".tgz");
+        !own_tarball
+    });
+    Ok(entries)
+}
+
+/// Returns every reason the entries cannot be packed within `limits`,
+/// in the order of the entries; limits on counts and sizes come last.
+pub fn check_entries(entries: &[WalkEntry], limits: &Limits) -> Vec<PackError> {
+    let mut problems = Vec::new();
+    if !entries.iter().any(|entry| entry.path == SKILL_MD) {
+        let found = entries
+            .iter()
+            .find(|entry| !entry.path.contains('/') && entry.path.eq_ignore_ascii_case(SKILL_MD))
+            .map(|entry| entry.path.clone());
+        problems.push(PackError::SkillMdNotPacked { found });
+    }
     let mut seen = std::collections::HashMap::new();
     let mut file_sizes = Vec::new();
-    for entry in &entries {
+    for entry in entries {
         match entry.kind {
-            EntryKind::Symlink => {
-                return Err(PackError::Symlink {
-                    path: entry.path.clone(),
-                });
-            }
-            EntryKind::Special => {
-                return Err(PackError::SpecialFile {
-                    path: entry.path.clone(),
-                });
-            }
+            EntryKind::Symlink => problems.push(PackError::Symlink {
+                path: entry.path.clone(),
+            }),
+            EntryKind::Special => problems.push(PackError::SpecialFile {
+                path: entry.path.clone(),
+            }),
             EntryKind::File { size, .. } => file_sizes.push((entry.path.clone(), size)),
             EntryKind::Directory => {}
         }
-        check_portable_path(&entry.path, limits).map_err(|problem| PackError::UnportablePath {
-            path: entry.path.clone(),
-            problem,
-        })?;
+        if let Err(problem) = check_portable_path(&entry.path, limits) {
+            problems.push(PackError::UnportablePath {
+                path: entry.path.clone(),
+                problem,
+            });
+        }
         if let Some(other) = seen.insert(collision_key(&entry.path), entry.path.clone()) {
-            return Err(PackError::PathCollision {
+            problems.push(PackError::PathCollision {
                 path: entry.path.clone(),
                 other,
             });
         }
     }
     if entries.len() > limits.max_entries {
-        return Err(PackError::TooManyEntries {
+        problems.push(PackError::TooManyEntries {
             count: entries.len(),
             limit: limits.max_entries,
         });
     }
     let unpacked_bytes: u64 = file_sizes.iter().map(|(_, size)| size).sum();
     if unpacked_bytes > limits.max_unpacked_bytes {
-        return Err(too_large(
+        problems.push(too_large(
             SizeKind::Unpacked,
             unpacked_bytes,
             limits.max_unpacked_bytes,
             file_sizes,
         ));
     }
+    problems
+}
+
+/// Packs the skill folder `dir` as `name` at `version`.
+///
+/// The caller validates the skill first; this function checks only what
+/// makes an archive unsafe, unportable or too large.
+pub fn pack_dir(
+    dir: &Path,
+    name: SkillName,
+    version: semver::Version,
+    limits: &Limits,
+) -> Result<PackedSkill, PackError> {
+    let entries = package_entries(dir, &name)?;
+    if let Some(problem) = check_entries(&entries, limits).into_iter().next() {
+        return Err(problem);
+    }
+    let file_sizes = || {
+        entries
+            .iter()
+            .filter_map(|entry| match entry.kind {
+                EntryKind::File { size, .. } => Some((entry.path.clone(), size)),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+    };
 
     let encoder = GzBuilder::new()
         .mtime(0)
@@ -218,11 +278,26 @@ pub fn pack_dir(
                     .map_err(io_error(&entry.path))?;
             }
             EntryKind::File { executable, .. } => {
-                // Read the bytes once: hash and archive the same content even
-                // if the file changes while we pack.
-                let contents =
-                    fs_err::read(dir.join(&entry.path)).map_err(io_error(&entry.path))?;
+                // Read the bytes once, so the hash and the archive hold the
+                // same content even if the file changes meanwhile; and read
+                // no more than the limit allows, even if it grew.
+                let mut contents = Vec::new();
+                let remaining = limits.max_unpacked_bytes.saturating_sub(unpacked_bytes);
+                fs_err::File::open(dir.join(&entry.path))
+                    .and_then(|file| {
+                        file.take(remaining.saturating_add(1))
+                            .read_to_end(&mut contents)
+                    })
+                    .map_err(io_error(&entry.path))?;
                 unpacked_bytes += contents.len() as u64;
+                if unpacked_bytes > limits.max_unpacked_bytes {
+                    return Err(too_large(
+                        SizeKind::Unpacked,
+                        unpacked_bytes,
+                        limits.max_unpacked_bytes,
+                        file_sizes(),
+                    ));
+                }
                 header.set_entry_type(tar::EntryType::Regular);
                 header.set_mode(if executable { 0o755 } else { 0o644 });
                 header.set_size(contents.len() as u64);
@@ -234,28 +309,19 @@ pub fn pack_dir(
                     sha256: Sha256::digest(&contents).into(),
                 });
             }
-            EntryKind::Symlink | EntryKind::Special => unreachable!("refused above"),
+            EntryKind::Symlink | EntryKind::Special => unreachable!("refused by check_entries"),
         }
     }
     let tarball = builder
         .into_inner()
         .and_then(flate2::write::GzEncoder::finish)
         .map_err(io_error(""))?;
-    if unpacked_bytes > limits.max_unpacked_bytes {
-        // A file grew between the walk and the read.
-        return Err(too_large(
-            SizeKind::Unpacked,
-            unpacked_bytes,
-            limits.max_unpacked_bytes,
-            file_sizes,
-        ));
-    }
     if tarball.len() as u64 > limits.max_packed_bytes {
         return Err(too_large(
             SizeKind::Packed,
             tarball.len() as u64,
             limits.max_packed_bytes,
-            file_sizes,
+            file_sizes(),
         ));
     }
     Ok(PackedSkill {

@@ -12,6 +12,8 @@ pub enum PathProblem {
     Empty,
     #[error("the path is absolute")]
     Absolute,
+    #[error("the path starts with a Windows drive (`{0}:`)")]
+    Drive(char),
     #[error("the path contains a backslash")]
     Backslash,
     #[error("the path contains an empty, `.` or `..` component")]
@@ -35,8 +37,11 @@ pub fn check_portable_path(path: &str, limits: &Limits) -> Result<(), PathProble
     if path.is_empty() {
         return Err(PathProblem::Empty);
     }
-    if path.starts_with('/') || has_drive_prefix(path) {
+    if path.starts_with('/') {
         return Err(PathProblem::Absolute);
+    }
+    if has_drive_prefix(path) {
+        return Err(PathProblem::Drive(path.chars().next().unwrap_or_default()));
     }
     if path.contains('\\') {
         return Err(PathProblem::Backslash);
@@ -102,9 +107,11 @@ fn is_reserved_on_windows(component: &str) -> bool {
 }
 
 /// The key under which two paths collide on a case-insensitive or
-/// normalising file system (macOS, Windows): NFC, then lowercase.
+/// normalising file system (macOS, Windows): NFC, then a full case fold
+/// (upper, then lower case, so `ς` and `σ`, `µ` and `μ` meet).
 pub fn collision_key(path: &str) -> String {
-    path.nfc().collect::<String>().to_lowercase()
+    let folded = path.nfc().collect::<String>().to_uppercase().to_lowercase();
+    folded.nfc().collect()
 }
 
 #[cfg(test)]
@@ -134,8 +141,8 @@ mod tests {
         let cases: &[(&str, PathProblem)] = &[
             ("", PathProblem::Empty),
             ("/etc/x", PathProblem::Absolute),
-            ("C:\\x", PathProblem::Absolute),
-            ("c:x", PathProblem::Absolute),
+            ("C:\\x", PathProblem::Drive('C')),
+            ("c:x", PathProblem::Drive('c')),
             ("a\\b", PathProblem::Backslash),
             ("../x", PathProblem::Traversal),
             ("a/../../x", PathProblem::Traversal),
@@ -177,6 +184,16 @@ mod tests {
     fn collision_keys_fold_case_and_unicode_normalisation() {
         assert_eq!(collision_key("SKILL.md"), collision_key("skill.md"));
         assert_eq!(collision_key("caf\u{e9}"), collision_key("cafe\u{301}"));
+        assert_eq!(
+            collision_key("\u{3c3}"),
+            collision_key("\u{3c2}"),
+            "sigma and final sigma"
+        );
+        assert_eq!(
+            collision_key("\u{b5}"),
+            collision_key("\u{3bc}"),
+            "micro sign and mu"
+        );
         assert_ne!(collision_key("a"), collision_key("b"));
     }
 }

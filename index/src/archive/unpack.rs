@@ -81,7 +81,7 @@ pub enum UnpackError {
     TooManyEntries { limit: usize },
     #[error("entry `{path}` is not valid UTF-8")]
     PathNotUtf8 { path: String },
-    #[error("entry `{path}` has an unsafe path: {problem}")]
+    #[error("entry `{path}` has an unsafe path")]
     UnsafePath {
         path: String,
         #[source]
@@ -181,7 +181,7 @@ pub fn unpack(
     let unpacked = unpack_into(tarball, staging.path(), limits)?;
 
     let staging = staging.keep();
-    if let Err(source) = fs_err::rename(&staging, target) {
+    if let Err(source) = rename_no_replace(&staging, target) {
         let _ = fs_err::remove_dir_all(&staging);
         return Err(if target.symlink_metadata().is_ok() {
             UnpackError::TargetExists {
@@ -208,9 +208,11 @@ fn unpack_into(
         kind: SizeKind::Packed,
         limit: limits.max_packed_bytes,
     });
-    let stream_cap = limits.max_unpacked_bytes
-        + FRAMING_ALLOWANCE
-        + FRAMING_ALLOWANCE_PER_ENTRY * limits.max_entries as u64;
+    // Saturating: a registry may configure limits near u64::MAX.
+    let stream_cap = limits
+        .max_unpacked_bytes
+        .saturating_add(FRAMING_ALLOWANCE)
+        .saturating_add(FRAMING_ALLOWANCE_PER_ENTRY.saturating_mul(limits.max_entries as u64));
     let decompressed = CappedReader {
         inner: flate2::bufread::GzDecoder::new(compressed),
         remaining: stream_cap,
@@ -371,7 +373,10 @@ fn record(seen: &mut HashMap<String, Seen>, path: &str, is_dir: bool) -> Result<
     match seen.entry(collision_key(path)) {
         // A folder may be named after its contents created it, once.
         Entry::Occupied(mut existing)
-            if is_dir && existing.get().is_dir && !existing.get().explicit =>
+            if is_dir
+                && existing.get().is_dir
+                && !existing.get().explicit
+                && existing.get().path == path =>
         {
             existing.get_mut().explicit = true;
             Ok(())
@@ -389,6 +394,22 @@ fn record(seen: &mut HashMap<String, Seen>, path: &str, is_dir: bool) -> Result<
             Ok(())
         }
     }
+}
+
+/// Renames `from` to `to`, failing if `to` exists, even if it appeared after
+/// the check at the start: a plain rename would replace an empty folder.
+#[cfg(target_os = "linux")]
+fn rename_no_replace(from: &Path, to: &Path) -> io::Result<()> {
+    use rustix::fs::{CWD, RenameFlags, renameat_with};
+    renameat_with(CWD, from, CWD, to, RenameFlags::NOREPLACE).map_err(io::Error::from)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn rename_no_replace(from: &Path, to: &Path) -> io::Result<()> {
+    if to.symlink_metadata().is_ok() {
+        return Err(io::Error::from(io::ErrorKind::AlreadyExists));
+    }
+    fs_err::rename(from, to)
 }
 
 fn write_file(
@@ -446,5 +467,25 @@ fn entry_kind_name(entry_type: tar::EntryType) -> &'static str {
         tar::EntryType::GNUSparse => "GNU sparse file",
         tar::EntryType::Continuous => "contiguous file",
         _ => "entry of an unsupported type",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_final_rename_never_replaces_a_folder_that_appeared_meanwhile() {
+        let temp = tempfile::tempdir().unwrap();
+        let staging = temp.path().join("staging");
+        let target = temp.path().join("target");
+        fs_err::create_dir(&staging).unwrap();
+        fs_err::create_dir(&target).unwrap();
+        let error = rename_no_replace(&staging, &target).unwrap_err();
+        assert_eq!(error.kind(), io::ErrorKind::AlreadyExists);
+        assert!(staging.is_dir(), "nothing moved");
+        fs_err::remove_dir(&target).unwrap();
+        rename_no_replace(&staging, &target).unwrap();
+        assert!(target.is_dir() && !staging.exists());
     }
 }

@@ -77,6 +77,12 @@ codes! {
     HostXmlTag => "host-xml-tag", Error;
     HostReservedWord => "host-reserved-word", Error;
     HostSizeLimit => "host-size-limit", Error;
+    SkillMdIgnored => "skill-md-ignored", Error;
+    Symlink => "symlink", Error;
+    SpecialFile => "special-file", Error;
+    UnportablePath => "unportable-path", Error;
+    PathCollision => "path-collision", Error;
+    UnreadableFile => "unreadable-file", Error;
     UnknownKey => "unknown-key", Warning;
     NonPortableKey => "non-portable-key", Warning;
     MetadataValueNotString => "metadata-value-not-string", Warning;
@@ -89,6 +95,8 @@ codes! {
     BrokenLink => "broken-link", Warning;
     LinkOutsideSkill => "link-outside-skill", Warning;
     PossibleSecret => "possible-secret", Warning;
+    TooManyFiles => "too-many-files", Warning;
+    TooLarge => "too-large", Warning;
 }
 
 impl fmt::Display for Code {

@@ -85,6 +85,19 @@ pub struct SkillDocument {
 }
 
 impl SkillDocument {
+    /// Returns the text of `node` as written in the file, when it is on one
+    /// line: `1.0`, not the number it was read as.
+    pub fn source_of(&self, node: &Node) -> Option<&str> {
+        let location = node.location;
+        let line = self.text.lines().nth(location.line.checked_sub(1)?)?;
+        let start = line.char_indices().nth(location.column.checked_sub(1)?)?.0;
+        let end = line
+            .char_indices()
+            .nth(location.end_column.checked_sub(1)?)
+            .map_or(line.len(), |(index, _)| index);
+        line.get(start..end)
+    }
+
     /// Returns the frontmatter value of `key`, with the key's node.
     pub fn get(&self, key: &str) -> Option<(&Node, &Node)> {
         self.frontmatter
@@ -121,11 +134,7 @@ pub fn parse(bytes: &[u8]) -> Result<SkillDocument, DocumentError> {
         offset: error.valid_up_to(),
     })?;
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let text = if text.contains("\r\n") {
-        text.replace("\r\n", "\n")
-    } else {
-        text.to_owned()
-    };
+    let text = normalize_line_ends(text);
 
     let mut lines = text.split_inclusive('\n');
     let first = lines.next().unwrap_or("");
@@ -160,6 +169,15 @@ pub fn parse(bytes: &[u8]) -> Result<SkillDocument, DocumentError> {
     })
 }
 
+/// Reads CRLF (Windows) and lone CR (classic Mac OS) line ends as LF.
+pub(crate) fn normalize_line_ends(text: &str) -> String {
+    if text.contains('\r') {
+        text.replace("\r\n", "\n").replace('\r', "\n")
+    } else {
+        text.to_owned()
+    }
+}
+
 /// Returns true if and only if `line` is a frontmatter fence: `---` (or, as a
 /// closing fence, YAML's document end marker `...`) with only spaces after it.
 fn is_fence(line: &str, closing: bool) -> bool {
@@ -184,6 +202,15 @@ fn parse_frontmatter(yaml: &str) -> Result<Vec<(Node, Node)>, DocumentError> {
             },
         }
     })?;
+    if let Some(second) = documents.get(1) {
+        // A `---` line inside the frontmatter (with a comment after it, say)
+        // starts a second document that would otherwise be dropped unseen.
+        return Err(DocumentError::YamlSyntax {
+            message: "the frontmatter holds a second YAML document; only one mapping is allowed"
+                .into(),
+            location: location_of(second),
+        });
+    }
     let Some(root) = documents.first() else {
         // An empty frontmatter is an empty mapping: validation then names the
         // missing fields, which is more useful than "not a mapping".
@@ -370,6 +397,33 @@ mod tests {
             parse(b"\xff---\n").unwrap_err(),
             DocumentError::NotUtf8 { offset: 0 }
         ));
+    }
+
+    #[test]
+    fn a_second_yaml_document_is_an_error_not_silently_dropped() {
+        let error = parse(b"---\nname: x\n--- # more\nfoo: bar\n---\nbody").unwrap_err();
+        assert!(
+            matches!(error, DocumentError::YamlSyntax { ref message, .. } if message.contains("second YAML document")),
+            "{error:?}"
+        );
+    }
+
+    #[test]
+    fn lone_carriage_returns_end_lines_too() {
+        let document = parse(b"---\rname: pdf\rdescription: x\r---\rbody\r").unwrap();
+        assert_eq!(document.body, "body\n");
+    }
+
+    #[test]
+    fn source_of_gives_a_node_as_written() {
+        let document = parse("---\nname: é\nversion: 1.0\n---\n".as_bytes()).unwrap();
+        let (_, version) = document.get("version").unwrap();
+        assert_eq!(version.value, Value::Float(1.0));
+        assert_eq!(document.source_of(version), Some("1.0"));
+        assert_eq!(
+            document.source_of(document.get("name").unwrap().1),
+            Some("é")
+        );
     }
 
     #[test]

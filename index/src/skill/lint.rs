@@ -22,6 +22,7 @@ const MAX_SCANNED_FILE: u64 = 1024 * 1024;
 pub(crate) fn check_body(
     document: &SkillDocument,
     root: &Path,
+    entries: Option<&[WalkEntry]>,
     file: &Path,
     diagnostics: &mut Vec<Diagnostic>,
 ) {
@@ -70,12 +71,13 @@ pub(crate) fn check_body(
             ),
         );
     }
-    check_links(document, root, file, diagnostics);
+    check_links(document, root, entries, file, diagnostics);
 }
 
 fn check_links(
     document: &SkillDocument,
     root: &Path,
+    entries: Option<&[WalkEntry]>,
     file: &Path,
     diagnostics: &mut Vec<Diagnostic>,
 ) {
@@ -103,16 +105,36 @@ fn check_links(
                 .at(location, &document.text)
                 .with_hint("only the skill folder is installed: copy the file into it"),
             ),
-            Some(relative) if !root.join(&relative).exists() => diagnostics.push(
+            Some(relative) if !is_packaged(&relative, root, entries) => diagnostics.push(
                 Diagnostic::new(
                     Code::BrokenLink,
                     file,
-                    format!("the link `{destination}` points to a file that does not exist"),
+                    format!("the link `{destination}` points to a file that is not in the skill"),
                 )
-                .at(location, &document.text),
+                .at(location, &document.text)
+                .with_hint("check the spelling and case; files left out by `.skillignore` are not installed"),
             ),
             Some(_) => {}
         }
+    }
+}
+
+/// Returns true if and only if `relative` is a file or folder of the skill:
+/// one of the packaged entries, compared byte for byte (so a link that only
+/// works on a case-insensitive file system is caught), or, when the folder
+/// could not be walked, something that exists on disk.
+fn is_packaged(relative: &Path, root: &Path, entries: Option<&[WalkEntry]>) -> bool {
+    if relative.as_os_str().is_empty() {
+        return true;
+    }
+    match entries {
+        Some(entries) => {
+            let wanted = relative
+                .to_string_lossy()
+                .replace(std::path::MAIN_SEPARATOR, "/");
+            entries.iter().any(|entry| entry.path == wanted)
+        }
+        None => root.join(relative).exists(),
     }
 }
 
@@ -216,7 +238,11 @@ pub(crate) fn check_files(
         let text = text
             .as_deref()
             .and_then(|bytes| std::str::from_utf8(bytes).ok());
-        if entry.path.starts_with("scripts/") && looks_runnable(&entry.path) {
+        // Binary files (not UTF-8) are compiled programs or data: neither
+        // needs a `#!` line.
+        if let Some(text) =
+            text.filter(|_| entry.path.starts_with("scripts/") && looks_runnable(&entry.path))
+        {
             check_script(entry, text, executable, diagnostics);
         }
         if let Some(text) = text {
@@ -230,25 +256,29 @@ pub(crate) fn check_files(
 }
 
 /// Returns false for files in `scripts/` that are data or docs, not programs.
+/// Returns false for files in `scripts/` that are data, documentation,
+/// dotfiles, or Windows scripts (which run by extension, not `#!`).
 fn looks_runnable(path: &str) -> bool {
-    const DATA: &[&str] = &[
-        "md", "txt", "json", "yaml", "yml", "toml", "csv", "lock", "cfg", "ini",
+    const NOT_RUN_BY_SHEBANG: &[&str] = &[
+        "md", "txt", "json", "yaml", "yml", "toml", "csv", "lock", "cfg", "ini", "ps1", "bat",
+        "cmd",
     ];
     let file_name = path.rsplit('/').next().unwrap_or(path);
     let extension = file_name
         .rsplit_once('.')
         .map(|(_, extension)| extension.to_ascii_lowercase());
     file_name != "__init__.py"
-        && !extension.is_some_and(|extension| DATA.contains(&extension.as_str()))
+        && !file_name.starts_with('.')
+        && !extension.is_some_and(|extension| NOT_RUN_BY_SHEBANG.contains(&extension.as_str()))
 }
 
 fn check_script(
     entry: &WalkEntry,
-    text: Option<&str>,
+    text: &str,
     executable: bool,
     diagnostics: &mut Vec<Diagnostic>,
 ) {
-    let has_shebang = text.is_some_and(|text| text.starts_with("#!"));
+    let has_shebang = text.starts_with("#!");
     if !has_shebang {
         diagnostics.push(
             Diagnostic::new(
@@ -289,13 +319,15 @@ static SECRET_PATTERNS: LazyLock<Vec<SecretPattern>> = LazyLock::new(|| {
             r"\bgithub_pat_[A-Za-z0-9_]{60,}\b",
         ),
         ("an Anthropic API key", r"\bsk-ant-[A-Za-z0-9_-]{32,}"),
-        ("an OpenAI API key", r"\bsk-(?:proj-)?[A-Za-z0-9]{32,}\b"),
+        // After the Anthropic pattern: `sk-ant-` keys are skipped here.
+        ("an OpenAI API key", r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{32,}"),
         ("a Slack token", r"\bxox[abprs]-[A-Za-z0-9-]{10,}\b"),
         ("a Google API key", r"\bAIza[0-9A-Za-z_-]{35}\b"),
         ("a Stripe secret key", r"\b[sr]k_live_[0-9A-Za-z]{24,}\b"),
         (
             "a private key",
-            r"-----BEGIN (?:RSA |EC |DSA |OPENSSH |PGP |ENCRYPTED )?PRIVATE KEY(?: BLOCK)?-----",
+            // A header alone is documentation; a key has a base64 body.
+            r"-----BEGIN (?:RSA |EC |DSA |OPENSSH |PGP |ENCRYPTED )?PRIVATE KEY(?: BLOCK)?-----\r?\n(?:[A-Za-z0-9-]+: .*\r?\n)*\r?\n?[A-Za-z0-9+/=]{40,}",
         ),
     ]
     .into_iter()
@@ -305,6 +337,22 @@ static SECRET_PATTERNS: LazyLock<Vec<SecretPattern>> = LazyLock::new(|| {
     })
     .collect()
 });
+
+/// Keeps the first six characters of a secret, enough to recognise which
+/// one it is, and replaces the rest with `*`.
+fn mask(secret: &str) -> String {
+    secret
+        .chars()
+        .enumerate()
+        .map(|(index, character)| {
+            if index < 6 || character == '-' && secret.starts_with("-----") {
+                character
+            } else {
+                '*'
+            }
+        })
+        .collect()
+}
 
 /// Returns true for documentation placeholders such as AWS's `AKIAIOSFODNN7EXAMPLE`.
 fn is_placeholder(found: &str) -> bool {
@@ -319,14 +367,21 @@ fn is_placeholder(found: &str) -> bool {
 pub(crate) fn scan_secrets(text: &str, file: &Path, diagnostics: &mut Vec<Diagnostic>) {
     for pattern in SECRET_PATTERNS.iter() {
         for found in pattern.regex.find_iter(text) {
-            if is_placeholder(found.as_str()) {
+            let secret = found.as_str();
+            if is_placeholder(secret)
+                || (pattern.what.contains("OpenAI") && secret.starts_with("sk-ant-"))
+            {
                 continue;
             }
-            diagnostics.push(
-                Diagnostic::new(Code::PossibleSecret, file, format!("this looks like {}", pattern.what))
-                    .at(location_at(text, found.start(), found.end()), text)
-                    .with_hint("never publish credentials: remove it, revoke it, and read it from the environment instead"),
-            );
+            let mut diagnostic = Diagnostic::new(Code::PossibleSecret, file, format!("this looks like {}", pattern.what))
+                .at(location_at(text, found.start(), found.end()), text)
+                .with_hint("never publish credentials: remove it, revoke it, and read it from the environment instead");
+            // The report goes to terminals and CI logs: never repeat the secret.
+            let first_line = secret.lines().next().unwrap_or(secret);
+            diagnostic.source_line = diagnostic
+                .source_line
+                .map(|line| line.replace(first_line, &mask(first_line)));
+            diagnostics.push(diagnostic);
         }
     }
 }
@@ -372,6 +427,53 @@ mod tests {
         assert_eq!(diagnostics.len(), 1);
         assert_eq!(diagnostics[0].location.unwrap().line, 2);
         assert!(diagnostics[0].message.contains("GitHub"));
+        let shown = diagnostics[0].source_line.as_deref().unwrap();
+        assert_eq!(
+            shown,
+            format!("token = ghp_01{}", "*".repeat(34)),
+            "the secret is masked"
+        );
+    }
+
+    #[test]
+    fn finds_modern_openai_keys_once_and_real_private_keys_only() {
+        let mut diagnostics = Vec::new();
+        let openai = format!(
+            "OPENAI_API_KEY=sk-proj-{}_{}",
+            "a1B2c3D4e5".repeat(3),
+            "Zz9-Yy8".repeat(3)
+        );
+        let anthropic = format!("ANTHROPIC_API_KEY=sk-ant-api03-{}", "Q1w2E3r4T5".repeat(4));
+        scan_secrets(
+            &format!("{openai}\n{anthropic}\n"),
+            Path::new(".env"),
+            &mut diagnostics,
+        );
+        let found: Vec<&str> = diagnostics.iter().map(|d| d.message.as_str()).collect();
+        assert_eq!(
+            found,
+            [
+                "this looks like an Anthropic API key",
+                "this looks like an OpenAI API key"
+            ]
+        );
+
+        let mut diagnostics = Vec::new();
+        scan_secrets(
+            "```\n-----BEGIN PRIVATE KEY-----\n...\n```\n",
+            Path::new("x"),
+            &mut diagnostics,
+        );
+        assert!(
+            diagnostics.is_empty(),
+            "a header in documentation is no key"
+        );
+        let key = format!(
+            "-----BEGIN OPENSSH PRIVATE KEY-----\n{}\n",
+            "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAAB".repeat(2)
+        );
+        scan_secrets(&key, Path::new("id"), &mut diagnostics);
+        assert_eq!(diagnostics.len(), 1);
     }
 
     #[test]
@@ -380,5 +482,7 @@ mod tests {
         assert!(looks_runnable("scripts/tool"));
         assert!(!looks_runnable("scripts/README.md"));
         assert!(!looks_runnable("scripts/pkg/__init__.py"));
+        assert!(!looks_runnable("scripts/.gitkeep"));
+        assert!(!looks_runnable("scripts/setup.ps1"));
     }
 }

@@ -30,7 +30,8 @@ pub use diagnostic::{Code, Diagnostic, Location, Severity};
 pub use document::{DocumentError, SkillDocument};
 pub use name::{MAX_NAME_LEN, SkillName, SkillNameError};
 
-use crate::archive::walk::{self, EntryKind};
+use crate::archive::walk::{self, EntryKind, WalkError};
+use crate::archive::{self, PackError};
 
 /// The file name the specification requires.
 pub const SKILL_MD: &str = "SKILL.md";
@@ -95,11 +96,13 @@ pub struct ValidateOptions {
 impl ValidateOptions {
     /// Options for the skill in `dir`, whose folder name `name` must match.
     pub fn for_folder(dir: &Path) -> Self {
-        let absolute = std::path::absolute(dir).unwrap_or_else(|_| dir.to_owned());
-        let folder_name = absolute
-            .components()
-            .next_back()
-            .and_then(|component| component.as_os_str().to_str())
+        // Canonical, so that `..` and `.` resolve to the folder's real name.
+        let resolved = fs_err::canonicalize(dir)
+            .or_else(|_| std::path::absolute(dir))
+            .unwrap_or_else(|_| dir.to_owned());
+        let folder_name = resolved
+            .file_name()
+            .and_then(|name| name.to_str())
             .map(str::to_owned);
         Self {
             folder_name,
@@ -294,10 +297,27 @@ fn check_skill(
         }
     };
     let frontmatter = validate::check_frontmatter(&document, &file, options, diagnostics);
-    lint::check_body(&document, dir, &file, diagnostics);
+    let entries = match &frontmatter {
+        Some(frontmatter) => archive::package_entries(dir, &frontmatter.name),
+        None => walk::walk(dir),
+    };
+    let entries = match entries {
+        Ok(entries) => Some(entries),
+        Err(error) => {
+            diagnostics.push(package_diagnostic(&PackError::Walk(error), dir));
+            None
+        }
+    };
+    lint::check_body(&document, dir, entries.as_deref(), &file, diagnostics);
     lint::scan_secrets(&document.text, &file, diagnostics);
-    if let Ok(entries) = walk::walk(dir) {
-        lint::check_files(dir, &entries, &file, diagnostics);
+    if let Some(entries) = &entries {
+        lint::check_files(dir, entries, &file, diagnostics);
+        for problem in archive::check_entries(entries, &archive::Limits::default()) {
+            // A differently cased SKILL.md already has its own warning.
+            if !matches!(problem, PackError::SkillMdNotPacked { found: Some(_) }) {
+                diagnostics.push(package_diagnostic(&problem, dir));
+            }
+        }
         if options.host == Host::ClaudeApi {
             let total: u64 = entries
                 .iter()
@@ -318,6 +338,39 @@ fn check_skill(
     frontmatter
 }
 
+/// Turns a reason the skill cannot be packed into a diagnostic, so that
+/// `validate` reports what `pack` would refuse.
+fn package_diagnostic(problem: &PackError, dir: &Path) -> Diagnostic {
+    let (code, file) = match problem {
+        PackError::SkillMdNotPacked { .. } => (Code::SkillMdIgnored, SKILL_MD.to_owned()),
+        PackError::Symlink { path } => (Code::Symlink, path.clone()),
+        PackError::SpecialFile { path } => (Code::SpecialFile, path.clone()),
+        PackError::UnportablePath { path, .. } => (Code::UnportablePath, path.clone()),
+        PackError::PathCollision { path, .. } => (Code::PathCollision, path.clone()),
+        PackError::TooManyEntries { .. } => (Code::TooManyFiles, String::new()),
+        PackError::TooLarge { .. } => (Code::TooLarge, String::new()),
+        PackError::Walk(WalkError::NotUtf8 { path }) => (
+            Code::UnportablePath,
+            path.strip_prefix(dir)
+                .unwrap_or(path)
+                .to_string_lossy()
+                .into_owned(),
+        ),
+        PackError::Walk(_) | PackError::Io { .. } => (Code::UnreadableFile, String::new()),
+    };
+    let message = std::iter::successors(Some(problem as &dyn std::error::Error), |error| {
+        error.source()
+    })
+    .map(ToString::to_string)
+    .collect::<Vec<_>>()
+    .join(": ");
+    let diagnostic = Diagnostic::new(code, file, message);
+    match problem.hint() {
+        Some(hint) => diagnostic.with_hint(hint),
+        None => diagnostic,
+    }
+}
+
 fn document_diagnostic(error: &DocumentError, file: &Path, bytes: &[u8]) -> Diagnostic {
     let text = String::from_utf8_lossy(bytes);
     let top = Location {
@@ -326,29 +379,50 @@ fn document_diagnostic(error: &DocumentError, file: &Path, bytes: &[u8]) -> Diag
         end_column: 2,
     };
     match error {
-        DocumentError::NotUtf8 { .. } => Diagnostic::new(Code::NotUtf8, file, error.to_string()).with_hint("save the file as UTF-8"),
+        DocumentError::NotUtf8 { .. } => Diagnostic::new(Code::NotUtf8, file, error.to_string())
+            .with_hint("save the file as UTF-8"),
         DocumentError::FrontmatterMissing { later_fence } => {
-            let diagnostic = Diagnostic::new(Code::FrontmatterMissing, file, error.to_string()).at(top, &text);
+            let diagnostic =
+                Diagnostic::new(Code::FrontmatterMissing, file, error.to_string()).at(top, &text);
             match later_fence {
-                Some(line) => diagnostic.with_hint(format!("there is text before the `---` on line {line}: the file must begin with `---`")),
-                None => diagnostic.with_hint("begin the file with `---`, then `name:` and `description:`, then `---`"),
+                Some(line) => diagnostic.with_hint(format!(
+                    "there is text before the `---` on line {line}: the file must begin with `---`"
+                )),
+                None => diagnostic.with_hint(
+                    "begin the file with `---`, then `name:` and `description:`, then `---`",
+                ),
             }
         }
-        DocumentError::FrontmatterUnclosed => Diagnostic::new(Code::FrontmatterUnclosed, file, error.to_string())
-            .at(top, &text)
-            .with_hint("add a line `---` after the last frontmatter key"),
-        DocumentError::YamlSyntax { location, .. } => Diagnostic::new(Code::YamlSyntax, file, error.to_string())
-            .at(*location, &text.replace("\r\n", "\n"))
-            .with_hint("quote values that contain `: ` or start with a special character such as `[`, `{`, `*` or `&`"),
+        DocumentError::FrontmatterUnclosed => {
+            Diagnostic::new(Code::FrontmatterUnclosed, file, error.to_string())
+                .at(top, &text)
+                .with_hint("add a line `---` after the last frontmatter key")
+        }
+        DocumentError::YamlSyntax { location, message } => {
+            let hint = if message.contains("duplicate") {
+                "a key may appear only once: remove or rename one of them"
+            } else if message.contains("tab") {
+                "indent with spaces: YAML does not allow tabs for indentation"
+            } else if message.contains("second YAML document") {
+                "remove the `---` line inside the frontmatter, or quote the value it is part of"
+            } else {
+                "quote values that contain `: ` or start with a special character such as `[`, `{`, `*` or `&`"
+            };
+            Diagnostic::new(Code::YamlSyntax, file, error.to_string())
+                .at(*location, &document::normalize_line_ends(&text))
+                .with_hint(hint)
+        }
         DocumentError::NotMapping { location, .. } => {
-            Diagnostic::new(Code::FrontmatterNotMapping, file, error.to_string()).at(*location, &text.replace("\r\n", "\n"))
+            Diagnostic::new(Code::FrontmatterNotMapping, file, error.to_string())
+                .at(*location, &document::normalize_line_ends(&text))
         }
     }
 }
 
 /// Finds every skill at or below `path`: `path` itself when it holds a
 /// skill file, else each folder below it that does (skills nested in skills
-/// included). `.git`, `node_modules` and hidden folders are not searched.
+/// included). `.git` and `node_modules` are not searched; other hidden
+/// folders are, since that is where agents keep skills (`.claude/skills`).
 pub fn discover_skills(path: &Path) -> std::io::Result<Vec<PathBuf>> {
     let mut found = Vec::new();
     let mut pending = vec![path.to_owned()];
@@ -361,7 +435,7 @@ pub fn discover_skills(path: &Path) -> std::io::Result<Vec<PathBuf>> {
             let name = entry.file_name();
             let name = name.to_string_lossy();
             if file_type.is_dir() {
-                if !name.starts_with('.') && name != "node_modules" {
+                if name != ".git" && name != "node_modules" {
                     children.push(entry.path());
                 }
             } else if name.eq_ignore_ascii_case(SKILL_MD) {

@@ -185,7 +185,8 @@ pub(crate) fn check_frontmatter(
                 match key {
                     "version" => fields.version = check_version(&mut checker, value),
                     "depends_on" => {
-                        fields.dependencies = check_dependencies(&mut checker, value);
+                        fields.dependencies =
+                            check_dependencies(&mut checker, value, name.as_ref());
                     }
                     "tools" => check_tools(&mut checker, value),
                     _ => check_shape(&mut checker, key, value),
@@ -460,12 +461,16 @@ fn check_version(checker: &mut Checker<'_>, node: &Node) -> Option<semver::Versi
     match text.as_deref().map(str::parse::<semver::Version>) {
         Some(Ok(version)) => Some(version),
         Some(Err(error)) => {
-            let text = text.unwrap_or_default();
+            // Show `1.0` as written, not as the number YAML read.
+            let document = checker.document;
+            let text = document
+                .source_of(node)
+                .map_or_else(|| text.unwrap_or_default(), str::to_owned);
             checker
                 .report(
                     Code::VersionInvalid,
                     node,
-                    format!("`version` {text:?} is not a semantic version: {error}"),
+                    format!("`version` `{text}` is not a semantic version: {error}"),
                 )
                 .hint = Some("use three numbers, like `version: 1.0.0`".into());
             None
@@ -477,7 +482,11 @@ fn check_version(checker: &mut Checker<'_>, node: &Node) -> Option<semver::Versi
     }
 }
 
-fn check_dependencies(checker: &mut Checker<'_>, node: &Node) -> Vec<Dependency> {
+fn check_dependencies(
+    checker: &mut Checker<'_>,
+    node: &Node,
+    own_name: Option<&SkillName>,
+) -> Vec<Dependency> {
     let Value::Sequence(items) = &node.value else {
         checker.wrong_type(
             "depends_on",
@@ -497,6 +506,13 @@ fn check_dependencies(checker: &mut Checker<'_>, node: &Node) -> Vec<Dependency>
             continue;
         };
         match text.parse::<Dependency>() {
+            Ok(dependency) if Some(&dependency.name) == own_name => {
+                checker.report(
+                    Code::DependencyInvalid,
+                    item,
+                    format!("the skill depends on itself (`{text}`)"),
+                );
+            }
             Ok(dependency) => dependencies.push(dependency),
             Err(error) => {
                 checker
@@ -587,8 +603,11 @@ fn to_json(value: &Value) -> serde_json::Value {
     }
 }
 
+/// An opening, closing or self-closing tag with a name and no attributes
+/// (`<b>`, `</tool>`, `<br/>`): what an XML tag in a description looks like,
+/// while `a<b and c>d` is arithmetic.
 static XML_TAG: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"</?[A-Za-z][^<>]*>").expect("valid regex"));
+    LazyLock::new(|| Regex::new(r"</?[A-Za-z][A-Za-z0-9_.:-]*\s*/?>").expect("valid regex"));
 
 fn check_claude_api(checker: &mut Checker<'_>) {
     for key in ["name", "description"] {

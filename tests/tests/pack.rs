@@ -418,14 +418,27 @@ fn an_invalid_skill_is_not_packed() {
 fn packing_from_inside_the_skill_folder_twice_gives_the_same_bytes() {
     let sandbox = Sandbox::new();
     let dir = example_skill(&sandbox, "src");
-    let first = run(sandbox.skillpkg().current_dir(&dir).args(["pack", "--json"]));
+    let first = run(sandbox
+        .skillpkg()
+        .current_dir(&dir)
+        .args(["pack", "--json"]));
     assert_eq!(first.code, 0, "{first:?}");
-    let second = run(sandbox.skillpkg().current_dir(&dir).args(["pack", "--json"]));
+    let second = run(sandbox
+        .skillpkg()
+        .current_dir(&dir)
+        .args(["pack", "--json"]));
     assert_eq!(second.code, 0, "{second:?}");
-    assert_eq!(first.json()["sha256"], second.json()["sha256"], "the first tarball is not packed into the second");
+    assert_eq!(
+        first.json()["sha256"],
+        second.json()["sha256"],
+        "the first tarball is not packed into the second"
+    );
     assert!(!second.stderr.contains("warning"), "{}", second.stderr);
     use std::os::unix::fs::PermissionsExt;
-    let mode = fs_err::metadata(dir.join("pdf-1.2.3.tgz")).unwrap().permissions().mode();
+    let mode = fs_err::metadata(dir.join("pdf-1.2.3.tgz"))
+        .unwrap()
+        .permissions()
+        .mode();
     assert_eq!(mode & 0o777, 0o644, "others can read the tarball");
 }
 
@@ -434,7 +447,8 @@ fn packing_from_inside_the_skill_folder_twice_gives_the_same_bytes() {
 /// trips); this pins the bytes, so that a change of compression backend or
 /// level, header layout or ordering is seen. If it changes on purpose, the
 /// archive format changed: say so in docs/archive-format.md.
-const EXAMPLE_SKILL_SHA256: &str = "sha256:89989779f7dcbde67b5d4d1a5e142dc977246742ce0874043a39859a3c9212b1";
+const EXAMPLE_SKILL_SHA256: &str =
+    "sha256:89989779f7dcbde67b5d4d1a5e142dc977246742ce0874043a39859a3c9212b1";
 
 #[test]
 fn the_bytes_of_a_known_skill_are_pinned() {
@@ -451,23 +465,45 @@ fn a_skill_file_that_would_not_be_packed_is_refused() {
     let dir = sandbox.skill("pdf", "pdf", "version: 1.0.0\n", "body\n");
     sandbox.write("pdf/.skillignore", "*.md\n");
     let stderr = assert_refused(&sandbox, &dir, "error[skill-md-ignored]");
-    assert!(stderr.contains("remove the pattern that matches `SKILL.md`"), "{stderr}");
+    assert!(
+        stderr.contains("remove the pattern that matches `SKILL.md`"),
+        "{stderr}"
+    );
 
     let lower = sandbox.path().join("lower/pdf");
     fs_err::create_dir_all(&lower).unwrap();
     fs_err::copy(dir.join("SKILL.md"), lower.join("skill.md")).unwrap();
-    let stderr = assert_refused(&sandbox, &lower, "the skill file is `skill.md`; a package needs it named `SKILL.md`");
-    assert!(stderr.contains("hint: rename `skill.md` to `SKILL.md`"), "{stderr}");
+    let stderr = assert_refused(
+        &sandbox,
+        &lower,
+        "the skill file is `skill.md`; a package needs it named `SKILL.md`",
+    );
+    assert!(
+        stderr.contains("hint: rename `skill.md` to `SKILL.md`"),
+        "{stderr}"
+    );
 }
 
 #[test]
 fn a_version_flag_that_contradicts_the_frontmatter_is_refused() {
     let sandbox = Sandbox::new();
     let dir = sandbox.skill("pdf", "pdf", "version: 1.0.0\n", "body\n");
-    let stderr = run(sandbox.skillpkg().arg("pack").arg(&dir).args(["--version", "2.0.0"])).stderr;
-    assert!(stderr.contains("`--version 2.0.0` contradicts the version 1.0.0"), "{stderr}");
+    let stderr = run(sandbox
+        .skillpkg()
+        .arg("pack")
+        .arg(&dir)
+        .args(["--version", "2.0.0"]))
+    .stderr;
+    assert!(
+        stderr.contains("`--version 2.0.0` contradicts the version 1.0.0"),
+        "{stderr}"
+    );
     assert!(!sandbox.path().join("pdf-2.0.0.tgz").exists());
-    let agreeing = run(sandbox.skillpkg().arg("pack").arg(&dir).args(["--version", "1.0.0"]));
+    let agreeing = run(sandbox
+        .skillpkg()
+        .arg("pack")
+        .arg(&dir)
+        .args(["--version", "1.0.0"]));
     assert_eq!(agreeing.code, 0, "{agreeing:?}");
 }
 
@@ -486,8 +522,22 @@ fn json_output_of_an_invalid_skill_carries_its_diagnostics() {
 fn an_output_folder_that_does_not_exist_is_a_clear_error() {
     let sandbox = Sandbox::new();
     let dir = sandbox.skill("pdf", "pdf", "version: 1.0.0\n", "body\n");
-    let output = run(sandbox.skillpkg().arg("pack").arg(&dir).args(["-o", "dist/pdf.tgz"]));
+    let output = run(sandbox
+        .skillpkg()
+        .arg("pack")
+        .arg(&dir)
+        .args(["-o", "dist/pdf.tgz"]));
     assert_eq!(output.code, 1, "{output:?}");
-    assert!(output.stderr.contains("the folder dist does not exist"), "{}", output.stderr);
-    assert!(output.stderr.contains("hint: create it first: `mkdir -p dist`"), "{}", output.stderr);
+    assert!(
+        output.stderr.contains("the folder dist does not exist"),
+        "{}",
+        output.stderr
+    );
+    assert!(
+        output
+            .stderr
+            .contains("hint: create it first: `mkdir -p dist`"),
+        "{}",
+        output.stderr
+    );
 }

@@ -332,8 +332,20 @@ fn validate_reports_what_pack_would_refuse() {
     sandbox.write("pdf/.skillignore", "notes.md\n");
     let output = run(sandbox.skillpkg().args(["validate", "pdf"]));
     assert_eq!(output.code, 1, "{output:?}");
-    assert!(output.stdout.contains("error[symlink]: `passwd` is a symlink"), "{}", output.stdout);
-    assert!(output.stdout.contains("warning[broken-link]: the link `notes.md` points to a file that is not in the skill"), "{}", output.stdout);
+    assert!(
+        output
+            .stdout
+            .contains("error[symlink]: `passwd` is a symlink"),
+        "{}",
+        output.stdout
+    );
+    assert!(
+        output.stdout.contains(
+            "warning[broken-link]: the link `notes.md` points to a file that is not in the skill"
+        ),
+        "{}",
+        output.stdout
+    );
 }
 
 #[test]
@@ -346,7 +358,10 @@ fn dot_dot_and_hidden_agent_folders_resolve_to_real_names() {
     assert_eq!(output.stdout, "2 valid, 0 invalid, 0 warnings\n");
     let inner = sandbox.path().join("repo/.claude/skills/pdf/scripts");
     fs_err::create_dir_all(&inner).unwrap();
-    let output = run(sandbox.skillpkg().current_dir(&inner).args(["validate", ".."]));
+    let output = run(sandbox
+        .skillpkg()
+        .current_dir(&inner)
+        .args(["validate", ".."]));
     assert_eq!(output.code, 0, "`..` is the folder `pdf`: {output:?}");
 }
 
@@ -354,7 +369,15 @@ fn dot_dot_and_hidden_agent_folders_resolve_to_real_names() {
 fn allowing_an_error_code_is_refused() {
     let sandbox = Sandbox::new();
     sandbox.skill("pdf", "pdf", "", "body\n");
-    let output = run(sandbox.skillpkg().args(["validate", "--allow", "name-mismatch", "pdf"]));
+    let output = run(sandbox
+        .skillpkg()
+        .args(["validate", "--allow", "name-mismatch", "pdf"]));
     assert_eq!(output.code, 1, "{output:?}");
-    assert!(output.stderr.contains("`--allow name-mismatch` names an error; only warnings can be allowed"), "{}", output.stderr);
+    assert!(
+        output
+            .stderr
+            .contains("`--allow name-mismatch` names an error; only warnings can be allowed"),
+        "{}",
+        output.stderr
+    );
 }

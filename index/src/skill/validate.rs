@@ -302,8 +302,16 @@ fn check_name(checker: &mut Checker<'_>, options: &ValidateOptions) -> Option<Sk
 
 /// Turns a human title ("PDF Processing") into the name it most likely meant.
 fn suggest_name(text: &str) -> String {
+    use unicode_normalization::UnicodeNormalization;
+    use unicode_normalization::char::is_combining_mark;
     let mut name = String::new();
-    for character in text.trim().chars().flat_map(char::to_lowercase) {
+    // Decompose first so that accents fall away: `Café` -> `cafe`.
+    for character in text
+        .trim()
+        .nfd()
+        .filter(|c| !is_combining_mark(*c))
+        .flat_map(char::to_lowercase)
+    {
         let mapped = if character.is_ascii_alphanumeric() {
             character
         } else {
@@ -316,7 +324,9 @@ fn suggest_name(text: &str) -> String {
     name.trim_end_matches('-')
         .chars()
         .take(super::name::MAX_NAME_LEN)
-        .collect()
+        .collect::<String>()
+        .trim_end_matches('-')
+        .to_owned()
 }
 
 fn check_description(checker: &mut Checker<'_>) -> Option<String> {
@@ -692,5 +702,6 @@ mod tests {
     fn suggests_a_valid_name_from_a_title() {
         assert_eq!(suggest_name("PDF Processing"), "pdf-processing");
         assert_eq!(suggest_name("  My -- Tool!  "), "my-tool");
+        assert_eq!(suggest_name("Café Crème"), "cafe-creme");
     }
 }

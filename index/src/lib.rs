@@ -8,8 +8,12 @@
 //!   frontmatter model, and validation with stable diagnostic codes.
 //! - [`archive`]: the deterministic `.tgz` packer, the hardened unpacker that
 //!   every archive from the network goes through, and the `h1:` tree hash.
+//! - [`registry`]: the static index a registry is (`docs/index-format.md`).
+//! - [`checksum`]: `sha256:` checksums.
 //!
 //! This crate never prints; callers render [`skill::Diagnostic`]s and errors.
 
 pub mod archive;
+pub mod checksum;
+pub mod registry;
 pub mod skill;

@@ -1,0 +1,437 @@
+//! The static index: the tree of files a registry is (normative text in
+//! `docs/index-format.md`).
+//!
+//! ```text
+//! config.json                                   RegistryConfig
+//! index/1/a  index/2/ab  index/3/a/abc          one index file per skill name,
+//! index/pd/f-/pdf-processing                      one IndexRecord a line (NDJSON)
+//! dl/<name>/<version>/<name>-<version>.tgz      the archive, immutable
+//! dl/<name>/<version>/<name>-<version>.tgz.minisig
+//! search.json                                   SearchIndex
+//! .well-known/agent-skills/index.json           DiscoveryIndex
+//! ```
+//!
+//! Everything here is pure (paths, types, rendering) except [`tree`], which
+//! reads and writes the files with atomic renames.
+
+pub mod tree;
+
+use std::collections::BTreeMap;
+
+use jiff::Timestamp;
+
+use crate::checksum::Checksum;
+use crate::skill::SkillName;
+
+/// The version of `config.json` and of index lines this crate writes.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// Where `config.json` is.
+pub const CONFIG_PATH: &str = "config.json";
+/// Where the search index is.
+pub const SEARCH_PATH: &str = "search.json";
+/// Where the Agent Skills Discovery index is.
+pub const DISCOVERY_PATH: &str = ".well-known/agent-skills/index.json";
+/// The default archive URL template, relative to the registry's base URL.
+pub const DEFAULT_DL_TEMPLATE: &str = "dl/{name}/{version}/{name}-{version}.tgz";
+
+/// `config.json`: what a registry is.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RegistryConfig {
+    /// The format version.
+    pub v: u32,
+    /// The archive URL template (`{name}`, `{version}`), relative or absolute.
+    pub dl: String,
+    /// The publish API's base URL, or `None` for a read-only tree.
+    pub api: Option<String>,
+    /// Whether reading needs a token.
+    #[serde(rename = "auth-required", default)]
+    pub auth_required: bool,
+    /// The largest archive (and sum of file sizes) accepted.
+    #[serde(rename = "max-skill-bytes")]
+    pub max_skill_bytes: u64,
+}
+
+impl RegistryConfig {
+    /// A read-only tree with the default template and limits.
+    pub fn read_only(max_skill_bytes: u64) -> Self {
+        Self {
+            v: FORMAT_VERSION,
+            dl: DEFAULT_DL_TEMPLATE.into(),
+            api: None,
+            auth_required: false,
+            max_skill_bytes,
+        }
+    }
+
+    /// Returns the archive URL (relative or absolute, as the template is).
+    pub fn archive_url(&self, name: &SkillName, version: &semver::Version) -> String {
+        self.dl
+            .replace("{name}", name.as_str())
+            .replace("{version}", &version.to_string())
+    }
+}
+
+/// A dependency as an index line records it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct IndexDependency {
+    pub name: SkillName,
+    pub req: semver::VersionReq,
+}
+
+/// One line of an index file: one published version.
+///
+/// Field order is serialisation order and part of the format.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct IndexRecord {
+    pub v: u32,
+    pub name: SkillName,
+    pub vers: semver::Version,
+    pub cksum: Checksum,
+    pub size: u64,
+    pub tree: String,
+    pub files: u64,
+    pub deps: Vec<IndexDependency>,
+    pub description: String,
+    pub yanked: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub yanked_reason: Option<String>,
+    pub signer: Option<String>,
+    #[serde(with = "rfc3339_seconds")]
+    pub published: Timestamp,
+}
+
+/// RFC 3339 in UTC with whole seconds: `2026-11-22T10:00:00Z`.
+mod rfc3339_seconds {
+    use jiff::Timestamp;
+
+    pub(super) fn serialize<S: serde::Serializer>(
+        timestamp: &Timestamp,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(&timestamp.strftime("%Y-%m-%dT%H:%M:%SZ"))
+    }
+
+    pub(super) fn deserialize<'de, D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Timestamp, D::Error> {
+        let text = <String as serde::Deserialize>::deserialize(deserializer)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// Returns `timestamp` cut to whole seconds, as index lines record it.
+pub fn whole_seconds(timestamp: Timestamp) -> Timestamp {
+    Timestamp::from_second(timestamp.as_second()).expect("a valid timestamp stays valid")
+}
+
+/// Returns the path of `name`'s index file, relative to the tree's root.
+pub fn index_file_path(name: &SkillName) -> String {
+    let name = name.as_str();
+    // Names are ASCII (`[a-z0-9-]`), so byte slicing is character slicing.
+    match name.len() {
+        1 => format!("index/1/{name}"),
+        2 => format!("index/2/{name}"),
+        3 => format!("index/3/{}/{name}", &name[..1]),
+        _ => format!("index/{}/{}/{name}", &name[..2], &name[2..4]),
+    }
+}
+
+/// Returns the path of an archive, relative to the tree's root.
+pub fn archive_path(name: &SkillName, version: &semver::Version) -> String {
+    format!("dl/{name}/{version}/{name}-{version}.tgz")
+}
+
+/// Returns the path of an archive's signature, relative to the tree's root.
+pub fn signature_path(name: &SkillName, version: &semver::Version) -> String {
+    format!("{}.minisig", archive_path(name, version))
+}
+
+/// Why an index file could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum IndexError {
+    #[error("line {line} of the index file of `{name}` is not a valid index line")]
+    BadLine {
+        name: String,
+        line: usize,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("line {line} of the index file of `{name}` is for `{found}`")]
+    WrongName {
+        name: String,
+        line: usize,
+        found: String,
+    },
+}
+
+/// Parses an index file. Blank lines and lines of a newer format version are
+/// skipped; a line that names another skill is an error.
+pub fn parse_index_file(name: &SkillName, text: &str) -> Result<Vec<IndexRecord>, IndexError> {
+    #[derive(serde::Deserialize)]
+    struct Versioned {
+        v: u32,
+    }
+    let mut records = Vec::new();
+    for (index, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let bad_line = |source| IndexError::BadLine {
+            name: name.to_string(),
+            line: index + 1,
+            source,
+        };
+        let versioned: Versioned = serde_json::from_str(line).map_err(bad_line)?;
+        if versioned.v > FORMAT_VERSION {
+            continue;
+        }
+        let record: IndexRecord = serde_json::from_str(line).map_err(bad_line)?;
+        if &record.name != name {
+            return Err(IndexError::WrongName {
+                name: name.to_string(),
+                line: index + 1,
+                found: record.name.to_string(),
+            });
+        }
+        records.push(record);
+    }
+    Ok(records)
+}
+
+/// Renders an index file: the records sorted by version, one line each.
+pub fn render_index_file(records: &[IndexRecord]) -> String {
+    let mut sorted: Vec<&IndexRecord> = records.iter().collect();
+    sorted.sort_by(|a, b| a.vers.cmp(&b.vers));
+    let mut text = String::new();
+    for record in sorted {
+        // serde_json escapes control characters, so a record is always one line.
+        text.push_str(&serde_json::to_string(record).expect("index records serialise"));
+        text.push('\n');
+    }
+    text
+}
+
+/// Every skill of a registry: its name and its versions.
+pub type AllRecords = BTreeMap<SkillName, Vec<IndexRecord>>;
+
+/// Returns the latest version that is not yanked.
+pub fn latest(records: &[IndexRecord]) -> Option<&IndexRecord> {
+    records
+        .iter()
+        .filter(|record| !record.yanked)
+        .max_by(|a, b| a.vers.cmp(&b.vers))
+}
+
+/// `search.json`.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SearchIndex {
+    pub v: u32,
+    pub skills: Vec<SearchEntry>,
+}
+
+/// One skill in `search.json`.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SearchEntry {
+    pub name: SkillName,
+    /// The latest version that is not yanked.
+    pub version: semver::Version,
+    pub description: String,
+    /// How many versions there are, yanked ones included.
+    pub versions: usize,
+}
+
+impl SearchIndex {
+    /// Builds the search index of a registry.
+    pub fn build(all: &AllRecords) -> Self {
+        let skills = all
+            .iter()
+            .filter_map(|(name, records)| {
+                let latest = latest(records)?;
+                Some(SearchEntry {
+                    name: name.clone(),
+                    version: latest.vers.clone(),
+                    description: latest.description.clone(),
+                    versions: records.len(),
+                })
+            })
+            .collect();
+        Self {
+            v: FORMAT_VERSION,
+            skills,
+        }
+    }
+}
+
+/// `.well-known/agent-skills/index.json` (Agent Skills Discovery v0.2.0).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct DiscoveryIndex {
+    pub skills: Vec<DiscoveryEntry>,
+}
+
+/// One skill in the discovery index.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct DiscoveryEntry {
+    pub name: SkillName,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub description: String,
+    pub url: String,
+    pub digest: Checksum,
+}
+
+impl DiscoveryIndex {
+    /// Builds the discovery index. URLs are relative to the index file
+    /// itself, or absolute under `base_url` when one is given.
+    pub fn build(all: &AllRecords, config: &RegistryConfig, base_url: Option<&str>) -> Self {
+        let skills = all
+            .values()
+            .filter_map(|records| {
+                let latest = latest(records)?;
+                let archive = config.archive_url(&latest.name, &latest.vers);
+                let url = if archive.contains("://") {
+                    archive
+                } else {
+                    match base_url {
+                        Some(base) => format!("{}/{archive}", base.trim_end_matches('/')),
+                        None => format!("../../{archive}"),
+                    }
+                };
+                Some(DiscoveryEntry {
+                    name: latest.name.clone(),
+                    kind: "archive".into(),
+                    description: latest.description.clone(),
+                    url,
+                    digest: latest.cksum,
+                })
+            })
+            .collect();
+        Self { skills }
+    }
+}
+
+/// Serialises a JSON document of the tree: compact, with a final newline.
+pub fn render_json(value: &impl serde::Serialize) -> Vec<u8> {
+    let mut bytes = serde_json::to_vec(value).expect("registry documents serialise");
+    bytes.push(b'\n');
+    bytes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn name(text: &str) -> SkillName {
+        text.parse().unwrap()
+    }
+
+    fn record(version: &str, yanked: bool) -> IndexRecord {
+        IndexRecord {
+            v: 1,
+            name: name("pdf-processing"),
+            vers: version.parse().unwrap(),
+            cksum: Checksum::of(version.as_bytes()),
+            size: 10,
+            tree: "h1:x".into(),
+            files: 1,
+            deps: vec![IndexDependency {
+                name: name("base"),
+                req: "^1.2".parse().unwrap(),
+            }],
+            description: "Line one\nline two, \"quoted\"".into(),
+            yanked,
+            yanked_reason: yanked.then(|| "broken".to_owned()),
+            signer: None,
+            published: "2026-11-22T10:00:00Z".parse().unwrap(),
+        }
+    }
+
+    #[test]
+    fn index_paths_are_sharded_like_cargo() {
+        assert_eq!(index_file_path(&name("a")), "index/1/a");
+        assert_eq!(index_file_path(&name("ab")), "index/2/ab");
+        assert_eq!(index_file_path(&name("abc")), "index/3/a/abc");
+        assert_eq!(
+            index_file_path(&name("pdf-processing")),
+            "index/pd/f-/pdf-processing"
+        );
+        assert_eq!(
+            archive_path(&name("pdf"), &"1.2.0".parse().unwrap()),
+            "dl/pdf/1.2.0/pdf-1.2.0.tgz"
+        );
+    }
+
+    #[test]
+    fn an_index_line_has_the_documented_form() {
+        let line = render_index_file(&[record("1.0.0", false)]);
+        assert_eq!(
+            line,
+            format!(
+                "{{\"v\":1,\"name\":\"pdf-processing\",\"vers\":\"1.0.0\",\"cksum\":\"{}\",\"size\":10,\"tree\":\"h1:x\",\"files\":1,\"deps\":[{{\"name\":\"base\",\"req\":\"^1.2\"}}],\"description\":\"Line one\\nline two, \\\"quoted\\\"\",\"yanked\":false,\"signer\":null,\"published\":\"2026-11-22T10:00:00Z\"}}\n",
+                Checksum::of(b"1.0.0")
+            )
+        );
+    }
+
+    #[test]
+    fn index_files_round_trip_sorted_by_version_and_skip_newer_lines() {
+        let text = render_index_file(&[record("1.10.0", true), record("1.2.0", false)]);
+        let mut lines = text.lines();
+        assert!(lines.next().unwrap().contains("\"vers\":\"1.2.0\""));
+        assert!(
+            lines
+                .next()
+                .unwrap()
+                .contains("\"yanked_reason\":\"broken\"")
+        );
+        let with_future = format!("{text}{{\"v\":2,\"whatever\":true}}\n\n");
+        let records = parse_index_file(&name("pdf-processing"), &with_future).unwrap();
+        assert_eq!(
+            records,
+            vec![record("1.2.0", false), record("1.10.0", true)]
+        );
+    }
+
+    #[test]
+    fn a_bad_or_foreign_line_is_an_error_naming_its_line() {
+        let good = render_index_file(&[record("1.0.0", false)]);
+        let error =
+            parse_index_file(&name("pdf-processing"), &format!("{good}not json\n")).unwrap_err();
+        assert!(
+            matches!(error, IndexError::BadLine { line: 2, .. }),
+            "{error}"
+        );
+        let error = parse_index_file(&name("other"), &good).unwrap_err();
+        assert!(
+            matches!(error, IndexError::WrongName { line: 1, .. }),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn aggregates_list_the_latest_unyanked_version() {
+        let mut all = AllRecords::new();
+        all.insert(
+            name("pdf-processing"),
+            vec![record("1.0.0", false), record("2.0.0", true)],
+        );
+        let mut gone = record("1.0.0", true);
+        gone.name = name("gone");
+        all.insert(name("gone"), vec![gone]);
+        let search = SearchIndex::build(&all);
+        assert_eq!(search.skills.len(), 1);
+        assert_eq!(search.skills[0].version.to_string(), "1.0.0");
+        assert_eq!(search.skills[0].versions, 2);
+        let config = RegistryConfig::read_only(8);
+        let discovery = DiscoveryIndex::build(&all, &config, None);
+        assert_eq!(
+            discovery.skills[0].url,
+            "../../dl/pdf-processing/1.0.0/pdf-processing-1.0.0.tgz"
+        );
+        let absolute = DiscoveryIndex::build(&all, &config, Some("https://skills.example.com/"));
+        assert_eq!(
+            absolute.skills[0].url,
+            "https://skills.example.com/dl/pdf-processing/1.0.0/pdf-processing-1.0.0.tgz"
+        );
+    }
+}

@@ -1,0 +1,299 @@
+//! Reading and writing a static tree on disk.
+//!
+//! Every file is replaced by writing a temporary file (`.skillpkg-tmp-*`) in
+//! the same folder, syncing it, and renaming it over the target, so a reader
+//! (a static server, a CDN origin pull, a `file://` client) sees the old file
+//! or the new one, never a part.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use super::{
+    AllRecords, CONFIG_PATH, DISCOVERY_PATH, DiscoveryIndex, IndexError, IndexRecord,
+    RegistryConfig, SEARCH_PATH, SearchIndex, archive_path, index_file_path, parse_index_file,
+    render_index_file, render_json, signature_path,
+};
+use crate::skill::SkillName;
+
+/// The prefix of temporary files; never a served path.
+pub const TEMP_PREFIX: &str = ".skillpkg-tmp-";
+
+/// Why the tree could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum TreeError {
+    #[error("I/O error on {}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Index(#[from] IndexError),
+    #[error("{} is not valid JSON", path.display())]
+    Json {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("{} already exists: a published version is never replaced", path.display())]
+    Exists { path: PathBuf },
+}
+
+fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> TreeError + '_ {
+    move |source| TreeError::Io {
+        path: path.to_owned(),
+        source,
+    }
+}
+
+/// A static tree rooted at a folder.
+#[derive(Clone, Debug)]
+pub struct StaticTree {
+    root: PathBuf,
+}
+
+impl StaticTree {
+    /// A tree at `root` (which need not exist yet).
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Self { root: root.into() }
+    }
+
+    /// Returns the tree's root folder.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn path(&self, relative: &str) -> PathBuf {
+        self.root.join(relative)
+    }
+
+    /// Reads `config.json`, or `None` when there is none.
+    pub fn read_config(&self) -> Result<Option<RegistryConfig>, TreeError> {
+        let path = self.path(CONFIG_PATH);
+        match fs_err::read(&path) {
+            Ok(bytes) => serde_json::from_slice(&bytes)
+                .map(Some)
+                .map_err(|source| TreeError::Json { path, source }),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(source) => Err(TreeError::Io { path, source }),
+        }
+    }
+
+    /// Writes `config.json`.
+    pub fn write_config(&self, config: &RegistryConfig) -> Result<(), TreeError> {
+        write_atomically(&self.path(CONFIG_PATH), &render_json(config))
+    }
+
+    /// Reads the index file of `name`; a skill never published has none.
+    pub fn read_index(&self, name: &SkillName) -> Result<Vec<IndexRecord>, TreeError> {
+        let path = self.path(&index_file_path(name));
+        match fs_err::read_to_string(&path) {
+            Ok(text) => Ok(parse_index_file(name, &text)?),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+            Err(source) => Err(TreeError::Io { path, source }),
+        }
+    }
+
+    /// Replaces the index file of `name` with `records`.
+    pub fn write_index(&self, name: &SkillName, records: &[IndexRecord]) -> Result<(), TreeError> {
+        write_atomically(
+            &self.path(&index_file_path(name)),
+            render_index_file(records).as_bytes(),
+        )
+    }
+
+    /// Reads every index file of the tree.
+    pub fn read_all(&self) -> Result<AllRecords, TreeError> {
+        let mut all = AllRecords::new();
+        let index = self.path("index");
+        if !index.exists() {
+            return Ok(all);
+        }
+        let mut pending = vec![index];
+        while let Some(dir) = pending.pop() {
+            for entry in fs_err::read_dir(&dir).map_err(io_error(&dir))? {
+                let entry = entry.map_err(io_error(&dir))?;
+                let file_name = entry.file_name();
+                let Some(file_name) = file_name.to_str() else {
+                    continue;
+                };
+                if file_name.starts_with('.') {
+                    continue;
+                }
+                let path = entry.path();
+                if entry.file_type().map_err(io_error(&path))?.is_dir() {
+                    pending.push(path);
+                } else if let Ok(name) = file_name.parse::<SkillName>() {
+                    let records = self.read_index(&name)?;
+                    if !records.is_empty() {
+                        all.insert(name, records);
+                    }
+                }
+            }
+        }
+        Ok(all)
+    }
+
+    /// Rewrites `search.json` and the discovery index from `all`.
+    pub fn write_aggregates(
+        &self,
+        all: &AllRecords,
+        config: &RegistryConfig,
+        base_url: Option<&str>,
+    ) -> Result<(), TreeError> {
+        write_atomically(
+            &self.path(SEARCH_PATH),
+            &render_json(&SearchIndex::build(all)),
+        )?;
+        write_atomically(
+            &self.path(DISCOVERY_PATH),
+            &render_json(&DiscoveryIndex::build(all, config, base_url)),
+        )
+    }
+
+    /// Writes an archive and its signature. Refuses to replace either: a
+    /// published version is immutable.
+    pub fn write_archive(
+        &self,
+        name: &SkillName,
+        version: &semver::Version,
+        tarball: &[u8],
+        signature: Option<&[u8]>,
+    ) -> Result<(), TreeError> {
+        let archive = self.path(&archive_path(name, version));
+        let signature_file = self.path(&signature_path(name, version));
+        for path in [&archive, &signature_file] {
+            if path.exists() {
+                return Err(TreeError::Exists { path: path.clone() });
+            }
+        }
+        // The signature first: a visible archive always has its signature.
+        if let Some(signature) = signature {
+            write_new(&signature_file, signature)?;
+        }
+        write_new(&archive, tarball)
+    }
+
+    /// Returns true if and only if the archive of `name@version` exists.
+    pub fn has_archive(&self, name: &SkillName, version: &semver::Version) -> bool {
+        self.path(&archive_path(name, version)).exists()
+    }
+
+    /// Removes what a crash can leave behind: temporary files, and archives
+    /// (with their signatures) whose version no index file lists, which were
+    /// never published. Returns the removed paths, relative to the root.
+    pub fn recover(&self, all: &AllRecords) -> Result<Vec<String>, TreeError> {
+        let mut removed = Vec::new();
+        let mut pending = vec![self.root.clone()];
+        while let Some(dir) = pending.pop() {
+            let entries = match fs_err::read_dir(&dir) {
+                Ok(entries) => entries,
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(source) => return Err(TreeError::Io { path: dir, source }),
+            };
+            for entry in entries {
+                let entry = entry.map_err(io_error(&dir))?;
+                let path = entry.path();
+                let name = entry.file_name().to_string_lossy().into_owned();
+                if entry.file_type().map_err(io_error(&path))?.is_dir() {
+                    pending.push(path);
+                } else if name.starts_with(TEMP_PREFIX) {
+                    fs_err::remove_file(&path).map_err(io_error(&path))?;
+                    removed.push(self.relative(&path));
+                }
+            }
+        }
+        let dl = self.path("dl");
+        if dl.exists() {
+            for skill_dir in fs_err::read_dir(&dl).map_err(io_error(&dl))? {
+                let skill_dir = skill_dir.map_err(io_error(&dl))?.path();
+                let Some(name) = skill_dir
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .and_then(|n| n.parse::<SkillName>().ok())
+                else {
+                    continue;
+                };
+                for version_dir in fs_err::read_dir(&skill_dir).map_err(io_error(&skill_dir))? {
+                    let version_dir = version_dir.map_err(io_error(&skill_dir))?.path();
+                    let version = version_dir
+                        .file_name()
+                        .and_then(|v| v.to_str())
+                        .and_then(|v| v.parse::<semver::Version>().ok());
+                    let listed = version.is_some_and(|version| {
+                        all.get(&name).is_some_and(|records| {
+                            records.iter().any(|record| record.vers == version)
+                        })
+                    });
+                    if !listed {
+                        fs_err::remove_dir_all(&version_dir).map_err(io_error(&version_dir))?;
+                        removed.push(self.relative(&version_dir));
+                    }
+                }
+            }
+        }
+        removed.sort();
+        Ok(removed)
+    }
+
+    fn relative(&self, path: &Path) -> String {
+        path.strip_prefix(&self.root)
+            .unwrap_or(path)
+            .to_string_lossy()
+            .replace('\\', "/")
+    }
+}
+
+fn temp_file_in(path: &Path) -> Result<tempfile::NamedTempFile, TreeError> {
+    let dir = path.parent().expect("tree paths have a parent");
+    fs_err::create_dir_all(dir).map_err(io_error(dir))?;
+    tempfile::Builder::new()
+        .prefix(TEMP_PREFIX)
+        .tempfile_in(dir)
+        .map_err(io_error(dir))
+}
+
+fn fill(file: &mut tempfile::NamedTempFile, path: &Path, bytes: &[u8]) -> Result<(), TreeError> {
+    file.write_all(bytes).map_err(io_error(path))?;
+    // Durable before it becomes visible: after a power cut a renamed file
+    // must not be empty.
+    file.as_file().sync_all().map_err(io_error(path))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        file.as_file()
+            .set_permissions(std::fs::Permissions::from_mode(0o644))
+            .map_err(io_error(path))?;
+    }
+    Ok(())
+}
+
+/// Replaces `path` with `bytes` atomically.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), TreeError> {
+    let mut file = temp_file_in(path)?;
+    fill(&mut file, path, bytes)?;
+    file.persist(path).map_err(|error| TreeError::Io {
+        path: path.to_owned(),
+        source: error.error,
+    })?;
+    Ok(())
+}
+
+/// Creates `path` with `bytes` atomically, failing if it exists.
+fn write_new(path: &Path, bytes: &[u8]) -> Result<(), TreeError> {
+    let mut file = temp_file_in(path)?;
+    fill(&mut file, path, bytes)?;
+    file.persist_noclobber(path).map_err(|error| {
+        if error.error.kind() == std::io::ErrorKind::AlreadyExists {
+            TreeError::Exists {
+                path: path.to_owned(),
+            }
+        } else {
+            TreeError::Io {
+                path: path.to_owned(),
+                source: error.error,
+            }
+        }
+    })?;
+    Ok(())
+}

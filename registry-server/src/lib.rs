@@ -1,6 +1,22 @@
 //! # skillpkg-registry
 //!
-//! The registry side of skillpkg. Today only the command-line surface exists
-//! (`skillpkg-registry --help` lists what is planned): the static-tree writer,
-//! the HTTP server, the publish API and token management come next, built on
-//! the formats in `skillpkg-index`.
+//! The registry side of skillpkg: it accepts publishes, yanks and owner
+//! changes, and writes the static index of `docs/index-format.md`, which it
+//! serves itself or leaves to any static host.
+//!
+//! ```text
+//! DIR/public/    the static tree (skillpkg_index::registry), served at /
+//! DIR/state/     tokens (hashed) and owners: private, never served
+//! ```
+//!
+//! - [`registry`]: the operations, under one write lock.
+//! - [`publish`]: checking an uploaded archive into its index line.
+//! - [`server`]: the HTTP layer (axum): static files and `/api/v1`.
+//! - [`build`]: the same tree from a folder of archives, with no server.
+//! - [`state`]: tokens and owners.
+
+pub mod build;
+pub mod publish;
+pub mod registry;
+pub mod server;
+pub mod state;

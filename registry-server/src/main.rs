@@ -1,23 +1,235 @@
 //! The `skillpkg-registry` binary.
+#![allow(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "the binary's own output"
+)]
 
-use clap::Parser;
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
 
-/// The skillpkg registry server.
+use anyhow::Context as _;
+use clap::{Args, Parser, Subcommand};
+use skillpkg_index::archive::DEFAULT_MAX_BYTES;
+use skillpkg_registry::build::{BuildOptions, build};
+use skillpkg_registry::registry::{Options, Registry, STATE_DIR};
+use skillpkg_registry::state::State;
+
+/// The skillpkg registry: serves a static skill index and accepts publishes.
 ///
-/// Not yet available; planned commands:
-///
-///   serve --root DIR [--listen ADDR]   serve a static index and accept publishes
-///   build --from DIR --out DIR         write the static index tree without a server
-///   token create|list|revoke           manage publish tokens
+/// A registry's data folder (--root) holds `public/`, the static tree that
+/// is served (by this server, or by any static host), and `state/`, the
+/// tokens and owners, which are never served. See docs/registry.md.
 #[derive(Debug, Parser)]
-#[command(name = "skillpkg-registry", version, verbatim_doc_comment)]
-struct Cli {}
+#[command(name = "skillpkg-registry", version, max_term_width = 100)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
 
-fn main() -> std::process::ExitCode {
-    let _cli = Cli::parse();
-    #[allow(clippy::print_stderr, reason = "the binary's only output")]
-    {
-        eprintln!("error: skillpkg-registry has no commands yet; see `skillpkg-registry --help`");
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Serve the static tree and the publish API.
+    ///
+    /// Prints `listening on http://ADDR` once it accepts connections.
+    Serve(ServeArgs),
+    /// Write the static tree from a folder of `<name>-<version>.tgz` archives.
+    ///
+    /// Each archive (with its `.minisig`, if any) is checked as a publish
+    /// would be; its modification time is its `published` time. The output
+    /// folder must not exist or be empty; a failed build writes nothing.
+    Build(BuildArgs),
+    /// Create, list and revoke publish tokens.
+    #[command(subcommand)]
+    Token(TokenCommand),
+}
+
+#[derive(Debug, Args)]
+struct ServeArgs {
+    /// The registry's data folder (created if missing).
+    #[arg(long, value_name = "DIR")]
+    root: PathBuf,
+    /// The address to listen on; port 0 picks a free port.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
+    listen: String,
+    /// The URL clients use to reach this server, when it is not
+    /// `http://ADDR` (behind a proxy, say).
+    #[arg(long, value_name = "URL")]
+    public_url: Option<String>,
+    /// The largest archive accepted, in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_BYTES)]
+    max_skill_bytes: u64,
+}
+
+#[derive(Debug, Args)]
+struct BuildArgs {
+    /// The folder to search for archives.
+    #[arg(long, value_name = "DIR")]
+    from: PathBuf,
+    /// The folder to write the tree into.
+    #[arg(long, value_name = "DIR")]
+    out: PathBuf,
+    /// The API URL for `config.json` (default: none, a read-only tree).
+    #[arg(long, value_name = "URL")]
+    api: Option<String>,
+    /// The URL the tree will be served at, for absolute URLs in the
+    /// discovery index (default: relative URLs).
+    #[arg(long, value_name = "URL")]
+    public_url: Option<String>,
+    /// The largest archive accepted, in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_BYTES)]
+    max_skill_bytes: u64,
+}
+
+#[derive(Debug, Subcommand)]
+enum TokenCommand {
+    /// Create a token for a user and print it (once: only its hash is kept).
+    Create {
+        #[arg(long, value_name = "DIR")]
+        root: PathBuf,
+        /// The user the token acts as.
+        #[arg(long)]
+        user: String,
+    },
+    /// List the tokens: id, user, creation time.
+    List {
+        #[arg(long, value_name = "DIR")]
+        root: PathBuf,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Revoke a token by id; it stops working at once.
+    Revoke {
+        #[arg(long, value_name = "DIR")]
+        root: PathBuf,
+        /// The token's id, as `token list` shows it.
+        id: String,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error}");
+            for cause in error.chain().skip(1) {
+                eprintln!("  Caused by: {cause}");
+            }
+            ExitCode::from(1)
+        }
     }
-    std::process::ExitCode::from(2)
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Command::Serve(args) => serve(args),
+        Command::Build(args) => {
+            let options = BuildOptions {
+                api: args.api,
+                public_url: args.public_url,
+                max_skill_bytes: args.max_skill_bytes,
+            };
+            let report = build(&args.from, &args.out, &options)?;
+            println!(
+                "built {} with {} skills, {} versions",
+                args.out.display(),
+                report.skills,
+                report.versions
+            );
+            Ok(())
+        }
+        Command::Token(command) => token(command),
+    }
+}
+
+fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the runtime")?;
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(&args.listen)
+            .await
+            .with_context(|| format!("cannot listen on {}", args.listen))?;
+        let address = listener
+            .local_addr()
+            .context("cannot read the listening address")?;
+        let public_url = args
+            .public_url
+            .unwrap_or_else(|| format!("http://{address}"));
+        let options = Options {
+            public_url: Some(public_url.clone()),
+            max_skill_bytes: args.max_skill_bytes,
+        };
+        let (registry, removed) = Registry::open(&args.root, options)
+            .with_context(|| format!("cannot open the registry in {}", args.root.display()))?;
+        for path in removed {
+            eprintln!("recovered: removed {path}, left by an interrupted publish");
+        }
+        println!("listening on {public_url}");
+        let _ = std::io::stdout().flush();
+        let app = skillpkg_registry::server::router(Arc::new(registry));
+        axum::serve(listener, app)
+            .with_graceful_shutdown(shutdown())
+            .await
+            .context("the server failed")
+    })
+}
+
+async fn shutdown() {
+    let interrupt = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut terminate =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+                .expect("a SIGTERM handler");
+        tokio::select! {
+            _ = interrupt => {}
+            _ = terminate.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = interrupt.await;
+}
+
+fn token(command: TokenCommand) -> anyhow::Result<()> {
+    let open = |root: &PathBuf| {
+        State::open(&root.join(STATE_DIR))
+            .with_context(|| format!("cannot open the state of {}", root.display()))
+    };
+    match command {
+        TokenCommand::Create { root, user } => {
+            let (token, record) = open(&root)?.create_token(&user)?;
+            eprintln!(
+                "created token {} for {}; it is shown only this once:",
+                record.id, record.user
+            );
+            println!("{}", token.expose());
+        }
+        TokenCommand::List { root, json } => {
+            let tokens = open(&root)?.list_tokens()?;
+            if json {
+                let list: Vec<_> = tokens
+                    .iter()
+                    .map(
+                        |t| serde_json::json!({ "id": t.id, "user": t.user, "created": t.created }),
+                    )
+                    .collect();
+                println!("{}", serde_json::to_string_pretty(&list)?);
+            } else {
+                for token in tokens {
+                    println!("{}\t{}\t{}", token.id, token.user, token.created);
+                }
+            }
+        }
+        TokenCommand::Revoke { root, id } => {
+            let record = open(&root)?.revoke_token(&id)?;
+            eprintln!("revoked token {} of {}", record.id, record.user);
+        }
+    }
+    Ok(())
 }

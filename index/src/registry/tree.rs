@@ -151,15 +151,18 @@ impl StaticTree {
         )
     }
 
-    /// Writes an archive and its signature. Refuses to replace either: a
-    /// published version is immutable.
+    /// Writes an archive and its signature, both with the modification time
+    /// `published` (which `skillpkg-registry build` reads back). Refuses to
+    /// replace either: a published version is immutable.
     pub fn write_archive(
         &self,
         name: &SkillName,
         version: &semver::Version,
         tarball: &[u8],
         signature: Option<&[u8]>,
+        published: jiff::Timestamp,
     ) -> Result<(), TreeError> {
+        let modified = std::time::SystemTime::from(published);
         let archive = self.path(&archive_path(name, version));
         let signature_file = self.path(&signature_path(name, version));
         for path in [&archive, &signature_file] {
@@ -169,9 +172,9 @@ impl StaticTree {
         }
         // The signature first: a visible archive always has its signature.
         if let Some(signature) = signature {
-            write_new(&signature_file, signature)?;
+            write_new(&signature_file, signature, modified)?;
         }
-        write_new(&archive, tarball)
+        write_new(&archive, tarball, modified)
     }
 
     /// Returns true if and only if the archive of `name@version` exists.
@@ -279,10 +282,14 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), TreeError> {
     Ok(())
 }
 
-/// Creates `path` with `bytes` atomically, failing if it exists.
-fn write_new(path: &Path, bytes: &[u8]) -> Result<(), TreeError> {
+/// Creates `path` with `bytes` and the modification time `modified`
+/// atomically, failing if it exists.
+fn write_new(path: &Path, bytes: &[u8], modified: std::time::SystemTime) -> Result<(), TreeError> {
     let mut file = temp_file_in(path)?;
     fill(&mut file, path, bytes)?;
+    file.as_file()
+        .set_modified(modified)
+        .map_err(io_error(path))?;
     file.persist_noclobber(path).map_err(|error| {
         if error.error.kind() == std::io::ErrorKind::AlreadyExists {
             TreeError::Exists {

@@ -135,3 +135,196 @@ pub fn is_executable(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     fs_err::metadata(path).expect("stat").permissions().mode() & 0o111 != 0
 }
+
+/// A `skillpkg-registry serve` process on a free loopback port, stopped
+/// (SIGKILL) when dropped.
+#[derive(Debug)]
+pub struct RegistryServer {
+    child: std::process::Child,
+    root: PathBuf,
+    url: String,
+}
+
+impl RegistryServer {
+    /// Starts a server on the data folder `root` with extra arguments.
+    pub fn start(root: &Path, extra: &[&str]) -> Self {
+        use std::io::BufRead as _;
+        let mut child = Command::new(binary("skillpkg-registry"))
+            .arg("serve")
+            .arg("--root")
+            .arg(root)
+            .args(["--listen", "127.0.0.1:0"])
+            .args(extra)
+            .stdout(std::process::Stdio::piped())
+            .stderr(
+                fs_err::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(root.join("server.log"))
+                    .expect("open server.log")
+                    .into_parts()
+                    .0,
+            )
+            .spawn()
+            .expect("start skillpkg-registry");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let mut line = String::new();
+        std::io::BufReader::new(stdout)
+            .read_line(&mut line)
+            .expect("read the listening line");
+        let url = line
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line from the server: {line:?}"))
+            .to_owned();
+        Self {
+            child,
+            root: root.to_owned(),
+            url,
+        }
+    }
+
+    /// Returns the base URL, `http://127.0.0.1:PORT`.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Returns what the server (and earlier ones on the same folder) wrote
+    /// to stderr.
+    pub fn log(&self) -> String {
+        fs_err::read_to_string(self.root.join("server.log")).unwrap_or_default()
+    }
+
+    /// Returns the served tree's folder.
+    pub fn public(&self) -> PathBuf {
+        self.root.join("public")
+    }
+
+    /// Kills the server at once, as a crash would.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for RegistryServer {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Creates a token for `user` in the registry data folder `root`.
+pub fn create_token(root: &Path, user: &str) -> String {
+    let output = Command::new(binary("skillpkg-registry"))
+        .args(["token", "create", "--user", user, "--root"])
+        .arg(root)
+        .output()
+        .expect("run skillpkg-registry token create");
+    assert!(
+        output.status.success(),
+        "token create failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout)
+        .expect("UTF-8")
+        .trim()
+        .to_owned()
+}
+
+/// An nginx serving a folder on a free loopback port, from a generated
+/// configuration, stopped when dropped.
+#[derive(Debug)]
+pub struct Nginx {
+    child: std::process::Child,
+    url: String,
+    _prefix: tempfile::TempDir,
+}
+
+impl Nginx {
+    /// Serves `root` the way docs/index-format.md asks of a static host.
+    pub fn serve(root: &Path) -> Self {
+        let nginx = ["/usr/sbin/nginx", "/usr/bin/nginx"]
+            .into_iter()
+            .map(Path::new)
+            .find(|path| path.exists())
+            .expect("nginx is not installed: `apt-get install nginx` (.ci/run does)");
+        let prefix = tempfile::tempdir().expect("temporary folder");
+        let port = free_port();
+        let config = format!(
+            r#"daemon off;
+master_process off;
+worker_processes 1;
+pid {prefix}/nginx.pid;
+error_log {prefix}/error.log;
+events {{ worker_connections 256; }}
+http {{
+    access_log off;
+    client_body_temp_path {prefix}/body;
+    proxy_temp_path {prefix}/proxy;
+    fastcgi_temp_path {prefix}/fastcgi;
+    uwsgi_temp_path {prefix}/uwsgi;
+    scgi_temp_path {prefix}/scgi;
+    types {{ application/json json; application/gzip tgz; }}
+    default_type "text/plain; charset=utf-8";
+    server {{
+        listen 127.0.0.1:{port};
+        root {root};
+        location ~ /\.(?!well-known/) {{ return 404; }}
+        location /dl/ {{ add_header Cache-Control "public, max-age=31536000, immutable"; }}
+        location / {{ add_header Cache-Control "public, max-age=60, must-revalidate"; }}
+    }}
+}}
+"#,
+            prefix = prefix.path().display(),
+            root = root.display(),
+        );
+        let config_path = prefix.path().join("nginx.conf");
+        fs_err::write(&config_path, config).expect("write nginx.conf");
+        let child = Command::new(nginx)
+            .arg("-c")
+            .arg(&config_path)
+            .arg("-p")
+            .arg(prefix.path())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start nginx");
+        let url = format!("http://127.0.0.1:{port}");
+        wait_for_port(port);
+        Self {
+            child,
+            url,
+            _prefix: prefix,
+        }
+    }
+
+    /// Returns the base URL.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Returns a loopback port that was free a moment ago.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+/// Waits (up to ten seconds) until something accepts connections on `port`.
+pub fn wait_for_port(port: u16) {
+    for _ in 0..200 {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    panic!("nothing listens on port {port} after ten seconds");
+}

@@ -4,6 +4,10 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::credentials::Token;
+use crate::registry_client::RegistryUrl;
+use crate::spec::{SkillSpec, SkillVersion};
+
 /// A package manager for Agent Skills.
 ///
 /// skillpkg validates, packs, publishes and installs Agent Skills: folders
@@ -73,6 +77,66 @@ pub enum Command {
     /// syntax), `.git/`, `__pycache__/`, `.DS_Store`, and earlier tarballs of
     /// the skill (`<name>-*.tgz`) at its root.
     Pack(PackArgs),
+
+    /// Validate, pack and upload a skill to a registry.
+    ///
+    /// Validates and packs exactly like `skillpkg pack` (nothing is written
+    /// to disk), then uploads the tarball to the registry's API with your
+    /// token. A published version is immutable: it can be yanked, never
+    /// replaced. With --dry-run, shows what would be uploaded and where, and
+    /// needs no token.
+    Publish(PublishArgs),
+
+    /// Yank a published version, or undo a yank.
+    ///
+    /// A yanked version stays downloadable (so existing lockfiles keep
+    /// working) but is no longer picked for new installs, and is marked
+    /// yanked in `skillpkg info`. Only the skill's owners may yank.
+    Yank(YankArgs),
+
+    /// Store a token for a registry, after checking it with the registry.
+    ///
+    /// Reads the token from --token, else one line from stdin (prompting
+    /// only when stdin is a terminal), asks the registry whose token it is,
+    /// and saves it in `<config dir>/skillpkg/credentials.toml` (mode 0600)
+    /// under the registry's URL. Later `publish` and `yank` against that
+    /// registry use it. The config dir is $SKILLPKG_CONFIG_DIR, else the
+    /// user config folder (`~/.config` on Linux).
+    Login(LoginArgs),
+
+    /// Search a registry's skills by name and description.
+    ///
+    /// Every word of QUERY must occur (ignoring case) in a skill's name or
+    /// description. Skills whose name matches come first. Shows each skill's
+    /// latest version that is not yanked.
+    Search(SearchArgs),
+
+    /// Show a skill's details and versions.
+    ///
+    /// Shows the latest version that is not yanked, or NAME@VERSION: its
+    /// description, size, checksum, tree hash, files, dependencies, signer
+    /// and publication time, then every version with yanks marked.
+    Info(InfoArgs),
+}
+
+/// Which registry to use.
+#[derive(Debug, Args)]
+pub struct RegistryArgs {
+    /// The registry's URL (https://, http:// or file://): the folder that
+    /// holds its config.json. Defaults to $SKILLPKG_REGISTRY, else
+    /// `registry` in <config dir>/skillpkg/config.toml.
+    #[arg(long, value_name = "URL")]
+    pub registry: Option<RegistryUrl>,
+}
+
+/// The token to authenticate with.
+#[derive(Debug, Args)]
+pub struct TokenArgs {
+    /// The API token. Defaults to $SKILLPKG_TOKEN, else the one `skillpkg
+    /// login` stored for the registry. Prefer those: an argument is visible
+    /// to other users of the machine in the process list.
+    #[arg(long, value_name = "TOKEN")]
+    pub token: Option<Token>,
 }
 
 #[derive(Debug, Args)]
@@ -119,6 +183,100 @@ pub struct PackArgs {
     pub version: Option<semver::Version>,
 
     /// Print the result as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct PublishArgs {
+    /// The skill folder.
+    #[arg(default_value = ".", value_name = "PATH")]
+    pub path: PathBuf,
+
+    /// The version to publish, for a skill whose frontmatter has none; it
+    /// must agree with one that is there.
+    #[arg(long, value_name = "SEMVER")]
+    pub version: Option<semver::Version>,
+
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+
+    #[command(flatten)]
+    pub token: TokenArgs,
+
+    /// Validate and pack, then show what would be uploaded (name, version,
+    /// size, checksum) and to which URL, without uploading. Needs no token.
+    #[arg(long)]
+    pub dry_run: bool,
+
+    /// Print the result as JSON on stdout: the registry's index line for the
+    /// new version (with --dry-run, what would be uploaded).
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct YankArgs {
+    /// The version to yank, as NAME@VERSION.
+    #[arg(value_name = "NAME@VERSION")]
+    pub skill: SkillVersion,
+
+    /// Undo the yank: the version can be picked for new installs again.
+    #[arg(long, conflicts_with = "reason")]
+    pub undo: bool,
+
+    /// Why the version is yanked, shown by `skillpkg info` (for example
+    /// "leaks credentials; use 1.2.1").
+    #[arg(long, value_name = "TEXT")]
+    pub reason: Option<String>,
+
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+
+    #[command(flatten)]
+    pub token: TokenArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct LoginArgs {
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+
+    /// The token to store. Without it, one line is read from stdin, so
+    /// `skillpkg login < token.txt` and `echo "$TOKEN" | skillpkg login`
+    /// work and keep the token out of the process list.
+    #[arg(long, value_name = "TOKEN")]
+    pub token: Option<Token>,
+}
+
+#[derive(Debug, Args)]
+pub struct SearchArgs {
+    /// Words to look for; all of them must match.
+    #[arg(value_name = "QUERY")]
+    pub query: String,
+
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+
+    /// Show at most N skills.
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    pub limit: usize,
+
+    /// Print the matching skills as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct InfoArgs {
+    /// The skill, and optionally the version to show: NAME or NAME@VERSION.
+    #[arg(value_name = "NAME[@VERSION]")]
+    pub skill: SkillSpec,
+
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+
+    /// Print the details as JSON on stdout.
     #[arg(long)]
     pub json: bool,
 }

@@ -28,6 +28,8 @@ impl From<ExitStatus> for std::process::ExitCode {
 pub struct UserError {
     pub message: String,
     pub hint: Option<String>,
+    /// What went wrong underneath, printed as `Caused by:` lines.
+    pub source: Option<Box<dyn std::error::Error + Send + Sync>>,
 }
 
 impl UserError {
@@ -36,6 +38,7 @@ impl UserError {
         Self {
             message: message.into(),
             hint: None,
+            source: None,
         }
     }
 
@@ -43,6 +46,16 @@ impl UserError {
     #[must_use]
     pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
         self.hint = Some(hint.into());
+        self
+    }
+
+    /// Keeps the error this one explains.
+    #[must_use]
+    pub fn with_source(
+        mut self,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> Self {
+        self.source = Some(source.into());
         self
     }
 }
@@ -53,17 +66,28 @@ impl fmt::Display for UserError {
     }
 }
 
-impl std::error::Error for UserError {}
+impl std::error::Error for UserError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source
+            .as_deref()
+            .map(|source| source as &(dyn std::error::Error + 'static))
+    }
+}
 
 /// Returns the exit status for an error: 1 when the user can fix it, else 2.
 pub fn exit_status(error: &anyhow::Error) -> ExitStatus {
     use skillpkg_index::archive::{PackError, UnpackError};
+
+    use crate::registry_client::RegistryError;
     let is_user_error = error.chain().any(|cause| {
         cause.is::<UserError>()
             || cause
                 .downcast_ref::<PackError>()
                 .is_some_and(|error| error.hint().is_some())
             || cause.is::<UnpackError>()
+            || cause
+                .downcast_ref::<RegistryError>()
+                .is_some_and(RegistryError::is_user_error)
     });
     if is_user_error {
         ExitStatus::Failure
@@ -75,10 +99,17 @@ pub fn exit_status(error: &anyhow::Error) -> ExitStatus {
 /// Returns the advice attached anywhere in the error's chain.
 pub fn hint(error: &anyhow::Error) -> Option<String> {
     use skillpkg_index::archive::PackError;
+
+    use crate::registry_client::RegistryError;
     error.chain().find_map(|cause| {
         cause
             .downcast_ref::<UserError>()
             .and_then(|error| error.hint.clone())
             .or_else(|| cause.downcast_ref::<PackError>().and_then(PackError::hint))
+            .or_else(|| {
+                cause
+                    .downcast_ref::<RegistryError>()
+                    .and_then(RegistryError::hint)
+            })
     })
 }

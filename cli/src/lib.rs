@@ -1,14 +1,23 @@
 //! # skillpkg
 //!
 //! The command-line client. Each command is a thin file under [`commands`]:
-//! clap arguments ([`args`]) in, a call into `skillpkg-index` (or, later, the
-//! resolver and installer), output through the one [`printer::Printer`].
+//! clap arguments ([`args`]) in, settings resolved from flags, environment
+//! ([`env_vars`]) and the user's files ([`settings`]), a call into
+//! `skillpkg-index` or the [`registry_client`] (or, later, the resolver and
+//! installer), output through the one [`printer::Printer`].
 
 pub mod args;
 pub mod commands;
+pub mod credentials;
+pub mod env_vars;
 pub mod error;
 pub mod printer;
+pub mod registry_client;
 pub mod render;
+pub mod search;
+pub mod settings;
+pub mod spec;
+pub mod terminal;
 
 pub use error::{ExitStatus, UserError};
 
@@ -17,5 +26,10 @@ pub fn run(cli: args::Cli, printer: &printer::Printer) -> anyhow::Result<ExitSta
     match cli.command {
         args::Command::Validate(args) => commands::validate::run(&args, printer),
         args::Command::Pack(args) => commands::pack::run(&args, printer),
+        args::Command::Publish(args) => commands::publish::run(&args, printer),
+        args::Command::Yank(args) => commands::yank::run(&args, printer),
+        args::Command::Login(args) => commands::login::run(&args, printer),
+        args::Command::Search(args) => commands::search::run(&args, printer),
+        args::Command::Info(args) => commands::info::run(&args, printer),
     }
 }

@@ -51,6 +51,13 @@ impl Printer {
         let _ = writeln!(stdout, "{text}");
     }
 
+    /// Writes JSON that is already serialised (a document as a server sent
+    /// it) to stdout.
+    pub fn json_text(&self, text: &str) {
+        let mut stdout = std::io::stdout().lock();
+        let _ = writeln!(stdout, "{text}");
+    }
+
     /// Writes a right-aligned status verb and a message to stderr, like cargo.
     pub fn status(&self, verb: &str, message: &str) {
         if self.quiet {
@@ -65,6 +72,14 @@ impl Printer {
     pub fn diagnostic(&self, text: &str) {
         let mut stderr = anstream::stderr().lock();
         let _ = writeln!(stderr, "{text}");
+    }
+
+    /// Writes a prompt to stderr, without a newline, for input that follows
+    /// on the same line.
+    pub fn prompt(&self, text: &str) {
+        let mut stderr = anstream::stderr().lock();
+        let _ = write!(stderr, "{text}");
+        let _ = stderr.flush();
     }
 
     /// Writes an error, its causes and a hint to stderr.

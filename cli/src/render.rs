@@ -9,6 +9,8 @@
 //!    |       ^^^
 //!    = hint: rename the folder to `pdf` or set `name: pdf-tools`
 //! ```
+//!
+//! Also: text that comes from a registry, made fit for one line of a table.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -72,4 +74,46 @@ pub fn diagnostic(diagnostic: &Diagnostic, skill_dir: &Path) -> String {
         let _ = writeln!(out, "{pad} {gutter}={gutter:#} {bold}hint{bold:#}: {hint}");
     }
     out
+}
+
+/// Returns `text` on one line: runs of whitespace and control characters
+/// become one space, so a description can neither break a table nor send
+/// terminal escapes.
+pub fn one_line(text: &str) -> String {
+    let mut line = String::with_capacity(text.len());
+    for word in text
+        .split(|character: char| character.is_whitespace() || character.is_control())
+        .filter(|word| !word.is_empty())
+    {
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    line
+}
+
+/// Returns `text` cut to at most `width` characters, ending in `…` when cut.
+pub fn truncate(text: &str, width: usize) -> String {
+    if text.chars().count() <= width {
+        return text.to_owned();
+    }
+    let mut cut: String = text.chars().take(width.saturating_sub(1)).collect();
+    cut.push('…');
+    cut
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn registry_text_fits_one_line() {
+        assert_eq!(
+            one_line("  Read\n\tPDF \u{1b}[2J files. "),
+            "Read PDF [2J files."
+        );
+        assert_eq!(truncate("abcdef", 4), "abc…");
+        assert_eq!(truncate("abcd", 4), "abcd");
+    }
 }

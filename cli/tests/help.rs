@@ -12,7 +12,9 @@ fn help_lists_every_command() {
         .unwrap();
     assert!(output.status.success());
     let help = String::from_utf8(output.stdout).unwrap();
-    for command in ["validate", "pack"] {
+    for command in [
+        "validate", "pack", "publish", "yank", "login", "search", "info",
+    ] {
         assert!(help.contains(command), "`{command}` missing from:\n{help}");
     }
 }

@@ -20,6 +20,9 @@ use serde_json::json;
 
 use crate::registry::{Registry, RegistryError, error_chain};
 
+/// Files up to this size are read on the async thread.
+const SMALL_FILE: u64 = 64 * 1024;
+
 /// Room for the multipart framing and the small text parts around the tarball.
 const MULTIPART_SLACK: u64 = 64 * 1024;
 
@@ -290,7 +293,8 @@ async fn static_file(
         return plain(StatusCode::NOT_FOUND, "not found\n");
     }
     let path = registry.tree().root().join(relative);
-    let Ok(metadata) = tokio::fs::metadata(&path).await else {
+    // A stat of a cached file is cheaper than a trip to the blocking pool.
+    let Ok(metadata) = fs_err::metadata(&path) else {
         return plain(StatusCode::NOT_FOUND, "not found\n");
     };
     if !metadata.is_file() {
@@ -324,7 +328,14 @@ async fn static_file(
         return (StatusCode::NOT_MODIFIED, response_headers).into_response();
     }
     response_headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
-    let Ok(bytes) = tokio::fs::read(&path).await else {
+    // Index files are small and hot: read them in place. Archives (up to the
+    // size limit) go through the blocking pool.
+    let read = if metadata.len() <= SMALL_FILE {
+        fs_err::read(&path)
+    } else {
+        tokio::fs::read(&path).await
+    };
+    let Ok(bytes) = read else {
         // Replaced between the two calls: the client retries.
         return plain(StatusCode::NOT_FOUND, "not found\n");
     };

@@ -15,42 +15,11 @@ use crate::{ExitStatus, UserError, render};
 
 pub fn run(args: &PackArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
     let dir = &args.path;
-    if !dir.is_dir() {
-        return Err(
-            UserError::new(format!("`{}` is not a folder", dir.display()))
-                .with_hint("give the path of the skill folder, the one that holds SKILL.md")
-                .into(),
-        );
-    }
-    let report = skill::validate_skill(dir, &ValidateOptions::for_folder(dir));
-    if args.json && !report.is_valid() {
-        // Scripts get the diagnostics in the same shape `validate --json` uses.
-        printer.json(&json!({ "error": "invalid skill", "skill": report_json(&report) }));
-    } else if !args.json {
-        for diagnostic in &report.diagnostics {
-            printer.diagnostic(&render::diagnostic(diagnostic, dir));
-        }
-    }
-    let Some(frontmatter) = report.frontmatter.clone() else {
-        let errors = report.errors();
-        let plural = if errors == 1 { "" } else { "s" };
-        return Err(UserError::new(format!(
-            "cannot pack `{}`: the skill has {errors} error{plural}",
-            dir.display()
-        ))
-        .with_hint(format!(
-            "fix them; `skillpkg validate {}` lists them",
-            dir.display()
-        ))
-        .into());
-    };
-    let version = version(args, &frontmatter, dir)?;
-    let output = output_path(
-        args.output.as_deref(),
-        &format!("{}-{version}.tgz", frontmatter.name),
-    )?;
-    let packed = archive::pack_dir(dir, frontmatter.name, version, &Limits::default())
-        .with_context(|| format!("cannot pack `{}`", dir.display()))?;
+    let Packed {
+        skill: packed,
+        report,
+    } = validate_and_pack(dir, args.version.as_ref(), args.json, printer)?;
+    let output = output_path(args.output.as_deref(), &packed.file_name())?;
     write_atomically(&output, &packed.tarball)?;
     if is_inside(&output, dir) && !is_own_tarball_at_root(&output, dir, &packed) {
         printer.diagnostic(&format!(
@@ -72,15 +41,69 @@ pub fn run(args: &PackArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
     Ok(ExitStatus::Success)
 }
 
+/// A skill that passed validation, packed in memory.
+#[derive(Debug)]
+pub struct Packed {
+    pub skill: PackedSkill,
+    /// The validation report, warnings included.
+    pub report: SkillReport,
+}
+
+/// Validates the skill in `dir` and packs it in memory: the part of `pack`
+/// that `publish` shares, so both refuse and accept exactly the same
+/// skills. Diagnostics are printed (on stderr; with `json`, an invalid
+/// skill's report is printed as JSON on stdout instead, in `validate
+/// --json`'s shape). `version` is the `--version` flag.
+pub fn validate_and_pack(
+    dir: &Path,
+    version: Option<&semver::Version>,
+    json: bool,
+    printer: &Printer,
+) -> anyhow::Result<Packed> {
+    if !dir.is_dir() {
+        return Err(
+            UserError::new(format!("`{}` is not a folder", dir.display()))
+                .with_hint("give the path of the skill folder, the one that holds SKILL.md")
+                .into(),
+        );
+    }
+    let report = skill::validate_skill(dir, &ValidateOptions::for_folder(dir));
+    if json && !report.is_valid() {
+        // Scripts get the diagnostics in the same shape `validate --json` uses.
+        printer.json(&json!({ "error": "invalid skill", "skill": report_json(&report) }));
+    } else if !json {
+        for diagnostic in &report.diagnostics {
+            printer.diagnostic(&render::diagnostic(diagnostic, dir));
+        }
+    }
+    let Some(frontmatter) = report.frontmatter.clone() else {
+        let errors = report.errors();
+        let plural = if errors == 1 { "" } else { "s" };
+        return Err(UserError::new(format!(
+            "cannot pack `{}`: the skill has {errors} error{plural}",
+            dir.display()
+        ))
+        .with_hint(format!(
+            "fix them; `skillpkg validate {}` lists them",
+            dir.display()
+        ))
+        .into());
+    };
+    let version = resolve_version(version, &frontmatter, dir)?;
+    let skill = archive::pack_dir(dir, frontmatter.name, version, &Limits::default())
+        .with_context(|| format!("cannot pack `{}`", dir.display()))?;
+    Ok(Packed { skill, report })
+}
+
 /// The version to pack: `--version`, else the frontmatter's. A `--version`
 /// that contradicts the frontmatter is refused: the tarball's own SKILL.md
 /// would then disagree with its file name and index entry.
-fn version(
-    args: &PackArgs,
+fn resolve_version(
+    flag: Option<&semver::Version>,
     frontmatter: &Frontmatter,
     dir: &Path,
 ) -> anyhow::Result<semver::Version> {
-    match (&args.version, &frontmatter.version) {
+    match (flag, &frontmatter.version) {
         (Some(flag), Some(declared)) if flag != declared => Err(UserError::new(format!(
             "`--version {flag}` contradicts the version {declared} that `{}` declares",
             dir.display()

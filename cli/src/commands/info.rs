@@ -1,0 +1,140 @@
+//! `skillpkg info`: a skill's details and versions, from its index file.
+
+use serde_json::json;
+use skillpkg_index::archive::human_bytes;
+use skillpkg_index::registry::{IndexRecord, latest};
+
+use crate::args::InfoArgs;
+use crate::credentials::Token;
+use crate::printer::Printer;
+use crate::registry_client::{self, Registry, RegistryUrl};
+use crate::render::one_line;
+use crate::settings::{self, Environment};
+use crate::spec::SkillSpec;
+use crate::{ExitStatus, UserError};
+
+pub fn run(args: &InfoArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
+    let environment = Environment::from_process();
+    let registry_url = settings::registry(args.registry.registry.as_ref(), &environment)?;
+    let token = settings::token(None, &environment, &registry_url)?;
+    let records = registry_client::block_on(records(registry_url.clone(), token, &args.skill))??;
+    let record = select(&records, &args.skill, &registry_url)?;
+    if args.json {
+        printer.json(&json!({
+            "registry": registry_url.to_string(),
+            "record": record,
+            "versions": records.iter().rev().map(|record| json!({
+                "version": record.vers.to_string(),
+                "yanked": record.yanked,
+                "yanked_reason": record.yanked_reason,
+            })).collect::<Vec<_>>(),
+        }));
+    } else {
+        printer.result(&info_text(record, &records));
+    }
+    Ok(ExitStatus::Success)
+}
+
+async fn records(
+    registry_url: RegistryUrl,
+    token: Option<Token>,
+    skill: &SkillSpec,
+) -> anyhow::Result<Vec<IndexRecord>> {
+    let registry = Registry::open(registry_url, token).await?;
+    Ok(registry.index(&skill.name).await?)
+}
+
+/// The version asked for, else the latest that is not yanked, else (every
+/// version being yanked) the latest.
+fn select<'records>(
+    records: &'records [IndexRecord],
+    skill: &SkillSpec,
+    registry: &RegistryUrl,
+) -> anyhow::Result<&'records IndexRecord> {
+    let Some(version) = &skill.version else {
+        return Ok(latest(records)
+            .or_else(|| records.iter().max_by(|a, b| a.vers.cmp(&b.vers)))
+            .expect("an index file that was found lists a version"));
+    };
+    records
+        .iter()
+        .find(|record| &record.vers == version)
+        .ok_or_else(|| {
+            let versions: Vec<String> = records
+                .iter()
+                .rev()
+                .map(|record| {
+                    if record.yanked {
+                        format!("{} (yanked)", record.vers)
+                    } else {
+                        record.vers.to_string()
+                    }
+                })
+                .collect();
+            UserError::new(format!(
+                "`{}` has no version {version} in {registry}",
+                skill.name
+            ))
+            .with_hint(format!("its versions are: {}", versions.join(", ")))
+            .into()
+        })
+}
+
+fn info_text(record: &IndexRecord, records: &[IndexRecord]) -> String {
+    let mut lines = vec![
+        format!("{} {}", record.name, record.vers),
+        one_line(&record.description),
+        String::new(),
+        format!(
+            "size:       {} ({} bytes)",
+            human_bytes(record.size),
+            record.size
+        ),
+        format!("checksum:   {}", record.cksum),
+        format!("tree:       {}", one_line(&record.tree)),
+        format!("files:      {}", record.files),
+    ];
+    let dependencies = if record.deps.is_empty() {
+        "none".to_owned()
+    } else {
+        record
+            .deps
+            .iter()
+            .map(|dependency| format!("{} {}", dependency.name, dependency.req))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    lines.push(format!("depends on: {dependencies}"));
+    lines.push(format!(
+        "signer:     {}",
+        record
+            .signer
+            .as_deref()
+            .map_or_else(|| "none (unsigned)".to_owned(), one_line)
+    ));
+    lines.push(format!("published:  {}", record.published));
+    if record.yanked {
+        let reason = record
+            .yanked_reason
+            .as_deref()
+            .map_or_else(|| "yes (no reason given)".to_owned(), one_line);
+        lines.push(format!("yanked:     {reason}"));
+    }
+    lines.push(String::new());
+    lines.push("versions:".to_owned());
+    for other in records.iter().rev() {
+        if other.yanked {
+            lines.push(format!("  {}  ({})", other.vers, yank_note(other)));
+        } else {
+            lines.push(format!("  {}", other.vers));
+        }
+    }
+    lines.join("\n")
+}
+
+fn yank_note(record: &IndexRecord) -> String {
+    match &record.yanked_reason {
+        Some(reason) => format!("yanked: {}", one_line(reason)),
+        None => "yanked".to_owned(),
+    }
+}

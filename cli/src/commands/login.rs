@@ -1,0 +1,71 @@
+//! `skillpkg login`: check a token with a registry and store it.
+
+use std::io::{BufRead as _, IsTerminal as _};
+
+use anyhow::Context as _;
+
+use crate::args::LoginArgs;
+use crate::credentials::{Token, TokenError};
+use crate::printer::Printer;
+use crate::registry_client::{self, Action, Registry, RegistryUrl};
+use crate::settings::{self, Environment};
+use crate::{ExitStatus, UserError, env_vars, terminal};
+
+pub fn run(args: &LoginArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
+    let environment = Environment::from_process();
+    let registry_url = settings::registry(args.registry.registry.as_ref(), &environment)?;
+    let credentials = environment.credentials().ok_or_else(|| {
+        UserError::new("cannot find a config folder to store the token in").with_hint(format!(
+            "set {} to the folder skillpkg should keep its settings in",
+            env_vars::SKILLPKG_CONFIG_DIR
+        ))
+    })?;
+    let token = match &args.token {
+        Some(token) => token.clone(),
+        None => read_token(&registry_url, printer)?,
+    };
+    let user = registry_client::block_on(user(registry_url.clone(), &token))??;
+    credentials.store(&registry_url, &token)?;
+    printer.status("Logged in", &format!("to {registry_url} as {user}"));
+    Ok(ExitStatus::Success)
+}
+
+/// Asks the registry whose token this is, which also proves it is valid.
+async fn user(registry_url: RegistryUrl, token: &Token) -> anyhow::Result<String> {
+    let registry = Registry::open(registry_url, Some(token.clone())).await?;
+    Ok(registry.api(Action::Login)?.user(token).await?)
+}
+
+/// Reads one line from stdin: the token, typed or pasted (without echo) on
+/// a terminal, or piped in by a script.
+fn read_token(registry: &RegistryUrl, printer: &Printer) -> anyhow::Result<Token> {
+    let stdin = std::io::stdin();
+    let mut line = String::new();
+    if stdin.is_terminal() {
+        printer.prompt(&format!("Paste your token for {registry}: "));
+        let echo_off = terminal::EchoOff::new(&stdin);
+        stdin
+            .lock()
+            .read_line(&mut line)
+            .context("cannot read the token from stdin")?;
+        drop(echo_off);
+        // The user's Enter was not echoed either.
+        printer.prompt("\n");
+    } else {
+        stdin
+            .lock()
+            .read_line(&mut line)
+            .context("cannot read the token from stdin")?;
+    }
+    line.parse().map_err(|error: TokenError| {
+        let message = if error == TokenError::Empty {
+            "no token was given".to_owned()
+        } else {
+            "the token read from stdin is not valid".to_owned()
+        };
+        UserError::new(message)
+            .with_hint("pass the token the registry gave you with --token, or as one line on stdin")
+            .with_source(error)
+            .into()
+    })
+}

@@ -1,0 +1,114 @@
+//! `skillpkg publish`: validate and pack a skill like `pack`, then upload it.
+
+use serde_json::json;
+use skillpkg_index::archive::{PackedSkill, human_bytes, tree_hash::hex};
+use skillpkg_index::checksum::Checksum;
+
+use crate::ExitStatus;
+use crate::args::PublishArgs;
+use crate::commands::pack::{Packed, validate_and_pack};
+use crate::credentials::Token;
+use crate::printer::Printer;
+use crate::registry_client::{self, Action, Registry, RegistryUrl, redacted};
+use crate::settings::{self, Environment};
+
+pub fn run(args: &PublishArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
+    let environment = Environment::from_process();
+    let registry_url = settings::registry(args.registry.registry.as_ref(), &environment)?;
+    // Settings first: a missing token is reported before any work is done.
+    let token = if args.dry_run {
+        settings::token(args.token.token.as_ref(), &environment, &registry_url)?
+    } else {
+        Some(settings::require_token(
+            args.token.token.as_ref(),
+            &environment,
+            &registry_url,
+        )?)
+    };
+    let Packed { skill: packed, .. } =
+        validate_and_pack(&args.path, args.version.as_ref(), args.json, printer)?;
+    registry_client::block_on(upload(args, registry_url, token, &packed, printer))?
+}
+
+async fn upload(
+    args: &PublishArgs,
+    registry_url: RegistryUrl,
+    token: Option<Token>,
+    packed: &PackedSkill,
+    printer: &Printer,
+) -> anyhow::Result<ExitStatus> {
+    let registry = Registry::open(registry_url, token.clone()).await?;
+    let api = registry.api(Action::Publish)?;
+    let url = redacted(&api.publish_url());
+    // Without --dry-run, `run` made sure there is a token.
+    let Some(token) = token.filter(|_| !args.dry_run) else {
+        if args.json {
+            printer.json(&dry_run_json(packed, registry.url(), &url));
+        } else {
+            printer.result(&dry_run_text(packed, &url));
+            printer.status(
+                "Dry run",
+                &format!(
+                    "{} {} was not uploaded to {}",
+                    packed.name,
+                    packed.version,
+                    registry.url()
+                ),
+            );
+        }
+        return Ok(ExitStatus::Success);
+    };
+    let published = api
+        .publish(
+            &token,
+            &packed.name,
+            &packed.version,
+            packed.tarball.clone(),
+        )
+        .await?;
+    printer.status(
+        "Published",
+        &format!("{} {} to {}", packed.name, packed.version, registry.url()),
+    );
+    let checksum = Checksum::from_digest(packed.sha256);
+    if published.record.cksum != checksum {
+        printer.diagnostic(&format!(
+            "warning: the registry recorded the checksum {}, but the uploaded tarball's is {checksum}",
+            published.record.cksum
+        ));
+    }
+    if args.json {
+        printer.json_text(&published.line);
+    } else {
+        printer.result(&format!("checksum: {}", published.record.cksum));
+    }
+    Ok(ExitStatus::Success)
+}
+
+fn dry_run_text(packed: &PackedSkill, api_url: &str) -> String {
+    let size = packed.tarball.len() as u64;
+    [
+        format!("name:     {}", packed.name),
+        format!("version:  {}", packed.version),
+        format!("files:    {}", packed.files.len()),
+        format!("size:     {} ({size} bytes)", human_bytes(size)),
+        format!("sha256:   sha256:{}", hex(&packed.sha256)),
+        format!("tree:     {}", packed.tree),
+        format!("upload:   PUT {api_url}"),
+    ]
+    .join("\n")
+}
+
+fn dry_run_json(packed: &PackedSkill, registry: &RegistryUrl, api_url: &str) -> serde_json::Value {
+    json!({
+        "dry_run": true,
+        "name": packed.name,
+        "version": packed.version.to_string(),
+        "files": packed.files.len(),
+        "size": packed.tarball.len(),
+        "sha256": format!("sha256:{}", hex(&packed.sha256)),
+        "tree": packed.tree.as_str(),
+        "registry": registry.to_string(),
+        "upload": api_url,
+    })
+}

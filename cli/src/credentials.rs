@@ -1,0 +1,315 @@
+//! API tokens and the credentials file that keeps them.
+//!
+//! ```text
+//! <config dir>/skillpkg/credentials.toml     mode 0600, written by `skillpkg login`
+//!
+//! [registries."https://skills.example.com/"]   the registry URL, ending in `/`
+//! token = "..."
+//! ```
+//!
+//! The file is only ever replaced whole: a temporary file in the same folder
+//! (created 0600, so the token is never readable by others, not even for a
+//! moment), then a rename over the old one. Keys skillpkg does not know are
+//! kept when it rewrites the file.
+//!
+//! A [`Token`] never shows its value through `Display` or `Debug`, so it
+//! cannot leak into an error message, a log line or a `{:?}` of the parsed
+//! arguments.
+
+use std::fmt;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use anyhow::Context as _;
+
+use crate::UserError;
+use crate::registry_client::RegistryUrl;
+
+/// What `Display` and `Debug` show instead of a token.
+const REDACTED: &str = "****";
+
+/// An API token. Its value is reachable only through [`Token::expose`].
+#[derive(Clone, PartialEq, Eq)]
+pub struct Token(String);
+
+impl Token {
+    /// Returns the secret itself, for an `Authorization` header or the
+    /// credentials file. Never format it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Token {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Token({REDACTED})")
+    }
+}
+
+impl fmt::Display for Token {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(REDACTED)
+    }
+}
+
+/// Why a string is not a token. The variants never carry the text itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum TokenError {
+    #[error("the token is empty")]
+    Empty,
+    #[error(
+        "the token has a character that is not printable ASCII (at byte {position}); a token is one word of printable ASCII"
+    )]
+    InvalidCharacter { position: usize },
+}
+
+impl FromStr for Token {
+    type Err = TokenError;
+
+    /// Parses a token, ignoring whitespace around it (a pasted line keeps its
+    /// newline). Only printable ASCII is accepted: the token goes into an
+    /// HTTP header, where anything else is invalid or ambiguous.
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let text = text.trim();
+        if text.is_empty() {
+            return Err(TokenError::Empty);
+        }
+        if let Some(position) = text.bytes().position(|byte| !byte.is_ascii_graphic()) {
+            return Err(TokenError::InvalidCharacter { position });
+        }
+        Ok(Self(text.to_owned()))
+    }
+}
+
+/// The credentials file.
+#[derive(Clone, Debug)]
+pub struct Credentials {
+    path: PathBuf,
+}
+
+/// The table that holds one entry per registry.
+const REGISTRIES: &str = "registries";
+/// The key of a registry's token.
+const TOKEN: &str = "token";
+
+impl Credentials {
+    /// The credentials file at `path` (which need not exist).
+    pub fn at(path: impl Into<PathBuf>) -> Self {
+        Self { path: path.into() }
+    }
+
+    /// Returns the file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Returns the token stored for `registry`, if there is one.
+    pub fn token(&self, registry: &RegistryUrl) -> anyhow::Result<Option<Token>> {
+        let document = self.read()?;
+        let Some(value) = document
+            .get(REGISTRIES)
+            .and_then(|registries| registries.get(registry.credentials_key()))
+            .and_then(|entry| entry.get(TOKEN))
+        else {
+            return Ok(None);
+        };
+        let token = value
+            .as_str()
+            .ok_or_else(|| self.invalid("a token is not a string"))?
+            .parse()
+            .map_err(|error: TokenError| self.invalid(&error.to_string()))?;
+        Ok(Some(token))
+    }
+
+    /// Stores `token` for `registry`, replacing the one stored before and
+    /// keeping every other entry.
+    pub fn store(&self, registry: &RegistryUrl, token: &Token) -> anyhow::Result<()> {
+        let mut document = self.read()?;
+        let registries = document
+            .entry(REGISTRIES)
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()))
+            .as_table_mut()
+            .ok_or_else(|| self.invalid("`registries` is not a table"))?;
+        let mut entry = toml::Table::new();
+        entry.insert(TOKEN.into(), toml::Value::String(token.expose().to_owned()));
+        registries.insert(
+            registry.credentials_key().to_owned(),
+            toml::Value::Table(entry),
+        );
+        let text = toml::to_string(&document).context("cannot serialise the credentials")?;
+        write_private(&self.path, text.as_bytes())
+    }
+
+    /// Reads the file; a missing file is an empty one.
+    fn read(&self) -> anyhow::Result<toml::Table> {
+        let text = match fs_err::read_to_string(&self.path) {
+            Ok(text) => text,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(toml::Table::new());
+            }
+            Err(error) => return Err(error.into()),
+        };
+        text.parse::<toml::Table>().map_err(|error| {
+            UserError::new(format!(
+                "the credentials file {} is not valid TOML",
+                self.path.display()
+            ))
+            .with_hint(self.fix_hint())
+            .with_source(error)
+            .into()
+        })
+    }
+
+    fn invalid(&self, problem: &str) -> anyhow::Error {
+        UserError::new(format!(
+            "the credentials file {} is not valid: {problem}",
+            self.path.display()
+        ))
+        .with_hint(self.fix_hint())
+        .into()
+    }
+
+    fn fix_hint(&self) -> String {
+        format!(
+            "fix it, or delete it and run `skillpkg login` again; it holds `[registries.\"URL\"]` tables with a `token` each ({})",
+            self.path.display()
+        )
+    }
+}
+
+/// Replaces `path` with `bytes`, readable and writable by the owner only.
+fn write_private(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let parent = path
+        .parent()
+        .filter(|parent| !parent.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    fs_err::create_dir_all(parent)?;
+    // `tempfile` creates the file 0600 on Unix, so the token is private from
+    // the first byte; the explicit mode below documents it and survives a
+    // change of that default.
+    let mut file = tempfile::Builder::new()
+        .prefix(".credentials-")
+        .tempfile_in(parent)
+        .with_context(|| format!("cannot create a temporary file in {}", parent.display()))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        file.as_file()
+            .set_permissions(std::fs::Permissions::from_mode(0o600))
+            .with_context(|| format!("cannot make {} private", path.display()))?;
+    }
+    file.write_all(bytes)
+        .and_then(|()| file.as_file().sync_all())
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    // The rename replaces any older file, whatever its mode was, with this
+    // 0600 one.
+    file.persist(path)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn registry(text: &str) -> RegistryUrl {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn a_token_never_shows_its_value() {
+        let token: Token = "  spk_secret-value\n".parse().unwrap();
+        assert_eq!(token.expose(), "spk_secret-value");
+        assert_eq!(token.to_string(), "****");
+        assert_eq!(format!("{token:?}"), "Token(****)");
+        assert_eq!(format!("{:?}", Some(&token)), "Some(Token(****))");
+    }
+
+    #[test]
+    fn a_token_is_one_word_of_printable_ascii() {
+        assert_eq!("".parse::<Token>(), Err(TokenError::Empty));
+        assert_eq!(" \n".parse::<Token>(), Err(TokenError::Empty));
+        let error = "abc def".parse::<Token>().unwrap_err();
+        assert_eq!(error, TokenError::InvalidCharacter { position: 3 });
+        assert!(!error.to_string().contains("abc"));
+        assert!("tök".parse::<Token>().is_err());
+    }
+
+    #[cfg(unix)]
+    fn mode(path: &Path) -> u32 {
+        use std::os::unix::fs::PermissionsExt;
+        fs_err::metadata(path).unwrap().permissions().mode() & 0o777
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn the_credentials_file_is_created_0600_and_made_0600_again() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("skillpkg/credentials.toml");
+        let credentials = Credentials::at(&path);
+        let local = registry("http://127.0.0.1:8080");
+        credentials
+            .store(&local, &"first".parse().unwrap())
+            .unwrap();
+        assert_eq!(mode(&path), 0o600);
+
+        fs_err::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        credentials
+            .store(&local, &"second".parse().unwrap())
+            .unwrap();
+        assert_eq!(mode(&path), 0o600);
+        assert_eq!(
+            credentials.token(&local).unwrap().unwrap().expose(),
+            "second"
+        );
+        // No temporary file is left beside it.
+        let names: Vec<_> = fs_err::read_dir(path.parent().unwrap())
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["credentials.toml"]);
+    }
+
+    #[test]
+    fn tokens_are_kept_per_registry_with_other_keys_preserved() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("credentials.toml");
+        fs_err::write(
+            &path,
+            "future-key = 1\n[registries.\"https://other.example/\"]\ntoken = \"other\"\n",
+        )
+        .unwrap();
+        let credentials = Credentials::at(&path);
+        let local = registry("http://127.0.0.1:8080/");
+        assert_eq!(credentials.token(&local).unwrap(), None);
+        credentials.store(&local, &"mine".parse().unwrap()).unwrap();
+
+        let text = fs_err::read_to_string(&path).unwrap();
+        assert!(text.contains("future-key = 1"), "{text}");
+        assert!(
+            text.contains("[registries.\"http://127.0.0.1:8080/\"]"),
+            "{text}"
+        );
+        let other = registry("https://other.example");
+        assert_eq!(
+            credentials.token(&other).unwrap().unwrap().expose(),
+            "other"
+        );
+        assert_eq!(credentials.token(&local).unwrap().unwrap().expose(), "mine");
+    }
+
+    #[test]
+    fn a_broken_credentials_file_is_named_and_its_content_not_echoed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("credentials.toml");
+        fs_err::write(&path, "[registries.\"http://x/\"]\ntoken = \"a b\"\n").unwrap();
+        let error = Credentials::at(&path)
+            .token(&registry("http://x"))
+            .unwrap_err();
+        let message = format!("{error:#}");
+        assert!(message.contains("credentials.toml"), "{message}");
+        assert!(!message.contains("a b"), "{message}");
+    }
+}

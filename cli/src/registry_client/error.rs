@@ -1,0 +1,176 @@
+//! Why talking to a registry failed, with the URL (redacted) or the skill
+//! that failed and advice on what to do next.
+
+use std::path::PathBuf;
+
+use skillpkg_index::registry::IndexError;
+
+/// An operation of the API, named in messages ("the registry refused the
+/// publish").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    Publish,
+    Yank,
+    Unyank,
+    Login,
+}
+
+impl Action {
+    fn noun(self) -> &'static str {
+        match self {
+            Self::Publish => "publish",
+            Self::Yank => "yank",
+            Self::Unyank => "unyank",
+            Self::Login => "login",
+        }
+    }
+
+    /// What to do on a read-only registry instead.
+    fn elsewhere(self) -> &'static str {
+        match self {
+            Self::Publish => "publish to its server instead",
+            Self::Yank | Self::Unyank => "yank through its server instead",
+            Self::Login => "log in to its server instead",
+        }
+    }
+}
+
+impl std::fmt::Display for Action {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.noun())
+    }
+}
+
+/// Why a request to a registry failed. URLs are stored redacted.
+#[derive(Debug, thiserror::Error)]
+pub enum RegistryError {
+    /// The request did not get an answer: DNS, connection, TLS, timeout.
+    #[error("cannot reach {url}")]
+    Network {
+        url: String,
+        #[source]
+        source: reqwest::Error,
+    },
+    /// A `file://` registry's file could not be read (other than missing).
+    #[error("cannot read {}", path.display())]
+    File {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A file of the static tree answered with an unexpected status.
+    #[error("{url} answered HTTP {status}")]
+    Status { url: String, status: u16 },
+    /// The URL has no `config.json`.
+    #[error("{registry} is not a skillpkg registry: it has no config.json")]
+    NotARegistry { registry: String },
+    /// `config.json` is of a format version this client does not know.
+    #[error(
+        "{registry} uses index format version {version}, which this version of skillpkg does not know"
+    )]
+    UnknownFormat { registry: String, version: u32 },
+    /// A JSON document of the tree or of the API did not parse.
+    #[error("{url} is not a valid {what}")]
+    BadDocument {
+        url: String,
+        what: &'static str,
+        #[source]
+        source: serde_json::Error,
+    },
+    /// An index file did not parse.
+    #[error("the index file at {url} is not valid")]
+    BadIndex {
+        url: String,
+        #[source]
+        source: IndexError,
+    },
+    /// The skill has no index file.
+    #[error("no skill named `{name}` in {registry}")]
+    NoSuchSkill { name: String, registry: String },
+    /// `config.json` has `"api": null`.
+    #[error("{registry} is read-only (a static tree with no API); {}", action.elsewhere())]
+    ReadOnly { registry: String, action: Action },
+    /// `config.json`'s `api` is not an `http(s)` URL.
+    #[error("the `api` of {registry} (in its config.json) is not an http:// or https:// URL")]
+    BadApiUrl { registry: String },
+    /// The API answered 4xx: the request or its token was refused.
+    #[error("the registry refused the {action}: {}", details.join("; "))]
+    Refused {
+        action: Action,
+        registry: String,
+        status: u16,
+        details: Vec<String>,
+    },
+    /// The API answered 5xx (or another status that is not a refusal).
+    #[error("the registry failed the {action} (HTTP {status} from {url}): {}", details.join("; "))]
+    ServerFailed {
+        action: Action,
+        url: String,
+        status: u16,
+        details: Vec<String>,
+    },
+}
+
+impl RegistryError {
+    /// Returns true if and only if the user can fix this (exit status 1):
+    /// a wrong URL, a wrong name, a refused token or request. Unreachable or
+    /// failing servers and unreadable answers are exit status 2.
+    pub fn is_user_error(&self) -> bool {
+        match self {
+            Self::NotARegistry { .. }
+            | Self::UnknownFormat { .. }
+            | Self::NoSuchSkill { .. }
+            | Self::ReadOnly { .. }
+            | Self::BadApiUrl { .. }
+            | Self::Refused { .. } => true,
+            Self::Status { status, .. } => (400..500).contains(status),
+            Self::Network { .. }
+            | Self::File { .. }
+            | Self::BadDocument { .. }
+            | Self::BadIndex { .. }
+            | Self::ServerFailed { .. } => false,
+        }
+    }
+
+    /// Returns advice on what to do next.
+    pub fn hint(&self) -> Option<String> {
+        Some(match self {
+            Self::Network { .. } => {
+                "check the registry URL and your network, and that the registry is running".into()
+            }
+            Self::NotARegistry { .. } => {
+                "check the URL: a registry URL is the folder that holds config.json".into()
+            }
+            Self::UnknownFormat { .. } => "upgrade skillpkg to read this registry".into(),
+            Self::NoSuchSkill { name, .. } => {
+                format!("check the spelling, or look for it with `skillpkg search {name}`")
+            }
+            Self::ReadOnly { .. } => {
+                "pass the URL of the registry's server with --registry; a mirror or a tree written by `skillpkg-registry build` has `\"api\": null` in its config.json".into()
+            }
+            Self::Status {
+                status: 401 | 403, ..
+            } => "this registry needs a token: run `skillpkg login`, or set SKILLPKG_TOKEN".into(),
+            Self::Refused {
+                status, registry, action, ..
+            } => return refusal_hint(*status, registry, *action),
+            _ => return None,
+        })
+    }
+}
+
+fn refusal_hint(status: u16, registry: &str, action: Action) -> Option<String> {
+    Some(match (status, action) {
+        (401, Action::Login) => "check that you copied the whole token, and that it was created for this registry".into(),
+        (401, _) => format!(
+            "the token is missing, unknown or revoked: run `skillpkg login --registry {registry}` with a valid one, or check --token and SKILLPKG_TOKEN"
+        ),
+        (403, _) => "only the skill's owners may do this; ask an owner to add you".into(),
+        (409, Action::Publish) => "published versions are immutable, even when yanked: raise `version` in SKILL.md and publish again".into(),
+        (413, _) => "the skill is over this registry's size limit (`max-skill-bytes` in its config.json)".into(),
+        (404, Action::Yank | Action::Unyank) => {
+            "check the name and version; `skillpkg info NAME` lists the versions".into()
+        }
+        _ => return None,
+    })
+}

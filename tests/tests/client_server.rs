@@ -1,0 +1,277 @@
+//! The real client against the real server, and the same tree through
+//! nginx and `file://`: what a user of a registry sees.
+
+use skillpkg_tests::{Nginx, RegistryServer, Sandbox, create_token, run};
+
+/// A server with a token for alice, and a sandbox to run the client in.
+struct World {
+    sandbox: Sandbox,
+    server: RegistryServer,
+    token: String,
+}
+
+impl World {
+    fn new() -> Self {
+        let sandbox = Sandbox::new();
+        let data = sandbox.path().join("registry");
+        let token = create_token(&data, "alice");
+        let server = RegistryServer::start(&data, &[]);
+        Self {
+            sandbox,
+            server,
+            token,
+        }
+    }
+
+    fn skillpkg(&self, args: &[&str]) -> skillpkg_tests::Output {
+        run(self
+            .sandbox
+            .skillpkg()
+            .args(args)
+            .env("SKILLPKG_CONFIG_DIR", self.sandbox.path().join("config")))
+    }
+
+    fn publish(&self, name: &str, version: &str, description: &str) -> skillpkg_tests::Output {
+        let dir = format!("skills/{name}-{version}/{name}");
+        self.sandbox.write(
+            &format!("{dir}/SKILL.md"),
+            format!(
+                "---\nname: {name}\ndescription: {description}\nversion: {version}\n---\n# {name}\n"
+            ),
+        );
+        let path = self.sandbox.path().join(&dir);
+        self.skillpkg(&[
+            "publish",
+            path.to_str().unwrap(),
+            "--registry",
+            self.server.url(),
+            "--token",
+            &self.token,
+        ])
+    }
+}
+
+#[test]
+fn login_then_publish_then_read_back_through_the_api_and_the_tree() {
+    let world = World::new();
+    let url = world.server.url();
+    let login = world.skillpkg(&["login", "--registry", url, "--token", &world.token]);
+    assert_eq!(login.code, 0, "{login:?}");
+    assert!(login.stderr.contains("as alice"), "{}", login.stderr);
+    let credentials = world
+        .sandbox
+        .path()
+        .join("config/skillpkg/credentials.toml");
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        fs_err::metadata(&credentials).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+
+    world.sandbox.write("pdf-processing/SKILL.md", "---\nname: pdf-processing\ndescription: Reads PDFs.\nmetadata:\n  version: \"1.2.0\"\n---\n# PDF\n");
+    let published = world.skillpkg(&["publish", "pdf-processing", "--registry", url, "--json"]);
+    assert_eq!(
+        published.code, 0,
+        "the token comes from the credentials file: {published:?}"
+    );
+    let line = published.json();
+    assert_eq!(line["vers"], "1.2.0");
+
+    let packed = world.skillpkg(&["pack", "pdf-processing", "--json", "-o", "again.tgz"]);
+    assert_eq!(
+        line["cksum"],
+        packed.json()["sha256"],
+        "the registry stores the bytes pack makes"
+    );
+    let stored =
+        fs_err::read_to_string(world.server.public().join("index/pd/f-/pdf-processing")).unwrap();
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(stored.trim()).unwrap(),
+        line
+    );
+
+    let info = world.skillpkg(&["info", "pdf-processing", "--registry", url, "--json"]);
+    assert_eq!(info.code, 0, "{info:?}");
+    assert_eq!(info.json()["record"]["cksum"], line["cksum"]);
+}
+
+#[test]
+fn the_server_words_reach_the_user_unchanged() {
+    let world = World::new();
+    assert_eq!(world.publish("pdf", "1.0.0", "Reads PDFs.").code, 0);
+    let again = world.publish("pdf", "1.0.0", "Reads PDFs.");
+    assert_eq!(again.code, 1, "{again:?}");
+    assert!(
+        again.stderr.contains(
+            "pdf@1.0.0 is already published; versions are immutable, publish a new version"
+        ),
+        "{}",
+        again.stderr
+    );
+
+    let bob = create_token(&world.sandbox.path().join("registry"), "bob");
+    world.sandbox.write(
+        "skills/bob/pdf/SKILL.md",
+        "---\nname: pdf\ndescription: Mine now.\nversion: 2.0.0\n---\nbody\n",
+    );
+    let path = world.sandbox.path().join("skills/bob/pdf");
+    let foreign = world.skillpkg(&[
+        "publish",
+        path.to_str().unwrap(),
+        "--registry",
+        world.server.url(),
+        "--token",
+        &bob,
+    ]);
+    assert_eq!(foreign.code, 1, "{foreign:?}");
+    assert!(
+        foreign
+            .stderr
+            .contains("`bob` does not own `pdf`; ask an owner (alice) to add you"),
+        "{}",
+        foreign.stderr
+    );
+    let bogus = world.skillpkg(&[
+        "publish",
+        path.to_str().unwrap(),
+        "--registry",
+        world.server.url(),
+        "--token",
+        "skp_bogus",
+    ]);
+    assert_eq!(bogus.code, 1, "{bogus:?}");
+    assert!(
+        bogus.stderr.contains("the token is not valid"),
+        "{}",
+        bogus.stderr
+    );
+    assert!(
+        !bogus.stderr.contains("skp_bogus"),
+        "the token is never printed"
+    );
+}
+
+#[test]
+fn yank_and_undo_with_the_client() {
+    let world = World::new();
+    let url = world.server.url();
+    assert_eq!(world.publish("pdf", "1.0.0", "Reads PDFs.").code, 0);
+    assert_eq!(world.publish("pdf", "1.1.0", "Reads PDFs better.").code, 0);
+    let yank = world.skillpkg(&[
+        "yank",
+        "pdf@1.1.0",
+        "--reason",
+        "corrupts output",
+        "--registry",
+        url,
+        "--token",
+        &world.token,
+    ]);
+    assert_eq!(yank.code, 0, "{yank:?}");
+    let info = world.skillpkg(&["info", "pdf", "--registry", url, "--json"]);
+    assert_eq!(
+        info.json()["record"]["vers"],
+        "1.0.0",
+        "the latest version that is not yanked"
+    );
+    let human = world.skillpkg(&["info", "pdf", "--registry", url]);
+    assert!(
+        human.stdout.contains("yanked: corrupts output"),
+        "{}",
+        human.stdout
+    );
+    let undo = world.skillpkg(&[
+        "yank",
+        "pdf@1.1.0",
+        "--undo",
+        "--registry",
+        url,
+        "--token",
+        &world.token,
+    ]);
+    assert_eq!(undo.code, 0, "{undo:?}");
+    assert_eq!(
+        world
+            .skillpkg(&["info", "pdf", "--registry", url, "--json"])
+            .json()["record"]["vers"],
+        "1.1.0"
+    );
+}
+
+#[test]
+fn search_and_info_answer_the_same_from_the_server_nginx_and_file() {
+    let world = World::new();
+    for (name, version, description) in [
+        ("pdf", "1.0.0", "Read PDF files."),
+        (
+            "pdf-processing",
+            "1.0.0",
+            "Extract text and tables from PDF files.",
+        ),
+        (
+            "pdf-processing",
+            "1.1.0",
+            "Extract text and tables from PDF files, fast.",
+        ),
+        (
+            "commit-messages",
+            "0.3.0",
+            "Write commit messages, also for PDF changelogs.",
+        ),
+    ] {
+        let output = world.publish(name, version, description);
+        assert_eq!(output.code, 0, "{output:?}");
+    }
+    let yank = world.skillpkg(&[
+        "yank",
+        "pdf-processing@1.1.0",
+        "--reason",
+        "slow",
+        "--registry",
+        world.server.url(),
+        "--token",
+        &world.token,
+    ]);
+    assert_eq!(yank.code, 0, "{yank:?}");
+
+    let nginx = Nginx::serve(&world.server.public());
+    let file = format!("file://{}/", world.server.public().display());
+    let registries = [
+        format!("{}/", world.server.url()),
+        format!("{}/", nginx.url()),
+        file,
+    ];
+    let answers: Vec<Vec<String>> = registries
+        .iter()
+        .map(|registry| {
+            [
+                vec!["search", "pdf"],
+                vec!["search", "pdf", "--json"],
+                vec!["info", "pdf-processing"],
+                vec!["info", "pdf-processing@1.1.0", "--json"],
+                vec!["info", "nothing-here"],
+            ]
+            .iter()
+            .map(|args| {
+                let mut args = args.clone();
+                args.extend(["--registry", registry.as_str()]);
+                let output = world.skillpkg(&args);
+                format!("{}\n{}\n{}", output.code, output.stdout, output.stderr)
+                    .replace(registry.as_str(), "<REGISTRY>")
+            })
+            .collect()
+        })
+        .collect();
+    assert!(
+        answers[0][0].contains("pdf-processing"),
+        "{}",
+        answers[0][0]
+    );
+    assert!(
+        answers[0][4].starts_with('1'),
+        "an unknown skill is an error: {}",
+        answers[0][4]
+    );
+    assert_eq!(answers[0], answers[1], "server and nginx");
+    assert_eq!(answers[0], answers[2], "server and file://");
+}

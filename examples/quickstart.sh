@@ -1,32 +1,61 @@
 #!/usr/bin/env bash
-# The quick start: build skillpkg, validate the example skills, pack each into
-# a deterministic tarball under target/quickstart/, and show that packing
-# again gives the same bytes.
+# The quick start, end to end on the example material in this repository:
+#   1. validate the example skills and pack them into deterministic tarballs;
+#   2. search and inspect the example registry (a static tree, read from disk);
+#   3. run a registry server on a loopback port, publish the example skills to
+#      it with `skillpkg publish`, and read them back over HTTP.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-cargo build --release --quiet --bin skillpkg
-skillpkg=target/release/skillpkg
-out=target/quickstart
-rm -rf "$out" && mkdir -p "$out"
+cargo build --release --quiet --bins
+skillpkg=$PWD/target/release/skillpkg
+registry=$PWD/target/release/skillpkg-registry
+work=$(mktemp -d)
+server=
+cleanup() {
+  [ -n "$server" ] && kill "$server" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
-echo "== skillpkg validate examples/skills"
+step "skillpkg validate examples/skills"
 "$skillpkg" validate examples/skills
 
+step "skillpkg pack examples/skills/pdf-processing"
+"$skillpkg" pack examples/skills/pdf-processing -o "$work/"
+
+step "packing every example twice gives byte-identical tarballs"
+mkdir "$work/a" "$work/b"
 for skill in examples/skills/*/; do
-  echo
-  echo "== skillpkg pack $skill -o $out/"
-  "$skillpkg" pack "$skill" -o "$out/"
+  "$skillpkg" pack --quiet --json "$skill" -o "$work/a/" > /dev/null
+  "$skillpkg" pack --quiet --json "$skill" -o "$work/b/" > /dev/null
+done
+for tarball in "$work"/a/*.tgz; do
+  cmp "$tarball" "$work/b/$(basename "$tarball")" && echo "identical: $(basename "$tarball")"
 done
 
-echo
-echo "== packing again gives byte-identical tarballs"
-again=$(mktemp -d)
-trap 'rm -rf "$again"' EXIT
+step "skillpkg search pdf --registry examples/registry"
+"$skillpkg" search pdf --registry examples/registry
+
+step "skillpkg info csv-insights --registry examples/registry"
+"$skillpkg" info csv-insights --registry examples/registry
+
+step "skillpkg-registry serve, then skillpkg publish each example skill"
+token=$("$registry" token create --root "$work/registry" --user quickstart 2>/dev/null)
+"$registry" serve --root "$work/registry" --listen 127.0.0.1:0 > "$work/server.out" 2> "$work/server.err" &
+server=$!
+for _ in $(seq 100); do [ -s "$work/server.out" ] && break; sleep 0.1; done
+url=$(sed -n 's/^listening on //p' "$work/server.out")
+echo "registry at $url"
+export SKILLPKG_CONFIG_DIR="$work/config"
+"$skillpkg" login --registry "$url" --token "$token"
 for skill in examples/skills/*/; do
-  "$skillpkg" pack --quiet --json "$skill" -o "$again/" > /dev/null
+  "$skillpkg" publish "$skill" --registry "$url"
 done
-for tarball in "$out"/*.tgz; do
-  cmp "$tarball" "$again/$(basename "$tarball")"
-  echo "identical: $(basename "$tarball")"
-done
+
+step "skillpkg search pdf --registry $url"
+"$skillpkg" search pdf --registry "$url"
+
+step "the served tree"
+(cd "$work/registry/public" && find . -type f | sort)

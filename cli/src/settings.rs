@@ -265,7 +265,7 @@ mod tests {
         let error = registry(None, &environment).unwrap_err();
         assert!(error.to_string().contains("is not valid"), "{error}");
 
-        environment.registry = Some("nonsense".into());
+        environment.registry = Some("ftp://nonsense".into());
         let error = registry(None, &environment).unwrap_err();
         assert!(error.to_string().contains("SKILLPKG_REGISTRY"), "{error}");
     }

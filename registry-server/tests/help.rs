@@ -1,10 +1,10 @@
-//! The placeholder binary explains what is coming. (This test also makes
-//! `cargo test --workspace` build `skillpkg-registry` for the end-to-end tests.)
+//! The binary's own help lists its commands. (This test also makes `cargo
+//! test --workspace` build `skillpkg-registry` for the end-to-end tests.)
 
 use std::process::Command;
 
 #[test]
-fn help_lists_the_planned_commands() {
+fn help_lists_every_command() {
     let output = Command::new(env!("CARGO_BIN_EXE_skillpkg-registry"))
         .arg("--help")
         .output()

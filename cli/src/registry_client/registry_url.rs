@@ -35,7 +35,17 @@ impl FromStr for RegistryUrl {
     type Err = RegistryUrlError;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
-        let mut url = Url::parse(text.trim()).map_err(RegistryUrlError::Invalid)?;
+        let text = text.trim();
+        let mut url = match Url::parse(text) {
+            // A plain path (`examples/registry`, `/srv/tree`) is a local tree.
+            Err(url::ParseError::RelativeUrlWithoutBase) if !text.is_empty() => {
+                std::path::absolute(text)
+                    .ok()
+                    .and_then(|path| Url::from_directory_path(path).ok())
+                    .ok_or(RegistryUrlError::NotLocalFile)?
+            }
+            parsed => parsed.map_err(RegistryUrlError::Invalid)?,
+        };
         match url.scheme() {
             "http" | "https" => {}
             "file" => {
@@ -124,6 +134,16 @@ mod tests {
     }
 
     #[test]
+    fn a_plain_path_is_a_local_tree() {
+        let url: RegistryUrl = "/srv/tree".parse().unwrap();
+        assert_eq!(url.as_url().as_str(), "file:///srv/tree/");
+        let relative: RegistryUrl = "examples/registry".parse().unwrap();
+        let expected =
+            Url::from_directory_path(std::path::absolute("examples/registry").unwrap()).unwrap();
+        assert_eq!(relative.as_url(), &expected);
+    }
+
+    #[test]
     fn other_schemes_queries_and_garbage_are_refused() {
         assert!(matches!(
             "ftp://example.com/".parse::<RegistryUrl>(),
@@ -133,7 +153,8 @@ mod tests {
             "https://example.com/?token=x".parse::<RegistryUrl>(),
             Err(RegistryUrlError::QueryOrFragment)
         );
-        assert!("not a url".parse::<RegistryUrl>().is_err());
+        assert!("http://".parse::<RegistryUrl>().is_err());
+        assert!("".parse::<RegistryUrl>().is_err());
     }
 
     #[test]

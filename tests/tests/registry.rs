@@ -1029,3 +1029,62 @@ fn check_consistent(public: &Path) {
         .collect();
     assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
 }
+
+/// A minisign signature file (the server reads only its key id; checking it
+/// is the client's job).
+fn minisig(key_id: u64) -> Vec<u8> {
+    use base64::Engine as _;
+    let mut signature = b"Ed".to_vec();
+    signature.extend_from_slice(&key_id.to_le_bytes());
+    signature.extend_from_slice(&[7; 64]);
+    let encode = |bytes: &[u8]| base64::engine::general_purpose::STANDARD.encode(bytes);
+    format!(
+        "untrusted comment: signature from minisign secret key\n{}\ntrusted comment: skillpkg/1\tpdf@1.0.0\n{}\n",
+        encode(&signature),
+        encode(&[9; 64])
+    )
+    .into_bytes()
+}
+
+#[test]
+fn a_signature_is_stored_beside_the_archive_and_its_key_id_indexed() {
+    let fixture = Fixture::new(&[]);
+    let publish = |signature: Vec<u8>, version: &str| {
+        let form = multipart::Form::new()
+            .text("name", "pdf")
+            .text("version", version.to_owned())
+            .part(
+                "tarball",
+                multipart::Part::bytes(tarball("pdf", version, "x")).file_name("pdf.tgz"),
+            )
+            .part("signature", multipart::Part::bytes(signature));
+        let response = fixture
+            .client
+            .put(format!("{}/api/v1/skills", fixture.server.url()))
+            .bearer_auth(&fixture.alice)
+            .multipart(form)
+            .send()
+            .unwrap();
+        (
+            response.status().as_u16(),
+            response.json::<serde_json::Value>().unwrap(),
+        )
+    };
+    let signature = minisig(0xE53D_6209_18B4_F81F);
+    let (status, body) = publish(signature.clone(), "1.0.0");
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(body["signer"], "E53D620918B4F81F");
+    let stored = fs_err::read(
+        fixture
+            .server
+            .public()
+            .join("dl/pdf/1.0.0/pdf-1.0.0.tgz.minisig"),
+    )
+    .unwrap();
+    assert_eq!(stored, signature);
+    let before = fixture.snapshot();
+    let (status, body) = publish(b"not a signature".to_vec(), "1.1.0");
+    assert_eq!(status, 400, "{body}");
+    assert!(detail(&body).contains("not a minisign signature"), "{body}");
+    assert_eq!(fixture.snapshot(), before);
+}

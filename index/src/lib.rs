@@ -9,6 +9,7 @@
 //! - [`archive`]: the deterministic `.tgz` packer, the hardened unpacker that
 //!   every archive from the network goes through, and the `h1:` tree hash.
 //! - [`registry`]: the static index a registry is (`docs/index-format.md`).
+//! - [`signing`]: minisign-compatible keys and signatures, provenance.
 //! - [`checksum`]: `sha256:` checksums.
 //!
 //! This crate never prints; callers render [`skill::Diagnostic`]s and errors.
@@ -16,4 +17,5 @@
 pub mod archive;
 pub mod checksum;
 pub mod registry;
+pub mod signing;
 pub mod skill;

@@ -152,6 +152,7 @@ pub fn build(from: &Path, out: &Path, options: &BuildOptions) -> Result<BuildRep
         api: options.api.clone(),
         auth_required: false,
         max_skill_bytes: options.max_skill_bytes,
+        require_signatures: false,
     };
     tree.write_config(&config)?;
     tree.write_aggregates(&all, &config, options.public_url.as_deref())?;

@@ -113,6 +113,7 @@ impl Registry {
                 .map(|url| format!("{}/api/v1", url.trim_end_matches('/'))),
             auth_required: false,
             max_skill_bytes: options.max_skill_bytes,
+            require_signatures: false,
         };
         tree.write_config(&config)?;
         tree.write_aggregates(&records, &config, options.public_url.as_deref())?;

@@ -50,6 +50,10 @@ pub struct RegistryConfig {
     /// The largest archive (and sum of file sizes) accepted.
     #[serde(rename = "max-skill-bytes")]
     pub max_skill_bytes: u64,
+    /// Whether every version must be signed: the registry refuses unsigned
+    /// publishes, and clients refuse unsigned versions from it. Since 1.
+    #[serde(rename = "require-signatures", default)]
+    pub require_signatures: bool,
 }
 
 impl RegistryConfig {
@@ -61,6 +65,7 @@ impl RegistryConfig {
             api: None,
             auth_required: false,
             max_skill_bytes,
+            require_signatures: false,
         }
     }
 
@@ -145,6 +150,36 @@ pub fn archive_path(name: &SkillName, version: &semver::Version) -> String {
 /// Returns the path of an archive's signature, relative to the tree's root.
 pub fn signature_path(name: &SkillName, version: &semver::Version) -> String {
     format!("{}.minisig", archive_path(name, version))
+}
+
+/// Returns the path of an archive's provenance, relative to the tree's root.
+pub fn provenance_path(name: &SkillName, version: &semver::Version) -> String {
+    format!("dl/{name}/{version}/{name}-{version}.intoto.jsonl")
+}
+
+/// Returns the path of the publisher keys of `name`, relative to the root.
+pub fn keys_path(name: &SkillName) -> String {
+    format!("keys/{name}.json")
+}
+
+/// `keys/<name>.json`: the keys whose signatures the registry accepts for
+/// a skill. The first signed publish registers its key; owners add and
+/// remove keys through the API.
+#[derive(Clone, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+pub struct KeysFile {
+    pub v: u32,
+    pub keys: Vec<KeyRecord>,
+}
+
+/// One publisher key.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct KeyRecord {
+    /// The key id, as minisign shows it.
+    pub id: String,
+    /// The public key, minisign's base64 line.
+    pub key: crate::signing::PublicKey,
+    /// When it was registered, RFC 3339.
+    pub added: String,
 }
 
 /// Why an index file could not be read.

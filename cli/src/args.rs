@@ -117,6 +117,106 @@ pub enum Command {
     /// description, size, checksum, tree hash, files, dependencies, signer
     /// and publication time, then every version with yanks marked.
     Info(InfoArgs),
+
+    /// Create or show the signing key that `publish` and `sign` use.
+    ///
+    /// Keys are minisign keys: `minisign -Vm FILE -P KEY` verifies every
+    /// skillpkg signature.
+    #[command(subcommand)]
+    Key(KeyCommand),
+
+    /// Sign an archive: write FILE.tgz.minisig.
+    ///
+    /// The signature's trusted comment binds it to the skill's name, version
+    /// and the archive's sha256 (`skillpkg/1<TAB>name@version<TAB>sha256:...`),
+    /// read from the archive's own SKILL.md (or its `<name>-<version>.tgz`
+    /// file name). The key comes from --key, $SKILLPKG_SIGNING_KEY, or
+    /// `signing-key` in the user config file, else the default key.
+    Sign(SignArgs),
+
+    /// Verify who signed an archive, and where it was built.
+    ///
+    /// TARGET is NAME[@VERSION] (from the registry: the archive, its
+    /// signature, the publisher keys and the provenance it serves) or a local
+    /// FILE.tgz (with FILE.tgz.minisig, or --sig, and the publisher's --key).
+    /// Checks the signature (prehashed Ed25519), the trusted comment's name,
+    /// version and sha256, and the provenance, before unpacking anything.
+    Verify(VerifyArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum KeyCommand {
+    /// Generate a key pair: the secret key at PATH (mode 0600), the public
+    /// key at PATH.pub, in minisign's formats.
+    ///
+    /// The secret key is encrypted with a password (asked for on the
+    /// terminal, or $SKILLPKG_KEY_PASSWORD), or stored unencrypted with
+    /// --no-password. Without a terminal and without $SKILLPKG_KEY_PASSWORD,
+    /// nothing is asked: pass --no-password.
+    Generate(KeyGenerateArgs),
+    /// Show the signing key's id and public key.
+    Show(KeyShowArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct KeyGenerateArgs {
+    /// Where to write the secret key (default: <config dir>/skillpkg/signing.key).
+    #[arg(long, short, value_name = "PATH")]
+    pub output: Option<PathBuf>,
+    /// Store the secret key unencrypted (like `minisign -G -W`).
+    #[arg(long)]
+    pub no_password: bool,
+    /// Replace an existing key (the old one is lost).
+    #[arg(long)]
+    pub force: bool,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct KeyShowArgs {
+    /// The secret key file (default: $SKILLPKG_SIGNING_KEY, `signing-key` in
+    /// the user config, or the default key).
+    #[arg(long, value_name = "PATH")]
+    pub key: Option<PathBuf>,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct SignArgs {
+    /// The archive to sign.
+    #[arg(value_name = "FILE.tgz")]
+    pub file: PathBuf,
+    /// The secret key file.
+    #[arg(long, value_name = "PATH")]
+    pub key: Option<PathBuf>,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// NAME[@VERSION] from the registry, or a local FILE.tgz.
+    #[arg(value_name = "TARGET")]
+    pub target: String,
+    /// The signature of a local archive (default: FILE.tgz.minisig).
+    #[arg(long, value_name = "FILE.minisig")]
+    pub sig: Option<PathBuf>,
+    /// The publisher's public key, for a local archive: a file, or minisign's base64 line.
+    #[arg(long, value_name = "KEY")]
+    pub key: Option<String>,
+    /// The provenance of a local archive (default: <name>-<version>.intoto.jsonl beside it, if there).
+    #[arg(long, value_name = "FILE.intoto.jsonl")]
+    pub provenance: Option<PathBuf>,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Which registry to use.
@@ -208,6 +308,26 @@ pub struct PublishArgs {
     /// size, checksum) and to which URL, without uploading. Needs no token.
     #[arg(long)]
     pub dry_run: bool,
+
+    /// The secret signing key (default: $SKILLPKG_SIGNING_KEY, `signing-key`
+    /// in the user config, or the key `skillpkg key generate` made).
+    #[arg(long, value_name = "PATH")]
+    pub key: Option<PathBuf>,
+
+    /// Publish without a signature (a registry that requires signatures
+    /// refuses it, and so do users who pinned your key).
+    #[arg(long, conflicts_with_all = ["key", "provenance"])]
+    pub no_sign: bool,
+
+    /// Also publish provenance: the git repository, commit and CI run the
+    /// archive was built from, as a signed in-toto statement.
+    #[arg(long)]
+    pub provenance: bool,
+
+    /// With --provenance: publish even if the skill folder has changes that
+    /// are not committed (the provenance then says so).
+    #[arg(long, requires = "provenance")]
+    pub allow_dirty: bool,
 
     /// Print the result as JSON on stdout: the registry's index line for the
     /// new version (with --dry-run, what would be uploaded).

@@ -22,3 +22,28 @@ pub const SKILLPKG_CONFIG_DIR: &str = "SKILLPKG_CONFIG_DIR";
 /// Any non-empty value turns colours off (<https://no-color.org>). Read by
 /// `anstream`, not by skillpkg's code; listed so this list is complete.
 pub const NO_COLOR: &str = "NO_COLOR";
+
+/// The secret signing key itself (the text of a minisign secret key file),
+/// for CI secrets, when `--key` is not given. Takes precedence over
+/// `signing-key` in the user config file. Never printed.
+pub const SKILLPKG_SIGNING_KEY: &str = "SKILLPKG_SIGNING_KEY";
+
+/// The password of an encrypted signing key. Without it, skillpkg asks on
+/// the terminal, and fails (naming this variable) when there is none.
+/// Never printed.
+pub const SKILLPKG_KEY_PASSWORD: &str = "SKILLPKG_KEY_PASSWORD";
+
+/// Set by GitHub Actions; with `GITHUB_SERVER_URL`, `GITHUB_REPOSITORY`,
+/// `GITHUB_RUN_ID` and `GITHUB_RUN_ATTEMPT` it names the CI run in
+/// provenance (`publish --provenance`).
+pub const GITHUB_ACTIONS: &str = "GITHUB_ACTIONS";
+/// See [`GITHUB_ACTIONS`].
+pub const GITHUB_SERVER_URL: &str = "GITHUB_SERVER_URL";
+/// See [`GITHUB_ACTIONS`].
+pub const GITHUB_REPOSITORY: &str = "GITHUB_REPOSITORY";
+/// See [`GITHUB_ACTIONS`].
+pub const GITHUB_RUN_ID: &str = "GITHUB_RUN_ID";
+/// See [`GITHUB_ACTIONS`].
+pub const GITHUB_RUN_ATTEMPT: &str = "GITHUB_RUN_ATTEMPT";
+/// Set by most CI systems; provenance then names the builder `ci`.
+pub const CI: &str = "CI";

@@ -12,10 +12,13 @@ pub mod credentials;
 pub mod env_vars;
 pub mod error;
 pub mod printer;
+pub mod provenance;
 pub mod registry_client;
 pub mod render;
 pub mod search;
 pub mod settings;
+pub mod signing_key;
+pub mod skill_archive;
 pub mod spec;
 pub mod terminal;
 
@@ -31,5 +34,8 @@ pub fn run(cli: args::Cli, printer: &printer::Printer) -> anyhow::Result<ExitSta
         args::Command::Login(args) => commands::login::run(&args, printer),
         args::Command::Search(args) => commands::search::run(&args, printer),
         args::Command::Info(args) => commands::info::run(&args, printer),
+        args::Command::Key(command) => commands::key::run(&command, printer),
+        args::Command::Sign(args) => commands::sign::run(&args, printer),
+        args::Command::Verify(args) => commands::verify::run(&args, printer),
     }
 }

@@ -26,6 +26,8 @@ const APP_DIR: &str = "skillpkg";
 const CONFIG_FILE: &str = "config.toml";
 /// The credentials file, in [`APP_DIR`].
 const CREDENTIALS_FILE: &str = "credentials.toml";
+/// The default secret signing key, in [`APP_DIR`] (public key beside it, `.pub`).
+const SIGNING_KEY_FILE: &str = "signing.key";
 
 /// What the environment contributes to settings.
 #[derive(Clone, Debug, Default)]
@@ -38,6 +40,10 @@ pub struct Environment {
     /// The folder that holds `skillpkg/`: `SKILLPKG_CONFIG_DIR`, else the
     /// platform's user config folder (none on a system without a home).
     pub config_dir: Option<PathBuf>,
+    /// `SKILLPKG_SIGNING_KEY`: a secret key file's text; never shown.
+    pub signing_key: Option<SecretString>,
+    /// `SKILLPKG_KEY_PASSWORD`; never shown.
+    pub key_password: Option<SecretString>,
 }
 
 /// An environment variable's value that must never be shown.
@@ -65,6 +71,8 @@ impl Environment {
                 .filter(|value| !value.is_empty())
                 .map(PathBuf::from)
                 .or_else(dirs::config_dir),
+            signing_key: var(env_vars::SKILLPKG_SIGNING_KEY).map(SecretString),
+            key_password: var(env_vars::SKILLPKG_KEY_PASSWORD).map(SecretString),
         }
     }
 
@@ -76,6 +84,11 @@ impl Environment {
     /// Returns the credentials file.
     pub fn credentials(&self) -> Option<Credentials> {
         self.app_file(CREDENTIALS_FILE).map(Credentials::at)
+    }
+
+    /// Returns where `skillpkg key generate` puts the key by default.
+    pub fn default_signing_key(&self) -> Option<PathBuf> {
+        self.app_file(SIGNING_KEY_FILE)
     }
 
     fn app_file(&self, name: &str) -> Option<PathBuf> {
@@ -97,6 +110,51 @@ impl Environment {
 #[derive(Debug, Default, serde::Deserialize)]
 struct UserConfig {
     registry: Option<String>,
+    /// The secret signing key's path.
+    #[serde(rename = "signing-key")]
+    signing_key: Option<PathBuf>,
+}
+
+/// Where the secret signing key comes from.
+#[derive(Debug)]
+pub enum KeySource {
+    /// `--key PATH`, `signing-key` in the config file, or the default path.
+    File(PathBuf),
+    /// `SKILLPKG_SIGNING_KEY`.
+    Environment(SecretString),
+}
+
+/// Returns the secret signing key's source: the flag, else
+/// `SKILLPKG_SIGNING_KEY`, else `signing-key` in the user config file, else
+/// the default file if it exists; `None` when there is no key anywhere.
+pub fn signing_key(
+    flag: Option<&std::path::Path>,
+    environment: &Environment,
+) -> anyhow::Result<Option<KeySource>> {
+    if let Some(path) = flag {
+        return Ok(Some(KeySource::File(path.to_owned())));
+    }
+    if let Some(text) = &environment.signing_key {
+        return Ok(Some(KeySource::Environment(text.clone())));
+    }
+    if let Some(path) = environment.config_file() {
+        if let Some(key) = read_user_config(&path)?.signing_key {
+            return Ok(Some(KeySource::File(key)));
+        }
+    }
+    Ok(environment
+        .default_signing_key()
+        .filter(|path| path.exists())
+        .map(KeySource::File))
+}
+
+/// Describes, for a hint, every way to give a signing key.
+pub fn signing_key_ways(environment: &Environment) -> String {
+    format!(
+        "create one with `skillpkg key generate`, or pass `--key PATH`, set {}=<key text>, or add `signing-key = \"PATH\"` to {}",
+        env_vars::SKILLPKG_SIGNING_KEY,
+        environment.describe_file(CONFIG_FILE)
+    )
 }
 
 /// Returns the registry to use: the flag, else `SKILLPKG_REGISTRY`, else

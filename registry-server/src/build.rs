@@ -1,23 +1,34 @@
 //! `skillpkg-registry build`: the static tree from a folder of archives,
 //! with no server, for pipelines that upload to S3, a CDN or nginx.
 //!
-//! Every `<name>-<version>.tgz` below the source folder (with its
-//! `.minisig`, when there is one) is checked exactly as a publish is and
-//! written exactly as the server writes it. The `published` time of each
-//! version is its archive's modification time, which the server sets to the
-//! publish time: building from a server's `public/dl` (copied with times,
-//! `cp -p` or `rsync -t`) gives a byte-identical tree.
+//! Every `<name>-<version>.tgz` below the source folder (with the
+//! `<name>-<version>.tgz.minisig` and `<name>-<version>.intoto.jsonl` beside
+//! it, when there are) is checked exactly as a publish is and written
+//! exactly as the server writes it. The `published` time of each version is
+//! its archive's modification time, which the server sets to the publish
+//! time: building from a server's `public/dl` (copied with times, `cp -p` or
+//! `rsync -t`) gives a byte-identical tree.
+//!
+//! Signatures are checked against the keys in `keys/<name>.json` of the
+//! `--keys-from` tree (a server's `public/`, or an earlier build), which are
+//! written to the new tree as they are. A `.minisig` names its key only by
+//! id, so a build cannot register keys on first use as the server does: a
+//! signed archive whose skill has no keys there is refused.
 //!
 //! The tree is built in a temporary folder beside the output and renamed
 //! into place: a failed build leaves nothing.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use skillpkg_index::registry::tree::StaticTree;
-use skillpkg_index::registry::{AllRecords, DEFAULT_DL_TEMPLATE, FORMAT_VERSION, RegistryConfig};
+use skillpkg_index::registry::tree::{StaticTree, VersionFiles};
+use skillpkg_index::registry::{
+    AllRecords, DEFAULT_DL_TEMPLATE, FORMAT_VERSION, IndexRecord, KeysFile, RegistryConfig,
+};
+use skillpkg_index::signing::{PublicKey, Signature, TrustedComment};
 use skillpkg_index::skill::SkillName;
 
-use crate::publish::{PublishError, verify_archive};
+use crate::publish::{Policy, PublishError, SignerKeys, Upload, verify_archive};
 use crate::registry::error_chain;
 
 /// How to build.
@@ -28,6 +39,12 @@ pub struct BuildOptions {
     /// The public URL, for absolute URLs in the discovery index.
     pub public_url: Option<String>,
     pub max_skill_bytes: u64,
+    /// Whether unsigned archives are refused (and `require-signatures` in
+    /// `config.json`).
+    pub require_signatures: bool,
+    /// The tree whose `keys/<name>.json` files the signatures are checked
+    /// against and which are copied into the new tree.
+    pub keys_from: Option<PathBuf>,
 }
 
 /// Why a build failed.
@@ -49,6 +66,10 @@ pub enum BuildError {
         #[source]
         source: PublishError,
     },
+    #[error(
+        "{} is signed, but no key for `{name}` was given to check it with: pass --keys-from a tree whose keys/{name}.json lists the signer's key", path.display()
+    )]
+    NoKey { path: PathBuf, name: String },
     #[error("{name}@{version} appears twice: {} and {}", first.display(), second.display())]
     Duplicate {
         name: String,
@@ -81,6 +102,13 @@ pub fn build(from: &Path, out: &Path, options: &BuildOptions) -> Result<BuildRep
             path: out.to_owned(),
         });
     }
+    let keys = match &options.keys_from {
+        Some(dir) => {
+            fs_err::metadata(dir).map_err(io(dir))?;
+            StaticTree::new(dir).read_all_keys()?
+        }
+        None => BTreeMap::new(),
+    };
     let mut archives = Vec::new();
     find_archives(from, &mut archives)?;
     archives.sort();
@@ -95,21 +123,21 @@ pub fn build(from: &Path, out: &Path, options: &BuildOptions) -> Result<BuildRep
         .tempdir_in(parent)
         .map_err(io(parent))?;
     let tree = StaticTree::new(staging.path());
+    let policy = Policy {
+        max_skill_bytes: options.max_skill_bytes,
+        require_signatures: options.require_signatures,
+    };
     let mut all = AllRecords::new();
     let mut sources: std::collections::HashMap<(SkillName, semver::Version), PathBuf> =
         std::collections::HashMap::new();
     for path in archives {
         let tarball = fs_err::read(&path).map_err(io(&path))?;
-        let signature_path = PathBuf::from(format!("{}.minisig", path.display()));
-        let signature = match fs_err::read(&signature_path) {
-            Ok(bytes) => Some(bytes),
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => None,
-            Err(source) => {
-                return Err(BuildError::Io {
-                    path: signature_path,
-                    source,
-                });
-            }
+        let signature = read_beside(&path, ".tgz.minisig")?;
+        let provenance = read_beside(&path, ".intoto.jsonl")?;
+        let files = VersionFiles {
+            tarball: &tarball,
+            signature: signature.as_deref(),
+            provenance: provenance.as_deref(),
         };
         let modified = fs_err::metadata(&path)
             .and_then(|metadata| metadata.modified())
@@ -118,13 +146,7 @@ pub fn build(from: &Path, out: &Path, options: &BuildOptions) -> Result<BuildRep
             path: path.clone(),
             source: std::io::Error::other(error.to_string()),
         })?;
-        let record = verify_named(
-            &path,
-            &tarball,
-            signature.as_deref(),
-            options.max_skill_bytes,
-            published,
-        )?;
+        let record = verify_named(&path, &files, &keys, &policy, published)?;
         let key = (record.name.clone(), record.vers.clone());
         if let Some(first) = sources.insert(key, path.clone()) {
             return Err(BuildError::Duplicate {
@@ -134,17 +156,14 @@ pub fn build(from: &Path, out: &Path, options: &BuildOptions) -> Result<BuildRep
                 second: path,
             });
         }
-        tree.write_archive(
-            &record.name,
-            &record.vers,
-            &tarball,
-            signature.as_deref(),
-            record.published,
-        )?;
+        tree.write_version(&record.name, &record.vers, &files, record.published)?;
         all.entry(record.name.clone()).or_default().push(record);
     }
     for (name, records) in &all {
         tree.write_index(name, records)?;
+    }
+    for (name, file) in &keys {
+        tree.write_keys(name, file)?;
     }
     let config = RegistryConfig {
         v: FORMAT_VERSION,
@@ -152,7 +171,7 @@ pub fn build(from: &Path, out: &Path, options: &BuildOptions) -> Result<BuildRep
         api: options.api.clone(),
         auth_required: false,
         max_skill_bytes: options.max_skill_bytes,
-        require_signatures: false,
+        require_signatures: options.require_signatures,
     };
     tree.write_config(&config)?;
     tree.write_aggregates(&all, &config, options.public_url.as_deref())?;
@@ -166,6 +185,22 @@ pub fn build(from: &Path, out: &Path, options: &BuildOptions) -> Result<BuildRep
         skills: all.len(),
         versions: all.values().map(Vec::len).sum(),
     })
+}
+
+/// Reads the file beside the archive `<stem>.tgz` named `<stem><suffix>`,
+/// if there is one.
+fn read_beside(archive: &Path, suffix: &str) -> Result<Option<Vec<u8>>, BuildError> {
+    let file_name = archive
+        .file_name()
+        .and_then(|name| name.to_str())
+        .and_then(|name| name.strip_suffix(".tgz"))
+        .expect("archives are found by their .tgz extension");
+    let path = archive.with_file_name(format!("{file_name}{suffix}"));
+    match fs_err::read(&path) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(BuildError::Io { path, source }),
+    }
 }
 
 fn find_archives(dir: &Path, found: &mut Vec<PathBuf>) -> Result<(), BuildError> {
@@ -183,52 +218,79 @@ fn find_archives(dir: &Path, found: &mut Vec<PathBuf>) -> Result<(), BuildError>
 
 /// Splits `<name>-<version>.tgz` (names hold `-`, and so may versions) at
 /// every `-` that leaves a valid name and version, and takes the split whose
-/// name the archive itself confirms.
+/// name the archive itself confirms. For a signed archive the split its
+/// trusted comment names is the only one tried, as the signature of any
+/// other would not hold.
 fn verify_named(
     path: &Path,
-    tarball: &[u8],
-    signature: Option<&[u8]>,
-    max_skill_bytes: u64,
+    files: &VersionFiles<'_>,
+    keys: &BTreeMap<SkillName, KeysFile>,
+    policy: &Policy,
     published: jiff::Timestamp,
-) -> Result<skillpkg_index::registry::IndexRecord, BuildError> {
+) -> Result<IndexRecord, BuildError> {
     let stem = path
         .file_name()
         .and_then(|name| name.to_str())
         .and_then(|name| name.strip_suffix(".tgz"))
         .unwrap_or("");
-    let candidates: Vec<(SkillName, semver::Version)> = stem
+    let mut candidates: Vec<(SkillName, semver::Version)> = stem
         .match_indices('-')
         .filter_map(|(index, _)| {
             Some((stem[..index].parse().ok()?, stem[index + 1..].parse().ok()?))
         })
         .collect();
+    if let Some(comment) = files.signature.and_then(signed_as) {
+        if candidates
+            .iter()
+            .any(|(name, version)| name == &comment.name && version == &comment.version)
+        {
+            candidates = vec![(comment.name, comment.version)];
+        }
+    }
+    let refused = |source| BuildError::Refused {
+        path: path.to_owned(),
+        source,
+    };
     let mut last_error = None;
     for (name, version) in candidates {
+        let registered: Vec<PublicKey> = keys
+            .get(&name)
+            .map(KeysFile::public_keys)
+            .unwrap_or_default();
+        let upload = Upload {
+            name: &name,
+            version: &version,
+            tarball: files.tarball,
+            signature: files.signature,
+            provenance: files.provenance,
+        };
         match verify_archive(
-            &name,
-            &version,
-            tarball,
-            signature,
-            max_skill_bytes,
+            &upload,
+            SignerKeys::Registered(&registered),
+            policy,
             published,
         ) {
             Ok(record) => return Ok(record),
             Err(error @ PublishError::NameMismatch { .. }) => last_error = Some(error),
-            Err(error) => {
-                return Err(BuildError::Refused {
+            Err(PublishError::NoKey { name, .. }) => {
+                return Err(BuildError::NoKey {
                     path: path.to_owned(),
-                    source: error,
+                    name,
                 });
             }
+            Err(error) => return Err(refused(error)),
         }
     }
     match last_error {
-        Some(source) => Err(BuildError::Refused {
-            path: path.to_owned(),
-            source,
-        }),
+        Some(source) => Err(refused(source)),
         None => Err(BuildError::BadFileName {
             path: path.to_owned(),
         }),
     }
+}
+
+/// Returns what a signature file says it signs, if it says so readably.
+fn signed_as(signature: &[u8]) -> Option<TrustedComment> {
+    let signature: Signature = std::str::from_utf8(signature).ok()?.parse().ok()?;
+    signature.trusted_comment().parse().ok()
 }

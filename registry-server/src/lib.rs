@@ -1,7 +1,7 @@
 //! # skillpkg-registry
 //!
-//! The registry side of skillpkg: it accepts publishes, yanks and owner
-//! changes, and writes the static index of `docs/index-format.md`, which it
+//! The registry side of skillpkg: it accepts publishes, yanks, owner and
+//! key changes, and writes the static index of `docs/index-format.md`, which it
 //! serves itself or leaves to any static host.
 //!
 //! ```text
@@ -10,12 +10,15 @@
 //! ```
 //!
 //! - [`registry`]: the operations, under one write lock.
-//! - [`publish`]: checking an uploaded archive into its index line.
+//! - [`publish`]: checking an uploaded archive (and its signature and
+//!   provenance) into its index line.
+//! - [`keys`]: the publisher keys of each skill, `keys/<name>.json`.
 //! - [`server`]: the HTTP layer (axum): static files and `/api/v1`.
 //! - [`build`]: the same tree from a folder of archives, with no server.
 //! - [`state`]: tokens and owners.
 
 pub mod build;
+pub mod keys;
 pub mod publish;
 pub mod registry;
 pub mod server;

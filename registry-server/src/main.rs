@@ -13,8 +13,11 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
 use skillpkg_index::archive::DEFAULT_MAX_BYTES;
+use skillpkg_index::registry::tree::StaticTree;
+use skillpkg_index::skill::SkillName;
 use skillpkg_registry::build::{BuildOptions, build};
-use skillpkg_registry::registry::{Options, Registry, STATE_DIR};
+use skillpkg_registry::keys::{change_keys, parse_ids, parse_keys};
+use skillpkg_registry::registry::{Options, PUBLIC_DIR, Registry, STATE_DIR};
 use skillpkg_registry::state::State;
 
 /// The skillpkg registry: serves a static skill index and accepts publishes.
@@ -37,13 +40,22 @@ enum Command {
     Serve(ServeArgs),
     /// Write the static tree from a folder of `<name>-<version>.tgz` archives.
     ///
-    /// Each archive (with its `.minisig`, if any) is checked as a publish
-    /// would be; its modification time is its `published` time. The output
-    /// folder must not exist or be empty; a failed build writes nothing.
+    /// Each archive (with its `.tgz.minisig` and `.intoto.jsonl`, if any) is
+    /// checked as a publish would be; its modification time is its
+    /// `published` time. Signatures are checked against the keys of
+    /// --keys-from. The output folder must not exist or be empty; a failed
+    /// build writes nothing.
     Build(BuildArgs),
     /// Create, list and revoke publish tokens.
     #[command(subcommand)]
     Token(TokenCommand),
+    /// Add, list and remove the publisher keys of a skill.
+    ///
+    /// The keys are the skill's `keys/<name>.json` in the public tree: a
+    /// signed publish must be signed by one of them. Safe while the server
+    /// runs.
+    #[command(subcommand)]
+    Key(KeyCommand),
 }
 
 #[derive(Debug, Args)]
@@ -61,6 +73,9 @@ struct ServeArgs {
     /// The largest archive accepted, in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_BYTES)]
     max_skill_bytes: u64,
+    /// Refuse unsigned publishes (`require-signatures` in config.json).
+    #[arg(long)]
+    require_signatures: bool,
 }
 
 #[derive(Debug, Args)]
@@ -81,6 +96,15 @@ struct BuildArgs {
     /// The largest archive accepted, in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_BYTES)]
     max_skill_bytes: u64,
+    /// Refuse unsigned archives (`require-signatures` in config.json).
+    #[arg(long)]
+    require_signatures: bool,
+    /// A tree (a server's `public/`, or an earlier build) whose
+    /// `keys/<name>.json` files list the keys signatures are checked
+    /// against; they are copied into the new tree. Without it, signed
+    /// archives are refused.
+    #[arg(long, value_name = "DIR")]
+    keys_from: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -110,6 +134,43 @@ enum TokenCommand {
     },
 }
 
+#[derive(Debug, Subcommand)]
+enum KeyCommand {
+    /// Register a public key for a skill (also before its first publish).
+    Add {
+        #[arg(long, value_name = "DIR")]
+        root: PathBuf,
+        /// The skill.
+        #[arg(long, value_name = "NAME")]
+        skill: SkillName,
+        /// The public key: minisign's base64 line (`RW...`), or the path of
+        /// a public key file.
+        #[arg(long, value_name = "KEY")]
+        key: String,
+    },
+    /// List a skill's keys: id, public key, when it was added.
+    List {
+        #[arg(long, value_name = "DIR")]
+        root: PathBuf,
+        /// The skill.
+        #[arg(long, value_name = "NAME")]
+        skill: SkillName,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove a key by id; the last key of a skill cannot be removed.
+    Remove {
+        #[arg(long, value_name = "DIR")]
+        root: PathBuf,
+        /// The skill.
+        #[arg(long, value_name = "NAME")]
+        skill: SkillName,
+        /// The key's id, as `key list` shows it.
+        id: String,
+    },
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(cli) {
@@ -132,6 +193,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 api: args.api,
                 public_url: args.public_url,
                 max_skill_bytes: args.max_skill_bytes,
+                require_signatures: args.require_signatures,
+                keys_from: args.keys_from,
             };
             let report = build(&args.from, &args.out, &options)?;
             println!(
@@ -143,6 +206,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Token(command) => token(command),
+        Command::Key(command) => key(command),
     }
 }
 
@@ -164,6 +228,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         let options = Options {
             public_url: Some(public_url.clone()),
             max_skill_bytes: args.max_skill_bytes,
+            require_signatures: args.require_signatures,
         };
         let (registry, removed) = Registry::open(&args.root, options)
             .with_context(|| format!("cannot open the registry in {}", args.root.display()))?;
@@ -229,6 +294,66 @@ fn token(command: TokenCommand) -> anyhow::Result<()> {
         TokenCommand::Revoke { root, id } => {
             let record = open(&root)?.revoke_token(&id)?;
             eprintln!("revoked token {} of {}", record.id, record.user);
+        }
+    }
+    Ok(())
+}
+
+fn key(command: KeyCommand) -> anyhow::Result<()> {
+    let open = |root: &PathBuf| {
+        let state = State::open(&root.join(STATE_DIR))
+            .with_context(|| format!("cannot open the state of {}", root.display()))?;
+        anyhow::Ok((StaticTree::new(root.join(PUBLIC_DIR)), state))
+    };
+    match command {
+        KeyCommand::Add { root, skill, key } => {
+            // A key is base64 text; anything else is taken as a file's path.
+            let text = if key.parse::<skillpkg_index::signing::PublicKey>().is_ok() {
+                key
+            } else {
+                match fs_err::read_to_string(&key) {
+                    Ok(text) => text,
+                    Err(error) if error.kind() == std::io::ErrorKind::NotFound => key,
+                    Err(error) => return Err(error.into()),
+                }
+            };
+            let key = parse_keys(&[text])?.remove(0);
+            let (tree, state) = open(&root)?;
+            change_keys(
+                &tree,
+                &state,
+                &skill,
+                std::slice::from_ref(&key),
+                &[],
+                jiff::Timestamp::now(),
+            )
+            .with_context(|| format!("cannot add the key to `{skill}`"))?;
+            eprintln!("`{skill}` accepts signatures by key {} now", key.id());
+        }
+        KeyCommand::List { root, skill, json } => {
+            let (tree, _) = open(&root)?;
+            let keys = tree.read_keys(&skill)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&keys.keys)?);
+            } else if keys.keys.is_empty() {
+                eprintln!("`{skill}` has no keys: its first signed publish registers one");
+            } else {
+                for record in keys.keys {
+                    println!(
+                        "{}\t{}\t{}",
+                        record.id,
+                        record.key.to_base64(),
+                        record.added
+                    );
+                }
+            }
+        }
+        KeyCommand::Remove { root, skill, id } => {
+            let id = parse_ids(&[id])?.remove(0);
+            let (tree, state) = open(&root)?;
+            change_keys(&tree, &state, &skill, &[], &[id], jiff::Timestamp::now())
+                .with_context(|| format!("cannot remove the key from `{skill}`"))?;
+            eprintln!("removed key {id} from `{skill}`");
         }
     }
     Ok(())

@@ -1,13 +1,62 @@
 //! Checking an uploaded archive and turning it into its index line. The
 //! server's publish and `skillpkg-registry build` both go through
 //! [`verify_archive`], which is what makes their trees byte-identical.
+//!
+//! A signed upload is checked before the archive is unpacked: the signature
+//! against the skill's keys (`verify_skill`: prehashed, over these bytes,
+//! with a trusted comment naming exactly `name@version` and their sha256),
+//! then the provenance, if any, against the key that made the signature.
+//! Which keys count is the caller's business ([`SignerKeys`]): the server
+//! reads `keys/<name>.json`, `build` reads them from `--keys-from`.
 
-use base64::Engine as _;
 use jiff::Timestamp;
 use skillpkg_index::archive::{self, Limits, UnpackError};
 use skillpkg_index::checksum::Checksum;
 use skillpkg_index::registry::{FORMAT_VERSION, IndexDependency, IndexRecord, whole_seconds};
+use skillpkg_index::signing::{
+    KeyId, ProvenanceError, PublicKey, SignatureError, verify_provenance, verify_skill,
+};
 use skillpkg_index::skill::{self, Diagnostic, Severity, SkillName, ValidateOptions};
+
+/// The largest signature or provenance file accepted. A minisign signature
+/// is a few hundred bytes and a provenance envelope a few KiB; the bound
+/// keeps a publisher from storing anything else beside the archive.
+pub const MAX_ATTACHMENT_BYTES: usize = 64 * 1024;
+
+/// An upload: the archive and what vouches for it, as sent.
+#[derive(Clone, Copy, Debug)]
+pub struct Upload<'a> {
+    pub name: &'a SkillName,
+    pub version: &'a semver::Version,
+    /// The `.tgz`.
+    pub tarball: &'a [u8],
+    /// The `.minisig` file, when the upload is signed.
+    pub signature: Option<&'a [u8]>,
+    /// The `.intoto.jsonl` file, when provenance was sent.
+    pub provenance: Option<&'a [u8]>,
+}
+
+/// The keys a signature may be made by.
+#[derive(Clone, Copy, Debug)]
+pub enum SignerKeys<'a> {
+    /// The keys registered for the skill: a signature by any other key is
+    /// refused as [`PublishError::UnregisteredKey`].
+    Registered(&'a [PublicKey]),
+    /// No key is registered yet: the publisher's own key, which the caller
+    /// registers when the signature holds (trust on first use).
+    FirstUse(&'a PublicKey),
+    /// No key is registered and none came with the upload.
+    Unknown,
+}
+
+/// What a registry demands of every upload.
+#[derive(Clone, Copy, Debug)]
+pub struct Policy {
+    /// The largest archive, and the largest sum of its file sizes.
+    pub max_skill_bytes: u64,
+    /// Whether unsigned uploads are refused.
+    pub require_signatures: bool,
+}
 
 /// Why an archive cannot be published.
 #[derive(Debug, thiserror::Error)]
@@ -22,8 +71,46 @@ pub enum PublishError {
     NameMismatch { requested: String, found: String },
     #[error("the archive's SKILL.md declares version {found}, not {requested}")]
     VersionMismatch { requested: String, found: String },
-    #[error("the signature is not a minisign signature: {0}")]
-    BadSignature(String),
+    #[error(
+        "{subject} is not signed, and this registry requires signatures: create a key with `skillpkg key generate`, then publish again (`skillpkg publish` signs with it)"
+    )]
+    Unsigned { subject: String },
+    /// The signature does not hold; the cause says why.
+    #[error("{subject}")]
+    Signature {
+        subject: String,
+        #[source]
+        source: SignatureError,
+    },
+    #[error(
+        "{subject}: the signature was made by key {found}, which is not registered for `{name}` (registered: {registered})"
+    )]
+    UnregisteredKey {
+        subject: String,
+        name: String,
+        found: KeyId,
+        registered: String,
+    },
+    #[error("{subject} is signed, but no public key is registered for `{name}` to check it with")]
+    NoKey { subject: String, name: String },
+    /// The provenance does not hold; the cause says why.
+    #[error("{subject}")]
+    Provenance {
+        subject: String,
+        #[source]
+        source: ProvenanceError,
+    },
+    #[error(
+        "{subject}: provenance was sent without a signature; it must be signed by the key that signs the archive"
+    )]
+    UnsignedProvenance { subject: String },
+    #[error("{subject}: the {what} is {size} bytes; this registry accepts at most {limit}")]
+    AttachmentTooLarge {
+        subject: String,
+        what: &'static str,
+        size: usize,
+        limit: usize,
+    },
     #[error("cannot create a temporary folder to check the archive")]
     Io(#[source] std::io::Error),
 }
@@ -52,26 +139,34 @@ fn summarise(diagnostics: &[Diagnostic]) -> String {
         .join("; ")
 }
 
-/// Checks an archive uploaded as `name@version` and returns its index line.
+/// Checks an archive uploaded as `name@version` and returns its index line,
+/// whose `signer` is the id of the key that verifiably signed it.
 ///
-/// The archive is unpacked with the hardened unpacker into a temporary
-/// folder (removed on return) and validated; errors refuse it, warnings do
-/// not. The caller checks ownership and that the version is new.
+/// The signature and provenance are checked first, then the archive is
+/// unpacked with the hardened unpacker into a temporary folder (removed on
+/// return) and validated; errors refuse it, warnings do not. The caller
+/// checks ownership and that the version is new, and registers the key of
+/// [`SignerKeys::FirstUse`].
 pub fn verify_archive(
-    name: &SkillName,
-    version: &semver::Version,
-    tarball: &[u8],
-    signature: Option<&[u8]>,
-    max_skill_bytes: u64,
+    upload: &Upload<'_>,
+    keys: SignerKeys<'_>,
+    policy: &Policy,
     published: Timestamp,
 ) -> Result<IndexRecord, PublishError> {
+    let Upload {
+        name,
+        version,
+        tarball,
+        ..
+    } = *upload;
+    let max_skill_bytes = policy.max_skill_bytes;
     if tarball.len() as u64 > max_skill_bytes {
         return Err(PublishError::TooLarge {
             size: tarball.len() as u64,
             limit: max_skill_bytes,
         });
     }
-    let signer = signature.map(signer_key_id).transpose()?;
+    let signer = verify_signing(upload, keys, policy)?;
     let limits = Limits {
         max_unpacked_bytes: max_skill_bytes,
         max_packed_bytes: max_skill_bytes,
@@ -131,27 +226,87 @@ pub fn verify_archive(
     })
 }
 
-/// Returns the key id of a minisign signature file, as minisign prints it
-/// (16 uppercase hex digits). Verifying the signature is the client's job.
-pub fn signer_key_id(signature: &[u8]) -> Result<String, PublishError> {
+/// Checks the signature and provenance of an upload, and returns the id of
+/// the key that signed it (`None` for an unsigned upload).
+fn verify_signing(
+    upload: &Upload<'_>,
+    keys: SignerKeys<'_>,
+    policy: &Policy,
+) -> Result<Option<String>, PublishError> {
+    let subject = || format!("{}@{}", upload.name, upload.version);
+    let Some(signature) = upload.signature else {
+        if upload.provenance.is_some() {
+            return Err(PublishError::UnsignedProvenance { subject: subject() });
+        }
+        if policy.require_signatures {
+            return Err(PublishError::Unsigned { subject: subject() });
+        }
+        return Ok(None);
+    };
+    for (what, bytes) in [
+        ("signature", Some(signature)),
+        ("provenance", upload.provenance),
+    ] {
+        let size = bytes.map_or(0, <[u8]>::len);
+        if size > MAX_ATTACHMENT_BYTES {
+            return Err(PublishError::AttachmentTooLarge {
+                subject: subject(),
+                what,
+                size,
+                limit: MAX_ATTACHMENT_BYTES,
+            });
+        }
+    }
+    let bad_signature = |source| PublishError::Signature {
+        subject: subject(),
+        source,
+    };
     let text = std::str::from_utf8(signature)
-        .map_err(|_| PublishError::BadSignature("it is not UTF-8".into()))?;
-    let mut lines = text.lines();
-    let comment = lines.next().unwrap_or("");
-    if !comment.starts_with("untrusted comment:") {
-        return Err(PublishError::BadSignature(
-            "the first line is not an `untrusted comment:`".into(),
-        ));
+        .map_err(|_| bad_signature(SignatureError::Malformed("it is not UTF-8 text")))?;
+    let (candidates, registered) = match keys {
+        SignerKeys::Registered(keys) if !keys.is_empty() => (keys, true),
+        SignerKeys::FirstUse(key) => (std::slice::from_ref(key), false),
+        SignerKeys::Registered(_) | SignerKeys::Unknown => {
+            // A malformed signature is reported as such, not as a missing key.
+            text.parse::<skillpkg_index::signing::Signature>()
+                .map_err(bad_signature)?;
+            return Err(PublishError::NoKey {
+                subject: subject(),
+                name: upload.name.to_string(),
+            });
+        }
+    };
+    let verified = verify_skill(
+        upload.tarball,
+        text,
+        candidates,
+        upload.name,
+        upload.version,
+    )
+    .map_err(|error| match error {
+        SignatureError::OtherKey { found, expected } if registered => {
+            PublishError::UnregisteredKey {
+                subject: subject(),
+                name: upload.name.to_string(),
+                found,
+                registered: expected,
+            }
+        }
+        other => bad_signature(other),
+    })?;
+    if let Some(provenance) = upload.provenance {
+        let key = candidates
+            .iter()
+            .find(|key| key.id() == verified.key_id)
+            .expect("verify_skill returns the id of one of the keys");
+        let bad_provenance = |source| PublishError::Provenance {
+            subject: subject(),
+            source,
+        };
+        let text = std::str::from_utf8(provenance).map_err(|_| {
+            bad_provenance(ProvenanceError::Malformed("it is not UTF-8 text".into()))
+        })?;
+        verify_provenance(text, key, &verified.comment.sha256).map_err(bad_provenance)?;
     }
-    let encoded = lines.next().unwrap_or("").trim();
-    let decoded = base64::engine::general_purpose::STANDARD
-        .decode(encoded)
-        .map_err(|_| PublishError::BadSignature("the second line is not base64".into()))?;
-    if decoded.len() != 74 || !(decoded.starts_with(b"Ed") || decoded.starts_with(b"ED")) {
-        return Err(PublishError::BadSignature(
-            "the second line is not an Ed25519 signature".into(),
-        ));
-    }
-    let key_id = u64::from_le_bytes(decoded[2..10].try_into().expect("eight bytes"));
-    Ok(format!("{key_id:016X}"))
+    Ok(Some(verified.key_id.to_string()))
 }

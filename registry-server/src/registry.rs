@@ -3,19 +3,27 @@
 //!
 //! Writes are serialised by one lock, so concurrent publishes of different
 //! versions all land and of the same version exactly one wins. The checks
-//! that take time (unpacking, validating) run before the lock is taken.
+//! that take time (verifying the signature, unpacking, validating) run
+//! before the lock is taken; what they relied on that can change meanwhile
+//! (the skill's keys) is checked again under it.
+//!
+//! A publish writes, in this order: the key it registers (on a skill's first
+//! signed publish), the signature, the provenance, the archive, the index
+//! file, then `search.json` and the discovery index.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use skillpkg_index::archive::DEFAULT_MAX_BYTES;
-use skillpkg_index::registry::tree::{StaticTree, TreeError};
+use skillpkg_index::registry::tree::{StaticTree, TreeError, VersionFiles};
 use skillpkg_index::registry::{
-    AllRecords, DEFAULT_DL_TEMPLATE, FORMAT_VERSION, IndexRecord, RegistryConfig,
+    AllRecords, DEFAULT_DL_TEMPLATE, FORMAT_VERSION, IndexRecord, KeysFile, RegistryConfig,
 };
+use skillpkg_index::signing::PublicKey;
 use skillpkg_index::skill::SkillName;
 
-use crate::publish::{PublishError, verify_archive};
+use crate::keys::{self, KeyChangeError};
+use crate::publish::{Policy, PublishError, SignerKeys, Upload, verify_archive};
 use crate::state::{OwnerChangeError, State, StateError};
 
 /// The served tree, below the data folder.
@@ -30,6 +38,9 @@ pub struct Options {
     /// discovery index), when known.
     pub public_url: Option<String>,
     pub max_skill_bytes: u64,
+    /// Whether unsigned publishes are refused (`require-signatures` in
+    /// `config.json`).
+    pub require_signatures: bool,
 }
 
 impl Default for Options {
@@ -37,8 +48,25 @@ impl Default for Options {
         Self {
             public_url: None,
             max_skill_bytes: DEFAULT_MAX_BYTES,
+            require_signatures: false,
         }
     }
+}
+
+/// A publish request, as sent: the multipart parts of `PUT /api/v1/skills`.
+#[derive(Clone, Copy, Debug)]
+pub struct PublishRequest<'a> {
+    pub name: &'a str,
+    pub version: &'a str,
+    /// The `.tgz`.
+    pub tarball: &'a [u8],
+    /// The `.minisig`, for a signed publish.
+    pub signature: Option<&'a [u8]>,
+    /// The signer's public key (base64 line or key file), which a skill's
+    /// first signed publish registers; ignored once the skill has keys.
+    pub key: Option<&'a [u8]>,
+    /// The `.intoto.jsonl`, signed by the same key as the archive.
+    pub provenance: Option<&'a [u8]>,
 }
 
 /// Why an operation failed, in the terms of the API.
@@ -46,6 +74,8 @@ impl Default for Options {
 pub enum RegistryError {
     #[error("{0}")]
     BadRequest(String),
+    #[error("{0}")]
+    Forbidden(String),
     #[error("{0}")]
     TooLarge(String),
     #[error("`{user}` does not own `{name}`; ask an owner ({owners}) to add you")]
@@ -72,9 +102,33 @@ impl From<PublishError> for RegistryError {
                 path: PathBuf::from("(temporary folder)"),
                 source,
             }),
+            PublishError::UnregisteredKey { ref name, .. } => {
+                let hint = add_key_hint(name);
+                Self::Forbidden(format!("{error}; {hint}"))
+            }
+            PublishError::NoKey { .. } => Self::BadRequest(format!(
+                "{error}: send the publisher's public key in the `key` part (`skillpkg publish` does); the first signed publish registers it"
+            )),
             other => Self::BadRequest(error_chain(&other)),
         }
     }
+}
+
+impl From<KeyChangeError> for RegistryError {
+    fn from(error: KeyChangeError) -> Self {
+        match error {
+            KeyChangeError::Tree(error) => Self::Tree(error),
+            KeyChangeError::State(error) => Self::State(error),
+            other => Self::BadRequest(error_chain(&other)),
+        }
+    }
+}
+
+/// How a key gets added to `name`, for error messages.
+fn add_key_hint(name: &str) -> String {
+    format!(
+        "an owner can add a key with `PUT /api/v1/skills/{name}/keys` and the body {{\"add\":[\"<public key>\"]}}, or the registry's admin with `skillpkg-registry key add --skill {name} --key <public key>`; then publish again"
+    )
 }
 
 /// Joins an error and its causes: `a: b: c`.
@@ -113,7 +167,7 @@ impl Registry {
                 .map(|url| format!("{}/api/v1", url.trim_end_matches('/'))),
             auth_required: false,
             max_skill_bytes: options.max_skill_bytes,
-            require_signatures: false,
+            require_signatures: options.require_signatures,
         };
         tree.write_config(&config)?;
         tree.write_aggregates(&records, &config, options.public_url.as_deref())?;
@@ -144,30 +198,62 @@ impl Registry {
         self.options.max_skill_bytes
     }
 
-    /// Publishes `tarball` as `name@version` for `user`.
+    /// Publishes a skill version for `user`.
+    ///
+    /// A signed publish must be signed by one of the skill's registered keys
+    /// or, when it has none yet, by the key sent with it, which it then
+    /// registers. Once a skill has keys every publish of it must be signed,
+    /// whatever the registry's `require-signatures`: otherwise a stolen token
+    /// would be enough to publish a version its owners never signed.
     pub fn publish(
         &self,
         user: &str,
-        name: &str,
-        version: &str,
-        tarball: &[u8],
-        signature: Option<&[u8]>,
+        request: &PublishRequest<'_>,
     ) -> Result<IndexRecord, RegistryError> {
-        let name: SkillName = name.parse().map_err(|error| {
-            RegistryError::BadRequest(format!("`{name}` is not a valid skill name: {error}"))
+        let name: SkillName = request.name.parse().map_err(|error| {
+            RegistryError::BadRequest(format!(
+                "`{}` is not a valid skill name: {error}",
+                request.name
+            ))
         })?;
-        let version: semver::Version = version.parse().map_err(|error| {
-            RegistryError::BadRequest(format!("`{version}` is not a semantic version: {error}"))
+        let version: semver::Version = request.version.parse().map_err(|error| {
+            RegistryError::BadRequest(format!(
+                "`{}` is not a semantic version: {error}",
+                request.version
+            ))
         })?;
         self.check_owner(user, &name)?;
-        let record = verify_archive(
-            &name,
-            &version,
-            tarball,
-            signature,
-            self.options.max_skill_bytes,
-            jiff::Timestamp::now(),
-        )?;
+        let sent_key = request.key.map(parse_sent_key).transpose()?;
+        if sent_key.is_some() && request.signature.is_none() {
+            return Err(RegistryError::BadRequest(format!(
+                "{name}@{version}: the `key` part was sent without a `signature`"
+            )));
+        }
+        let registered = self.tree.read_keys(&name)?.public_keys();
+        let signer_keys = match &sent_key {
+            _ if !registered.is_empty() => SignerKeys::Registered(&registered),
+            Some(key) => SignerKeys::FirstUse(key),
+            None => SignerKeys::Unknown,
+        };
+        let upload = Upload {
+            name: &name,
+            version: &version,
+            tarball: request.tarball,
+            signature: request.signature,
+            provenance: request.provenance,
+        };
+        let policy = Policy {
+            max_skill_bytes: self.options.max_skill_bytes,
+            require_signatures: self.options.require_signatures,
+        };
+        let record = verify_archive(&upload, signer_keys, &policy, jiff::Timestamp::now())?;
+        let signer: Option<&PublicKey> = record.signer.as_ref().map(|id| {
+            registered
+                .iter()
+                .chain(&sent_key)
+                .find(|key| &key.id().to_string() == id)
+                .expect("the signer is one of the keys it was checked against")
+        });
 
         let mut records = self
             .records
@@ -187,8 +273,40 @@ impl Registry {
         if !self.state.claim(name.as_str(), user)? {
             return Err(self.not_owner(user, &name));
         }
+        // The keys again, under the state lock: an owner or the admin may
+        // have changed them since, or another first signed publish may have
+        // registered its own.
+        self.state.locked(|| -> Result<(), RegistryError> {
+            let mut keys = self.tree.read_keys(&name)?;
+            match signer {
+                None if keys.keys.is_empty() => Ok(()),
+                None => Err(unsigned_with_keys(&name, &version, &keys.public_keys())),
+                Some(key) if keys.keys.is_empty() => {
+                    keys.keys.push(keys::record(key, record.published));
+                    Ok(self.tree.write_keys(&name, &keys)?)
+                }
+                Some(key) if keys.contains(key) => Ok(()),
+                Some(key) => Err(PublishError::UnregisteredKey {
+                    subject: format!("{name}@{version}"),
+                    name: name.to_string(),
+                    found: key.id(),
+                    registered: keys
+                        .keys
+                        .iter()
+                        .map(|record| record.id.clone())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                }
+                .into()),
+            }
+        })?;
+        let files = VersionFiles {
+            tarball: request.tarball,
+            signature: request.signature,
+            provenance: request.provenance,
+        };
         self.tree
-            .write_archive(&name, &version, tarball, signature, record.published)?;
+            .write_version(&name, &version, &files, record.published)?;
         let mut updated = versions.to_vec();
         updated.push(record.clone());
         self.tree.write_index(&name, &updated)?;
@@ -272,6 +390,46 @@ impl Registry {
             })
     }
 
+    /// Returns the keys registered for `name` (none for a skill that was
+    /// only ever published unsigned).
+    pub fn keys(&self, name: &str) -> Result<KeysFile, RegistryError> {
+        let not_found =
+            || RegistryError::NotFound(format!("`{name}` has never been published here"));
+        let skill: SkillName = name.parse().map_err(|_| not_found())?;
+        let keys = self.tree.read_keys(&skill)?;
+        if keys.keys.is_empty() && self.state.owners(name)?.is_empty() {
+            return Err(not_found());
+        }
+        Ok(keys)
+    }
+
+    /// Adds keys to and removes keys (by id) from `name`, for an owner.
+    pub fn change_keys(
+        &self,
+        user: &str,
+        name: &str,
+        add: &[String],
+        remove: &[String],
+    ) -> Result<KeysFile, RegistryError> {
+        let skill: SkillName = name
+            .parse()
+            .map_err(|_| RegistryError::NotFound(format!("`{name}` is not a skill name")))?;
+        let owners = self.owners(name)?;
+        if !owners.iter().any(|owner| owner == user) {
+            return Err(self.not_owner(user, &skill));
+        }
+        let add = keys::parse_keys(add)?;
+        let remove = keys::parse_ids(remove)?;
+        Ok(keys::change_keys(
+            &self.tree,
+            &self.state,
+            &skill,
+            &add,
+            &remove,
+            jiff::Timestamp::now(),
+        )?)
+    }
+
     fn check_owner(&self, user: &str, name: &SkillName) -> Result<(), RegistryError> {
         let owners = self.state.owners(name.as_str())?;
         if owners.is_empty() || owners.iter().any(|owner| owner == user) {
@@ -293,4 +451,32 @@ impl Registry {
             owners,
         }
     }
+}
+
+/// Parses the `key` part of a publish.
+fn parse_sent_key(bytes: &[u8]) -> Result<PublicKey, RegistryError> {
+    std::str::from_utf8(bytes)
+        .map_err(|_| "it is not UTF-8 text".to_owned())
+        .and_then(|text| text.parse().map_err(|error| format!("{error}")))
+        .map_err(|error| {
+            RegistryError::BadRequest(format!(
+                "the `key` part is not a minisign public key: {error}"
+            ))
+        })
+}
+
+/// The refusal of an unsigned publish of a skill that has keys.
+fn unsigned_with_keys(
+    name: &SkillName,
+    version: &semver::Version,
+    keys: &[PublicKey],
+) -> RegistryError {
+    let ids = keys
+        .iter()
+        .map(|key| key.id().to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
+    RegistryError::BadRequest(format!(
+        "{name}@{version} is not signed, but `{name}` has registered keys ({ids}): every version of it must be signed by one of them"
+    ))
 }

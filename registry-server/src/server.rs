@@ -1,8 +1,9 @@
 //! The HTTP server: the static tree at `/`, the API at `/api/v1`.
 //!
 //! Static files carry an `ETag` (size and modification time, like nginx's)
-//! and answer `If-None-Match` with 304; archives and signatures are cached
-//! for a year as immutable, everything else for a minute. Paths with a
+//! and answer `If-None-Match` with 304; archives, signatures and provenance
+//! are cached for a year as immutable, everything else (index files, keys)
+//! for a minute. Paths with a
 //! component starting with `.` (temporary files) are never served, except
 //! `.well-known`.
 
@@ -18,7 +19,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, put};
 use serde_json::json;
 
-use crate::registry::{Registry, RegistryError, error_chain};
+use crate::registry::{PublishRequest, Registry, RegistryError, error_chain};
 
 /// Files up to this size are read on the async thread.
 const SMALL_FILE: u64 = 64 * 1024;
@@ -38,6 +39,7 @@ pub fn router(registry: Arc<Registry>) -> Router {
             "/api/v1/skills/{name}/owners",
             get(owners).put(change_owners),
         )
+        .route("/api/v1/skills/{name}/keys", get(keys).put(change_keys))
         .route("/api/v1/me", get(me))
         .fallback(static_file)
         .layer(DefaultBodyLimit::max(body_limit))
@@ -58,7 +60,7 @@ impl From<RegistryError> for ApiError {
         let status = match &error {
             RegistryError::BadRequest(_) => StatusCode::BAD_REQUEST,
             RegistryError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
-            RegistryError::NotOwner { .. } => StatusCode::FORBIDDEN,
+            RegistryError::NotOwner { .. } | RegistryError::Forbidden(_) => StatusCode::FORBIDDEN,
             RegistryError::NotFound(_) => StatusCode::NOT_FOUND,
             RegistryError::Exists { .. } => StatusCode::CONFLICT,
             RegistryError::Tree(_) | RegistryError::State(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -109,8 +111,7 @@ async fn publish(
     headers: HeaderMap,
     multipart: Result<Multipart, axum::extract::multipart::MultipartRejection>,
 ) -> Result<Response, ApiError> {
-    // Both checks come before a byte of the body is read.
-    let user = authenticate(&registry, &headers)?;
+    // The size comes before a byte of the body is read.
     let limit = registry.max_skill_bytes();
     let declared = headers
         .get(header::CONTENT_LENGTH)
@@ -125,7 +126,22 @@ async fn publish(
     }
     let mut multipart = multipart
         .map_err(|error| bad_request(format!("the body must be multipart/form-data: {error}")))?;
-    let (mut name, mut version, mut tarball, mut signature) = (None, None, None, None);
+    let user = match authenticate(&registry, &headers) {
+        Ok(user) => user,
+        Err(error) => {
+            // Read the (size-limited) body before answering: a client still
+            // sending it would otherwise see the connection close instead of
+            // the 401 and its explanation.
+            while let Ok(Some(field)) = multipart.next_field().await {
+                if field.bytes().await.is_err() {
+                    break;
+                }
+            }
+            return Err(error);
+        }
+    };
+    let (mut name, mut version, mut tarball) = (None, None, None);
+    let (mut signature, mut key, mut provenance) = (None, None, None);
     loop {
         let field = match multipart.next_field().await {
             Ok(Some(field)) => field,
@@ -142,9 +158,11 @@ async fn publish(
             "version" => version = Some(String::from_utf8_lossy(&bytes).into_owned()),
             "tarball" => tarball = Some(bytes),
             "signature" => signature = Some(bytes),
+            "key" => key = Some(bytes),
+            "provenance" => provenance = Some(bytes),
             other => {
                 return Err(bad_request(format!(
-                    "unexpected part `{other}`: send name, version, tarball and signature"
+                    "unexpected part `{other}`: send name, version, tarball, and for a signed publish signature, key and provenance"
                 )));
             }
         }
@@ -153,9 +171,18 @@ async fn publish(
     let name = name.ok_or_else(|| missing("name"))?;
     let version = version.ok_or_else(|| missing("version"))?;
     let tarball = tarball.ok_or_else(|| missing("tarball"))?;
-    let record =
-        blocking(move || registry.publish(&user, &name, &version, &tarball, signature.as_deref()))
-            .await?;
+    let record = blocking(move || {
+        let request = PublishRequest {
+            name: &name,
+            version: &version,
+            tarball: &tarball,
+            signature: signature.as_deref(),
+            key: key.as_deref(),
+            provenance: provenance.as_deref(),
+        };
+        registry.publish(&user, &request)
+    })
+    .await?;
     Ok((StatusCode::CREATED, Json(record)).into_response())
 }
 
@@ -255,6 +282,39 @@ async fn change_owners(
     Ok(Json(json!({ "users": users })).into_response())
 }
 
+async fn keys(
+    State(registry): State<Arc<Registry>>,
+    Path(name): Path<String>,
+) -> Result<Response, ApiError> {
+    let keys = blocking(move || registry.keys(&name)).await?;
+    Ok(Json(json!({ "keys": keys.keys })).into_response())
+}
+
+#[derive(serde::Deserialize)]
+struct KeysChange {
+    #[serde(default)]
+    add: Vec<String>,
+    #[serde(default)]
+    remove: Vec<String>,
+}
+
+async fn change_keys(
+    State(registry): State<Arc<Registry>>,
+    headers: HeaderMap,
+    Path(name): Path<String>,
+    body: axum::body::Bytes,
+) -> Result<Response, ApiError> {
+    let user = authenticate(&registry, &headers)?;
+    let change: KeysChange = serde_json::from_slice(&body).map_err(|error| {
+        bad_request(format!(
+            "the body must be JSON like {{\"add\":[\"RWQ...\"],\"remove\":[\"<key id>\"]}}: {error}"
+        ))
+    })?;
+    let keys =
+        blocking(move || registry.change_keys(&user, &name, &change.add, &change.remove)).await?;
+    Ok(Json(json!({ "keys": keys.keys })).into_response())
+}
+
 async fn me(
     State(registry): State<Arc<Registry>>,
     headers: HeaderMap,
@@ -350,6 +410,8 @@ fn file_headers(path: &str) -> (&'static str, &'static str) {
         ("application/gzip", IMMUTABLE)
     } else if path.ends_with(".minisig") {
         ("text/plain; charset=utf-8", IMMUTABLE)
+    } else if path.ends_with(".intoto.jsonl") {
+        ("application/x-ndjson", IMMUTABLE)
     } else if path.ends_with(".json") {
         ("application/json", SHORT)
     } else {

@@ -4,7 +4,8 @@
 //! ```text
 //! state/tokens.json    {"tokens":[{"id":"t1","user":"alice","hash":"sha256:…","created":"…"}]}
 //! state/owners.json    {"owners":{"pdf-processing":["alice","bob"]}}
-//! state/.lock          held while either file is read-modify-written
+//! state/.lock          held while either file, or a public `keys/<name>.json`,
+//!                      is read-modify-written
 //! ```
 //!
 //! Tokens are random, shown once, and stored as their SHA-256 only. Both
@@ -144,8 +145,15 @@ impl State {
         Ok(write_atomically(&self.dir.join(file), &bytes)?)
     }
 
-    /// Runs `change` while holding the state lock.
-    fn locked<T>(&self, change: impl FnOnce() -> Result<T, StateError>) -> Result<T, StateError> {
+    /// Runs `change` while holding the state lock, which every change of the
+    /// state files and of the public keys files holds. The lock is a file
+    /// lock, so it also orders the admin commands against a running server;
+    /// `change` must not take it again (a second lock of the file waits for
+    /// the first, even in one process).
+    pub fn locked<T, E: From<StateError>>(
+        &self,
+        change: impl FnOnce() -> Result<T, E>,
+    ) -> Result<T, E> {
         let path = self.dir.join(LOCK_FILE);
         let io = |source| StateError::Io {
             path: path.clone(),
@@ -263,7 +271,7 @@ impl State {
         for user in add {
             check_user(user)?;
         }
-        self.locked(|| {
+        self.locked(|| -> Result<_, StateError> {
             let mut file: OwnersFile = self.read(OWNERS_FILE)?;
             let owners = file.owners.entry(name.to_owned()).or_default();
             for user in add {

@@ -11,7 +11,7 @@ fn help_lists_every_command() {
         .unwrap();
     assert!(output.status.success());
     let help = String::from_utf8(output.stdout).unwrap();
-    for command in ["serve", "build", "token"] {
+    for command in ["serve", "build", "token", "key"] {
         assert!(help.contains(command), "`{command}` missing from:\n{help}");
     }
 }

@@ -264,7 +264,7 @@ http {{
     fastcgi_temp_path {prefix}/fastcgi;
     uwsgi_temp_path {prefix}/uwsgi;
     scgi_temp_path {prefix}/scgi;
-    types {{ application/json json; application/gzip tgz; }}
+    types {{ application/json json; application/gzip tgz; application/x-ndjson jsonl; }}
     default_type "text/plain; charset=utf-8";
     server {{
         listen 127.0.0.1:{port};

@@ -16,11 +16,15 @@ impl World {
         let data = sandbox.path().join("registry");
         let token = create_token(&data, "alice");
         let server = RegistryServer::start(&data, &[]);
-        Self {
+        let world = Self {
             sandbox,
             server,
             token,
-        }
+        };
+        // alice signs what she publishes, with the default key.
+        let key = world.skillpkg(&["key", "generate", "--no-password"]);
+        assert_eq!(key.code, 0, "{key:?}");
+        world
     }
 
     fn skillpkg(&self, args: &[&str]) -> skillpkg_tests::Output {
@@ -274,4 +278,107 @@ fn search_and_info_answer_the_same_from_the_server_nginx_and_file() {
     );
     assert_eq!(answers[0], answers[1], "server and nginx");
     assert_eq!(answers[0], answers[2], "server and file://");
+}
+
+fn git(dir: &std::path::Path, args: &[&str]) {
+    let status = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args([
+            "-c",
+            "user.name=Test",
+            "-c",
+            "user.email=test@example.com",
+            "-c",
+            "commit.gpgsign=false",
+        ])
+        .args(args)
+        .status()
+        .unwrap();
+    assert!(status.success(), "git {args:?}");
+}
+
+#[test]
+fn provenance_names_the_commit_and_a_dirty_tree_is_refused() {
+    let world = World::new();
+    let url = world.server.url();
+    let repo = world.sandbox.path().join("repo");
+    world.sandbox.write(
+        "repo/pdf/SKILL.md",
+        "---\nname: pdf\ndescription: Reads PDFs.\nversion: 1.0.0\n---\nbody\n",
+    );
+    git(&repo, &["init", "-q"]);
+    git(
+        &repo,
+        &[
+            "remote",
+            "add",
+            "origin",
+            "https://example.com/acme/skills.git",
+        ],
+    );
+    git(&repo, &["add", "."]);
+    git(&repo, &["commit", "-q", "-m", "pdf"]);
+    let skill = repo.join("pdf");
+    let skill = skill.to_str().unwrap();
+
+    world.sandbox.write("repo/pdf/notes.md", "not committed");
+    let dirty = world.skillpkg(&[
+        "publish",
+        skill,
+        "--provenance",
+        "--registry",
+        url,
+        "--token",
+        &world.token,
+    ]);
+    assert_eq!(dirty.code, 1, "{dirty:?}");
+    assert!(
+        dirty.stderr.contains("has changes that are not committed"),
+        "{}",
+        dirty.stderr
+    );
+    assert!(dirty.stderr.contains("--allow-dirty"), "{}", dirty.stderr);
+    fs_err::remove_file(repo.join("pdf/notes.md")).unwrap();
+
+    let published = world.skillpkg(&[
+        "publish",
+        skill,
+        "--provenance",
+        "--registry",
+        url,
+        "--token",
+        &world.token,
+    ]);
+    assert_eq!(published.code, 0, "{published:?}");
+    let head = std::process::Command::new("git")
+        .arg("-C")
+        .arg(&repo)
+        .args(["rev-parse", "HEAD"])
+        .output()
+        .unwrap();
+    let head = String::from_utf8(head.stdout).unwrap().trim().to_owned();
+
+    let verified = world.skillpkg(&["verify", "pdf@1.0.0", "--registry", url, "--json"]);
+    assert_eq!(verified.code, 0, "{verified:?}");
+    let provenance = &verified.json()["provenance"]["source"];
+    assert_eq!(
+        provenance["repository"],
+        "git+https://example.com/acme/skills.git"
+    );
+    assert_eq!(provenance["commit"], head);
+    assert_eq!(provenance["dirty"], false);
+    let info = world.skillpkg(&["info", "pdf", "--registry", url]);
+    assert!(
+        info.stdout.contains(&format!(
+            "source:     git+https://example.com/acme/skills.git @ {head}"
+        )),
+        "{}",
+        info.stdout
+    );
+    let stored = world
+        .server
+        .public()
+        .join("dl/pdf/1.0.0/pdf-1.0.0.intoto.jsonl");
+    assert!(stored.is_file());
 }

@@ -5,6 +5,7 @@ use skillpkg_index::archive::human_bytes;
 use skillpkg_index::registry::{IndexRecord, latest};
 
 use crate::args::InfoArgs;
+use crate::commands::verify::{provenance_lines, registry_provenance};
 use crate::credentials::Token;
 use crate::printer::Printer;
 use crate::registry_client::{self, Registry, RegistryUrl};
@@ -12,17 +13,24 @@ use crate::render::one_line;
 use crate::settings::{self, Environment};
 use crate::spec::SkillSpec;
 use crate::{ExitStatus, UserError};
+use skillpkg_index::signing::Provenance;
 
 pub fn run(args: &InfoArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
     let environment = Environment::from_process();
     let registry_url = settings::registry(args.registry.registry.as_ref(), &environment)?;
     let token = settings::token(None, &environment, &registry_url)?;
-    let records = registry_client::block_on(records(registry_url.clone(), token, &args.skill))??;
-    let record = select(&records, &args.skill, &registry_url)?;
+    let (records, index, provenance) =
+        registry_client::block_on(records(registry_url.clone(), token, &args.skill))??;
+    let record = &records[index];
     if args.json {
         printer.json(&json!({
             "registry": registry_url.to_string(),
             "record": record,
+            "provenance": match &provenance {
+                Some(Ok(provenance)) => json!(provenance),
+                Some(Err(error)) => json!({ "error": error }),
+                None => serde_json::Value::Null,
+            },
             "versions": records.iter().rev().map(|record| json!({
                 "version": record.vers.to_string(),
                 "yanked": record.yanked,
@@ -30,18 +38,27 @@ pub fn run(args: &InfoArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
             })).collect::<Vec<_>>(),
         }));
     } else {
-        printer.result(&info_text(record, &records));
+        printer.result(&info_text(record, &records, provenance.as_ref()));
     }
     Ok(ExitStatus::Success)
 }
 
+/// The versions, the index of the one to show, and its provenance (verified
+/// against the registry's keys), if it has one.
 async fn records(
     registry_url: RegistryUrl,
     token: Option<Token>,
     skill: &SkillSpec,
-) -> anyhow::Result<Vec<IndexRecord>> {
-    let registry = Registry::open(registry_url, token).await?;
-    Ok(registry.index(&skill.name).await?)
+) -> anyhow::Result<(Vec<IndexRecord>, usize, Option<Result<Provenance, String>>)> {
+    let registry = Registry::open(registry_url.clone(), token).await?;
+    let records = registry.index(&skill.name).await?;
+    let selected = select(&records, skill, &registry_url)?;
+    let index = records
+        .iter()
+        .position(|record| std::ptr::eq(record, selected))
+        .expect("selected from the records");
+    let provenance = registry_provenance(&registry, &records[index]).await;
+    Ok((records, index, provenance))
 }
 
 /// The version asked for, else the latest that is not yanked, else (every
@@ -80,7 +97,11 @@ fn select<'records>(
         })
 }
 
-fn info_text(record: &IndexRecord, records: &[IndexRecord]) -> String {
+fn info_text(
+    record: &IndexRecord,
+    records: &[IndexRecord],
+    provenance: Option<&Result<Provenance, String>>,
+) -> String {
     let mut lines = vec![
         format!("{} {}", record.name, record.vers),
         one_line(&record.description),
@@ -113,6 +134,11 @@ fn info_text(record: &IndexRecord, records: &[IndexRecord]) -> String {
             .map_or_else(|| "none (unsigned)".to_owned(), one_line)
     ));
     lines.push(format!("published:  {}", record.published));
+    match provenance {
+        Some(Ok(provenance)) => lines.extend(provenance_lines(provenance)),
+        Some(Err(error)) => lines.push(format!("provenance: does not verify: {}", one_line(error))),
+        None => lines.push("provenance: none".to_owned()),
+    }
     if record.yanked {
         let reason = record
             .yanked_reason

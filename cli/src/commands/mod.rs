@@ -1,9 +1,12 @@
 //! One file per command: glue between arguments and the libraries.
 
 pub mod info;
+pub mod key;
 pub mod login;
 pub mod pack;
 pub mod publish;
 pub mod search;
+pub mod sign;
 pub mod validate;
+pub mod verify;
 pub mod yank;

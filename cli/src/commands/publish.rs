@@ -4,13 +4,14 @@ use serde_json::json;
 use skillpkg_index::archive::{PackedSkill, human_bytes, tree_hash::hex};
 use skillpkg_index::checksum::Checksum;
 
-use crate::ExitStatus;
 use crate::args::PublishArgs;
 use crate::commands::pack::{Packed, validate_and_pack};
 use crate::credentials::Token;
 use crate::printer::Printer;
-use crate::registry_client::{self, Action, Registry, RegistryUrl, redacted};
+use crate::registry_client::{self, Action, Attachments, Registry, RegistryUrl, redacted};
 use crate::settings::{self, Environment};
+use crate::{ExitStatus, provenance, signing_key};
+use skillpkg_index::signing::{SecretKey, Signature, TrustedComment, sign_provenance};
 
 pub fn run(args: &PublishArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
     let environment = Environment::from_process();
@@ -25,9 +26,56 @@ pub fn run(args: &PublishArgs, printer: &Printer) -> anyhow::Result<ExitStatus> 
             &registry_url,
         )?)
     };
+    // The key before the work too: a password prompt comes first.
+    let key = if args.no_sign {
+        None
+    } else if args.dry_run {
+        signing_key::load(args.key.as_deref(), &environment, printer)?
+    } else {
+        Some(signing_key::require(args.key.as_deref(), &environment, printer).map_err(|error| {
+            error.context("publish signs every version: give it a key, or pass --no-sign to publish unsigned")
+        })?)
+    };
     let Packed { skill: packed, .. } =
         validate_and_pack(&args.path, args.version.as_ref(), args.json, printer)?;
-    registry_client::block_on(upload(args, registry_url, token, &packed, printer))?
+    let attachments = attachments(args, key.as_ref(), &packed)?;
+    registry_client::block_on(upload(
+        args,
+        registry_url,
+        token,
+        &packed,
+        attachments,
+        printer,
+    ))?
+}
+
+/// Signs the archive (and its provenance) with `key`.
+fn attachments(
+    args: &PublishArgs,
+    key: Option<&SecretKey>,
+    packed: &PackedSkill,
+) -> anyhow::Result<Attachments> {
+    let Some(key) = key else {
+        return Ok(Attachments::default());
+    };
+    let sha256 = Checksum::from_digest(packed.sha256);
+    let comment = TrustedComment {
+        name: packed.name.clone(),
+        version: packed.version.clone(),
+        sha256,
+    };
+    let signature = Signature::sign(key, &packed.tarball, &comment.to_string()).to_file();
+    let provenance = if args.provenance {
+        let source = provenance::gather(&args.path, args.allow_dirty)?;
+        Some(sign_provenance(key, &packed.file_name(), &sha256, &source))
+    } else {
+        None
+    };
+    Ok(Attachments {
+        signature: Some(signature),
+        key: Some(key.public().to_base64()),
+        provenance,
+    })
 }
 
 async fn upload(
@@ -35,6 +83,7 @@ async fn upload(
     registry_url: RegistryUrl,
     token: Option<Token>,
     packed: &PackedSkill,
+    attachments: Attachments,
     printer: &Printer,
 ) -> anyhow::Result<ExitStatus> {
     let registry = Registry::open(registry_url, token.clone()).await?;
@@ -64,6 +113,7 @@ async fn upload(
             &packed.name,
             &packed.version,
             packed.tarball.clone(),
+            attachments,
         )
         .await?;
     printer.status(

@@ -32,6 +32,17 @@ pub struct Api<'registry> {
     base: Url,
 }
 
+/// What goes with an archive to the registry.
+#[derive(Debug, Default)]
+pub struct Attachments {
+    /// The `.minisig` text.
+    pub signature: Option<String>,
+    /// The signer's public key (minisign's base64 line).
+    pub key: Option<String>,
+    /// The `.intoto.jsonl` text.
+    pub provenance: Option<String>,
+}
+
 /// A version as the registry recorded it after a publish or a yank.
 #[derive(Clone, Debug)]
 pub struct Published {
@@ -66,22 +77,34 @@ impl<'registry> Api<'registry> {
         self.url("skills")
     }
 
-    /// Uploads a packed skill.
+    /// Uploads a packed skill, with its signature, the public key that made
+    /// it (which registers the key on a skill's first signed publish) and
+    /// its provenance, when there are.
     pub async fn publish(
         &self,
         token: &Token,
         name: &SkillName,
         version: &semver::Version,
         tarball: Vec<u8>,
+        attachments: Attachments,
     ) -> Result<Published, RegistryError> {
         let tarball = Part::bytes(tarball)
             .file_name(format!("{name}-{version}.tgz"))
             .mime_str("application/gzip")
             .expect("application/gzip is a valid MIME type");
-        let form = Form::new()
+        let mut form = Form::new()
             .text("name", name.to_string())
             .text("version", version.to_string())
             .part("tarball", tarball);
+        for (part, text) in [
+            ("signature", attachments.signature),
+            ("key", attachments.key),
+            ("provenance", attachments.provenance),
+        ] {
+            if let Some(text) = text {
+                form = form.text(part, text);
+            }
+        }
         let url = self.publish_url();
         let request = self.http.put(url.clone()).multipart(form);
         let body = self.send(Action::Publish, &url, request, token).await?;

@@ -37,7 +37,7 @@ use skillpkg_index::registry::{
 };
 use skillpkg_index::skill::SkillName;
 
-pub use self::api::{Api, Published};
+pub use self::api::{Api, Attachments, Published};
 pub use self::error::{Action, RegistryError};
 pub use self::registry_url::{RegistryUrl, RegistryUrlError, redacted};
 use crate::credentials::Token;
@@ -121,6 +121,16 @@ impl Registry {
             return Err(no_such_skill());
         }
         Ok(records)
+    }
+
+    /// Returns a file of the tree (a path relative to the registry, or an
+    /// absolute URL such as an absolute `dl` template gives), `None` for a 404.
+    pub async fn file(&self, path: &str) -> Result<Option<Vec<u8>>, RegistryError> {
+        let url = match url::Url::parse(path) {
+            Ok(absolute) => absolute,
+            Err(_) => self.url.join(path),
+        };
+        fetch(&self.http, &url, self.read_token()).await
     }
 
     /// Returns `search.json`. A registry with no skill yet may have none,

@@ -6,7 +6,9 @@
 //! index/1/a  index/2/ab  index/3/a/abc          one index file per skill name,
 //! index/pd/f-/pdf-processing                      one IndexRecord a line (NDJSON)
 //! dl/<name>/<version>/<name>-<version>.tgz      the archive, immutable
-//! dl/<name>/<version>/<name>-<version>.tgz.minisig
+//! dl/<name>/<version>/<name>-<version>.tgz.minisig   its signature, when signed
+//! dl/<name>/<version>/<name>-<version>.intoto.jsonl  its provenance, when sent
+//! keys/<name>.json                              KeysFile: the publisher keys
 //! search.json                                   SearchIndex
 //! .well-known/agent-skills/index.json           DiscoveryIndex
 //! ```
@@ -169,6 +171,26 @@ pub fn keys_path(name: &SkillName) -> String {
 pub struct KeysFile {
     pub v: u32,
     pub keys: Vec<KeyRecord>,
+}
+
+impl KeysFile {
+    /// A keys file with no keys, of the current format version.
+    pub fn empty() -> Self {
+        Self {
+            v: FORMAT_VERSION,
+            keys: Vec::new(),
+        }
+    }
+
+    /// Returns the public keys, in the file's order.
+    pub fn public_keys(&self) -> Vec<crate::signing::PublicKey> {
+        self.keys.iter().map(|record| record.key.clone()).collect()
+    }
+
+    /// Returns true if and only if `key` (its id and its bytes) is listed.
+    pub fn contains(&self, key: &crate::signing::PublicKey) -> bool {
+        self.keys.iter().any(|record| &record.key == key)
+    }
 }
 
 /// One publisher key.

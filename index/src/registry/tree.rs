@@ -8,10 +8,12 @@
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
+use std::collections::BTreeMap;
+
 use super::{
-    AllRecords, CONFIG_PATH, DISCOVERY_PATH, DiscoveryIndex, IndexError, IndexRecord,
-    RegistryConfig, SEARCH_PATH, SearchIndex, archive_path, index_file_path, parse_index_file,
-    render_index_file, render_json, signature_path,
+    AllRecords, CONFIG_PATH, DISCOVERY_PATH, DiscoveryIndex, IndexError, IndexRecord, KeysFile,
+    RegistryConfig, SEARCH_PATH, SearchIndex, archive_path, index_file_path, keys_path,
+    parse_index_file, provenance_path, render_index_file, render_json, signature_path,
 };
 use crate::skill::SkillName;
 
@@ -44,6 +46,17 @@ fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> TreeError + '_ {
         path: path.to_owned(),
         source,
     }
+}
+
+/// The files of one published version: the archive and what vouches for it.
+#[derive(Clone, Copy, Debug)]
+pub struct VersionFiles<'a> {
+    /// The `.tgz`.
+    pub tarball: &'a [u8],
+    /// The `.minisig`, when the version is signed.
+    pub signature: Option<&'a [u8]>,
+    /// The `.intoto.jsonl`, when provenance was sent.
+    pub provenance: Option<&'a [u8]>,
 }
 
 /// A static tree rooted at a folder.
@@ -162,19 +175,87 @@ impl StaticTree {
         signature: Option<&[u8]>,
         published: jiff::Timestamp,
     ) -> Result<(), TreeError> {
+        let files = VersionFiles {
+            tarball,
+            signature,
+            provenance: None,
+        };
+        self.write_version(name, version, &files, published)
+    }
+
+    /// Writes an archive with its signature and provenance, each with the
+    /// modification time `published` (which `skillpkg-registry build` reads
+    /// back). Refuses to replace any of them: a published version is
+    /// immutable.
+    pub fn write_version(
+        &self,
+        name: &SkillName,
+        version: &semver::Version,
+        files: &VersionFiles<'_>,
+        published: jiff::Timestamp,
+    ) -> Result<(), TreeError> {
         let modified = std::time::SystemTime::from(published);
         let archive = self.path(&archive_path(name, version));
         let signature_file = self.path(&signature_path(name, version));
-        for path in [&archive, &signature_file] {
+        let provenance_file = self.path(&provenance_path(name, version));
+        for path in [&archive, &signature_file, &provenance_file] {
             if path.exists() {
                 return Err(TreeError::Exists { path: path.clone() });
             }
         }
-        // The signature first: a visible archive always has its signature.
-        if let Some(signature) = signature {
+        // The archive last: a visible archive always has its signature and
+        // provenance.
+        if let Some(signature) = files.signature {
             write_new(&signature_file, signature, modified)?;
         }
-        write_new(&archive, tarball, modified)
+        if let Some(provenance) = files.provenance {
+            write_new(&provenance_file, provenance, modified)?;
+        }
+        write_new(&archive, files.tarball, modified)
+    }
+
+    /// Reads `keys/<name>.json`; a skill with no registered key has none,
+    /// which reads as an empty list.
+    pub fn read_keys(&self, name: &SkillName) -> Result<KeysFile, TreeError> {
+        let path = self.path(&keys_path(name));
+        match fs_err::read(&path) {
+            Ok(bytes) => {
+                serde_json::from_slice(&bytes).map_err(|source| TreeError::Json { path, source })
+            }
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(KeysFile::empty()),
+            Err(source) => Err(TreeError::Io { path, source }),
+        }
+    }
+
+    /// Replaces `keys/<name>.json`.
+    pub fn write_keys(&self, name: &SkillName, keys: &KeysFile) -> Result<(), TreeError> {
+        write_atomically(&self.path(&keys_path(name)), &render_json(keys))
+    }
+
+    /// Reads every `keys/<name>.json` of the tree. Files whose name is not a
+    /// skill name's are not part of the format and are skipped.
+    pub fn read_all_keys(&self) -> Result<BTreeMap<SkillName, KeysFile>, TreeError> {
+        let mut all = BTreeMap::new();
+        let dir = self.path("keys");
+        let entries = match fs_err::read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(all),
+            Err(source) => return Err(TreeError::Io { path: dir, source }),
+        };
+        for entry in entries {
+            let entry = entry.map_err(io_error(&dir))?;
+            let Some(name) = entry
+                .file_name()
+                .to_str()
+                .and_then(|file_name| file_name.strip_suffix(".json"))
+                .and_then(|stem| stem.parse::<SkillName>().ok())
+            else {
+                continue;
+            };
+            let keys = self.read_keys(&name)?;
+            all.insert(name, keys);
+        }
+        Ok(all)
     }
 
     /// Returns true if and only if the archive of `name@version` exists.
@@ -183,7 +264,7 @@ impl StaticTree {
     }
 
     /// Removes what a crash can leave behind: temporary files, and archives
-    /// (with their signatures) whose version no index file lists, which were
+    /// (with their signatures and provenance) whose version no index file lists, which were
     /// never published. Returns the removed paths, relative to the root.
     pub fn recover(&self, all: &AllRecords) -> Result<Vec<String>, TreeError> {
         let mut removed = Vec::new();

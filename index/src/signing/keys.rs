@@ -180,8 +180,10 @@ fn key_stream(
     memlimit: u64,
 ) -> Result<[u8; 104], KeyError> {
     let (log_n, r, p) = scrypt_params(opslimit, memlimit);
+    // `len` matters only to password-hash strings; the output slice sets
+    // the length of the stream.
     let params =
-        scrypt::Params::new(log_n, r, p, 104).map_err(|error| KeyError::Kdf(error.to_string()))?;
+        scrypt::Params::new(log_n, r, p, 64).map_err(|error| KeyError::Kdf(error.to_string()))?;
     let mut stream = [0_u8; 104];
     scrypt::scrypt(password.as_bytes(), salt, &params, &mut stream)
         .map_err(|error| KeyError::Kdf(error.to_string()))?;

@@ -1,0 +1,322 @@
+//! `skillpkg verify`: check who signed an archive, and where it was built.
+//!
+//! Locally (`verify FILE.tgz --key KEY`) or from a registry
+//! (`verify NAME@VERSION`), the order is the installer's: signature and
+//! checksum first, over the bytes as they are; only then is anything unpacked.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::json;
+use skillpkg_index::checksum::Checksum;
+use skillpkg_index::registry::{IndexRecord, KeysFile, keys_path, provenance_path, signature_path};
+use skillpkg_index::signing::{
+    Provenance, PublicKey, Signature, TrustedComment, verify_provenance, verify_skill,
+};
+use skillpkg_index::skill::SkillName;
+
+use crate::args::VerifyArgs;
+use crate::printer::Printer;
+use crate::registry_client::{self, Registry};
+use crate::settings::{self, Environment};
+use crate::spec::SkillSpec;
+use crate::{ExitStatus, UserError, signing_key, skill_archive};
+
+/// What a verification established.
+struct Outcome {
+    name: SkillName,
+    version: semver::Version,
+    sha256: Checksum,
+    key: PublicKey,
+    provenance: Option<Provenance>,
+}
+
+pub fn run(args: &VerifyArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
+    let local = Path::new(&args.target);
+    let outcome = if args.target.ends_with(".tgz") || local.is_file() {
+        verify_local(args, local)?
+    } else {
+        let spec: SkillSpec = args.target.parse().map_err(|error| {
+            UserError::new(format!(
+                "`{}` is neither an archive file nor NAME[@VERSION]",
+                args.target
+            ))
+            .with_source(error)
+        })?;
+        let environment = Environment::from_process();
+        let registry_url = settings::registry(args.registry.registry.as_ref(), &environment)?;
+        registry_client::block_on(verify_remote(registry_url, spec))??
+    };
+    report(&outcome, args.json, printer);
+    Ok(ExitStatus::Success)
+}
+
+fn refused(
+    name: &str,
+    version: &str,
+    error: impl std::error::Error + Send + Sync + 'static,
+) -> anyhow::Error {
+    UserError::new(format!("{name}@{version} failed verification"))
+        .with_source(error)
+        .into()
+}
+
+fn verify_local(args: &VerifyArgs, file: &Path) -> anyhow::Result<Outcome> {
+    let tarball = fs_err::read(file).map_err(|error| {
+        UserError::new(format!("cannot read {}", file.display())).with_source(error)
+    })?;
+    let signature_file = args
+        .sig
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("{}.minisig", file.display())));
+    let signature = fs_err::read_to_string(&signature_file).map_err(|error| {
+        UserError::new(format!(
+            "{} is not signed: cannot read {}",
+            file.display(),
+            signature_file.display()
+        ))
+        .with_hint("pass the signature with --sig FILE.minisig")
+        .with_source(error)
+    })?;
+    let key = match &args.key {
+        Some(key) => signing_key::public_key(key)?,
+        None => {
+            return Err(UserError::new(
+                "verifying a local archive needs the publisher's public key",
+            )
+            .with_hint("pass --key with a public key file or its base64 line (RW...)")
+            .into());
+        }
+    };
+    // What the signature claims, checked against the bytes before anything
+    // is unpacked.
+    let claimed: TrustedComment = signature
+        .parse::<Signature>()
+        .and_then(|parsed| parsed.trusted_comment().parse())
+        .map_err(|error| refused(&file.display().to_string(), "?", error))?;
+    verify_skill(
+        &tarball,
+        &signature,
+        std::slice::from_ref(&key),
+        &claimed.name,
+        &claimed.version,
+    )
+    .map_err(|error| refused(claimed.name.as_str(), &claimed.version.to_string(), error))?;
+    // Only now: does the archive hold the skill the signature names?
+    let identity = skill_archive::identify(&tarball, file)?;
+    let declared = identity
+        .declared_version
+        .as_ref()
+        .unwrap_or(&claimed.version);
+    if identity.name != claimed.name || declared != &claimed.version {
+        return Err(UserError::new(format!(
+            "{} holds {}@{}, but its signature is for {}@{}",
+            file.display(),
+            identity.name,
+            declared,
+            claimed.name,
+            claimed.version
+        ))
+        .into());
+    }
+    let provenance_file = args.provenance.clone().unwrap_or_else(|| {
+        file.with_file_name(format!("{}-{}.intoto.jsonl", claimed.name, claimed.version))
+    });
+    let provenance = match fs_err::read_to_string(&provenance_file) {
+        Ok(text) => Some(
+            verify_provenance(&text, &key, &claimed.sha256).map_err(|error| {
+                refused(claimed.name.as_str(), &claimed.version.to_string(), error)
+            })?,
+        ),
+        Err(_) if args.provenance.is_none() => None,
+        Err(error) => {
+            return Err(
+                UserError::new(format!("cannot read {}", provenance_file.display()))
+                    .with_source(error)
+                    .into(),
+            );
+        }
+    };
+    Ok(Outcome {
+        name: claimed.name,
+        version: claimed.version,
+        sha256: claimed.sha256,
+        key,
+        provenance,
+    })
+}
+
+async fn verify_remote(
+    registry_url: crate::registry_client::RegistryUrl,
+    spec: SkillSpec,
+) -> anyhow::Result<Outcome> {
+    let registry = Registry::open(registry_url, None).await?;
+    let records = registry.index(&spec.name).await?;
+    let record = match &spec.version {
+        Some(version) => records
+            .iter()
+            .find(|record| &record.vers == version)
+            .ok_or_else(|| {
+                UserError::new(format!(
+                    "{}@{version} is not published in {}",
+                    spec.name,
+                    registry.url()
+                ))
+            })?,
+        None => skillpkg_index::registry::latest(&records)
+            .unwrap_or_else(|| records.last().expect("an index has a version")),
+    };
+    let (name, version) = (record.name.clone(), record.vers.clone());
+    let label = format!("{name}@{version}");
+    let Some(signer) = &record.signer else {
+        let why = if registry.config().require_signatures {
+            format!(
+                "{label} is not signed, and {} requires signatures: the registry should never have served it",
+                registry.url()
+            )
+        } else {
+            format!("{label} is not signed: there is no publisher to verify")
+        };
+        return Err(UserError::new(why).into());
+    };
+    let missing =
+        |what: &str| UserError::new(format!("{label}: the registry does not serve its {what}"));
+    let tarball = registry
+        .file(&registry.config().archive_url(&name, &version))
+        .await?
+        .ok_or_else(|| missing("archive"))?;
+    if Checksum::of(&tarball) != record.cksum {
+        return Err(UserError::new(format!(
+            "{label}: the archive's sha256 is {}, but the index says {}: it was changed after it was published",
+            Checksum::of(&tarball),
+            record.cksum
+        ))
+        .into());
+    }
+    let signature = registry
+        .file(&signature_path(&name, &version))
+        .await?
+        .ok_or_else(|| missing("signature"))?;
+    let keys: KeysFile = match registry.file(&keys_path(&name)).await? {
+        Some(bytes) => serde_json::from_slice(&bytes).map_err(|error| {
+            UserError::new(format!("{label}: the registry's key file is not valid"))
+                .with_source(error)
+        })?,
+        None => return Err(missing("publisher keys").into()),
+    };
+    let keys: Vec<PublicKey> = keys.keys.into_iter().map(|record| record.key).collect();
+    let signature = String::from_utf8_lossy(&signature).into_owned();
+    let verified = match verify_skill(&tarball, &signature, &keys, &name, &version) {
+        Ok(verified) => verified,
+        Err(error) => return Err(refused(name.as_str(), &version.to_string(), error)),
+    };
+    if &verified.key_id.to_string() != signer {
+        return Err(UserError::new(format!(
+            "{label}: signed by {}, but the index says {signer}",
+            verified.key_id
+        ))
+        .into());
+    }
+    let key = keys
+        .into_iter()
+        .find(|key| key.id() == verified.key_id)
+        .expect("verify_skill found it");
+    let provenance = match registry.file(&provenance_path(&name, &version)).await? {
+        Some(bytes) => {
+            match verify_provenance(&String::from_utf8_lossy(&bytes), &key, &record.cksum) {
+                Ok(provenance) => Some(provenance),
+                Err(error) => return Err(refused(name.as_str(), &version.to_string(), error)),
+            }
+        }
+        None => None,
+    };
+    Ok(Outcome {
+        name,
+        version,
+        sha256: record.cksum,
+        key,
+        provenance,
+    })
+}
+
+/// Fetches and verifies the provenance of `record` from `registry`: `None`
+/// when it has none, the reason when it does not verify.
+pub async fn registry_provenance(
+    registry: &Registry,
+    record: &IndexRecord,
+) -> Option<Result<Provenance, String>> {
+    let text = registry
+        .file(&provenance_path(&record.name, &record.vers))
+        .await
+        .ok()??;
+    let result = async {
+        let signer = record.signer.as_ref().ok_or("the version is not signed")?;
+        let bytes = registry
+            .file(&keys_path(&record.name))
+            .await
+            .ok()
+            .flatten()
+            .ok_or("the registry serves no publisher keys")?;
+        let keys: KeysFile =
+            serde_json::from_slice(&bytes).map_err(|_| "the registry's key file is not valid")?;
+        let key = keys
+            .keys
+            .into_iter()
+            .find(|key| &key.id == signer)
+            .ok_or("the signer's key is not among the registry's keys")?;
+        verify_provenance(&String::from_utf8_lossy(&text), &key.key, &record.cksum)
+            .map_err(|error| error.to_string())
+    };
+    Some(result.await.map_err(|error: String| error))
+}
+
+fn report(outcome: &Outcome, json: bool, printer: &Printer) {
+    if json {
+        printer.json(&json!({
+            "name": outcome.name,
+            "version": outcome.version.to_string(),
+            "sha256": outcome.sha256,
+            "signer": outcome.key.id().to_string(),
+            "public_key": outcome.key.to_base64(),
+            "provenance": outcome.provenance,
+        }));
+        return;
+    }
+    printer.status("Verified", &format!("{}@{}", outcome.name, outcome.version));
+    let mut lines = vec![
+        format!(
+            "signed by:  key {} ({})",
+            outcome.key.id(),
+            outcome.key.to_base64()
+        ),
+        format!("sha256:     {}", outcome.sha256),
+    ];
+    match &outcome.provenance {
+        Some(provenance) => lines.extend(provenance_lines(provenance)),
+        None => lines.push("provenance: none".into()),
+    }
+    printer.result(&lines.join("\n"));
+}
+
+/// Describes a provenance statement in a few lines (also for `info`).
+pub fn provenance_lines(provenance: &Provenance) -> Vec<String> {
+    let source = &provenance.source;
+    let mut lines = vec![format!(
+        "source:     {}{}{}",
+        source.repository.as_deref().unwrap_or("(no repository)"),
+        source
+            .commit
+            .as_deref()
+            .map(|commit| format!(" @ {commit}"))
+            .unwrap_or_default(),
+        if source.dirty {
+            " (with changes that were not committed)"
+        } else {
+            ""
+        }
+    )];
+    lines.push(format!("built by:   {}", source.builder));
+    if let Some(run) = &source.ci_run {
+        lines.push(format!("CI run:     {run}"));
+    }
+    lines
+}

@@ -1,0 +1,195 @@
+//! Publisher keys: the minisign public keys whose signatures the registry
+//! accepts for a skill, in the public tree's `keys/<name>.json`
+//! (docs/index-format.md), served so clients can check signatures too.
+//!
+//! ```text
+//! keys/pdf.json    {"v":1,"keys":[{"id":"E53D620918B4F81F","key":"RWQf…","added":"2026-11-22T10:00:00Z"}]}
+//! ```
+//!
+//! The first signed publish of a name registers its key (trust on first
+//! use). After that, owners add and remove keys through the API and the
+//! registry's admin with `skillpkg-registry key`. A skill that has keys keeps
+//! at least one: with none left, the next publish could register any key.
+//! Rotation is two steps, or one request: add the new key, remove the old.
+//!
+//! Every change holds the state lock ([`State::locked`]), so publishes, API
+//! requests and the admin command can change keys at the same time.
+
+use jiff::Timestamp;
+use skillpkg_index::registry::tree::{StaticTree, TreeError};
+use skillpkg_index::registry::{KeyRecord, KeysFile};
+use skillpkg_index::signing::{KeyError, KeyId, PublicKey};
+use skillpkg_index::skill::SkillName;
+
+use crate::state::{State, StateError};
+
+/// Why keys could not be changed.
+#[derive(Debug, thiserror::Error)]
+pub enum KeyChangeError {
+    #[error("`{text}` is not a minisign public key")]
+    BadKey {
+        text: String,
+        #[source]
+        source: KeyError,
+    },
+    #[error("`{text}` is not a key id: a key id is 16 hex digits, as the key list shows it")]
+    BadId { text: String },
+    #[error("a different key with the id {id} is already registered for `{name}`")]
+    IdTaken { id: KeyId, name: SkillName },
+    #[error("no key with the id {id} is registered for `{name}`")]
+    UnknownId { id: KeyId, name: SkillName },
+    #[error(
+        "`{name}` must keep at least one key, or its next publish could register any key: add the new key first, then remove the old one"
+    )]
+    LastKey { name: SkillName },
+    #[error(transparent)]
+    Tree(#[from] TreeError),
+    #[error(transparent)]
+    State(#[from] StateError),
+}
+
+/// Parses public keys, each minisign's base64 line or a public key file.
+pub fn parse_keys(texts: &[String]) -> Result<Vec<PublicKey>, KeyChangeError> {
+    texts
+        .iter()
+        .map(|text| {
+            text.parse().map_err(|source| KeyChangeError::BadKey {
+                text: shorten(text),
+                source,
+            })
+        })
+        .collect()
+}
+
+/// Parses key ids, as minisign shows them.
+pub fn parse_ids(texts: &[String]) -> Result<Vec<KeyId>, KeyChangeError> {
+    texts
+        .iter()
+        .map(|text| {
+            text.trim().parse().map_err(|_| KeyChangeError::BadId {
+                text: shorten(text),
+            })
+        })
+        .collect()
+}
+
+/// Returns `text` cut for an error message: it was sent by a client.
+fn shorten(text: &str) -> String {
+    text.chars().take(120).collect()
+}
+
+/// Returns the record of `key`, registered at `added`.
+pub fn record(key: &PublicKey, added: Timestamp) -> KeyRecord {
+    KeyRecord {
+        id: key.id().to_string(),
+        key: key.clone(),
+        added: added.strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
+    }
+}
+
+/// Adds `add` (a key already listed keeps its `added` time), then removes
+/// `remove`, refusing to remove the last key.
+pub fn apply(
+    file: &mut KeysFile,
+    name: &SkillName,
+    add: &[PublicKey],
+    remove: &[KeyId],
+    now: Timestamp,
+) -> Result<(), KeyChangeError> {
+    for key in add {
+        match file.keys.iter().find(|record| record.key.id() == key.id()) {
+            Some(record) if &record.key == key => {}
+            Some(_) => {
+                return Err(KeyChangeError::IdTaken {
+                    id: key.id(),
+                    name: name.clone(),
+                });
+            }
+            None => file.keys.push(record(key, now)),
+        }
+    }
+    for id in remove {
+        let before = file.keys.len();
+        file.keys.retain(|record| record.key.id() != *id);
+        if file.keys.len() == before {
+            return Err(KeyChangeError::UnknownId {
+                id: *id,
+                name: name.clone(),
+            });
+        }
+    }
+    if file.keys.is_empty() && !remove.is_empty() {
+        return Err(KeyChangeError::LastKey { name: name.clone() });
+    }
+    Ok(())
+}
+
+/// Changes the keys of `name` in `tree` under the state lock, and returns
+/// the keys it has now. The file is replaced atomically, and only when
+/// something changed.
+pub fn change_keys(
+    tree: &StaticTree,
+    state: &State,
+    name: &SkillName,
+    add: &[PublicKey],
+    remove: &[KeyId],
+    now: Timestamp,
+) -> Result<KeysFile, KeyChangeError> {
+    state.locked(|| {
+        let mut file = tree.read_keys(name)?;
+        let before = file.clone();
+        apply(&mut file, name, add, remove, now)?;
+        if file != before {
+            tree.write_keys(name, &file)?;
+        }
+        Ok(file)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use skillpkg_index::signing::SecretKey;
+
+    use super::*;
+
+    #[test]
+    fn keys_are_added_once_and_the_last_one_stays() {
+        let name: SkillName = "pdf".parse().unwrap();
+        let first = SecretKey::generate().unwrap().public();
+        let second = SecretKey::generate().unwrap().public();
+        let mut file = KeysFile::empty();
+        let then: Timestamp = "2026-11-22T10:00:00.5Z".parse().unwrap();
+        apply(&mut file, &name, std::slice::from_ref(&first), &[], then).unwrap();
+        assert_eq!(file.keys[0].added, "2026-11-22T10:00:00Z");
+        let later: Timestamp = "2026-11-23T10:00:00Z".parse().unwrap();
+        apply(
+            &mut file,
+            &name,
+            &[first.clone(), second.clone()],
+            &[],
+            later,
+        )
+        .unwrap();
+        assert_eq!(file.keys.len(), 2);
+        assert_eq!(file.keys[0].added, "2026-11-22T10:00:00Z", "kept");
+
+        apply(&mut file, &name, &[], &[first.id()], later).unwrap();
+        assert_eq!(file.public_keys(), std::slice::from_ref(&second));
+        assert!(matches!(
+            apply(&mut file.clone(), &name, &[], &[second.id()], later),
+            Err(KeyChangeError::LastKey { .. })
+        ));
+        assert!(matches!(
+            apply(&mut file.clone(), &name, &[], &[first.id()], later),
+            Err(KeyChangeError::UnknownId { .. })
+        ));
+        assert!(matches!(
+            parse_ids(&["E53D62".into()]),
+            Err(KeyChangeError::BadId { .. })
+        ));
+        assert!(matches!(
+            parse_keys(&["RWQ".into()]),
+            Err(KeyChangeError::BadKey { .. })
+        ));
+    }
+}

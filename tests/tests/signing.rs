@@ -494,3 +494,48 @@ fn an_unsigned_version_from_a_registry_that_requires_signatures_is_refused() {
         output.stderr
     );
 }
+
+#[test]
+fn a_password_protected_skillpkg_key_opens_in_minisign() {
+    let sandbox = Sandbox::new();
+    let tarball = packed(&sandbox);
+    let generated = run(sandbox
+        .skillpkg()
+        .args(["key", "generate", "--json"])
+        .env("SKILLPKG_CONFIG_DIR", sandbox.path().join("config"))
+        .env("SKILLPKG_KEY_PASSWORD", "tr0ub4dor"));
+    assert_eq!(generated.code, 0, "{generated:?}");
+    assert_eq!(generated.json()["encrypted"], true);
+    let secret = sandbox.path().join("config/skillpkg/signing.key");
+    let public = sandbox.path().join("config/skillpkg/signing.key.pub");
+    // minisign reads the password from standard input when it is not a terminal.
+    let mut sign = minisign()
+        .args(["-S", "-s"])
+        .arg(&secret)
+        .arg("-m")
+        .arg(&tarball)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    use std::io::Write as _;
+    sign.stdin
+        .take()
+        .unwrap()
+        .write_all(b"tr0ub4dor\n")
+        .unwrap();
+    assert!(
+        sign.wait().unwrap().success(),
+        "minisign opened the key with its password"
+    );
+    ok(minisign()
+        .arg("-H")
+        .arg("-Vm")
+        .arg(&tarball)
+        .arg("-p")
+        .arg(&public));
+    // `key show` reads the public key beside it: no password needed.
+    let shown = skillpkg(&sandbox, &["key", "show", "--json"]);
+    assert_eq!(shown.code, 0, "{shown:?}");
+    assert_eq!(shown.json()["public_key"], generated.json()["public_key"]);
+}

@@ -1,11 +1,11 @@
 //! `skillpkg key generate` and `skillpkg key show`.
 
 use serde_json::json;
-use skillpkg_index::signing::SecretKey;
+use skillpkg_index::signing::{PublicKey, SecretKey};
 
 use crate::args::{KeyCommand, KeyGenerateArgs, KeyShowArgs};
 use crate::printer::Printer;
-use crate::settings::Environment;
+use crate::settings::{self, Environment, KeySource};
 use crate::{ExitStatus, UserError, signing_key};
 
 pub fn run(command: &KeyCommand, printer: &Printer) -> anyhow::Result<ExitStatus> {
@@ -89,8 +89,17 @@ fn generate(args: &KeyGenerateArgs, printer: &Printer) -> anyhow::Result<ExitSta
 
 fn show(args: &KeyShowArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
     let environment = Environment::from_process();
-    let key = signing_key::require(args.key.as_deref(), &environment, printer)?;
-    let public = key.public();
+    // The public key beside a key file needs no password to read.
+    let beside = match settings::signing_key(args.key.as_deref(), &environment)? {
+        Some(KeySource::File(path)) => fs_err::read_to_string(format!("{}.pub", path.display()))
+            .ok()
+            .and_then(|text| text.parse::<PublicKey>().ok()),
+        _ => None,
+    };
+    let public = match beside {
+        Some(public) => public,
+        None => signing_key::require(args.key.as_deref(), &environment, printer)?.public(),
+    };
     if args.json {
         printer
             .json(&json!({ "key_id": public.id().to_string(), "public_key": public.to_base64() }));

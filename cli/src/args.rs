@@ -125,6 +125,38 @@ pub enum Command {
     #[command(subcommand)]
     Key(KeyCommand),
 
+    /// Start a project: write skills.toml.
+    ///
+    /// Asks nothing: the targets come from --target (default: claude) and
+    /// the registry from --registry, if given.
+    Init(InitArgs),
+
+    /// Add skills to skills.toml and install them.
+    ///
+    /// NAME or NAME@REQ (a semver requirement; default: ^ the newest
+    /// version). --target adds targets to the manifest too.
+    Add(AddArgs),
+
+    /// Remove skills from skills.toml and from every target.
+    ///
+    /// Only folders skillpkg installed are removed.
+    Remove(RemoveArgs),
+
+    /// Install what skills.toml asks for, as skills.lock pins it.
+    ///
+    /// Resolves and updates skills.lock when it does not satisfy
+    /// skills.toml (not with --locked). Every archive is checked against the
+    /// lock's sha256 and its publisher's signature before it is unpacked.
+    Install(InstallArgs),
+
+    /// Update skills (all, or the ones named) to the newest versions
+    /// skills.toml allows, and install them.
+    Update(UpdateArgs),
+
+    /// List the installed skills per target, and whether their files still
+    /// match skills.lock.
+    List(ListArgs),
+
     /// Sign an archive: write FILE.tgz.minisig.
     ///
     /// The signature's trusted comment binds it to the skill's name, version
@@ -198,11 +230,105 @@ pub struct SignArgs {
     pub json: bool,
 }
 
+/// Options of every command that installs.
+#[derive(Debug, Args)]
+pub struct InstallFlags {
+    /// Fail if skills.lock would change (for CI).
+    #[arg(long)]
+    pub locked: bool,
+    /// Use only the cache: no network.
+    #[arg(long)]
+    pub offline: bool,
+    /// --locked and --offline.
+    #[arg(long)]
+    pub frozen: bool,
+    /// Replace skill folders that skillpkg did not install.
+    #[arg(long)]
+    pub force: bool,
+    /// Accept a skill whose signer differs from the one skills.lock pins.
+    #[arg(long)]
+    pub allow_signer_change: bool,
+    /// Accept unsigned skills (instead of `allow-unsigned` in skills.toml).
+    #[arg(long)]
+    pub allow_unsigned: bool,
+    /// Install into the user-level agent folders (~/.claude/skills, ...)
+    /// instead of the project's.
+    #[arg(long)]
+    pub global: bool,
+    /// Also install into this target: claude, codex, copilot, agents, or a
+    /// path. Codex: current releases read .agents/skills (target `agents`),
+    /// older ones .codex/skills (target `codex`).
+    #[arg(long = "target", value_name = "TARGET")]
+    pub targets: Vec<String>,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// Where skills are installed: claude, codex, copilot, agents, or a path
+    /// (repeat for several; default: claude).
+    #[arg(long = "target", value_name = "TARGET")]
+    pub targets: Vec<String>,
+    /// The registry to record in skills.toml.
+    #[arg(long, value_name = "URL")]
+    pub registry: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct AddArgs {
+    /// NAME or NAME@REQ.
+    #[arg(value_name = "NAME[@REQ]", required = true)]
+    pub skills: Vec<String>,
+    /// Skills to accept unsigned.
+    #[command(flatten)]
+    pub install: InstallFlags,
+}
+
+#[derive(Debug, Args)]
+pub struct RemoveArgs {
+    /// The skills to remove.
+    #[arg(value_name = "NAME", required = true)]
+    pub names: Vec<skillpkg_index::skill::SkillName>,
+    #[command(flatten)]
+    pub install: InstallFlags,
+}
+
+#[derive(Debug, Args)]
+pub struct InstallArgs {
+    #[command(flatten)]
+    pub install: InstallFlags,
+}
+
+#[derive(Debug, Args)]
+pub struct UpdateArgs {
+    /// The skills to update (default: all).
+    #[arg(value_name = "NAME")]
+    pub names: Vec<skillpkg_index::skill::SkillName>,
+    #[command(flatten)]
+    pub install: InstallFlags,
+}
+
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// List the user-level agent folders instead of the project's.
+    #[arg(long)]
+    pub global: bool,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
 #[derive(Debug, Args)]
 pub struct VerifyArgs {
-    /// NAME[@VERSION] from the registry, or a local FILE.tgz.
+    /// NAME[@VERSION] from the registry, or a local FILE.tgz. Without it:
+    /// check every installed skill's files against skills.lock (local edits
+    /// or tampering are reported, and exit 1).
     #[arg(value_name = "TARGET")]
-    pub target: String,
+    pub target: Option<String>,
     /// The signature of a local archive (default: FILE.tgz.minisig).
     #[arg(long, value_name = "FILE.minisig")]
     pub sig: Option<PathBuf>,

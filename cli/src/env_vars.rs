@@ -47,3 +47,15 @@ pub const GITHUB_RUN_ID: &str = "GITHUB_RUN_ID";
 pub const GITHUB_RUN_ATTEMPT: &str = "GITHUB_RUN_ATTEMPT";
 /// Set by most CI systems; provenance then names the builder `ci`.
 pub const CI: &str = "CI";
+
+/// Codex's home folder; the user-level `codex` target is `$CODEX_HOME/skills`
+/// (default `~/.codex/skills`).
+pub const CODEX_HOME: &str = "CODEX_HOME";
+
+/// The folder of skillpkg's download cache, instead of the platform's user
+/// cache folder (`$XDG_CACHE_HOME` or `~/.cache` on Linux).
+pub const SKILLPKG_CACHE_DIR: &str = "SKILLPKG_CACHE_DIR";
+
+/// For tests only: any non-empty value removes the waits between retries of
+/// a failed download (the retries themselves still happen).
+pub const SKILLPKG_TEST_NO_RETRY_DELAY: &str = "SKILLPKG_TEST_NO_RETRY_DELAY";

@@ -12,6 +12,7 @@ pub mod credentials;
 pub mod env_vars;
 pub mod error;
 pub mod printer;
+pub mod project;
 pub mod provenance;
 pub mod registry_client;
 pub mod render;
@@ -35,6 +36,12 @@ pub fn run(cli: args::Cli, printer: &printer::Printer) -> anyhow::Result<ExitSta
         args::Command::Search(args) => commands::search::run(&args, printer),
         args::Command::Info(args) => commands::info::run(&args, printer),
         args::Command::Key(command) => commands::key::run(&command, printer),
+        args::Command::Init(args) => commands::init::run(&args, printer),
+        args::Command::Add(args) => commands::add::run(&args, printer),
+        args::Command::Remove(args) => commands::add::remove(&args, printer),
+        args::Command::Install(args) => commands::install::run(&args, printer),
+        args::Command::Update(args) => commands::install::update(&args, printer),
+        args::Command::List(args) => commands::list::run(&args, printer),
         args::Command::Sign(args) => commands::sign::run(&args, printer),
         args::Command::Verify(args) => commands::verify::run(&args, printer),
     }

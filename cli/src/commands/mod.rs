@@ -1,7 +1,11 @@
 //! One file per command: glue between arguments and the libraries.
 
+pub mod add;
 pub mod info;
+pub mod init;
+pub mod install;
 pub mod key;
+pub mod list;
 pub mod login;
 pub mod pack;
 pub mod publish;

@@ -31,14 +31,16 @@ struct Outcome {
 }
 
 pub fn run(args: &VerifyArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
-    let local = Path::new(&args.target);
-    let outcome = if args.target.ends_with(".tgz") || local.is_file() {
+    let Some(target) = &args.target else {
+        return crate::commands::list::verify_installed(args.json, printer);
+    };
+    let local = Path::new(target);
+    let outcome = if target.ends_with(".tgz") || local.is_file() {
         verify_local(args, local)?
     } else {
-        let spec: SkillSpec = args.target.parse().map_err(|error| {
+        let spec: SkillSpec = target.parse().map_err(|error| {
             UserError::new(format!(
-                "`{}` is neither an archive file nor NAME[@VERSION]",
-                args.target
+                "`{target}` is neither an archive file nor NAME[@VERSION]"
             ))
             .with_source(error)
         })?;

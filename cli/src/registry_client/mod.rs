@@ -222,7 +222,37 @@ fn parse_json<T: serde::de::DeserializeOwned>(
 
 /// Fetches one file of the tree: `Some(bytes)`, or `None` when it does not
 /// exist (404, or a missing file for `file://`).
+/// How many times a read is tried when the server fails (5xx) or the
+/// network does, and the first wait; each wait doubles.
+const ATTEMPTS: u32 = 4;
+const FIRST_BACKOFF: Duration = Duration::from_millis(250);
+
+/// Reads a file of the registry, retrying with backoff on 5xx answers and
+/// network errors (not on 4xx, which would answer the same again).
 async fn fetch(
+    http: &reqwest::Client,
+    url: &url::Url,
+    token: Option<&Token>,
+) -> Result<Option<Vec<u8>>, RegistryError> {
+    let no_delay = std::env::var_os(crate::env_vars::SKILLPKG_TEST_NO_RETRY_DELAY)
+        .is_some_and(|value| !value.is_empty());
+    let mut backoff = FIRST_BACKOFF;
+    let mut attempt = 1;
+    loop {
+        match fetch_once(http, url, token).await {
+            Err(RegistryError::Status { status, .. }) if status >= 500 && attempt < ATTEMPTS => {}
+            Err(RegistryError::Network { .. }) if attempt < ATTEMPTS => {}
+            other => return other,
+        }
+        if !no_delay {
+            tokio::time::sleep(backoff).await;
+        }
+        backoff *= 2;
+        attempt += 1;
+    }
+}
+
+async fn fetch_once(
     http: &reqwest::Client,
     url: &url::Url,
     token: Option<&Token>,

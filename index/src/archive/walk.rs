@@ -52,18 +52,32 @@ pub enum WalkError {
     Walk { root: PathBuf, message: String },
 }
 
-/// Lists the entries of the skill folder `root`, sorted bytewise by path.
+/// Lists the entries of the skill folder `root`, sorted bytewise by path,
+/// leaving out what a package leaves out.
 pub fn walk(root: &Path) -> Result<Vec<WalkEntry>, WalkError> {
+    walk_with(root, true)
+}
+
+/// Lists every entry below `root`, leaving out nothing: for checking an
+/// installed folder, where any extra file is a change.
+pub fn walk_all(root: &Path) -> Result<Vec<WalkEntry>, WalkError> {
+    walk_with(root, false)
+}
+
+fn walk_with(root: &Path, exclude: bool) -> Result<Vec<WalkEntry>, WalkError> {
     let mut builder = ignore::WalkBuilder::new(root);
     builder
         .standard_filters(false)
         .parents(false)
-        .follow_links(false)
-        .add_custom_ignore_filename(IGNORE_FILE)
-        .filter_entry(|entry| {
-            let name = entry.file_name().to_str().unwrap_or("");
-            !ALWAYS_EXCLUDED.contains(&name)
-        });
+        .follow_links(false);
+    if exclude {
+        builder
+            .add_custom_ignore_filename(IGNORE_FILE)
+            .filter_entry(|entry| {
+                let name = entry.file_name().to_str().unwrap_or("");
+                !ALWAYS_EXCLUDED.contains(&name)
+            });
+    }
     let mut entries = Vec::new();
     for result in builder.build() {
         let entry = result.map_err(|error| WalkError::Walk {

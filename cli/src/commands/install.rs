@@ -1,0 +1,140 @@
+//! `skillpkg install` and `skillpkg update`, and the glue `add` and `remove`
+//! share with them.
+
+use std::path::PathBuf;
+
+use serde_json::json;
+use skillpkg_index::skill::SkillName;
+
+use crate::args::{InstallArgs, InstallFlags, UpdateArgs};
+use crate::printer::Printer;
+use crate::project::install::{self, Options, Report};
+use crate::project::manifest::{self, MANIFEST, Manifest};
+use crate::project::targets::{self, Target};
+use crate::registry_client::{self, RegistryUrl};
+use crate::settings::{self, Environment};
+use crate::{ExitStatus, UserError};
+
+pub fn run(args: &InstallArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
+    install_project(&args.install, None, printer)
+}
+
+pub fn update(args: &UpdateArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
+    install_project(&args.install, Some(args.names.clone()), printer)
+}
+
+/// Returns the project root: the nearest folder with a skills.toml.
+pub fn project_root() -> anyhow::Result<PathBuf> {
+    let cwd = std::env::current_dir()?;
+    manifest::find_root(&cwd).ok_or_else(|| {
+        UserError::new(format!(
+            "no {MANIFEST} in {} or any folder above it",
+            cwd.display()
+        ))
+        .with_hint("run `skillpkg init` to start a project")
+        .into()
+    })
+}
+
+/// The project's targets: the manifest's and the flags'.
+pub fn project_targets(
+    manifest: &Manifest,
+    flags: &[String],
+    root: &std::path::Path,
+    global: bool,
+) -> anyhow::Result<Vec<Target>> {
+    let mut names: Vec<&String> = manifest.targets.iter().collect();
+    names.extend(flags.iter().filter(|flag| !manifest.targets.contains(flag)));
+    if names.is_empty() {
+        return Err(UserError::new("no install targets")
+            .with_hint(format!(
+                "add `targets = [\"claude\"]` under [install] in {MANIFEST}, or pass --target"
+            ))
+            .into());
+    }
+    names
+        .into_iter()
+        .map(|name| targets::resolve(name, root, global))
+        .collect()
+}
+
+/// Installs the project with `flags`, updating `update` (None: nothing).
+pub fn install_project(
+    flags: &InstallFlags,
+    update: Option<Vec<SkillName>>,
+    printer: &Printer,
+) -> anyhow::Result<ExitStatus> {
+    let root = project_root()?;
+    let _lock = install::lock_project(&root, printer)?;
+    let manifest = manifest::read(&root)?;
+    let targets = project_targets(&manifest, &flags.targets, &root, flags.global)?;
+    for target in &targets {
+        install::clean_leftovers(target)?;
+    }
+    let registry = registry_url(&manifest, flags)?;
+    let options = Options {
+        locked: flags.locked || flags.frozen,
+        offline: flags.offline || flags.frozen,
+        force: flags.force,
+        allow_signer_change: flags.allow_signer_change,
+        allow_unsigned: flags.allow_unsigned,
+        update,
+    };
+    let report = registry_client::block_on(install::install(
+        &root, &manifest, registry, &targets, &options,
+    ))??;
+    print_report(&report, flags.json, printer);
+    Ok(ExitStatus::Success)
+}
+
+/// The registry: the flag, else the manifest's, else the environment and
+/// user config. None when there is none (enough for installing from cache).
+fn registry_url(manifest: &Manifest, flags: &InstallFlags) -> anyhow::Result<Option<RegistryUrl>> {
+    if let Some(url) = &flags.registry.registry {
+        return Ok(Some(url.clone()));
+    }
+    if let Some(text) = &manifest.registry {
+        return text.parse().map(Some).map_err(|error| {
+            UserError::new(format!(
+                "`registry.url` in {MANIFEST} is not a registry URL"
+            ))
+            .with_source(error)
+            .into()
+        });
+    }
+    Ok(settings::registry(None, &Environment::from_process()).ok())
+}
+
+fn print_report(report: &Report, json: bool, printer: &Printer) {
+    for warning in &report.warnings {
+        printer.diagnostic(&format!("warning: {warning}"));
+    }
+    if json {
+        printer.json(&json!({
+            "installed": report.installed.iter().map(|(name, version, target)| json!({"name": name, "version": version, "target": target})).collect::<Vec<_>>(),
+            "removed": report.removed.iter().map(|(name, target)| json!({"name": name, "target": target})).collect::<Vec<_>>(),
+            "unchanged": report.unchanged,
+            "lock_changed": report.lock_changed,
+        }));
+        return;
+    }
+    for (name, version, target) in &report.installed {
+        printer.status("Installed", &format!("{name} {version} into {target}"));
+    }
+    for (name, target) in &report.removed {
+        printer.status("Removed", &format!("{name} from {target}"));
+    }
+    let plural = |count: usize| if count == 1 { "" } else { "s" };
+    printer.result(&format!(
+        "{} installed, {} removed, {} already in place{}",
+        report.installed.len(),
+        report.removed.len(),
+        report.unchanged,
+        if report.lock_changed {
+            "; skills.lock updated"
+        } else {
+            ""
+        }
+    ));
+    let _ = plural;
+}

@@ -1,0 +1,536 @@
+//! Installing: from the manifest (through the lock) to verified folders in
+//! every target.
+//!
+//! 1. Take the project lock (`.skillpkg-lock`): a second skillpkg in the same
+//!    project waits.
+//! 2. Use the lockfile when it satisfies the manifest, fetching no index
+//!    file; otherwise resolve (not with `--locked`/`--offline`).
+//! 3. For each locked version: the archive from the content-addressed cache
+//!    (re-verified on read), else downloaded, its sha256 checked against the
+//!    lock and its signature (prehashed Ed25519, trusted comment naming
+//!    exactly this name, version and sha256) checked against the pinned
+//!    signer, before anything is unpacked.
+//! 4. Unpack once (hardened unpacker), check the tree hash against the lock,
+//!    copy into each target beside the final folder, swap it into place.
+//! 5. Remove what skillpkg installed and the lock no longer lists; write the
+//!    target records and the lockfile.
+//!
+//! A failure at any step leaves the installed folders and the lockfile as
+//! they were: new folders appear only by rename, and the lockfile is written
+//! last.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+use fs4::fs_std::FileExt as _;
+use skillpkg_index::archive::{self, Limits};
+use skillpkg_index::checksum::Checksum;
+use skillpkg_index::registry::{IndexRecord, KeysFile, keys_path, signature_path};
+use skillpkg_index::signing::{PublicKey, verify_skill};
+use skillpkg_index::skill::SkillName;
+
+use super::lockfile::{self, DEFAULT_SOURCE, LockedSkill, Lockfile};
+use super::manifest::Manifest;
+use super::resolve;
+use super::targets::{InstalledSkill, Target};
+use crate::UserError;
+use crate::printer::Printer;
+use crate::registry_client::{Registry, RegistryUrl};
+
+/// How to install.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// Fail if the lockfile would change.
+    pub locked: bool,
+    /// Use only the cache.
+    pub offline: bool,
+    /// Replace folders skillpkg did not install.
+    pub force: bool,
+    pub allow_signer_change: bool,
+    /// Accept unsigned versions of every skill.
+    pub allow_unsigned: bool,
+    /// Re-resolve these names (all, when empty) to their newest versions.
+    pub update: Option<Vec<SkillName>>,
+}
+
+/// What an install did.
+#[derive(Debug, Default, serde::Serialize)]
+pub struct Report {
+    /// (skill, version, target) newly installed or replaced.
+    pub installed: Vec<(String, String, String)>,
+    /// (skill, target) removed.
+    pub removed: Vec<(String, String)>,
+    /// How many (skill, target) pairs were already in place.
+    pub unchanged: usize,
+    pub lock_changed: bool,
+    pub warnings: Vec<String>,
+}
+
+/// Holds the project lock while alive.
+#[derive(Debug)]
+pub struct ProjectLock {
+    _file: fs_err::File,
+}
+
+/// Takes the project lock, waiting (and saying so) if another skillpkg has it.
+pub fn lock_project(root: &Path, printer: &Printer) -> anyhow::Result<ProjectLock> {
+    let path = root.join(".skillpkg-lock");
+    let file = fs_err::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)?;
+    if !file.file().try_lock_exclusive().unwrap_or(false) {
+        printer.status("Waiting", "for another skillpkg working in this project");
+        file.file()
+            .lock_exclusive()
+            .with_context(|| format!("cannot lock {}", path.display()))?;
+    }
+    Ok(ProjectLock { _file: file })
+}
+
+/// Returns the cache folder.
+pub fn cache_dir() -> anyhow::Result<PathBuf> {
+    std::env::var_os(crate::env_vars::SKILLPKG_CACHE_DIR)
+        .filter(|value| !value.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| dirs::cache_dir().map(|dir| dir.join("skillpkg")))
+        .ok_or_else(|| {
+            UserError::new("there is no user cache folder")
+                .with_hint(format!("set {}", crate::env_vars::SKILLPKG_CACHE_DIR))
+                .into()
+        })
+}
+
+fn cached_archive(cache: &Path, checksum: &Checksum) -> PathBuf {
+    cache
+        .join("archives")
+        .join(format!("{}.tgz", checksum.hex()))
+}
+
+/// Returns true if and only if the lock satisfies the manifest as it is:
+/// every requirement met, every dependency locked, nothing extra.
+fn satisfies(lock: &Lockfile, manifest: &Manifest) -> bool {
+    let mut reachable = std::collections::BTreeSet::new();
+    let mut pending: Vec<&SkillName> = manifest.skills.keys().collect();
+    while let Some(name) = pending.pop() {
+        let Some(entry) = lock.get(name) else {
+            return false;
+        };
+        if entry.source != DEFAULT_SOURCE {
+            return false;
+        }
+        if reachable.insert(name.clone()) {
+            pending.extend(entry.dependencies.iter());
+        }
+    }
+    manifest.skills.iter().all(|(name, requirement)| {
+        lock.get(name)
+            .is_some_and(|entry| requirement.requirement.matches(&entry.version))
+    }) && reachable.len() == lock.skills.len()
+}
+
+/// Installs the project at `root` into `targets`.
+pub async fn install(
+    root: &Path,
+    manifest: &Manifest,
+    registry_url: Option<RegistryUrl>,
+    targets: &[Target],
+    options: &Options,
+) -> anyhow::Result<Report> {
+    let old_lock = lockfile::read(root)?;
+    let mut report = Report::default();
+    let mut registry: Option<Registry> = None;
+
+    let lock = match &old_lock {
+        Some(lock) if options.update.is_none() && satisfies(lock, manifest) => lock.clone(),
+        _ => {
+            if options.locked {
+                return Err(UserError::new(
+                    "skills.lock does not match skills.toml, and --locked forbids changing it",
+                )
+                .with_hint(
+                    "run `skillpkg install` without --locked, and commit the new skills.lock",
+                )
+                .into());
+            }
+            if options.offline {
+                return Err(UserError::new("skills.lock does not match skills.toml, and resolving needs the registry's index")
+                    .with_hint("run without --offline once, to update skills.lock")
+                    .into());
+            }
+            let url = registry_url.clone().ok_or_else(no_registry)?;
+            let opened = Registry::open(url, None).await?;
+            let records = fetch_indexes(&opened, manifest, old_lock.as_ref()).await?;
+            registry = Some(opened);
+            let keep = |name: &SkillName| match &options.update {
+                None => true,
+                Some(names) => !names.is_empty() && !names.contains(name),
+            };
+            let resolved = resolve::resolve(manifest, &records, old_lock.as_ref(), &keep)?;
+            new_lock(&resolved, manifest, old_lock.as_ref(), options, &mut report)?
+        }
+    };
+
+    let cache = cache_dir()?;
+    let staging = tempfile::Builder::new()
+        .prefix(".skillpkg-stage-")
+        .tempdir_in(root)
+        .context("cannot create a staging folder")?;
+    let mut states = Vec::new();
+    for target in targets {
+        states.push(target.state()?);
+    }
+    // Check every target before changing any: a refusal leaves all as it was.
+    for (target, state) in targets.iter().zip(&states) {
+        for entry in &lock.skills {
+            let dir = target.dir.join(entry.name.as_str());
+            if dir.exists() && !state.skills.contains_key(entry.name.as_str()) && !options.force {
+                return Err(UserError::new(format!(
+                    "{} exists, and skillpkg did not install it",
+                    dir.display()
+                ))
+                .with_hint("move it away, or pass --force to replace it")
+                .into());
+            }
+        }
+    }
+    let mut unpacked: BTreeMap<SkillName, PathBuf> = BTreeMap::new();
+    for (target, state) in targets.iter().zip(states.iter_mut()) {
+        for entry in &lock.skills {
+            let dir = target.dir.join(entry.name.as_str());
+            let in_place = state
+                .skills
+                .get(entry.name.as_str())
+                .is_some_and(|installed| {
+                    installed.tree == entry.tree && installed.version == entry.version.to_string()
+                });
+            // --force reinstalls even what looks in place, restoring edited files.
+            if in_place && dir.is_dir() && !options.force {
+                report.unchanged += 1;
+                continue;
+            }
+            let source = match unpacked.get(&entry.name) {
+                Some(source) => source.clone(),
+                None => {
+                    if registry.is_none()
+                        && !options.offline
+                        && !cached_archive(&cache, &entry.checksum).is_file()
+                    {
+                        let url = registry_url.clone().ok_or_else(no_registry)?;
+                        registry = Some(Registry::open(url, None).await?);
+                    }
+                    let tarball =
+                        archive_bytes(&cache, entry, registry.as_ref(), options.offline).await?;
+                    let source = staging.path().join(entry.name.as_str());
+                    let files = archive::unpack(tarball.as_slice(), &source, &Limits::default())
+                        .with_context(|| {
+                            format!("cannot unpack {}@{}", entry.name, entry.version)
+                        })?;
+                    if files.tree.as_str() != entry.tree {
+                        return Err(UserError::new(format!(
+                            "{}@{}: the archive's files have the tree hash {}, but skills.lock says {}",
+                            entry.name, entry.version, files.tree, entry.tree
+                        ))
+                        .into());
+                    }
+                    unpacked.insert(entry.name.clone(), source.clone());
+                    source
+                }
+            };
+            place(&source, &target.dir, entry.name.as_str())?;
+            state.skills.insert(
+                entry.name.to_string(),
+                InstalledSkill {
+                    version: entry.version.to_string(),
+                    tree: entry.tree.clone(),
+                },
+            );
+            report.installed.push((
+                entry.name.to_string(),
+                entry.version.to_string(),
+                target.name.clone(),
+            ));
+        }
+        // Remove what skillpkg installed and the lock no longer has.
+        let stale: Vec<String> = state
+            .skills
+            .keys()
+            .filter(|name| {
+                lock.skills
+                    .iter()
+                    .all(|entry| entry.name.as_str() != name.as_str())
+            })
+            .cloned()
+            .collect();
+        for name in stale {
+            let dir = target.dir.join(&name);
+            if dir.exists() {
+                remove_atomically(&dir)?;
+            }
+            state.skills.remove(&name);
+            report.removed.push((name, target.name.clone()));
+        }
+        if target.dir.exists() || !state.skills.is_empty() {
+            target.write_state(state)?;
+        }
+    }
+    report.lock_changed = old_lock.as_ref() != Some(&lock);
+    if report.lock_changed {
+        lockfile::write(root, &lock)?;
+    }
+    Ok(report)
+}
+
+fn no_registry() -> anyhow::Error {
+    UserError::new("no registry is configured for this project")
+        .with_hint("add `[registry] url = \"...\"` to skills.toml, or pass --registry, or set SKILLPKG_REGISTRY")
+        .into()
+}
+
+/// Fetches the index file of every name reachable from the manifest.
+async fn fetch_indexes(
+    registry: &Registry,
+    manifest: &Manifest,
+    lock: Option<&Lockfile>,
+) -> anyhow::Result<BTreeMap<SkillName, Vec<IndexRecord>>> {
+    let mut records = BTreeMap::new();
+    let mut pending: Vec<SkillName> = manifest.skills.keys().cloned().collect();
+    while let Some(name) = pending.pop() {
+        if records.contains_key(&name) {
+            continue;
+        }
+        let versions = match registry.index(&name).await {
+            Ok(versions) => versions,
+            Err(crate::registry_client::RegistryError::NoSuchSkill { .. }) => Vec::new(),
+            Err(error) => return Err(error.into()),
+        };
+        let locked = lock
+            .and_then(|lock| lock.get(&name))
+            .map(|entry| entry.version.clone());
+        for record in versions
+            .iter()
+            .filter(|record| !record.yanked || Some(&record.vers) == locked.as_ref())
+        {
+            pending.extend(record.deps.iter().map(|dependency| dependency.name.clone()));
+        }
+        records.insert(name, versions);
+    }
+    Ok(records)
+}
+
+/// Turns resolved records into the new lockfile, enforcing the signer pins
+/// and the unsigned policy.
+fn new_lock(
+    resolved: &[IndexRecord],
+    manifest: &Manifest,
+    old: Option<&Lockfile>,
+    options: &Options,
+    report: &mut Report,
+) -> anyhow::Result<Lockfile> {
+    let mut skills = Vec::new();
+    for record in resolved {
+        let label = format!("{}@{}", record.name, record.vers);
+        if record.yanked {
+            report.warnings.push(format!(
+                "{label} is yanked{}; it stays because skills.lock has it",
+                record
+                    .yanked_reason
+                    .as_deref()
+                    .map(|reason| format!(" ({reason})"))
+                    .unwrap_or_default()
+            ));
+        }
+        let old_signer = old
+            .and_then(|lock| lock.get(&record.name))
+            .and_then(|entry| entry.signer.clone());
+        match (&old_signer, &record.signer) {
+            (Some(old), Some(new)) if old != new && !options.allow_signer_change => {
+                return Err(UserError::new(format!("the signer of `{}` changed: skills.lock pins key {old}, but {label} is signed by key {new}", record.name))
+                    .with_hint("if the publisher rotated keys, confirm it with them, then pass --allow-signer-change")
+                    .into());
+            }
+            (Some(old), None) if !options.allow_signer_change => {
+                return Err(UserError::new(format!(
+                    "{label} is not signed, but skills.lock pins key {old} for `{}`",
+                    record.name
+                ))
+                .with_hint("pass --allow-signer-change to accept an unsigned version")
+                .into());
+            }
+            _ => {}
+        }
+        let allowed = options.allow_unsigned
+            || manifest
+                .skills
+                .get(&record.name)
+                .is_some_and(|requirement| requirement.allow_unsigned);
+        if record.signer.is_none() && !allowed {
+            return Err(UserError::new(format!("{label} is not signed"))
+                .with_hint(format!("set `{} = {{ version = \"...\", allow-unsigned = true }}` in skills.toml, or pass --allow-unsigned", record.name))
+                .into());
+        }
+        skills.push(LockedSkill {
+            name: record.name.clone(),
+            version: record.vers.clone(),
+            source: DEFAULT_SOURCE.into(),
+            checksum: record.cksum,
+            tree: record.tree.clone(),
+            signer: record.signer.clone(),
+            dependencies: record
+                .deps
+                .iter()
+                .map(|dependency| dependency.name.clone())
+                .collect(),
+        });
+    }
+    Ok(Lockfile { skills })
+}
+
+/// Returns the archive of a locked version: from the cache (re-verified),
+/// else downloaded and verified, then cached.
+async fn archive_bytes(
+    cache: &Path,
+    entry: &LockedSkill,
+    registry: Option<&Registry>,
+    offline: bool,
+) -> anyhow::Result<Vec<u8>> {
+    let label = format!("{}@{}", entry.name, entry.version);
+    let cached = cached_archive(cache, &entry.checksum);
+    if let Ok(bytes) = fs_err::read(&cached) {
+        if Checksum::of(&bytes) == entry.checksum {
+            return Ok(bytes);
+        }
+        // A damaged cache entry is dropped and fetched again.
+        let _ = fs_err::remove_file(&cached);
+    }
+    if offline {
+        return Err(UserError::new(format!(
+            "{label} is not in the cache, and --offline forbids downloading it"
+        ))
+        .with_hint("run once without --offline")
+        .into());
+    }
+    let registry = registry.ok_or_else(no_registry)?;
+    let url = registry.config().archive_url(&entry.name, &entry.version);
+    let bytes = registry
+        .file(&url)
+        .await?
+        .ok_or_else(|| UserError::new(format!("{label}: the registry has no archive for it")))?;
+    let actual = Checksum::of(&bytes);
+    if actual != entry.checksum {
+        return Err(UserError::new(format!(
+            "{label}: the downloaded archive's sha256 is {actual}, but skills.lock says {}: it was changed or cut short",
+            entry.checksum
+        ))
+        .with_hint("try again; if it persists, the registry or a proxy serves wrong bytes")
+        .into());
+    }
+    if let Some(signer) = &entry.signer {
+        let signature = registry
+            .file(&signature_path(&entry.name, &entry.version))
+            .await?
+            .ok_or_else(|| UserError::new(format!("{label}: the registry serves no signature for it, but skills.lock pins key {signer}")))?;
+        let keys: KeysFile = match registry.file(&keys_path(&entry.name)).await? {
+            Some(keys) => serde_json::from_slice(&keys).map_err(|error| {
+                UserError::new(format!("{label}: the registry's key file is not valid"))
+                    .with_source(error)
+            })?,
+            None => KeysFile::default(),
+        };
+        let keys: Vec<PublicKey> = keys.keys.into_iter().map(|record| record.key).collect();
+        let verified = verify_skill(
+            &bytes,
+            &String::from_utf8_lossy(&signature),
+            &keys,
+            &entry.name,
+            &entry.version,
+        )
+        .map_err(|error| {
+            UserError::new(format!("{label} failed verification")).with_source(error)
+        })?;
+        if &verified.key_id.to_string() != signer {
+            return Err(UserError::new(format!(
+                "{label} is signed by key {}, but skills.lock pins key {signer}",
+                verified.key_id
+            ))
+            .into());
+        }
+    }
+    let parent = cached.parent().expect("cache paths have a parent");
+    fs_err::create_dir_all(parent)?;
+    skillpkg_index::registry::tree::write_atomically(&cached, &bytes)?;
+    Ok(bytes)
+}
+
+/// Copies `source` to `<target>/<name>` and swaps it into place: the final
+/// folder is always either the old complete one or the new complete one.
+fn place(source: &Path, target: &Path, name: &str) -> anyhow::Result<()> {
+    fs_err::create_dir_all(target)?;
+    let fresh = tempfile::Builder::new()
+        .prefix(&format!(".skillpkg-new-{name}-"))
+        .tempdir_in(target)?;
+    copy_tree(source, fresh.path())?;
+    let destination = target.join(name);
+    let fresh = fresh.keep();
+    if destination.exists() {
+        let old = tempfile::Builder::new()
+            .prefix(&format!(".skillpkg-old-{name}-"))
+            .tempdir_in(target)?
+            .keep();
+        fs_err::remove_dir(&old)?;
+        fs_err::rename(&destination, &old)?;
+        fs_err::rename(&fresh, &destination)?;
+        fs_err::remove_dir_all(&old)?;
+    } else {
+        fs_err::rename(&fresh, &destination)?;
+    }
+    Ok(())
+}
+
+fn remove_atomically(dir: &Path) -> anyhow::Result<()> {
+    let parent = dir.parent().expect("a skill folder has a parent");
+    let name = dir
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let old = tempfile::Builder::new()
+        .prefix(&format!(".skillpkg-old-{name}-"))
+        .tempdir_in(parent)?
+        .keep();
+    fs_err::remove_dir(&old)?;
+    fs_err::rename(dir, &old)?;
+    fs_err::remove_dir_all(&old)?;
+    Ok(())
+}
+
+/// Copies a folder tree, keeping exec bits (`fs::copy` copies permissions).
+fn copy_tree(from: &Path, to: &Path) -> anyhow::Result<()> {
+    for entry in fs_err::read_dir(from)? {
+        let entry = entry?;
+        let destination = to.join(entry.file_name());
+        if entry.file_type()?.is_dir() {
+            fs_err::create_dir(&destination)?;
+            copy_tree(&entry.path(), &destination)?;
+        } else {
+            fs_err::copy(entry.path(), &destination)?;
+        }
+    }
+    Ok(())
+}
+
+/// Removes the leftovers of an interrupted install in a target folder.
+pub fn clean_leftovers(target: &Target) -> anyhow::Result<()> {
+    let Ok(entries) = fs_err::read_dir(&target.dir) else {
+        return Ok(());
+    };
+    for entry in entries {
+        let entry = entry?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with(".skillpkg-new-") || name.starts_with(".skillpkg-old-") {
+            fs_err::remove_dir_all(entry.path())?;
+        }
+    }
+    Ok(())
+}

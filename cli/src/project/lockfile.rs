@@ -1,0 +1,170 @@
+//! `skills.lock` (docs/lockfile.md): deterministic, refused when unknown or
+//! conflicted.
+
+use std::path::Path;
+
+use skillpkg_index::checksum::Checksum;
+use skillpkg_index::skill::SkillName;
+
+use crate::UserError;
+
+/// The lockfile's file name.
+pub const LOCKFILE: &str = "skills.lock";
+/// The format version this skillpkg writes and reads.
+pub const LOCK_VERSION: u32 = 1;
+/// The logical id of the project's registry.
+pub const DEFAULT_SOURCE: &str = "registry:default";
+
+/// One locked skill.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct LockedSkill {
+    pub name: SkillName,
+    pub version: semver::Version,
+    pub source: String,
+    pub checksum: Checksum,
+    pub tree: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signer: Option<String>,
+    #[serde(default)]
+    pub dependencies: Vec<SkillName>,
+}
+
+/// The lockfile.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Lockfile {
+    pub skills: Vec<LockedSkill>,
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct RawLockfile {
+    version: u32,
+    #[serde(default, rename = "skill")]
+    skills: Vec<LockedSkill>,
+}
+
+impl Lockfile {
+    /// Returns the locked entry of `name`.
+    pub fn get(&self, name: &SkillName) -> Option<&LockedSkill> {
+        self.skills.iter().find(|skill| &skill.name == name)
+    }
+
+    /// Renders the lockfile: sorted, LF, no timestamps.
+    pub fn render(&self) -> String {
+        let mut skills = self.skills.clone();
+        skills.sort_by(|a, b| a.name.cmp(&b.name));
+        for skill in &mut skills {
+            skill.dependencies.sort();
+            skill.dependencies.dedup();
+        }
+        let body = toml::to_string(&RawLockfile {
+            version: LOCK_VERSION,
+            skills,
+        })
+        .expect("a lockfile serialises");
+        format!("# This file is written by skillpkg: do not edit it.\n{body}")
+    }
+}
+
+/// Reads the lockfile at `root`; `None` when there is none.
+pub fn read(root: &Path) -> anyhow::Result<Option<Lockfile>> {
+    let path = root.join(LOCKFILE);
+    let text = match fs_err::read_to_string(&path) {
+        Ok(text) => text,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(error) => return Err(error.into()),
+    };
+    if text
+        .lines()
+        .any(|line| line.starts_with("<<<<<<<") || line.starts_with(">>>>>>>") || line == "=======")
+    {
+        return Err(UserError::new(format!("{} has merge-conflict markers", path.display()))
+            .with_hint("resolve the conflict in skills.toml, delete skills.lock, and run `skillpkg install` to write a fresh one")
+            .into());
+    }
+    #[derive(serde::Deserialize)]
+    struct Version {
+        version: Option<u32>,
+    }
+    let version: Version = toml::from_str(&text).map_err(|error| {
+        UserError::new(format!("{} is not a valid lockfile", path.display())).with_source(error)
+    })?;
+    match version.version {
+        Some(LOCK_VERSION) => {}
+        Some(other) => {
+            return Err(UserError::new(format!(
+                "{} has format version {other}; this skillpkg reads version {LOCK_VERSION}",
+                path.display()
+            ))
+            .with_hint("a newer skillpkg wrote it: upgrade skillpkg")
+            .into());
+        }
+        None => {
+            return Err(
+                UserError::new(format!("{} has no format `version`", path.display()))
+                    .with_hint("delete it and run `skillpkg install`")
+                    .into(),
+            );
+        }
+    }
+    let raw: RawLockfile = toml::from_str(&text).map_err(|error| {
+        UserError::new(format!("{} is not a valid lockfile", path.display()))
+            .with_hint("delete it and run `skillpkg install`")
+            .with_source(error)
+    })?;
+    Ok(Some(Lockfile { skills: raw.skills }))
+}
+
+/// Writes the lockfile at `root` atomically.
+pub fn write(root: &Path, lockfile: &Lockfile) -> anyhow::Result<()> {
+    super::manifest::write(&root.join(LOCKFILE), &lockfile.render())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn skill(name: &str, dependencies: &[&str]) -> LockedSkill {
+        LockedSkill {
+            name: name.parse().unwrap(),
+            version: "1.0.0".parse().unwrap(),
+            source: DEFAULT_SOURCE.into(),
+            checksum: Checksum::of(name.as_bytes()),
+            tree: "h1:x".into(),
+            signer: Some("A448895874B90297".into()),
+            dependencies: dependencies.iter().map(|d| d.parse().unwrap()).collect(),
+        }
+    }
+
+    #[test]
+    fn renders_sorted_and_round_trips() {
+        let temp = tempfile::tempdir().unwrap();
+        let lock = Lockfile {
+            skills: vec![skill("zeta", &["b", "a"]), skill("alpha", &[])],
+        };
+        write(temp.path(), &lock).unwrap();
+        let text = fs_err::read_to_string(temp.path().join(LOCKFILE)).unwrap();
+        assert!(text.find("alpha").unwrap() < text.find("zeta").unwrap());
+        assert!(text.contains("dependencies = [\"a\", \"b\"]"), "{text}");
+        assert!(!text.contains('\r') && !text.contains("/tmp"));
+        let read_back = read(temp.path()).unwrap().unwrap();
+        assert_eq!(read_back.render(), lock.render());
+    }
+
+    #[test]
+    fn unknown_versions_and_conflicts_are_errors_with_advice() {
+        let temp = tempfile::tempdir().unwrap();
+        fs_err::write(temp.path().join(LOCKFILE), "version = 2\n").unwrap();
+        let error = read(temp.path()).unwrap_err();
+        assert!(error.to_string().contains("format version 2"), "{error}");
+        fs_err::write(
+            temp.path().join(LOCKFILE),
+            "version = 1\n<<<<<<< HEAD\n=======\n>>>>>>> other\n",
+        )
+        .unwrap();
+        let error = read(temp.path()).unwrap_err();
+        assert!(
+            error.to_string().contains("merge-conflict markers"),
+            "{error}"
+        );
+    }
+}

@@ -1,0 +1,8 @@
+//! A project: `skills.toml`, `skills.lock`, and the agent folders skills
+//! are installed into.
+
+pub mod install;
+pub mod lockfile;
+pub mod manifest;
+pub mod resolve;
+pub mod targets;

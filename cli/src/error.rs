@@ -85,6 +85,7 @@ pub fn exit_status(error: &anyhow::Error) -> ExitStatus {
                 .downcast_ref::<PackError>()
                 .is_some_and(|error| error.hint().is_some())
             || cause.is::<UnpackError>()
+            || cause.is::<crate::project::resolve::ResolveError>()
             || cause
                 .downcast_ref::<RegistryError>()
                 .is_some_and(RegistryError::is_user_error)

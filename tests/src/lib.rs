@@ -328,3 +328,88 @@ pub fn wait_for_port(port: u16) {
     }
     panic!("nothing listens on port {port} after ten seconds");
 }
+
+/// Faults a [`FaultyServer`] injects.
+#[derive(Debug, Default)]
+pub struct Faults {
+    /// Answer this many requests with 500 before serving again.
+    pub fail_next: usize,
+    /// Cut every archive (`.tgz`) body short, in the middle.
+    pub truncate_archives: bool,
+    /// Requests served so far, by path.
+    pub served: Vec<String>,
+}
+
+/// A minimal static file server on loopback, for fault injection through a
+/// real socket: GET only, one request a connection. (The product's own
+/// server and nginx serve the real tests; this one only misbehaves.)
+#[derive(Debug)]
+pub struct FaultyServer {
+    url: String,
+    faults: std::sync::Arc<std::sync::Mutex<Faults>>,
+}
+
+impl FaultyServer {
+    /// Serves the files below `root`.
+    pub fn serve(root: &Path) -> Self {
+        use std::io::{BufRead as _, Write as _};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let url = format!("http://{}", listener.local_addr().expect("address"));
+        let faults = std::sync::Arc::new(std::sync::Mutex::new(Faults::default()));
+        let (root, shared) = (root.to_owned(), faults.clone());
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                let mut reader = std::io::BufReader::new(stream.try_clone().expect("clone"));
+                let mut request_line = String::new();
+                if reader.read_line(&mut request_line).is_err() {
+                    continue;
+                }
+                loop {
+                    let mut header = String::new();
+                    if reader.read_line(&mut header).map_or(true, |read| read == 0)
+                        || header == "\r\n"
+                    {
+                        break;
+                    }
+                }
+                let path = request_line
+                    .split_whitespace()
+                    .nth(1)
+                    .unwrap_or("/")
+                    .trim_start_matches('/')
+                    .to_owned();
+                let mut faults = shared.lock().expect("faults");
+                faults.served.push(path.clone());
+                let response: Vec<u8> = if faults.fail_next > 0 {
+                    faults.fail_next -= 1;
+                    b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".to_vec()
+                } else {
+                    match fs_err::read(root.join(&path)) {
+                        Ok(body) => {
+                            let sent = if faults.truncate_archives && path.ends_with(".tgz") { &body[..body.len() / 2] } else { &body[..] };
+                            let mut response = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len()).into_bytes();
+                            response.extend_from_slice(sent);
+                            response
+                        }
+                        Err(_) => b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".to_vec(),
+                    }
+                };
+                drop(faults);
+                let _ = stream.write_all(&response);
+                let _ = stream.shutdown(std::net::Shutdown::Both);
+            }
+        });
+        Self { url, faults }
+    }
+
+    /// Returns the base URL.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Changes the faults.
+    pub fn faults(&self) -> std::sync::MutexGuard<'_, Faults> {
+        self.faults.lock().expect("faults")
+    }
+}

@@ -416,7 +416,8 @@ async fn archive_bytes(
     let url = registry.config().archive_url(&entry.name, &entry.version);
     let bytes = registry
         .file(&url)
-        .await?
+        .await
+        .with_context(|| format!("cannot download {label}"))?
         .ok_or_else(|| UserError::new(format!("{label}: the registry has no archive for it")))?;
     let actual = Checksum::of(&bytes);
     if actual != entry.checksum {

@@ -56,10 +56,10 @@ pub fn resolve(
             .map(|skill| skill.version.clone())
     };
     let pinned = |name: &SkillName| locked(name).filter(|_| keep(name));
-    match attempt(manifest, indexes, &locked, &pinned) {
+    match attempt(manifest, indexes, &pinned) {
         Ok(resolved) => Ok(resolved),
         // The locked versions may be what conflicts: try again free.
-        Err(_) if lock.is_some() => attempt(manifest, indexes, &locked, &|_| None),
+        Err(_) if lock.is_some() => attempt(manifest, indexes, &|_| None),
         Err(error) => Err(error),
     }
 }
@@ -67,7 +67,6 @@ pub fn resolve(
 fn attempt(
     manifest: &Manifest,
     indexes: &BTreeMap<SkillName, Vec<IndexRecord>>,
-    locked: &dyn Fn(&SkillName) -> Option<semver::Version>,
     pinned: &dyn Fn(&SkillName) -> Option<semver::Version>,
 ) -> Result<Vec<IndexRecord>, ResolveError> {
     // The versions each name may take: not yanked (unless locked), and only
@@ -76,7 +75,8 @@ fn attempt(
     for (name, records) in indexes {
         let versions = records
             .iter()
-            .filter(|record| !record.yanked || locked(name).as_ref() == Some(&record.vers))
+            // A yanked version stays only where it is locked and kept.
+            .filter(|record| !record.yanked || pinned(name).as_ref() == Some(&record.vers))
             .map(|record| record.vers.clone())
             .filter(|version| pinned(name).is_none_or(|pin| &pin == version));
         available.insert(name, versions.collect());
@@ -127,9 +127,9 @@ fn attempt(
         }
         Err(PubGrubError::NoSolution(mut tree)) => {
             tree.collapse_no_versions();
-            Err(ResolveError {
-                explanation: DefaultStringReporter::report(&tree),
-            })
+            let explanation =
+                DefaultStringReporter::report(&tree).replace(&format!("{ROOT} 0.0.0"), ROOT);
+            Err(ResolveError { explanation })
         }
         Err(other) => Err(ResolveError {
             explanation: other.to_string(),

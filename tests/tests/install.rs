@@ -1,0 +1,466 @@
+//! Installing end to end: the real client against the real server (and
+//! nginx, and a misbehaving server for faults), into real agent folders.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use skillpkg_tests::{
+    FaultyServer, Nginx, Output, RegistryServer, Sandbox, create_token, is_executable, run,
+};
+
+/// A registry with signed skills, and a project folder.
+struct World {
+    sandbox: Sandbox,
+    server: RegistryServer,
+    token: String,
+}
+
+impl World {
+    fn new() -> Self {
+        let sandbox = Sandbox::new();
+        let data = sandbox.path().join("registry");
+        let token = create_token(&data, "alice");
+        let server = RegistryServer::start(&data, &["--require-signatures"]);
+        let world = Self {
+            sandbox,
+            server,
+            token,
+        };
+        let key = world.publisher(&["key", "generate", "--no-password"]);
+        assert_eq!(key.code, 0, "{key:?}");
+        fs_err::create_dir_all(world.project()).unwrap();
+        world
+    }
+
+    fn project(&self) -> PathBuf {
+        self.sandbox.path().join("project")
+    }
+
+    /// Runs skillpkg as the publisher.
+    fn publisher(&self, args: &[&str]) -> Output {
+        run(self
+            .sandbox
+            .skillpkg()
+            .args(args)
+            .env("SKILLPKG_CONFIG_DIR", self.sandbox.path().join("publisher")))
+    }
+
+    /// Runs skillpkg in the project, as its user.
+    fn user(&self, args: &[&str]) -> Output {
+        run(self
+            .sandbox
+            .skillpkg()
+            .current_dir(self.project())
+            .args(args)
+            .env("SKILLPKG_CONFIG_DIR", self.sandbox.path().join("user"))
+            .env("SKILLPKG_CACHE_DIR", self.sandbox.path().join("cache"))
+            .env("SKILLPKG_TEST_NO_RETRY_DELAY", "1"))
+    }
+
+    /// Publishes `name@version` (signed) depending on `deps`.
+    fn publish(&self, name: &str, version: &str, deps: &[&str]) {
+        let dir = format!("skills/{name}-{version}/{name}");
+        let deps: Vec<String> = deps.iter().map(|dep| format!("\"{dep}\"")).collect();
+        self.sandbox.write(
+            &format!("{dir}/SKILL.md"),
+            format!("---\nname: {name}\ndescription: {name} {version}.\nversion: {version}\ndepends_on: [{}]\n---\n# {name}\n", deps.join(", ")),
+        );
+        let script = self.sandbox.write(
+            &format!("{dir}/scripts/run.sh"),
+            format!("#!/bin/sh\necho {name} {version}\n"),
+        );
+        skillpkg_tests::set_executable(&script, true);
+        let path = self.sandbox.path().join(&dir);
+        let output = self.publisher(&[
+            "publish",
+            path.to_str().unwrap(),
+            "--registry",
+            self.server.url(),
+            "--token",
+            &self.token,
+        ]);
+        assert_eq!(output.code, 0, "{output:?}");
+    }
+
+    fn init(&self, registry: &str) {
+        let output = self.user(&[
+            "init",
+            "--target",
+            "claude",
+            "--target",
+            "agents",
+            "--registry",
+            registry,
+        ]);
+        assert_eq!(output.code, 0, "{output:?}");
+    }
+
+    fn lock(&self) -> String {
+        fs_err::read_to_string(self.project().join("skills.lock")).unwrap_or_default()
+    }
+
+    /// The installed skills of a target folder: name -> SKILL.md text.
+    fn installed(&self, target: &str) -> BTreeMap<String, String> {
+        let dir = self.project().join(target);
+        let Ok(entries) = fs_err::read_dir(&dir) else {
+            return BTreeMap::new();
+        };
+        entries
+            .map(|entry| entry.unwrap().path())
+            .filter(|path| path.is_dir())
+            .map(|path| {
+                (
+                    path.file_name().unwrap().to_string_lossy().into_owned(),
+                    fs_err::read_to_string(path.join("SKILL.md")).unwrap(),
+                )
+            })
+            .collect()
+    }
+
+    /// Everything a failed command must leave as it was.
+    fn state(
+        &self,
+    ) -> (
+        String,
+        BTreeMap<String, String>,
+        BTreeMap<String, String>,
+        String,
+    ) {
+        (
+            self.lock(),
+            self.installed(".claude/skills"),
+            self.installed(".agents/skills"),
+            fs_err::read_to_string(self.project().join("skills.toml")).unwrap_or_default(),
+        )
+    }
+}
+
+#[test]
+fn add_installs_into_two_targets_locks_and_remove_undoes_it() {
+    let world = World::new();
+    world.publish("pdf", "1.0.0", &[]);
+    world.init(world.server.url());
+    let added = world.user(&["add", "pdf"]);
+    assert_eq!(added.code, 0, "{added:?}");
+    for target in [".claude/skills", ".agents/skills"] {
+        assert_eq!(
+            world.installed(target).keys().collect::<Vec<_>>(),
+            ["pdf"],
+            "{target}"
+        );
+        assert!(
+            is_executable(&world.project().join(target).join("pdf/scripts/run.sh")),
+            "exec bits are kept"
+        );
+    }
+    let manifest = fs_err::read_to_string(world.project().join("skills.toml")).unwrap();
+    assert!(manifest.contains("pdf = \"^1.0.0\""), "{manifest}");
+    let lock = world.lock();
+    assert!(
+        lock.contains("name = \"pdf\"\nversion = \"1.0.0\"\nsource = \"registry:default\""),
+        "{lock}"
+    );
+    assert!(
+        lock.contains("signer = \""),
+        "the signer is pinned:\n{lock}"
+    );
+    assert!(!lock.contains(world.server.url()), "no URL in the lock");
+    assert!(
+        !world.project().join(".codex").exists() && !world.project().join(".github").exists(),
+        "no folder for targets not chosen"
+    );
+    let verified = world.user(&["verify"]);
+    assert_eq!(verified.code, 0, "{verified:?}");
+    assert!(
+        verified.stdout.contains("2 verified, 0 changed"),
+        "{}",
+        verified.stdout
+    );
+
+    // A folder skillpkg did not install is never touched.
+    world
+        .sandbox
+        .write("project/.claude/skills/mine/SKILL.md", "my own");
+    let removed = world.user(&["remove", "pdf"]);
+    assert_eq!(removed.code, 0, "{removed:?}");
+    assert_eq!(
+        world.installed(".claude/skills").keys().collect::<Vec<_>>(),
+        ["mine"]
+    );
+    assert!(world.installed(".agents/skills").is_empty());
+}
+
+#[test]
+fn locked_installs_pass_or_fail_loudly_and_offline_uses_the_cache() {
+    let world = World::new();
+    world.publish("pdf", "1.0.0", &[]);
+    world.publish("csv", "1.0.0", &[]);
+    world.init(world.server.url());
+    assert_eq!(world.user(&["add", "pdf"]).code, 0);
+    // Another checkout: only the manifest and the lock.
+    for target in [".claude", ".agents"] {
+        fs_err::remove_dir_all(world.project().join(target)).unwrap();
+    }
+    let locked = world.user(&["install", "--locked"]);
+    assert_eq!(locked.code, 0, "{locked:?}");
+    assert_eq!(world.installed(".claude/skills").len(), 1);
+
+    let manifest = world.project().join("skills.toml");
+    let text = fs_err::read_to_string(&manifest).unwrap();
+    fs_err::write(&manifest, format!("{text}csv = \"^1\"\n")).unwrap();
+    let before = world.state();
+    let refused = world.user(&["install", "--locked"]);
+    assert_eq!(refused.code, 1, "{refused:?}");
+    assert!(
+        refused
+            .stderr
+            .contains("skills.lock does not match skills.toml, and --locked forbids changing it"),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(world.state(), before, "nothing changed");
+    fs_err::write(&manifest, text).unwrap();
+
+    // Offline, from the cache, with the server gone.
+    for target in [".claude", ".agents"] {
+        fs_err::remove_dir_all(world.project().join(target)).unwrap();
+    }
+    let World {
+        sandbox,
+        mut server,
+        ..
+    } = world;
+    server.kill();
+    let project = sandbox.path().join("project");
+    let offline = run(sandbox
+        .skillpkg()
+        .current_dir(&project)
+        .args(["install", "--frozen"])
+        .env("SKILLPKG_CONFIG_DIR", sandbox.path().join("user"))
+        .env("SKILLPKG_CACHE_DIR", sandbox.path().join("cache")));
+    assert_eq!(offline.code, 0, "{offline:?}");
+    assert!(project.join(".agents/skills/pdf/SKILL.md").is_file());
+}
+
+#[test]
+fn a_chain_of_three_dependencies_installs_whole() {
+    let world = World::new();
+    world.publish("base", "1.2.0", &[]);
+    world.publish("middle", "2.0.0", &["base@^1.1"]);
+    world.publish("top", "0.4.0", &["middle@2"]);
+    world.init(world.server.url());
+    let added = world.user(&["add", "top"]);
+    assert_eq!(added.code, 0, "{added:?}");
+    assert_eq!(
+        world.installed(".claude/skills").keys().collect::<Vec<_>>(),
+        ["base", "middle", "top"]
+    );
+    let lock = world.lock();
+    assert!(lock.contains("name = \"middle\""), "{lock}");
+    assert!(lock.contains("dependencies = [\"middle\"]"), "{lock}");
+}
+
+#[test]
+fn a_version_conflict_is_explained_and_changes_nothing() {
+    let world = World::new();
+    world.publish("shared", "1.0.0", &[]);
+    world.publish("shared", "2.0.0", &[]);
+    world.publish("old-user", "1.0.0", &["shared@^1"]);
+    world.publish("new-user", "1.0.0", &["shared@^2"]);
+    world.init(world.server.url());
+    assert_eq!(world.user(&["add", "old-user"]).code, 0);
+    let before = world.state();
+    let conflict = world.user(&["add", "new-user"]);
+    assert_eq!(conflict.code, 1, "{conflict:?}");
+    assert!(
+        conflict
+            .stderr
+            .contains("no set of skill versions satisfies every requirement"),
+        "{}",
+        conflict.stderr
+    );
+    assert!(
+        conflict.stderr.contains("shared"),
+        "the explanation names the contested skill:\n{}",
+        conflict.stderr
+    );
+    let (lock, claude, agents, _) = world.state();
+    assert_eq!(
+        (lock, claude, agents),
+        (before.0, before.1, before.2),
+        "installed state and lock unchanged"
+    );
+}
+
+#[test]
+fn yanked_versions_are_not_chosen_anew_but_locked_ones_still_install() {
+    let world = World::new();
+    world.publish("pdf", "1.0.0", &[]);
+    world.publish("pdf", "1.1.0", &[]);
+    world.init(world.server.url());
+    assert_eq!(world.user(&["add", "pdf@^1"]).code, 0);
+    assert!(world.lock().contains("version = \"1.1.0\""));
+    let yank = world.publisher(&[
+        "yank",
+        "pdf@1.1.0",
+        "--reason",
+        "broken",
+        "--registry",
+        world.server.url(),
+        "--token",
+        &world.token,
+    ]);
+    assert_eq!(yank.code, 0, "{yank:?}");
+    // The locked (now yanked) version keeps installing.
+    fs_err::remove_dir_all(world.project().join(".claude")).unwrap();
+    let locked = world.user(&["install", "--locked"]);
+    assert_eq!(locked.code, 0, "{locked:?}");
+    assert!(world.installed(".claude/skills")["pdf"].contains("1.1.0"));
+    // A fresh resolution does not pick it.
+    let updated = world.user(&["update"]);
+    assert_eq!(updated.code, 0, "{updated:?}");
+    assert!(
+        world.lock().contains("version = \"1.0.0\""),
+        "{}",
+        world.lock()
+    );
+}
+
+#[test]
+fn a_new_signer_is_refused_unless_allowed() {
+    let world = World::new();
+    world.publish("pdf", "1.0.0", &[]);
+    world.init(world.server.url());
+    assert_eq!(world.user(&["add", "pdf"]).code, 0);
+    // The publisher rotates to a new key, registered by the registry's admin.
+    let old = world.publisher(&["key", "show", "--json"]).json()["key_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        world
+            .publisher(&["key", "generate", "--no-password", "--force"])
+            .code,
+        0
+    );
+    let new = world.publisher(&["key", "show", "--json"]).json()["public_key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let new_id = world.publisher(&["key", "show", "--json"]).json()["key_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let added = run(world
+        .sandbox
+        .registry()
+        .args(["key", "add", "--skill", "pdf", "--key", &new, "--root"])
+        .arg(world.sandbox.path().join("registry")));
+    assert_eq!(added.code, 0, "{added:?}");
+    world.publish("pdf", "1.1.0", &[]);
+
+    let before = world.state();
+    let refused = world.user(&["update"]);
+    assert_eq!(refused.code, 1, "{refused:?}");
+    assert!(
+        refused.stderr.contains(&format!(
+            "skills.lock pins key {old}, but pdf@1.1.0 is signed by key {new_id}"
+        )),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(world.state(), before);
+    let allowed = world.user(&["update", "--allow-signer-change"]);
+    assert_eq!(allowed.code, 0, "{allowed:?}");
+    assert!(world.lock().contains(&format!("signer = \"{new_id}\"")));
+}
+
+#[test]
+fn installs_through_nginx_serve_the_same_bytes() {
+    let world = World::new();
+    world.publish("pdf", "1.0.0", &[]);
+    let nginx = Nginx::serve(&world.server.public());
+    world.init(nginx.url());
+    let added = world.user(&["add", "pdf"]);
+    assert_eq!(added.code, 0, "{added:?}");
+    assert_eq!(world.user(&["verify"]).code, 0);
+}
+
+/// Faults, each leaving the previous state intact.
+#[test]
+fn faults_leave_the_installed_state_and_lock_intact() {
+    let world = World::new();
+    world.publish("pdf", "1.0.0", &[]);
+    world.publish("pdf", "1.1.0", &[]);
+    let faulty = FaultyServer::serve(&world.server.public());
+    world.init(faulty.url());
+    let manifest = world.project().join("skills.toml");
+    let text = fs_err::read_to_string(&manifest).unwrap();
+    fs_err::write(&manifest, format!("{text}pdf = \"=1.0.0\"\n")).unwrap();
+
+    // 500s, then the server recovers: the retries carry the install through.
+    faulty.faults().fail_next = 2;
+    let recovered = world.user(&["install"]);
+    assert_eq!(recovered.code, 0, "{recovered:?}");
+    let before = world.state();
+    fs_err::write(&manifest, format!("{text}pdf = \"=1.1.0\"\n")).unwrap();
+    let check = |needle: &str, code: i32| {
+        let output = world.user(&["install"]);
+        assert_eq!(output.code, code, "{output:?}");
+        assert!(
+            output.stderr.contains(needle),
+            "`{needle}` not in:\n{}",
+            output.stderr
+        );
+        let (lock, claude, agents, _) = world.state();
+        assert_eq!(
+            (lock, claude, agents),
+            (before.0.clone(), before.1.clone(), before.2.clone()),
+            "state intact after: {needle}"
+        );
+    };
+
+    // A download cut short.
+    faulty.faults().truncate_archives = true;
+    // A network failure, not the user's: exit 2.
+    check("cannot download pdf@1.1.0", 2);
+    faulty.faults().truncate_archives = false;
+
+    // An archive whose sha256 differs from the index.
+    let archive = world.server.public().join("dl/pdf/1.1.0/pdf-1.1.0.tgz");
+    let original = fs_err::read(&archive).unwrap();
+    let mut tampered = original.clone();
+    let middle = tampered.len() / 2;
+    tampered[middle] ^= 0xff;
+    fs_err::write(&archive, &tampered).unwrap();
+    check("pdf@1.1.0: the downloaded archive's sha256 is", 1);
+    fs_err::write(&archive, &original).unwrap();
+
+    // A bad signature.
+    let signature = world
+        .server
+        .public()
+        .join("dl/pdf/1.1.0/pdf-1.1.0.tgz.minisig");
+    let good = fs_err::read_to_string(&signature).unwrap();
+    fs_err::write(&signature, good.replace("pdf@1.1.0", "pdf@1.1.1")).unwrap();
+    check("pdf@1.1.0 failed verification", 1);
+    fs_err::write(&signature, good).unwrap();
+
+    let installed = world.user(&["install"]);
+    assert_eq!(installed.code, 0, "{installed:?}");
+    assert!(world.installed(".claude/skills")["pdf"].contains("1.1.0"));
+}
+
+#[test]
+fn a_project_without_a_manifest_says_how_to_start() {
+    let sandbox = Sandbox::new();
+    let output = run(sandbox.skillpkg().args(["install"]));
+    assert_eq!(output.code, 1, "{output:?}");
+    assert!(
+        output.stderr.contains("no skills.toml in"),
+        "{}",
+        output.stderr
+    );
+    assert!(output.stderr.contains("skillpkg init"), "{}", output.stderr);
+    let _ = Path::new(".");
+}

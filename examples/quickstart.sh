@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The quick start, end to end on the example material in this repository:
 #   1. validate the example skills and pack them into deterministic tarballs;
-#   2. search and inspect the example registry (a static tree, read from disk);
+#   2. install an example skill (and its dependency) from the example registry
+#      (a static tree, read from disk) into a scratch project, for Claude Code
+#      and for agents reading .agents/skills, and show the lock;
 #   3. run a registry server on a loopback port (requiring signatures), make a
 #      signing key, publish the example skills to it with `skillpkg publish`
 #      (signed), read them back over HTTP, and verify one: with skillpkg, and
@@ -9,6 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+repo=$PWD
 cargo build --release --quiet --bins
 skillpkg=$PWD/target/release/skillpkg
 registry=$PWD/target/release/skillpkg-registry
@@ -37,11 +40,16 @@ for tarball in "$work"/a/*.tgz; do
   cmp "$tarball" "$work/b/$(basename "$tarball")" && echo "identical: $(basename "$tarball")"
 done
 
-step "skillpkg search pdf --registry examples/registry"
-"$skillpkg" search pdf --registry examples/registry
+export SKILLPKG_CONFIG_DIR="$work/config" SKILLPKG_CACHE_DIR="$work/cache"
+mkdir "$work/project"
+step "in a scratch project: skillpkg init --target claude --target agents --registry examples/registry"
+(cd "$work/project" && "$skillpkg" init --target claude --target agents --registry "$repo/examples/registry")
 
-step "skillpkg info csv-insights --registry examples/registry"
-"$skillpkg" info csv-insights --registry examples/registry
+step "skillpkg add csv-insights --allow-unsigned   (the example registry is unsigned)"
+(cd "$work/project" && "$skillpkg" add csv-insights --allow-unsigned)
+
+step "what is installed, and skills.lock"
+(cd "$work/project" && "$skillpkg" list && find .claude .agents -type f | sort && cat skills.lock)
 
 step "skillpkg-registry serve, then skillpkg publish each example skill, signed"
 token=$("$registry" token create --root "$work/registry" --user quickstart 2>/dev/null)
@@ -50,7 +58,6 @@ server=$!
 for _ in $(seq 100); do [ -s "$work/server.out" ] && break; sleep 0.1; done
 url=$(sed -n 's/^listening on //p' "$work/server.out")
 echo "registry at $url"
-export SKILLPKG_CONFIG_DIR="$work/config"
 "$skillpkg" key generate --no-password
 "$skillpkg" login --registry "$url" --token "$token"
 for skill in examples/skills/*/; do
@@ -59,6 +66,10 @@ done
 
 step "skillpkg search pdf --registry $url"
 "$skillpkg" search pdf --registry "$url"
+
+step "a second project installs from the server: signatures checked, signer pinned"
+mkdir "$work/project2"
+(cd "$work/project2" && "$skillpkg" init --target claude --registry "$url" && "$skillpkg" add pdf-processing && grep -A7 'name = "pdf-processing"' skills.lock)
 
 step "skillpkg verify pdf-processing@1.2.0 --registry $url"
 "$skillpkg" verify pdf-processing@1.2.0 --registry "$url"

@@ -28,6 +28,11 @@ pub fn run(args: &AddArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
         set.push((spec.name, requirement));
     }
     manifest::edit(&root, &set, &[], &args.install.targets)?;
+    if args.install.allow_unsigned {
+        // Recorded, so the next plain `install` accepts them too.
+        let names: Vec<_> = set.iter().map(|(name, _)| name.clone()).collect();
+        manifest::allow_unsigned(&root, &names)?;
+    }
     for (name, requirement) in &set {
         printer.status("Adding", &format!("{name} {requirement}"));
     }

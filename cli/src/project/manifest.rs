@@ -146,6 +146,36 @@ fn toml_string(text: &str) -> String {
     toml_edit::Value::from(text).to_string().trim().to_owned()
 }
 
+/// Marks skills as allowed unsigned (`{ version = "...", allow-unsigned = true }`).
+pub fn allow_unsigned(root: &Path, names: &[SkillName]) -> anyhow::Result<()> {
+    let path = root.join(MANIFEST);
+    let text = fs_err::read_to_string(&path)?;
+    let mut document: toml_edit::DocumentMut = text.parse().map_err(|error| {
+        UserError::new(format!("{} is not valid TOML", path.display())).with_source(error)
+    })?;
+    let skills = document
+        .entry("skills")
+        .or_insert(toml_edit::table())
+        .as_table_mut()
+        .context("`skills` must be a table")?;
+    for name in names {
+        let Some(item) = skills.get_mut(name.as_str()) else {
+            continue;
+        };
+        let mut table = match item.as_inline_table() {
+            Some(table) => table.clone(),
+            None => {
+                let mut table = toml_edit::InlineTable::new();
+                table.insert("version", item.as_str().unwrap_or("*").into());
+                table
+            }
+        };
+        table.insert("allow-unsigned", true.into());
+        *item = toml_edit::value(table);
+    }
+    write(&path, &document.to_string())
+}
+
 /// Edits the manifest in place: sets or removes skills, adds targets.
 pub fn edit(
     root: &Path,

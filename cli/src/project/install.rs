@@ -38,6 +38,9 @@ use crate::UserError;
 use crate::printer::Printer;
 use crate::registry_client::{Registry, RegistryUrl};
 
+/// The tree of a skill whose folder is being replaced.
+const PENDING: &str = "pending";
+
 /// How to install.
 #[derive(Clone, Debug, Default)]
 pub struct Options {
@@ -239,6 +242,17 @@ pub async fn install(
                     source
                 }
             };
+            // Claimed in the record before the folder moves, so a crash in
+            // between leaves a folder the next run knows is its own (and,
+            // its tree being unknown, reinstalls).
+            state.skills.insert(
+                entry.name.to_string(),
+                InstalledSkill {
+                    version: entry.version.to_string(),
+                    tree: PENDING.into(),
+                },
+            );
+            target.write_state(state)?;
             place(&source, &target.dir, entry.name.as_str())?;
             state.skills.insert(
                 entry.name.to_string(),
@@ -247,6 +261,7 @@ pub async fn install(
                     tree: entry.tree.clone(),
                 },
             );
+            target.write_state(state)?;
             report.installed.push((
                 entry.name.to_string(),
                 entry.version.to_string(),

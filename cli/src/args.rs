@@ -157,6 +157,13 @@ pub enum Command {
     /// match skills.lock.
     List(ListArgs),
 
+    /// Show the dependency tree of the project's skills, from skills.lock.
+    Tree(TreeArgs),
+
+    /// Show locked skills that have newer versions: the newest skills.toml
+    /// allows (wanted) and the newest there is (latest).
+    Outdated(OutdatedArgs),
+
     /// Sign an archive: write FILE.tgz.minisig.
     ///
     /// The signature's trusted comment binds it to the skill's name, version
@@ -310,6 +317,22 @@ pub struct UpdateArgs {
     pub names: Vec<skillpkg_index::skill::SkillName>,
     #[command(flatten)]
     pub install: InstallFlags,
+}
+
+#[derive(Debug, Args)]
+pub struct TreeArgs {
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct OutdatedArgs {
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

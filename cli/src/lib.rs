@@ -42,6 +42,8 @@ pub fn run(cli: args::Cli, printer: &printer::Printer) -> anyhow::Result<ExitSta
         args::Command::Install(args) => commands::install::run(&args, printer),
         args::Command::Update(args) => commands::install::update(&args, printer),
         args::Command::List(args) => commands::list::run(&args, printer),
+        args::Command::Tree(args) => commands::tree::run(&args, printer),
+        args::Command::Outdated(args) => commands::outdated::run(&args, printer),
         args::Command::Sign(args) => commands::sign::run(&args, printer),
         args::Command::Verify(args) => commands::verify::run(&args, printer),
     }

@@ -258,6 +258,43 @@ fn a_chain_of_three_dependencies_installs_whole() {
     let lock = world.lock();
     assert!(lock.contains("name = \"middle\""), "{lock}");
     assert!(lock.contains("dependencies = [\"middle\"]"), "{lock}");
+    let tree = world.user(&["tree"]);
+    assert_eq!(
+        tree.stdout, "top 0.4.0\n└── middle 2.0.0\n    └── base 1.2.0\n",
+        "{tree:?}"
+    );
+
+    // A newer base within ^1.1, and a new major of top that ^0.4 excludes.
+    world.publish("base", "1.3.0", &[]);
+    world.publish("top", "1.0.0", &["middle@2"]);
+    let outdated = world.user(&["outdated", "--json"]);
+    assert_eq!(outdated.code, 0, "{outdated:?}");
+    let rows = outdated.json();
+    let row = |name: &str| {
+        rows.as_array()
+            .unwrap()
+            .iter()
+            .find(|row| row["name"] == name)
+            .cloned()
+            .unwrap_or_default()
+    };
+    assert_eq!(row("base")["latest"], "1.3.0");
+    assert_eq!(row("top")["current"], "0.4.0");
+    assert_eq!(row("top")["wanted"], "0.4.0", "^0.4.0 does not allow 1.0.0");
+    assert_eq!(row("top")["latest"], "1.0.0");
+    let updated = world.user(&["update", "base"]);
+    assert_eq!(updated.code, 0, "{updated:?}");
+    assert!(
+        world
+            .lock()
+            .contains("name = \"base\"\nversion = \"1.3.0\""),
+        "{}",
+        world.lock()
+    );
+    assert!(
+        world.lock().contains("name = \"top\"\nversion = \"0.4.0\""),
+        "only what was named is updated"
+    );
 }
 
 #[test]

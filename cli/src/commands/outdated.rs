@@ -1,0 +1,86 @@
+//! `skillpkg outdated`: locked versions against what the registry has.
+
+use serde_json::json;
+use skillpkg_index::registry::latest;
+
+use crate::args::OutdatedArgs;
+use crate::commands::install::project_root;
+use crate::printer::Printer;
+use crate::project::{lockfile, manifest};
+use crate::registry_client::{self, Registry, RegistryUrl};
+use crate::settings::{self, Environment};
+use crate::{ExitStatus, UserError};
+
+pub fn run(args: &OutdatedArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
+    let root = project_root()?;
+    let manifest = manifest::read(&root)?;
+    let lock = lockfile::read(&root)?.ok_or_else(|| {
+        UserError::new("there is no skills.lock yet").with_hint("run `skillpkg install`")
+    })?;
+    let url: RegistryUrl = match (&args.registry.registry, &manifest.registry) {
+        (Some(url), _) => url.clone(),
+        (None, Some(text)) => text.parse().map_err(|error| {
+            UserError::new("`registry.url` in skills.toml is not a registry URL").with_source(error)
+        })?,
+        (None, None) => settings::registry(None, &Environment::from_process())?,
+    };
+    let rows = registry_client::block_on(async {
+        let registry = Registry::open(url, None).await?;
+        let mut rows = Vec::new();
+        for entry in &lock.skills {
+            let records = registry.index(&entry.name).await?;
+            let wanted = manifest.skills.get(&entry.name).and_then(|requirement| {
+                records
+                    .iter()
+                    .filter(|record| {
+                        !record.yanked && requirement.requirement.matches(&record.vers)
+                    })
+                    .map(|record| record.vers.clone())
+                    .max()
+            });
+            let newest = latest(&records).map(|record| record.vers.clone());
+            rows.push((
+                entry.name.to_string(),
+                entry.version.clone(),
+                wanted,
+                newest,
+            ));
+        }
+        anyhow::Ok(rows)
+    })??;
+    let outdated: Vec<_> = rows
+        .iter()
+        .filter(|(_, current, wanted, newest)| {
+            wanted.as_ref().is_some_and(|w| w > current)
+                || newest.as_ref().is_some_and(|n| n > current)
+        })
+        .collect();
+    if args.json {
+        printer.json(&outdated.iter().map(|(name, current, wanted, newest)| json!({
+            "name": name, "current": current.to_string(), "wanted": wanted.as_ref().map(ToString::to_string), "latest": newest.as_ref().map(ToString::to_string),
+        })).collect::<Vec<_>>());
+        return Ok(ExitStatus::Success);
+    }
+    if outdated.is_empty() {
+        printer.result("every skill is up to date");
+        return Ok(ExitStatus::Success);
+    }
+    let show = |version: &Option<semver::Version>| {
+        version
+            .as_ref()
+            .map_or_else(|| "-".to_owned(), ToString::to_string)
+    };
+    printer.result(&format!(
+        "{:<30} {:<12} {:<12} {}",
+        "name", "current", "wanted", "latest"
+    ));
+    for (name, current, wanted, newest) in outdated {
+        printer.result(&format!(
+            "{name:<30} {:<12} {:<12} {}",
+            current.to_string(),
+            show(wanted),
+            show(newest)
+        ));
+    }
+    Ok(ExitStatus::Success)
+}

@@ -149,6 +149,9 @@ pub enum Command {
     /// lock's sha256 and its publisher's signature before it is unpacked.
     Install(InstallArgs),
 
+    /// Resolve skills.toml and write skills.lock, installing nothing.
+    Lock(InstallArgs),
+
     /// Update skills (all, or the ones named) to the newest versions
     /// skills.toml allows, and install them.
     Update(UpdateArgs),

@@ -41,6 +41,7 @@ pub fn run(cli: args::Cli, printer: &printer::Printer) -> anyhow::Result<ExitSta
         args::Command::Remove(args) => commands::add::remove(&args, printer),
         args::Command::Install(args) => commands::install::run(&args, printer),
         args::Command::Update(args) => commands::install::update(&args, printer),
+        args::Command::Lock(args) => commands::install::lock(&args, printer),
         args::Command::List(args) => commands::list::run(&args, printer),
         args::Command::Tree(args) => commands::tree::run(&args, printer),
         args::Command::Outdated(args) => commands::outdated::run(&args, printer),

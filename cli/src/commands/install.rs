@@ -23,6 +23,10 @@ pub fn update(args: &UpdateArgs, printer: &Printer) -> anyhow::Result<ExitStatus
     install_project(&args.install, Some(args.names.clone()), printer)
 }
 
+pub fn lock(args: &InstallArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
+    install_with(&args.install, None, true, printer)
+}
+
 /// Returns the project root: the nearest folder with a skills.toml.
 pub fn project_root() -> anyhow::Result<PathBuf> {
     let cwd = std::env::current_dir()?;
@@ -64,6 +68,15 @@ pub fn install_project(
     update: Option<Vec<SkillName>>,
     printer: &Printer,
 ) -> anyhow::Result<ExitStatus> {
+    install_with(flags, update, false, printer)
+}
+
+fn install_with(
+    flags: &InstallFlags,
+    update: Option<Vec<SkillName>>,
+    lock_only: bool,
+    printer: &Printer,
+) -> anyhow::Result<ExitStatus> {
     let root = project_root()?;
     let _lock = install::lock_project(&root, printer)?;
     let manifest = manifest::read(&root)?;
@@ -79,6 +92,7 @@ pub fn install_project(
         allow_signer_change: flags.allow_signer_change,
         allow_unsigned: flags.allow_unsigned,
         update,
+        lock_only,
     };
     let report = registry_client::block_on(install::install(
         &root, &manifest, registry, &targets, &options,

@@ -55,6 +55,8 @@ pub struct Options {
     pub allow_unsigned: bool,
     /// Re-resolve these names (all, when empty) to their newest versions.
     pub update: Option<Vec<SkillName>>,
+    /// Resolve and write skills.lock, install nothing.
+    pub lock_only: bool,
 }
 
 /// What an install did.
@@ -176,6 +178,13 @@ pub async fn install(
         }
     };
 
+    if options.lock_only {
+        report.lock_changed = old_lock.as_ref() != Some(&lock);
+        if report.lock_changed {
+            lockfile::write(root, &lock)?;
+        }
+        return Ok(report);
+    }
     let cache = cache_dir()?;
     let staging = tempfile::Builder::new()
         .prefix(".skillpkg-stage-")
@@ -199,61 +208,73 @@ pub async fn install(
             }
         }
     }
+    // What each target needs.
+    let todo: Vec<Vec<&LockedSkill>> = targets
+        .iter()
+        .zip(&states)
+        .map(|(target, state)| {
+            lock.skills
+                .iter()
+                .filter(|entry| {
+                    let in_place = state
+                        .skills
+                        .get(entry.name.as_str())
+                        .is_some_and(|installed| {
+                            installed.tree == entry.tree
+                                && installed.version == entry.version.to_string()
+                        });
+                    // --force reinstalls even what looks in place, restoring edited files.
+                    !(in_place && target.dir.join(entry.name.as_str()).is_dir() && !options.force)
+                })
+                .collect()
+        })
+        .collect();
+    // Every archive fetched, verified and unpacked before any target
+    // changes: a download, checksum or signature failure changes nothing.
     let mut unpacked: BTreeMap<SkillName, PathBuf> = BTreeMap::new();
-    for (target, state) in targets.iter().zip(states.iter_mut()) {
-        for entry in &lock.skills {
-            let dir = target.dir.join(entry.name.as_str());
-            let in_place = state
-                .skills
-                .get(entry.name.as_str())
-                .is_some_and(|installed| {
-                    installed.tree == entry.tree && installed.version == entry.version.to_string()
-                });
-            // --force reinstalls even what looks in place, restoring edited files.
-            if in_place && dir.is_dir() && !options.force {
-                report.unchanged += 1;
-                continue;
+    for entry in todo.iter().flatten() {
+        if unpacked.contains_key(&entry.name) {
+            continue;
+        }
+        if registry.is_none()
+            && !options.offline
+            && !cached_archive(&cache, &entry.checksum).is_file()
+        {
+            let url = registry_url.clone().ok_or_else(no_registry)?;
+            registry = Some(Registry::open(url, None).await?);
+        }
+        let tarball = archive_bytes(&cache, entry, registry.as_ref(), options.offline).await?;
+        let source = staging.path().join(entry.name.as_str());
+        let files = archive::unpack(tarball.as_slice(), &source, &Limits::default())
+            .with_context(|| format!("cannot unpack {}@{}", entry.name, entry.version))?;
+        if files.tree.as_str() != entry.tree {
+            return Err(UserError::new(format!(
+                "{}@{}: the archive's files have the tree hash {}, but skills.lock says {}",
+                entry.name, entry.version, files.tree, entry.tree
+            ))
+            .into());
+        }
+        unpacked.insert(entry.name.clone(), source);
+    }
+    for ((target, state), todo) in targets.iter().zip(states.iter_mut()).zip(&todo) {
+        report.unchanged += lock.skills.len() - todo.len();
+        if !todo.is_empty() {
+            // Claimed in the record before any folder moves, so a crash in
+            // between leaves folders the next run knows are its own (and,
+            // their trees being unknown, reinstalls).
+            for entry in todo {
+                state.skills.insert(
+                    entry.name.to_string(),
+                    InstalledSkill {
+                        version: entry.version.to_string(),
+                        tree: PENDING.into(),
+                    },
+                );
             }
-            let source = match unpacked.get(&entry.name) {
-                Some(source) => source.clone(),
-                None => {
-                    if registry.is_none()
-                        && !options.offline
-                        && !cached_archive(&cache, &entry.checksum).is_file()
-                    {
-                        let url = registry_url.clone().ok_or_else(no_registry)?;
-                        registry = Some(Registry::open(url, None).await?);
-                    }
-                    let tarball =
-                        archive_bytes(&cache, entry, registry.as_ref(), options.offline).await?;
-                    let source = staging.path().join(entry.name.as_str());
-                    let files = archive::unpack(tarball.as_slice(), &source, &Limits::default())
-                        .with_context(|| {
-                            format!("cannot unpack {}@{}", entry.name, entry.version)
-                        })?;
-                    if files.tree.as_str() != entry.tree {
-                        return Err(UserError::new(format!(
-                            "{}@{}: the archive's files have the tree hash {}, but skills.lock says {}",
-                            entry.name, entry.version, files.tree, entry.tree
-                        ))
-                        .into());
-                    }
-                    unpacked.insert(entry.name.clone(), source.clone());
-                    source
-                }
-            };
-            // Claimed in the record before the folder moves, so a crash in
-            // between leaves a folder the next run knows is its own (and,
-            // its tree being unknown, reinstalls).
-            state.skills.insert(
-                entry.name.to_string(),
-                InstalledSkill {
-                    version: entry.version.to_string(),
-                    tree: PENDING.into(),
-                },
-            );
             target.write_state(state)?;
-            place(&source, &target.dir, entry.name.as_str())?;
+        }
+        for entry in todo {
+            place(&unpacked[&entry.name], &target.dir, entry.name.as_str())?;
             state.skills.insert(
                 entry.name.to_string(),
                 InstalledSkill {
@@ -261,7 +282,6 @@ pub async fn install(
                     tree: entry.tree.clone(),
                 },
             );
-            target.write_state(state)?;
             report.installed.push((
                 entry.name.to_string(),
                 entry.version.to_string(),
@@ -474,10 +494,22 @@ async fn archive_bytes(
             .into());
         }
     }
+    // Atomic but not synced: a cache entry is verified on every read, so a
+    // torn one after a power cut is simply fetched again.
     let parent = cached.parent().expect("cache paths have a parent");
     fs_err::create_dir_all(parent)?;
-    skillpkg_index::registry::tree::write_atomically(&cached, &bytes)?;
+    write_unsynced(&cached, &bytes)?;
     Ok(bytes)
+}
+
+fn write_unsynced(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    use std::io::Write as _;
+    let parent = path.parent().expect("cache paths have a parent");
+    let mut file = tempfile::NamedTempFile::new_in(parent)?;
+    file.write_all(bytes)?;
+    file.persist(path)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(())
 }
 
 /// Copies `source` to `<target>/<name>` and swaps it into place: the final

@@ -38,6 +38,9 @@ use crate::UserError;
 use crate::printer::Printer;
 use crate::registry_client::{Registry, RegistryUrl};
 
+/// How many archives are downloaded at once.
+const PARALLEL_DOWNLOADS: usize = 8;
+
 /// The tree of a skill whose folder is being replaced.
 const PENDING: &str = "pending";
 
@@ -186,10 +189,6 @@ pub async fn install(
         return Ok(report);
     }
     let cache = cache_dir()?;
-    let staging = tempfile::Builder::new()
-        .prefix(".skillpkg-stage-")
-        .tempdir_in(root)
-        .context("cannot create a staging folder")?;
     let mut states = Vec::new();
     for target in targets {
         states.push(target.state()?);
@@ -229,34 +228,74 @@ pub async fn install(
                 .collect()
         })
         .collect();
-    // Every archive fetched, verified and unpacked before any target
-    // changes: a download, checksum or signature failure changes nothing.
-    let mut unpacked: BTreeMap<SkillName, PathBuf> = BTreeMap::new();
-    for entry in todo.iter().flatten() {
-        if unpacked.contains_key(&entry.name) {
-            continue;
-        }
-        if registry.is_none()
-            && !options.offline
-            && !cached_archive(&cache, &entry.checksum).is_file()
-        {
-            let url = registry_url.clone().ok_or_else(no_registry)?;
-            registry = Some(Registry::open(url, None).await?);
-        }
-        let tarball = archive_bytes(&cache, entry, registry.as_ref(), options.offline).await?;
-        let source = staging.path().join(entry.name.as_str());
-        let files = archive::unpack(tarball.as_slice(), &source, &Limits::default())
-            .with_context(|| format!("cannot unpack {}@{}", entry.name, entry.version))?;
-        if files.tree.as_str() != entry.tree {
-            return Err(UserError::new(format!(
-                "{}@{}: the archive's files have the tree hash {}, but skills.lock says {}",
-                entry.name, entry.version, files.tree, entry.tree
-            ))
-            .into());
-        }
-        unpacked.insert(entry.name.clone(), source);
+    // Every archive fetched and verified, and unpacked into a temporary
+    // folder inside each target, before any skill folder changes: a
+    // download, checksum or signature failure changes nothing.
+    let mut needed: Vec<&LockedSkill> = todo.iter().flatten().copied().collect();
+    needed.sort_by(|a, b| a.name.cmp(&b.name));
+    needed.dedup_by(|a, b| a.name == b.name);
+    if registry.is_none()
+        && !options.offline
+        && needed
+            .iter()
+            .any(|entry| !cached_archive(&cache, &entry.checksum).is_file())
+    {
+        let url = registry_url.clone().ok_or_else(no_registry)?;
+        registry = Some(Registry::open(url, None).await?);
     }
-    for ((target, state), todo) in targets.iter().zip(states.iter_mut()).zip(&todo) {
+    let mut archives: BTreeMap<SkillName, Vec<u8>> = BTreeMap::new();
+    for batch in needed.chunks(PARALLEL_DOWNLOADS) {
+        let fetched = futures_util::future::try_join_all(
+            batch
+                .iter()
+                .map(|entry| archive_bytes(&cache, entry, registry.as_ref(), options.offline)),
+        )
+        .await?;
+        for (entry, bytes) in batch.iter().zip(fetched) {
+            archives.insert(entry.name.clone(), bytes);
+        }
+    }
+    let mut first_unpacked: BTreeMap<SkillName, PathBuf> = BTreeMap::new();
+    let mut fresh: Vec<BTreeMap<SkillName, tempfile::TempDir>> = Vec::new();
+    for (target, todo) in targets.iter().zip(&todo) {
+        let mut prepared = BTreeMap::new();
+        if !todo.is_empty() {
+            fs_err::create_dir_all(&target.dir)?;
+        }
+        for entry in todo {
+            let holder = tempfile::Builder::new()
+                .prefix(&format!(".skillpkg-new-{}-", entry.name))
+                .tempdir_in(&target.dir)?;
+            let destination = holder.path().join(entry.name.as_str());
+            match first_unpacked.get(&entry.name) {
+                Some(source) => {
+                    fs_err::create_dir(&destination)?;
+                    copy_tree(source, &destination)?;
+                }
+                None => {
+                    let files = archive::unpack(
+                        archives[&entry.name].as_slice(),
+                        &destination,
+                        &Limits::default(),
+                    )
+                    .with_context(|| format!("cannot unpack {}@{}", entry.name, entry.version))?;
+                    if files.tree.as_str() != entry.tree {
+                        return Err(UserError::new(format!(
+                            "{}@{}: the archive's files have the tree hash {}, but skills.lock says {}",
+                            entry.name, entry.version, files.tree, entry.tree
+                        ))
+                        .into());
+                    }
+                    first_unpacked.insert(entry.name.clone(), destination);
+                }
+            }
+            prepared.insert(entry.name.clone(), holder);
+        }
+        fresh.push(prepared);
+    }
+    for (((target, state), todo), prepared) in
+        targets.iter().zip(states.iter_mut()).zip(&todo).zip(&fresh)
+    {
         report.unchanged += lock.skills.len() - todo.len();
         if !todo.is_empty() {
             // Claimed in the record before any folder moves, so a crash in
@@ -274,7 +313,8 @@ pub async fn install(
             target.write_state(state)?;
         }
         for entry in todo {
-            place(&unpacked[&entry.name], &target.dir, entry.name.as_str())?;
+            let source = prepared[&entry.name].path().join(entry.name.as_str());
+            swap_into_place(&source, &target.dir, entry.name.as_str())?;
             state.skills.insert(
                 entry.name.to_string(),
                 InstalledSkill {
@@ -512,16 +552,11 @@ fn write_unsynced(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Copies `source` to `<target>/<name>` and swaps it into place: the final
-/// folder is always either the old complete one or the new complete one.
-fn place(source: &Path, target: &Path, name: &str) -> anyhow::Result<()> {
-    fs_err::create_dir_all(target)?;
-    let fresh = tempfile::Builder::new()
-        .prefix(&format!(".skillpkg-new-{name}-"))
-        .tempdir_in(target)?;
-    copy_tree(source, fresh.path())?;
+/// Moves the complete folder `source` (already inside `target`) to
+/// `<target>/<name>`: the final folder is always either the old complete one
+/// or the new complete one.
+fn swap_into_place(source: &Path, target: &Path, name: &str) -> anyhow::Result<()> {
     let destination = target.join(name);
-    let fresh = fresh.keep();
     if destination.exists() {
         let old = tempfile::Builder::new()
             .prefix(&format!(".skillpkg-old-{name}-"))
@@ -529,10 +564,10 @@ fn place(source: &Path, target: &Path, name: &str) -> anyhow::Result<()> {
             .keep();
         fs_err::remove_dir(&old)?;
         fs_err::rename(&destination, &old)?;
-        fs_err::rename(&fresh, &destination)?;
+        fs_err::rename(source, &destination)?;
         fs_err::remove_dir_all(&old)?;
     } else {
-        fs_err::rename(&fresh, &destination)?;
+        fs_err::rename(source, &destination)?;
     }
     Ok(())
 }

@@ -501,3 +501,68 @@ fn a_project_without_a_manifest_says_how_to_start() {
     assert!(output.stderr.contains("skillpkg init"), "{}", output.stderr);
     let _ = Path::new(".");
 }
+
+#[test]
+fn a_target_that_cannot_be_written_fails_and_changes_nothing() {
+    let world = World::new();
+    world.publish("pdf", "1.0.0", &[]);
+    world.publish("csv", "1.0.0", &[]);
+    world.init(world.server.url());
+    assert_eq!(world.user(&["add", "pdf"]).code, 0);
+    let before = world.state();
+    // Root ignores permissions, so a read-only folder would not stop it: the
+    // agents target is a file instead, which no one can create folders in.
+    fs_err::remove_dir_all(world.project().join(".agents")).unwrap();
+    fs_err::write(world.project().join(".agents"), "not a folder").unwrap();
+    let failed = world.user(&["add", "csv"]);
+    assert_ne!(failed.code, 0, "{failed:?}");
+    assert_eq!(world.lock(), before.0, "the lock is unchanged");
+    assert_eq!(
+        world.installed(".claude/skills"),
+        before.1,
+        "the other target is unchanged"
+    );
+    let leftovers: Vec<_> = fs_err::read_dir(world.project().join(".claude/skills"))
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with(".skillpkg-new-") || name.starts_with(".skillpkg-old-"))
+        .collect();
+    assert!(
+        leftovers.is_empty(),
+        "temporary folders are removed: {leftovers:?}"
+    );
+}
+
+#[test]
+fn two_installs_at_once_in_one_project_both_finish_consistent() {
+    let world = World::new();
+    for index in 0..6 {
+        world.publish(&format!("skill-{index}"), "1.0.0", &[]);
+    }
+    world.init(world.server.url());
+    let manifest = world.project().join("skills.toml");
+    let mut text = fs_err::read_to_string(&manifest).unwrap();
+    for index in 0..6 {
+        text.push_str(&format!("skill-{index} = \"1\"\n"));
+    }
+    fs_err::write(&manifest, text).unwrap();
+    let outputs: Vec<Output> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..2)
+            .map(|_| scope.spawn(|| world.user(&["install"])))
+            .collect();
+        handles
+            .into_iter()
+            .map(|handle| handle.join().unwrap())
+            .collect()
+    });
+    for output in &outputs {
+        assert_eq!(output.code, 0, "{output:?}");
+    }
+    let verified = world.user(&["verify"]);
+    assert_eq!(verified.code, 0, "{verified:?}");
+    assert!(
+        verified.stdout.contains("12 verified, 0 changed"),
+        "{}",
+        verified.stdout
+    );
+}

@@ -38,6 +38,11 @@ impl Printer {
         Self { quiet }
     }
 
+    /// Returns true if and only if status output is silenced.
+    pub fn is_quiet(&self) -> bool {
+        self.quiet
+    }
+
     /// Writes one result line (or block) to stdout.
     pub fn result(&self, text: &str) {
         let mut stdout = anstream::stdout().lock();

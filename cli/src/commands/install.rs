@@ -94,8 +94,9 @@ fn install_with(
         update,
         lock_only,
     };
+    let progress = Progress::new(printer, flags.json);
     let report = registry_client::block_on(install::install(
-        &root, &manifest, registry, &targets, &options,
+        &root, &manifest, registry, &targets, &options, &progress,
     ))??;
     print_report(&report, flags.json, printer);
     Ok(ExitStatus::Success)
@@ -151,4 +152,50 @@ fn print_report(report: &Report, json: bool, printer: &Printer) {
         }
     ));
     let _ = plural;
+}
+
+/// A progress bar on stderr when it is a terminal (and not `--quiet` or
+/// `--json`); nothing otherwise.
+struct Progress {
+    bar: Option<indicatif::ProgressBar>,
+}
+
+impl Progress {
+    fn new(printer: &Printer, json: bool) -> Self {
+        use std::io::IsTerminal as _;
+        let show = std::io::stderr().is_terminal() && !printer.is_quiet() && !json;
+        Self {
+            bar: show.then(indicatif::ProgressBar::hidden),
+        }
+    }
+}
+
+impl install::Reporter for Progress {
+    fn fetching(&self, count: usize) {
+        if let Some(bar) = &self.bar {
+            bar.set_length(count as u64);
+            bar.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "{prefix:>12.cyan.bold} [{bar:30}] {pos}/{len} archives",
+                )
+                .expect("a valid template")
+                .progress_chars("=> "),
+            );
+            bar.set_prefix("Fetching");
+            // Drawn only once styled.
+            bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+        }
+    }
+
+    fn fetched(&self, count: usize) {
+        if let Some(bar) = &self.bar {
+            bar.inc(count as u64);
+        }
+    }
+
+    fn finished(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
 }

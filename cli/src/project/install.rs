@@ -75,6 +75,23 @@ pub struct Report {
     pub warnings: Vec<String>,
 }
 
+/// Hears about the progress of an install (the library never prints; the
+/// command shows a progress bar on a terminal).
+pub trait Reporter: Sync {
+    /// `count` archives are about to be downloaded or read from the cache.
+    fn fetching(&self, _count: usize) {}
+    /// `count` more are done.
+    fn fetched(&self, _count: usize) {}
+    /// All are done.
+    fn finished(&self) {}
+}
+
+/// Reports nothing.
+#[derive(Debug)]
+pub struct Silent;
+
+impl Reporter for Silent {}
+
 /// Holds the project lock while alive.
 #[derive(Debug)]
 pub struct ProjectLock {
@@ -146,6 +163,7 @@ pub async fn install(
     registry_url: Option<RegistryUrl>,
     targets: &[Target],
     options: &Options,
+    reporter: &dyn Reporter,
 ) -> anyhow::Result<Report> {
     let old_lock = lockfile::read(root)?;
     let mut report = Report::default();
@@ -244,6 +262,7 @@ pub async fn install(
         registry = Some(Registry::open(url, None).await?);
     }
     let mut archives: BTreeMap<SkillName, Vec<u8>> = BTreeMap::new();
+    reporter.fetching(needed.len());
     for batch in needed.chunks(PARALLEL_DOWNLOADS) {
         let fetched = futures_util::future::try_join_all(
             batch
@@ -254,7 +273,9 @@ pub async fn install(
         for (entry, bytes) in batch.iter().zip(fetched) {
             archives.insert(entry.name.clone(), bytes);
         }
+        reporter.fetched(batch.len());
     }
+    reporter.finished();
     let mut first_unpacked: BTreeMap<SkillName, PathBuf> = BTreeMap::new();
     let mut fresh: Vec<BTreeMap<SkillName, tempfile::TempDir>> = Vec::new();
     for (target, todo) in targets.iter().zip(&todo) {

@@ -473,6 +473,11 @@ fn faults_leave_the_installed_state_and_lock_intact() {
     check("pdf@1.1.0: the downloaded archive's sha256 is", 1);
     fs_err::write(&archive, &original).unwrap();
 
+    // An archive past the registry's size limit: the download stops there.
+    fs_err::write(&archive, vec![0_u8; 9 * 1024 * 1024]).unwrap();
+    check("is larger than the 8388608 bytes the registry allows", 2);
+    fs_err::write(&archive, &original).unwrap();
+
     // A bad signature.
     let signature = world
         .server

@@ -510,12 +510,11 @@ async fn archive_bytes(
     }
     let registry = registry.ok_or_else(no_registry)?;
     let url = registry.config().archive_url(&entry.name, &entry.version);
-    let bytes = registry
-        .file(&url)
+    let (bytes, actual) = registry
+        .download(&url)
         .await
         .with_context(|| format!("cannot download {label}"))?
         .ok_or_else(|| UserError::new(format!("{label}: the registry has no archive for it")))?;
-    let actual = Checksum::of(&bytes);
     if actual != entry.checksum {
         return Err(UserError::new(format!(
             "{label}: the downloaded archive's sha256 is {actual}, but skills.lock says {}: it was changed or cut short",

@@ -61,6 +61,9 @@ pub enum RegistryError {
     /// A file of the static tree answered with an unexpected status.
     #[error("{url} answered HTTP {status}")]
     Status { url: String, status: u16 },
+    /// A download grew past the registry's size limit.
+    #[error("{url} is larger than the {limit} bytes the registry allows; the download was stopped")]
+    TooLarge { url: String, limit: u64 },
     /// The URL has no `config.json`.
     #[error("{registry} is not a skillpkg registry: it has no config.json")]
     NotARegistry { registry: String },
@@ -125,6 +128,7 @@ impl RegistryError {
             | Self::Refused { .. } => true,
             Self::Status { status, .. } => (400..500).contains(status),
             Self::Network { .. }
+            | Self::TooLarge { .. }
             | Self::File { .. }
             | Self::BadDocument { .. }
             | Self::BadIndex { .. }

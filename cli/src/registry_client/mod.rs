@@ -31,6 +31,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use reqwest::StatusCode;
+use skillpkg_index::checksum::Checksum;
 use skillpkg_index::registry::{
     CONFIG_PATH, FORMAT_VERSION, IndexRecord, RegistryConfig, SEARCH_PATH, SearchIndex,
     index_file_path, parse_index_file,
@@ -131,6 +132,90 @@ impl Registry {
             Err(_) => self.url.join(path),
         };
         fetch(&self.http, &url, self.read_token()).await
+    }
+
+    /// Downloads an archive, hashing it while it streams and stopping as
+    /// soon as it passes the registry's `max-skill-bytes`: a hostile or
+    /// broken server cannot make the client read more. `None` for a 404.
+    pub async fn download(&self, path: &str) -> Result<Option<(Vec<u8>, Checksum)>, RegistryError> {
+        use sha2::Digest as _;
+        let url = match url::Url::parse(path) {
+            Ok(absolute) => absolute,
+            Err(_) => self.url.join(path),
+        };
+        let limit = self.config.max_skill_bytes;
+        let too_large = || RegistryError::TooLarge {
+            url: redacted(&url),
+            limit,
+        };
+        if url.scheme() == "file" {
+            let Some(bytes) = fetch(&self.http, &url, self.read_token()).await? else {
+                return Ok(None);
+            };
+            if bytes.len() as u64 > limit {
+                return Err(too_large());
+            }
+            let checksum = Checksum::of(&bytes);
+            return Ok(Some((bytes, checksum)));
+        }
+        let network = |source: reqwest::Error| RegistryError::Network {
+            url: redacted(&url),
+            source: source.without_url(),
+        };
+        let mut attempt = 1;
+        let no_delay = std::env::var_os(crate::env_vars::SKILLPKG_TEST_NO_RETRY_DELAY)
+            .is_some_and(|value| !value.is_empty());
+        let mut backoff = FIRST_BACKOFF;
+        loop {
+            let result: Result<Option<(Vec<u8>, Checksum)>, RegistryError> = async {
+                let mut request = self.http.get(url.clone());
+                if let Some(token) = self.read_token() {
+                    request = request.bearer_auth(token.expose());
+                }
+                let mut response = request.send().await.map_err(network)?;
+                match response.status() {
+                    StatusCode::NOT_FOUND => return Ok(None),
+                    status if !status.is_success() => {
+                        return Err(RegistryError::Status {
+                            url: redacted(&url),
+                            status: status.as_u16(),
+                        });
+                    }
+                    _ => {}
+                }
+                if response
+                    .content_length()
+                    .is_some_and(|length| length > limit)
+                {
+                    return Err(too_large());
+                }
+                let mut hasher = sha2::Sha256::new();
+                let mut bytes = Vec::new();
+                while let Some(chunk) = response.chunk().await.map_err(network)? {
+                    if (bytes.len() + chunk.len()) as u64 > limit {
+                        return Err(too_large());
+                    }
+                    hasher.update(&chunk);
+                    bytes.extend_from_slice(&chunk);
+                }
+                Ok(Some((
+                    bytes,
+                    Checksum::from_digest(hasher.finalize().into()),
+                )))
+            }
+            .await;
+            match result {
+                Err(RegistryError::Status { status, .. })
+                    if status >= 500 && attempt < ATTEMPTS => {}
+                Err(RegistryError::Network { .. }) if attempt < ATTEMPTS => {}
+                other => return other,
+            }
+            if !no_delay {
+                tokio::time::sleep(backoff).await;
+            }
+            backoff *= 2;
+            attempt += 1;
+        }
     }
 
     /// Returns `search.json`. A registry with no skill yet may have none,

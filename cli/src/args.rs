@@ -286,6 +286,9 @@ pub struct InitArgs {
     /// The registry to record in skills.toml.
     #[arg(long, value_name = "URL")]
     pub registry: Option<String>,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -257,8 +257,9 @@ async fn owners(
     Ok(Json(json!({ "users": users })).into_response())
 }
 
+/// What `PUT .../owners` and `PUT .../keys` change: entries to add and remove.
 #[derive(serde::Deserialize)]
-struct OwnersChange {
+struct ListChange {
     #[serde(default)]
     add: Vec<String>,
     #[serde(default)]
@@ -272,7 +273,7 @@ async fn change_owners(
     body: axum::body::Bytes,
 ) -> Result<Response, ApiError> {
     let user = authenticate(&registry, &headers)?;
-    let change: OwnersChange = serde_json::from_slice(&body).map_err(|error| {
+    let change: ListChange = serde_json::from_slice(&body).map_err(|error| {
         bad_request(format!(
             "the body must be JSON like {{\"add\":[\"bob\"],\"remove\":[]}}: {error}"
         ))
@@ -290,14 +291,6 @@ async fn keys(
     Ok(Json(json!({ "keys": keys.keys })).into_response())
 }
 
-#[derive(serde::Deserialize)]
-struct KeysChange {
-    #[serde(default)]
-    add: Vec<String>,
-    #[serde(default)]
-    remove: Vec<String>,
-}
-
 async fn change_keys(
     State(registry): State<Arc<Registry>>,
     headers: HeaderMap,
@@ -305,7 +298,7 @@ async fn change_keys(
     body: axum::body::Bytes,
 ) -> Result<Response, ApiError> {
     let user = authenticate(&registry, &headers)?;
-    let change: KeysChange = serde_json::from_slice(&body).map_err(|error| {
+    let change: ListChange = serde_json::from_slice(&body).map_err(|error| {
         bad_request(format!(
             "the body must be JSON like {{\"add\":[\"RWQ...\"],\"remove\":[\"<key id>\"]}}: {error}"
         ))

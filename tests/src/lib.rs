@@ -413,3 +413,25 @@ impl FaultyServer {
         self.faults.lock().expect("faults")
     }
 }
+
+/// Every file below `root` (path relative to it -> bytes): for comparing
+/// trees, and for checking that a refused operation changed nothing.
+pub fn files_below(root: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
+    let mut files = std::collections::BTreeMap::new();
+    let mut pending = vec![root.to_owned()];
+    while let Some(dir) = pending.pop() {
+        for entry in fs_err::read_dir(&dir).expect("read a folder of the tree") {
+            let path = entry.expect("a folder entry").path();
+            if path.is_dir() {
+                pending.push(path);
+            } else {
+                let relative = path.strip_prefix(root).expect("below the root").to_owned();
+                files.insert(
+                    relative,
+                    fs_err::read(&path).expect("read a file of the tree"),
+                );
+            }
+        }
+    }
+    files
+}

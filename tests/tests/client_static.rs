@@ -3,7 +3,7 @@
 //! so these tests need no server. `search`, `info`, `publish --dry-run`, and
 //! the errors for read-only registries and missing settings.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use skillpkg_index::archive::{Limits, pack_dir};
 use skillpkg_index::checksum::Checksum;
@@ -401,7 +401,7 @@ fn publish_dry_run_shows_the_upload_and_needs_no_token() {
     let sandbox = Sandbox::new();
     let registry = static_registry(&sandbox, &[], &with_api());
     let skill = sandbox.skill("pdf", "pdf", "version: 2.0.0\n", "# PDF\n");
-    let before = snapshot(&sandbox.path().join("tree"));
+    let before = skillpkg_tests::files_below(&sandbox.path().join("tree"));
     let output = run(sandbox
         .skillpkg()
         .args(["publish", "--dry-run", "--registry", &registry])
@@ -427,7 +427,10 @@ fn publish_dry_run_shows_the_upload_and_needs_no_token() {
             .contains(&format!("Dry run pdf 2.0.0 was not uploaded to {registry}")),
         "{output:#?}"
     );
-    assert_eq!(snapshot(&sandbox.path().join("tree")), before);
+    assert_eq!(
+        skillpkg_tests::files_below(&sandbox.path().join("tree")),
+        before
+    );
     // Nothing is written next to the skill either.
     assert_eq!(fs_err::read_dir(&skill).unwrap().count(), 1);
 
@@ -686,23 +689,4 @@ fn a_password_in_the_registry_url_is_never_printed() {
         !output.stderr.contains("s3cret") && !output.stderr.contains("alice"),
         "{output:#?}"
     );
-}
-
-/// Every file below `root` with its bytes.
-fn snapshot(root: &Path) -> Vec<(PathBuf, Vec<u8>)> {
-    let mut files = Vec::new();
-    let mut pending = vec![root.to_owned()];
-    while let Some(dir) = pending.pop() {
-        for entry in fs_err::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                pending.push(path);
-            } else {
-                let bytes = fs_err::read(&path).unwrap();
-                files.push((path, bytes));
-            }
-        }
-    }
-    files.sort();
-    files
 }

@@ -2,7 +2,6 @@
 //! are valid, and the checked-in example registry is exactly what
 //! `examples/build-registry.sh` makes from them.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use skillpkg_tests::{Sandbox, binary, run};
@@ -12,25 +11,6 @@ fn workspace() -> PathBuf {
         .parent()
         .unwrap()
         .to_owned()
-}
-
-fn files(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-    let mut found = BTreeMap::new();
-    let mut pending = vec![root.to_owned()];
-    while let Some(dir) = pending.pop() {
-        for entry in fs_err::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                pending.push(path);
-            } else {
-                found.insert(
-                    path.strip_prefix(root).unwrap().to_owned(),
-                    fs_err::read(&path).unwrap(),
-                );
-            }
-        }
-    }
-    found
 }
 
 #[test]
@@ -79,8 +59,8 @@ fn the_example_registry_is_what_the_build_script_makes() {
         .arg("--out")
         .arg(&out));
     assert_eq!(output.code, 0, "{output:?}");
-    let expected = files(&workspace().join("examples/registry"));
-    let built = files(&out);
+    let expected = skillpkg_tests::files_below(&workspace().join("examples/registry"));
+    let built = skillpkg_tests::files_below(&out);
     assert_eq!(
         built.keys().collect::<Vec<_>>(),
         expected.keys().collect::<Vec<_>>(),

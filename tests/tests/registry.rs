@@ -98,7 +98,7 @@ impl Fixture {
     }
 
     fn snapshot(&self) -> BTreeMap<PathBuf, Vec<u8>> {
-        tree_files(&self.server.public())
+        skillpkg_tests::files_below(&self.server.public())
     }
 }
 
@@ -108,26 +108,6 @@ struct Parts {
     signature: Option<Vec<u8>>,
     key: Option<String>,
     provenance: Option<Vec<u8>>,
-}
-
-/// Every file below `root` (relative path -> bytes).
-fn tree_files(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-    let mut files = BTreeMap::new();
-    let mut pending = vec![root.to_owned()];
-    while let Some(dir) = pending.pop() {
-        for entry in fs_err::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                pending.push(path);
-            } else {
-                files.insert(
-                    path.strip_prefix(root).unwrap().to_owned(),
-                    fs_err::read(&path).unwrap(),
-                );
-            }
-        }
-    }
-    files
 }
 
 /// Packs a skill `name` at `version` with `description`.
@@ -873,7 +853,7 @@ fn build_writes_the_tree_the_server_wrote_byte_for_byte() {
         String::from_utf8_lossy(&output.stdout).trim(),
         format!("built {} with 3 skills, 4 versions", tree.display())
     );
-    let built = tree_files(&tree);
+    let built = skillpkg_tests::files_below(&tree);
     let served = fixture.snapshot();
     assert_eq!(
         built.keys().collect::<Vec<_>>(),
@@ -1094,7 +1074,7 @@ fn check_consistent(public: &Path) {
             "no partial archive is visible"
         );
     }
-    let leftovers: Vec<PathBuf> = tree_files(public)
+    let leftovers: Vec<PathBuf> = skillpkg_tests::files_below(public)
         .into_keys()
         .filter(|path| path.to_string_lossy().contains(".skillpkg-tmp-"))
         .collect();

@@ -146,18 +146,29 @@ fn toml_string(text: &str) -> String {
     toml_edit::Value::from(text).to_string().trim().to_owned()
 }
 
-/// Marks skills as allowed unsigned (`{ version = "...", allow-unsigned = true }`).
-pub fn allow_unsigned(root: &Path, names: &[SkillName]) -> anyhow::Result<()> {
+/// Reads the manifest as an editable document.
+fn load_document(root: &Path) -> anyhow::Result<(PathBuf, toml_edit::DocumentMut)> {
     let path = root.join(MANIFEST);
     let text = fs_err::read_to_string(&path)?;
-    let mut document: toml_edit::DocumentMut = text.parse().map_err(|error| {
+    let document = text.parse().map_err(|error| {
         UserError::new(format!("{} is not valid TOML", path.display())).with_source(error)
     })?;
-    let skills = document
+    Ok((path, document))
+}
+
+/// Returns the `[skills]` table, creating it when missing.
+fn skills_table(document: &mut toml_edit::DocumentMut) -> anyhow::Result<&mut toml_edit::Table> {
+    document
         .entry("skills")
         .or_insert(toml_edit::table())
         .as_table_mut()
-        .context("`skills` must be a table")?;
+        .context("`skills` must be a table")
+}
+
+/// Marks skills as allowed unsigned (`{ version = "...", allow-unsigned = true }`).
+pub fn allow_unsigned(root: &Path, names: &[SkillName]) -> anyhow::Result<()> {
+    let (path, mut document) = load_document(root)?;
+    let skills = skills_table(&mut document)?;
     for name in names {
         let Some(item) = skills.get_mut(name.as_str()) else {
             continue;
@@ -183,16 +194,8 @@ pub fn edit(
     remove: &[SkillName],
     add_targets: &[String],
 ) -> anyhow::Result<Vec<SkillName>> {
-    let path = root.join(MANIFEST);
-    let text = fs_err::read_to_string(&path)?;
-    let mut document: toml_edit::DocumentMut = text.parse().map_err(|error| {
-        UserError::new(format!("{} is not valid TOML", path.display())).with_source(error)
-    })?;
-    let skills = document
-        .entry("skills")
-        .or_insert(toml_edit::table())
-        .as_table_mut()
-        .context("`skills` must be a table")?;
+    let (path, mut document) = load_document(root)?;
+    let skills = skills_table(&mut document)?;
     for (name, requirement) in set {
         match skills
             .get_mut(name.as_str())

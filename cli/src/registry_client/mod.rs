@@ -162,60 +162,43 @@ impl Registry {
             url: redacted(&url),
             source: source.without_url(),
         };
-        let mut attempt = 1;
-        let no_delay = std::env::var_os(crate::env_vars::SKILLPKG_TEST_NO_RETRY_DELAY)
-            .is_some_and(|value| !value.is_empty());
-        let mut backoff = FIRST_BACKOFF;
-        loop {
-            let result: Result<Option<(Vec<u8>, Checksum)>, RegistryError> = async {
-                let mut request = self.http.get(url.clone());
-                if let Some(token) = self.read_token() {
-                    request = request.bearer_auth(token.expose());
+        with_retries(|| async {
+            let mut request = self.http.get(url.clone());
+            if let Some(token) = self.read_token() {
+                request = request.bearer_auth(token.expose());
+            }
+            let mut response = request.send().await.map_err(network)?;
+            match response.status() {
+                StatusCode::NOT_FOUND => return Ok(None),
+                status if !status.is_success() => {
+                    return Err(RegistryError::Status {
+                        url: redacted(&url),
+                        status: status.as_u16(),
+                    });
                 }
-                let mut response = request.send().await.map_err(network)?;
-                match response.status() {
-                    StatusCode::NOT_FOUND => return Ok(None),
-                    status if !status.is_success() => {
-                        return Err(RegistryError::Status {
-                            url: redacted(&url),
-                            status: status.as_u16(),
-                        });
-                    }
-                    _ => {}
-                }
-                if response
-                    .content_length()
-                    .is_some_and(|length| length > limit)
-                {
+                _ => {}
+            }
+            if response
+                .content_length()
+                .is_some_and(|length| length > limit)
+            {
+                return Err(too_large());
+            }
+            let mut hasher = sha2::Sha256::new();
+            let mut bytes = Vec::new();
+            while let Some(chunk) = response.chunk().await.map_err(network)? {
+                if (bytes.len() + chunk.len()) as u64 > limit {
                     return Err(too_large());
                 }
-                let mut hasher = sha2::Sha256::new();
-                let mut bytes = Vec::new();
-                while let Some(chunk) = response.chunk().await.map_err(network)? {
-                    if (bytes.len() + chunk.len()) as u64 > limit {
-                        return Err(too_large());
-                    }
-                    hasher.update(&chunk);
-                    bytes.extend_from_slice(&chunk);
-                }
-                Ok(Some((
-                    bytes,
-                    Checksum::from_digest(hasher.finalize().into()),
-                )))
+                hasher.update(&chunk);
+                bytes.extend_from_slice(&chunk);
             }
-            .await;
-            match result {
-                Err(RegistryError::Status { status, .. })
-                    if status >= 500 && attempt < ATTEMPTS => {}
-                Err(RegistryError::Network { .. }) if attempt < ATTEMPTS => {}
-                other => return other,
-            }
-            if !no_delay {
-                tokio::time::sleep(backoff).await;
-            }
-            backoff *= 2;
-            attempt += 1;
-        }
+            Ok(Some((
+                bytes,
+                Checksum::from_digest(hasher.finalize().into()),
+            )))
+        })
+        .await
     }
 
     /// Returns `search.json`. A registry with no skill yet may have none,
@@ -312,29 +295,39 @@ fn parse_json<T: serde::de::DeserializeOwned>(
 const ATTEMPTS: u32 = 4;
 const FIRST_BACKOFF: Duration = Duration::from_millis(250);
 
-/// Reads a file of the registry, retrying with backoff on 5xx answers and
-/// network errors (not on 4xx, which would answer the same again).
-async fn fetch(
-    http: &reqwest::Client,
-    url: &url::Url,
-    token: Option<&Token>,
-) -> Result<Option<Vec<u8>>, RegistryError> {
+/// Runs `attempt` until it succeeds, fails for good, or has been tried
+/// [`ATTEMPTS`] times: retried, with a doubling wait, on 5xx answers and
+/// network errors, never on 4xx, which would answer the same again.
+async fn with_retries<T, F, Fut>(mut attempt: F) -> Result<T, RegistryError>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, RegistryError>>,
+{
     let no_delay = std::env::var_os(crate::env_vars::SKILLPKG_TEST_NO_RETRY_DELAY)
         .is_some_and(|value| !value.is_empty());
     let mut backoff = FIRST_BACKOFF;
-    let mut attempt = 1;
+    let mut tries = 1;
     loop {
-        match fetch_once(http, url, token).await {
-            Err(RegistryError::Status { status, .. }) if status >= 500 && attempt < ATTEMPTS => {}
-            Err(RegistryError::Network { .. }) if attempt < ATTEMPTS => {}
+        match attempt().await {
+            Err(RegistryError::Status { status, .. }) if status >= 500 && tries < ATTEMPTS => {}
+            Err(RegistryError::Network { .. }) if tries < ATTEMPTS => {}
             other => return other,
         }
         if !no_delay {
             tokio::time::sleep(backoff).await;
         }
         backoff *= 2;
-        attempt += 1;
+        tries += 1;
     }
+}
+
+/// Reads a file of the registry, with retries.
+async fn fetch(
+    http: &reqwest::Client,
+    url: &url::Url,
+    token: Option<&Token>,
+) -> Result<Option<Vec<u8>>, RegistryError> {
+    with_retries(|| fetch_once(http, url, token)).await
 }
 
 async fn fetch_once(

@@ -10,7 +10,7 @@ use skillpkg_index::signing::{
     verify_skill,
 };
 
-use super::{Fixture, Parts, assert_refused_with, detail, tarball, tree_files};
+use super::{Fixture, Parts, assert_refused_with, detail, tarball};
 
 /// The trusted comment skillpkg signs: `name@version` and the sha256 of `bytes`.
 fn comment(name: &str, version: &str, bytes: &[u8]) -> String {
@@ -713,7 +713,7 @@ fn build_reproduces_a_signed_tree_byte_for_byte() {
         fixture.server.url().as_ref(),
     ]);
     assert_eq!(output.code, 0, "{}", output.stderr);
-    let built = tree_files(&tree);
+    let built = skillpkg_tests::files_below(&tree);
     let served = fixture.snapshot();
     assert_eq!(
         built.keys().collect::<Vec<_>>(),

@@ -160,6 +160,13 @@ pub enum Command {
     /// match skills.lock.
     List(ListArgs),
 
+    /// Copy everything skills.lock needs into DIR: a static tree that
+    /// installs with no network (`skillpkg install --registry DIR`).
+    ///
+    /// Every archive is checked against the lock's sha256 and pinned signer
+    /// before it is written.
+    Vendor(VendorArgs),
+
     /// Show the dependency tree of the project's skills, from skills.lock.
     Tree(TreeArgs),
 
@@ -323,6 +330,18 @@ pub struct UpdateArgs {
     pub names: Vec<skillpkg_index::skill::SkillName>,
     #[command(flatten)]
     pub install: InstallFlags,
+}
+
+#[derive(Debug, Args)]
+pub struct VendorArgs {
+    /// The folder to write (new, or empty).
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -571,3 +571,59 @@ fn two_installs_at_once_in_one_project_both_finish_consistent() {
         verified.stdout
     );
 }
+
+#[test]
+fn a_vendor_folder_installs_with_the_server_gone_and_an_empty_cache() {
+    let world = World::new();
+    world.publish("base", "1.0.0", &[]);
+    world.publish("top", "1.0.0", &["base"]);
+    world.init(world.server.url());
+    assert_eq!(world.user(&["add", "top"]).code, 0);
+    let vendored = world.user(&["vendor", "vendor"]);
+    assert_eq!(vendored.code, 0, "{vendored:?}");
+    let vendor = world.project().join("vendor");
+    assert!(
+        vendor
+            .join("dl/base/1.0.0/base-1.0.0.tgz.minisig")
+            .is_file()
+    );
+    assert!(vendor.join("keys/top.json").is_file());
+    let refused = world.user(&["vendor", "vendor"]);
+    assert_eq!(
+        refused.code, 1,
+        "an existing folder is never overwritten: {refused:?}"
+    );
+
+    let World {
+        sandbox,
+        mut server,
+        ..
+    } = world;
+    server.kill();
+    let project = sandbox.path().join("project");
+    for target in [".claude", ".agents"] {
+        fs_err::remove_dir_all(project.join(target)).unwrap();
+    }
+    let lock_before = fs_err::read_to_string(project.join("skills.lock")).unwrap();
+    let installed = run(sandbox
+        .skillpkg()
+        .current_dir(&project)
+        .args([
+            "install",
+            "--locked",
+            "--registry",
+            vendor.to_str().unwrap(),
+        ])
+        .env("SKILLPKG_CONFIG_DIR", sandbox.path().join("user"))
+        .env("SKILLPKG_CACHE_DIR", sandbox.path().join("empty-cache")));
+    assert_eq!(installed.code, 0, "{installed:?}");
+    assert!(
+        project.join(".claude/skills/base/SKILL.md").is_file()
+            && project.join(".agents/skills/top/SKILL.md").is_file()
+    );
+    assert_eq!(
+        fs_err::read_to_string(project.join("skills.lock")).unwrap(),
+        lock_before,
+        "the lock is the same from the vendor folder"
+    );
+}

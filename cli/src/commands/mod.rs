@@ -14,5 +14,6 @@ pub mod search;
 pub mod sign;
 pub mod tree;
 pub mod validate;
+pub mod vendor;
 pub mod verify;
 pub mod yank;

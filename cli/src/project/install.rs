@@ -486,7 +486,7 @@ fn new_lock(
 
 /// Returns the archive of a locked version: from the cache (re-verified),
 /// else downloaded and verified, then cached.
-async fn archive_bytes(
+pub async fn archive_bytes(
     cache: &Path,
     entry: &LockedSkill,
     registry: Option<&Registry>,

@@ -1,0 +1,141 @@
+//! `skillpkg vendor DIR`: everything skills.lock needs, as a static tree
+//! that installs with no network (`--registry DIR`).
+//!
+//! Each archive is fetched (or read from the cache) and checked against the
+//! lock's sha256 and pinned signer before it is written, exactly as an
+//! install would; the tree is built in a temporary folder beside DIR and
+//! renamed into place, so a failure leaves nothing.
+
+use std::path::Path;
+
+use anyhow::Context as _;
+use serde_json::json;
+use skillpkg_index::registry::tree::StaticTree;
+use skillpkg_index::registry::{KeysFile, RegistryConfig, keys_path, provenance_path};
+
+use crate::args::VendorArgs;
+use crate::commands::install::project_root;
+use crate::printer::Printer;
+use crate::project::install::{archive_bytes, cache_dir};
+use crate::project::{lockfile, manifest};
+use crate::registry_client::{self, Registry, RegistryUrl};
+use crate::settings::{self, Environment};
+use crate::{ExitStatus, UserError};
+
+pub fn run(args: &VendorArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
+    let root = project_root()?;
+    let manifest = manifest::read(&root)?;
+    let lock = lockfile::read(&root)?.ok_or_else(|| {
+        UserError::new("there is no skills.lock to vendor")
+            .with_hint("run `skillpkg install` first")
+    })?;
+    let url: RegistryUrl = match (&args.registry.registry, &manifest.registry) {
+        (Some(url), _) => url.clone(),
+        (None, Some(text)) => text.parse().map_err(|error| {
+            UserError::new("`registry.url` in skills.toml is not a registry URL").with_source(error)
+        })?,
+        (None, None) => settings::registry(None, &Environment::from_process())?,
+    };
+    let out = &args.dir;
+    if out.exists() && fs_err::read_dir(out)?.next().is_some() {
+        return Err(
+            UserError::new(format!("{} already exists and is not empty", out.display()))
+                .with_hint("give a new folder")
+                .into(),
+        );
+    }
+    let parent = out
+        .parent()
+        .filter(|parent| !parent.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    fs_err::create_dir_all(parent)?;
+    let staging = tempfile::Builder::new()
+        .prefix(".skillpkg-vendor-")
+        .tempdir_in(parent)
+        .context("cannot create a temporary folder")?;
+    let tree = StaticTree::new(staging.path());
+    let cache = cache_dir()?;
+    registry_client::block_on(async {
+        let registry = Registry::open(url, None).await?;
+        for entry in &lock.skills {
+            let records = registry.index(&entry.name).await?;
+            let record = records
+                .iter()
+                .find(|record| record.vers == entry.version)
+                .ok_or_else(|| {
+                    UserError::new(format!(
+                        "{}@{} is locked but not in the registry's index",
+                        entry.name, entry.version
+                    ))
+                })?;
+            let tarball = archive_bytes(&cache, entry, Some(&registry), false).await?;
+            let signature = match &entry.signer {
+                Some(_) => {
+                    registry
+                        .file(&skillpkg_index::registry::signature_path(
+                            &entry.name,
+                            &entry.version,
+                        ))
+                        .await?
+                }
+                None => None,
+            };
+            tree.write_archive(
+                &entry.name,
+                &entry.version,
+                &tarball,
+                signature.as_deref(),
+                record.published,
+            )?;
+            if let Some(provenance) = registry
+                .file(&provenance_path(&entry.name, &entry.version))
+                .await?
+            {
+                skillpkg_index::registry::tree::write_atomically(
+                    &tree
+                        .root()
+                        .join(provenance_path(&entry.name, &entry.version)),
+                    &provenance,
+                )?;
+            }
+            if let Some(keys) = registry.file(&keys_path(&entry.name)).await? {
+                let keys: KeysFile = serde_json::from_slice(&keys).map_err(|error| {
+                    UserError::new(format!(
+                        "{}: the registry's key file is not valid",
+                        entry.name
+                    ))
+                    .with_source(error)
+                })?;
+                skillpkg_index::registry::tree::write_atomically(
+                    &tree.root().join(keys_path(&entry.name)),
+                    &skillpkg_index::registry::render_json(&keys),
+                )?;
+            }
+            // Only the locked version: the vendored tree resolves to the lock.
+            tree.write_index(&entry.name, std::slice::from_ref(record))?;
+        }
+        let config = RegistryConfig {
+            require_signatures: registry.config().require_signatures,
+            ..RegistryConfig::read_only(registry.config().max_skill_bytes)
+        };
+        tree.write_config(&config)?;
+        anyhow::Ok(())
+    })??;
+    if out.exists() {
+        fs_err::remove_dir(out)?;
+    }
+    fs_err::rename(staging.keep(), out)?;
+    if args.json {
+        printer.json(&json!({ "dir": out, "skills": lock.skills.len() }));
+    } else {
+        printer.status(
+            "Vendored",
+            &format!("{} skills into {}", lock.skills.len(), out.display()),
+        );
+        printer.result(&format!(
+            "install from it with: skillpkg install --locked --registry {}",
+            out.display()
+        ));
+    }
+    Ok(ExitStatus::Success)
+}

@@ -76,6 +76,11 @@ struct ServeArgs {
     /// Refuse unsigned publishes (`require-signatures` in config.json).
     #[arg(long)]
     require_signatures: bool,
+    /// A private registry: every read of the tree needs a valid token
+    /// (`auth-required` in config.json). Serve the tree with this server,
+    /// not a static host, which could not check tokens.
+    #[arg(long)]
+    auth_required: bool,
 }
 
 #[derive(Debug, Args)]
@@ -229,6 +234,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             public_url: Some(public_url.clone()),
             max_skill_bytes: args.max_skill_bytes,
             require_signatures: args.require_signatures,
+            auth_required: args.auth_required,
         };
         let (registry, removed) = Registry::open(&args.root, options)
             .with_context(|| format!("cannot open the registry in {}", args.root.display()))?;

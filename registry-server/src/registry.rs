@@ -41,6 +41,9 @@ pub struct Options {
     /// Whether unsigned publishes are refused (`require-signatures` in
     /// `config.json`).
     pub require_signatures: bool,
+    /// Whether reading the tree needs a token (`auth-required` in
+    /// `config.json`): a private registry.
+    pub auth_required: bool,
 }
 
 impl Default for Options {
@@ -49,6 +52,7 @@ impl Default for Options {
             public_url: None,
             max_skill_bytes: DEFAULT_MAX_BYTES,
             require_signatures: false,
+            auth_required: false,
         }
     }
 }
@@ -165,7 +169,7 @@ impl Registry {
                 .public_url
                 .as_ref()
                 .map(|url| format!("{}/api/v1", url.trim_end_matches('/'))),
-            auth_required: false,
+            auth_required: options.auth_required,
             max_skill_bytes: options.max_skill_bytes,
             require_signatures: options.require_signatures,
         };
@@ -191,6 +195,12 @@ impl Registry {
     /// Returns the private state.
     pub fn state(&self) -> &State {
         &self.state
+    }
+
+    /// Returns the largest archive accepted.
+    /// Returns true if and only if reading the tree needs a token.
+    pub fn auth_required(&self) -> bool {
+        self.options.auth_required
     }
 
     /// Returns the largest archive accepted.

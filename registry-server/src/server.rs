@@ -335,6 +335,12 @@ async fn static_file(
     if method != Method::GET && method != Method::HEAD {
         return plain(StatusCode::METHOD_NOT_ALLOWED, "method not allowed\n");
     }
+    if registry.auth_required() {
+        if let Err(error) = authenticate(&registry, &headers) {
+            return ApiError(error.0, format!("this registry is private: {}", error.1))
+                .into_response();
+        }
+    }
     let relative = uri.path().trim_start_matches('/');
     let components: Vec<&str> = relative.split('/').collect();
     let safe = !relative.is_empty()

@@ -338,6 +338,10 @@ pub struct Faults {
     pub truncate_archives: bool,
     /// Requests served so far, by path.
     pub served: Vec<String>,
+    /// The `Authorization` header of each request (None when absent).
+    pub authorization: Vec<Option<String>>,
+    /// Redirect every request but `config.json` to this base URL.
+    pub redirect_to: Option<String>,
 }
 
 /// A minimal static file server on loopback, for fault injection through a
@@ -365,12 +369,18 @@ impl FaultyServer {
                 if reader.read_line(&mut request_line).is_err() {
                     continue;
                 }
+                let mut authorization = None;
                 loop {
                     let mut header = String::new();
                     if reader.read_line(&mut header).map_or(true, |read| read == 0)
                         || header == "\r\n"
                     {
                         break;
+                    }
+                    if let Some((name, value)) = header.split_once(':') {
+                        if name.eq_ignore_ascii_case("authorization") {
+                            authorization = Some(value.trim().to_owned());
+                        }
                     }
                 }
                 let path = request_line
@@ -381,7 +391,11 @@ impl FaultyServer {
                     .to_owned();
                 let mut faults = shared.lock().expect("faults");
                 faults.served.push(path.clone());
-                let response: Vec<u8> = if faults.fail_next > 0 {
+                faults.authorization.push(authorization);
+                let redirect = faults.redirect_to.clone().filter(|_| path != "config.json");
+                let response: Vec<u8> = if let Some(base) = redirect {
+                    format!("HTTP/1.1 302 Found\r\nLocation: {base}/{path}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n").into_bytes()
+                } else if faults.fail_next > 0 {
                     faults.fail_next -= 1;
                     b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".to_vec()
                 } else {

@@ -382,3 +382,79 @@ fn provenance_names_the_commit_and_a_dirty_tree_is_refused() {
         .join("dl/pdf/1.0.0/pdf-1.0.0.intoto.jsonl");
     assert!(stored.is_file());
 }
+
+#[test]
+fn a_private_registry_refuses_anonymous_reads_and_works_with_a_token() {
+    let sandbox = Sandbox::new();
+    let data = sandbox.path().join("registry");
+    let token = create_token(&data, "alice");
+    let server = RegistryServer::start(&data, &["--auth-required"]);
+    let client = |args: &[&str], token: Option<&str>| {
+        let mut command = sandbox.skillpkg();
+        command
+            .args(args)
+            .env("SKILLPKG_CONFIG_DIR", sandbox.path().join("config"));
+        if let Some(token) = token {
+            command.env("SKILLPKG_TOKEN", token);
+        }
+        run(&mut command)
+    };
+    let anonymous = client(&["search", "pdf", "--registry", server.url()], None);
+    assert_eq!(anonymous.code, 1, "{anonymous:?}");
+    assert!(
+        anonymous
+            .stderr
+            .contains(&format!("{}/config.json answered HTTP 401", server.url())),
+        "{}",
+        anonymous.stderr
+    );
+    assert!(
+        anonymous.stderr.contains("skillpkg login"),
+        "{}",
+        anonymous.stderr
+    );
+    let with_token = client(&["search", "pdf", "--registry", server.url()], Some(&token));
+    assert_eq!(with_token.code, 0, "{with_token:?}");
+    assert!(
+        !with_token.stdout.contains(&token) && !with_token.stderr.contains(&token),
+        "the token is never printed"
+    );
+    let raw = reqwest::blocking::get(format!("{}/index/3/p/pdf", server.url())).unwrap();
+    assert_eq!(raw.status(), 401, "every file of the tree needs the token");
+}
+
+#[test]
+fn a_token_never_follows_a_redirect_to_another_origin() {
+    let sandbox = Sandbox::new();
+    let tree = sandbox.path().join("tree");
+    sandbox.write("tree/config.json", r#"{"v":1,"dl":"dl/{name}/{version}/{name}-{version}.tgz","api":null,"auth-required":true,"max-skill-bytes":8388608}"#);
+    sandbox.write("tree/search.json", r#"{"v":1,"skills":[]}"#);
+    let elsewhere = skillpkg_tests::FaultyServer::serve(&tree);
+    let origin = skillpkg_tests::FaultyServer::serve(&tree);
+    origin.faults().redirect_to = Some(elsewhere.url().to_owned());
+    let output = run(sandbox
+        .skillpkg()
+        .args(["search", "pdf", "--registry", origin.url()])
+        .env("SKILLPKG_CONFIG_DIR", sandbox.path().join("config"))
+        .env("SKILLPKG_TOKEN", "skp_secret-token"));
+    assert_eq!(output.code, 0, "{output:?}");
+    // config.json is read before the client knows the registry is private;
+    // from then on every request to the origin carries the token.
+    let sent_to_origin = origin.faults().authorization.clone();
+    assert_eq!(
+        sent_to_origin,
+        [None, Some("Bearer skp_secret-token".to_owned())],
+        "{sent_to_origin:?}"
+    );
+    let sent_elsewhere = elsewhere.faults();
+    assert_eq!(
+        sent_elsewhere.served,
+        ["search.json"],
+        "the redirect was followed"
+    );
+    assert_eq!(
+        sent_elsewhere.authorization,
+        [None],
+        "no token crossed to another origin"
+    );
+}

@@ -912,35 +912,17 @@ fn nginx_serves_the_same_tree_with_the_same_answers() {
         );
     }
     let nginx = Nginx::serve(&fixture.server.public());
-    for path in [
-        "config.json",
-        "search.json",
-        ".well-known/agent-skills/index.json",
-        "index/pd/f-/pdf-processing",
-        "dl/pdf-processing/1.1.0/pdf-processing-1.1.0.tgz",
-    ] {
-        let ours = fixture
-            .client
-            .get(format!("{}/{path}", fixture.server.url()))
-            .send()
-            .unwrap();
-        let theirs = fixture
-            .client
-            .get(format!("{}/{path}", nginx.url()))
-            .send()
-            .unwrap();
-        assert_eq!(
-            (ours.status(), theirs.status()),
-            (reqwest::StatusCode::OK, reqwest::StatusCode::OK),
-            "{path}"
-        );
-        assert_eq!(
-            ours.headers()["cache-control"],
-            theirs.headers()["cache-control"],
-            "{path}"
-        );
-        assert_eq!(ours.bytes().unwrap(), theirs.bytes().unwrap(), "{path}");
-    }
+    assert_served_alike(
+        &fixture,
+        &nginx,
+        &[
+            "config.json",
+            "search.json",
+            ".well-known/agent-skills/index.json",
+            "index/pd/f-/pdf-processing",
+            "dl/pdf-processing/1.1.0/pdf-processing-1.1.0.tgz",
+        ],
+    );
     let hidden = fixture
         .client
         .get(format!("{}/dl/.skillpkg-tmp-x", nginx.url()))
@@ -1079,4 +1061,32 @@ fn check_consistent(public: &Path) {
         .filter(|path| path.to_string_lossy().contains(".skillpkg-tmp-"))
         .collect();
     assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
+}
+
+/// Asserts that the server and nginx answer each path with 200, the same
+/// cache header and the same bytes.
+fn assert_served_alike(fixture: &Fixture, nginx: &Nginx, paths: &[&str]) {
+    for path in paths {
+        let ours = fixture
+            .client
+            .get(format!("{}/{path}", fixture.server.url()))
+            .send()
+            .unwrap();
+        let theirs = fixture
+            .client
+            .get(format!("{}/{path}", nginx.url()))
+            .send()
+            .unwrap();
+        assert_eq!(
+            (ours.status(), theirs.status()),
+            (reqwest::StatusCode::OK, reqwest::StatusCode::OK),
+            "{path}"
+        );
+        assert_eq!(
+            ours.headers()["cache-control"],
+            theirs.headers()["cache-control"],
+            "{path}"
+        );
+        assert_eq!(ours.bytes().unwrap(), theirs.bytes().unwrap(), "{path}");
+    }
 }

@@ -10,7 +10,7 @@ use skillpkg_index::signing::{
     verify_skill,
 };
 
-use super::{Fixture, Parts, assert_refused_with, detail, tarball};
+use super::{Fixture, Parts, assert_refused_with, assert_served_alike, detail, tarball};
 
 /// The trusted comment skillpkg signs: `name@version` and the sha256 of `bytes`.
 fn comment(name: &str, version: &str, bytes: &[u8]) -> String {
@@ -847,30 +847,13 @@ fn nginx_serves_keys_signatures_and_provenance_like_the_server() {
     let (status, body) = fixture.publish_with(Some(&fixture.alice), "pdf", "1.0.0", bytes, parts);
     assert_eq!(status, 201, "{body}");
     let nginx = skillpkg_tests::Nginx::serve(&fixture.server.public());
-    for path in [
-        "keys/pdf.json",
-        "dl/pdf/1.0.0/pdf-1.0.0.tgz.minisig",
-        "dl/pdf/1.0.0/pdf-1.0.0.intoto.jsonl",
-    ] {
-        let ours = fixture
-            .client
-            .get(format!("{}/{path}", fixture.server.url()))
-            .send()
-            .unwrap();
-        let theirs = fixture
-            .client
-            .get(format!("{}/{path}", nginx.url()))
-            .send()
-            .unwrap();
-        assert_eq!(
-            (ours.status().as_u16(), theirs.status().as_u16()),
-            (200, 200)
-        );
-        assert_eq!(
-            ours.headers()["cache-control"],
-            theirs.headers()["cache-control"],
-            "{path}"
-        );
-        assert_eq!(ours.bytes().unwrap(), theirs.bytes().unwrap(), "{path}");
-    }
+    assert_served_alike(
+        &fixture,
+        &nginx,
+        &[
+            "keys/pdf.json",
+            "dl/pdf/1.0.0/pdf-1.0.0.tgz.minisig",
+            "dl/pdf/1.0.0/pdf-1.0.0.intoto.jsonl",
+        ],
+    );
 }

@@ -19,6 +19,7 @@
 
 pub mod build;
 pub mod keys;
+pub mod metadata;
 pub mod publish;
 pub mod registry;
 pub mod server;

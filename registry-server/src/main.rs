@@ -17,6 +17,7 @@ use skillpkg_index::registry::tree::StaticTree;
 use skillpkg_index::skill::SkillName;
 use skillpkg_registry::build::{BuildOptions, build};
 use skillpkg_registry::keys::{change_keys, parse_ids, parse_keys};
+use skillpkg_registry::metadata;
 use skillpkg_registry::registry::{Options, PUBLIC_DIR, Registry, STATE_DIR};
 use skillpkg_registry::state::State;
 
@@ -56,6 +57,98 @@ enum Command {
     /// runs.
     #[command(subcommand)]
     Key(KeyCommand),
+    /// Manage the registry's own keys: the offline root keys and the online
+    /// index key of its signed metadata (root.json, snapshot.json,
+    /// timestamp.json), which let clients detect a mirror or CDN that
+    /// changes, rolls back or freezes the index.
+    ///
+    /// The root keys sign only roots: keep them offline, and pass them to
+    /// these commands as files. The index key lives in `state/index.key`
+    /// and re-signs the snapshot and timestamp after every change. See
+    /// docs/registries.md.
+    #[command(subcommand)]
+    Keys(KeysCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum KeysCommand {
+    /// Write a new key pair: FILE (the secret key, 0600) and FILE.pub.
+    Generate {
+        /// Where to write the secret key; it must not exist.
+        #[arg(value_name = "FILE")]
+        out: PathBuf,
+    },
+    /// Start signed metadata: an index key in `state/`, root version 1
+    /// listing the given root keys and signed by them, and a first snapshot
+    /// and timestamp.
+    Init {
+        #[arg(long, value_name = "DIR")]
+        root: PathBuf,
+        /// A root secret key file; repeat for several.
+        #[arg(long = "root-key", value_name = "FILE", required = true)]
+        root_keys: Vec<PathBuf>,
+        /// How many root keys must sign a new root.
+        #[arg(long, default_value_t = 1)]
+        threshold: u32,
+        #[command(flatten)]
+        lifetime: LifetimeArgs,
+    },
+    /// Replace the online index key (after a leak, say): a new key, and a
+    /// new root listing it, signed by a threshold of the root keys.
+    RotateIndex {
+        #[arg(long, value_name = "DIR")]
+        root: PathBuf,
+        /// A current root secret key file; repeat up to the threshold.
+        #[arg(long = "root-key", value_name = "FILE", required = true)]
+        root_keys: Vec<PathBuf>,
+        #[command(flatten)]
+        lifetime: LifetimeArgs,
+    },
+    /// Replace the root keys: a new root listing the new keys, signed by a
+    /// threshold of the current root keys and a threshold of the new ones.
+    RotateRoot {
+        #[arg(long, value_name = "DIR")]
+        root: PathBuf,
+        /// A secret key file that signs the new root: current root keys
+        /// (up to the current threshold) and new ones; repeat.
+        #[arg(long = "sign-with", value_name = "FILE", required = true)]
+        signers: Vec<PathBuf>,
+        /// A public key file (or `RW...` line) of the new root keys; repeat.
+        #[arg(long = "new-root-key", value_name = "KEY", required = true)]
+        new_root_keys: Vec<String>,
+        /// How many of the new root keys must sign the root after this one.
+        #[arg(long, default_value_t = 1)]
+        threshold: u32,
+    },
+    /// Re-sign the snapshot and timestamp of a tree now. A server does this
+    /// on its own; a tree served by a static host (a `build` output) needs
+    /// it before its timestamp expires: run it from cron.
+    Sign {
+        /// A data folder (with `state/index.key`)...
+        #[arg(long, value_name = "DIR", required_unless_present = "tree")]
+        root: Option<PathBuf>,
+        /// ...or a static tree, with --index-key.
+        #[arg(
+            long,
+            value_name = "DIR",
+            requires = "index_key",
+            conflicts_with = "root"
+        )]
+        tree: Option<PathBuf>,
+        /// The index secret key file, for --tree.
+        #[arg(long, value_name = "FILE")]
+        index_key: Option<PathBuf>,
+        #[command(flatten)]
+        lifetime: LifetimeArgs,
+    },
+}
+
+#[derive(Debug, Args)]
+struct LifetimeArgs {
+    /// How long the signed snapshot and timestamp are valid (`24h`, `90m`,
+    /// `30s`); clients refuse them after that, so a frozen mirror is caught.
+    #[arg(long, value_name = "DURATION", default_value = "24h")]
+    metadata_lifetime: jiff::SignedDuration,
 }
 
 #[derive(Debug, Args)]
@@ -81,6 +174,10 @@ struct ServeArgs {
     /// not a static host, which could not check tokens.
     #[arg(long)]
     auth_required: bool,
+    /// With signed metadata (`skillpkg-registry keys init`): re-signed
+    /// after every change, and when half of this has passed.
+    #[command(flatten)]
+    lifetime: LifetimeArgs,
 }
 
 #[derive(Debug, Args)]
@@ -212,6 +309,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Token(command) => token(command),
         Command::Key(command) => key(command),
+        Command::Keys(command) => keys(command),
     }
 }
 
@@ -235,15 +333,35 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             max_skill_bytes: args.max_skill_bytes,
             require_signatures: args.require_signatures,
             auth_required: args.auth_required,
+            timestamp_lifetime: args.lifetime.metadata_lifetime,
         };
         let (registry, removed) = Registry::open(&args.root, options)
             .with_context(|| format!("cannot open the registry in {}", args.root.display()))?;
         for path in removed {
             eprintln!("recovered: removed {path}, left by an interrupted publish");
         }
+        let registry = Arc::new(registry);
+        if let Some(lifetime) = registry.metadata_lifetime() {
+            let period = (lifetime / 2).max(jiff::SignedDuration::from_secs(1));
+            let period = std::time::Duration::try_from(period).context("bad lifetime")?;
+            let registry = Arc::clone(&registry);
+            tokio::spawn(async move {
+                let mut interval = tokio::time::interval(period);
+                interval.tick().await;
+                loop {
+                    interval.tick().await;
+                    let registry = Arc::clone(&registry);
+                    let signed =
+                        tokio::task::spawn_blocking(move || registry.sign_metadata()).await;
+                    if let Ok(Err(error)) = signed {
+                        eprintln!("error: cannot re-sign the timestamp: {error}");
+                    }
+                }
+            });
+        }
         println!("listening on {public_url}");
         let _ = std::io::stdout().flush();
-        let app = skillpkg_registry::server::router(Arc::new(registry));
+        let app = skillpkg_registry::server::router(registry);
         axum::serve(listener, app)
             .with_graceful_shutdown(shutdown())
             .await
@@ -313,17 +431,7 @@ fn key(command: KeyCommand) -> anyhow::Result<()> {
     };
     match command {
         KeyCommand::Add { root, skill, key } => {
-            // A key is base64 text; anything else is taken as a file's path.
-            let text = if key.parse::<skillpkg_index::signing::PublicKey>().is_ok() {
-                key
-            } else {
-                match fs_err::read_to_string(&key) {
-                    Ok(text) => text,
-                    Err(error) if error.kind() == std::io::ErrorKind::NotFound => key,
-                    Err(error) => return Err(error.into()),
-                }
-            };
-            let key = parse_keys(&[text])?.remove(0);
+            let key = parse_keys(&read_key_texts(vec![key])?)?.remove(0);
             let (tree, state) = open(&root)?;
             change_keys(
                 &tree,
@@ -334,6 +442,7 @@ fn key(command: KeyCommand) -> anyhow::Result<()> {
                 jiff::Timestamp::now(),
             )
             .with_context(|| format!("cannot add the key to `{skill}`"))?;
+            sign_metadata(&root, &state)?;
             eprintln!("`{skill}` accepts signatures by key {} now", key.id());
         }
         KeyCommand::List { root, skill, json } => {
@@ -359,8 +468,152 @@ fn key(command: KeyCommand) -> anyhow::Result<()> {
             let (tree, state) = open(&root)?;
             change_keys(&tree, &state, &skill, &[], &[id], jiff::Timestamp::now())
                 .with_context(|| format!("cannot remove the key from `{skill}`"))?;
+            sign_metadata(&root, &state)?;
             eprintln!("removed key {id} from `{skill}`");
         }
     }
     Ok(())
+}
+
+/// Re-signs the snapshot and timestamp of the data folder `root` after an
+/// admin command changed the tree, when it has signed metadata.
+fn sign_metadata(root: &std::path::Path, state: &State) -> anyhow::Result<()> {
+    if let Some(signer) = metadata::Signer::open(root, metadata::DEFAULT_TIMESTAMP_LIFETIME)? {
+        state.locked(|| signer.sign().map_err(anyhow::Error::from))?;
+    }
+    Ok(())
+}
+
+fn read_keys(paths: &[PathBuf]) -> anyhow::Result<Vec<skillpkg_index::signing::SecretKey>> {
+    paths
+        .iter()
+        .map(|path| metadata::read_secret_key(path).map_err(anyhow::Error::from))
+        .collect()
+}
+
+fn keys(command: KeysCommand) -> anyhow::Result<()> {
+    let state = |root: &PathBuf| {
+        State::open(&root.join(STATE_DIR))
+            .with_context(|| format!("cannot open the state of {}", root.display()))
+    };
+    match command {
+        KeysCommand::Generate { out } => {
+            let public = metadata::generate_key(&out)?;
+            eprintln!(
+                "wrote the secret key {} and the public key {}.pub (id {})",
+                out.display(),
+                out.display(),
+                public.id()
+            );
+            println!("{}", public.to_base64());
+        }
+        KeysCommand::Init {
+            root,
+            root_keys,
+            threshold,
+            lifetime,
+        } => {
+            let keys = read_keys(&root_keys)?;
+            let state = state(&root)?;
+            let first = state.locked(|| {
+                metadata::init(&root, &keys, threshold, lifetime.metadata_lifetime)
+                    .map_err(anyhow::Error::from)
+            })?;
+            eprintln!(
+                "signed metadata started: root version 1 with {} root key(s) (threshold {}), index key {}",
+                first.roles.root.keyids.len(),
+                first.roles.root.threshold,
+                first.roles.index.keyids.join(", ")
+            );
+            eprintln!(
+                "clients can pin a root key with `root-key = \"<RW... line>\"` in their registry's config"
+            );
+        }
+        KeysCommand::RotateIndex {
+            root,
+            root_keys,
+            lifetime,
+        } => {
+            let keys = read_keys(&root_keys)?;
+            let state = state(&root)?;
+            let next = state.locked(|| {
+                metadata::rotate_index_key(&root, &keys, lifetime.metadata_lifetime)
+                    .map_err(anyhow::Error::from)
+            })?;
+            eprintln!(
+                "root version {} lists the new index key {}; restart a running server to use it",
+                next.version,
+                next.roles.index.keyids.join(", ")
+            );
+        }
+        KeysCommand::RotateRoot {
+            root,
+            signers,
+            new_root_keys,
+            threshold,
+        } => {
+            let signers = read_keys(&signers)?;
+            let new_keys = parse_keys(&read_key_texts(new_root_keys)?)?;
+            let state = state(&root)?;
+            let rotation = metadata::Rotation {
+                index_key: None,
+                root_keys: Some((new_keys, threshold)),
+            };
+            let next = state.locked(|| {
+                metadata::rotate(&StaticTree::new(root.join(PUBLIC_DIR)), &rotation, &signers)
+                    .map_err(anyhow::Error::from)
+            })?;
+            eprintln!(
+                "root version {} lists the root keys {} (threshold {})",
+                next.version,
+                next.roles.root.keyids.join(", "),
+                next.roles.root.threshold
+            );
+        }
+        KeysCommand::Sign {
+            root,
+            tree,
+            index_key,
+            lifetime,
+        } => {
+            let lifetime = lifetime.metadata_lifetime;
+            let version = match (root, tree, index_key) {
+                (_, Some(tree), Some(key)) => metadata::Signer::for_tree(
+                    StaticTree::new(tree),
+                    metadata::read_secret_key(&key)?,
+                    lifetime,
+                )
+                .sign()?,
+                (Some(root), _, _) => {
+                    let signer = metadata::Signer::open(&root, lifetime)?.ok_or_else(|| {
+                        anyhow::anyhow!(
+                            "{} has no index key; run `skillpkg-registry keys init` first",
+                            root.display()
+                        )
+                    })?;
+                    state(&root)?.locked(|| signer.sign().map_err(anyhow::Error::from))?
+                }
+                _ => unreachable!("clap requires --root or --tree with --index-key"),
+            };
+            eprintln!("signed timestamp version {version}");
+        }
+    }
+    Ok(())
+}
+
+/// Reads each argument as a key file when it names one, else as a key line.
+fn read_key_texts(texts: Vec<String>) -> anyhow::Result<Vec<String>> {
+    texts
+        .into_iter()
+        .map(|text| {
+            if text.parse::<skillpkg_index::signing::PublicKey>().is_ok() {
+                return Ok(text);
+            }
+            match fs_err::read_to_string(&text) {
+                Ok(file) => Ok(file),
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(text),
+                Err(error) => Err(error.into()),
+            }
+        })
+        .collect()
 }

@@ -23,6 +23,7 @@ use skillpkg_index::signing::PublicKey;
 use skillpkg_index::skill::SkillName;
 
 use crate::keys::{self, KeyChangeError};
+use crate::metadata::{KeysError, Signer};
 use crate::publish::{Policy, PublishError, SignerKeys, Upload, verify_archive};
 use crate::state::{OwnerChangeError, State, StateError};
 
@@ -44,6 +45,9 @@ pub struct Options {
     /// Whether reading the tree needs a token (`auth-required` in
     /// `config.json`): a private registry.
     pub auth_required: bool,
+    /// How long a signed snapshot and timestamp are valid (when the data
+    /// folder has an index key).
+    pub timestamp_lifetime: jiff::SignedDuration,
 }
 
 impl Default for Options {
@@ -53,6 +57,7 @@ impl Default for Options {
             max_skill_bytes: DEFAULT_MAX_BYTES,
             require_signatures: false,
             auth_required: false,
+            timestamp_lifetime: crate::metadata::DEFAULT_TIMESTAMP_LIFETIME,
         }
     }
 }
@@ -96,6 +101,8 @@ pub enum RegistryError {
     Tree(#[from] TreeError),
     #[error(transparent)]
     State(#[from] StateError),
+    #[error(transparent)]
+    Metadata(#[from] KeysError),
 }
 
 impl From<PublishError> for RegistryError {
@@ -151,6 +158,9 @@ pub struct Registry {
     config: RegistryConfig,
     options: Options,
     records: Mutex<AllRecords>,
+    /// Re-signs the snapshot and timestamp after every change, when the
+    /// registry has signed metadata.
+    signer: Option<Signer>,
 }
 
 impl Registry {
@@ -175,16 +185,33 @@ impl Registry {
         };
         tree.write_config(&config)?;
         tree.write_aggregates(&records, &config, options.public_url.as_deref())?;
-        Ok((
-            Self {
-                tree,
-                state,
-                config,
-                options,
-                records: Mutex::new(records),
-            },
-            removed,
-        ))
+        let signer = Signer::open(root, options.timestamp_lifetime)?;
+        let registry = Self {
+            tree,
+            state,
+            config,
+            options,
+            records: Mutex::new(records),
+            signer,
+        };
+        registry.sign_metadata()?;
+        Ok((registry, removed))
+    }
+
+    /// Re-signs the snapshot and timestamp (under the state lock, so a
+    /// running server and the admin commands never sign at once), when the
+    /// registry has signed metadata. Returns the new timestamp version.
+    pub fn sign_metadata(&self) -> Result<Option<u64>, RegistryError> {
+        let Some(signer) = &self.signer else {
+            return Ok(None);
+        };
+        self.state
+            .locked(|| signer.sign().map(Some).map_err(RegistryError::from))
+    }
+
+    /// Returns how long signed metadata is valid, when the registry has it.
+    pub fn metadata_lifetime(&self) -> Option<jiff::SignedDuration> {
+        self.signer.as_ref().map(Signer::lifetime)
     }
 
     /// Returns the static tree.
@@ -323,6 +350,8 @@ impl Registry {
         records.insert(name, updated);
         self.tree
             .write_aggregates(&records, &self.config, self.options.public_url.as_deref())?;
+        drop(records);
+        self.sign_metadata()?;
         Ok(record)
     }
 
@@ -360,6 +389,8 @@ impl Registry {
         records.insert(name, updated);
         self.tree
             .write_aggregates(&records, &self.config, self.options.public_url.as_deref())?;
+        drop(records);
+        self.sign_metadata()?;
         Ok(record)
     }
 
@@ -430,14 +461,16 @@ impl Registry {
         }
         let add = keys::parse_keys(add)?;
         let remove = keys::parse_ids(remove)?;
-        Ok(keys::change_keys(
+        let keys = keys::change_keys(
             &self.tree,
             &self.state,
             &skill,
             &add,
             &remove,
             jiff::Timestamp::now(),
-        )?)
+        )?;
+        self.sign_metadata()?;
+        Ok(keys)
     }
 
     fn check_owner(&self, user: &str, name: &SkillName) -> Result<(), RegistryError> {

@@ -63,7 +63,9 @@ impl From<RegistryError> for ApiError {
             RegistryError::NotOwner { .. } | RegistryError::Forbidden(_) => StatusCode::FORBIDDEN,
             RegistryError::NotFound(_) => StatusCode::NOT_FOUND,
             RegistryError::Exists { .. } => StatusCode::CONFLICT,
-            RegistryError::Tree(_) | RegistryError::State(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            RegistryError::Tree(_) | RegistryError::State(_) | RegistryError::Metadata(_) => {
+                StatusCode::INTERNAL_SERVER_ERROR
+            }
         };
         Self(status, error_chain(&error))
     }

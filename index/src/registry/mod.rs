@@ -16,6 +16,7 @@
 //! Everything here is pure (paths, types, rendering) except [`tree`], which
 //! reads and writes the files with atomic renames.
 
+pub mod metadata;
 pub mod tree;
 
 use std::collections::BTreeMap;

@@ -258,6 +258,72 @@ impl StaticTree {
         Ok(all)
     }
 
+    /// Reads the file at `relative`, or `None` when there is none.
+    pub fn read_file(&self, relative: &str) -> Result<Option<Vec<u8>>, TreeError> {
+        let path = self.path(relative);
+        match fs_err::read(&path) {
+            Ok(bytes) => Ok(Some(bytes)),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(source) => Err(TreeError::Io { path, source }),
+        }
+    }
+
+    /// Replaces the file at `relative` (atomically).
+    pub fn write_file(&self, relative: &str, bytes: &[u8]) -> Result<(), TreeError> {
+        write_atomically(&self.path(relative), bytes)
+    }
+
+    /// Returns the sha256 of every file the signed snapshot lists
+    /// ([`super::metadata::in_snapshot`]: index files, keys files,
+    /// `search.json`), by path relative to the root. Temporary files are
+    /// not part of the tree and are skipped.
+    pub fn snapshot_files(&self) -> Result<BTreeMap<String, crate::checksum::Checksum>, TreeError> {
+        fn visit(
+            dir: &Path,
+            relative: &str,
+            files: &mut BTreeMap<String, crate::checksum::Checksum>,
+        ) -> Result<(), TreeError> {
+            let entries = match fs_err::read_dir(dir) {
+                Ok(entries) => entries,
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+                Err(source) => {
+                    return Err(TreeError::Io {
+                        path: dir.to_owned(),
+                        source,
+                    });
+                }
+            };
+            for entry in entries {
+                let entry = entry.map_err(io_error(dir))?;
+                let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
+                    continue;
+                };
+                if name.starts_with(TEMP_PREFIX) {
+                    continue;
+                }
+                let path = entry.path();
+                let child = format!("{relative}/{name}");
+                if entry.file_type().map_err(io_error(&path))?.is_dir() {
+                    visit(&path, &child, files)?;
+                } else {
+                    let bytes = fs_err::read(&path).map_err(io_error(&path))?;
+                    files.insert(child, crate::checksum::Checksum::of(&bytes));
+                }
+            }
+            Ok(())
+        }
+        let mut files = BTreeMap::new();
+        visit(&self.path("index"), "index", &mut files)?;
+        visit(&self.path("keys"), "keys", &mut files)?;
+        if let Some(bytes) = self.read_file(SEARCH_PATH)? {
+            files.insert(
+                SEARCH_PATH.to_owned(),
+                crate::checksum::Checksum::of(&bytes),
+            );
+        }
+        Ok(files)
+    }
+
     /// Returns true if and only if the archive of `name@version` exists.
     pub fn has_archive(&self, name: &SkillName, version: &semver::Version) -> bool {
         self.path(&archive_path(name, version)).exists()

@@ -85,6 +85,14 @@ impl PublicKey {
         base64_encode(&bytes)
     }
 
+    /// Checks a plain (not prehashed) Ed25519 signature of `message`, as
+    /// [`SecretKey::sign_message`] makes for registry metadata.
+    pub fn verify_message(&self, message: &[u8], signature: &[u8; 64]) -> bool {
+        self.key
+            .verify_strict(message, &ed25519_dalek::Signature::from_bytes(signature))
+            .is_ok()
+    }
+
     /// Returns the public key file, as `minisign -G` writes it.
     pub fn to_file(&self) -> String {
         format!(
@@ -218,6 +226,13 @@ impl SecretKey {
             id: self.id,
             key: self.signing.verifying_key(),
         }
+    }
+
+    /// Signs `message` itself with Ed25519 (no prehash, no trusted comment):
+    /// the signatures of registry metadata, whose messages are short.
+    pub fn sign_message(&self, message: &[u8]) -> [u8; 64] {
+        use ed25519_dalek::Signer as _;
+        self.signing.sign(message).to_bytes()
     }
 
     /// Returns true if and only if the secret key file `text` is encrypted.

@@ -167,6 +167,18 @@ pub enum Command {
     /// before it is written.
     Vendor(VendorArgs),
 
+    /// Copy a registry into a static tree, verified and incremental.
+    ///
+    /// Copies the index files, archives, signatures, provenance, keys and
+    /// signed metadata of SOURCE (all skills with --all, or those matching
+    /// --skill) into DEST, which nginx, S3, a CDN or `skillpkg-registry
+    /// serve` can serve unchanged. Every archive's sha256 and signature are
+    /// checked before it is written, and the source's signed metadata
+    /// (when it has some) before anything is. Run it again to fetch only
+    /// what is new; an interrupted run resumes. Point clients at DEST with
+    /// `mirror = "URL"` in the registry's config (docs/registries.md).
+    Mirror(MirrorArgs),
+
     /// Show the dependency tree of the project's skills, from skills.lock.
     Tree(TreeArgs),
 
@@ -340,6 +352,27 @@ pub struct VendorArgs {
     #[command(flatten)]
     pub registry: RegistryArgs,
     /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct MirrorArgs {
+    /// The registry to copy: its URL, or the path of a local tree.
+    #[arg(value_name = "SOURCE")]
+    pub source: String,
+    /// The folder to copy into (created; a later run updates it).
+    #[arg(value_name = "DEST")]
+    pub dest: PathBuf,
+    /// Mirror the skills whose names match this glob (`pdf-*`); repeat
+    /// for several.
+    #[arg(long, value_name = "PATTERN", conflicts_with = "all")]
+    pub skill: Vec<String>,
+    /// Mirror every skill.
+    #[arg(long)]
+    pub all: bool,
+    /// Print the result as JSON: skills, versions, archives downloaded,
+    /// files and bytes fetched.
     #[arg(long)]
     pub json: bool,
 }

@@ -56,6 +56,12 @@ pub const CODEX_HOME: &str = "CODEX_HOME";
 /// cache folder (`$XDG_CACHE_HOME` or `~/.cache` on Linux).
 pub const SKILLPKG_CACHE_DIR: &str = "SKILLPKG_CACHE_DIR";
 
+/// The folder where skillpkg keeps what it trusts of each registry's signed
+/// metadata (the pinned root, the last sequence numbers seen), instead of
+/// the platform's user state folder (`$XDG_STATE_HOME/skillpkg` or
+/// `~/.local/state/skillpkg` on Linux).
+pub const SKILLPKG_STATE_DIR: &str = "SKILLPKG_STATE_DIR";
+
 /// For tests only: any non-empty value removes the waits between retries of
 /// a failed download (the retries themselves still happen).
 pub const SKILLPKG_TEST_NO_RETRY_DELAY: &str = "SKILLPKG_TEST_NO_RETRY_DELAY";

@@ -45,6 +45,7 @@ pub fn run(cli: args::Cli, printer: &printer::Printer) -> anyhow::Result<ExitSta
         args::Command::List(args) => commands::list::run(&args, printer),
         args::Command::Tree(args) => commands::tree::run(&args, printer),
         args::Command::Vendor(args) => commands::vendor::run(&args, printer),
+        args::Command::Mirror(args) => commands::mirror::run(&args, printer),
         args::Command::Outdated(args) => commands::outdated::run(&args, printer),
         args::Command::Sign(args) => commands::sign::run(&args, printer),
         args::Command::Verify(args) => commands::verify::run(&args, printer),

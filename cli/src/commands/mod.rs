@@ -7,6 +7,7 @@ pub mod install;
 pub mod key;
 pub mod list;
 pub mod login;
+pub mod mirror;
 pub mod outdated;
 pub mod pack;
 pub mod publish;

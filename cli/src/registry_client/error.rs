@@ -96,6 +96,21 @@ pub enum RegistryError {
     /// `config.json`'s `api` is not an `http(s)` URL.
     #[error("the `api` of {registry} (in its config.json) is not an http:// or https:// URL")]
     BadApiUrl { registry: String },
+    /// The registry's signed metadata does not hold: a changed, rolled back,
+    /// frozen or mixed index, or a root rotation that is not signed enough.
+    #[error("{registry} cannot be trusted: {problem}")]
+    Metadata {
+        registry: String,
+        problem: skillpkg_index::registry::metadata::MetadataError,
+    },
+    /// The trust state in the user's state folder could not be read or written.
+    #[error("{message}")]
+    State { message: String },
+    /// The registry serves no signed metadata, and it must.
+    #[error(
+        "{registry} serves no signed metadata (root.json, timestamp.json, snapshot.json), {why}"
+    )]
+    Unsigned { registry: String, why: &'static str },
     /// The API answered 4xx: the request or its token was refused.
     #[error("the registry refused the {action}: {}", details.join("; "))]
     Refused {
@@ -132,6 +147,9 @@ impl RegistryError {
             | Self::File { .. }
             | Self::BadDocument { .. }
             | Self::BadIndex { .. }
+            | Self::Metadata { .. }
+            | Self::State { .. }
+            | Self::Unsigned { .. }
             | Self::ServerFailed { .. } => false,
         }
     }
@@ -158,6 +176,8 @@ impl RegistryError {
             Self::Refused {
                 status, registry, action, ..
             } => return refusal_hint(*status, registry, *action),
+            Self::Metadata { problem, .. } => return metadata_hint(problem),
+            Self::Unsigned { .. } => "check that the URL is the registry (or a complete mirror of it); if the registry really dropped signed metadata, remove `root-key` from its config, or delete its trust state in the skillpkg state folder".into(),
             _ => return None,
         })
     }
@@ -176,5 +196,15 @@ fn refusal_hint(status: u16, registry: &str, action: Action) -> Option<String> {
             "check the name and version; `skillpkg info NAME` lists the versions".into()
         }
         _ => return None,
+    })
+}
+
+fn metadata_hint(problem: &skillpkg_index::registry::metadata::MetadataError) -> Option<String> {
+    use skillpkg_index::registry::metadata::MetadataError;
+    Some(match problem {
+        MetadataError::Rollback { .. } => "it serves older metadata than skillpkg saw before: a stale mirror or cache, or an attack; nothing was installed. Use the origin registry, or wait until the mirror is synced again".into(),
+        MetadataError::Expired { .. } => "its metadata is past its expiry: a mirror that stopped syncing (run `skillpkg mirror` again), a registry that stopped re-signing (`skillpkg-registry keys sign`), or a clock far off; nothing was installed".into(),
+        MetadataError::FileMismatch { .. } | MetadataError::NotInSnapshot { .. } | MetadataError::Missing { .. } | MetadataError::SnapshotMismatch { .. } => "a file differs from what the registry signed: the mirror or cache changed it, or mixes two versions of the index; nothing was installed. Sync the mirror again or use the origin registry".into(),
+        MetadataError::Signatures { .. } | MetadataError::WrongVersion { .. } | MetadataError::NotPinned { .. } | MetadataError::Malformed { .. } => "the registry's keys do not vouch for its metadata; nothing was installed. If its operators really changed the root keys, ask them for the new root key and update `root-key`".into(),
     })
 }

@@ -25,6 +25,7 @@
 mod api;
 mod error;
 mod registry_url;
+pub mod trust;
 
 use std::future::Future;
 use std::time::Duration;
@@ -41,7 +42,9 @@ use skillpkg_index::skill::SkillName;
 pub use self::api::{Api, Attachments, Published};
 pub use self::error::{Action, RegistryError};
 pub use self::registry_url::{RegistryUrl, RegistryUrlError, redacted};
+pub use self::trust::TrustConfig;
 use crate::credentials::Token;
+use skillpkg_index::registry::metadata::{Snapshot, in_snapshot};
 
 /// The User-Agent of every request.
 const USER_AGENT: &str = concat!("skillpkg/", env!("CARGO_PKG_VERSION"));
@@ -69,6 +72,26 @@ pub struct Registry {
     url: RegistryUrl,
     token: Option<Token>,
     config: RegistryConfig,
+    trust: TrustConfig,
+    /// The verified snapshot: `None` until the chain was checked, then
+    /// `Some(None)` for a registry without signed metadata.
+    snapshot: tokio::sync::Mutex<Option<Option<std::sync::Arc<Snapshot>>>>,
+    /// The metadata files (path, bytes) of the last chain that passed.
+    metadata_files: std::sync::Mutex<Vec<(String, Vec<u8>)>>,
+}
+
+/// What a conditional read found.
+#[derive(Debug)]
+pub enum Conditional {
+    /// The file is as it was (`304 Not Modified`).
+    NotModified,
+    /// There is no such file.
+    Missing,
+    /// The file, and its `ETag` when the server sent one.
+    Found {
+        bytes: Vec<u8>,
+        etag: Option<String>,
+    },
 }
 
 impl Registry {
@@ -89,7 +112,128 @@ impl Registry {
             url,
             token,
             config,
+            trust: TrustConfig::default(),
+            snapshot: tokio::sync::Mutex::new(None),
+            metadata_files: std::sync::Mutex::new(Vec::new()),
         })
+    }
+
+    /// Sets how the registry's signed metadata is trusted: under which id
+    /// what was seen is kept, and the pinned root key.
+    #[must_use]
+    pub fn with_trust(mut self, trust: TrustConfig) -> Self {
+        self.trust = trust;
+        self
+    }
+
+    /// Names the registry in messages: its logical name and URL.
+    fn label(&self) -> String {
+        match &self.trust.id {
+            Some(id) => format!("registry `{id}` ({})", self.url),
+            None => format!("registry {}", self.url),
+        }
+    }
+
+    /// Checks the signed metadata (once per command, again if a file
+    /// differs, in case the registry changed meanwhile) and returns the
+    /// snapshot, or `None` for a registry without signed metadata.
+    pub async fn snapshot(&self) -> Result<Option<std::sync::Arc<Snapshot>>, RegistryError> {
+        let mut guard = self.snapshot.lock().await;
+        if let Some(snapshot) = &*guard {
+            return Ok(snapshot.clone());
+        }
+        let snapshot = self.check_chain().await?.map(std::sync::Arc::new);
+        *guard = Some(snapshot.clone());
+        Ok(snapshot)
+    }
+
+    async fn check_chain(&self) -> Result<Option<Snapshot>, RegistryError> {
+        let id = self
+            .trust
+            .id
+            .clone()
+            .unwrap_or_else(|| self.url.to_string());
+        let state_file = trust::state_dir().map(|dir| trust::state_file(&dir, &id));
+        let previous = match &state_file {
+            Some(path) => trust::read_state(path).map_err(|error| RegistryError::State {
+                message: format!("{error:#}"),
+            })?,
+            None => None,
+        };
+        let trusted_before = previous.is_some();
+        let reader = RawReader {
+            registry: self,
+            files: std::sync::Mutex::new(Vec::new()),
+        };
+        let result = trust::check_chain(
+            &reader,
+            self.trust.root_key.as_ref(),
+            previous,
+            jiff::Timestamp::now(),
+        )
+        .await;
+        match result {
+            Ok(Some((state, snapshot))) => {
+                *self
+                    .metadata_files
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) = reader
+                    .files
+                    .into_inner()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                if let Some(path) = &state_file {
+                    trust::write_state(path, &state).map_err(|error| RegistryError::State {
+                        message: format!("{error:#}"),
+                    })?;
+                }
+                Ok(Some(snapshot))
+            }
+            Ok(None) => Ok(None),
+            Err(trust::ChainError::Fetch(error)) => Err(error),
+            Err(trust::ChainError::Metadata(problem)) => Err(RegistryError::Metadata {
+                registry: self.label(),
+                problem,
+            }),
+            Err(trust::ChainError::Unsigned { pinned }) => Err(RegistryError::Unsigned {
+                registry: self.label(),
+                why: if pinned {
+                    "and `root-key` is configured for it"
+                } else if trusted_before {
+                    "and it did before"
+                } else {
+                    "though it has a root.json"
+                },
+            }),
+        }
+    }
+
+    /// Checks a file the snapshot lists against it. A mismatch re-reads the
+    /// metadata once: the registry may have published between the two reads.
+    async fn check_file(&self, path: &str, bytes: Option<&[u8]>) -> Result<(), RegistryError> {
+        if !in_snapshot(path) {
+            return Ok(());
+        }
+        let Some(snapshot) = self.snapshot().await? else {
+            return Ok(());
+        };
+        let Err(problem) = snapshot.check_file(path, bytes) else {
+            return Ok(());
+        };
+        let fresh = self.check_chain().await?;
+        let fresh = fresh.map(std::sync::Arc::new);
+        *self.snapshot.lock().await = Some(fresh.clone());
+        match fresh {
+            Some(fresh) if fresh.version != snapshot.version => fresh
+                .check_file(path, bytes)
+                .map_err(|problem| RegistryError::Metadata {
+                    registry: self.label(),
+                    problem,
+                }),
+            _ => Err(RegistryError::Metadata {
+                registry: self.label(),
+                problem,
+            }),
+        }
     }
 
     /// Returns the registry's base URL.
@@ -110,9 +254,10 @@ impl Registry {
             name: name.to_string(),
             registry: self.url.to_string(),
         };
-        let bytes = fetch(&self.http, &url, self.read_token())
-            .await?
-            .ok_or_else(no_such_skill)?;
+        let bytes = fetch(&self.http, &url, self.read_token()).await?;
+        self.check_file(&index_file_path(name), bytes.as_deref())
+            .await?;
+        let bytes = bytes.ok_or_else(no_such_skill)?;
         let text = String::from_utf8_lossy(&bytes);
         let records = parse_index_file(name, &text).map_err(|source| RegistryError::BadIndex {
             url: redacted(&url),
@@ -127,11 +272,80 @@ impl Registry {
     /// Returns a file of the tree (a path relative to the registry, or an
     /// absolute URL such as an absolute `dl` template gives), `None` for a 404.
     pub async fn file(&self, path: &str) -> Result<Option<Vec<u8>>, RegistryError> {
-        let url = match url::Url::parse(path) {
-            Ok(absolute) => absolute,
-            Err(_) => self.url.join(path),
+        let (url, relative) = match url::Url::parse(path) {
+            Ok(absolute) => (absolute, false),
+            Err(_) => (self.url.join(path), true),
         };
-        fetch(&self.http, &url, self.read_token()).await
+        let bytes = fetch(&self.http, &url, self.read_token()).await?;
+        if relative {
+            self.check_file(path, bytes.as_deref()).await?;
+        }
+        Ok(bytes)
+    }
+
+    /// Returns the metadata files (path, bytes) that the last check of the
+    /// chain read and passed: the roots it walked, the timestamp and the
+    /// snapshot, exactly as served.
+    pub fn verified_metadata(&self) -> Vec<(String, Vec<u8>)> {
+        self.metadata_files
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Reads a file of the tree unless it still has the ETag `etag` (a
+    /// `file://` registry has no ETags and always reads). Unchecked against
+    /// the snapshot: the caller checks.
+    pub async fn file_if_changed(
+        &self,
+        path: &str,
+        etag: Option<&str>,
+    ) -> Result<Conditional, RegistryError> {
+        let url = self.url.join(path);
+        if url.scheme() == "file" {
+            return Ok(match fetch(&self.http, &url, None).await? {
+                Some(bytes) => Conditional::Found { bytes, etag: None },
+                None => Conditional::Missing,
+            });
+        }
+        let network = |source: reqwest::Error| RegistryError::Network {
+            url: redacted(&url),
+            source: source.without_url(),
+        };
+        with_retries(|| async {
+            let mut request = self.http.get(url.clone());
+            if let Some(token) = self.read_token() {
+                request = request.bearer_auth(token.expose());
+            }
+            if let Some(etag) = etag {
+                request = request.header(reqwest::header::IF_NONE_MATCH, etag);
+            }
+            let response = request.send().await.map_err(network)?;
+            match response.status() {
+                StatusCode::NOT_MODIFIED => Ok(Conditional::NotModified),
+                StatusCode::NOT_FOUND => Ok(Conditional::Missing),
+                status if status.is_success() => {
+                    let etag = response
+                        .headers()
+                        .get(reqwest::header::ETAG)
+                        .and_then(|value| value.to_str().ok())
+                        .map(str::to_owned);
+                    let bytes = response.bytes().await.map_err(network)?.to_vec();
+                    Ok(Conditional::Found { bytes, etag })
+                }
+                status => Err(RegistryError::Status {
+                    url: redacted(&url),
+                    status: status.as_u16(),
+                }),
+            }
+        })
+        .await
+    }
+
+    /// Returns a file of the tree as served, unchecked: for the metadata
+    /// itself, and for copying a tree (`skillpkg mirror`).
+    pub async fn raw_file(&self, path: &str) -> Result<Option<Vec<u8>>, RegistryError> {
+        fetch(&self.http, &self.url.join(path), self.read_token()).await
     }
 
     /// Downloads an archive, hashing it while it streams and stopping as
@@ -205,7 +419,9 @@ impl Registry {
     /// which reads as an empty index.
     pub async fn search_index(&self) -> Result<SearchIndex, RegistryError> {
         let url = self.url.join(SEARCH_PATH);
-        match fetch(&self.http, &url, self.read_token()).await? {
+        let bytes = fetch(&self.http, &url, self.read_token()).await?;
+        self.check_file(SEARCH_PATH, bytes.as_deref()).await?;
+        match bytes {
             Some(bytes) => parse_json(&url, &bytes, "search index"),
             None => Ok(SearchIndex {
                 v: FORMAT_VERSION,
@@ -242,6 +458,25 @@ impl Registry {
     /// The token to send with reads of the tree.
     fn read_token(&self) -> Option<&Token> {
         self.token.as_ref().filter(|_| self.config.auth_required)
+    }
+}
+
+/// Reads files for the metadata check, unchecked, and keeps what it read.
+struct RawReader<'a> {
+    registry: &'a Registry,
+    files: std::sync::Mutex<Vec<(String, Vec<u8>)>>,
+}
+
+impl trust::Fetch for RawReader<'_> {
+    async fn get(&self, path: &str) -> Result<Option<Vec<u8>>, RegistryError> {
+        let bytes = self.registry.raw_file(path).await?;
+        if let Some(bytes) = &bytes {
+            self.files
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push((path.to_owned(), bytes.clone()));
+        }
+        Ok(bytes)
     }
 }
 

@@ -1,0 +1,514 @@
+//! `skillpkg mirror SOURCE DEST`: a verified, incremental copy of a
+//! registry as a static tree (docs/registries.md#mirrors).
+//!
+//! 1. Open SOURCE and check its signed metadata, when it has some.
+//! 2. Read the index file of every chosen skill: skipped when the copy in
+//!    DEST already has the sha256 the snapshot lists, else fetched and
+//!    checked against the snapshot (without signed metadata: a conditional
+//!    request with the ETag of the last run).
+//! 3. Download every version DEST lacks, eight at a time: its sha256 checked
+//!    against the index line and its signature against the skill's keys,
+//!    before anything is written. Signature and provenance go first, the
+//!    archive last, each by an atomic rename: an archive in DEST is complete,
+//!    so an interrupted run resumes where it stopped.
+//! 4. Then the index files, keys files, `search.json` and the discovery
+//!    index; then `config.json` (the mirror's own: read-only, relative
+//!    `dl`); last the roots, `snapshot.json` and `timestamp.json`, exactly as
+//!    the source signed them. A client never sees new metadata before the
+//!    files it names.
+//!
+//! `DEST/.skillpkg-mirror.json` records the source and the ETags, for the
+//! next run.
+
+use std::collections::BTreeMap;
+
+use anyhow::Context as _;
+use skillpkg_index::checksum::Checksum;
+use skillpkg_index::registry::metadata::{ROOT_PATH, Snapshot, root_path};
+use skillpkg_index::registry::tree::StaticTree;
+use skillpkg_index::registry::{
+    DISCOVERY_PATH, IndexRecord, KeysFile, RegistryConfig, SEARCH_PATH, archive_path,
+    index_file_path, keys_path, parse_index_file, provenance_path, signature_path,
+};
+use skillpkg_index::signing::{PublicKey, verify_skill};
+use skillpkg_index::skill::SkillName;
+
+use crate::args::MirrorArgs;
+use crate::printer::Printer;
+use crate::registry_client::{self, Conditional, Registry, RegistryUrl};
+use crate::settings::{self, Environment};
+use crate::{ExitStatus, UserError};
+
+/// The mirror's own record, in DEST.
+const MIRROR_STATE: &str = ".skillpkg-mirror.json";
+/// How many archives are downloaded at once.
+const PARALLEL_DOWNLOADS: usize = 8;
+
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+struct MirrorState {
+    source: String,
+    /// Path → ETag of the last read.
+    #[serde(default)]
+    etags: BTreeMap<String, String>,
+}
+
+/// What a run did.
+#[derive(Debug, Default, serde::Serialize)]
+struct Report {
+    source: String,
+    dest: String,
+    skills: usize,
+    versions: usize,
+    /// Archives downloaded in this run.
+    downloaded: usize,
+    /// Bytes of everything fetched in this run.
+    bytes: u64,
+    /// Files fetched (200s) in this run.
+    files: usize,
+    signed_metadata: bool,
+}
+
+/// One skill to mirror: its index file and what it lists.
+struct Planned {
+    name: SkillName,
+    index: Vec<u8>,
+    records: Vec<IndexRecord>,
+}
+
+pub fn run(args: &MirrorArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
+    if !args.all && args.skill.is_empty() {
+        return Err(UserError::new("say what to mirror")
+            .with_hint("pass --all for every skill, or --skill PATTERN (a glob such as `pdf-*`) one or more times")
+            .into());
+    }
+    let patterns = patterns(&args.skill)?;
+    let source: RegistryUrl = args.source.parse().map_err(|error| {
+        UserError::new(format!("`{}` is not a registry URL", args.source))
+            .with_hint("give the https://, http:// or file:// URL (or the path) of the folder that holds the registry's config.json")
+            .with_source(error)
+    })?;
+    let environment = Environment::from_process();
+    let token = settings::token(None, &environment, &source)?;
+    let dest = StaticTree::new(&args.dest);
+    let state_path = args.dest.join(MIRROR_STATE);
+    let mut state: MirrorState = match fs_err::read(&state_path) {
+        Ok(bytes) => serde_json::from_slice(&bytes).unwrap_or_default(),
+        Err(_) => MirrorState::default(),
+    };
+    if !state.source.is_empty() && state.source != source.to_string() {
+        return Err(UserError::new(format!(
+            "{} is a mirror of {}, not of {source}",
+            args.dest.display(),
+            state.source
+        ))
+        .with_hint("mirror into another folder")
+        .into());
+    }
+    if state.source.is_empty() && args.dest.join("config.json").exists() {
+        return Err(UserError::new(format!(
+            "{} already holds a registry that skillpkg did not mirror",
+            args.dest.display()
+        ))
+        .with_hint("mirror into a new or empty folder")
+        .into());
+    }
+    state.source = source.to_string();
+    let mut report = Report {
+        source: source.to_string(),
+        dest: args.dest.display().to_string(),
+        ..Report::default()
+    };
+    registry_client::block_on(async {
+        let registry = Registry::open(source.clone(), token).await?;
+        let snapshot = registry.snapshot().await?;
+        report.signed_metadata = snapshot.is_some();
+        let names = choose(&registry, snapshot.as_deref(), &patterns).await?;
+        report.skills = names.len();
+        let mut fetcher = Fetcher {
+            registry: &registry,
+            dest: &dest,
+            snapshot: snapshot.as_deref(),
+            etags: std::mem::take(&mut state.etags),
+            files: 0,
+            bytes: 0,
+            pending: Vec::new(),
+        };
+        let mut planned = Vec::new();
+        for name in names {
+            let path = index_file_path(&name);
+            let index = fetcher.read(&path).await?.ok_or_else(|| {
+                UserError::new(format!(
+                    "{source} lists `{name}` but serves no index file for it"
+                ))
+            })?;
+            let records = parse_index_file(&name, &String::from_utf8_lossy(&index))
+                .with_context(|| format!("the index file of `{name}` in {source} is not valid"))?;
+            let keys = fetcher.read(&keys_path(&name)).await?;
+            planned.push((
+                Planned {
+                    name,
+                    index,
+                    records,
+                },
+                keys,
+            ));
+        }
+        let bar = progress(printer, args.json, &planned, &dest);
+        let mut jobs = Vec::new();
+        for (skill, keys) in &planned {
+            let keys: Vec<PublicKey> = match keys {
+                Some(bytes) => serde_json::from_slice::<KeysFile>(bytes)
+                    .map_err(|error| {
+                        UserError::new(format!(
+                            "the keys file of `{}` in {source} is not valid",
+                            skill.name
+                        ))
+                        .with_source(error)
+                    })?
+                    .keys
+                    .into_iter()
+                    .map(|record| record.key)
+                    .collect(),
+                None => Vec::new(),
+            };
+            for record in &skill.records {
+                report.versions += 1;
+                if !dest.has_archive(&skill.name, &record.vers) {
+                    jobs.push((&skill.name, record, keys.clone()));
+                }
+            }
+        }
+        for batch in jobs.chunks(PARALLEL_DOWNLOADS) {
+            let fetched =
+                futures_util::future::try_join_all(batch.iter().map(|(name, record, keys)| {
+                    copy_version(&registry, &dest, name, record, keys)
+                }))
+                .await?;
+            report.downloaded += batch.len();
+            for (bytes, files) in fetched {
+                report.bytes += bytes;
+                report.files += files;
+            }
+            if let Some(bar) = &bar {
+                bar.inc(batch.len() as u64);
+            }
+        }
+        if let Some(bar) = bar {
+            bar.finish_and_clear();
+        }
+        // The index files, keys files and aggregates, now that every
+        // archive they list is in place.
+        fetcher.read(SEARCH_PATH).await?;
+        fetcher.read(DISCOVERY_PATH).await?;
+        for (skill, _) in &planned {
+            let path = index_file_path(&skill.name);
+            if dest.read_file(&path)?.as_deref() != Some(&skill.index[..]) {
+                dest.write_file(&path, &skill.index)?;
+            }
+        }
+        for (path, bytes) in &fetcher.pending {
+            dest.write_file(path, bytes)?;
+        }
+        report.files += fetcher.files;
+        report.bytes += fetcher.bytes;
+        state.etags = fetcher.etags;
+        let config = RegistryConfig {
+            require_signatures: registry.config().require_signatures,
+            ..RegistryConfig::read_only(registry.config().max_skill_bytes)
+        };
+        dest.write_config(&config)?;
+        if snapshot.is_some() {
+            copy_metadata(&registry, &dest, &mut report).await?;
+        }
+        anyhow::Ok(())
+    })??;
+    let bytes = serde_json::to_vec_pretty(&state).expect("the mirror state serialises");
+    skillpkg_index::registry::tree::write_atomically(&state_path, &bytes)?;
+    if args.json {
+        printer.json(&report);
+    } else {
+        printer.status(
+            "Mirrored",
+            &format!(
+                "{} skills, {} versions ({} new) from {} into {}",
+                report.skills, report.versions, report.downloaded, report.source, report.dest
+            ),
+        );
+        printer.result(&format!(
+            "fetched {} files, {} bytes; serve {} with any static host, or install from it with --registry",
+            report.files, report.bytes, report.dest
+        ));
+    }
+    Ok(ExitStatus::Success)
+}
+
+fn patterns(texts: &[String]) -> anyhow::Result<Option<globset::GlobSet>> {
+    if texts.is_empty() {
+        return Ok(None);
+    }
+    let mut builder = globset::GlobSetBuilder::new();
+    for text in texts {
+        builder.add(globset::Glob::new(text).map_err(|error| {
+            UserError::new(format!("`{text}` is not a valid skill pattern"))
+                .with_hint("use a glob such as `pdf-*` or `data-?`")
+                .with_source(error)
+        })?);
+    }
+    Ok(Some(builder.build()?))
+}
+
+/// The skills to mirror: those the snapshot lists (or, without signed
+/// metadata, `search.json`), filtered by the patterns.
+async fn choose(
+    registry: &Registry,
+    snapshot: Option<&Snapshot>,
+    patterns: &Option<globset::GlobSet>,
+) -> anyhow::Result<Vec<SkillName>> {
+    let all: Vec<SkillName> = match snapshot {
+        Some(snapshot) => snapshot
+            .files
+            .keys()
+            .filter(|path| path.starts_with("index/"))
+            .filter_map(|path| path.rsplit('/').next()?.parse().ok())
+            .collect(),
+        None => registry
+            .search_index()
+            .await?
+            .skills
+            .into_iter()
+            .map(|entry| entry.name)
+            .collect(),
+    };
+    let Some(patterns) = patterns else {
+        return Ok(all);
+    };
+    let chosen: Vec<SkillName> = all
+        .into_iter()
+        .filter(|name| patterns.is_match(name.as_str()))
+        .collect();
+    if chosen.is_empty() {
+        return Err(UserError::new(format!(
+            "no skill of {} matches the given --skill patterns",
+            registry.url()
+        ))
+        .with_hint("check the patterns; `skillpkg search` lists the registry's skills")
+        .into());
+    }
+    Ok(chosen)
+}
+
+/// Reads files of the source for the mirror: unchanged ones from DEST.
+struct Fetcher<'a> {
+    registry: &'a Registry,
+    dest: &'a StaticTree,
+    snapshot: Option<&'a Snapshot>,
+    /// Path → ETag, of the last run and then of this one.
+    etags: BTreeMap<String, String>,
+    /// Files (200s) and bytes fetched.
+    files: usize,
+    bytes: u64,
+    /// Files read that DEST lacks or has older: written after the archives.
+    pending: Vec<(String, Vec<u8>)>,
+}
+
+impl Fetcher<'_> {
+    /// Returns the file at `path` as the source serves it now (checked
+    /// against the snapshot when there is one), reading DEST's copy
+    /// instead when it is known to be the same.
+    async fn read(&mut self, path: &str) -> anyhow::Result<Option<Vec<u8>>> {
+        let local = self.dest.read_file(path)?;
+        if let Some(snapshot) = self.snapshot {
+            if let (Some(expected), Some(local)) = (snapshot.files.get(path), &local) {
+                if Checksum::of(local) == *expected {
+                    return Ok(Some(local.clone()));
+                }
+            }
+            if skillpkg_index::registry::metadata::in_snapshot(path) {
+                let bytes = self.registry.file(path).await?;
+                if let Some(bytes) = &bytes {
+                    self.fetched(path, bytes);
+                }
+                return Ok(bytes);
+            }
+        }
+        let etag = local
+            .as_ref()
+            .and_then(|_| self.etags.get(path))
+            .map(String::as_str);
+        match self.registry.file_if_changed(path, etag).await? {
+            Conditional::NotModified => Ok(local),
+            Conditional::Missing => {
+                self.etags.remove(path);
+                Ok(None)
+            }
+            Conditional::Found { bytes, etag } => {
+                match etag {
+                    Some(etag) => self.etags.insert(path.to_owned(), etag),
+                    None => self.etags.remove(path),
+                };
+                self.fetched(path, &bytes);
+                Ok(Some(bytes))
+            }
+        }
+    }
+
+    fn fetched(&mut self, path: &str, bytes: &[u8]) {
+        self.files += 1;
+        self.bytes += bytes.len() as u64;
+        if !path.starts_with("index/") {
+            self.pending.push((path.to_owned(), bytes.to_vec()));
+        }
+    }
+}
+
+fn progress(
+    printer: &Printer,
+    json: bool,
+    planned: &[(Planned, Option<Vec<u8>>)],
+    dest: &StaticTree,
+) -> Option<indicatif::ProgressBar> {
+    use std::io::IsTerminal as _;
+    if json || printer.is_quiet() || !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let missing = planned
+        .iter()
+        .flat_map(|(skill, _)| skill.records.iter().map(move |record| (skill, record)))
+        .filter(|(skill, record)| !dest.has_archive(&skill.name, &record.vers))
+        .count();
+    let bar = indicatif::ProgressBar::new(missing as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("  Mirroring [{bar:30}] {pos}/{len} archives")
+            .expect("a valid template")
+            .progress_chars("=> "),
+    );
+    Some(bar)
+}
+
+/// Downloads one version, checks it, and writes it into DEST: the
+/// signature and provenance first, the archive last. Returns the bytes and
+/// files fetched.
+async fn copy_version(
+    registry: &Registry,
+    dest: &StaticTree,
+    name: &SkillName,
+    record: &IndexRecord,
+    keys: &[PublicKey],
+) -> anyhow::Result<(u64, usize)> {
+    let label = format!("{name}@{}", record.vers);
+    let url = registry.config().archive_url(name, &record.vers);
+    let (tarball, checksum) = registry
+        .download(&url)
+        .await
+        .with_context(|| format!("cannot download {label}"))?
+        .ok_or_else(|| {
+            UserError::new(format!(
+                "{label}: {} lists it but serves no archive",
+                registry.url()
+            ))
+        })?;
+    if checksum != record.cksum {
+        return Err(UserError::new(format!(
+            "{label}: the archive from {} has sha256 {checksum}, but its index line says {}; nothing of it was written",
+            registry.url(),
+            record.cksum
+        ))
+        .with_hint("the source serves changed or damaged archives: mirror from the origin registry")
+        .into());
+    }
+    let mut bytes = tarball.len() as u64;
+    let mut files = 1;
+    let signature = match &record.signer {
+        Some(signer) => {
+            let signature = registry
+                .file(&signature_path(name, &record.vers))
+                .await?
+                .ok_or_else(|| {
+                    UserError::new(format!(
+                        "{label}: its index line names signer {signer}, but {} serves no signature",
+                        registry.url()
+                    ))
+                })?;
+            let verified = verify_skill(
+                &tarball,
+                &String::from_utf8_lossy(&signature),
+                keys,
+                name,
+                &record.vers,
+            )
+            .map_err(|error| {
+                UserError::new(format!(
+                    "{label} failed verification; nothing of it was written"
+                ))
+                .with_source(error)
+            })?;
+            if &verified.key_id.to_string() != signer {
+                return Err(UserError::new(format!(
+                    "{label} is signed by {}, but its index line names {signer}",
+                    verified.key_id
+                ))
+                .into());
+            }
+            bytes += signature.len() as u64;
+            files += 1;
+            Some(signature)
+        }
+        None => None,
+    };
+    let provenance = registry.file(&provenance_path(name, &record.vers)).await?;
+    if let Some(signature) = &signature {
+        dest.write_file(&signature_path(name, &record.vers), signature)?;
+    }
+    if let Some(provenance) = &provenance {
+        bytes += provenance.len() as u64;
+        files += 1;
+        dest.write_file(&provenance_path(name, &record.vers), provenance)?;
+    }
+    dest.write_file(&archive_path(name, &record.vers), &tarball)?;
+    Ok((bytes, files))
+}
+
+/// Copies the roots DEST lacks, then the snapshot and timestamp that were
+/// verified, in that order.
+async fn copy_metadata(
+    registry: &Registry,
+    dest: &StaticTree,
+    report: &mut Report,
+) -> anyhow::Result<()> {
+    let verified = registry.verified_metadata();
+    let mut version = 1;
+    let mut newest = None;
+    loop {
+        let path = root_path(version);
+        let bytes = match dest.read_file(&path)? {
+            Some(bytes) => Some(bytes),
+            None => match verified.iter().find(|(file, _)| file == &path) {
+                Some((_, bytes)) => Some(bytes.clone()),
+                None => registry.raw_file(&path).await?.inspect(|bytes| {
+                    report.files += 1;
+                    report.bytes += bytes.len() as u64;
+                }),
+            },
+        };
+        let Some(bytes) = bytes else { break };
+        dest.write_file(&path, &bytes)?;
+        newest = Some(bytes);
+        version += 1;
+    }
+    if let Some(newest) = newest {
+        dest.write_file(ROOT_PATH, &newest)?;
+    }
+    for file in [
+        skillpkg_index::registry::metadata::SNAPSHOT_PATH,
+        skillpkg_index::registry::metadata::TIMESTAMP_PATH,
+    ] {
+        let (_, bytes) = verified
+            .iter()
+            .find(|(path, _)| path == file)
+            .context("the verified metadata has no such file")?;
+        report.files += 1;
+        report.bytes += bytes.len() as u64;
+        dest.write_file(file, bytes)?;
+    }
+    Ok(())
+}

@@ -541,7 +541,7 @@ fn keys(command: KeysCommand) -> anyhow::Result<()> {
                     .map_err(anyhow::Error::from)
             })?;
             eprintln!(
-                "root version {} lists the new index key {}; restart a running server to use it",
+                "root version {} lists the new index key {}; a running server signs with it from now on",
                 next.version,
                 next.roles.index.keyids.join(", ")
             );

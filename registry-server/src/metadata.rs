@@ -125,8 +125,17 @@ fn write_new_private(path: &Path, bytes: &[u8]) -> Result<(), KeysError> {
 #[derive(Debug)]
 pub struct Signer {
     tree: StaticTree,
-    key: SecretKey,
+    key: IndexKey,
     lifetime: SignedDuration,
+}
+
+/// Where the index key comes from.
+#[derive(Debug)]
+enum IndexKey {
+    /// A data folder's `state/index.key`, read again at every signing, so a
+    /// running server signs with a rotated key at once.
+    File(PathBuf),
+    Key(SecretKey),
 }
 
 impl Signer {
@@ -137,9 +146,11 @@ impl Signer {
         if !path.exists() {
             return Ok(None);
         }
+        // Read once now, so a broken key fails at start-up.
+        read_secret_key(&path)?;
         Ok(Some(Self {
             tree: StaticTree::new(root.join(PUBLIC_DIR)),
-            key: read_secret_key(&path)?,
+            key: IndexKey::File(path),
             lifetime,
         }))
     }
@@ -148,7 +159,7 @@ impl Signer {
     pub fn for_tree(tree: StaticTree, key: SecretKey, lifetime: SignedDuration) -> Self {
         Self {
             tree,
-            key,
+            key: IndexKey::Key(key),
             lifetime,
         }
     }
@@ -162,11 +173,19 @@ impl Signer {
     /// it, each one version on from the current ones. The caller serialises
     /// calls (the state lock).
     pub fn sign(&self) -> Result<u64, KeysError> {
+        let read;
+        let key = match &self.key {
+            IndexKey::File(path) => {
+                read = read_secret_key(path)?;
+                &read
+            }
+            IndexKey::Key(key) => key,
+        };
         let files = self.tree.snapshot_files()?;
         let previous = self.seen()?;
         let expires = Timestamp::now() + self.lifetime;
         let (snapshot, timestamp) =
-            metadata::sign_snapshot_and_timestamp(files, previous, expires, &self.key);
+            metadata::sign_snapshot_and_timestamp(files, previous, expires, key);
         // The snapshot first: a reader that gets the new timestamp finds
         // its snapshot in place.
         self.tree.write_file(metadata::SNAPSHOT_PATH, &snapshot)?;

@@ -1,0 +1,487 @@
+//! Mirrors and signed registry metadata, end to end: a real server with
+//! root and index keys, `skillpkg mirror` copying it (through a static
+//! server that counts requests), and clients that install through the copy
+//! or refuse it when it lies.
+
+use std::path::{Path, PathBuf};
+
+use skillpkg_tests::{FaultyServer, Output, RegistryServer, Sandbox, create_token, run};
+
+/// A registry with signed metadata (one root key), a publisher, and a user.
+struct World {
+    sandbox: Sandbox,
+    server: RegistryServer,
+    token: String,
+}
+
+impl World {
+    fn new(serve_args: &[&str]) -> Self {
+        let sandbox = Sandbox::new();
+        let data = sandbox.path().join("registry");
+        let generated = run(sandbox
+            .registry()
+            .args(["keys", "generate"])
+            .arg(sandbox.path().join("offline/root.key")));
+        assert_eq!(generated.code, 0, "{generated:?}");
+        let init = run(sandbox
+            .registry()
+            .args(["keys", "init", "--root"])
+            .arg(&data)
+            .arg("--root-key")
+            .arg(sandbox.path().join("offline/root.key")));
+        assert_eq!(init.code, 0, "{init:?}");
+        let token = create_token(&data, "alice");
+        let server = RegistryServer::start(&data, serve_args);
+        let world = Self {
+            sandbox,
+            server,
+            token,
+        };
+        let key = world.publisher(&["key", "generate", "--no-password"]);
+        assert_eq!(key.code, 0, "{key:?}");
+        world
+    }
+
+    fn path(&self, relative: &str) -> PathBuf {
+        self.sandbox.path().join(relative)
+    }
+
+    fn publisher(&self, args: &[&str]) -> Output {
+        run(self
+            .sandbox
+            .skillpkg()
+            .args(args)
+            .env("SKILLPKG_CONFIG_DIR", self.path("publisher")))
+    }
+
+    /// Publishes `name@version`, signed.
+    fn publish(&self, name: &str, version: &str) {
+        let dir = self.sandbox.skill(
+            &format!("skills/{name}-{version}/{name}"),
+            name,
+            &format!("version: {version}\n"),
+            &format!("# {name} {version}\n"),
+        );
+        let output = self.publisher(&[
+            "publish",
+            dir.to_str().unwrap(),
+            "--registry",
+            self.server.url(),
+            "--token",
+            &self.token,
+        ]);
+        assert_eq!(output.code, 0, "{output:?}");
+    }
+
+    /// Runs skillpkg as a user in `project` (created), with its own
+    /// cache and state in the sandbox.
+    fn user(&self, project: &str, args: &[&str]) -> Output {
+        let dir = self.path(project);
+        fs_err::create_dir_all(&dir).unwrap();
+        self.user_with(project, args, "cache")
+    }
+
+    fn user_with(&self, project: &str, args: &[&str], cache: &str) -> Output {
+        run(self
+            .sandbox
+            .skillpkg()
+            .current_dir(self.path(project))
+            .args(args)
+            .env("SKILLPKG_CONFIG_DIR", self.path("user"))
+            .env("SKILLPKG_CACHE_DIR", self.path(cache))
+            .env("SKILLPKG_STATE_DIR", self.path("state"))
+            .env("SKILLPKG_TEST_NO_RETRY_DELAY", "1"))
+    }
+
+    /// Mirrors `source` into `dest` and returns the run's JSON report.
+    fn mirror(&self, source: &str, dest: &Path) -> serde_json::Value {
+        let output = run(self
+            .sandbox
+            .skillpkg()
+            .args(["mirror", source])
+            .arg(dest)
+            .args(["--all", "--json"])
+            .env("SKILLPKG_CONFIG_DIR", self.path("mirror-config"))
+            .env("SKILLPKG_STATE_DIR", self.path("mirror-state")));
+        assert_eq!(output.code, 0, "{output:?}");
+        output.json()
+    }
+
+    /// A project on `registry` that adds `skills`; returns its lock.
+    fn install(&self, project: &str, registry: &str, skills: &[&str]) -> String {
+        let init = self.user(
+            project,
+            &["init", "--target", "claude", "--registry", registry],
+        );
+        assert_eq!(init.code, 0, "{init:?}");
+        let mut args = vec!["add"];
+        args.extend_from_slice(skills);
+        let added = self.user(project, &args);
+        assert_eq!(added.code, 0, "{added:?}");
+        fs_err::read_to_string(self.path(project).join("skills.lock")).unwrap()
+    }
+
+    /// Asserts that `output` failed naming `registry` and `problem`, and
+    /// that `project` has nothing installed and no lock.
+    fn assert_refused(&self, output: &Output, project: &str, registry: &str, problem: &str) {
+        assert_eq!(output.code, 2, "{output:?}");
+        assert!(
+            output.stderr.contains(registry),
+            "names the registry: {output:?}"
+        );
+        assert!(
+            output.stderr.contains(problem),
+            "says {problem:?}: {output:?}"
+        );
+        let project = self.path(project);
+        assert!(!project.join("skills.lock").exists(), "no lock written");
+        let installed = project.join(".claude/skills");
+        assert!(
+            fs_err::read_dir(&installed).map_or(true, |mut entries| entries.next().is_none()),
+            "nothing installed in {}",
+            installed.display()
+        );
+    }
+}
+
+/// Copies a folder, for a second (stale or tampered) copy of a mirror.
+fn copy_tree(from: &Path, to: &Path) {
+    for (relative, bytes) in skillpkg_tests::files_below(from) {
+        let path = to.join(relative);
+        fs_err::create_dir_all(path.parent().unwrap()).unwrap();
+        fs_err::write(path, bytes).unwrap();
+    }
+}
+
+fn url_of(path: &Path) -> String {
+    path.to_str().unwrap().to_owned()
+}
+
+#[test]
+fn a_mirror_of_100_skills_installs_the_same_lock_and_updates_incrementally() {
+    let world = World::new(&[]);
+    let names: Vec<String> = (0..100).map(|index| format!("skill-{index:03}")).collect();
+    for name in &names {
+        world.publish(name, "1.0.0");
+    }
+    // The origin's tree, served by a static server that counts requests.
+    let origin = FaultyServer::serve(&world.server.public());
+    let mirror = world.path("mirror");
+    let first = world.mirror(origin.url(), &mirror);
+    assert_eq!(first["skills"], 100);
+    assert_eq!(first["downloaded"], 100);
+    assert_eq!(first["signed_metadata"], true);
+    let first_requests = origin.faults().served.len();
+    assert!(first_requests >= 300, "{first_requests}");
+
+    // The same lock from the origin and from the mirror (served by the
+    // registry server itself, from a copy of the mirror as its public/).
+    let some: Vec<&str> = names.iter().step_by(10).map(String::as_str).collect();
+    let from_origin = world.install("origin-project", world.server.url(), &some);
+    let mirror_server_root = world.path("mirror-server");
+    copy_tree(&mirror, &mirror_server_root.join("public"));
+    let mirror_server = RegistryServer::start(&mirror_server_root, &[]);
+    let from_mirror = world.install("mirror-project", mirror_server.url(), &some);
+    assert_eq!(
+        from_origin, from_mirror,
+        "the lock does not depend on the mirror"
+    );
+    assert!(
+        from_origin.contains("source = \"registry:default\""),
+        "{from_origin}"
+    );
+
+    // Five new publishes: the second run fetches those and the metadata.
+    for index in 0..5 {
+        world.publish(&format!("new-{index}"), "1.0.0");
+    }
+    origin.faults().served.clear();
+    let second = world.mirror(origin.url(), &mirror);
+    assert_eq!(second["skills"], 105);
+    assert_eq!(second["downloaded"], 5);
+    let served = origin.faults().served.clone();
+    let archives: Vec<&String> = served
+        .iter()
+        .filter(|path| path.ends_with(".tgz"))
+        .collect();
+    assert_eq!(archives.len(), 5, "{served:?}");
+    assert!(
+        archives.iter().all(|path| path.contains("/new-")),
+        "{archives:?}"
+    );
+    let index_files = served
+        .iter()
+        .filter(|path| path.starts_with("index/"))
+        .count();
+    assert_eq!(index_files, 5, "only the new index files: {served:?}");
+    assert!(
+        served.len() < 40,
+        "{} requests for 5 new skills: {served:?}",
+        served.len()
+    );
+    assert!(
+        mirror
+            .join("dl/new-4/1.0.0/new-4-1.0.0.tgz.minisig")
+            .is_file()
+    );
+    // A third run with nothing new fetches no archive and no index file.
+    origin.faults().served.clear();
+    let third = world.mirror(origin.url(), &mirror);
+    assert_eq!(third["downloaded"], 0);
+    let served = origin.faults().served.clone();
+    assert!(
+        !served
+            .iter()
+            .any(|path| path.starts_with("index/") || path.ends_with(".tgz")),
+        "{served:?}"
+    );
+}
+
+#[test]
+fn with_the_origin_stopped_installs_go_through_the_mirror_vendor_and_cache() {
+    let mut world = World::new(&[]);
+    world.publish("alpha", "1.0.0");
+    world.publish("beta", "2.0.0");
+    let mirror = world.path("mirror");
+    world.mirror(world.server.url(), &mirror);
+    let lock = world.install("project", world.server.url(), &["alpha", "beta"]);
+    let vendored = world.user("project", &["vendor", "vendor"]);
+    assert_eq!(vendored.code, 0, "{vendored:?}");
+    world.server.kill();
+
+    let mirror_url = url_of(&mirror);
+    for (registry, cache) in [(mirror_url.as_str(), "empty-1"), ("vendor", "empty-2")] {
+        fs_err::remove_dir_all(world.path("project/.claude")).unwrap();
+        let installed = world.user_with(
+            "project",
+            &["install", "--locked", "--registry", registry],
+            cache,
+        );
+        assert_eq!(installed.code, 0, "{registry}: {installed:?}");
+        assert!(world.path("project/.claude/skills/beta/SKILL.md").is_file());
+        assert_eq!(
+            fs_err::read_to_string(world.path("project/skills.lock")).unwrap(),
+            lock
+        );
+    }
+    // And from the cache alone.
+    fs_err::remove_dir_all(world.path("project/.claude")).unwrap();
+    let offline = world.user("project", &["install", "--offline"]);
+    assert_eq!(offline.code, 0, "{offline:?}");
+    assert!(
+        world
+            .path("project/.claude/skills/alpha/SKILL.md")
+            .is_file()
+    );
+}
+
+#[test]
+fn mirrors_that_lie_are_refused_naming_the_registry_and_installing_nothing() {
+    let world = World::new(&[]);
+    world.publish("alpha", "1.0.0");
+    world.publish("beta", "1.0.0");
+    let mirror = world.path("mirror");
+    world.mirror(world.server.url(), &mirror);
+    // An older copy, then a newer state of the mirror.
+    let stale = world.path("stale");
+    copy_tree(&mirror, &stale);
+    world.publish("alpha", "1.1.0");
+    world.mirror(world.server.url(), &mirror);
+    let mirror_url = url_of(&mirror);
+    // The user trusts the mirror's current metadata.
+    let seen = world.install("seen", &mirror_url, &["beta"]);
+    assert!(seen.contains("beta"), "{seen}");
+
+    // A changed index line (the mirror claims another checksum).
+    let changed_line = world.path("changed-line");
+    copy_tree(&mirror, &changed_line);
+    let index = changed_line.join("index/al/ph/alpha");
+    let text = fs_err::read_to_string(&index).unwrap();
+    fs_err::write(&index, text.replace("\"yanked\":false", "\"yanked\":true")).unwrap();
+    let refused = world.install_refused("p1", &changed_line, &["alpha"]);
+    world.assert_refused(
+        &refused,
+        "p1",
+        &url_of(&changed_line),
+        "differs from the registry's signed snapshot",
+    );
+
+    // A changed tarball, with its index line left alone.
+    let changed_tarball = world.path("changed-tarball");
+    copy_tree(&mirror, &changed_tarball);
+    let tarball = changed_tarball.join("dl/alpha/1.1.0/alpha-1.1.0.tgz");
+    let mut bytes = fs_err::read(&tarball).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0xff;
+    fs_err::write(&tarball, bytes).unwrap();
+    let refused = world.install_refused("p2", &changed_tarball, &["alpha"]);
+    assert_eq!(refused.code, 1, "{refused:?}");
+    assert!(refused.stderr.contains("alpha@1.1.0"), "{refused:?}");
+    assert!(refused.stderr.contains("sha256"), "{refused:?}");
+    assert!(!world.path("p2/.claude/skills/alpha").exists());
+
+    // Mixed snapshots: one index file from the older copy.
+    let mixed = world.path("mixed");
+    copy_tree(&mirror, &mixed);
+    fs_err::copy(
+        stale.join("index/al/ph/alpha"),
+        mixed.join("index/al/ph/alpha"),
+    )
+    .unwrap();
+    let refused = world.install_refused("p3", &mixed, &["alpha"]);
+    world.assert_refused(
+        &refused,
+        "p3",
+        &url_of(&mixed),
+        "index/al/ph/alpha differs from the registry's signed snapshot",
+    );
+
+    // Rollback: the older copy, at the mirror's own address, after the
+    // user saw the newer one.
+    let old_mirror = world.path("old-mirror");
+    fs_err::rename(&mirror, &old_mirror).unwrap();
+    copy_tree(&stale, &mirror);
+    let refused = world.install_refused("p4", &mirror, &["beta"]);
+    world.assert_refused(&refused, "p4", &mirror_url, "is a rollback");
+}
+
+impl World {
+    /// Starts a project on the registry at `path` and adds `skills`,
+    /// expecting a failure.
+    fn install_refused(&self, project: &str, path: &Path, skills: &[&str]) -> Output {
+        let init = self.user(
+            project,
+            &[
+                "init",
+                "--target",
+                "claude",
+                "--registry",
+                path.to_str().unwrap(),
+            ],
+        );
+        assert_eq!(init.code, 0, "{init:?}");
+        let mut args = vec!["add"];
+        args.extend_from_slice(skills);
+        self.user(project, &args)
+    }
+}
+
+#[test]
+fn a_frozen_mirror_is_refused_once_its_timestamp_expires() {
+    let world = World::new(&["--metadata-lifetime", "3s"]);
+    world.publish("alpha", "1.0.0");
+    let mirror = world.path("mirror");
+    world.mirror(world.server.url(), &mirror);
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    let refused = world.install_refused("p", &mirror, &["alpha"]);
+    world.assert_refused(&refused, "p", &url_of(&mirror), "timestamp.json expired");
+    // The origin keeps re-signing, so it still installs.
+    world.install("fresh", world.server.url(), &["alpha"]);
+}
+
+#[test]
+fn key_rotations_keep_clients_working_and_a_weak_root_rotation_is_refused() {
+    let world = World::new(&[]);
+    world.publish("alpha", "1.0.0");
+    let first = world.install("before", world.server.url(), &["alpha"]);
+    assert!(first.contains("alpha"));
+    let data = world.path("registry");
+    // Two new root keys with threshold 2, signed by the old and both new.
+    for name in ["root-b", "root-c"] {
+        let generated = run(world
+            .sandbox
+            .registry()
+            .args(["keys", "generate"])
+            .arg(world.path(&format!("offline/{name}.key"))));
+        assert_eq!(generated.code, 0, "{generated:?}");
+    }
+    let offline = |name: &str| world.path(&format!("offline/{name}"));
+    let too_few = run(world
+        .sandbox
+        .registry()
+        .args(["keys", "rotate-root", "--root"])
+        .arg(&data)
+        .arg("--sign-with")
+        .arg(offline("root.key"))
+        .arg("--sign-with")
+        .arg(offline("root-b.key"))
+        .arg("--new-root-key")
+        .arg(offline("root-b.key.pub"))
+        .arg("--new-root-key")
+        .arg(offline("root-c.key.pub"))
+        .args(["--threshold", "2"]));
+    assert_eq!(
+        too_few.code, 1,
+        "the tool refuses a root its clients would: {too_few:?}"
+    );
+    assert!(
+        too_few
+            .stderr
+            .contains("signed by 1 valid root key(s), and the root role needs 2"),
+        "{too_few:?}"
+    );
+    assert!(!data.join("public/2.root.json").exists());
+    let rotated = run(world
+        .sandbox
+        .registry()
+        .args(["keys", "rotate-root", "--root"])
+        .arg(&data)
+        .arg("--sign-with")
+        .arg(offline("root.key"))
+        .arg("--sign-with")
+        .arg(offline("root-b.key"))
+        .arg("--sign-with")
+        .arg(offline("root-c.key"))
+        .arg("--new-root-key")
+        .arg(offline("root-b.key.pub"))
+        .arg("--new-root-key")
+        .arg(offline("root-c.key.pub"))
+        .args(["--threshold", "2"]));
+    assert_eq!(rotated.code, 0, "{rotated:?}");
+    let index_rotated = run(world
+        .sandbox
+        .registry()
+        .args(["keys", "rotate-index", "--root"])
+        .arg(&data)
+        .arg("--root-key")
+        .arg(offline("root-b.key"))
+        .arg("--root-key")
+        .arg(offline("root-c.key")));
+    assert_eq!(index_rotated.code, 0, "{index_rotated:?}");
+    // The running server signs with the new index key at once; a client
+    // that trusted root 1 walks to root 3 and installs.
+    world.publish("beta", "1.0.0");
+    let updated = world.user("before", &["add", "beta"]);
+    assert_eq!(updated.code, 0, "{updated:?}");
+
+    // A 4.root.json signed by one of the two root keys: a mirror that
+    // offers it is refused.
+    let mirror = world.path("mirror");
+    world.mirror(world.server.url(), &mirror);
+    let forged = forge_root(&mirror, &offline("root-b.key"));
+    fs_err::write(mirror.join("4.root.json"), forged).unwrap();
+    let refused = world.install_refused("weak", &mirror, &["alpha"]);
+    world.assert_refused(
+        &refused,
+        "weak",
+        &url_of(&mirror),
+        "4.root.json is signed by 1 valid root key(s), and the root role needs 2",
+    );
+}
+
+/// Writes the next root after the mirror's newest, replacing its index key
+/// with a fresh one, signed by the one root key `key_file`.
+fn forge_root(mirror: &Path, key_file: &Path) -> Vec<u8> {
+    use skillpkg_index::registry::metadata::{self, Root};
+    use skillpkg_index::signing::SecretKey;
+    let current: serde_json::Value =
+        serde_json::from_slice(&fs_err::read(mirror.join("root.json")).unwrap()).unwrap();
+    let mut root: Root = serde_json::from_value(current["signed"].clone()).unwrap();
+    let attacker = SecretKey::generate().unwrap();
+    root.version += 1;
+    root.keys
+        .insert(attacker.id().to_string(), attacker.public());
+    root.roles.index.keyids = vec![attacker.id().to_string()];
+    let key = SecretKey::from_file(&fs_err::read_to_string(key_file).unwrap(), None).unwrap();
+    metadata::sign(&root, &[&key])
+}

@@ -135,7 +135,7 @@ enum IndexKey {
     /// A data folder's `state/index.key`, read again at every signing, so a
     /// running server signs with a rotated key at once.
     File(PathBuf),
-    Key(SecretKey),
+    Key(Box<SecretKey>),
 }
 
 impl Signer {
@@ -159,7 +159,7 @@ impl Signer {
     pub fn for_tree(tree: StaticTree, key: SecretKey, lifetime: SignedDuration) -> Self {
         Self {
             tree,
-            key: IndexKey::Key(key),
+            key: IndexKey::Key(Box::new(key)),
             lifetime,
         }
     }

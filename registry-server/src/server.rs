@@ -407,8 +407,14 @@ async fn static_file(
 fn file_headers(path: &str) -> (&'static str, &'static str) {
     const IMMUTABLE: &str = "public, max-age=31536000, immutable";
     const SHORT: &str = "public, max-age=60, must-revalidate";
+    // `N.root.json` never changes once written; `root.json` is its newest copy.
+    let versioned_root = path
+        .strip_suffix(".root.json")
+        .is_some_and(|version| !version.is_empty() && version.bytes().all(|b| b.is_ascii_digit()));
     if path.ends_with(".tgz") {
         ("application/gzip", IMMUTABLE)
+    } else if versioned_root {
+        ("application/json", IMMUTABLE)
     } else if path.ends_with(".minisig") {
         ("text/plain; charset=utf-8", IMMUTABLE)
     } else if path.ends_with(".intoto.jsonl") {

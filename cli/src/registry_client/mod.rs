@@ -55,6 +55,15 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// allowed archive (8 MiB by default) over a slow link.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
 
+/// How many redirects one request may follow.
+const MAX_REDIRECTS: usize = 10;
+
+/// Returns true if and only if a redirect from `from` to `to` may be
+/// followed: never from https down to http.
+fn redirect_allowed(from: &url::Url, to: &url::Url) -> bool {
+    !(from.scheme() == "https" && to.scheme() != "https")
+}
+
 /// Runs `future` to completion on a current-thread runtime. The client makes
 /// a handful of sequential requests per command: one thread is plenty.
 pub fn block_on<F: Future>(future: F) -> anyhow::Result<F::Output> {
@@ -104,6 +113,19 @@ impl Registry {
             .user_agent(USER_AGENT)
             .connect_timeout(CONNECT_TIMEOUT)
             .timeout(REQUEST_TIMEOUT)
+            .redirect(reqwest::redirect::Policy::custom(|attempt| {
+                let from = attempt.previous().last().cloned();
+                if attempt.previous().len() > MAX_REDIRECTS {
+                    attempt.error("too many redirects")
+                } else if from.is_some_and(|from| !redirect_allowed(&from, attempt.url())) {
+                    attempt.error("a redirect from https to http was refused: it would expose the request (and its token) on the network")
+                } else {
+                    // reqwest drops `Authorization` when the host or port
+                    // changes, so a token never follows a redirect to
+                    // another origin.
+                    attempt.follow()
+                }
+            }))
             .build()
             .context("cannot set up the HTTP client")?;
         let config = read_config(&http, &url, token.as_ref()).await?;
@@ -601,5 +623,35 @@ async fn fetch_once(
             url: redacted(url),
             status: status.as_u16(),
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redirects_never_go_from_https_down_to_http() {
+        let url = |text: &str| url::Url::parse(text).unwrap();
+        assert!(!redirect_allowed(
+            &url("https://skills.example/index/1/a"),
+            &url("http://skills.example/index/1/a")
+        ));
+        assert!(!redirect_allowed(
+            &url("https://skills.example/x"),
+            &url("http://cdn.example/x")
+        ));
+        assert!(redirect_allowed(
+            &url("https://skills.example/x"),
+            &url("https://cdn.example/x")
+        ));
+        assert!(redirect_allowed(
+            &url("http://127.0.0.1:1/x"),
+            &url("https://127.0.0.1:2/x")
+        ));
+        assert!(redirect_allowed(
+            &url("http://127.0.0.1:1/x"),
+            &url("http://127.0.0.1:2/x")
+        ));
     }
 }

@@ -174,6 +174,10 @@ struct ServeArgs {
     /// not a static host, which could not check tokens.
     #[arg(long)]
     auth_required: bool,
+    /// Serve `public/` exactly as it is, with no API: for a mirror written
+    /// by `skillpkg mirror` (the default when `public/` is one).
+    #[arg(long)]
+    read_only: bool,
     /// With signed metadata (`skillpkg-registry keys init`): re-signed
     /// after every change, and when half of this has passed.
     #[command(flatten)]
@@ -334,6 +338,8 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             require_signatures: args.require_signatures,
             auth_required: args.auth_required,
             timestamp_lifetime: args.lifetime.metadata_lifetime,
+            read_only: args.read_only
+                || args.root.join(PUBLIC_DIR).join(".skillpkg-mirror.json").is_file(),
         };
         let (registry, removed) = Registry::open(&args.root, options)
             .with_context(|| format!("cannot open the registry in {}", args.root.display()))?;

@@ -48,6 +48,9 @@ pub struct Options {
     /// How long a signed snapshot and timestamp are valid (when the data
     /// folder has an index key).
     pub timestamp_lifetime: jiff::SignedDuration,
+    /// Serve the tree exactly as it is (a mirror): nothing is written at
+    /// start, and every change through the API is refused.
+    pub read_only: bool,
 }
 
 impl Default for Options {
@@ -58,6 +61,7 @@ impl Default for Options {
             require_signatures: false,
             auth_required: false,
             timestamp_lifetime: crate::metadata::DEFAULT_TIMESTAMP_LIFETIME,
+            read_only: false,
         }
     }
 }
@@ -171,6 +175,20 @@ impl Registry {
         let tree = StaticTree::new(root.join(PUBLIC_DIR));
         let state = State::open(&root.join(STATE_DIR))?;
         let records = tree.read_all()?;
+        if options.read_only {
+            let config = tree
+                .read_config()?
+                .unwrap_or_else(|| RegistryConfig::read_only(options.max_skill_bytes));
+            let registry = Self {
+                tree,
+                state,
+                config,
+                options,
+                records: Mutex::new(records),
+                signer: None,
+            };
+            return Ok((registry, Vec::new()));
+        }
         let removed = tree.recover(&records)?;
         let config = RegistryConfig {
             v: FORMAT_VERSION,
@@ -247,6 +265,7 @@ impl Registry {
         user: &str,
         request: &PublishRequest<'_>,
     ) -> Result<IndexRecord, RegistryError> {
+        self.check_writable()?;
         let name: SkillName = request.name.parse().map_err(|error| {
             RegistryError::BadRequest(format!(
                 "`{}` is not a valid skill name: {error}",
@@ -364,6 +383,7 @@ impl Registry {
         yanked: bool,
         reason: Option<String>,
     ) -> Result<IndexRecord, RegistryError> {
+        self.check_writable()?;
         let not_found =
             || RegistryError::NotFound(format!("{name}@{version} is not published here"));
         let name: SkillName = name.parse().map_err(|_| not_found())?;
@@ -413,6 +433,7 @@ impl Registry {
         add: &[String],
         remove: &[String],
     ) -> Result<Vec<String>, RegistryError> {
+        self.check_writable()?;
         let skill: SkillName = name
             .parse()
             .map_err(|_| RegistryError::NotFound(format!("`{name}` is not a skill name")))?;
@@ -452,6 +473,7 @@ impl Registry {
         add: &[String],
         remove: &[String],
     ) -> Result<KeysFile, RegistryError> {
+        self.check_writable()?;
         let skill: SkillName = name
             .parse()
             .map_err(|_| RegistryError::NotFound(format!("`{name}` is not a skill name")))?;
@@ -471,6 +493,15 @@ impl Registry {
         )?;
         self.sign_metadata()?;
         Ok(keys)
+    }
+
+    fn check_writable(&self) -> Result<(), RegistryError> {
+        if self.options.read_only {
+            return Err(RegistryError::Forbidden(
+                "this server serves a read-only tree (a mirror); publish, yank and change owners or keys on the registry it mirrors".into(),
+            ));
+        }
+        Ok(())
     }
 
     fn check_owner(&self, user: &str, name: &SkillName) -> Result<(), RegistryError> {

@@ -181,6 +181,11 @@ fn a_mirror_of_100_skills_installs_the_same_lock_and_updates_incrementally() {
     let mirror_server_root = world.path("mirror-server");
     copy_tree(&mirror, &mirror_server_root.join("public"));
     let mirror_server = RegistryServer::start(&mirror_server_root, &[]);
+    assert_eq!(
+        skillpkg_tests::files_below(&mirror_server_root.join("public")),
+        skillpkg_tests::files_below(&mirror),
+        "the server serves a mirror unchanged"
+    );
     let from_mirror = world.install("mirror-project", mirror_server.url(), &some);
     assert_eq!(
         from_origin, from_mirror,

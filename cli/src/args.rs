@@ -5,7 +5,6 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::credentials::Token;
-use crate::registry_client::RegistryUrl;
 use crate::spec::{SkillSpec, SkillVersion};
 
 /// A package manager for Agent Skills.
@@ -290,8 +289,9 @@ pub struct InitArgs {
     /// (repeat for several; default: claude).
     #[arg(long = "target", value_name = "TARGET")]
     pub targets: Vec<String>,
-    /// The registry to record in skills.toml.
-    #[arg(long, value_name = "URL")]
+    /// The default registry to record in skills.toml: a URL, or the name
+    /// of a `[registries.NAME]` table.
+    #[arg(long, value_name = "NAME|URL")]
     pub registry: Option<String>,
     /// Print the result as JSON.
     #[arg(long)]
@@ -396,19 +396,25 @@ pub struct VerifyArgs {
 /// Which registry to use.
 #[derive(Debug, Args)]
 pub struct RegistryArgs {
-    /// The registry's URL (https://, http:// or file://): the folder that
-    /// holds its config.json. Defaults to $SKILLPKG_REGISTRY, else
-    /// `registry` in <config dir>/skillpkg/config.toml.
-    #[arg(long, value_name = "URL")]
-    pub registry: Option<RegistryUrl>,
+    /// The registry: the NAME of a `[registries.NAME]` table (in
+    /// skills.toml or <config dir>/skillpkg/config.toml), or a URL
+    /// (https://, http://, file://, or a plain path) of the folder that
+    /// holds its config.json; a configured registry's index or mirror URL
+    /// is that registry. Defaults to $SKILLPKG_REGISTRY, else `[registry]
+    /// url` in skills.toml, else `registry` in config.toml, else
+    /// `[registries.default]`. With `add`: the registry the added skills
+    /// come from, recorded in skills.toml.
+    #[arg(long, value_name = "NAME|URL")]
+    pub registry: Option<String>,
 }
 
 /// The token to authenticate with.
 #[derive(Debug, Args)]
 pub struct TokenArgs {
-    /// The API token. Defaults to $SKILLPKG_TOKEN, else the one `skillpkg
-    /// login` stored for the registry. Prefer those: an argument is visible
-    /// to other users of the machine in the process list.
+    /// The API token. Defaults to $SKILLPKG_REGISTRY_<NAME>_TOKEN, else
+    /// $SKILLPKG_TOKEN, else the registry's `token-command`, else the one
+    /// `skillpkg login` stored for the registry. Prefer those: an argument
+    /// is visible to other users of the machine in the process list.
     #[arg(long, value_name = "TOKEN")]
     pub token: Option<Token>,
 }

@@ -98,8 +98,9 @@ pub enum Command {
     /// Reads the token from --token, else one line from stdin (prompting
     /// only when stdin is a terminal), asks the registry whose token it is,
     /// and saves it in `<config dir>/skillpkg/credentials.toml` (mode 0600)
-    /// under the registry's URL. Later `publish` and `yank` against that
-    /// registry use it. The config dir is $SKILLPKG_CONFIG_DIR, else the
+    /// under the registry's URL (for `--registry NAME`, its `index`). Later
+    /// `publish`, `yank` and reads of that registry (when it is private)
+    /// use it. The config dir is $SKILLPKG_CONFIG_DIR, else the
     /// user config folder (`~/.config` on Linux).
     Login(LoginArgs),
 
@@ -133,7 +134,9 @@ pub enum Command {
     /// Add skills to skills.toml and install them.
     ///
     /// NAME or NAME@REQ (a semver requirement; default: ^ the newest
-    /// version). --target adds targets to the manifest too.
+    /// version). --target adds targets to the manifest too; --registry NAME
+    /// takes the skills from that registry (`registry = "NAME"` in their
+    /// entries).
     Add(AddArgs),
 
     /// Remove skills from skills.toml and from every target.

@@ -5,7 +5,6 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::credentials::Token;
-use crate::registry_client::RegistryUrl;
 use crate::spec::{SkillSpec, SkillVersion};
 
 /// A package manager for Agent Skills.
@@ -99,8 +98,9 @@ pub enum Command {
     /// Reads the token from --token, else one line from stdin (prompting
     /// only when stdin is a terminal), asks the registry whose token it is,
     /// and saves it in `<config dir>/skillpkg/credentials.toml` (mode 0600)
-    /// under the registry's URL. Later `publish` and `yank` against that
-    /// registry use it. The config dir is $SKILLPKG_CONFIG_DIR, else the
+    /// under the registry's URL (for `--registry NAME`, its `index`). Later
+    /// `publish`, `yank` and reads of that registry (when it is private)
+    /// use it. The config dir is $SKILLPKG_CONFIG_DIR, else the
     /// user config folder (`~/.config` on Linux).
     Login(LoginArgs),
 
@@ -134,7 +134,9 @@ pub enum Command {
     /// Add skills to skills.toml and install them.
     ///
     /// NAME or NAME@REQ (a semver requirement; default: ^ the newest
-    /// version). --target adds targets to the manifest too.
+    /// version). --target adds targets to the manifest too; --registry NAME
+    /// takes the skills from that registry (`registry = "NAME"` in their
+    /// entries).
     Add(AddArgs),
 
     /// Remove skills from skills.toml and from every target.
@@ -302,8 +304,9 @@ pub struct InitArgs {
     /// (repeat for several; default: claude).
     #[arg(long = "target", value_name = "TARGET")]
     pub targets: Vec<String>,
-    /// The registry to record in skills.toml.
-    #[arg(long, value_name = "URL")]
+    /// The default registry to record in skills.toml: a URL, or the name
+    /// of a `[registries.NAME]` table.
+    #[arg(long, value_name = "NAME|URL")]
     pub registry: Option<String>,
     /// Print the result as JSON.
     #[arg(long)]
@@ -429,19 +432,25 @@ pub struct VerifyArgs {
 /// Which registry to use.
 #[derive(Debug, Args)]
 pub struct RegistryArgs {
-    /// The registry's URL (https://, http:// or file://): the folder that
-    /// holds its config.json. Defaults to $SKILLPKG_REGISTRY, else
-    /// `registry` in <config dir>/skillpkg/config.toml.
-    #[arg(long, value_name = "URL")]
-    pub registry: Option<RegistryUrl>,
+    /// The registry: the NAME of a `[registries.NAME]` table (in
+    /// skills.toml or <config dir>/skillpkg/config.toml), or a URL
+    /// (https://, http://, file://, or a plain path) of the folder that
+    /// holds its config.json; a configured registry's index or mirror URL
+    /// is that registry. Defaults to $SKILLPKG_REGISTRY, else `[registry]
+    /// url` in skills.toml, else `registry` in config.toml, else
+    /// `[registries.default]`. With `add`: the registry the added skills
+    /// come from, recorded in skills.toml.
+    #[arg(long, value_name = "NAME|URL")]
+    pub registry: Option<String>,
 }
 
 /// The token to authenticate with.
 #[derive(Debug, Args)]
 pub struct TokenArgs {
-    /// The API token. Defaults to $SKILLPKG_TOKEN, else the one `skillpkg
-    /// login` stored for the registry. Prefer those: an argument is visible
-    /// to other users of the machine in the process list.
+    /// The API token. Defaults to $SKILLPKG_REGISTRY_<NAME>_TOKEN, else
+    /// $SKILLPKG_TOKEN, else the registry's `token-command`, else the one
+    /// `skillpkg login` stored for the registry. Prefer those: an argument
+    /// is visible to other users of the machine in the process list.
     #[arg(long, value_name = "TOKEN")]
     pub token: Option<Token>,
 }

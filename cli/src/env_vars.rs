@@ -4,14 +4,34 @@
 //! use these constants, so this list is the complete and documented set
 //! (docs/client.md repeats it for users). An empty value counts as unset.
 
-/// The registry to use when `--registry` is not given: a base URL
-/// (`https://`, `http://` or `file://`) of a static index tree.
-/// Takes precedence over `registry` in the user config file.
+/// The default registry when `--registry` is not given: a base URL
+/// (`https://`, `http://` or `file://`, or a plain path) of a static index
+/// tree, or the name of a registry configured under `[registries.NAME]`.
+/// Takes precedence over `[registry] url` in skills.toml and `registry` in
+/// the user config file.
 pub const SKILLPKG_REGISTRY: &str = "SKILLPKG_REGISTRY";
 
-/// The API token to use when `--token` is not given. Takes precedence over
-/// the credentials file. Never printed.
+/// The API token of the default registry when `--token` is not given.
+/// Takes precedence over a `token-command` and the credentials file, and
+/// comes after [`registry_token`]'s variable. Never printed.
 pub const SKILLPKG_TOKEN: &str = "SKILLPKG_TOKEN";
+
+/// The start of `SKILLPKG_REGISTRY_<NAME>_TOKEN`: see [`registry_token`].
+pub const SKILLPKG_REGISTRY_TOKEN_PREFIX: &str = "SKILLPKG_REGISTRY_";
+/// The end of `SKILLPKG_REGISTRY_<NAME>_TOKEN`: see [`registry_token`].
+pub const SKILLPKG_REGISTRY_TOKEN_SUFFIX: &str = "_TOKEN";
+
+/// Returns the variable that holds the token of the registry named `name`:
+/// `SKILLPKG_REGISTRY_<NAME>_TOKEN`, the name uppercased with `-` as `_`
+/// (`corp-eu` reads `SKILLPKG_REGISTRY_CORP_EU_TOKEN`). It takes precedence
+/// over [`SKILLPKG_TOKEN`], a `token-command` and the credentials file, and
+/// comes after `--token`. Never printed.
+pub fn registry_token(name: &str) -> String {
+    format!(
+        "{SKILLPKG_REGISTRY_TOKEN_PREFIX}{}{SKILLPKG_REGISTRY_TOKEN_SUFFIX}",
+        name.to_ascii_uppercase().replace('-', "_")
+    )
+}
 
 /// The folder that holds `skillpkg/config.toml` and
 /// `skillpkg/credentials.toml`, instead of the platform's user config folder

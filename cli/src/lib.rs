@@ -2,7 +2,8 @@
 //!
 //! The command-line client. Each command is a thin file under [`commands`]:
 //! clap arguments ([`args`]) in, settings resolved from flags, environment
-//! ([`env_vars`]) and the user's files ([`settings`]), a call into
+//! ([`env_vars`]) and the user's files ([`settings`]; which registries and
+//! tokens, [`registries`]), a call into
 //! `skillpkg-index` or the [`registry_client`] (or, later, the resolver and
 //! installer), output through the one [`printer::Printer`].
 
@@ -14,6 +15,7 @@ pub mod error;
 pub mod printer;
 pub mod project;
 pub mod provenance;
+pub mod registries;
 pub mod registry_client;
 pub mod render;
 pub mod search;

@@ -2,23 +2,23 @@
 //! resolved in one place.
 //!
 //! ```text
-//! registry   --registry URL  >  $SKILLPKG_REGISTRY  >  registry = "URL" in config.toml
-//! token      --token TOKEN   >  $SKILLPKG_TOKEN     >  credentials.toml, under the registry's URL
-//!
-//! <config dir>/skillpkg/config.toml        registry = "https://skills.example.com/"
+//! <config dir>/skillpkg/config.toml        registry = "https://skills.example.com/"   (or a name)
+//!                                          signing-key = "PATH"
+//!                                          [registries.NAME] index = "URL" ...
 //! <config dir>/skillpkg/credentials.toml   [registries."https://skills.example.com/"] token = "..."
 //! ```
 //!
 //! `<config dir>` is `$SKILLPKG_CONFIG_DIR`, else the platform's user config
 //! folder. The environment is read once, into an [`Environment`], so the
-//! rules here are plain functions that tests call with any environment.
+//! rules here and in [`crate::registries`] (which registry, which token) are
+//! plain functions that tests call with any environment.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use crate::UserError;
-use crate::credentials::{Credentials, Token};
+use crate::credentials::Credentials;
 use crate::env_vars;
-use crate::registry_client::RegistryUrl;
 
 /// The subfolder of the config folder that is skillpkg's.
 const APP_DIR: &str = "skillpkg";
@@ -37,6 +37,9 @@ pub struct Environment {
     pub registry: Option<String>,
     /// `SKILLPKG_TOKEN`, unparsed, for the same reason; never shown.
     pub token: Option<SecretString>,
+    /// Every `SKILLPKG_REGISTRY_<NAME>_TOKEN`, by variable name, unparsed;
+    /// never shown.
+    pub registry_tokens: BTreeMap<String, SecretString>,
     /// The folder that holds `skillpkg/`: `SKILLPKG_CONFIG_DIR`, else the
     /// platform's user config folder (none on a system without a home).
     pub config_dir: Option<PathBuf>,
@@ -67,6 +70,15 @@ impl Environment {
         Self {
             registry: var(env_vars::SKILLPKG_REGISTRY),
             token: var(env_vars::SKILLPKG_TOKEN).map(SecretString),
+            registry_tokens: std::env::vars_os()
+                .filter_map(|(name, value)| {
+                    let name = name.into_string().ok()?;
+                    let is_token = name.starts_with(env_vars::SKILLPKG_REGISTRY_TOKEN_PREFIX)
+                        && name.ends_with(env_vars::SKILLPKG_REGISTRY_TOKEN_SUFFIX)
+                        && !value.is_empty();
+                    is_token.then(|| (name, SecretString(value.to_string_lossy().into_owned())))
+                })
+                .collect(),
             config_dir: std::env::var_os(env_vars::SKILLPKG_CONFIG_DIR)
                 .filter(|value| !value.is_empty())
                 .map(PathBuf::from)
@@ -97,6 +109,11 @@ impl Environment {
             .map(|dir| dir.join(APP_DIR).join(name))
     }
 
+    /// Returns where the user config file is (or would be), for messages.
+    pub fn describe_config_file(&self) -> String {
+        self.describe_file(CONFIG_FILE)
+    }
+
     /// Returns where a config file would be, for messages.
     fn describe_file(&self, name: &str) -> String {
         self.app_file(name).map_or_else(
@@ -106,13 +123,23 @@ impl Environment {
     }
 }
 
-/// The user config file: `config.toml`. Unknown keys are ignored.
+/// The user config file, `config.toml`, read. Unknown keys are ignored.
 #[derive(Debug, Default, serde::Deserialize)]
-struct UserConfig {
-    registry: Option<String>,
+pub struct UserConfig {
+    /// Where the file is (or would be); `None` when there is no config
+    /// folder.
+    #[serde(skip)]
+    pub path: Option<PathBuf>,
+    /// `registry`: the default registry, a URL, a path or a registry name,
+    /// unparsed (so that only the commands that need a registry report a
+    /// bad one).
+    pub registry: Option<String>,
     /// The secret signing key's path.
     #[serde(rename = "signing-key")]
-    signing_key: Option<PathBuf>,
+    pub signing_key: Option<PathBuf>,
+    /// `[registries.NAME]` tables, unparsed; `crate::registries` reads
+    /// them, refusing unknown keys.
+    pub registries: Option<toml::Value>,
 }
 
 /// Where the secret signing key comes from.
@@ -137,10 +164,8 @@ pub fn signing_key(
     if let Some(text) = &environment.signing_key {
         return Ok(Some(KeySource::Environment(text.clone())));
     }
-    if let Some(path) = environment.config_file() {
-        if let Some(key) = read_user_config(&path)?.signing_key {
-            return Ok(Some(KeySource::File(key)));
-        }
+    if let Some(key) = user_config(environment)?.signing_key {
+        return Ok(Some(KeySource::File(key)));
     }
     Ok(environment
         .default_signing_key()
@@ -157,223 +182,79 @@ pub fn signing_key_ways(environment: &Environment) -> String {
     )
 }
 
-/// Returns the registry to use: the flag, else `SKILLPKG_REGISTRY`, else
-/// the user config file's `registry`.
-pub fn registry(
-    flag: Option<&RegistryUrl>,
-    environment: &Environment,
-) -> anyhow::Result<RegistryUrl> {
-    if let Some(url) = flag {
-        return Ok(url.clone());
+/// Reads the user config file; a missing file (or no config folder) is an
+/// empty one.
+pub fn user_config(environment: &Environment) -> anyhow::Result<UserConfig> {
+    match environment.config_file() {
+        Some(path) => read_user_config(&path),
+        None => Ok(UserConfig::default()),
     }
-    if let Some(text) = &environment.registry {
-        return text.parse().map_err(|error| {
-            UserError::new(format!("{} is not a registry URL", env_vars::SKILLPKG_REGISTRY))
-                .with_hint("set it to the https://, http:// or file:// URL of the folder that holds the registry's config.json")
-                .with_source(error)
-                .into()
-        });
-    }
-    if let Some(path) = environment.config_file() {
-        let config = read_user_config(&path)?;
-        if let Some(text) = config.registry {
-            return text.parse().map_err(|error| {
-                UserError::new(format!(
-                    "`registry` in {} is not a registry URL",
-                    path.display()
-                ))
-                .with_hint("set it to the https://, http:// or file:// URL of the folder that holds the registry's config.json")
-                .with_source(error)
-                .into()
-            });
-        }
-    }
-    Err(UserError::new("no registry is configured")
-        .with_hint(format!(
-            "pass `--registry URL`, set {}=URL, or add `registry = \"URL\"` to {}",
-            env_vars::SKILLPKG_REGISTRY,
-            environment.describe_file(CONFIG_FILE)
-        ))
-        .into())
 }
 
 fn read_user_config(path: &std::path::Path) -> anyhow::Result<UserConfig> {
     let text = match fs_err::read_to_string(path) {
         Ok(text) => text,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-            return Ok(UserConfig::default());
+            return Ok(UserConfig {
+                path: Some(path.to_owned()),
+                ..UserConfig::default()
+            });
         }
         Err(error) => return Err(error.into()),
     };
-    toml::from_str(&text).map_err(|error| {
+    let mut config: UserConfig = toml::from_str(&text).map_err(|error| {
         UserError::new(format!("the config file {} is not valid", path.display()))
-            .with_hint("it is TOML; skillpkg reads `registry = \"URL\"` from it")
+            .with_hint("it is TOML; skillpkg reads `registry = \"URL\"`, `signing-key` and `[registries.NAME]` tables from it")
             .with_source(error)
-            .into()
-    })
-}
-
-/// Returns the token to use for `registry`, if any: the flag, else
-/// `SKILLPKG_TOKEN`, else the one stored for `registry` in the credentials
-/// file.
-pub fn token(
-    flag: Option<&Token>,
-    environment: &Environment,
-    registry: &RegistryUrl,
-) -> anyhow::Result<Option<Token>> {
-    if let Some(token) = flag {
-        return Ok(Some(token.clone()));
-    }
-    if let Some(SecretString(text)) = &environment.token {
-        return text.parse().map(Some).map_err(|error| {
-            UserError::new(format!("{} is not a valid token", env_vars::SKILLPKG_TOKEN))
-                .with_hint("set it to the token the registry gave you, or unset it")
-                .with_source(error)
-                .into()
-        });
-    }
-    match environment.credentials() {
-        Some(credentials) => credentials.token(registry),
-        None => Ok(None),
-    }
-}
-
-/// Returns the token for `registry`, or an error that says how to provide
-/// one.
-pub fn require_token(
-    flag: Option<&Token>,
-    environment: &Environment,
-    registry: &RegistryUrl,
-) -> anyhow::Result<Token> {
-    token(flag, environment, registry)?.ok_or_else(|| {
-        UserError::new(format!("no token for {registry}"))
-            .with_hint(format!(
-                "run `skillpkg login --registry {registry}`, pass `--token TOKEN`, or set {}",
-                env_vars::SKILLPKG_TOKEN
-            ))
-            .into()
-    })
+    })?;
+    config.path = Some(path.to_owned());
+    Ok(config)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn url(text: &str) -> RegistryUrl {
-        text.parse().unwrap()
-    }
-
-    fn environment(dir: &std::path::Path) -> Environment {
-        Environment {
-            config_dir: Some(dir.to_owned()),
-            ..Environment::default()
-        }
-    }
-
-    fn write_config(dir: &std::path::Path, text: &str) {
-        fs_err::create_dir_all(dir.join("skillpkg")).unwrap();
-        fs_err::write(dir.join("skillpkg/config.toml"), text).unwrap();
-    }
-
     #[test]
-    fn the_flag_beats_the_environment_which_beats_the_config_file() {
-        let dir = tempfile::tempdir().unwrap();
-        write_config(
-            dir.path(),
-            "registry = \"https://file.example\"\nfuture = true\n",
-        );
-        let mut environment = environment(dir.path());
-        assert_eq!(
-            registry(None, &environment).unwrap(),
-            url("https://file.example/")
-        );
-        environment.registry = Some("https://env.example".into());
-        assert_eq!(
-            registry(None, &environment).unwrap(),
-            url("https://env.example/")
-        );
-        let flag = url("file:///srv/tree");
-        assert_eq!(registry(Some(&flag), &environment).unwrap(), flag);
-    }
-
-    #[test]
-    fn no_registry_anywhere_is_a_user_error_naming_all_three_ways() {
-        let dir = tempfile::tempdir().unwrap();
-        let error = registry(None, &environment(dir.path())).unwrap_err();
-        assert_eq!(
-            crate::error::exit_status(&error),
-            crate::ExitStatus::Failure
-        );
-        let hint = crate::error::hint(&error).unwrap();
-        assert!(hint.contains("--registry URL"), "{hint}");
-        assert!(hint.contains("SKILLPKG_REGISTRY=URL"), "{hint}");
-        let config_file = dir.path().join("skillpkg/config.toml");
-        assert!(hint.contains(&config_file.display().to_string()), "{hint}");
-    }
-
-    #[test]
-    fn bad_registry_values_name_where_they_came_from() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut environment = environment(dir.path());
-        write_config(dir.path(), "registry = \"ftp://example.com\"\n");
-        let error = registry(None, &environment).unwrap_err();
-        assert!(error.to_string().contains("config.toml"), "{error}");
-
-        write_config(dir.path(), "registry = [\n");
-        let error = registry(None, &environment).unwrap_err();
-        assert!(error.to_string().contains("is not valid"), "{error}");
-
-        environment.registry = Some("ftp://nonsense".into());
-        let error = registry(None, &environment).unwrap_err();
-        assert!(error.to_string().contains("SKILLPKG_REGISTRY"), "{error}");
-    }
-
-    #[test]
-    fn tokens_come_from_the_flag_then_the_environment_then_the_credentials_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut environment = environment(dir.path());
-        let local = url("http://127.0.0.1:8080");
-        assert!(token(None, &environment, &local).unwrap().is_none());
-        let error = require_token(None, &environment, &local).unwrap_err();
-        let hint = crate::error::hint(&error).unwrap();
-        assert!(
-            hint.contains("skillpkg login --registry http://127.0.0.1:8080/"),
-            "{hint}"
-        );
-        assert!(hint.contains("SKILLPKG_TOKEN"), "{hint}");
-
-        environment
-            .credentials()
-            .unwrap()
-            .store(&local, &"from-file".parse().unwrap())
-            .unwrap();
-        let found = |flag: Option<&Token>, environment: &Environment| {
-            token(flag, environment, &local)
-                .unwrap()
-                .unwrap()
-                .expose()
-                .to_owned()
-        };
-        assert_eq!(found(None, &environment), "from-file");
-        // Another registry does not get this registry's token.
-        assert!(
-            token(None, &environment, &url("http://127.0.0.1:9090"))
-                .unwrap()
-                .is_none()
-        );
-
-        environment.token = Some(SecretString("from-env".into()));
-        assert_eq!(found(None, &environment), "from-env");
-        let flag: Token = "from-flag".parse().unwrap();
-        assert_eq!(found(Some(&flag), &environment), "from-flag");
-    }
-
-    #[test]
-    fn the_environment_never_shows_the_token() {
+    fn the_environment_never_shows_a_token() {
         let environment = Environment {
             token: Some(SecretString("s3cret".into())),
+            registry_tokens: BTreeMap::from([(
+                "SKILLPKG_REGISTRY_CORP_TOKEN".to_owned(),
+                SecretString("t0p-secret".into()),
+            )]),
             ..Environment::default()
         };
-        assert!(!format!("{environment:?}").contains("s3cret"));
+        let shown = format!("{environment:?}");
+        assert!(
+            !shown.contains("s3cret") && !shown.contains("t0p-secret"),
+            "{shown}"
+        );
+    }
+
+    #[test]
+    fn the_user_config_keeps_its_registry_tables_for_later_and_ignores_unknown_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let environment = Environment {
+            config_dir: Some(dir.path().to_owned()),
+            ..Environment::default()
+        };
+        let missing = user_config(&environment).unwrap();
+        assert!(missing.registry.is_none() && missing.registries.is_none());
+        assert_eq!(missing.path, environment.config_file());
+
+        fs_err::create_dir_all(dir.path().join("skillpkg")).unwrap();
+        fs_err::write(
+            dir.path().join("skillpkg/config.toml"),
+            "registry = \"corp\"\nfuture = true\n[registries.corp]\nindex = \"https://corp.example\"\n",
+        )
+        .unwrap();
+        let config = user_config(&environment).unwrap();
+        assert_eq!(config.registry.as_deref(), Some("corp"));
+        assert!(config.registries.unwrap().get("corp").is_some());
+
+        fs_err::write(dir.path().join("skillpkg/config.toml"), "registry = [\n").unwrap();
+        let error = user_config(&environment).unwrap_err();
+        assert!(error.to_string().contains("is not valid"), "{error}");
     }
 }

@@ -1,9 +1,12 @@
 //! `skillpkg add` and `skillpkg remove`: edit skills.toml, then install.
 
 use crate::args::{AddArgs, RemoveArgs};
-use crate::commands::install::{install_project, project_root};
+use crate::commands::install::{install_project, install_with, project_root};
 use crate::printer::Printer;
+use crate::project::manifest::{RegistryChoice, SetSkill};
 use crate::project::{lockfile, manifest};
+use crate::registries::Registries;
+use crate::settings::Environment;
 use crate::spec::SkillSpec;
 use crate::{ExitStatus, UserError};
 
@@ -27,25 +30,63 @@ pub fn run(args: &AddArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
         })?;
         set.push((spec.name, requirement));
     }
+    // `--registry` of a configured registry is where the added skills come
+    // from, recorded in their entries; the URL of a registry that is not
+    // configured stays what it always was, the default registry.
+    let (choice, install_registry) = match args.install.registry.registry.as_deref() {
+        None => (RegistryChoice::Keep, None),
+        Some(text) => {
+            let manifest = manifest::read(&root)?;
+            let registries = Registries::load(Environment::from_process(), Some(&manifest), None)?;
+            let spec = registries.choose(text)?;
+            if spec.name == registries.default_name() {
+                (RegistryChoice::Default, None)
+            } else if spec.is_named() {
+                (RegistryChoice::Named(spec.name), None)
+            } else {
+                (RegistryChoice::Keep, Some(text))
+            }
+        }
+    };
+    let set: Vec<SetSkill> = set
+        .into_iter()
+        .map(|(name, requirement)| SetSkill {
+            name,
+            requirement,
+            registry: choice.clone(),
+        })
+        .collect();
     manifest::edit(&root, &set, &[], &args.install.targets)?;
     if args.install.allow_unsigned {
         // Recorded, so the next plain `install` accepts them too.
-        let names: Vec<_> = set.iter().map(|(name, _)| name.clone()).collect();
+        let names: Vec<_> = set.iter().map(|skill| skill.name.clone()).collect();
         manifest::allow_unsigned(&root, &names)?;
     }
-    for (name, requirement) in &set {
-        printer.status("Adding", &format!("{name} {requirement}"));
+    for skill in &set {
+        match &skill.registry {
+            RegistryChoice::Named(registry) => printer.status(
+                "Adding",
+                &format!(
+                    "{} {} from registry `{registry}`",
+                    skill.name, skill.requirement
+                ),
+            ),
+            _ => printer.status("Adding", &format!("{} {}", skill.name, skill.requirement)),
+        }
     }
-    let status = install_project(&args.install, None, printer)?;
+    let status = install_with(&args.install, install_registry, None, false, printer)?;
     // A skill added without a requirement gets `^` its resolved version, as
     // cargo add does, so a later major version is not picked up silently.
     let lock = lockfile::read(&root)?.unwrap_or_default();
-    let pinned: Vec<_> = set
+    let pinned: Vec<SetSkill> = set
         .iter()
-        .filter(|(_, requirement)| requirement == "*")
-        .filter_map(|(name, _)| {
-            lock.get(name)
-                .map(|entry| (name.clone(), format!("^{}", entry.version)))
+        .filter(|skill| skill.requirement == "*")
+        .filter_map(|skill| {
+            lock.get(&skill.name).map(|entry| SetSkill {
+                name: skill.name.clone(),
+                requirement: format!("^{}", entry.version),
+                registry: RegistryChoice::Keep,
+            })
         })
         .collect();
     if !pinned.is_empty() {

@@ -5,22 +5,22 @@ use skillpkg_index::archive::human_bytes;
 use skillpkg_index::registry::{IndexRecord, latest};
 
 use crate::args::InfoArgs;
+use crate::commands::registries_here;
 use crate::commands::verify::{provenance_lines, registry_provenance};
-use crate::credentials::Token;
 use crate::printer::Printer;
-use crate::registry_client::{self, Registry, RegistryUrl};
+use crate::registries::{Access, Registries, RegistrySpec};
+use crate::registry_client::{self, RegistryUrl};
 use crate::render::one_line;
-use crate::settings::{self, Environment};
 use crate::spec::SkillSpec;
 use crate::{ExitStatus, UserError};
 use skillpkg_index::signing::Provenance;
 
 pub fn run(args: &InfoArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
-    let environment = Environment::from_process();
-    let registry_url = settings::registry(args.registry.registry.as_ref(), &environment)?;
-    let token = settings::token(None, &environment, &registry_url)?;
+    let registries = registries_here(args.registry.registry.as_deref())?;
+    let spec = registries.default_registry()?;
+    let registry_url = spec.index.clone();
     let (records, index, provenance) =
-        registry_client::block_on(records(registry_url.clone(), token, &args.skill))??;
+        registry_client::block_on(records(&registries, spec, &args.skill))??;
     let record = &records[index];
     if args.json {
         printer.json(&json!({
@@ -46,13 +46,13 @@ pub fn run(args: &InfoArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
 /// The versions, the index of the one to show, and its provenance (verified
 /// against the registry's keys), if it has one.
 async fn records(
-    registry_url: RegistryUrl,
-    token: Option<Token>,
+    registries: &Registries,
+    spec: &RegistrySpec,
     skill: &SkillSpec,
 ) -> anyhow::Result<(Vec<IndexRecord>, usize, Option<Result<Provenance, String>>)> {
-    let registry = Registry::open(registry_url.clone(), token).await?;
+    let registry = registries.open(spec, Access::Read).await?;
     let records = registry.index(&skill.name).await?;
-    let selected = select(&records, skill, &registry_url)?;
+    let selected = select(&records, skill, registry.url())?;
     let index = records
         .iter()
         .position(|record| std::ptr::eq(record, selected))

@@ -11,8 +11,9 @@ use crate::printer::Printer;
 use crate::project::install::{self, Options, Report};
 use crate::project::manifest::{self, MANIFEST, Manifest};
 use crate::project::targets::{self, Target};
-use crate::registry_client::{self, RegistryUrl};
-use crate::settings::{self, Environment};
+use crate::registries::Registries;
+use crate::registry_client;
+use crate::settings::Environment;
 use crate::{ExitStatus, UserError};
 
 pub fn run(args: &InstallArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
@@ -24,7 +25,13 @@ pub fn update(args: &UpdateArgs, printer: &Printer) -> anyhow::Result<ExitStatus
 }
 
 pub fn lock(args: &InstallArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
-    install_with(&args.install, None, true, printer)
+    install_with(
+        &args.install,
+        args.install.registry.registry.as_deref(),
+        None,
+        true,
+        printer,
+    )
 }
 
 /// Returns the project root: the nearest folder with a skills.toml.
@@ -68,11 +75,21 @@ pub fn install_project(
     update: Option<Vec<SkillName>>,
     printer: &Printer,
 ) -> anyhow::Result<ExitStatus> {
-    install_with(flags, update, false, printer)
+    install_with(
+        flags,
+        flags.registry.registry.as_deref(),
+        update,
+        false,
+        printer,
+    )
 }
 
-fn install_with(
+/// Installs the project with `flags`, the default registry chosen by
+/// `registry` (which `add` may have taken for itself) instead of
+/// `--registry`.
+pub fn install_with(
     flags: &InstallFlags,
+    registry: Option<&str>,
     update: Option<Vec<SkillName>>,
     lock_only: bool,
     printer: &Printer,
@@ -84,7 +101,7 @@ fn install_with(
     for target in &targets {
         install::clean_leftovers(target)?;
     }
-    let registry = registry_url(&manifest, flags)?;
+    let registries = Registries::load(Environment::from_process(), Some(&manifest), registry)?;
     let options = Options {
         locked: flags.locked || flags.frozen,
         offline: flags.offline || flags.frozen,
@@ -96,28 +113,15 @@ fn install_with(
     };
     let progress = Progress::new(printer, flags.json);
     let report = registry_client::block_on(install::install(
-        &root, &manifest, registry, &targets, &options, &progress,
+        &root,
+        &manifest,
+        &registries,
+        &targets,
+        &options,
+        &progress,
     ))??;
     print_report(&report, flags.json, printer);
     Ok(ExitStatus::Success)
-}
-
-/// The registry: the flag, else the manifest's, else the environment and
-/// user config. None when there is none (enough for installing from cache).
-fn registry_url(manifest: &Manifest, flags: &InstallFlags) -> anyhow::Result<Option<RegistryUrl>> {
-    if let Some(url) = &flags.registry.registry {
-        return Ok(Some(url.clone()));
-    }
-    if let Some(text) = &manifest.registry {
-        return text.parse().map(Some).map_err(|error| {
-            UserError::new(format!(
-                "`registry.url` in {MANIFEST} is not a registry URL"
-            ))
-            .with_source(error)
-            .into()
-        });
-    }
-    Ok(settings::registry(None, &Environment::from_process()).ok())
 }
 
 fn print_report(report: &Report, json: bool, printer: &Printer) {

@@ -5,15 +5,23 @@ use std::io::{BufRead as _, IsTerminal as _};
 use anyhow::Context as _;
 
 use crate::args::LoginArgs;
+use crate::commands::registries_here;
 use crate::credentials::{Token, TokenError};
 use crate::printer::Printer;
-use crate::registry_client::{self, Action, Registry, RegistryUrl};
-use crate::settings::{self, Environment};
+use crate::registries::{Access, Registries, RegistrySpec};
+use crate::registry_client::{self, Action};
+use crate::settings::Environment;
 use crate::{ExitStatus, UserError, env_vars, terminal};
 
 pub fn run(args: &LoginArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
     let environment = Environment::from_process();
-    let registry_url = settings::registry(args.registry.registry.as_ref(), &environment)?;
+    let registries = registries_here(args.registry.registry.as_deref())?;
+    // A registry's token is stored under its index URL, where `login`
+    // checks it.
+    let described = {
+        let spec = registries.default_registry()?;
+        spec.describe_at(&spec.index)
+    };
     let credentials = environment.credentials().ok_or_else(|| {
         UserError::new("cannot find a config folder to store the token in").with_hint(format!(
             "set {} to the folder skillpkg should keep its settings in",
@@ -22,23 +30,30 @@ pub fn run(args: &LoginArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
     })?;
     let token = match &args.token {
         Some(token) => token.clone(),
-        None => read_token(&registry_url, printer)?,
+        None => read_token(&described, printer)?,
     };
-    let user = registry_client::block_on(user(registry_url.clone(), &token))??;
-    credentials.store(&registry_url, &token)?;
-    printer.status("Logged in", &format!("to {registry_url} as {user}"));
+    // The token being checked is the one every read of this login uses.
+    let registries = registries.with_token_flag(Some(token.clone()));
+    let spec = registries.default_registry()?;
+    let user = registry_client::block_on(user(&registries, spec, &token))??;
+    credentials.store(&spec.index, &token)?;
+    printer.status("Logged in", &format!("to {described} as {user}"));
     Ok(ExitStatus::Success)
 }
 
 /// Asks the registry whose token this is, which also proves it is valid.
-async fn user(registry_url: RegistryUrl, token: &Token) -> anyhow::Result<String> {
-    let registry = Registry::open(registry_url, Some(token.clone())).await?;
+async fn user(
+    registries: &Registries,
+    spec: &RegistrySpec,
+    token: &Token,
+) -> anyhow::Result<String> {
+    let registry = registries.open(spec, Access::Write).await?;
     Ok(registry.api(Action::Login)?.user(token).await?)
 }
 
 /// Reads one line from stdin: the token, typed or pasted (without echo) on
 /// a terminal, or piped in by a script.
-fn read_token(registry: &RegistryUrl, printer: &Printer) -> anyhow::Result<Token> {
+fn read_token(registry: &str, printer: &Printer) -> anyhow::Result<Token> {
     let stdin = std::io::stdin();
     let mut line = String::new();
     if stdin.is_terminal() {

@@ -18,3 +18,18 @@ pub mod validate;
 pub mod vendor;
 pub mod verify;
 pub mod yank;
+
+use crate::project::manifest;
+use crate::registries::Registries;
+use crate::settings::Environment;
+
+/// Returns the registries a command outside a project's workflow (`info`,
+/// `search`, `publish`, ...) may use: the user's, and those of the project
+/// around the working folder, if there is one. `flag` is `--registry`.
+pub fn registries_here(flag: Option<&str>) -> anyhow::Result<Registries> {
+    let cwd = std::env::current_dir()?;
+    let manifest = manifest::find_root(&cwd)
+        .map(|root| manifest::read(&root))
+        .transpose()?;
+    Registries::load(Environment::from_process(), manifest.as_ref(), flag)
+}

@@ -7,8 +7,9 @@ use crate::args::OutdatedArgs;
 use crate::commands::install::project_root;
 use crate::printer::Printer;
 use crate::project::{lockfile, manifest};
-use crate::registry_client::{self, Registry, RegistryUrl};
-use crate::settings::{self, Environment};
+use crate::registries::{OpenRegistries, Registries};
+use crate::registry_client;
+use crate::settings::Environment;
 use crate::{ExitStatus, UserError};
 
 pub fn run(args: &OutdatedArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
@@ -17,17 +18,16 @@ pub fn run(args: &OutdatedArgs, printer: &Printer) -> anyhow::Result<ExitStatus>
     let lock = lockfile::read(&root)?.ok_or_else(|| {
         UserError::new("there is no skills.lock yet").with_hint("run `skillpkg install`")
     })?;
-    let url: RegistryUrl = match (&args.registry.registry, &manifest.registry) {
-        (Some(url), _) => url.clone(),
-        (None, Some(text)) => text.parse().map_err(|error| {
-            UserError::new("`registry.url` in skills.toml is not a registry URL").with_source(error)
-        })?,
-        (None, None) => settings::registry(None, &Environment::from_process())?,
-    };
+    let registries = Registries::load(
+        Environment::from_process(),
+        Some(&manifest),
+        args.registry.registry.as_deref(),
+    )?;
     let rows = registry_client::block_on(async {
-        let registry = Registry::open(url, None).await?;
+        let mut opened = OpenRegistries::new(&registries);
         let mut rows = Vec::new();
         for entry in &lock.skills {
+            let registry = opened.open(entry.require_registry()?).await?;
             let records = registry.index(&entry.name).await?;
             let wanted = manifest.skills.get(&entry.name).and_then(|requirement| {
                 records

@@ -6,25 +6,25 @@ use skillpkg_index::checksum::Checksum;
 
 use crate::args::PublishArgs;
 use crate::commands::pack::{Packed, validate_and_pack};
+use crate::commands::registries_here;
 use crate::credentials::Token;
 use crate::printer::Printer;
-use crate::registry_client::{self, Action, Attachments, Registry, RegistryUrl, redacted};
-use crate::settings::{self, Environment};
+use crate::registries::{Access, Registries, RegistrySpec};
+use crate::registry_client::{self, Action, Attachments, RegistryUrl, redacted};
+use crate::settings::Environment;
 use crate::{ExitStatus, provenance, signing_key};
 use skillpkg_index::signing::{SecretKey, Signature, TrustedComment, sign_provenance};
 
 pub fn run(args: &PublishArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
     let environment = Environment::from_process();
-    let registry_url = settings::registry(args.registry.registry.as_ref(), &environment)?;
+    let registries = registries_here(args.registry.registry.as_deref())?
+        .with_token_flag(args.token.token.clone());
+    let spec = registries.default_registry()?;
     // Settings first: a missing token is reported before any work is done.
     let token = if args.dry_run {
-        settings::token(args.token.token.as_ref(), &environment, &registry_url)?
+        registries.token(spec, &spec.index)?
     } else {
-        Some(settings::require_token(
-            args.token.token.as_ref(),
-            &environment,
-            &registry_url,
-        )?)
+        Some(registries.require_token(spec)?)
     };
     // The key before the work too: a password prompt comes first.
     let key = if args.no_sign {
@@ -41,7 +41,8 @@ pub fn run(args: &PublishArgs, printer: &Printer) -> anyhow::Result<ExitStatus> 
     let attachments = attachments(args, key.as_ref(), &packed)?;
     registry_client::block_on(upload(
         args,
-        registry_url,
+        &registries,
+        spec,
         token,
         &packed,
         attachments,
@@ -80,13 +81,14 @@ fn attachments(
 
 async fn upload(
     args: &PublishArgs,
-    registry_url: RegistryUrl,
+    registries: &Registries,
+    spec: &RegistrySpec,
     token: Option<Token>,
     packed: &PackedSkill,
     attachments: Attachments,
     printer: &Printer,
 ) -> anyhow::Result<ExitStatus> {
-    let registry = Registry::open(registry_url, token.clone()).await?;
+    let registry = registries.open(spec, Access::Write).await?;
     let api = registry.api(Action::Publish)?;
     let url = redacted(&api.publish_url());
     // Without --dry-run, `run` made sure there is a token.

@@ -5,12 +5,12 @@ use skillpkg_index::registry::{SearchEntry, SearchIndex};
 
 use crate::ExitStatus;
 use crate::args::SearchArgs;
-use crate::credentials::Token;
+use crate::commands::registries_here;
 use crate::printer::Printer;
-use crate::registry_client::{self, Registry, RegistryUrl};
+use crate::registries::{Access, Registries, RegistrySpec};
+use crate::registry_client;
 use crate::render::{one_line, truncate};
 use crate::search::search;
-use crate::settings::{self, Environment};
 
 /// The width the table is fitted to: the classic terminal, so lines do not
 /// wrap in a default window or a CI log.
@@ -19,10 +19,10 @@ const TABLE_WIDTH: usize = 80;
 const MIN_DESCRIPTION_WIDTH: usize = 20;
 
 pub fn run(args: &SearchArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
-    let environment = Environment::from_process();
-    let registry_url = settings::registry(args.registry.registry.as_ref(), &environment)?;
-    let token = settings::token(None, &environment, &registry_url)?;
-    let index = registry_client::block_on(search_index(registry_url.clone(), token))??;
+    let registries = registries_here(args.registry.registry.as_deref())?;
+    let spec = registries.default_registry()?;
+    let registry_url = &spec.index;
+    let index = registry_client::block_on(search_index(&registries, spec))??;
     let found = search(&index.skills, &args.query);
     let shown = &found[..found.len().min(args.limit)];
     if args.json {
@@ -51,11 +51,8 @@ pub fn run(args: &SearchArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
     Ok(ExitStatus::Success)
 }
 
-async fn search_index(
-    registry_url: RegistryUrl,
-    token: Option<Token>,
-) -> anyhow::Result<SearchIndex> {
-    let registry = Registry::open(registry_url, token).await?;
+async fn search_index(registries: &Registries, spec: &RegistrySpec) -> anyhow::Result<SearchIndex> {
+    let registry = registries.open(spec, Access::Read).await?;
     Ok(registry.search_index().await?)
 }
 

@@ -18,8 +18,9 @@ use crate::commands::install::project_root;
 use crate::printer::Printer;
 use crate::project::install::{archive_bytes, cache_dir};
 use crate::project::{lockfile, manifest};
-use crate::registry_client::{self, Registry, RegistryUrl};
-use crate::settings::{self, Environment};
+use crate::registries::{OpenRegistries, Registries};
+use crate::registry_client;
+use crate::settings::Environment;
 use crate::{ExitStatus, UserError};
 
 pub fn run(args: &VendorArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
@@ -29,13 +30,11 @@ pub fn run(args: &VendorArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
         UserError::new("there is no skills.lock to vendor")
             .with_hint("run `skillpkg install` first")
     })?;
-    let url: RegistryUrl = match (&args.registry.registry, &manifest.registry) {
-        (Some(url), _) => url.clone(),
-        (None, Some(text)) => text.parse().map_err(|error| {
-            UserError::new("`registry.url` in skills.toml is not a registry URL").with_source(error)
-        })?,
-        (None, None) => settings::registry(None, &Environment::from_process())?,
-    };
+    let registries = Registries::load(
+        Environment::from_process(),
+        Some(&manifest),
+        args.registry.registry.as_deref(),
+    )?;
     let out = &args.dir;
     if out.exists() && fs_err::read_dir(out)?.next().is_some() {
         return Err(
@@ -56,8 +55,12 @@ pub fn run(args: &VendorArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
     let tree = StaticTree::new(staging.path());
     let cache = cache_dir()?;
     registry_client::block_on(async {
-        let registry = Registry::open(url, None).await?;
+        let mut opened = OpenRegistries::new(&registries);
+        if lock.skills.is_empty() {
+            opened.open(registries.default_name()).await?;
+        }
         for entry in &lock.skills {
+            let registry = opened.open(entry.require_registry()?).await?;
             let records = registry.index(&entry.name).await?;
             let record = records
                 .iter()
@@ -68,7 +71,7 @@ pub fn run(args: &VendorArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
                         entry.name, entry.version
                     ))
                 })?;
-            let tarball = archive_bytes(&cache, entry, Some(&registry), false).await?;
+            let tarball = archive_bytes(&cache, entry, Some(registry), false).await?;
             let signature = match &entry.signer {
                 Some(_) => {
                     registry
@@ -114,9 +117,20 @@ pub fn run(args: &VendorArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
             // Only the locked version: the vendored tree resolves to the lock.
             tree.write_index(&entry.name, std::slice::from_ref(record))?;
         }
+        // One tree for the skills of every registry the lock names: it
+        // requires signatures only if they all do, and allows the largest
+        // archive any of them does.
         let config = RegistryConfig {
-            require_signatures: registry.config().require_signatures,
-            ..RegistryConfig::read_only(registry.config().max_skill_bytes)
+            require_signatures: opened
+                .all()
+                .all(|registry| registry.config().require_signatures),
+            ..RegistryConfig::read_only(
+                opened
+                    .all()
+                    .map(|registry| registry.config().max_skill_bytes)
+                    .max()
+                    .unwrap_or_default(),
+            )
         };
         tree.write_config(&config)?;
         anyhow::Ok(())
@@ -136,6 +150,22 @@ pub fn run(args: &VendorArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
             "install from it with: skillpkg install --locked --registry {}",
             out.display()
         ));
+        // skills.lock names registries, not URLs: pointing each one at the
+        // vendored tree leaves the lock as it is.
+        let mut others: Vec<&str> = lock
+            .skills
+            .iter()
+            .filter_map(|entry| entry.registry())
+            .filter(|name| *name != registries.default_name())
+            .collect();
+        others.sort_unstable();
+        others.dedup();
+        for name in others {
+            printer.result(&format!(
+                "and set `index = \"{}\"` in `[registries.{name}]`",
+                out.display()
+            ));
+        }
     }
     Ok(ExitStatus::Success)
 }

@@ -15,9 +15,10 @@ use skillpkg_index::signing::{
 use skillpkg_index::skill::SkillName;
 
 use crate::args::VerifyArgs;
+use crate::commands::registries_here;
 use crate::printer::Printer;
+use crate::registries::{Access, Registries, RegistrySpec};
 use crate::registry_client::{self, Registry};
-use crate::settings::{self, Environment};
 use crate::spec::SkillSpec;
 use crate::{ExitStatus, UserError, signing_key, skill_archive};
 
@@ -44,9 +45,9 @@ pub fn run(args: &VerifyArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
             ))
             .with_source(error)
         })?;
-        let environment = Environment::from_process();
-        let registry_url = settings::registry(args.registry.registry.as_ref(), &environment)?;
-        registry_client::block_on(verify_remote(registry_url, spec))??
+        let registries = registries_here(args.registry.registry.as_deref())?;
+        let registry = registries.default_registry()?;
+        registry_client::block_on(verify_remote(&registries, registry, spec))??
     };
     report(&outcome, args.json, printer);
     Ok(ExitStatus::Success)
@@ -148,10 +149,11 @@ fn verify_local(args: &VerifyArgs, file: &Path) -> anyhow::Result<Outcome> {
 }
 
 async fn verify_remote(
-    registry_url: crate::registry_client::RegistryUrl,
+    registries: &Registries,
+    source: &RegistrySpec,
     spec: SkillSpec,
 ) -> anyhow::Result<Outcome> {
-    let registry = Registry::open(registry_url, None).await?;
+    let registry = registries.open(source, Access::Read).await?;
     let records = registry.index(&spec.name).await?;
     let record = match &spec.version {
         Some(version) => records

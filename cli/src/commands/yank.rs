@@ -2,25 +2,28 @@
 
 use crate::ExitStatus;
 use crate::args::YankArgs;
+use crate::commands::registries_here;
 use crate::credentials::Token;
 use crate::printer::Printer;
-use crate::registry_client::{self, Action, Registry, RegistryUrl};
-use crate::settings::{self, Environment};
+use crate::registries::{Access, Registries, RegistrySpec};
+use crate::registry_client::{self, Action};
 
 pub fn run(args: &YankArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
-    let environment = Environment::from_process();
-    let registry_url = settings::registry(args.registry.registry.as_ref(), &environment)?;
-    let token = settings::require_token(args.token.token.as_ref(), &environment, &registry_url)?;
-    registry_client::block_on(yank(args, registry_url, token, printer))?
+    let registries = registries_here(args.registry.registry.as_deref())?
+        .with_token_flag(args.token.token.clone());
+    let spec = registries.default_registry()?;
+    let token = registries.require_token(spec)?;
+    registry_client::block_on(yank(args, &registries, spec, token, printer))?
 }
 
 async fn yank(
     args: &YankArgs,
-    registry_url: RegistryUrl,
+    registries: &Registries,
+    spec: &RegistrySpec,
     token: Token,
     printer: &Printer,
 ) -> anyhow::Result<ExitStatus> {
-    let registry = Registry::open(registry_url, Some(token.clone())).await?;
+    let registry = registries.open(spec, Access::Write).await?;
     let (name, version) = (&args.skill.name, &args.skill.version);
     if args.undo {
         let api = registry.api(Action::Unyank)?;

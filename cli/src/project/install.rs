@@ -4,7 +4,10 @@
 //! 1. Take the project lock (`.skillpkg-lock`): a second skillpkg in the same
 //!    project waits.
 //! 2. Use the lockfile when it satisfies the manifest, fetching no index
-//!    file; otherwise resolve (not with `--locked`/`--offline`).
+//!    file; otherwise resolve (not with `--locked`/`--offline`). Each skill
+//!    comes from its registry (`registry = "NAME"` in the manifest, else the
+//!    default one), each dependency from the registry of the skill that
+//!    depends on it; the lock records the registry's name.
 //! 3. For each locked version: the archive from the content-addressed cache
 //!    (re-verified on read), else downloaded, its sha256 checked against the
 //!    lock and its signature (prehashed Ed25519, trusted comment naming
@@ -30,13 +33,14 @@ use skillpkg_index::registry::{IndexRecord, KeysFile, keys_path, signature_path}
 use skillpkg_index::signing::{PublicKey, verify_skill};
 use skillpkg_index::skill::SkillName;
 
-use super::lockfile::{self, DEFAULT_SOURCE, LockedSkill, Lockfile};
+use super::lockfile::{self, LockedSkill, Lockfile, registry_source};
 use super::manifest::Manifest;
 use super::resolve;
 use super::targets::{InstalledSkill, Target};
 use crate::UserError;
 use crate::printer::Printer;
-use crate::registry_client::{Registry, RegistryUrl};
+use crate::registries::{OpenRegistries, Registries};
+use crate::registry_client::Registry;
 
 /// How many archives are downloaded at once.
 const PARALLEL_DOWNLOADS: usize = 8;
@@ -134,20 +138,41 @@ fn cached_archive(cache: &Path, checksum: &Checksum) -> PathBuf {
         .join(format!("{}.tgz", checksum.hex()))
 }
 
+/// Returns the name of the registry the manifest takes `requirement` from.
+fn registry_of<'a>(
+    requirement: &'a super::manifest::Requirement,
+    registries: &'a Registries,
+) -> &'a str {
+    requirement
+        .registry
+        .as_deref()
+        .unwrap_or(registries.default_name())
+}
+
 /// Returns true if and only if the lock satisfies the manifest as it is:
-/// every requirement met, every dependency locked, nothing extra.
-fn satisfies(lock: &Lockfile, manifest: &Manifest) -> bool {
+/// every requirement met from its registry, every dependency locked from
+/// the registry of the skill that depends on it, nothing extra.
+fn satisfies(lock: &Lockfile, manifest: &Manifest, registries: &Registries) -> bool {
     let mut reachable = std::collections::BTreeSet::new();
-    let mut pending: Vec<&SkillName> = manifest.skills.keys().collect();
-    while let Some(name) = pending.pop() {
+    let mut pending: Vec<(&SkillName, &str)> = manifest
+        .skills
+        .iter()
+        .map(|(name, requirement)| (name, registry_of(requirement, registries)))
+        .collect();
+    while let Some((name, registry)) = pending.pop() {
         let Some(entry) = lock.get(name) else {
             return false;
         };
-        if entry.source != DEFAULT_SOURCE {
+        if entry.registry() != Some(registry) {
             return false;
         }
         if reachable.insert(name.clone()) {
-            pending.extend(entry.dependencies.iter());
+            pending.extend(
+                entry
+                    .dependencies
+                    .iter()
+                    .map(|dependency| (dependency, registry)),
+            );
         }
     }
     manifest.skills.iter().all(|(name, requirement)| {
@@ -156,21 +181,78 @@ fn satisfies(lock: &Lockfile, manifest: &Manifest) -> bool {
     }) && reachable.len() == lock.skills.len()
 }
 
+/// Refuses what the registries' `require-signatures` forbids: a manifest
+/// entry that allows its skill unsigned, and an unsigned locked skill.
+fn check_signature_policy(
+    manifest: &Manifest,
+    lock: Option<&Lockfile>,
+    registries: &Registries,
+) -> anyhow::Result<()> {
+    let requires = |registry: &str| {
+        registries
+            .find(registry)
+            .is_some_and(|spec| spec.require_signatures)
+    };
+    for (name, requirement) in &manifest.skills {
+        let registry = registry_of(requirement, registries);
+        if requirement.allow_unsigned && requires(registry) {
+            return Err(UserError::new(format!(
+                "`{name}` has `allow-unsigned = true` in skills.toml, but registry `{registry}` requires signatures"
+            ))
+            .with_hint(format!(
+                "remove `allow-unsigned` from the entry of `{name}`: every skill from `{registry}` must be signed (`require-signatures = true` in `[registries.{registry}]`)"
+            ))
+            .into());
+        }
+    }
+    for entry in lock.iter().flat_map(|lock| &lock.skills) {
+        if let Some(registry) = entry.registry().filter(|registry| requires(registry)) {
+            if entry.signer.is_none() {
+                return Err(unsigned_refused(
+                    &format!("{}@{}", entry.name, entry.version),
+                    registry,
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn unsigned_refused(label: &str, registry: &str) -> anyhow::Error {
+    UserError::new(format!(
+        "{label} is not signed, and registry `{registry}` requires signatures"
+    ))
+    .with_hint(format!(
+        "`require-signatures = true` in `[registries.{registry}]` refuses unsigned skills whatever `allow-unsigned` says: ask the publisher for a signed version"
+    ))
+    .into()
+}
+
 /// Installs the project at `root` into `targets`.
 pub async fn install(
     root: &Path,
     manifest: &Manifest,
-    registry_url: Option<RegistryUrl>,
+    registries: &Registries,
     targets: &[Target],
     options: &Options,
     reporter: &dyn Reporter,
 ) -> anyhow::Result<Report> {
     let old_lock = lockfile::read(root)?;
     let mut report = Report::default();
-    let mut registry: Option<Registry> = None;
+    for (name, requirement) in &manifest.skills {
+        if let Some(registry) = &requirement.registry {
+            registries.get(registry).with_context(|| {
+                format!("skills.toml takes `{name}` from registry `{registry}`")
+            })?;
+        }
+    }
+    check_signature_policy(manifest, None, registries)?;
+    let mut opened = OpenRegistries::new(registries);
 
     let lock = match &old_lock {
-        Some(lock) if options.update.is_none() && satisfies(lock, manifest) => lock.clone(),
+        Some(lock) if options.update.is_none() && satisfies(lock, manifest, registries) => {
+            lock.clone()
+        }
         _ => {
             if options.locked {
                 return Err(UserError::new(
@@ -186,18 +268,24 @@ pub async fn install(
                     .with_hint("run without --offline once, to update skills.lock")
                     .into());
             }
-            let url = registry_url.clone().ok_or_else(no_registry)?;
-            let opened = Registry::open(url, None).await?;
-            let records = fetch_indexes(&opened, manifest, old_lock.as_ref()).await?;
-            registry = Some(opened);
+            let fetched = fetch_indexes(&mut opened, manifest, old_lock.as_ref()).await?;
             let keep = |name: &SkillName| match &options.update {
                 None => true,
                 Some(names) => !names.is_empty() && !names.contains(name),
             };
-            let resolved = resolve::resolve(manifest, &records, old_lock.as_ref(), &keep)?;
-            new_lock(&resolved, manifest, old_lock.as_ref(), options, &mut report)?
+            let resolved = resolve::resolve(manifest, &fetched.records, old_lock.as_ref(), &keep)?;
+            new_lock(
+                &resolved,
+                &fetched.registries,
+                manifest,
+                registries,
+                old_lock.as_ref(),
+                options,
+                &mut report,
+            )?
         }
     };
+    check_signature_policy(manifest, Some(&lock), registries)?;
 
     if options.lock_only {
         report.lock_changed = old_lock.as_ref() != Some(&lock);
@@ -252,23 +340,27 @@ pub async fn install(
     let mut needed: Vec<&LockedSkill> = todo.iter().flatten().copied().collect();
     needed.sort_by(|a, b| a.name.cmp(&b.name));
     needed.dedup_by(|a, b| a.name == b.name);
-    if registry.is_none()
-        && !options.offline
-        && needed
-            .iter()
-            .any(|entry| !cached_archive(&cache, &entry.checksum).is_file())
-    {
-        let url = registry_url.clone().ok_or_else(no_registry)?;
-        registry = Some(Registry::open(url, None).await?);
+    // Each registry is opened only if one of its archives is not cached.
+    if !options.offline {
+        for entry in &needed {
+            if !cached_archive(&cache, &entry.checksum).is_file() {
+                let registry = entry.require_registry()?;
+                opened.open(registry).await.with_context(|| {
+                    format!(
+                        "skills.lock takes {}@{} from registry `{registry}`",
+                        entry.name, entry.version
+                    )
+                })?;
+            }
+        }
     }
     let mut archives: BTreeMap<SkillName, Vec<u8>> = BTreeMap::new();
     reporter.fetching(needed.len());
     for batch in needed.chunks(PARALLEL_DOWNLOADS) {
-        let fetched = futures_util::future::try_join_all(
-            batch
-                .iter()
-                .map(|entry| archive_bytes(&cache, entry, registry.as_ref(), options.offline)),
-        )
+        let fetched = futures_util::future::try_join_all(batch.iter().map(|entry| {
+            let registry = entry.registry().and_then(|name| opened.get(name));
+            archive_bytes(&cache, entry, registry, options.offline)
+        }))
         .await?;
         for (entry, bytes) in batch.iter().zip(fetched) {
             archives.insert(entry.name.clone(), bytes);
@@ -379,25 +471,60 @@ pub async fn install(
     Ok(report)
 }
 
-fn no_registry() -> anyhow::Error {
-    UserError::new("no registry is configured for this project")
-        .with_hint("add `[registry] url = \"...\"` to skills.toml, or pass --registry, or set SKILLPKG_REGISTRY")
-        .into()
+/// The index files of every name reachable from the manifest, and the
+/// registry each name comes from.
+#[derive(Debug, Default)]
+struct Fetched {
+    records: BTreeMap<SkillName, Vec<IndexRecord>>,
+    registries: BTreeMap<SkillName, String>,
 }
 
-/// Fetches the index file of every name reachable from the manifest.
+/// Fetches the index file of every name reachable from the manifest, each
+/// from its registry: a manifest skill's own, a dependency's the one of the
+/// skill that depends on it. A name wanted from two registries is an error.
 async fn fetch_indexes(
-    registry: &Registry,
+    opened: &mut OpenRegistries<'_>,
     manifest: &Manifest,
     lock: Option<&Lockfile>,
-) -> anyhow::Result<BTreeMap<SkillName, Vec<IndexRecord>>> {
-    let mut records = BTreeMap::new();
-    let mut pending: Vec<SkillName> = manifest.skills.keys().cloned().collect();
-    while let Some(name) = pending.pop() {
-        if records.contains_key(&name) {
+) -> anyhow::Result<Fetched> {
+    /// Who wants a name: skills.toml, or the skill that depends on it.
+    fn wanted_by(by: Option<&SkillName>) -> String {
+        by.map_or_else(
+            || "skills.toml".to_owned(),
+            |skill| format!("a dependency of `{skill}`"),
+        )
+    }
+    let mut fetched = Fetched::default();
+    let mut wanted: BTreeMap<SkillName, Option<SkillName>> = BTreeMap::new();
+    let default_name = opened.registries().default_name().to_owned();
+    let mut pending: Vec<(SkillName, String, Option<SkillName>)> = manifest
+        .skills
+        .iter()
+        .map(|(name, requirement)| {
+            let registry = requirement
+                .registry
+                .clone()
+                .unwrap_or_else(|| default_name.clone());
+            (name.clone(), registry, None)
+        })
+        .collect();
+    while let Some((name, registry, by)) = pending.pop() {
+        if let Some(first) = fetched.registries.get(&name) {
+            if first != &registry {
+                return Err(UserError::new(format!(
+                    "`{name}` is wanted from two registries: `{first}` ({}) and `{registry}` ({})",
+                    wanted_by(wanted[&name].as_ref()),
+                    wanted_by(by.as_ref())
+                ))
+                .with_hint(format!(
+                    "a project takes each skill name from one registry; a dependency comes from the registry of the skill that depends on it, so set `registry` of `{name}` in skills.toml to match, or drop one of the skills"
+                ))
+                .into());
+            }
             continue;
         }
-        let versions = match registry.index(&name).await {
+        let source = opened.open(&registry).await?;
+        let versions = match source.index(&name).await {
             Ok(versions) => versions,
             Err(crate::registry_client::RegistryError::NoSuchSkill { .. }) => Vec::new(),
             Err(error) => return Err(error.into()),
@@ -409,18 +536,28 @@ async fn fetch_indexes(
             .iter()
             .filter(|record| !record.yanked || Some(&record.vers) == locked.as_ref())
         {
-            pending.extend(record.deps.iter().map(|dependency| dependency.name.clone()));
+            pending.extend(record.deps.iter().map(|dependency| {
+                (
+                    dependency.name.clone(),
+                    registry.clone(),
+                    Some(name.clone()),
+                )
+            }));
         }
-        records.insert(name, versions);
+        fetched.records.insert(name.clone(), versions);
+        fetched.registries.insert(name.clone(), registry);
+        wanted.insert(name, by);
     }
-    Ok(records)
+    Ok(fetched)
 }
 
 /// Turns resolved records into the new lockfile, enforcing the signer pins
 /// and the unsigned policy.
 fn new_lock(
     resolved: &[IndexRecord],
+    origins: &BTreeMap<SkillName, String>,
     manifest: &Manifest,
+    registries: &Registries,
     old: Option<&Lockfile>,
     options: &Options,
     report: &mut Report,
@@ -457,6 +594,14 @@ fn new_lock(
             }
             _ => {}
         }
+        let registry = &origins[&record.name];
+        if record.signer.is_none()
+            && registries
+                .find(registry)
+                .is_some_and(|spec| spec.require_signatures)
+        {
+            return Err(unsigned_refused(&label, registry));
+        }
         let allowed = options.allow_unsigned
             || manifest
                 .skills
@@ -470,7 +615,7 @@ fn new_lock(
         skills.push(LockedSkill {
             name: record.name.clone(),
             version: record.vers.clone(),
-            source: DEFAULT_SOURCE.into(),
+            source: registry_source(registry),
             checksum: record.cksum,
             tree: record.tree.clone(),
             signer: record.signer.clone(),
@@ -508,7 +653,11 @@ pub async fn archive_bytes(
         .with_hint("run once without --offline")
         .into());
     }
-    let registry = registry.ok_or_else(no_registry)?;
+    let registry = registry.ok_or_else(|| {
+        UserError::new(format!(
+            "{label} is not in the cache, and its registry is not open"
+        ))
+    })?;
     let url = registry.config().archive_url(&entry.name, &entry.version);
     let (bytes, actual) = registry
         .download(&url)

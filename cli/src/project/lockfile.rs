@@ -12,8 +12,15 @@ use crate::UserError;
 pub const LOCKFILE: &str = "skills.lock";
 /// The format version this skillpkg writes and reads.
 pub const LOCK_VERSION: u32 = 1;
-/// The logical id of the project's registry.
-pub const DEFAULT_SOURCE: &str = "registry:default";
+/// What a `source` starts with: `registry:NAME` names the registry by its
+/// logical name, never by URL, so a mirror or a moved index URL changes
+/// nothing in the lock.
+const REGISTRY_SOURCE_PREFIX: &str = "registry:";
+
+/// Returns the `source` of a skill from the registry named `registry`.
+pub fn registry_source(registry: &str) -> String {
+    format!("{REGISTRY_SOURCE_PREFIX}{registry}")
+}
 
 /// One locked skill.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -40,6 +47,27 @@ struct RawLockfile {
     version: u32,
     #[serde(default, rename = "skill")]
     skills: Vec<LockedSkill>,
+}
+
+impl LockedSkill {
+    /// Returns the name of the registry the skill comes from, or `None` for
+    /// a `source` this skillpkg does not know.
+    pub fn registry(&self) -> Option<&str> {
+        self.source.strip_prefix(REGISTRY_SOURCE_PREFIX)
+    }
+
+    /// Returns the name of the registry the skill comes from, or an error
+    /// for a `source` this skillpkg does not know.
+    pub fn require_registry(&self) -> anyhow::Result<&str> {
+        self.registry().ok_or_else(|| {
+            UserError::new(format!(
+                "skills.lock takes `{}` from `{}`, a source this skillpkg does not know",
+                self.name, self.source
+            ))
+            .with_hint("a newer skillpkg may have written it: upgrade skillpkg, or delete skills.lock and run `skillpkg install`")
+            .into()
+        })
+    }
 }
 
 impl Lockfile {
@@ -127,7 +155,7 @@ mod tests {
         LockedSkill {
             name: name.parse().unwrap(),
             version: "1.0.0".parse().unwrap(),
-            source: DEFAULT_SOURCE.into(),
+            source: registry_source("default"),
             checksum: Checksum::of(name.as_bytes()),
             tree: "h1:x".into(),
             signer: Some("A448895874B90297".into()),
@@ -148,6 +176,21 @@ mod tests {
         assert!(!text.contains('\r') && !text.contains("/tmp"));
         let read_back = read(temp.path()).unwrap().unwrap();
         assert_eq!(read_back.render(), lock.render());
+    }
+
+    #[test]
+    fn sources_name_the_registry_and_unknown_ones_are_errors() {
+        let mut entry = skill("pdf", &[]);
+        assert_eq!(entry.source, "registry:default");
+        entry.source = registry_source("corp-eu");
+        assert_eq!(entry.registry(), Some("corp-eu"));
+        entry.source = "git:https://example.com/x".into();
+        assert_eq!(entry.registry(), None);
+        let error = entry.require_registry().unwrap_err();
+        assert!(
+            error.to_string().contains("`git:https://example.com/x`"),
+            "{error}"
+        );
     }
 
     #[test]

@@ -8,6 +8,7 @@ use anyhow::Context as _;
 use skillpkg_index::skill::SkillName;
 
 use crate::UserError;
+use crate::registries::{self, ConfigFile, RegistrySpec};
 
 /// The manifest's file name.
 pub const MANIFEST: &str = "skills.toml";
@@ -17,23 +18,40 @@ pub const MANIFEST: &str = "skills.toml";
 pub struct Requirement {
     pub requirement: semver::VersionReq,
     pub allow_unsigned: bool,
+    /// `registry = "NAME"`: the registry it comes from; `None` for the
+    /// project's default registry.
+    pub registry: Option<String>,
 }
 
 /// The manifest, read.
 #[derive(Clone, Debug, Default)]
 pub struct Manifest {
+    /// The manifest's path.
+    pub path: PathBuf,
+    /// `[registry] url`: the default registry, a URL, a path (relative to
+    /// the project) or a registry name, unparsed.
     pub registry: Option<String>,
+    /// `[registries.NAME]` tables.
+    pub registries: BTreeMap<String, RegistrySpec>,
     pub targets: Vec<String>,
     pub skills: BTreeMap<SkillName, Requirement>,
+}
+
+impl Manifest {
+    /// Returns the project's folder.
+    pub fn root(&self) -> &Path {
+        self.path.parent().unwrap_or(Path::new("."))
+    }
 }
 
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawManifest {
     registry: Option<RawRegistry>,
+    registries: Option<toml::Value>,
     install: Option<RawInstall>,
     #[serde(default)]
-    skills: BTreeMap<String, RawRequirement>,
+    skills: BTreeMap<String, toml::Value>,
 }
 
 #[derive(serde::Deserialize)]
@@ -49,16 +67,8 @@ struct RawInstall {
     targets: Vec<String>,
 }
 
-#[derive(serde::Deserialize)]
-#[serde(untagged)]
-enum RawRequirement {
-    Version(String),
-    Table {
-        version: String,
-        #[serde(default, rename = "allow-unsigned")]
-        allow_unsigned: bool,
-    },
-}
+/// The keys of a skill's table in `[skills]`.
+const SKILL_KEYS: &str = "`version`, `allow-unsigned` and `registry`";
 
 /// Finds the project: the nearest folder at or above `start` with a manifest.
 pub fn find_root(start: &Path) -> Option<PathBuf> {
@@ -78,7 +88,7 @@ pub fn read(root: &Path) -> anyhow::Result<Manifest> {
             .with_source(error)
     })?;
     let mut skills = BTreeMap::new();
-    for (name, raw) in raw.skills {
+    for (name, value) in raw.skills {
         let skill: SkillName = name.parse().map_err(|error| {
             UserError::new(format!(
                 "`{name}` in {} is not a valid skill name",
@@ -86,36 +96,94 @@ pub fn read(root: &Path) -> anyhow::Result<Manifest> {
             ))
             .with_source(error)
         })?;
-        let (text, allow_unsigned) = match raw {
-            RawRequirement::Version(text) => (text, false),
-            RawRequirement::Table {
-                version,
-                allow_unsigned,
-            } => (version, allow_unsigned),
-        };
-        let requirement = text.parse().map_err(|error| {
-            UserError::new(format!(
-                "the requirement `{text}` of `{name}` in {} is not a semver requirement",
-                path.display()
-            ))
-            .with_hint("write it like \"^1.2\", \"~1.2.3\", \"=1.0.0\" or \"*\"")
-            .with_source(error)
-        })?;
-        skills.insert(
-            skill,
-            Requirement {
-                requirement,
-                allow_unsigned,
-            },
-        );
+        skills.insert(skill, requirement(&name, &value, &path)?);
     }
+    let registries = match &raw.registries {
+        Some(tables) => registries::parse_tables(tables, &path, ConfigFile::Manifest)?,
+        None => BTreeMap::new(),
+    };
     Ok(Manifest {
+        path,
         registry: raw.registry.map(|registry| registry.url),
+        registries,
         targets: raw
             .install
             .map(|install| install.targets)
             .unwrap_or_default(),
         skills,
+    })
+}
+
+/// Reads one entry of `[skills]`: a requirement string, or a table with
+/// `version`, `allow-unsigned` and `registry`. Read by hand rather than by
+/// serde so that a misspelt key is an error that names it: a `registy`
+/// silently ignored would take the skill from another registry.
+fn requirement(name: &str, value: &toml::Value, path: &Path) -> anyhow::Result<Requirement> {
+    let invalid = |problem: String| -> anyhow::Error {
+        UserError::new(format!(
+            "the entry of `{name}` in {} {problem}",
+            path.display()
+        ))
+        .with_hint(format!(
+            "write `{name} = \"^1.2\"`, or a table with {SKILL_KEYS}: `{name} = {{ version = \"^1.2\", registry = \"corp\" }}`"
+        ))
+        .into()
+    };
+    let (text, allow_unsigned, registry) = match value {
+        toml::Value::String(text) => (text.as_str(), false, None),
+        toml::Value::Table(table) => {
+            if let Some(key) = table
+                .keys()
+                .find(|key| !["version", "allow-unsigned", "registry"].contains(&key.as_str()))
+            {
+                return Err(invalid(format!("has an unknown key `{key}`")));
+            }
+            let text = match table.get("version") {
+                Some(toml::Value::String(text)) => text.as_str(),
+                Some(_) => return Err(invalid("has a `version` that is not a string".into())),
+                None => return Err(invalid("has no `version`".into())),
+            };
+            let allow_unsigned = match table.get("allow-unsigned") {
+                None => false,
+                Some(toml::Value::Boolean(allow)) => *allow,
+                Some(_) => {
+                    return Err(invalid(
+                        "has an `allow-unsigned` that is not true or false".into(),
+                    ));
+                }
+            };
+            let registry = match table.get("registry") {
+                None => None,
+                Some(toml::Value::String(registry)) if registries::is_valid_name(registry) => {
+                    Some(registry.clone())
+                }
+                Some(toml::Value::String(registry)) => {
+                    return Err(invalid(format!(
+                        "has `registry = \"{registry}\"`, which is not a registry name (lowercase letters, digits and `-`)"
+                    )));
+                }
+                Some(_) => return Err(invalid("has a `registry` that is not a string".into())),
+            };
+            (text, allow_unsigned, registry)
+        }
+        _ => {
+            return Err(invalid(
+                "is neither a requirement string nor a table".into(),
+            ));
+        }
+    };
+    let requirement = text.parse().map_err(|error| {
+        UserError::new(format!(
+            "the requirement `{text}` of `{name}` in {} is not a semver requirement",
+            path.display()
+        ))
+        .with_hint("write it like \"^1.2\", \"~1.2.3\", \"=1.0.0\" or \"*\"")
+        .with_source(error)
+    })?;
+    Ok(Requirement {
+        requirement,
+        allow_unsigned,
+        registry,
     })
 }
 
@@ -173,38 +241,78 @@ pub fn allow_unsigned(root: &Path, names: &[SkillName]) -> anyhow::Result<()> {
         let Some(item) = skills.get_mut(name.as_str()) else {
             continue;
         };
-        let mut table = match item.as_inline_table() {
-            Some(table) => table.clone(),
-            None => {
-                let mut table = toml_edit::InlineTable::new();
-                table.insert("version", item.as_str().unwrap_or("*").into());
-                table
-            }
-        };
+        if let Some(table) = item.as_table_like_mut() {
+            table.insert("allow-unsigned", toml_edit::value(true));
+            continue;
+        }
+        let mut table = toml_edit::InlineTable::new();
+        table.insert("version", item.as_str().unwrap_or("*").into());
         table.insert("allow-unsigned", true.into());
         *item = toml_edit::value(table);
     }
     write(&path, &document.to_string())
 }
 
+/// Which registry [`edit`] records for a skill it sets.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RegistryChoice {
+    /// Leave the entry's `registry` as it is (a new entry gets none).
+    Keep,
+    /// The default registry: no `registry` key, so the short `name = "REQ"`
+    /// form for a new entry.
+    Default,
+    /// `registry = "NAME"`.
+    Named(String),
+}
+
+/// A skill for [`edit`] to set.
+#[derive(Clone, Debug)]
+pub struct SetSkill {
+    pub name: SkillName,
+    /// The requirement, as written.
+    pub requirement: String,
+    pub registry: RegistryChoice,
+}
+
 /// Edits the manifest in place: sets or removes skills, adds targets.
 pub fn edit(
     root: &Path,
-    set: &[(SkillName, String)],
+    set: &[SetSkill],
     remove: &[SkillName],
     add_targets: &[String],
 ) -> anyhow::Result<Vec<SkillName>> {
     let (path, mut document) = load_document(root)?;
     let skills = skills_table(&mut document)?;
-    for (name, requirement) in set {
+    for skill in set {
+        let name = skill.name.as_str();
+        let version = skill.requirement.as_str();
         match skills
-            .get_mut(name.as_str())
-            .and_then(|item| item.as_inline_table_mut())
+            .get_mut(name)
+            .and_then(|item| item.as_table_like_mut())
         {
             Some(table) => {
-                table.insert("version", requirement.as_str().into());
+                table.insert("version", toml_edit::value(version));
+                match &skill.registry {
+                    RegistryChoice::Keep => {}
+                    RegistryChoice::Default => {
+                        table.remove("registry");
+                    }
+                    RegistryChoice::Named(registry) => {
+                        table.insert("registry", toml_edit::value(registry.as_str()));
+                    }
+                }
             }
-            None => skills[name.as_str()] = toml_edit::value(requirement.as_str()),
+            None => {
+                skills[name] = match &skill.registry {
+                    RegistryChoice::Named(registry) => {
+                        let mut table = toml_edit::InlineTable::new();
+                        table.insert("version", version.into());
+                        table.insert("registry", registry.as_str().into());
+                        toml_edit::value(table)
+                    }
+                    RegistryChoice::Keep | RegistryChoice::Default => toml_edit::value(version),
+                };
+            }
         }
     }
     let mut missing = Vec::new();
@@ -277,7 +385,11 @@ mod tests {
 
         edit(
             temp.path(),
-            &[("new".parse().unwrap(), "^0.3".into())],
+            &[SetSkill {
+                name: "new".parse().unwrap(),
+                requirement: "^0.3".into(),
+                registry: RegistryChoice::Keep,
+            }],
             &["csv".parse().unwrap()],
             &["agents".into()],
         )
@@ -299,5 +411,82 @@ mod tests {
         fs_err::write(temp.path().join(MANIFEST), "[skills]\npdf = \"latest\"\n").unwrap();
         let error = read(temp.path()).unwrap_err();
         assert!(error.to_string().contains("`latest` of `pdf`"), "{error}");
+    }
+
+    #[test]
+    fn a_skill_may_name_its_registry_and_add_writes_it_only_when_not_the_default() {
+        let temp = tempfile::tempdir().unwrap();
+        fs_err::write(
+            temp.path().join(MANIFEST),
+            "[skills]\npdf = { version = \"^1\", registry = \"corp\" }\ncsv = \"2\"\n",
+        )
+        .unwrap();
+        let manifest = read(temp.path()).unwrap();
+        let pdf = &manifest.skills[&"pdf".parse().unwrap()];
+        assert_eq!(pdf.registry.as_deref(), Some("corp"));
+        assert_eq!(manifest.skills[&"csv".parse().unwrap()].registry, None);
+        assert_eq!(manifest.root(), temp.path());
+
+        let set = |name: &str, registry: RegistryChoice| SetSkill {
+            name: name.parse().unwrap(),
+            requirement: "^3".into(),
+            registry,
+        };
+        edit(
+            temp.path(),
+            &[
+                set("new", RegistryChoice::Named("corp".into())),
+                set("plain", RegistryChoice::Default),
+                set("csv", RegistryChoice::Named("eu-2".into())),
+                set("pdf", RegistryChoice::Keep),
+            ],
+            &[],
+            &[],
+        )
+        .unwrap();
+        let text = fs_err::read_to_string(temp.path().join(MANIFEST)).unwrap();
+        assert!(
+            text.contains("new = { version = \"^3\", registry = \"corp\" }"),
+            "{text}"
+        );
+        assert!(text.contains("plain = \"^3\""), "{text}");
+        assert!(
+            text.contains("csv = { version = \"^3\", registry = \"eu-2\" }"),
+            "{text}"
+        );
+        assert!(
+            text.contains("pdf = { version = \"^3\", registry = \"corp\" }"),
+            "{text}"
+        );
+
+        edit(
+            temp.path(),
+            &[set("pdf", RegistryChoice::Default)],
+            &[],
+            &[],
+        )
+        .unwrap();
+        let pdf = &read(temp.path()).unwrap().skills[&"pdf".parse().unwrap()];
+        assert_eq!(pdf.registry, None);
+    }
+
+    #[test]
+    fn a_misspelt_key_or_a_bad_registry_name_in_a_skill_entry_is_named() {
+        let temp = tempfile::tempdir().unwrap();
+        let error_for = |entry: &str| {
+            fs_err::write(
+                temp.path().join(MANIFEST),
+                format!("[skills]\npdf = {entry}\n"),
+            )
+            .unwrap();
+            read(temp.path()).unwrap_err().to_string()
+        };
+        let error = error_for("{ version = \"1\", registy = \"corp\" }");
+        assert!(error.contains("unknown key `registy`"), "{error}");
+        assert!(error.contains("`pdf`"), "{error}");
+        let error = error_for("{ version = \"1\", registry = \"Corp\" }");
+        assert!(error.contains("not a registry name"), "{error}");
+        let error = error_for("{ registry = \"corp\" }");
+        assert!(error.contains("has no `version`"), "{error}");
     }
 }

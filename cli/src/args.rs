@@ -361,7 +361,8 @@ pub struct VendorArgs {
 
 #[derive(Debug, Args)]
 pub struct MirrorArgs {
-    /// The registry to copy: its URL, or the path of a local tree.
+    /// The registry to copy: a configured registry's name (read at its
+    /// `index`, never from its own mirror), a URL, or a local tree's path.
     #[arg(value_name = "SOURCE")]
     pub source: String,
     /// The folder to copy into (created; a later run updates it).

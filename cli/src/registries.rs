@@ -45,6 +45,7 @@ use crate::UserError;
 use crate::credentials::{Token, TokenError};
 use crate::env_vars;
 use crate::project::manifest::Manifest;
+use crate::registry_client::TrustConfig;
 use crate::registry_client::{Registry, RegistryError, RegistryUrl, RegistryUrlError};
 use crate::settings::{self, Environment, SecretString};
 
@@ -635,6 +636,18 @@ impl Registries {
     /// from the index. Every command that reads or writes a registry opens
     /// it here.
     pub async fn open(&self, spec: &RegistrySpec, access: Access) -> anyhow::Result<Registry> {
+        // A named registry and its mirror share one record of what was seen
+        // of its signed metadata, so a mirror older than the origin is a
+        // rollback; an unnamed one is known by its URL.
+        let trust = TrustConfig {
+            id: spec.is_named().then(|| spec.name.clone()),
+            root_key: spec.root_key.clone(),
+        };
+        Ok(self.open_either(spec, access).await?.with_trust(trust))
+    }
+
+    /// Opens the mirror or the index of `spec`, as [`Self::open`] says.
+    async fn open_either(&self, spec: &RegistrySpec, access: Access) -> anyhow::Result<Registry> {
         let mirror = spec.mirror.as_ref().filter(|_| access == Access::Read);
         let Some(mirror) = mirror else {
             let opened = self.open_at(spec, &spec.index).await;

@@ -339,7 +339,11 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             auth_required: args.auth_required,
             timestamp_lifetime: args.lifetime.metadata_lifetime,
             read_only: args.read_only
-                || args.root.join(PUBLIC_DIR).join(".skillpkg-mirror.json").is_file(),
+                || args
+                    .root
+                    .join(PUBLIC_DIR)
+                    .join(".skillpkg-mirror.json")
+                    .is_file(),
         };
         let (registry, removed) = Registry::open(&args.root, options)
             .with_context(|| format!("cannot open the registry in {}", args.root.display()))?;

@@ -439,22 +439,26 @@ fn a_token_never_follows_a_redirect_to_another_origin() {
         .env("SKILLPKG_TOKEN", "skp_secret-token"));
     assert_eq!(output.code, 0, "{output:?}");
     // config.json is read before the client knows the registry is private;
-    // from then on every request to the origin carries the token.
+    // from then on every request to the origin carries the token (search.json,
+    // then 1.root.json, the look for signed metadata).
     let sent_to_origin = origin.faults().authorization.clone();
-    assert_eq!(
-        sent_to_origin,
-        [None, Some("Bearer skp_secret-token".to_owned())],
+    assert_eq!(sent_to_origin.len(), 3, "{sent_to_origin:?}");
+    assert_eq!(sent_to_origin[0], None, "{sent_to_origin:?}");
+    assert!(
+        sent_to_origin[1..]
+            .iter()
+            .all(|sent| sent.as_deref() == Some("Bearer skp_secret-token")),
         "{sent_to_origin:?}"
     );
     let sent_elsewhere = elsewhere.faults();
     assert_eq!(
         sent_elsewhere.served,
-        ["search.json"],
-        "the redirect was followed"
+        ["search.json", "1.root.json"],
+        "the redirects were followed"
     );
     assert_eq!(
         sent_elsewhere.authorization,
-        [None],
+        [None, None],
         "no token crossed to another origin"
     );
 }

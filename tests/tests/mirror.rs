@@ -490,3 +490,95 @@ fn forge_root(mirror: &Path, key_file: &Path) -> Vec<u8> {
     let key = SecretKey::from_file(&fs_err::read_to_string(key_file).unwrap(), None).unwrap();
     metadata::sign(&root, &[&key])
 }
+
+/// Writes a project whose skills come from the named registry `corp`,
+/// configured by `table` (the lines of `[registries.corp]`).
+fn corp_project(world: &World, project: &str, table: &str, skills: &[&str]) {
+    let skills: String = skills
+        .iter()
+        .map(|name| format!("{name} = {{ version = \"1\", registry = \"corp\" }}\n"))
+        .collect();
+    let dir = world.path(project);
+    fs_err::create_dir_all(&dir).unwrap();
+    fs_err::write(
+        dir.join("skills.toml"),
+        format!(
+            "[registries.corp]\n{table}\n[install]\ntargets = [\"claude\"]\n\n[skills]\n{skills}"
+        ),
+    )
+    .unwrap();
+}
+
+#[test]
+fn a_named_registry_pins_its_root_key_and_shares_what_it_saw_with_its_mirror() {
+    let world = World::new(&[]);
+    world.publish("alpha", "1.0.0");
+    let mirror = world.path("mirror");
+    world.mirror(world.server.url(), &mirror);
+    world.publish("alpha", "1.1.0");
+    let root_key = fs_err::read_to_string(world.path("offline/root.key.pub")).unwrap();
+    let root_key = root_key.lines().nth(1).unwrap();
+
+    // A root key that is not the registry's: refused, naming `corp`.
+    let other = run(world
+        .sandbox
+        .registry()
+        .args(["keys", "generate"])
+        .arg(world.path("offline/other.key")));
+    assert_eq!(other.code, 0, "{other:?}");
+    let wrong = other.stdout.trim().to_owned();
+    let origin = world.server.url();
+    corp_project(
+        &world,
+        "pinned-wrong",
+        &format!("index = \"{origin}\"\nroot-key = \"{wrong}\"\n"),
+        &["alpha"],
+    );
+    let refused = world.user("pinned-wrong", &["install"]);
+    world.assert_refused(
+        &refused,
+        "pinned-wrong",
+        "registry `corp`",
+        "the pinned root key",
+    );
+
+    // The right one: installs from the origin, and records what it saw
+    // under the name `corp`.
+    corp_project(
+        &world,
+        "pinned",
+        &format!("index = \"{origin}\"\nroot-key = \"{root_key}\"\n"),
+        &["alpha"],
+    );
+    let installed = world.user("pinned", &["install"]);
+    assert_eq!(installed.code, 0, "{installed:?}");
+    let lock = fs_err::read_to_string(world.path("pinned/skills.lock")).unwrap();
+    assert!(lock.contains("version = \"1.1.0\""), "{lock}");
+    assert!(lock.contains("source = \"registry:corp\""), "{lock}");
+
+    // The same registry through the mirror made before 1.1.0: a rollback of
+    // what `corp` was seen at, though this client never read that mirror.
+    let mirror_path = url_of(&mirror);
+    corp_project(
+        &world,
+        "via-stale-mirror",
+        &format!("index = \"{origin}\"\nmirror = \"{mirror_path}\"\n"),
+        &["alpha"],
+    );
+    let refused = world.user("via-stale-mirror", &["install"]);
+    world.assert_refused(
+        &refused,
+        "via-stale-mirror",
+        "registry `corp`",
+        "is a rollback",
+    );
+
+    // Synced again, the mirror installs the same lock as the origin.
+    world.mirror(world.server.url(), &mirror);
+    let synced = world.user("via-stale-mirror", &["install"]);
+    assert_eq!(synced.code, 0, "{synced:?}");
+    assert_eq!(
+        fs_err::read_to_string(world.path("via-stale-mirror/skills.lock")).unwrap(),
+        lock
+    );
+}

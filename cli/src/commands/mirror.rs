@@ -34,9 +34,10 @@ use skillpkg_index::signing::{PublicKey, verify_skill};
 use skillpkg_index::skill::SkillName;
 
 use crate::args::MirrorArgs;
+use crate::commands::registries_here;
 use crate::printer::Printer;
+use crate::registries::Access;
 use crate::registry_client::{self, Conditional, Registry, RegistryUrl};
-use crate::settings::{self, Environment};
 use crate::{ExitStatus, UserError};
 
 /// The mirror's own record, in DEST.
@@ -82,13 +83,11 @@ pub fn run(args: &MirrorArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
             .into());
     }
     let patterns = patterns(&args.skill)?;
-    let source: RegistryUrl = args.source.parse().map_err(|error| {
-        UserError::new(format!("`{}` is not a registry URL", args.source))
-            .with_hint("give the https://, http:// or file:// URL (or the path) of the folder that holds the registry's config.json")
-            .with_source(error)
-    })?;
-    let environment = Environment::from_process();
-    let token = settings::token(None, &environment, &source)?;
+    // SOURCE is a configured registry's name or a URL; a named registry
+    // is read at its `index`, never from its own mirror.
+    let registries = registries_here(Some(&args.source))?;
+    let spec = registries.default_registry()?.clone();
+    let source: RegistryUrl = spec.index.clone();
     let dest = StaticTree::new(&args.dest);
     let state_path = args.dest.join(MIRROR_STATE);
     let mut state: MirrorState = match fs_err::read(&state_path) {
@@ -119,7 +118,7 @@ pub fn run(args: &MirrorArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
         ..Report::default()
     };
     registry_client::block_on(async {
-        let registry = Registry::open(source.clone(), token).await?;
+        let registry = registries.open(&spec, Access::Write).await?;
         let snapshot = registry.snapshot().await?;
         report.signed_metadata = snapshot.is_some();
         let names = choose(&registry, snapshot.as_deref(), &patterns).await?;

@@ -175,35 +175,30 @@ impl Registry {
         let tree = StaticTree::new(root.join(PUBLIC_DIR));
         let state = State::open(&root.join(STATE_DIR))?;
         let records = tree.read_all()?;
-        if options.read_only {
+        let (config, removed, signer) = if options.read_only {
+            // Served as it is: nothing is written, nothing is signed.
             let config = tree
                 .read_config()?
                 .unwrap_or_else(|| RegistryConfig::read_only(options.max_skill_bytes));
-            let registry = Self {
-                tree,
-                state,
-                config,
-                options,
-                records: Mutex::new(records),
-                signer: None,
+            (config, Vec::new(), None)
+        } else {
+            let removed = tree.recover(&records)?;
+            let config = RegistryConfig {
+                v: FORMAT_VERSION,
+                dl: DEFAULT_DL_TEMPLATE.into(),
+                api: options
+                    .public_url
+                    .as_ref()
+                    .map(|url| format!("{}/api/v1", url.trim_end_matches('/'))),
+                auth_required: options.auth_required,
+                max_skill_bytes: options.max_skill_bytes,
+                require_signatures: options.require_signatures,
             };
-            return Ok((registry, Vec::new()));
-        }
-        let removed = tree.recover(&records)?;
-        let config = RegistryConfig {
-            v: FORMAT_VERSION,
-            dl: DEFAULT_DL_TEMPLATE.into(),
-            api: options
-                .public_url
-                .as_ref()
-                .map(|url| format!("{}/api/v1", url.trim_end_matches('/'))),
-            auth_required: options.auth_required,
-            max_skill_bytes: options.max_skill_bytes,
-            require_signatures: options.require_signatures,
+            tree.write_config(&config)?;
+            tree.write_aggregates(&records, &config, options.public_url.as_deref())?;
+            let signer = Signer::open(root, options.timestamp_lifetime)?;
+            (config, removed, signer)
         };
-        tree.write_config(&config)?;
-        tree.write_aggregates(&records, &config, options.public_url.as_deref())?;
-        let signer = Signer::open(root, options.timestamp_lifetime)?;
         let registry = Self {
             tree,
             state,

@@ -335,10 +335,7 @@ impl Registry {
             source: source.without_url(),
         };
         with_retries(|| async {
-            let mut request = self.http.get(url.clone());
-            if let Some(token) = self.read_token() {
-                request = request.bearer_auth(token.expose());
-            }
+            let mut request = self.get(&url);
             if let Some(etag) = etag {
                 request = request.header(reqwest::header::IF_NONE_MATCH, etag);
             }
@@ -399,11 +396,7 @@ impl Registry {
             source: source.without_url(),
         };
         with_retries(|| async {
-            let mut request = self.http.get(url.clone());
-            if let Some(token) = self.read_token() {
-                request = request.bearer_auth(token.expose());
-            }
-            let mut response = request.send().await.map_err(network)?;
+            let mut response = self.get(&url).send().await.map_err(network)?;
             match response.status() {
                 StatusCode::NOT_FOUND => return Ok(None),
                 status if !status.is_success() => {
@@ -475,6 +468,16 @@ impl Registry {
             base.set_path(&path);
         }
         Ok(Api::new(&self.http, &self.url, base))
+    }
+
+    /// A GET of a file of the tree, with the token when the registry is
+    /// private.
+    fn get(&self, url: &url::Url) -> reqwest::RequestBuilder {
+        let request = self.http.get(url.clone());
+        match self.read_token() {
+            Some(token) => request.bearer_auth(token.expose()),
+            None => request,
+        }
     }
 
     /// The token to send with reads of the tree.

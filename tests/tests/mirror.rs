@@ -322,6 +322,10 @@ fn mirrors_that_lie_are_refused_naming_the_registry_and_installing_nothing() {
     let refused = world.install_refused("p2", &changed_tarball, &["alpha"]);
     assert_eq!(refused.code, 1, "{refused:?}");
     assert!(refused.stderr.contains("alpha@1.1.0"), "{refused:?}");
+    assert!(
+        refused.stderr.contains(&url_of(&changed_tarball)),
+        "names the registry: {refused:?}"
+    );
     assert!(refused.stderr.contains("sha256"), "{refused:?}");
     assert!(!world.path("p2/.claude/skills/alpha").exists());
 

@@ -663,10 +663,16 @@ pub async fn archive_bytes(
         .download(&url)
         .await
         .with_context(|| format!("cannot download {label}"))?
-        .ok_or_else(|| UserError::new(format!("{label}: the registry has no archive for it")))?;
+        .ok_or_else(|| {
+            UserError::new(format!(
+                "{label}: the registry {} has no archive for it",
+                registry.url()
+            ))
+        })?;
     if actual != entry.checksum {
         return Err(UserError::new(format!(
-            "{label}: the downloaded archive's sha256 is {actual}, but skills.lock says {}: it was changed or cut short",
+            "{label}: the archive from the registry {} has sha256 {actual}, but skills.lock says {}: it was changed or cut short",
+            registry.url(),
             entry.checksum
         ))
         .with_hint("try again; if it persists, the registry or a proxy serves wrong bytes")

@@ -488,9 +488,10 @@ fn key(command: KeyCommand) -> anyhow::Result<()> {
 /// Re-signs the snapshot and timestamp of the data folder `root` after an
 /// admin command changed the tree, when it has signed metadata.
 fn sign_metadata(root: &std::path::Path, state: &State) -> anyhow::Result<()> {
-    if let Some(signer) = metadata::Signer::open(root, metadata::DEFAULT_TIMESTAMP_LIFETIME)? {
-        state.locked(|| signer.sign().map_err(anyhow::Error::from))?;
-    }
+    state.locked(|| {
+        metadata::sign_data_folder(root, metadata::DEFAULT_TIMESTAMP_LIFETIME)
+            .map_err(anyhow::Error::from)
+    })?;
     Ok(())
 }
 

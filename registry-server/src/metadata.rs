@@ -208,6 +208,15 @@ impl Signer {
     }
 }
 
+/// Re-signs the snapshot and timestamp of the data folder `root` now, when
+/// it has an index key; returns the new timestamp version. The caller holds
+/// the state lock.
+pub fn sign_data_folder(root: &Path, lifetime: SignedDuration) -> Result<Option<u64>, KeysError> {
+    Signer::open(root, lifetime)?
+        .map(|signer| signer.sign())
+        .transpose()
+}
+
 /// Reads the newest root of `tree`, checked against its own keys.
 pub fn current_root(tree: &StaticTree) -> Result<Option<Root>, KeysError> {
     let Some(bytes) = tree.read_file(ROOT_PATH)? else {
@@ -241,9 +250,10 @@ pub fn init(
     }
     check_threshold(threshold, root_keys.len())?;
     let index_path = root.join(STATE_DIR).join(INDEX_KEY_FILE);
-    let index = match fs_err::read_to_string(&index_path) {
-        Ok(_) => read_secret_key(&index_path)?.public(),
-        Err(_) => generate_key(&index_path)?,
+    let index = if index_path.exists() {
+        read_secret_key(&index_path)?.public()
+    } else {
+        generate_key(&index_path)?
     };
     let public: Vec<PublicKey> = root_keys.iter().map(SecretKey::public).collect();
     let first = Root::new(
@@ -258,9 +268,7 @@ pub fn init(
     metadata::verify_first_root(&bytes, None).map_err(KeysError::Refused)?;
     tree.write_file(&root_path(1), &bytes)?;
     tree.write_file(ROOT_PATH, &bytes)?;
-    if let Some(signer) = Signer::open(root, lifetime)? {
-        signer.sign()?;
-    }
+    sign_data_folder(root, lifetime)?;
     Ok(first)
 }
 
@@ -370,8 +378,6 @@ pub fn rotate_index_key(
     fs_err::rename(&current, state.join(format!("{INDEX_KEY_FILE}.old"))).map_err(io)?;
     fs_err::rename(&staged, &current).map_err(io)?;
     fs_err::rename(public_path(&staged), public_path(&current)).map_err(io)?;
-    if let Some(signer) = Signer::open(root, lifetime)? {
-        signer.sign()?;
-    }
+    sign_data_folder(root, lifetime)?;
     Ok(next)
 }

@@ -211,6 +211,24 @@ impl Registry {
         Ok((registry, removed))
     }
 
+    /// Replaces the index file of `name` with `versions`, then
+    /// `search.json` and the discovery index, and, after letting go of the
+    /// records, re-signs the metadata: every change of the index ends here.
+    fn replace_index(
+        &self,
+        mut records: std::sync::MutexGuard<'_, AllRecords>,
+        name: SkillName,
+        versions: Vec<IndexRecord>,
+    ) -> Result<(), RegistryError> {
+        self.tree.write_index(&name, &versions)?;
+        records.insert(name, versions);
+        self.tree
+            .write_aggregates(&records, &self.config, self.options.public_url.as_deref())?;
+        drop(records);
+        self.sign_metadata()?;
+        Ok(())
+    }
+
     /// Re-signs the snapshot and timestamp (under the state lock, so a
     /// running server and the admin commands never sign at once), when the
     /// registry has signed metadata. Returns the new timestamp version.
@@ -306,7 +324,7 @@ impl Registry {
                 .expect("the signer is one of the keys it was checked against")
         });
 
-        let mut records = self
+        let records = self
             .records
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -360,12 +378,7 @@ impl Registry {
             .write_version(&name, &version, &files, record.published)?;
         let mut updated = versions.to_vec();
         updated.push(record.clone());
-        self.tree.write_index(&name, &updated)?;
-        records.insert(name, updated);
-        self.tree
-            .write_aggregates(&records, &self.config, self.options.public_url.as_deref())?;
-        drop(records);
-        self.sign_metadata()?;
+        self.replace_index(records, name, updated)?;
         Ok(record)
     }
 
@@ -384,7 +397,7 @@ impl Registry {
         let name: SkillName = name.parse().map_err(|_| not_found())?;
         let version: semver::Version = version.parse().map_err(|_| not_found())?;
         self.check_owner(user, &name)?;
-        let mut records = self
+        let records = self
             .records
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -400,12 +413,7 @@ impl Registry {
             None
         };
         let record = record.clone();
-        self.tree.write_index(&name, &updated)?;
-        records.insert(name, updated);
-        self.tree
-            .write_aggregates(&records, &self.config, self.options.public_url.as_deref())?;
-        drop(records);
-        self.sign_metadata()?;
+        self.replace_index(records, name, updated)?;
         Ok(record)
     }
 

@@ -152,7 +152,6 @@ pub fn run(args: &MirrorArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
                 keys,
             ));
         }
-        let bar = progress(printer, args.json, &planned, &dest);
         let mut jobs = Vec::new();
         for (skill, keys) in &planned {
             let keys: Vec<PublicKey> = match keys {
@@ -177,6 +176,7 @@ pub fn run(args: &MirrorArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
                 }
             }
         }
+        let bar = progress(printer, args.json, jobs.len());
         for batch in jobs.chunks(PARALLEL_DOWNLOADS) {
             let fetched =
                 futures_util::future::try_join_all(batch.iter().map(|(name, record, keys)| {
@@ -360,22 +360,12 @@ impl Fetcher<'_> {
     }
 }
 
-fn progress(
-    printer: &Printer,
-    json: bool,
-    planned: &[(Planned, Option<Vec<u8>>)],
-    dest: &StaticTree,
-) -> Option<indicatif::ProgressBar> {
+fn progress(printer: &Printer, json: bool, archives: usize) -> Option<indicatif::ProgressBar> {
     use std::io::IsTerminal as _;
     if json || printer.is_quiet() || !std::io::stderr().is_terminal() {
         return None;
     }
-    let missing = planned
-        .iter()
-        .flat_map(|(skill, _)| skill.records.iter().map(move |record| (skill, record)))
-        .filter(|(skill, record)| !dest.has_archive(&skill.name, &record.vers))
-        .count();
-    let bar = indicatif::ProgressBar::new(missing as u64);
+    let bar = indicatif::ProgressBar::new(archives as u64);
     bar.set_style(
         indicatif::ProgressStyle::with_template("  Mirroring [{bar:30}] {pos}/{len} archives")
             .expect("a valid template")
@@ -475,24 +465,38 @@ async fn copy_metadata(
     report: &mut Report,
 ) -> anyhow::Result<()> {
     let verified = registry.verified_metadata();
-    let mut version = 1;
+    let read = |path: &str| {
+        verified
+            .files
+            .iter()
+            .find(|(file, _)| file == path)
+            .map(|(_, bytes)| bytes.clone())
+    };
+    // Roots never change: only those DEST lacks are copied, up to the one
+    // the chain ended at.
     let mut newest = None;
-    loop {
+    for version in 1..=verified.root_version {
         let path = root_path(version);
-        let bytes = match dest.read_file(&path)? {
-            Some(bytes) => Some(bytes),
-            None => match verified.iter().find(|(file, _)| file == &path) {
-                Some((_, bytes)) => Some(bytes.clone()),
-                None => registry.raw_file(&path).await?.inspect(|bytes| {
-                    report.files += 1;
-                    report.bytes += bytes.len() as u64;
-                }),
-            },
+        if let Some(bytes) = dest.read_file(&path)? {
+            newest = Some(bytes);
+            continue;
+        }
+        let bytes = match read(&path) {
+            Some(bytes) => bytes,
+            None => {
+                let bytes = registry.raw_file(&path).await?.with_context(|| {
+                    format!(
+                        "{} lists root version {version} but serves no {path}",
+                        registry.url()
+                    )
+                })?;
+                report.files += 1;
+                report.bytes += bytes.len() as u64;
+                bytes
+            }
         };
-        let Some(bytes) = bytes else { break };
         dest.write_file(&path, &bytes)?;
         newest = Some(bytes);
-        version += 1;
     }
     if let Some(newest) = newest {
         dest.write_file(ROOT_PATH, &newest)?;
@@ -501,13 +505,10 @@ async fn copy_metadata(
         skillpkg_index::registry::metadata::SNAPSHOT_PATH,
         skillpkg_index::registry::metadata::TIMESTAMP_PATH,
     ] {
-        let (_, bytes) = verified
-            .iter()
-            .find(|(path, _)| path == file)
-            .context("the verified metadata has no such file")?;
+        let bytes = read(file).context("the verified metadata has no such file")?;
         report.files += 1;
         report.bytes += bytes.len() as u64;
-        dest.write_file(file, bytes)?;
+        dest.write_file(file, &bytes)?;
     }
     Ok(())
 }

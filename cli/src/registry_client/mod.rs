@@ -86,7 +86,17 @@ pub struct Registry {
     /// `Some(None)` for a registry without signed metadata.
     snapshot: tokio::sync::Mutex<Option<Option<std::sync::Arc<Snapshot>>>>,
     /// The metadata files (path, bytes) of the last chain that passed.
-    metadata_files: std::sync::Mutex<Vec<(String, Vec<u8>)>>,
+    metadata_files: std::sync::Mutex<VerifiedMetadata>,
+}
+
+/// The signed metadata of the last chain that passed, exactly as served.
+#[derive(Clone, Debug, Default)]
+pub struct VerifiedMetadata {
+    /// The version of the newest root, which the chain ended at.
+    pub root_version: u64,
+    /// (path, bytes) of what the check read: the roots it walked, the
+    /// timestamp and the snapshot.
+    pub files: Vec<(String, Vec<u8>)>,
 }
 
 /// What a conditional read found.
@@ -136,7 +146,7 @@ impl Registry {
             config,
             trust: TrustConfig::default(),
             snapshot: tokio::sync::Mutex::new(None),
-            metadata_files: std::sync::Mutex::new(Vec::new()),
+            metadata_files: std::sync::Mutex::new(VerifiedMetadata::default()),
         })
     }
 
@@ -199,10 +209,13 @@ impl Registry {
                 *self
                     .metadata_files
                     .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner) = reader
-                    .files
-                    .into_inner()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) = VerifiedMetadata {
+                    root_version: state.root.version,
+                    files: reader
+                        .files
+                        .into_inner()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner),
+                };
                 if let Some(path) = &state_file {
                     trust::write_state(path, &state).map_err(|error| RegistryError::State {
                         message: format!("{error:#}"),
@@ -305,10 +318,9 @@ impl Registry {
         Ok(bytes)
     }
 
-    /// Returns the metadata files (path, bytes) that the last check of the
-    /// chain read and passed: the roots it walked, the timestamp and the
-    /// snapshot, exactly as served.
-    pub fn verified_metadata(&self) -> Vec<(String, Vec<u8>)> {
+    /// Returns the signed metadata that the last check of the chain read
+    /// and passed.
+    pub fn verified_metadata(&self) -> VerifiedMetadata {
         self.metadata_files
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)

@@ -286,6 +286,11 @@ pub struct InstallFlags {
     /// instead of the project's.
     #[arg(long)]
     pub global: bool,
+    /// Accept targets in skills.toml that lead out of the project (an
+    /// absolute path, `..`, or a symlink), which a cloned repository could
+    /// otherwise use to write anywhere.
+    #[arg(long)]
+    pub allow_external_targets: bool,
     /// Also install into this target: claude, codex, copilot, agents, or a
     /// path. Codex: current releases read .agents/skills (target `agents`),
     /// older ones .codex/skills (target `codex`).

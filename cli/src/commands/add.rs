@@ -1,10 +1,11 @@
 //! `skillpkg add` and `skillpkg remove`: edit skills.toml, then install.
 
 use crate::args::{AddArgs, RemoveArgs};
-use crate::commands::install::{install_project, install_with, project_root};
+use crate::commands::install::{ManifestEdit, install_with, project_root};
 use crate::printer::Printer;
+use crate::project::lockfile::Lockfile;
+use crate::project::manifest;
 use crate::project::manifest::{RegistryChoice, SetSkill};
-use crate::project::{lockfile, manifest};
 use crate::registries::Registries;
 use crate::settings::Environment;
 use crate::spec::SkillSpec;
@@ -56,12 +57,6 @@ pub fn run(args: &AddArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
             registry: choice.clone(),
         })
         .collect();
-    manifest::edit(&root, &set, &[], &args.install.targets)?;
-    if args.install.allow_unsigned {
-        // Recorded, so the next plain `install` accepts them too.
-        let names: Vec<_> = set.iter().map(|skill| skill.name.clone()).collect();
-        manifest::allow_unsigned(&root, &names)?;
-    }
     for skill in &set {
         match &skill.registry {
             RegistryChoice::Named(registry) => printer.status(
@@ -74,34 +69,66 @@ pub fn run(args: &AddArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
             _ => printer.status("Adding", &format!("{} {}", skill.name, skill.requirement)),
         }
     }
-    let status = install_with(&args.install, install_registry, None, false, printer)?;
+    let before_install = |text: &str| -> anyhow::Result<String> {
+        let (text, _) = manifest::edit(text, &set, &[], &args.install.targets)?;
+        if args.install.allow_unsigned {
+            // Recorded, so the next plain `install` accepts them too.
+            let names: Vec<_> = set.iter().map(|skill| skill.name.clone()).collect();
+            return manifest::allow_unsigned(&text, &names);
+        }
+        Ok(text)
+    };
     // A skill added without a requirement gets `^` its resolved version, as
     // cargo add does, so a later major version is not picked up silently.
-    let lock = lockfile::read(&root)?.unwrap_or_default();
-    let pinned: Vec<SetSkill> = set
-        .iter()
-        .filter(|skill| skill.requirement == "*")
-        .filter_map(|skill| {
-            lock.get(&skill.name).map(|entry| SetSkill {
-                name: skill.name.clone(),
-                requirement: format!("^{}", entry.version),
-                registry: RegistryChoice::Keep,
+    let after_install = |text: &str, lock: &Lockfile| -> anyhow::Result<String> {
+        let pinned: Vec<SetSkill> = set
+            .iter()
+            .filter(|skill| skill.requirement == "*")
+            .filter_map(|skill| {
+                lock.get(&skill.name).map(|entry| SetSkill {
+                    name: skill.name.clone(),
+                    requirement: format!("^{}", entry.version),
+                    registry: RegistryChoice::Keep,
+                })
             })
-        })
-        .collect();
-    if !pinned.is_empty() {
-        manifest::edit(&root, &pinned, &[], &[])?;
-    }
-    Ok(status)
+            .collect();
+        if pinned.is_empty() {
+            return Ok(text.to_owned());
+        }
+        Ok(manifest::edit(text, &pinned, &[], &[])?.0)
+    };
+    install_with(
+        &args.install,
+        install_registry,
+        None,
+        false,
+        &ManifestEdit {
+            before_install: Some(&before_install),
+            after_install: Some(&after_install),
+        },
+        printer,
+    )
 }
 
 pub fn remove(args: &RemoveArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
-    let root = project_root()?;
-    let missing = manifest::edit(&root, &[], &args.names, &[])?;
-    if let Some(name) = missing.first() {
-        return Err(UserError::new(format!("`{name}` is not in skills.toml"))
-            .with_hint("`skillpkg list` shows what is installed")
-            .into());
-    }
-    install_project(&args.install, None, printer)
+    let before_install = |text: &str| -> anyhow::Result<String> {
+        let (text, missing) = manifest::edit(text, &[], &args.names, &[])?;
+        if let Some(name) = missing.first() {
+            return Err(UserError::new(format!("`{name}` is not in skills.toml"))
+                .with_hint("`skillpkg list` shows what is installed")
+                .into());
+        }
+        Ok(text)
+    };
+    install_with(
+        &args.install,
+        args.install.registry.registry.as_deref(),
+        None,
+        false,
+        &ManifestEdit {
+            before_install: Some(&before_install),
+            after_install: None,
+        },
+        printer,
+    )
 }

@@ -13,7 +13,7 @@ pub fn run(args: &InitArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
         args.targets.clone()
     };
     for target in &chosen {
-        targets::resolve(target, &root, false)?;
+        targets::resolve(target, &root, false, true)?;
     }
     let path = manifest::create(&root, args.registry.as_deref(), &chosen)?;
     printer.status(

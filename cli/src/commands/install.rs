@@ -8,13 +8,43 @@ use skillpkg_index::skill::SkillName;
 
 use crate::args::{InstallArgs, InstallFlags, UpdateArgs};
 use crate::printer::Printer;
+use crate::project::commit::{self, ManifestChange};
 use crate::project::install::{self, Options, Report};
+use crate::project::lockfile::Lockfile;
 use crate::project::manifest::{self, MANIFEST, Manifest};
 use crate::project::targets::{self, Target};
 use crate::registries::Registries;
 use crate::registry_client;
 use crate::settings::Environment;
 use crate::{ExitStatus, UserError};
+
+/// How a command changes skills.toml around an install (`add`, `remove`).
+/// Nothing is written until the install succeeds; then the manifest and the
+/// lock are committed together ([`commit`]).
+#[derive(Default)]
+pub struct ManifestEdit<'a> {
+    /// Changes the manifest's text before the install, which installs from
+    /// the changed text.
+    pub before_install: Option<&'a BeforeInstall<'a>>,
+    /// Changes it once more, knowing the new lock.
+    pub after_install: Option<&'a AfterInstall<'a>>,
+}
+
+/// Changes a manifest's text.
+pub type BeforeInstall<'a> = dyn Fn(&str) -> anyhow::Result<String> + 'a;
+
+/// Changes a manifest's text, knowing the new lock.
+pub type AfterInstall<'a> = dyn Fn(&str, &Lockfile) -> anyhow::Result<String> + 'a;
+
+impl std::fmt::Debug for ManifestEdit<'_> {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("ManifestEdit")
+            .field("before_install", &self.before_install.is_some())
+            .field("after_install", &self.after_install.is_some())
+            .finish()
+    }
+}
 
 pub fn run(args: &InstallArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
     install_project(&args.install, None, printer)
@@ -30,6 +60,7 @@ pub fn lock(args: &InstallArgs, printer: &Printer) -> anyhow::Result<ExitStatus>
         args.install.registry.registry.as_deref(),
         None,
         true,
+        &ManifestEdit::default(),
         printer,
     )
 }
@@ -47,12 +78,16 @@ pub fn project_root() -> anyhow::Result<PathBuf> {
     })
 }
 
-/// The project's targets: the manifest's and the flags'.
+/// The project's targets: the manifest's and the flags'. A target of the
+/// manifest that leads out of the project is refused unless
+/// `allow_external`: the manifest may come from a cloned repository, while
+/// a `--target` on the command line is the user's own choice.
 pub fn project_targets(
     manifest: &Manifest,
     flags: &[String],
     root: &std::path::Path,
     global: bool,
+    allow_external: bool,
 ) -> anyhow::Result<Vec<Target>> {
     let mut names: Vec<&String> = manifest.targets.iter().collect();
     names.extend(flags.iter().filter(|flag| !manifest.targets.contains(flag)));
@@ -65,7 +100,10 @@ pub fn project_targets(
     }
     names
         .into_iter()
-        .map(|name| targets::resolve(name, root, global))
+        .map(|name| {
+            let trusted = allow_external || flags.contains(name);
+            targets::resolve(name, root, global, trusted)
+        })
         .collect()
 }
 
@@ -80,24 +118,41 @@ pub fn install_project(
         flags.registry.registry.as_deref(),
         update,
         false,
+        &ManifestEdit::default(),
         printer,
     )
 }
 
 /// Installs the project with `flags`, the default registry chosen by
 /// `registry` (which `add` may have taken for itself) instead of
-/// `--registry`.
+/// `--registry`, and the manifest changed by `edit`.
 pub fn install_with(
     flags: &InstallFlags,
     registry: Option<&str>,
     update: Option<Vec<SkillName>>,
     lock_only: bool,
+    edit: &ManifestEdit<'_>,
     printer: &Printer,
 ) -> anyhow::Result<ExitStatus> {
     let root = project_root()?;
     let _lock = install::lock_project(&root, printer)?;
-    let manifest = manifest::read(&root)?;
-    let targets = project_targets(&manifest, &flags.targets, &root, flags.global)?;
+    if let Some(note) = commit::recover(&root)? {
+        printer.status("Recovered", &note);
+    }
+    let manifest_path = root.join(MANIFEST);
+    let before = fs_err::read_to_string(&manifest_path)?;
+    let text = match edit.before_install {
+        Some(change) => change(&before)?,
+        None => before.clone(),
+    };
+    let manifest = manifest::parse(manifest_path, &text)?;
+    let targets = project_targets(
+        &manifest,
+        &flags.targets,
+        &root,
+        flags.global,
+        flags.allow_external_targets,
+    )?;
     for target in &targets {
         install::clean_leftovers(target)?;
     }
@@ -120,6 +175,18 @@ pub fn install_with(
         &options,
         &progress,
     ))??;
+    let after = match edit.after_install {
+        Some(change) => change(&text, &report.lock)?,
+        None => text,
+    };
+    commit::commit(
+        &root,
+        Some(ManifestChange {
+            before: &before,
+            after: &after,
+        }),
+        report.lock_changed.then_some(&report.lock),
+    )?;
     print_report(&report, flags.json, printer);
     Ok(ExitStatus::Success)
 }

@@ -2,13 +2,11 @@
 //! skills per target, checked against skills.lock.
 
 use serde_json::json;
-use skillpkg_index::archive::walk::{self, EntryKind};
-use skillpkg_index::archive::{FileDigest, tree_hash};
-use skillpkg_index::checksum::Checksum;
 
 use crate::args::ListArgs;
 use crate::commands::install::{project_root, project_targets};
 use crate::printer::Printer;
+use crate::project::targets::installed_tree;
 use crate::project::{lockfile, manifest};
 use crate::{ExitStatus, UserError};
 
@@ -26,14 +24,14 @@ fn rows(global: bool) -> anyhow::Result<Vec<Row>> {
     let manifest = manifest::read(&root)?;
     let lock = lockfile::read(&root)?.unwrap_or_default();
     let mut rows = Vec::new();
-    for target in project_targets(&manifest, &[], &root, global)? {
+    for target in project_targets(&manifest, &[], &root, global, true)? {
         let state = target.state()?;
         for (name, installed) in &state.skills {
-            let locked = lock.skills.iter().find(|entry| entry.name.as_str() == name);
-            let tree = installed_tree(&target.dir.join(name))?;
+            let locked = lock.get(name);
+            let tree = installed_tree(&target.dir.join(name.as_str()))?;
             rows.push(Row {
                 target: target.name.clone(),
-                name: name.clone(),
+                name: name.to_string(),
                 version: installed.version.clone(),
                 locked: locked.map(|entry| entry.version.to_string()),
                 matches: locked.is_some_and(|entry| Some(&entry.tree) == tree.as_ref()),
@@ -41,25 +39,6 @@ fn rows(global: bool) -> anyhow::Result<Vec<Row>> {
         }
     }
     Ok(rows)
-}
-
-/// Recomputes the tree hash of an installed folder; `None` when it is gone.
-fn installed_tree(dir: &std::path::Path) -> anyhow::Result<Option<String>> {
-    if !dir.is_dir() {
-        return Ok(None);
-    }
-    // Every file, as installed: nothing is ignored here.
-    let mut files = Vec::new();
-    for entry in walk::walk_all(dir)? {
-        if let EntryKind::File { .. } = entry.kind {
-            let bytes = fs_err::read(dir.join(&entry.path))?;
-            files.push(FileDigest {
-                path: entry.path,
-                sha256: *Checksum::of(&bytes).digest(),
-            });
-        }
-    }
-    Ok(Some(tree_hash(&files).to_string()))
 }
 
 pub fn run(args: &ListArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {

@@ -13,14 +13,18 @@
 //!    lock and its signature (prehashed Ed25519, trusted comment naming
 //!    exactly this name, version and sha256) checked against the pinned
 //!    signer, before anything is unpacked.
-//! 4. Unpack once (hardened unpacker), check the tree hash against the lock,
-//!    copy into each target beside the final folder, swap it into place.
+//! 4. Unpack once (hardened unpacker), check the tree hash against the lock
+//!    and that the tree is the skill it claims to be (a `SKILL.md` naming
+//!    it), copy into each target beside the final folder, swap it into place.
 //! 5. Remove what skillpkg installed and the lock no longer lists; write the
-//!    target records and the lockfile.
+//!    target records. The new lockfile goes back to the caller, which
+//!    commits it together with the manifest ([`super::commit`]).
 //!
 //! A failure at any step leaves the installed folders and the lockfile as
 //! they were: new folders appear only by rename, and the lockfile is written
-//! last.
+//! last. A folder is replaced or removed only if skillpkg installed it and
+//! its files are still what it installed (or with `--force`): a record
+//! cloned with a repository cannot hand skillpkg someone else's folder.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -36,7 +40,7 @@ use skillpkg_index::skill::SkillName;
 use super::lockfile::{self, LockedSkill, Lockfile, registry_source};
 use super::manifest::Manifest;
 use super::resolve;
-use super::targets::{InstalledSkill, Target};
+use super::targets::{InstalledSkill, Target, installed_tree};
 use crate::UserError;
 use crate::printer::Printer;
 use crate::registries::{OpenRegistries, Registries};
@@ -44,9 +48,6 @@ use crate::registry_client::Registry;
 
 /// How many archives are downloaded at once.
 const PARALLEL_DOWNLOADS: usize = 8;
-
-/// The tree of a skill whose folder is being replaced.
-const PENDING: &str = "pending";
 
 /// How to install.
 #[derive(Clone, Debug, Default)]
@@ -77,6 +78,10 @@ pub struct Report {
     pub unchanged: usize,
     pub lock_changed: bool,
     pub warnings: Vec<String>,
+    /// The lockfile the install ended with, for the caller to commit when
+    /// `lock_changed`.
+    #[serde(skip)]
+    pub lock: Lockfile,
 }
 
 /// Hears about the progress of an install (the library never prints; the
@@ -289,29 +294,13 @@ pub async fn install(
 
     if options.lock_only {
         report.lock_changed = old_lock.as_ref() != Some(&lock);
-        if report.lock_changed {
-            lockfile::write(root, &lock)?;
-        }
+        report.lock = lock;
         return Ok(report);
     }
     let cache = cache_dir()?;
     let mut states = Vec::new();
     for target in targets {
         states.push(target.state()?);
-    }
-    // Check every target before changing any: a refusal leaves all as it was.
-    for (target, state) in targets.iter().zip(&states) {
-        for entry in &lock.skills {
-            let dir = target.dir.join(entry.name.as_str());
-            if dir.exists() && !state.skills.contains_key(entry.name.as_str()) && !options.force {
-                return Err(UserError::new(format!(
-                    "{} exists, and skillpkg did not install it",
-                    dir.display()
-                ))
-                .with_hint("move it away, or pass --force to replace it")
-                .into());
-            }
-        }
     }
     // What each target needs.
     let todo: Vec<Vec<&LockedSkill>> = targets
@@ -321,19 +310,29 @@ pub async fn install(
             lock.skills
                 .iter()
                 .filter(|entry| {
-                    let in_place = state
-                        .skills
-                        .get(entry.name.as_str())
-                        .is_some_and(|installed| {
-                            installed.tree == entry.tree
-                                && installed.version == entry.version.to_string()
-                        });
+                    let in_place = state.skills.get(&entry.name).is_some_and(|installed| {
+                        installed.tree == entry.tree
+                            && installed.replacing.is_none()
+                            && installed.version == entry.version.to_string()
+                    });
                     // --force reinstalls even what looks in place, restoring edited files.
                     !(in_place && target.dir.join(entry.name.as_str()).is_dir() && !options.force)
                 })
                 .collect()
         })
         .collect();
+    // Check every target before changing any: a refusal leaves all as it
+    // was. `current[i][name]` is the tree of the folder an install replaces.
+    let mut current: Vec<BTreeMap<SkillName, String>> = Vec::new();
+    for ((target, state), todo) in targets.iter().zip(&states).zip(&todo) {
+        let mut trees = BTreeMap::new();
+        for entry in todo {
+            if let Some(tree) = check_replaceable(target, state, &entry.name, options.force)? {
+                trees.insert(entry.name.clone(), tree);
+            }
+        }
+        current.push(trees);
+    }
     // Every archive fetched and verified, and unpacked into a temporary
     // folder inside each target, before any skill folder changes: a
     // download, checksum or signature failure changes nothing.
@@ -399,6 +398,7 @@ pub async fn install(
                         ))
                         .into());
                     }
+                    check_is_the_skill(&destination, entry)?;
                     first_unpacked.insert(entry.name.clone(), destination);
                 }
             }
@@ -406,20 +406,26 @@ pub async fn install(
         }
         fresh.push(prepared);
     }
-    for (((target, state), todo), prepared) in
-        targets.iter().zip(states.iter_mut()).zip(&todo).zip(&fresh)
+    for ((((target, state), todo), prepared), current) in targets
+        .iter()
+        .zip(states.iter_mut())
+        .zip(&todo)
+        .zip(&fresh)
+        .zip(&current)
     {
         report.unchanged += lock.skills.len() - todo.len();
         if !todo.is_empty() {
-            // Claimed in the record before any folder moves, so a crash in
-            // between leaves folders the next run knows are its own (and,
-            // their trees being unknown, reinstalls).
+            // Claimed in the record before any folder moves, with both the
+            // old tree and the new, so a crash in between leaves a folder
+            // the next run knows is its own (and, `replacing` being set,
+            // reinstalls).
             for entry in todo {
                 state.skills.insert(
-                    entry.name.to_string(),
+                    entry.name.clone(),
                     InstalledSkill {
                         version: entry.version.to_string(),
-                        tree: PENDING.into(),
+                        tree: entry.tree.clone(),
+                        replacing: current.get(&entry.name).cloned(),
                     },
                 );
             }
@@ -429,10 +435,11 @@ pub async fn install(
             let source = prepared[&entry.name].path().join(entry.name.as_str());
             swap_into_place(&source, &target.dir, entry.name.as_str())?;
             state.skills.insert(
-                entry.name.to_string(),
+                entry.name.clone(),
                 InstalledSkill {
                     version: entry.version.to_string(),
                     tree: entry.tree.clone(),
+                    replacing: None,
                 },
             );
             report.installed.push((
@@ -441,34 +448,130 @@ pub async fn install(
                 target.name.clone(),
             ));
         }
-        // Remove what skillpkg installed and the lock no longer has.
-        let stale: Vec<String> = state
+        // Remove what skillpkg installed and the lock no longer has; a
+        // folder whose files changed since is left where it is, no longer
+        // recorded, unless --force.
+        let stale: Vec<SkillName> = state
             .skills
             .keys()
-            .filter(|name| {
-                lock.skills
-                    .iter()
-                    .all(|entry| entry.name.as_str() != name.as_str())
-            })
+            .filter(|name| lock.get(name).is_none())
             .cloned()
             .collect();
         for name in stale {
-            let dir = target.dir.join(&name);
-            if dir.exists() {
-                remove_atomically(&dir)?;
+            let installed = state.skills.remove(&name).expect("a recorded name");
+            let dir = target.dir.join(name.as_str());
+            match fs_err::symlink_metadata(&dir) {
+                Err(_) => {}
+                Ok(metadata) => {
+                    let tree = if metadata.is_dir() {
+                        installed_tree(&dir)?
+                    } else {
+                        None
+                    };
+                    if options.force || tree.is_some_and(|tree| installed.recognises(&tree)) {
+                        remove_atomically(&target.dir, &name)?;
+                    } else {
+                        report.warnings.push(format!(
+                            "left {} in place: its files changed since skillpkg installed it, so it is no longer managed (delete it yourself, or pass --force)",
+                            dir.display()
+                        ));
+                        continue;
+                    }
+                }
             }
-            state.skills.remove(&name);
-            report.removed.push((name, target.name.clone()));
+            report.removed.push((name.to_string(), target.name.clone()));
         }
         if target.dir.exists() || !state.skills.is_empty() {
             target.write_state(state)?;
         }
     }
     report.lock_changed = old_lock.as_ref() != Some(&lock);
-    if report.lock_changed {
-        lockfile::write(root, &lock)?;
-    }
+    report.lock = lock;
     Ok(report)
+}
+
+/// Decides whether the folder of `name` in `target` may be replaced, before
+/// anything changes: it may if there is none, if skillpkg installed it and
+/// its files still hash to what it installed, or with `force`. Returns the
+/// tree of the folder there is, for the record to recognise it by after a
+/// crash.
+fn check_replaceable(
+    target: &Target,
+    state: &super::targets::TargetState,
+    name: &SkillName,
+    force: bool,
+) -> anyhow::Result<Option<String>> {
+    let dir = target.dir.join(name.as_str());
+    let metadata = match fs_err::symlink_metadata(&dir) {
+        Ok(metadata) => metadata,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(error) => return Err(error.into()),
+    };
+    let tree = if metadata.is_dir() {
+        installed_tree(&dir)?
+    } else {
+        None
+    };
+    if force {
+        return Ok(tree);
+    }
+    let Some(installed) = state.skills.get(name) else {
+        return Err(UserError::new(format!(
+            "{} exists, and skillpkg did not install it",
+            dir.display()
+        ))
+        .with_hint("move it away, or pass --force to replace it")
+        .into());
+    };
+    match &tree {
+        Some(tree) if installed.recognises(tree) => Ok(Some(tree.clone())),
+        Some(_) => Err(UserError::new(format!(
+            "{} was changed since skillpkg installed it (or was never installed by it: its files are not the ones recorded in {})",
+            dir.display(),
+            target.dir.join(super::targets::STATE_FILE).display()
+        ))
+        .with_hint("`skillpkg verify` shows what changed; move the folder away to keep your changes, or pass --force to replace it")
+        .into()),
+        None => Err(UserError::new(format!(
+            "{} is not a folder (a symlink or a file), so skillpkg did not install it",
+            dir.display()
+        ))
+        .with_hint("move it away, or pass --force to replace it")
+        .into()),
+    }
+}
+
+/// Checks that an unpacked archive is the skill the lock says it is: a
+/// `SKILL.md` at its root whose frontmatter names it. A registry that is
+/// only a static tree checks nothing at publish time, so this is where an
+/// archive of something else is stopped.
+fn check_is_the_skill(dir: &Path, entry: &LockedSkill) -> anyhow::Result<()> {
+    let label = format!("{}@{}", entry.name, entry.version);
+    let refuse = |why: String| -> anyhow::Error {
+        UserError::new(format!("{label} is not a valid skill: {why}"))
+            .with_hint("the registry serves an archive that was never validated; report it to the registry's operator or the skill's publisher")
+            .into()
+    };
+    let bytes = match fs_err::read(dir.join(skillpkg_index::skill::SKILL_MD)) {
+        Ok(bytes) => bytes,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            return Err(refuse("its archive has no SKILL.md at the root".into()));
+        }
+        Err(error) => return Err(error.into()),
+    };
+    let document = skillpkg_index::skill::document::parse(&bytes)
+        .map_err(|error| refuse(format!("its SKILL.md cannot be read ({error})")))?;
+    match document
+        .get("name")
+        .and_then(|(_, value)| value.value.as_str())
+    {
+        Some(name) if name == entry.name.as_str() => Ok(()),
+        Some(name) => Err(refuse(format!(
+            "its SKILL.md names the skill `{name}`, not `{}`",
+            entry.name
+        ))),
+        None => Err(refuse("its SKILL.md has no `name`".into())),
+    }
 }
 
 /// The index files of every name reachable from the manifest, and the
@@ -529,6 +632,7 @@ async fn fetch_indexes(
             Err(crate::registry_client::RegistryError::NoSuchSkill { .. }) => Vec::new(),
             Err(error) => return Err(error.into()),
         };
+        check_distinct_versions(&name, &registry, &versions)?;
         let locked = lock
             .and_then(|lock| lock.get(&name))
             .map(|entry| entry.version.clone());
@@ -549,6 +653,31 @@ async fn fetch_indexes(
         wanted.insert(name, by);
     }
     Ok(fetched)
+}
+
+/// Refuses an index file that lists one version twice, or two versions that
+/// differ only in build metadata (`1.0.0` and `1.0.0+build2`): semver
+/// orders and matches them as one version, so `=1.0.0` could lock either,
+/// and a registry that accepted the second publish is not one to trust.
+fn check_distinct_versions(
+    name: &SkillName,
+    registry: &str,
+    records: &[IndexRecord],
+) -> anyhow::Result<()> {
+    let mut seen: BTreeMap<(u64, u64, u64, &semver::Prerelease), &semver::Version> =
+        BTreeMap::new();
+    for record in records {
+        let version = &record.vers;
+        let key = (version.major, version.minor, version.patch, &version.pre);
+        if let Some(first) = seen.insert(key, version) {
+            return Err(UserError::new(format!(
+                "the index of `{name}` in registry `{registry}` lists both {first} and {version}, which are the same version"
+            ))
+            .with_hint("versions that differ only in build metadata are one version, and a registry must refuse the second; report it to the registry's operator")
+            .into());
+        }
+    }
+    Ok(())
 }
 
 /// Turns resolved records into the new lockfile, enforcing the signer pins
@@ -732,7 +861,7 @@ fn write_unsynced(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
 /// or the new complete one.
 fn swap_into_place(source: &Path, target: &Path, name: &str) -> anyhow::Result<()> {
     let destination = target.join(name);
-    if destination.exists() {
+    if fs_err::symlink_metadata(&destination).is_ok() {
         let old = tempfile::Builder::new()
             .prefix(&format!(".skillpkg-old-{name}-"))
             .tempdir_in(target)?
@@ -740,26 +869,35 @@ fn swap_into_place(source: &Path, target: &Path, name: &str) -> anyhow::Result<(
         fs_err::remove_dir(&old)?;
         fs_err::rename(&destination, &old)?;
         fs_err::rename(source, &destination)?;
-        fs_err::remove_dir_all(&old)?;
+        remove_entry(&old)?;
     } else {
         fs_err::rename(source, &destination)?;
     }
     Ok(())
 }
 
-fn remove_atomically(dir: &Path) -> anyhow::Result<()> {
-    let parent = dir.parent().expect("a skill folder has a parent");
-    let name = dir
-        .file_name()
-        .map(|name| name.to_string_lossy().into_owned())
-        .unwrap_or_default();
+/// Removes the folder of skill `name` from the target folder `parent`. It
+/// takes a [`SkillName`], never a path, so what it removes is always a
+/// direct child of the target; a symlink there is removed, not followed.
+fn remove_atomically(parent: &Path, name: &SkillName) -> anyhow::Result<()> {
+    let dir = parent.join(name.as_str());
     let old = tempfile::Builder::new()
         .prefix(&format!(".skillpkg-old-{name}-"))
         .tempdir_in(parent)?
         .keep();
     fs_err::remove_dir(&old)?;
-    fs_err::rename(dir, &old)?;
-    fs_err::remove_dir_all(&old)?;
+    fs_err::rename(&dir, &old)?;
+    remove_entry(&old)
+}
+
+/// Removes a folder with everything in it, or a file or symlink (which is
+/// removed, never followed).
+fn remove_entry(path: &Path) -> anyhow::Result<()> {
+    if fs_err::symlink_metadata(path)?.is_dir() {
+        fs_err::remove_dir_all(path)?;
+    } else {
+        fs_err::remove_file(path)?;
+    }
     Ok(())
 }
 
@@ -787,7 +925,7 @@ pub fn clean_leftovers(target: &Target) -> anyhow::Result<()> {
         let entry = entry?;
         let name = entry.file_name().to_string_lossy().into_owned();
         if name.starts_with(".skillpkg-new-") || name.starts_with(".skillpkg-old-") {
-            fs_err::remove_dir_all(entry.path())?;
+            remove_entry(&entry.path())?;
         }
     }
     Ok(())

@@ -101,6 +101,16 @@ pub fn read(root: &Path) -> anyhow::Result<Option<Lockfile>> {
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(error) => return Err(error.into()),
     };
+    parse_at(&path, &text).map(Some)
+}
+
+/// Reads a lockfile's text.
+pub fn parse(text: &str) -> anyhow::Result<Lockfile> {
+    parse_at(Path::new(LOCKFILE), text)
+}
+
+/// Reads the text of the lockfile at `path` (named in errors).
+fn parse_at(path: &Path, text: &str) -> anyhow::Result<Lockfile> {
     if text
         .lines()
         .any(|line| line.starts_with("<<<<<<<") || line.starts_with(">>>>>>>") || line == "=======")
@@ -113,7 +123,7 @@ pub fn read(root: &Path) -> anyhow::Result<Option<Lockfile>> {
     struct Version {
         version: Option<u32>,
     }
-    let version: Version = toml::from_str(&text).map_err(|error| {
+    let version: Version = toml::from_str(text).map_err(|error| {
         UserError::new(format!("{} is not a valid lockfile", path.display())).with_source(error)
     })?;
     match version.version {
@@ -134,12 +144,12 @@ pub fn read(root: &Path) -> anyhow::Result<Option<Lockfile>> {
             );
         }
     }
-    let raw: RawLockfile = toml::from_str(&text).map_err(|error| {
+    let raw: RawLockfile = toml::from_str(text).map_err(|error| {
         UserError::new(format!("{} is not a valid lockfile", path.display()))
             .with_hint("delete it and run `skillpkg install`")
             .with_source(error)
     })?;
-    Ok(Some(Lockfile { skills: raw.skills }))
+    Ok(Lockfile { skills: raw.skills })
 }
 
 /// Writes the lockfile at `root` atomically.

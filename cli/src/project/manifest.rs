@@ -82,7 +82,13 @@ pub fn find_root(start: &Path) -> Option<PathBuf> {
 pub fn read(root: &Path) -> anyhow::Result<Manifest> {
     let path = root.join(MANIFEST);
     let text = fs_err::read_to_string(&path)?;
-    let raw: RawManifest = toml::from_str(&text).map_err(|error| {
+    parse(path, &text)
+}
+
+/// Reads the text of the manifest at `path` (which it may not be written to
+/// yet: `add` installs from its edited manifest before writing it).
+pub fn parse(path: PathBuf, text: &str) -> anyhow::Result<Manifest> {
+    let raw: RawManifest = toml::from_str(text).map_err(|error| {
         UserError::new(format!("{} is not a valid manifest", path.display()))
             .with_hint("see docs/manifest.md for its keys")
             .with_source(error)
@@ -214,14 +220,13 @@ fn toml_string(text: &str) -> String {
     toml_edit::Value::from(text).to_string().trim().to_owned()
 }
 
-/// Reads the manifest as an editable document.
-fn load_document(root: &Path) -> anyhow::Result<(PathBuf, toml_edit::DocumentMut)> {
-    let path = root.join(MANIFEST);
-    let text = fs_err::read_to_string(&path)?;
-    let document = text.parse().map_err(|error| {
-        UserError::new(format!("{} is not valid TOML", path.display())).with_source(error)
-    })?;
-    Ok((path, document))
+/// Reads a manifest's text as an editable document.
+fn load_document(text: &str) -> anyhow::Result<toml_edit::DocumentMut> {
+    text.parse().map_err(|error| {
+        UserError::new(format!("{MANIFEST} is not valid TOML"))
+            .with_source(error)
+            .into()
+    })
 }
 
 /// Returns the `[skills]` table, creating it when missing.
@@ -233,9 +238,10 @@ fn skills_table(document: &mut toml_edit::DocumentMut) -> anyhow::Result<&mut to
         .context("`skills` must be a table")
 }
 
-/// Marks skills as allowed unsigned (`{ version = "...", allow-unsigned = true }`).
-pub fn allow_unsigned(root: &Path, names: &[SkillName]) -> anyhow::Result<()> {
-    let (path, mut document) = load_document(root)?;
+/// Returns the manifest `text` with skills marked as allowed unsigned
+/// (`{ version = "...", allow-unsigned = true }`).
+pub fn allow_unsigned(text: &str, names: &[SkillName]) -> anyhow::Result<String> {
+    let mut document = load_document(text)?;
     let skills = skills_table(&mut document)?;
     for name in names {
         let Some(item) = skills.get_mut(name.as_str()) else {
@@ -250,7 +256,7 @@ pub fn allow_unsigned(root: &Path, names: &[SkillName]) -> anyhow::Result<()> {
         table.insert("allow-unsigned", true.into());
         *item = toml_edit::value(table);
     }
-    write(&path, &document.to_string())
+    Ok(document.to_string())
 }
 
 /// Which registry [`edit`] records for a skill it sets.
@@ -274,14 +280,17 @@ pub struct SetSkill {
     pub registry: RegistryChoice,
 }
 
-/// Edits the manifest in place: sets or removes skills, adds targets.
+/// Edits the manifest's `text`, keeping its comments and layout: sets or
+/// removes skills, adds targets. Returns the new text and the names to
+/// remove that it does not have. Writes nothing: the caller commits the
+/// manifest together with the lock ([`super::commit`]).
 pub fn edit(
-    root: &Path,
+    text: &str,
     set: &[SetSkill],
     remove: &[SkillName],
     add_targets: &[String],
-) -> anyhow::Result<Vec<SkillName>> {
-    let (path, mut document) = load_document(root)?;
+) -> anyhow::Result<(String, Vec<SkillName>)> {
+    let mut document = load_document(text)?;
     let skills = skills_table(&mut document)?;
     for skill in set {
         let name = skill.name.as_str();
@@ -339,8 +348,7 @@ pub fn edit(
             }
         }
     }
-    write(&path, &document.to_string())?;
-    Ok(missing)
+    Ok((document.to_string(), missing))
 }
 
 /// Replaces a file atomically.
@@ -383,18 +391,24 @@ mod tests {
         assert_eq!(pdf.requirement.to_string(), "^1.2");
         assert!(manifest.skills[&"csv".parse().unwrap()].allow_unsigned);
 
-        edit(
-            temp.path(),
+        let before = fs_err::read_to_string(temp.path().join(MANIFEST)).unwrap();
+        let (text, missing) = edit(
+            &before,
             &[SetSkill {
                 name: "new".parse().unwrap(),
                 requirement: "^0.3".into(),
                 registry: RegistryChoice::Keep,
             }],
-            &["csv".parse().unwrap()],
+            &["csv".parse().unwrap(), "absent".parse().unwrap()],
             &["agents".into()],
         )
         .unwrap();
-        let text = fs_err::read_to_string(temp.path().join(MANIFEST)).unwrap();
+        assert_eq!(missing, ["absent".parse::<SkillName>().unwrap()]);
+        assert_eq!(
+            fs_err::read_to_string(temp.path().join(MANIFEST)).unwrap(),
+            before,
+            "edit writes nothing"
+        );
         assert!(text.starts_with("# mine\n"), "{text}");
         assert!(text.contains("pdf = \"^1.2\" # the PDF one"), "{text}");
         assert!(text.contains("new = \"^0.3\""), "{text}");
@@ -432,8 +446,9 @@ mod tests {
             requirement: "^3".into(),
             registry,
         };
-        edit(
-            temp.path(),
+        let before = fs_err::read_to_string(temp.path().join(MANIFEST)).unwrap();
+        let (text, _) = edit(
+            &before,
             &[
                 set("new", RegistryChoice::Named("corp".into())),
                 set("plain", RegistryChoice::Default),
@@ -444,7 +459,6 @@ mod tests {
             &[],
         )
         .unwrap();
-        let text = fs_err::read_to_string(temp.path().join(MANIFEST)).unwrap();
         assert!(
             text.contains("new = { version = \"^3\", registry = \"corp\" }"),
             "{text}"
@@ -459,14 +473,9 @@ mod tests {
             "{text}"
         );
 
-        edit(
-            temp.path(),
-            &[set("pdf", RegistryChoice::Default)],
-            &[],
-            &[],
-        )
-        .unwrap();
-        let pdf = &read(temp.path()).unwrap().skills[&"pdf".parse().unwrap()];
+        let (text, _) = edit(&text, &[set("pdf", RegistryChoice::Default)], &[], &[]).unwrap();
+        let manifest = parse(temp.path().join(MANIFEST), &text).unwrap();
+        let pdf = &manifest.skills[&"pdf".parse().unwrap()];
         assert_eq!(pdf.registry, None);
     }
 

@@ -1,6 +1,7 @@
 //! A project: `skills.toml`, `skills.lock`, and the agent folders skills
 //! are installed into.
 
+pub mod commit;
 pub mod install;
 pub mod lockfile;
 pub mod manifest;

@@ -4,9 +4,22 @@
 //! `.skillpkg.json`, the record of what skillpkg installed there: a folder
 //! not in that record is someone else's and is never touched without
 //! `--force`.
+//!
+//! A target folder may come from a cloned repository, record and all, so
+//! neither is trusted: the record's keys parse as skill names (a name is
+//! never a path: every skill folder is a direct child of its target), a
+//! folder the record claims is skillpkg's only while its files still hash
+//! to the tree the record says was installed, and a target that leads out
+//! of the project (an absolute path, `..`, or a symlink on the way) needs
+//! the user's say-so.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
+
+use skillpkg_index::archive::walk::{self, EntryKind};
+use skillpkg_index::archive::{FileDigest, tree_hash};
+use skillpkg_index::checksum::Checksum;
+use skillpkg_index::skill::SkillName;
 
 use crate::UserError;
 
@@ -17,15 +30,31 @@ pub const STATE_FILE: &str = ".skillpkg.json";
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TargetState {
     pub v: u32,
-    /// Skill name -> what was installed.
-    pub skills: BTreeMap<String, InstalledSkill>,
+    /// Skill name -> what was installed. Keys that are not skill names (a
+    /// path such as `../../x`) make the whole record unreadable.
+    pub skills: BTreeMap<SkillName, InstalledSkill>,
 }
 
 /// One installed skill.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct InstalledSkill {
     pub version: String,
+    /// The `h1:` tree hash of the folder as installed.
     pub tree: String,
+    /// While an install replaces the folder: the tree hash of the folder
+    /// being replaced (absent when there was none). A kill between the
+    /// record and the swap leaves either tree in place, and both are
+    /// recognised as skillpkg's own. Since the record of 2026-11.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replacing: Option<String>,
+}
+
+impl InstalledSkill {
+    /// Returns true if and only if a folder whose files hash to `tree` is
+    /// the one this record says skillpkg installed (or was replacing).
+    pub fn recognises(&self, tree: &str) -> bool {
+        self.tree == tree || self.replacing.as_deref() == Some(tree)
+    }
 }
 
 /// A resolved target.
@@ -37,8 +66,77 @@ pub struct Target {
 }
 
 /// Resolves a target name to its folder, in the project at `root` or, with
-/// `global`, in the user's home.
-pub fn resolve(name: &str, root: &Path, global: bool) -> anyhow::Result<Target> {
+/// `global`, in the user's home. A project target that leads out of the
+/// project is refused unless `outside_allowed` (see [`check_inside`]).
+pub fn resolve(
+    name: &str,
+    root: &Path,
+    global: bool,
+    outside_allowed: bool,
+) -> anyhow::Result<Target> {
+    let target = resolve_unchecked(name, root, global)?;
+    if !global && !outside_allowed {
+        check_inside(&target, root)?;
+    }
+    Ok(target)
+}
+
+/// Refuses a target folder that is not inside the project at `root`: a
+/// path target that is absolute or climbs with `..`, or any target reached
+/// through a symlink that leaves the project (a cloned `.claude -> ~/.claude`
+/// would otherwise install into the user's own folder, silently).
+pub fn check_inside(target: &Target, root: &Path) -> anyhow::Result<()> {
+    let outside = |why: String| -> anyhow::Error {
+        UserError::new(format!(
+            "the install target `{}` is outside the project: {why}",
+            target.name
+        ))
+        .with_hint(
+            "a cloned skills.toml or a symlink in the repository can point a target anywhere; if you meant it, pass --allow-external-targets (or --global for the user-level folders)",
+        )
+        .into()
+    };
+    let Ok(relative) = target.dir.strip_prefix(root) else {
+        return Err(outside(format!(
+            "{} is not below {}",
+            target.dir.display(),
+            root.display()
+        )));
+    };
+    if relative
+        .components()
+        .any(|component| !matches!(component, Component::Normal(_) | Component::CurDir))
+    {
+        return Err(outside(format!(
+            "`{}` climbs out with `..`",
+            relative.display()
+        )));
+    }
+    // Every part of the path that exists, resolved through symlinks, must
+    // stay inside the project.
+    let canonical_root = fs_err::canonicalize(root)?;
+    let mut walked = root.to_path_buf();
+    for component in relative.components() {
+        walked.push(component);
+        match fs_err::symlink_metadata(&walked) {
+            Ok(metadata) if metadata.file_type().is_symlink() => {
+                let resolved = fs_err::canonicalize(&walked).unwrap_or_default();
+                if !resolved.starts_with(&canonical_root) {
+                    return Err(outside(format!(
+                        "{} is a symlink to {}",
+                        walked.display(),
+                        fs_err::read_link(&walked).unwrap_or_default().display()
+                    )));
+                }
+            }
+            Ok(_) => {}
+            Err(_) => break,
+        }
+    }
+    Ok(())
+}
+
+fn resolve_unchecked(name: &str, root: &Path, global: bool) -> anyhow::Result<Target> {
     let home = || {
         dirs::home_dir()
             .ok_or_else(|| UserError::new("there is no home folder for a --global install"))
@@ -84,8 +182,8 @@ impl Target {
         let path = self.dir.join(STATE_FILE);
         match fs_err::read(&path) {
             Ok(bytes) => serde_json::from_slice(&bytes).map_err(|error| {
-                UserError::new(format!("{} is corrupt", path.display()))
-                    .with_hint("delete it and run `skillpkg install --force` to take the folders over again")
+                UserError::new(format!("{} is corrupt or was not written by skillpkg", path.display()))
+                    .with_hint("check where it came from (a repository should not commit it), delete it, and run `skillpkg install --force` to take the folders over again")
                     .with_source(error)
                     .into()
             }),
@@ -101,4 +199,25 @@ impl Target {
         text.push('\n');
         super::manifest::write(&self.dir.join(STATE_FILE), &text)
     }
+}
+
+/// Recomputes the tree hash of an installed folder; `None` when there is no
+/// folder (a symlink is not one: it is never followed).
+pub fn installed_tree(dir: &Path) -> anyhow::Result<Option<String>> {
+    match fs_err::symlink_metadata(dir) {
+        Ok(metadata) if metadata.is_dir() => {}
+        _ => return Ok(None),
+    }
+    // Every file, as installed: nothing is ignored here.
+    let mut files = Vec::new();
+    for entry in walk::walk_all(dir)? {
+        if let EntryKind::File { .. } = entry.kind {
+            let bytes = fs_err::read(dir.join(&entry.path))?;
+            files.push(FileDigest {
+                path: entry.path,
+                sha256: *Checksum::of(&bytes).digest(),
+            });
+        }
+    }
+    Ok(Some(tree_hash(&files).to_string()))
 }

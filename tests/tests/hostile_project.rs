@@ -1,0 +1,565 @@
+//! Hostile project files: a cloned repository controls `skills.toml`, the
+//! target records (`.skillpkg.json`), symlinks on the way to a target and
+//! leftovers in it; a static registry controls what its archives hold. None
+//! of it may make skillpkg write or delete outside the project's targets,
+//! take over folders it did not install, or install something that is not
+//! the skill it claims to be. And `add` changes skills.toml and skills.lock
+//! together or not at all, even when killed.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use skillpkg_index::archive::{FileDigest, Limits, pack_dir, tree_hash};
+use skillpkg_index::checksum::Checksum;
+use skillpkg_index::registry::tree::StaticTree;
+use skillpkg_index::registry::{IndexRecord, KeyRecord, KeysFile, RegistryConfig};
+use skillpkg_index::signing::{SecretKey, Signature, TrustedComment};
+use skillpkg_tests::{Output, Sandbox, run};
+
+/// A signed static registry (a `file://` tree) built in the sandbox.
+struct Registry {
+    tree: StaticTree,
+    key: SecretKey,
+    records: std::collections::BTreeMap<String, Vec<IndexRecord>>,
+}
+
+impl Registry {
+    fn new(sandbox: &Sandbox) -> Self {
+        let tree = StaticTree::new(sandbox.path().join("registry"));
+        tree.write_config(&RegistryConfig::read_only(8 * 1024 * 1024))
+            .unwrap();
+        Self {
+            tree,
+            key: SecretKey::generate().unwrap(),
+            records: Default::default(),
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("file://{}/", self.tree.root().display())
+    }
+
+    /// Publishes the folder `dir` as `name@version`, signed, whatever the
+    /// folder holds: nothing checks it is a skill, as nothing does when a
+    /// static tree is written by hand.
+    fn publish_folder(&mut self, dir: &Path, name: &str, version: &str) {
+        let packed = pack_dir(
+            dir,
+            name.parse().unwrap(),
+            version.parse().unwrap(),
+            &Limits::default(),
+        )
+        .unwrap();
+        self.publish_tarball(
+            name,
+            version,
+            &packed.tarball,
+            &packed.tree.to_string(),
+            packed.files.len(),
+        );
+    }
+
+    /// Publishes `files` (path, contents) as the archive of `name@version`,
+    /// packed by hand: `pack` would refuse a folder that is not a skill.
+    fn publish_files(&mut self, name: &str, version: &str, files: &[(&str, &str)]) {
+        let mut builder = tar::Builder::new(flate2::write::GzEncoder::new(
+            Vec::new(),
+            flate2::Compression::default(),
+        ));
+        let mut digests = Vec::new();
+        for (path, contents) in files {
+            let mut header = tar::Header::new_ustar();
+            header.set_size(contents.len() as u64);
+            header.set_mode(0o644);
+            header.set_mtime(0);
+            header.set_entry_type(tar::EntryType::Regular);
+            builder
+                .append_data(&mut header, path, contents.as_bytes())
+                .unwrap();
+            digests.push(FileDigest {
+                path: (*path).to_owned(),
+                sha256: *Checksum::of(contents.as_bytes()).digest(),
+            });
+        }
+        let tarball = builder.into_inner().unwrap().finish().unwrap();
+        digests.sort_by(|a, b| a.path.cmp(&b.path));
+        let tree = tree_hash(&digests).to_string();
+        self.publish_tarball(name, version, &tarball, &tree, files.len());
+    }
+
+    fn publish_tarball(
+        &mut self,
+        name: &str,
+        version: &str,
+        tarball: &[u8],
+        tree: &str,
+        files: usize,
+    ) {
+        let name: skillpkg_index::skill::SkillName = name.parse().unwrap();
+        let version: semver::Version = version.parse().unwrap();
+        let published = "2026-11-22T00:00:00Z".parse().unwrap();
+        let sha256 = Checksum::of(tarball);
+        let comment = TrustedComment {
+            name: name.clone(),
+            version: version.clone(),
+            sha256,
+        };
+        let signature = Signature::sign(&self.key, tarball, &comment.to_string()).to_file();
+        self.tree
+            .write_archive(
+                &name,
+                &version,
+                tarball,
+                Some(signature.as_bytes()),
+                published,
+            )
+            .unwrap();
+        let records = self.records.entry(name.to_string()).or_default();
+        records.push(IndexRecord {
+            v: 1,
+            name: name.clone(),
+            vers: version,
+            cksum: sha256,
+            size: tarball.len() as u64,
+            tree: tree.to_owned(),
+            files: files as u64,
+            deps: Vec::new(),
+            description: name.to_string(),
+            yanked: false,
+            yanked_reason: None,
+            signer: Some(self.key.id().to_string()),
+            published,
+        });
+        self.tree.write_index(&name, records).unwrap();
+        let keys = KeysFile {
+            v: 1,
+            keys: vec![KeyRecord {
+                id: self.key.id().to_string(),
+                key: self.key.public(),
+                added: "2026-11-22T00:00:00Z".into(),
+            }],
+        };
+        self.tree.write_keys(&name, &keys).unwrap();
+    }
+
+    /// Publishes a valid skill `name@version` whose SKILL.md says `marker`.
+    fn publish(&mut self, sandbox: &Sandbox, name: &str, version: &str, marker: &str) {
+        let dir = sandbox.skill(
+            &format!("src/{name}-{version}/{name}"),
+            name,
+            &format!("version: {version}\n"),
+            &format!("# {name}\n{marker}\n"),
+        );
+        self.publish_folder(&dir, name, version);
+    }
+}
+
+/// A project folder in the sandbox with `manifest` as its skills.toml.
+fn project(sandbox: &Sandbox, manifest: &str) -> PathBuf {
+    let project = sandbox.path().join("project");
+    fs_err::create_dir_all(&project).unwrap();
+    fs_err::write(project.join("skills.toml"), manifest).unwrap();
+    project
+}
+
+fn manifest(url: &str, targets: &str, skills: &str) -> String {
+    format!("[registry]\nurl = \"{url}\"\n\n[install]\ntargets = [{targets}]\n\n[skills]\n{skills}")
+}
+
+fn skillpkg(sandbox: &Sandbox, project: &Path, args: &[&str]) -> Output {
+    run(sandbox
+        .skillpkg()
+        .current_dir(project)
+        .args(args)
+        .env("SKILLPKG_CONFIG_DIR", sandbox.path().join("config"))
+        .env("SKILLPKG_CACHE_DIR", sandbox.path().join("cache")))
+}
+
+/// Every file of the project, but the project lock (an empty file any run
+/// may leave).
+fn files_below(project: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
+    let mut files = skillpkg_tests::files_below(project);
+    files.remove(Path::new(".skillpkg-lock"));
+    files
+}
+
+/// A folder of someone else's, with a file in it.
+fn victim(path: &Path) {
+    fs_err::create_dir_all(path).unwrap();
+    fs_err::write(path.join("precious.txt"), "not skillpkg's").unwrap();
+}
+
+fn assert_victim_intact(path: &Path) {
+    assert_eq!(
+        fs_err::read_to_string(path.join("precious.txt"))
+            .ok()
+            .as_deref(),
+        Some("not skillpkg's"),
+        "{} was touched",
+        path.display()
+    );
+}
+
+#[test]
+fn a_target_record_naming_paths_cannot_make_skillpkg_delete_folders() {
+    let sandbox = Sandbox::new();
+    let mut registry = Registry::new(&sandbox);
+    registry.publish(&sandbox, "alpha", "1.0.0", "alpha one");
+    let project = project(
+        &sandbox,
+        &manifest(&registry.url(), "\"claude\"", "alpha = \"1\"\n"),
+    );
+    let absolute = sandbox.path().join("absolute-victim");
+    let climbing = sandbox.path().join("victim");
+    victim(&absolute);
+    victim(&climbing);
+    let record = serde_json::json!({
+        "v": 1,
+        "skills": {
+            absolute.to_str().unwrap(): {"version": "1.0.0", "tree": "h1:x"},
+            "../../../victim": {"version": "1.0.0", "tree": "h1:x"},
+        }
+    });
+    let record_path = project.join(".claude/skills/.skillpkg.json");
+    fs_err::create_dir_all(record_path.parent().unwrap()).unwrap();
+    fs_err::write(&record_path, record.to_string()).unwrap();
+    let before = files_below(&project);
+
+    for args in [
+        &["install"][..],
+        &["add", "alpha"],
+        &["update"],
+        &["remove", "alpha"],
+    ] {
+        let output = skillpkg(&sandbox, &project, args);
+        assert_eq!(output.code, 1, "{args:?}: {output:?}");
+        assert!(
+            output
+                .stderr
+                .contains(".skillpkg.json is corrupt or was not written by skillpkg"),
+            "{args:?}: {}",
+            output.stderr
+        );
+        assert_victim_intact(&absolute);
+        assert_victim_intact(&climbing);
+        assert_eq!(
+            files_below(&project),
+            before,
+            "{args:?} changed the project"
+        );
+    }
+}
+
+#[test]
+fn a_target_record_cannot_claim_a_folder_the_user_made() {
+    let sandbox = Sandbox::new();
+    let mut registry = Registry::new(&sandbox);
+    registry.publish(&sandbox, "alpha", "1.0.0", "alpha one");
+    registry.publish(&sandbox, "helper", "1.0.0", "the published helper");
+    let project = project(
+        &sandbox,
+        &manifest(&registry.url(), "\"claude\"", "alpha = \"1\"\n"),
+    );
+    // The repository's record claims `helper`, which the user made by hand.
+    let handmade = project.join(".claude/skills/helper");
+    victim(&handmade);
+    let claim = serde_json::json!({
+        "v": 1,
+        "skills": { "helper": {"version": "1.0.0", "tree": "h1:0000000000000000000000000000000000000000000000000000000000000000"} }
+    });
+    fs_err::write(
+        project.join(".claude/skills/.skillpkg.json"),
+        claim.to_string(),
+    )
+    .unwrap();
+
+    // Not in skills.toml, so the record calls it stale: it is left alone.
+    let output = skillpkg(&sandbox, &project, &["install"]);
+    assert_eq!(output.code, 0, "{output:?}");
+    assert!(
+        output.stderr.contains("left") && output.stderr.contains("helper in place"),
+        "{}",
+        output.stderr
+    );
+    assert_victim_intact(&handmade);
+    let record = fs_err::read_to_string(project.join(".claude/skills/.skillpkg.json")).unwrap();
+    assert!(!record.contains("helper"), "still claimed: {record}");
+
+    // Claimed again and asked for: replacing it needs --force.
+    let record_path = project.join(".claude/skills/.skillpkg.json");
+    let mut record: serde_json::Value =
+        serde_json::from_str(&fs_err::read_to_string(&record_path).unwrap()).unwrap();
+    record["skills"]["helper"] = claim["skills"]["helper"].clone();
+    fs_err::write(&record_path, record.to_string()).unwrap();
+    let before = files_below(&project);
+    let output = skillpkg(&sandbox, &project, &["add", "helper"]);
+    assert_eq!(output.code, 1, "{output:?}");
+    assert!(
+        output
+            .stderr
+            .contains("was changed since skillpkg installed it"),
+        "{}",
+        output.stderr
+    );
+    assert!(output.stderr.contains("--force"), "{}", output.stderr);
+    assert_victim_intact(&handmade);
+    assert_eq!(
+        files_below(&project),
+        before,
+        "a refused add changed the project"
+    );
+
+    let output = skillpkg(&sandbox, &project, &["add", "helper", "--force"]);
+    assert_eq!(output.code, 0, "{output:?}");
+    let installed = fs_err::read_to_string(handmade.join("SKILL.md")).unwrap();
+    assert!(installed.contains("the published helper"), "{installed}");
+}
+
+#[test]
+fn an_edited_installed_skill_is_neither_replaced_nor_removed_without_force() {
+    let sandbox = Sandbox::new();
+    let mut registry = Registry::new(&sandbox);
+    registry.publish(&sandbox, "alpha", "1.0.0", "alpha one");
+    registry.publish(&sandbox, "alpha", "1.1.0", "alpha two");
+    let project = project(
+        &sandbox,
+        &manifest(&registry.url(), "\"claude\"", "alpha = \"=1.0.0\"\n"),
+    );
+    assert_eq!(skillpkg(&sandbox, &project, &["install"]).code, 0);
+    let notes = project.join(".claude/skills/alpha/notes.md");
+    fs_err::write(&notes, "my own notes").unwrap();
+
+    let output = skillpkg(&sandbox, &project, &["add", "alpha@^1.1"]);
+    assert_eq!(output.code, 1, "{output:?}");
+    assert!(
+        output.stderr.contains("was changed since"),
+        "{}",
+        output.stderr
+    );
+    assert_eq!(fs_err::read_to_string(&notes).unwrap(), "my own notes");
+
+    let output = skillpkg(&sandbox, &project, &["remove", "alpha"]);
+    assert_eq!(output.code, 0, "{output:?}");
+    assert_eq!(fs_err::read_to_string(&notes).unwrap(), "my own notes");
+    assert!(
+        output.stderr.contains("no longer managed"),
+        "{}",
+        output.stderr
+    );
+}
+
+#[test]
+fn a_target_outside_the_project_needs_the_users_say_so() {
+    let sandbox = Sandbox::new();
+    let mut registry = Registry::new(&sandbox);
+    registry.publish(&sandbox, "alpha", "1.0.0", "alpha one");
+    let outside = sandbox.path().join("outside");
+    let absolute = sandbox.path().join("absolute");
+    let home_skills = sandbox.path().join("home/.claude");
+    fs_err::create_dir_all(home_skills.join("skills")).unwrap();
+
+    for targets in [
+        "\"../outside\"".to_owned(),
+        format!("\"{}\"", absolute.display()),
+        "\"./skills/../../outside\"".to_owned(),
+    ] {
+        let project = project(
+            &sandbox,
+            &manifest(&registry.url(), &targets, "alpha = \"1\"\n"),
+        );
+        let output = skillpkg(&sandbox, &project, &["install"]);
+        assert_eq!(output.code, 1, "{targets}: {output:?}");
+        assert!(
+            output.stderr.contains("is outside the project"),
+            "{targets}: {}",
+            output.stderr
+        );
+        assert!(
+            output.stderr.contains("--allow-external-targets"),
+            "{}",
+            output.stderr
+        );
+        assert!(
+            !outside.exists() && !absolute.exists(),
+            "{targets}: written"
+        );
+        assert!(!project.join("skills.lock").exists(), "{targets}: locked");
+    }
+
+    // A symlink committed in the repository that leads to the user's own folder.
+    let project = project(
+        &sandbox,
+        &manifest(&registry.url(), "\"claude\"", "alpha = \"1\"\n"),
+    );
+    std::os::unix::fs::symlink(&home_skills, project.join(".claude")).unwrap();
+    let output = skillpkg(&sandbox, &project, &["install"]);
+    assert_eq!(output.code, 1, "{output:?}");
+    assert!(
+        output.stderr.contains("is a symlink to"),
+        "{}",
+        output.stderr
+    );
+    assert!(
+        fs_err::read_dir(home_skills.join("skills"))
+            .unwrap()
+            .next()
+            .is_none(),
+        "the user's folder was written"
+    );
+    fs_err::remove_file(project.join(".claude")).unwrap();
+
+    // The user's own choice: a flag, or a target on the command line.
+    fs_err::write(
+        project.join("skills.toml"),
+        manifest(&registry.url(), "\"../outside\"", "alpha = \"1\"\n"),
+    )
+    .unwrap();
+    let output = skillpkg(&sandbox, &project, &["install", "--allow-external-targets"]);
+    assert_eq!(output.code, 0, "{output:?}");
+    assert!(outside.join("alpha/SKILL.md").is_file());
+    let output = skillpkg(
+        &sandbox,
+        &project,
+        &[
+            "install",
+            "--target",
+            absolute.to_str().unwrap(),
+            "--allow-external-targets",
+        ],
+    );
+    assert_eq!(output.code, 0, "{output:?}");
+    assert!(absolute.join("alpha/SKILL.md").is_file());
+}
+
+#[test]
+fn an_archive_that_is_not_the_skill_it_claims_is_refused_at_install() {
+    let sandbox = Sandbox::new();
+    let mut registry = Registry::new(&sandbox);
+    // No SKILL.md at all.
+    registry.publish_files("empty", "1.0.0", &[("README.md", "not a skill\n")]);
+    // A SKILL.md that names another skill.
+    let dir = sandbox.skill("src/imposter/other", "other", "", "# other\n");
+    registry.publish_folder(&dir, "imposter", "1.0.0");
+    let project = project(&sandbox, &manifest(&registry.url(), "\"claude\"", ""));
+    let before = files_below(&project);
+
+    for (name, why) in [
+        ("empty", "its archive has no SKILL.md at the root"),
+        (
+            "imposter",
+            "its SKILL.md names the skill `other`, not `imposter`",
+        ),
+    ] {
+        let output = skillpkg(&sandbox, &project, &["add", name]);
+        assert_eq!(output.code, 1, "{name}: {output:?}");
+        assert!(
+            output
+                .stderr
+                .contains(&format!("{name}@1.0.0 is not a valid skill: {why}")),
+            "{name}: {}",
+            output.stderr
+        );
+        assert_eq!(files_below(&project), before, "{name}: the project changed");
+        assert!(!project.join(".claude/skills").join(name).exists());
+    }
+}
+
+#[test]
+fn versions_that_differ_only_in_build_metadata_are_refused_not_confused() {
+    let sandbox = Sandbox::new();
+    let mut registry = Registry::new(&sandbox);
+    registry.publish(&sandbox, "alpha", "1.0.0", "plain");
+    registry.publish(&sandbox, "alpha", "1.0.0+build2", "build two");
+    let project = project(&sandbox, &manifest(&registry.url(), "\"claude\"", ""));
+    let before = files_below(&project);
+    let output = skillpkg(&sandbox, &project, &["add", "alpha@=1.0.0"]);
+    assert_eq!(output.code, 1, "{output:?}");
+    assert!(
+        output
+            .stderr
+            .contains("lists both 1.0.0 and 1.0.0+build2, which are the same version"),
+        "{}",
+        output.stderr
+    );
+    assert_eq!(files_below(&project), before);
+}
+
+#[test]
+fn a_failed_add_leaves_skills_toml_as_it_was() {
+    let sandbox = Sandbox::new();
+    let mut registry = Registry::new(&sandbox);
+    registry.publish(&sandbox, "alpha", "1.0.0", "alpha one");
+    let project = project(&sandbox, &manifest(&registry.url(), "\"claude\"", ""));
+    let before = files_below(&project);
+    let output = skillpkg(&sandbox, &project, &["add", "no-such-skill"]);
+    assert_eq!(output.code, 1, "{output:?}");
+    assert_eq!(files_below(&project), before, "skills.toml changed");
+}
+
+#[test]
+fn a_killed_add_or_remove_leaves_skills_toml_and_skills_lock_in_step() {
+    let sandbox = Sandbox::new();
+    let mut registry = Registry::new(&sandbox);
+    for index in 0..6 {
+        let name = format!("skill-{index}");
+        let dir = sandbox.skill(
+            &format!("src/{name}"),
+            &name,
+            "",
+            &format!("# {name}\n{}\n", "instructions ".repeat(2000)),
+        );
+        registry.publish_folder(&dir, &name, "1.0.0");
+    }
+    let project = project(
+        &sandbox,
+        &manifest(
+            &registry.url(),
+            "\"claude\", \"agents\"",
+            "skill-0 = \"1\"\n",
+        ),
+    );
+    assert_eq!(skillpkg(&sandbox, &project, &["install"]).code, 0);
+
+    let mut state = 0x9E37_79B9_7F4A_7C15_u64;
+    let mut killed = 0;
+    for round in 0..40 {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        let names: Vec<String> = (1..6).map(|index| format!("skill-{index}")).collect();
+        let mut args = vec![if round % 2 == 0 { "add" } else { "remove" }];
+        args.extend(names.iter().map(String::as_str));
+        let mut child = sandbox
+            .skillpkg()
+            .current_dir(&project)
+            .args(&args)
+            .env("SKILLPKG_CONFIG_DIR", sandbox.path().join("config"))
+            .env("SKILLPKG_CACHE_DIR", sandbox.path().join("cache"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(state % 90));
+        if child.try_wait().unwrap().is_none() {
+            killed += 1;
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+
+        // Whatever the kill interrupted, the lock matches the manifest.
+        let output = skillpkg(&sandbox, &project, &["install", "--locked"]);
+        assert_eq!(output.code, 0, "round {round}: {output:?}");
+        let manifest = fs_err::read_to_string(project.join("skills.toml")).unwrap();
+        let lock = fs_err::read_to_string(project.join("skills.lock")).unwrap();
+        for name in &names {
+            assert_eq!(
+                manifest.contains(&format!("{name} =")),
+                lock.contains(&format!("name = \"{name}\"")),
+                "round {round}: skills.toml and skills.lock disagree on {name}:\n{manifest}\n{lock}"
+            );
+        }
+        // Leave the round in a known state for the next one.
+        let _ = skillpkg(&sandbox, &project, &args);
+    }
+    assert!(killed >= 8, "only {killed} of 40 kills landed mid-command");
+}

@@ -421,3 +421,29 @@ fn a_killed_add_or_remove_leaves_skills_toml_and_skills_lock_in_step() {
     }
     assert!(killed >= 8, "only {killed} of 40 kills landed mid-command");
 }
+
+#[test]
+fn a_project_lock_symlink_cannot_make_skillpkg_create_a_file_elsewhere() {
+    let sandbox = Sandbox::new();
+    let mut registry = Registry::new(&sandbox);
+    registry.publish(&sandbox, "alpha", "1.0.0", "alpha one");
+    let project = project(
+        &sandbox,
+        &manifest(&registry.url(), "\"claude\"", "alpha = \"1\"\n"),
+    );
+    let planted = sandbox.path().join("autostart/evil.desktop");
+    fs_err::create_dir_all(planted.parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink(&planted, project.join(".skillpkg-lock")).unwrap();
+    let output = skillpkg(&sandbox, &project, &["install"]);
+    assert_eq!(output.code, 1, "{output:?}");
+    assert!(
+        output.stderr.contains("cannot open the project lock"),
+        "{}",
+        output.stderr
+    );
+    assert!(
+        !planted.exists(),
+        "skillpkg created a file through the symlink"
+    );
+    assert!(!project.join(".claude").exists());
+}

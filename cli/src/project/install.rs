@@ -109,12 +109,22 @@ pub struct ProjectLock {
 
 /// Takes the project lock, waiting (and saying so) if another skillpkg has it.
 pub fn lock_project(root: &Path, printer: &Printer) -> anyhow::Result<ProjectLock> {
+    use fs_err::os::unix::fs::OpenOptionsExt as _;
     let path = root.join(".skillpkg-lock");
+    // Never through a symlink: a repository that commits `.skillpkg-lock`
+    // as a link to a path of its choosing would have skillpkg create that
+    // file.
     let file = fs_err::OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
-        .open(&path)?;
+        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+        .open(&path)
+        .map_err(|error| {
+            UserError::new(format!("cannot open the project lock {}", path.display()))
+                .with_hint("if it is a symlink, delete it: skillpkg creates it as an empty file")
+                .with_source(error)
+        })?;
     if !file.file().try_lock_exclusive().unwrap_or(false) {
         printer.status("Waiting", "for another skillpkg working in this project");
         file.file()

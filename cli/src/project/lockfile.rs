@@ -149,6 +149,16 @@ fn parse_at(path: &Path, text: &str) -> anyhow::Result<Lockfile> {
             .with_hint("delete it and run `skillpkg install`")
             .with_source(error)
     })?;
+    // One entry per name: everything downstream looks skills up by name, so
+    // a second entry could pair one version's files with another's record.
+    let mut names = std::collections::BTreeSet::new();
+    if let Some(twice) = raw.skills.iter().find(|entry| !names.insert(&entry.name)) {
+        return Err(
+            UserError::new(format!("{} lists `{}` twice", path.display(), twice.name))
+                .with_hint("delete skills.lock and run `skillpkg install` to write a fresh one")
+                .into(),
+        );
+    }
     Ok(Lockfile { skills: raw.skills })
 }
 
@@ -219,5 +229,14 @@ mod tests {
             error.to_string().contains("merge-conflict markers"),
             "{error}"
         );
+    }
+
+    #[test]
+    fn a_lockfile_listing_a_skill_twice_is_refused() {
+        let lock = Lockfile {
+            skills: vec![skill("pdf", &[]), skill("pdf", &[])],
+        };
+        let error = parse(&lock.render()).unwrap_err();
+        assert!(error.to_string().contains("lists `pdf` twice"), "{error}");
     }
 }

@@ -225,13 +225,16 @@ fn a_target_outside_the_project_needs_the_users_say_so() {
             &sandbox,
             &manifest(&registry.url(), &targets, "alpha = \"1\"\n"),
         );
+        for args in [&["install"][..], &["install", "--global"]] {
+            let output = skillpkg(&sandbox, &project, args);
+            assert_eq!(output.code, 1, "{targets} {args:?}: {output:?}");
+            assert!(
+                output.stderr.contains("is outside the project"),
+                "{targets} {args:?}: {}",
+                output.stderr
+            );
+        }
         let output = skillpkg(&sandbox, &project, &["install"]);
-        assert_eq!(output.code, 1, "{targets}: {output:?}");
-        assert!(
-            output.stderr.contains("is outside the project"),
-            "{targets}: {}",
-            output.stderr
-        );
         assert!(
             output.stderr.contains("--allow-external-targets"),
             "{}",

@@ -65,6 +65,9 @@ pub struct Target {
     pub dir: PathBuf,
 }
 
+/// The targets that name an agent's folders (the others are paths).
+const NAMED: [&str; 4] = ["claude", "codex", "copilot", "agents"];
+
 /// Resolves a target name to its folder, in the project at `root` or, with
 /// `global`, in the user's home. A project target that leads out of the
 /// project is refused unless `outside_allowed` (see [`check_inside`]).
@@ -75,7 +78,10 @@ pub fn resolve(
     outside_allowed: bool,
 ) -> anyhow::Result<Target> {
     let target = resolve_unchecked(name, root, global)?;
-    if !global && !outside_allowed {
+    // `--global` sends the named targets to the user's folders; a path
+    // target stays a path in the project, checked like any other.
+    let user_folder = global && NAMED.contains(&name);
+    if !user_folder && !outside_allowed {
         check_inside(&target, root)?;
     }
     Ok(target)

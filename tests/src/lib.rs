@@ -8,6 +8,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+pub mod scripted;
+
 /// Returns the path of a workspace binary built by this `cargo test` run.
 pub fn binary(name: &str) -> PathBuf {
     let test_exe = std::env::current_exe().expect("the test knows its own path");

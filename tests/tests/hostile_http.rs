@@ -391,3 +391,47 @@ fn terminal_escapes_from_a_registry_never_reach_the_terminal() {
     assert_eq!(output.code, 2, "{output:?}");
     assert_no_escapes(&output);
 }
+
+#[test]
+fn terminal_escapes_in_an_index_line_never_reach_the_terminal_through_an_error() {
+    let sandbox = Sandbox::new();
+    let tree = PublishedTree::new(&sandbox, &[]);
+    // The index line's `signer` is a string from the registry that an error
+    // quotes when the signature's key differs from it. Served without
+    // signed metadata (a registry never seen before may have none), so
+    // the changed index file is not refused before it is read.
+    let index = fs_err::read_to_string(tree.root.join("index/3/p/pdf")).unwrap();
+    let mut line: serde_json::Value = serde_json::from_str(index.trim()).unwrap();
+    line["signer"] = "\u{1b}]0;owned\u{7}\u{1b}[2J\u{9b}2J\r".into();
+    let index = format!("{line}\n");
+    let root = tree.root;
+    let server = ScriptedServer::start(move |request, stream| {
+        if request.path == "index/3/p/pdf" {
+            respond(stream, "200 OK", &[], index.as_bytes());
+        } else if request.path.ends_with("root.json") {
+            respond(stream, "404 Not Found", &[], b"");
+        } else {
+            serve_file(stream, &root, &request.path);
+        }
+    });
+    let (output, _) = skillpkg(
+        &sandbox,
+        &[
+            "--color",
+            "always",
+            "verify",
+            "pdf@1.0.0",
+            "--registry",
+            &server.url(),
+        ],
+    );
+    assert_eq!(output.code, 1, "{output:?}");
+    assert!(
+        output
+            .stderr
+            .contains(r"but the index says \u{1b}]0;owned\u{7}\u{1b}[2J\u{9b}2J\r"),
+        "{}",
+        output.stderr
+    );
+    assert_no_escapes(&output);
+}

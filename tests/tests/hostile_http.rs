@@ -435,3 +435,42 @@ fn terminal_escapes_in_an_index_line_never_reach_the_terminal_through_an_error()
     );
     assert_no_escapes(&output);
 }
+
+#[test]
+fn a_registry_that_re_signs_between_the_timestamp_and_the_snapshot_is_read_again() {
+    let sandbox = Sandbox::new();
+    let tree = PublishedTree::new(&sandbox, &[]);
+    let before = (
+        fs_err::read(tree.root.join("timestamp.json")).unwrap(),
+        fs_err::read(tree.root.join("snapshot.json")).unwrap(),
+    );
+    // A server re-signs on its own when half the metadata's lifetime has
+    // passed: a client can read the timestamp of one signing and the
+    // snapshot of the next.
+    let signed = run(sandbox
+        .registry()
+        .args(["keys", "sign", "--root"])
+        .arg(sandbox.path().join("registry")));
+    assert_eq!(signed.code, 0, "{signed:?}");
+    assert_ne!(
+        fs_err::read(tree.root.join("snapshot.json")).unwrap(),
+        before.1
+    );
+    let root = tree.root;
+    let first_timestamp = std::sync::atomic::AtomicBool::new(true);
+    let server = ScriptedServer::start(move |request, stream| {
+        if request.path == "timestamp.json" && first_timestamp.swap(false, Ordering::SeqCst) {
+            respond(stream, "200 OK", &[], &before.0);
+        } else {
+            serve_file(stream, &root, &request.path);
+        }
+    });
+    let (output, _) = skillpkg(&sandbox, &["info", "pdf", "--registry", &server.url()]);
+    assert_eq!(output.code, 0, "{output:?}");
+    let timestamps = server
+        .requests()
+        .iter()
+        .filter(|request| request.path == "timestamp.json")
+        .count();
+    assert_eq!(timestamps, 2, "read once more, and only once");
+}

@@ -178,17 +178,33 @@ impl Registry {
             None => None,
         };
         let trusted_before = previous.is_some();
-        let reader = RawReader {
-            registry: self,
-            files: std::sync::Mutex::new(Vec::new()),
+        let mut tries = 0;
+        let (reader, result) = loop {
+            tries += 1;
+            let reader = RawReader {
+                registry: self,
+                files: std::sync::Mutex::new(Vec::new()),
+            };
+            let result = trust::check_chain(
+                &reader,
+                self.trust.root_key.as_ref(),
+                previous.clone(),
+                jiff::Timestamp::now(),
+            )
+            .await;
+            // A registry re-signs its timestamp and snapshot from time to
+            // time, so the two reads can straddle a signing: read them
+            // again, once. Anything else, or twice, is not a race.
+            let straddled = matches!(
+                result,
+                Err(trust::ChainError::Metadata(
+                    skillpkg_index::registry::metadata::MetadataError::SnapshotMismatch { .. }
+                ))
+            );
+            if !straddled || tries == 2 {
+                break (reader, result);
+            }
         };
-        let result = trust::check_chain(
-            &reader,
-            self.trust.root_key.as_ref(),
-            previous,
-            jiff::Timestamp::now(),
-        )
-        .await;
         match result {
             Ok(Some((state, snapshot))) => {
                 *self

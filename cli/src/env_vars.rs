@@ -82,6 +82,11 @@ pub const SKILLPKG_CACHE_DIR: &str = "SKILLPKG_CACHE_DIR";
 /// `~/.local/state/skillpkg` on Linux).
 pub const SKILLPKG_STATE_DIR: &str = "SKILLPKG_STATE_DIR";
 
+/// How many seconds (a whole number above 0; default 30) a request to a
+/// registry may wait for the server's next bytes, headers or body, before it
+/// is given up (and retried, like any network failure).
+pub const SKILLPKG_HTTP_TIMEOUT: &str = "SKILLPKG_HTTP_TIMEOUT";
+
 /// For tests only: any non-empty value removes the waits between retries of
 /// a failed download (the retries themselves still happen).
 pub const SKILLPKG_TEST_NO_RETRY_DELAY: &str = "SKILLPKG_TEST_NO_RETRY_DELAY";

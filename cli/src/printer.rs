@@ -4,12 +4,18 @@
 //! which strips them when the stream is not a terminal, when `NO_COLOR` is set
 //! or with `--color never`. `--quiet` silences status lines, never results or
 //! errors; `--json` output is never styled.
+//!
+//! Errors quote what registries, archives and files said (an index line's
+//! signer, a server's detail), so the error printer escapes every control
+//! character but newlines and tabs: none of that text may drive the
+//! terminal (retitle the window, clear the screen, move the cursor).
 #![allow(
     clippy::print_stdout,
     clippy::print_stderr,
     reason = "this module is the printer"
 )]
 
+use std::borrow::Cow;
 use std::io::Write;
 
 use anstyle::{AnsiColor, Style};
@@ -91,12 +97,53 @@ impl Printer {
     pub fn error(&self, error: &anyhow::Error, hint: Option<&str>) {
         let (red, note) = (style::ERROR, style::NOTE);
         let mut stderr = anstream::stderr().lock();
-        let _ = writeln!(stderr, "{red}error{red:#}: {error}");
+        let _ = writeln!(
+            stderr,
+            "{red}error{red:#}: {}",
+            terminal_safe(&error.to_string())
+        );
         for cause in error.chain().skip(1) {
-            let _ = writeln!(stderr, "  Caused by: {cause}");
+            let _ = writeln!(stderr, "  Caused by: {}", terminal_safe(&cause.to_string()));
         }
         if let Some(hint) = hint {
-            let _ = writeln!(stderr, "{note}hint{note:#}: {hint}");
+            let _ = writeln!(stderr, "{note}hint{note:#}: {}", terminal_safe(hint));
         }
+    }
+}
+
+/// Returns `text` with every control character other than a newline or a
+/// tab escaped as Rust would write it (`\u{1b}`), so that it shows what was
+/// there without acting on the terminal.
+fn terminal_safe(text: &str) -> Cow<'_, str> {
+    let unsafe_character =
+        |character: char| character.is_control() && !matches!(character, '\n' | '\t');
+    if !text.chars().any(unsafe_character) {
+        return Cow::Borrowed(text);
+    }
+    let mut safe = String::with_capacity(text.len() + 16);
+    for character in text.chars() {
+        if unsafe_character(character) {
+            safe.extend(character.escape_debug());
+        } else {
+            safe.push(character);
+        }
+    }
+    Cow::Owned(safe)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_characters_in_errors_are_shown_escaped_not_sent_to_the_terminal() {
+        assert_eq!(
+            terminal_safe("signer \u{1b}]0;owned\u{7}\u{1b}[2J\u{9b}2J\r!"),
+            r"signer \u{1b}]0;owned\u{7}\u{1b}[2J\u{9b}2J\r!"
+        );
+        assert!(matches!(
+            terminal_safe("no solution:\n\tpdf 1.0.0 needs base ^2"),
+            Cow::Borrowed("no solution:\n\tpdf 1.0.0 needs base ^2")
+        ));
     }
 }

@@ -819,10 +819,10 @@ fn is_unauthorized(error: &anyhow::Error) -> bool {
 }
 
 /// Returns true if and only if `error` says a registry cannot be reached:
-/// a network error, or a 5xx answer.
+/// a network error, a timeout, or a 5xx answer.
 fn is_unreachable(error: &anyhow::Error) -> bool {
     match error.downcast_ref::<RegistryError>() {
-        Some(RegistryError::Network { .. }) => true,
+        Some(RegistryError::Network { .. } | RegistryError::Timeout { .. }) => true,
         Some(RegistryError::Status { status, .. }) => *status >= 500,
         _ => false,
     }

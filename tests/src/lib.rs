@@ -8,6 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+pub mod scripted;
 pub mod static_registry;
 
 /// Returns the path of a workspace binary built by this `cargo test` run.

@@ -7,7 +7,11 @@
 //! GET    {api}/me                                                                  -> 200, {"user": "..."}
 //! ```
 //!
-//! Every call sends `Authorization: Bearer <token>`. A non-2xx answer's
+//! Every call sends `Authorization: Bearer <token>` to the API URL that the
+//! registry's own `config.json` names, and follows no redirect: a 3xx answer
+//! is a [`RegistryError::ApiRedirect`], so neither a publish's archive nor
+//! the token is ever re-sent to where a server points (cargo's registry API
+//! client does the same). Answers are read up to 1 MiB. A non-2xx answer's
 //! `{"errors":[{"detail":"..."}]}` becomes a [`RegistryError::Refused`]
 //! (4xx) or [`RegistryError::ServerFailed`] (anything else) that carries the
 //! details as the server wrote them.
@@ -17,6 +21,7 @@ use skillpkg_index::registry::IndexRecord;
 use skillpkg_index::skill::SkillName;
 use url::Url;
 
+use super::http::{self, Http, Limit, MAX_DOCUMENT_BYTES, shown};
 use super::{Action, RegistryError, RegistryUrl, redacted};
 use crate::credentials::Token;
 
@@ -26,7 +31,7 @@ const MAX_SHOWN_BODY: usize = 300;
 /// The API of one registry.
 #[derive(Debug)]
 pub struct Api<'registry> {
-    http: &'registry reqwest::Client,
+    http: &'registry Http,
     registry: &'registry RegistryUrl,
     /// The API's base URL, ending in `/`.
     base: Url,
@@ -54,11 +59,7 @@ pub struct Published {
 }
 
 impl<'registry> Api<'registry> {
-    pub(super) fn new(
-        http: &'registry reqwest::Client,
-        registry: &'registry RegistryUrl,
-        base: Url,
-    ) -> Self {
+    pub(super) fn new(http: &'registry Http, registry: &'registry RegistryUrl, base: Url) -> Self {
         Self {
             http,
             registry,
@@ -106,7 +107,7 @@ impl<'registry> Api<'registry> {
             }
         }
         let url = self.publish_url();
-        let request = self.http.put(url.clone()).multipart(form);
+        let request = self.http.api().put(url.clone()).multipart(form);
         let body = self.send(Action::Publish, &url, request, token).await?;
         published(&url, &body)
     }
@@ -124,7 +125,7 @@ impl<'registry> Api<'registry> {
             Some(reason) => serde_json::json!({ "reason": reason }),
             None => serde_json::json!({}),
         };
-        let request = self.http.delete(url.clone()).json(&body);
+        let request = self.http.api().delete(url.clone()).json(&body);
         let body = self.send(Action::Yank, &url, request, token).await?;
         published(&url, &body)
     }
@@ -137,7 +138,11 @@ impl<'registry> Api<'registry> {
         version: &semver::Version,
     ) -> Result<Published, RegistryError> {
         let url = self.url(&format!("skills/{name}/{version}/unyank"));
-        let request = self.http.put(url.clone()).json(&serde_json::json!({}));
+        let request = self
+            .http
+            .api()
+            .put(url.clone())
+            .json(&serde_json::json!({}));
         let body = self.send(Action::Unyank, &url, request, token).await?;
         published(&url, &body)
     }
@@ -149,7 +154,7 @@ impl<'registry> Api<'registry> {
             user: String,
         }
         let url = self.url("me");
-        let request = self.http.get(url.clone());
+        let request = self.http.api().get(url.clone());
         let body = self.send(Action::Login, &url, request, token).await?;
         let me: Me =
             serde_json::from_slice(&body).map_err(|source| RegistryError::BadDocument {
@@ -161,6 +166,9 @@ impl<'registry> Api<'registry> {
     }
 
     /// Sends an authenticated request and returns the body of a 2xx answer.
+    /// The token is bound to the API's origin simply: the request goes to
+    /// `url`, under the API's base, and nowhere else, since no redirect is
+    /// followed.
     async fn send(
         &self,
         action: Action,
@@ -168,19 +176,46 @@ impl<'registry> Api<'registry> {
         request: reqwest::RequestBuilder,
         token: &Token,
     ) -> Result<Vec<u8>, RegistryError> {
-        let network = |source: reqwest::Error| RegistryError::Network {
-            url: redacted(url),
-            source: source.without_url(),
-        };
         let response = request
             .bearer_auth(token.expose())
             .send()
             .await
-            .map_err(network)?;
+            // A timeout here is the overall one (API calls have no read
+            // timeout): no setting to suggest, so a plain network error.
+            .map_err(|source| RegistryError::Network {
+                url: shown(url, Some(token)),
+                source: source.without_url(),
+            })?;
         let status = response.status();
-        let body = response.bytes().await.map_err(network)?;
+        if http::is_redirect(status) {
+            let location = response
+                .headers()
+                .get(reqwest::header::LOCATION)
+                .map(reqwest::header::HeaderValue::as_bytes);
+            return Err(RegistryError::ApiRedirect {
+                action,
+                url: shown(url, Some(token)),
+                to: http::shown_location(url, location, Some(token)),
+            });
+        }
+        let body = self
+            .http
+            .body(
+                response,
+                url,
+                Some(token),
+                Limit::Client(MAX_DOCUMENT_BYTES),
+                |_| {},
+            )
+            .await
+            .map_err(|error| match error {
+                RegistryError::Timeout { url, source, .. } => {
+                    RegistryError::Network { url, source }
+                }
+                other => other,
+            })?;
         if status.is_success() {
-            return Ok(body.to_vec());
+            return Ok(body);
         }
         let details = error_details(&body, status);
         Err(if status.is_client_error() {
@@ -193,7 +228,7 @@ impl<'registry> Api<'registry> {
         } else {
             RegistryError::ServerFailed {
                 action,
-                url: redacted(url),
+                url: shown(url, Some(token)),
                 status: status.as_u16(),
                 details,
             }

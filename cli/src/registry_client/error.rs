@@ -51,6 +51,49 @@ pub enum RegistryError {
         #[source]
         source: reqwest::Error,
     },
+    /// The request got no bytes for the read timeout (or took longer than
+    /// the request timeout in all).
+    #[error("{url} did not answer in time; the request was given up")]
+    Timeout {
+        url: String,
+        /// The read timeout, for the hint.
+        seconds: u64,
+        #[source]
+        source: reqwest::Error,
+    },
+    /// A redirect was not followed.
+    #[error("{url} redirected {problem}")]
+    Redirect {
+        url: String,
+        problem: RedirectProblem,
+    },
+    /// An API call was answered with a redirect, which is never followed.
+    #[error(
+        "{url} answered the {action} with a redirect to {to}, which skillpkg does not follow for API calls: neither the request nor its token went there"
+    )]
+    ApiRedirect {
+        action: Action,
+        url: String,
+        to: String,
+    },
+    /// A private registry's file redirected to another origin, which the
+    /// token was not sent to, and which refused the request without it.
+    #[error(
+        "{url} redirected to {hop}, another origin, which answered HTTP {status}: a token is never sent to another origin than its registry's"
+    )]
+    TokenWithheld {
+        url: String,
+        hop: String,
+        status: u16,
+    },
+    /// `config.json` names a URL (an absolute `dl`) the client does not read
+    /// for this registry.
+    #[error("{registry} points at {url}, which was refused: {why}")]
+    ForbiddenUrl {
+        registry: String,
+        url: String,
+        why: &'static str,
+    },
     /// A `file://` registry's file could not be read (other than missing).
     #[error("cannot read {}", path.display())]
     File {
@@ -64,6 +107,12 @@ pub enum RegistryError {
     /// A download grew past the registry's size limit.
     #[error("{url} is larger than the {limit} bytes the registry allows; the download was stopped")]
     TooLarge { url: String, limit: u64 },
+    /// A file grew past the cap this client reads for its kind of file
+    /// (docs/client.md#limits).
+    #[error(
+        "{url} is larger than the {limit} bytes skillpkg reads for such a file; the download was stopped"
+    )]
+    OverCap { url: String, limit: u64 },
     /// The URL has no `config.json`.
     #[error("{registry} is not a skillpkg registry: it has no config.json")]
     NotARegistry { registry: String },
@@ -96,6 +145,12 @@ pub enum RegistryError {
     /// `config.json`'s `api` is not an `http(s)` URL.
     #[error("the `api` of {registry} (in its config.json) is not an http:// or https:// URL")]
     BadApiUrl { registry: String },
+    /// An https registry's `config.json` names an http API, where the token
+    /// would cross the network in the clear.
+    #[error(
+        "the `api` of {registry} (in its config.json) is an http:// URL, and the registry is https://: the token would cross the network unencrypted"
+    )]
+    InsecureApi { registry: String },
     /// The registry's signed metadata does not hold: a changed, rolled back,
     /// frozen or mixed index, or a root rotation that is not signed enough.
     #[error("{registry} cannot be trusted: {problem}")]
@@ -140,9 +195,16 @@ impl RegistryError {
             | Self::NoSuchSkill { .. }
             | Self::ReadOnly { .. }
             | Self::BadApiUrl { .. }
+            | Self::InsecureApi { .. }
+            | Self::TokenWithheld { .. }
             | Self::Refused { .. } => true,
             Self::Status { status, .. } => (400..500).contains(status),
             Self::Network { .. }
+            | Self::Timeout { .. }
+            | Self::Redirect { .. }
+            | Self::ApiRedirect { .. }
+            | Self::ForbiddenUrl { .. }
+            | Self::OverCap { .. }
             | Self::TooLarge { .. }
             | Self::File { .. }
             | Self::BadDocument { .. }
@@ -159,6 +221,22 @@ impl RegistryError {
         Some(match self {
             Self::Network { .. } => {
                 "check the registry URL and your network, and that the registry is running".into()
+            }
+            Self::Timeout { seconds, .. } => format!(
+                "the registry is stalled or overloaded; {} sets how many seconds to wait for its next bytes (now {seconds})",
+                crate::env_vars::SKILLPKG_HTTP_TIMEOUT
+            ),
+            Self::Redirect { .. } | Self::OverCap { .. } | Self::ForbiddenUrl { .. } => {
+                "the registry (or something between it and you) is broken or hostile; nothing it sent was used".into()
+            }
+            Self::ApiRedirect { .. } => {
+                "if the API moved, the registry's config.json must name its new URL in `api`".into()
+            }
+            Self::TokenWithheld { hop, .. } => format!(
+                "if the registry moved to {hop}, use that URL as the registry and give its token for it"
+            ),
+            Self::InsecureApi { .. } => {
+                "the registry's operators must serve the API over https://".into()
             }
             Self::NotARegistry { .. } => {
                 "check the URL: a registry URL is the folder that holds config.json".into()
@@ -207,4 +285,24 @@ fn metadata_hint(problem: &skillpkg_index::registry::metadata::MetadataError) ->
         MetadataError::FileMismatch { .. } | MetadataError::NotInSnapshot { .. } | MetadataError::Missing { .. } | MetadataError::SnapshotMismatch { .. } => "a file differs from what the registry signed: the mirror or cache changed it, or mixes two versions of the index; nothing was installed. Sync the mirror again or use the origin registry".into(),
         MetadataError::Signatures { .. } | MetadataError::WrongVersion { .. } | MetadataError::NotPinned { .. } | MetadataError::Malformed { .. } => "the registry's keys do not vouch for its metadata; nothing was installed. If its operators really changed the root keys, ask them for the new root key and update `root-key`".into(),
     })
+}
+
+/// Why a redirect was not followed. URLs are shown redacted, without the
+/// token, and a `Location` that is not a URL escaped.
+#[derive(Debug, thiserror::Error)]
+pub enum RedirectProblem {
+    #[error("more than {max} times; the redirects were stopped")]
+    TooMany { max: usize },
+    #[error("in a loop, back to {to}")]
+    Loop { to: String },
+    #[error(
+        "from https down to {to}, which was refused: it would expose the request (and any token) on the network"
+    )]
+    Downgrade { to: String },
+    #[error("to {to}, which was refused: skillpkg follows redirects to http:// and https:// only")]
+    Scheme { to: String },
+    #[error("without a Location header")]
+    NoLocation,
+    #[error("to \"{location}\", which is not a valid URL")]
+    BadLocation { location: String },
 }

@@ -16,14 +16,26 @@
 //! read-only. API errors are `{"errors":[{"detail":"..."}]}`, and their
 //! details are shown as the server wrote them.
 //!
-//! One `reqwest` client (rustls, a `skillpkg/<version>` User-Agent, connect
-//! and overall timeouts) serves every request of a command; commands run the
-//! async calls on a current-thread runtime through [`block_on`]. Tokens go
-//! only into `Authorization` headers (marked sensitive), and every URL in an
-//! error is redacted.
+//! Every request goes through [`http`]: one `reqwest` client per registry
+//! (rustls, a `skillpkg/<version>` User-Agent, connect, read and overall
+//! timeouts, no compression) that follows redirects itself, so that a token
+//! only ever goes to the origin it was configured for, and that reads every
+//! body under a size cap. Commands run the async calls on a current-thread
+//! runtime through [`block_on`]. Tokens go only into `Authorization` headers,
+//! and every URL in an error is redacted.
+//!
+//! Which origin a token is bound to:
+//!
+//! ```text
+//! reads of the tree       the registry URL's origin (the URL the token is configured for);
+//!                         an absolute `dl` URL elsewhere gets no token
+//! API calls               the origin of the `api` URL the registry's own config.json names;
+//!                         API calls follow no redirect
+//! ```
 
 mod api;
 mod error;
+mod http;
 mod registry_url;
 pub mod trust;
 
@@ -38,31 +50,17 @@ use skillpkg_index::registry::{
     index_file_path, parse_index_file,
 };
 use skillpkg_index::skill::SkillName;
+use url::Url;
 
 pub use self::api::{Api, Attachments, Published};
-pub use self::error::{Action, RegistryError};
+pub use self::error::{Action, RedirectProblem, RegistryError};
+use self::http::{
+    Answer, Bearer, Http, Limit, MAX_ARCHIVE_BYTES, MAX_DOCUMENT_BYTES, MAX_TREE_FILE_BYTES, shown,
+};
 pub use self::registry_url::{RegistryUrl, RegistryUrlError, redacted};
 pub use self::trust::TrustConfig;
 use crate::credentials::Token;
-use skillpkg_index::registry::metadata::{Snapshot, in_snapshot};
-
-/// The User-Agent of every request.
-const USER_AGENT: &str = concat!("skillpkg/", env!("CARGO_PKG_VERSION"));
-/// How long to wait for a connection: a registry that does not answer in
-/// this time is down or unreachable, and a user should hear so quickly.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long one request may take in all: enough to upload the largest
-/// allowed archive (8 MiB by default) over a slow link.
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
-
-/// How many redirects one request may follow.
-const MAX_REDIRECTS: usize = 10;
-
-/// Returns true if and only if a redirect from `from` to `to` may be
-/// followed: never from https down to http.
-fn redirect_allowed(from: &url::Url, to: &url::Url) -> bool {
-    !(from.scheme() == "https" && to.scheme() != "https")
-}
+use skillpkg_index::registry::metadata::{Snapshot, TIMESTAMP_PATH, in_snapshot};
 
 /// Runs `future` to completion on a current-thread runtime. The client makes
 /// a handful of sequential requests per command: one thread is plenty.
@@ -77,8 +75,10 @@ pub fn block_on<F: Future>(future: F) -> anyhow::Result<F::Output> {
 /// A registry whose `config.json` has been read.
 #[derive(Debug)]
 pub struct Registry {
-    http: reqwest::Client,
+    http: Http,
     url: RegistryUrl,
+    /// The origin of `url`: the only one the token is sent to with reads.
+    origin: url::Origin,
     token: Option<Token>,
     config: RegistryConfig,
     trust: TrustConfig,
@@ -119,29 +119,14 @@ impl Registry {
     /// when the registry says it needs one (`auth-required`), or when
     /// `config.json` itself answers 401.
     pub async fn open(url: RegistryUrl, token: Option<Token>) -> anyhow::Result<Self> {
-        let http = reqwest::Client::builder()
-            .user_agent(USER_AGENT)
-            .connect_timeout(CONNECT_TIMEOUT)
-            .timeout(REQUEST_TIMEOUT)
-            .redirect(reqwest::redirect::Policy::custom(|attempt| {
-                let from = attempt.previous().last().cloned();
-                if attempt.previous().len() > MAX_REDIRECTS {
-                    attempt.error("too many redirects")
-                } else if from.is_some_and(|from| !redirect_allowed(&from, attempt.url())) {
-                    attempt.error("a redirect from https to http was refused: it would expose the request (and its token) on the network")
-                } else {
-                    // reqwest drops `Authorization` when the host or port
-                    // changes, so a token never follows a redirect to
-                    // another origin.
-                    attempt.follow()
-                }
-            }))
-            .build()
-            .context("cannot set up the HTTP client")?;
-        let config = read_config(&http, &url, token.as_ref()).await?;
+        let http = Http::new()?;
+        let origin = url.as_url().origin();
+        let bearer = token.as_ref().map(|token| Bearer::new(token, &origin));
+        let config = read_config(&http, &url, bearer).await?;
         Ok(Self {
             http,
             url,
+            origin,
             token,
             config,
             trust: TrustConfig::default(),
@@ -193,17 +178,33 @@ impl Registry {
             None => None,
         };
         let trusted_before = previous.is_some();
-        let reader = RawReader {
-            registry: self,
-            files: std::sync::Mutex::new(Vec::new()),
+        let mut tries = 0;
+        let (reader, result) = loop {
+            tries += 1;
+            let reader = RawReader {
+                registry: self,
+                files: std::sync::Mutex::new(Vec::new()),
+            };
+            let result = trust::check_chain(
+                &reader,
+                self.trust.root_key.as_ref(),
+                previous.clone(),
+                jiff::Timestamp::now(),
+            )
+            .await;
+            // A registry re-signs its timestamp and snapshot from time to
+            // time, so the two reads can straddle a signing: read them
+            // again, once. Anything else, or twice, is not a race.
+            let straddled = matches!(
+                result,
+                Err(trust::ChainError::Metadata(
+                    skillpkg_index::registry::metadata::MetadataError::SnapshotMismatch { .. }
+                ))
+            );
+            if !straddled || tries == 2 {
+                break (reader, result);
+            }
         };
-        let result = trust::check_chain(
-            &reader,
-            self.trust.root_key.as_ref(),
-            previous,
-            jiff::Timestamp::now(),
-        )
-        .await;
         match result {
             Ok(Some((state, snapshot))) => {
                 *self
@@ -289,7 +290,7 @@ impl Registry {
             name: name.to_string(),
             registry: self.url.to_string(),
         };
-        let bytes = fetch(&self.http, &url, self.read_token()).await?;
+        let bytes = self.fetch(&url, Limit::Client(MAX_TREE_FILE_BYTES)).await?;
         self.check_file(&index_file_path(name), bytes.as_deref())
             .await?;
         let bytes = bytes.ok_or_else(no_such_skill)?;
@@ -306,12 +307,13 @@ impl Registry {
 
     /// Returns a file of the tree (a path relative to the registry, or an
     /// absolute URL such as an absolute `dl` template gives), `None` for a 404.
+    ///
+    /// An archive may come this way (`verify` reads one), so the cap is the
+    /// larger of a tree file's and an archive's.
     pub async fn file(&self, path: &str) -> Result<Option<Vec<u8>>, RegistryError> {
-        let (url, relative) = match url::Url::parse(path) {
-            Ok(absolute) => (absolute, false),
-            Err(_) => (self.url.join(path), true),
-        };
-        let bytes = fetch(&self.http, &url, self.read_token()).await?;
+        let (url, relative) = self.resolve(path)?;
+        let limit = Limit::Client(MAX_TREE_FILE_BYTES.max(self.archive_limit().bytes()));
+        let bytes = self.fetch(&url, limit).await?;
         if relative {
             self.check_file(path, bytes.as_deref()).await?;
         }
@@ -336,38 +338,34 @@ impl Registry {
         etag: Option<&str>,
     ) -> Result<Conditional, RegistryError> {
         let url = self.url.join(path);
+        let limit = Limit::Client(tree_file_limit(path));
         if url.scheme() == "file" {
-            return Ok(match fetch(&self.http, &url, None).await? {
+            return Ok(match http::read_local(&url, limit)? {
                 Some(bytes) => Conditional::Found { bytes, etag: None },
                 None => Conditional::Missing,
             });
         }
-        let network = |source: reqwest::Error| RegistryError::Network {
-            url: redacted(&url),
-            source: source.without_url(),
-        };
+        let bearer = self.bearer();
+        let token = bearer.map(Bearer::token);
         with_retries(|| async {
-            let mut request = self.get(&url);
-            if let Some(etag) = etag {
-                request = request.header(reqwest::header::IF_NONE_MATCH, etag);
-            }
-            let response = request.send().await.map_err(network)?;
-            match response.status() {
+            let answer = self.http.get(&url, bearer, etag).await?;
+            match answer.response.status() {
                 StatusCode::NOT_MODIFIED => Ok(Conditional::NotModified),
                 StatusCode::NOT_FOUND => Ok(Conditional::Missing),
                 status if status.is_success() => {
-                    let etag = response
+                    let etag = answer
+                        .response
                         .headers()
                         .get(reqwest::header::ETAG)
                         .and_then(|value| value.to_str().ok())
                         .map(str::to_owned);
-                    let bytes = response.bytes().await.map_err(network)?.to_vec();
+                    let bytes = self
+                        .http
+                        .body(answer.response, &url, token, limit, |_| {})
+                        .await?;
                     Ok(Conditional::Found { bytes, etag })
                 }
-                status => Err(RegistryError::Status {
-                    url: redacted(&url),
-                    status: status.as_u16(),
-                }),
+                _ => Err(unexpected(&url, &answer, token)),
             }
         })
         .await
@@ -376,64 +374,40 @@ impl Registry {
     /// Returns a file of the tree as served, unchecked: for the metadata
     /// itself, and for copying a tree (`skillpkg mirror`).
     pub async fn raw_file(&self, path: &str) -> Result<Option<Vec<u8>>, RegistryError> {
-        fetch(&self.http, &self.url.join(path), self.read_token()).await
+        let limit = Limit::Client(tree_file_limit(path));
+        self.fetch(&self.url.join(path), limit).await
     }
 
     /// Downloads an archive, hashing it while it streams and stopping as
-    /// soon as it passes the registry's `max-skill-bytes`: a hostile or
-    /// broken server cannot make the client read more. `None` for a 404.
+    /// soon as it passes the registry's `max-skill-bytes` (or this client's
+    /// own cap, when the registry claims more): a hostile or broken server
+    /// cannot make the client read more. `None` for a 404.
     pub async fn download(&self, path: &str) -> Result<Option<(Vec<u8>, Checksum)>, RegistryError> {
         use sha2::Digest as _;
-        let url = match url::Url::parse(path) {
-            Ok(absolute) => absolute,
-            Err(_) => self.url.join(path),
-        };
-        let limit = self.config.max_skill_bytes;
-        let too_large = || RegistryError::TooLarge {
-            url: redacted(&url),
-            limit,
-        };
+        let (url, _) = self.resolve(path)?;
+        let limit = self.archive_limit();
         if url.scheme() == "file" {
-            let Some(bytes) = fetch(&self.http, &url, self.read_token()).await? else {
-                return Ok(None);
-            };
-            if bytes.len() as u64 > limit {
-                return Err(too_large());
-            }
-            let checksum = Checksum::of(&bytes);
-            return Ok(Some((bytes, checksum)));
+            return Ok(http::read_local(&url, limit)?.map(|bytes| {
+                let checksum = Checksum::of(&bytes);
+                (bytes, checksum)
+            }));
         }
-        let network = |source: reqwest::Error| RegistryError::Network {
-            url: redacted(&url),
-            source: source.without_url(),
-        };
+        let bearer = self.bearer();
+        let token = bearer.map(Bearer::token);
         with_retries(|| async {
-            let mut response = self.get(&url).send().await.map_err(network)?;
-            match response.status() {
+            let answer = self.http.get(&url, bearer, None).await?;
+            match answer.response.status() {
                 StatusCode::NOT_FOUND => return Ok(None),
-                status if !status.is_success() => {
-                    return Err(RegistryError::Status {
-                        url: redacted(&url),
-                        status: status.as_u16(),
-                    });
-                }
+                status if !status.is_success() => return Err(unexpected(&url, &answer, token)),
                 _ => {}
             }
-            if response
-                .content_length()
-                .is_some_and(|length| length > limit)
-            {
-                return Err(too_large());
-            }
             let mut hasher = sha2::Sha256::new();
-            let mut bytes = Vec::new();
-            while let Some(chunk) = response.chunk().await.map_err(network)? {
-                if (bytes.len() + chunk.len()) as u64 > limit {
-                    return Err(too_large());
-                }
-                hasher.update(&chunk);
-                bytes.extend_from_slice(&chunk);
-            }
+            let bytes = self
+                .http
+                .body(answer.response, &url, token, limit, |chunk| {
+                    hasher.update(chunk);
+                })
+                .await?;
             Ok(Some((
                 bytes,
                 Checksum::from_digest(hasher.finalize().into()),
@@ -442,11 +416,53 @@ impl Registry {
         .await
     }
 
+    /// The cap of an archive: the registry's `max-skill-bytes`, unless it
+    /// claims more than [`MAX_ARCHIVE_BYTES`].
+    fn archive_limit(&self) -> Limit {
+        if self.config.max_skill_bytes <= MAX_ARCHIVE_BYTES {
+            Limit::Registry(self.config.max_skill_bytes)
+        } else {
+            Limit::Client(MAX_ARCHIVE_BYTES)
+        }
+    }
+
+    /// Returns the URL of `path`, a path of the tree or an absolute URL the
+    /// tree names (an absolute `dl` template), and whether it was relative.
+    ///
+    /// A registry decides what the client reads, so an absolute URL must be
+    /// one it may send the client to: an http(s) registry names http(s)
+    /// URLs only (an https one, https only: the same rule as redirects), so
+    /// that a remote registry can never make the client read the user's
+    /// own files; a `file://` registry may also name local files.
+    fn resolve(&self, path: &str) -> Result<(Url, bool), RegistryError> {
+        let Ok(absolute) = Url::parse(path) else {
+            return Ok((self.url.join(path), true));
+        };
+        let why = match (self.url.as_url().scheme(), absolute.scheme()) {
+            ("https", "https") | ("http" | "file", "http" | "https") => None,
+            ("file", "file") if absolute.to_file_path().is_ok() => None,
+            ("file", "file") => Some("a file:// URL must be a local path"),
+            ("file", _) => {
+                Some("a file:// registry may only name local files and http:// or https:// URLs")
+            }
+            ("https", "http") => Some("an https:// registry may only name https:// URLs"),
+            _ => Some("an http:// or https:// registry may only name http:// or https:// URLs"),
+        };
+        match why {
+            None => Ok((absolute, false)),
+            Some(why) => Err(RegistryError::ForbiddenUrl {
+                registry: self.label(),
+                url: shown(&absolute, self.token.as_ref()),
+                why,
+            }),
+        }
+    }
+
     /// Returns `search.json`. A registry with no skill yet may have none,
     /// which reads as an empty index.
     pub async fn search_index(&self) -> Result<SearchIndex, RegistryError> {
         let url = self.url.join(SEARCH_PATH);
-        let bytes = fetch(&self.http, &url, self.read_token()).await?;
+        let bytes = self.fetch(&url, Limit::Client(MAX_TREE_FILE_BYTES)).await?;
         self.check_file(SEARCH_PATH, bytes.as_deref()).await?;
         match bytes {
             Some(bytes) => parse_json(&url, &bytes, "search index"),
@@ -475,6 +491,11 @@ impl Registry {
         if !matches!(base.scheme(), "http" | "https") {
             return Err(bad_api());
         }
+        if self.url.as_url().scheme() == "https" && base.scheme() == "http" {
+            return Err(RegistryError::InsecureApi {
+                registry: self.url.to_string(),
+            });
+        }
         if !base.path().ends_with('/') {
             let path = format!("{}/", base.path());
             base.set_path(&path);
@@ -482,19 +503,19 @@ impl Registry {
         Ok(Api::new(&self.http, &self.url, base))
     }
 
-    /// A GET of a file of the tree, with the token when the registry is
-    /// private.
-    fn get(&self, url: &url::Url) -> reqwest::RequestBuilder {
-        let request = self.http.get(url.clone());
-        match self.read_token() {
-            Some(token) => request.bearer_auth(token.expose()),
-            None => request,
-        }
+    /// Reads a file of the tree (or an absolute URL it names), with retries
+    /// and the token when the registry is private.
+    async fn fetch(&self, url: &Url, limit: Limit) -> Result<Option<Vec<u8>>, RegistryError> {
+        fetch(&self.http, url, self.bearer(), limit).await
     }
 
-    /// The token to send with reads of the tree.
-    fn read_token(&self) -> Option<&Token> {
-        self.token.as_ref().filter(|_| self.config.auth_required)
+    /// The token to send with reads of the tree, bound to the registry's
+    /// origin: only a registry that says it is private gets it.
+    fn bearer(&self) -> Option<Bearer<'_>> {
+        self.token
+            .as_ref()
+            .filter(|_| self.config.auth_required)
+            .map(|token| Bearer::new(token, &self.origin))
     }
 }
 
@@ -518,9 +539,9 @@ impl trust::Fetch for RawReader<'_> {
 }
 
 async fn read_config(
-    http: &reqwest::Client,
+    http: &Http,
     registry: &RegistryUrl,
-    token: Option<&Token>,
+    bearer: Option<Bearer<'_>>,
 ) -> Result<RegistryConfig, RegistryError> {
     #[derive(serde::Deserialize)]
     struct Versioned {
@@ -529,9 +550,10 @@ async fn read_config(
     let url = registry.join(CONFIG_PATH);
     // A public registry never sees the token; a private one asks for it
     // with a 401, and then gets it.
-    let bytes = match fetch(http, &url, None).await {
-        Err(RegistryError::Status { status: 401, .. }) if token.is_some() => {
-            fetch(http, &url, token).await?
+    let limit = Limit::Client(MAX_DOCUMENT_BYTES);
+    let bytes = match fetch(http, &url, None, limit).await {
+        Err(RegistryError::Status { status: 401, .. }) if bearer.is_some() => {
+            fetch(http, &url, bearer, limit).await?
         }
         other => other?,
     };
@@ -560,8 +582,35 @@ fn parse_json<T: serde::de::DeserializeOwned>(
     })
 }
 
-/// Fetches one file of the tree: `Some(bytes)`, or `None` when it does not
-/// exist (404, or a missing file for `file://`).
+/// The cap of a file of the tree, by its kind: the small signed documents
+/// (the roots, the timestamp) and `config.json`, or any other.
+fn tree_file_limit(path: &str) -> u64 {
+    let is_root = path
+        .strip_suffix(".root.json")
+        .is_some_and(|version| version.parse::<u64>().is_ok());
+    if is_root || path == TIMESTAMP_PATH || path == CONFIG_PATH {
+        MAX_DOCUMENT_BYTES
+    } else {
+        MAX_TREE_FILE_BYTES
+    }
+}
+
+/// The error for an answer that is neither a success nor a 404.
+fn unexpected(url: &Url, answer: &Answer, token: Option<&Token>) -> RegistryError {
+    let status = answer.response.status().as_u16();
+    if answer.token_withheld && matches!(status, 401 | 403) {
+        return RegistryError::TokenWithheld {
+            url: shown(url, token),
+            hop: shown(&answer.url, token),
+            status,
+        };
+    }
+    RegistryError::Status {
+        url: shown(url, token),
+        status,
+    }
+}
+
 /// How many times a read is tried when the server fails (5xx) or the
 /// network does, and the first wait; each wait doubles.
 const ATTEMPTS: u32 = 4;
@@ -582,7 +631,8 @@ where
     loop {
         match attempt().await {
             Err(RegistryError::Status { status, .. }) if status >= 500 && tries < ATTEMPTS => {}
-            Err(RegistryError::Network { .. }) if tries < ATTEMPTS => {}
+            Err(RegistryError::Network { .. } | RegistryError::Timeout { .. })
+                if tries < ATTEMPTS => {}
             other => return other,
         }
         if !no_delay {
@@ -593,51 +643,35 @@ where
     }
 }
 
-/// Reads a file of the registry, with retries.
+/// Reads a file of the registry, with retries: `Some(bytes)`, or `None`
+/// when it does not exist (404, or a missing file for `file://`).
 async fn fetch(
-    http: &reqwest::Client,
-    url: &url::Url,
-    token: Option<&Token>,
+    http: &Http,
+    url: &Url,
+    bearer: Option<Bearer<'_>>,
+    limit: Limit,
 ) -> Result<Option<Vec<u8>>, RegistryError> {
-    with_retries(|| fetch_once(http, url, token)).await
+    if url.scheme() == "file" {
+        return http::read_local(url, limit);
+    }
+    with_retries(|| fetch_once(http, url, bearer, limit)).await
 }
 
 async fn fetch_once(
-    http: &reqwest::Client,
-    url: &url::Url,
-    token: Option<&Token>,
+    http: &Http,
+    url: &Url,
+    bearer: Option<Bearer<'_>>,
+    limit: Limit,
 ) -> Result<Option<Vec<u8>>, RegistryError> {
-    if url.scheme() == "file" {
-        // `RegistryUrl` only admits file URLs with a local path, and joined
-        // relative paths keep it local.
-        let path = url
-            .to_file_path()
-            .expect("registry file URLs are local paths");
-        return match fs_err::read(&path) {
-            Ok(bytes) => Ok(Some(bytes)),
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(source) => Err(RegistryError::File { path, source }),
-        };
-    }
-    let mut request = http.get(url.clone());
-    if let Some(token) = token {
-        request = request.bearer_auth(token.expose());
-    }
-    let network = |source: reqwest::Error| RegistryError::Network {
-        url: redacted(url),
-        // reqwest's message repeats the URL unredacted; ours names it.
-        source: source.without_url(),
-    };
-    let response = request.send().await.map_err(network)?;
-    match response.status() {
+    let token = bearer.map(Bearer::token);
+    let answer = http.get(url, bearer, None).await?;
+    match answer.response.status() {
         StatusCode::NOT_FOUND => Ok(None),
-        status if status.is_success() => {
-            Ok(Some(response.bytes().await.map_err(network)?.to_vec()))
-        }
-        status => Err(RegistryError::Status {
-            url: redacted(url),
-            status: status.as_u16(),
-        }),
+        status if status.is_success() => Ok(Some(
+            http.body(answer.response, url, token, limit, |_| {})
+                .await?,
+        )),
+        _ => Err(unexpected(url, &answer, token)),
     }
 }
 
@@ -645,28 +679,87 @@ async fn fetch_once(
 mod tests {
     use super::*;
 
+    /// A registry at `url` with `config`, as `open` would leave it, without
+    /// reading anything.
+    fn registry(url: &str, config: RegistryConfig) -> Registry {
+        let url: RegistryUrl = url.parse().unwrap();
+        Registry {
+            http: Http::new().unwrap(),
+            origin: url.as_url().origin(),
+            url,
+            token: Some("skp_secret".parse().unwrap()),
+            config,
+            trust: TrustConfig::default(),
+            snapshot: tokio::sync::Mutex::new(None),
+            metadata_files: std::sync::Mutex::new(VerifiedMetadata::default()),
+        }
+    }
+
+    fn refusal(registry: &Registry, path: &str) -> Option<&'static str> {
+        match registry.resolve(path) {
+            Ok(_) => None,
+            Err(RegistryError::ForbiddenUrl { why, .. }) => Some(why),
+            Err(other) => panic!("{other}"),
+        }
+    }
+
     #[test]
-    fn redirects_never_go_from_https_down_to_http() {
-        let url = |text: &str| url::Url::parse(text).unwrap();
-        assert!(!redirect_allowed(
-            &url("https://skills.example/index/1/a"),
-            &url("http://skills.example/index/1/a")
+    fn a_registry_names_only_urls_it_may_send_the_client_to() {
+        let config = RegistryConfig::read_only(8 << 20);
+        let https = registry("https://skills.example/", config.clone());
+        assert_eq!(refusal(&https, "dl/pdf/1.0.0/pdf-1.0.0.tgz"), None);
+        assert_eq!(refusal(&https, "https://cdn.example/pdf.tgz"), None);
+        assert_eq!(
+            refusal(&https, "http://cdn.example/pdf.tgz"),
+            Some("an https:// registry may only name https:// URLs")
+        );
+        for local in [
+            "file:///home/user/.ssh/id_ed25519",
+            "file://host/x",
+            "ftp://cdn.example/x",
+        ] {
+            assert_eq!(
+                refusal(&https, local),
+                Some("an http:// or https:// registry may only name http:// or https:// URLs"),
+                "{local}"
+            );
+        }
+        let http = registry("http://127.0.0.1:1/", config.clone());
+        assert_eq!(refusal(&http, "https://cdn.example/pdf.tgz"), None);
+        assert!(refusal(&http, "file:///etc/passwd").is_some());
+        let local = registry("file:///srv/tree/", config);
+        assert_eq!(refusal(&local, "file:///srv/other/pdf.tgz"), None);
+        assert_eq!(refusal(&local, "https://cdn.example/pdf.tgz"), None);
+        assert_eq!(
+            refusal(&local, "file://host/x"),
+            Some("a file:// URL must be a local path")
+        );
+    }
+
+    #[test]
+    fn an_https_registry_never_sends_its_token_to_an_http_api() {
+        let config = RegistryConfig {
+            api: Some("http://skills.example/api/v1".into()),
+            ..RegistryConfig::read_only(8 << 20)
+        };
+        assert!(matches!(
+            registry("https://skills.example/", config.clone()).api(Action::Publish),
+            Err(RegistryError::InsecureApi { .. })
         ));
-        assert!(!redirect_allowed(
-            &url("https://skills.example/x"),
-            &url("http://cdn.example/x")
-        ));
-        assert!(redirect_allowed(
-            &url("https://skills.example/x"),
-            &url("https://cdn.example/x")
-        ));
-        assert!(redirect_allowed(
-            &url("http://127.0.0.1:1/x"),
-            &url("https://127.0.0.1:2/x")
-        ));
-        assert!(redirect_allowed(
-            &url("http://127.0.0.1:1/x"),
-            &url("http://127.0.0.1:2/x")
-        ));
+        assert!(
+            registry("http://skills.example/", config)
+                .api(Action::Publish)
+                .is_ok()
+        );
+    }
+
+    #[test]
+    fn the_small_signed_documents_have_the_small_cap() {
+        assert_eq!(tree_file_limit("config.json"), MAX_DOCUMENT_BYTES);
+        assert_eq!(tree_file_limit("timestamp.json"), MAX_DOCUMENT_BYTES);
+        assert_eq!(tree_file_limit("12.root.json"), MAX_DOCUMENT_BYTES);
+        assert_eq!(tree_file_limit("snapshot.json"), MAX_TREE_FILE_BYTES);
+        assert_eq!(tree_file_limit("index/3/p/pdf"), MAX_TREE_FILE_BYTES);
+        assert_eq!(tree_file_limit("search.json"), MAX_TREE_FILE_BYTES);
     }
 }

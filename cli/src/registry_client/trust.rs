@@ -36,7 +36,7 @@ pub struct TrustConfig {
 }
 
 /// What was trusted last time, kept in the user state.
-#[derive(Debug, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct TrustState {
     pub root: Root,
     pub seen: Seen,

@@ -19,6 +19,7 @@ use skillpkg_registry::build::{BuildOptions, build};
 use skillpkg_registry::keys::{change_keys, parse_ids, parse_keys};
 use skillpkg_registry::metadata;
 use skillpkg_registry::registry::{Options, PUBLIC_DIR, Registry, STATE_DIR};
+use skillpkg_registry::server::Limits;
 use skillpkg_registry::state::State;
 
 /// The skillpkg registry: serves a static skill index and accepts publishes.
@@ -178,10 +179,74 @@ struct ServeArgs {
     /// by `skillpkg mirror` (the default when `public/` is one).
     #[arg(long)]
     read_only: bool,
+    #[command(flatten)]
+    limits: LimitArgs,
     /// With signed metadata (`skillpkg-registry keys init`): re-signed
     /// after every change, and when half of this has passed.
     #[command(flatten)]
     lifetime: LifetimeArgs,
+}
+
+/// What one client, or many, can make the server spend.
+#[derive(Debug, Args)]
+struct LimitArgs {
+    /// How long a client has to send a request's headers (`10s`, the
+    /// default), from the moment its connection is accepted or its previous
+    /// response was sent; a connection that trickles them is closed.
+    #[arg(long, value_name = "DURATION")]
+    header_timeout: Option<jiff::SignedDuration>,
+    /// How long a request body may take to arrive in full (`2m`, the
+    /// default); a slower one is answered 408 and its connection closed.
+    #[arg(long, value_name = "DURATION")]
+    body_timeout: Option<jiff::SignedDuration>,
+    /// How long a response may wait for the client to read it (`30s`, the
+    /// default); a client that stops reading is disconnected.
+    #[arg(long, value_name = "DURATION")]
+    send_timeout: Option<jiff::SignedDuration>,
+    /// The most connections served at once (512, the default); more wait
+    /// until one closes.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    max_connections: Option<u32>,
+    /// The most publishes received or checked at once (4, the default); one
+    /// more waits for a slot with its body unread.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    max_concurrent_uploads: Option<u32>,
+    /// How long a publish waits for an upload slot (`10s`, the default)
+    /// before it is answered 503 with `Retry-After`.
+    #[arg(long, value_name = "DURATION")]
+    upload_wait: Option<jiff::SignedDuration>,
+}
+
+impl LimitArgs {
+    fn limits(&self) -> anyhow::Result<Limits> {
+        let defaults = Limits::default();
+        let duration = |flag: &str, value: Option<jiff::SignedDuration>, default| {
+            let Some(value) = value else {
+                return Ok(default);
+            };
+            std::time::Duration::try_from(value)
+                .ok()
+                .filter(|duration| !duration.is_zero())
+                .with_context(|| format!("--{flag} must be a positive duration, like `10s`"))
+        };
+        let count =
+            |value: Option<u32>, default: usize| value.map_or(default, |value| value as usize);
+        Ok(Limits {
+            header_timeout: duration(
+                "header-timeout",
+                self.header_timeout,
+                defaults.header_timeout,
+            )?,
+            body_timeout: duration("body-timeout", self.body_timeout, defaults.body_timeout)?,
+            send_timeout: duration("send-timeout", self.send_timeout, defaults.send_timeout)?,
+            max_connections: count(self.max_connections, defaults.max_connections),
+            max_concurrent_uploads: count(
+                self.max_concurrent_uploads,
+                defaults.max_concurrent_uploads,
+            ),
+            upload_wait: duration("upload-wait", self.upload_wait, defaults.upload_wait)?,
+        })
+    }
 }
 
 #[derive(Debug, Args)]
@@ -318,6 +383,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
 }
 
 fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    let limits = args.limits.limits()?;
+    init_logging();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -348,7 +415,13 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         let (registry, removed) = Registry::open(&args.root, options)
             .with_context(|| format!("cannot open the registry in {}", args.root.display()))?;
         for path in removed {
-            eprintln!("recovered: removed {path}, left by an interrupted publish");
+            tracing::warn!("recovered: removed {path}, left by an interrupted publish");
+        }
+        if registry.auth_required() && registry.state().list_tokens()?.is_empty() {
+            tracing::warn!(
+                "this registry needs a token for every read, and has none: create one with `skillpkg-registry token create --root {} --user NAME`",
+                args.root.display()
+            );
         }
         let registry = Arc::new(registry);
         if let Some(lifetime) = registry.metadata_lifetime() {
@@ -364,19 +437,43 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
                     let signed =
                         tokio::task::spawn_blocking(move || registry.sign_metadata()).await;
                     if let Ok(Err(error)) = signed {
-                        eprintln!("error: cannot re-sign the timestamp: {error}");
+                        tracing::error!(
+                            error = skillpkg_registry::registry::error_chain(&error),
+                            "cannot re-sign the timestamp"
+                        );
                     }
                 }
             });
         }
         println!("listening on {public_url}");
         let _ = std::io::stdout().flush();
-        let app = skillpkg_registry::server::router(registry);
-        axum::serve(listener, app)
-            .with_graceful_shutdown(shutdown())
-            .await
-            .context("the server failed")
+        let app = skillpkg_registry::server::router(registry, limits);
+        skillpkg_registry::server::serve(listener, app, limits, shutdown()).await;
+        Ok(())
     })
+}
+
+/// Logs to stderr: a line a request (method, path, status, time) and the
+/// causes of internal errors, which answers leave out.
+fn init_logging() {
+    use tracing::level_filters::LevelFilter;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    let filter = tracing_subscriber::filter::Targets::new()
+        .with_default(LevelFilter::WARN)
+        .with_target("skillpkg_registry", LevelFilter::INFO)
+        .with_target("tower_http", LevelFilter::INFO)
+        // A slowloris connection's header timeout is the client's doing:
+        // a line for each would let anyone fill the log.
+        .with_target("hyper", LevelFilter::ERROR);
+    tracing_subscriber::registry()
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_writer(std::io::stderr)
+                .with_ansi(false),
+        )
+        .with(filter)
+        .init();
 }
 
 async fn shutdown() {

@@ -17,8 +17,9 @@ use skillpkg_index::registry::tree::StaticTree;
 use skillpkg_index::skill::SkillName;
 use skillpkg_registry::build::{BuildOptions, build};
 use skillpkg_registry::keys::{change_keys, parse_ids, parse_keys};
+use skillpkg_registry::layout::{DataFolder, Kind};
 use skillpkg_registry::metadata;
-use skillpkg_registry::registry::{Options, PUBLIC_DIR, Registry, STATE_DIR};
+use skillpkg_registry::registry::{Options, Registry};
 use skillpkg_registry::server::Limits;
 use skillpkg_registry::state::State;
 
@@ -154,7 +155,8 @@ struct LifetimeArgs {
 
 #[derive(Debug, Args)]
 struct ServeArgs {
-    /// The registry's data folder (created if missing).
+    /// The registry's data folder (created if missing), or a mirror written
+    /// by `skillpkg mirror`, which is served read-only.
     #[arg(long, value_name = "DIR")]
     root: PathBuf,
     /// The address to listen on; port 0 picks a free port.
@@ -175,8 +177,10 @@ struct ServeArgs {
     /// not a static host, which could not check tokens.
     #[arg(long)]
     auth_required: bool,
-    /// Serve `public/` exactly as it is, with no API: for a mirror written
-    /// by `skillpkg mirror` (the default when `public/` is one).
+    /// Serve the tree exactly as it is, with no API and nothing written:
+    /// for a mirror written by `skillpkg mirror` (the default when --root,
+    /// or its `public/`, is one). A read-only tree whose config.json says
+    /// `auth-required` needs a token for every read, flag or not.
     #[arg(long)]
     read_only: bool,
     #[command(flatten)]
@@ -399,23 +403,30 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         let public_url = args
             .public_url
             .unwrap_or_else(|| format!("http://{address}"));
+        let folder = DataFolder::locate(&args.root);
         let options = Options {
             public_url: Some(public_url.clone()),
             max_skill_bytes: args.max_skill_bytes,
             require_signatures: args.require_signatures,
             auth_required: args.auth_required,
             timestamp_lifetime: args.lifetime.metadata_lifetime,
-            read_only: args.read_only
-                || args
-                    .root
-                    .join(PUBLIC_DIR)
-                    .join(".skillpkg-mirror.json")
-                    .is_file(),
+            read_only: args.read_only || folder.is_mirror(),
         };
-        let (registry, removed) = Registry::open(&args.root, options)
+        let (registry, removed) = Registry::open(&folder, options)
             .with_context(|| format!("cannot open the registry in {}", args.root.display()))?;
         for path in removed {
             tracing::warn!("recovered: removed {path}, left by an interrupted publish");
+        }
+        if folder.is_mirror() {
+            tracing::info!(
+                "serving the mirror {} read-only{}",
+                folder.tree.display(),
+                if registry.auth_required() {
+                    ", every read with a token"
+                } else {
+                    ""
+                }
+            );
         }
         if registry.auth_required() && registry.state().list_tokens()?.is_empty() {
             tracing::warn!(
@@ -492,9 +503,24 @@ async fn shutdown() {
     let _ = interrupt.await;
 }
 
+/// Returns the data folder `root` of a registry, refusing a mirror: its
+/// publisher keys and signed metadata are the registry's it mirrors.
+fn registry_folder(root: &std::path::Path) -> anyhow::Result<DataFolder> {
+    let folder = DataFolder::locate(root);
+    if folder.kind != Kind::Registry {
+        anyhow::bail!(
+            "{} is a mirror: its keys and signed metadata are those of the registry it mirrors; change them there, and mirror again",
+            root.display()
+        );
+    }
+    Ok(folder)
+}
+
 fn token(command: TokenCommand) -> anyhow::Result<()> {
+    // A mirror of a private registry has tokens too: its own, where
+    // `serve --root` looks for them.
     let open = |root: &PathBuf| {
-        State::open(&root.join(STATE_DIR))
+        State::open(&DataFolder::locate(root).state)
             .with_context(|| format!("cannot open the state of {}", root.display()))
     };
     match command {
@@ -532,9 +558,10 @@ fn token(command: TokenCommand) -> anyhow::Result<()> {
 
 fn key(command: KeyCommand) -> anyhow::Result<()> {
     let open = |root: &PathBuf| {
-        let state = State::open(&root.join(STATE_DIR))
+        let folder = registry_folder(root)?;
+        let state = State::open(&folder.state)
             .with_context(|| format!("cannot open the state of {}", root.display()))?;
-        anyhow::Ok((StaticTree::new(root.join(PUBLIC_DIR)), state))
+        anyhow::Ok((StaticTree::new(folder.tree), state))
     };
     match command {
         KeyCommand::Add { root, skill, key } => {
@@ -601,7 +628,8 @@ fn read_keys(paths: &[PathBuf]) -> anyhow::Result<Vec<skillpkg_index::signing::S
 
 fn keys(command: KeysCommand) -> anyhow::Result<()> {
     let state = |root: &PathBuf| {
-        State::open(&root.join(STATE_DIR))
+        let folder = registry_folder(root)?;
+        State::open(&folder.state)
             .with_context(|| format!("cannot open the state of {}", root.display()))
     };
     match command {
@@ -668,8 +696,12 @@ fn keys(command: KeysCommand) -> anyhow::Result<()> {
                 root_keys: Some((new_keys, threshold)),
             };
             let next = state.locked(|| {
-                metadata::rotate(&StaticTree::new(root.join(PUBLIC_DIR)), &rotation, &signers)
-                    .map_err(anyhow::Error::from)
+                metadata::rotate(
+                    &StaticTree::new(registry_folder(&root)?.tree),
+                    &rotation,
+                    &signers,
+                )
+                .map_err(anyhow::Error::from)
             })?;
             eprintln!(
                 "root version {} lists the root keys {} (threshold {})",

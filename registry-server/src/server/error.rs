@@ -129,7 +129,10 @@ impl From<RegistryError> for ApiError {
             RegistryError::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
             RegistryError::NotFound(_) => (StatusCode::NOT_FOUND, "not-found"),
             RegistryError::Exists { .. } => (StatusCode::CONFLICT, "exists"),
-            RegistryError::Tree(_) | RegistryError::State(_) | RegistryError::Metadata(_) => {
+            RegistryError::Tree(_)
+            | RegistryError::State(_)
+            | RegistryError::Metadata(_)
+            | RegistryError::Setup(_) => {
                 return Self::internal(&error);
             }
         };

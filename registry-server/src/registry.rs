@@ -101,6 +101,17 @@ pub enum RegistryError {
     NotFound(String),
     #[error("{name}@{version} is already published; versions are immutable, publish a new version")]
     Exists { name: String, version: String },
+    /// A version that differs from a published one only in build metadata
+    /// (`1.0.0+build2` beside `1.0.0`): semver, like cargo, counts them as
+    /// one version, which resolution could not tell apart.
+    #[error(
+        "{name}@{version} is the same version as the published {name}@{existing}: versions that differ only in build metadata (`+...`) are one version; publish a new version"
+    )]
+    SameVersion {
+        name: String,
+        version: String,
+        existing: String,
+    },
     /// The registry cannot be served as asked.
     #[error("{0}")]
     Setup(String),
@@ -355,6 +366,16 @@ impl Registry {
                 version: version.to_string(),
             });
         }
+        if let Some(existing) = versions
+            .iter()
+            .find(|existing| same_version(&existing.vers, &version))
+        {
+            return Err(RegistryError::SameVersion {
+                name: name.to_string(),
+                version: version.to_string(),
+                existing: existing.vers.to_string(),
+            });
+        }
         // Claimed under the lock, so of two first publishes of a new name by
         // different users exactly one gets it.
         if !self.state.claim(name.as_str(), user)? {
@@ -546,6 +567,12 @@ impl Registry {
             owners,
         }
     }
+}
+
+/// Returns true if and only if `a` and `b` are one version: equal but for
+/// their build metadata, which semver ignores in precedence.
+pub fn same_version(a: &semver::Version, b: &semver::Version) -> bool {
+    a.cmp_precedence(b) == std::cmp::Ordering::Equal
 }
 
 /// Parses the `key` part of a publish.

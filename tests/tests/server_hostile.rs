@@ -1,7 +1,8 @@
 //! Hostile requests to `skillpkg-registry serve`, through real sockets on
 //! loopback: path traversal in URLs and in API names, percent-encoding
-//! tricks, other users' skills, oversized multipart parts, and what a
-//! failing server tells a stranger. Each test is named after the attack it holds off.
+//! tricks, other users' skills, oversized multipart parts, versions that
+//! differ only in build metadata, and what a failing server tells a
+//! stranger. Each test is named after the attack it holds off.
 
 use std::io::{Read as _, Write as _};
 use std::path::Path;
@@ -147,6 +148,65 @@ fn a_server_failure_tells_the_client_a_stable_code_and_only_the_log_its_paths() 
         log.contains(&format!("{} is corrupt", tokens.display())),
         "the cause is in the server's log:\n{log}"
     );
+}
+
+#[test]
+fn a_version_differing_only_in_build_metadata_cannot_be_published_beside_it() {
+    let fixture = Fixture::new(&[]);
+    let (status, body) = fixture.publish(&fixture.alice, "pdf", "1.0.0", tarball("pdf", "1.0.0"));
+    assert_eq!(status, 201, "{body}");
+    let before = fixture.files();
+    for version in ["1.0.0+build2", "1.0.0+1"] {
+        let (status, body) =
+            fixture.publish(&fixture.alice, "pdf", version, tarball("pdf", version));
+        assert_eq!(status, 409, "{version}: {body}");
+        assert_eq!(code(&body), "exists", "{body}");
+        assert!(
+            body.contains(&format!(
+                "pdf@{version} is the same version as the published pdf@1.0.0"
+            )),
+            "{body}"
+        );
+    }
+    assert_eq!(fixture.files(), before, "a refused publish writes nothing");
+    // A pre-release is another version.
+    let (status, body) = fixture.publish(
+        &fixture.alice,
+        "pdf",
+        "1.0.0-rc.1+build2",
+        tarball("pdf", "1.0.0-rc.1+build2"),
+    );
+    assert_eq!(status, 201, "{body}");
+}
+
+#[test]
+fn build_refuses_two_archives_that_differ_only_in_build_metadata() {
+    let from = tempfile::tempdir().unwrap();
+    fs_err::write(from.path().join("pdf-1.0.0.tgz"), tarball("pdf", "1.0.0")).unwrap();
+    fs_err::write(
+        from.path().join("pdf-1.0.0+build2.tgz"),
+        tarball("pdf", "1.0.0+build2"),
+    )
+    .unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let tree = out.path().join("tree");
+    let output = std::process::Command::new(skillpkg_tests::binary("skillpkg-registry"))
+        .arg("build")
+        .arg("--from")
+        .arg(from.path())
+        .arg("--out")
+        .arg(&tree)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("is the same version as pdf@")
+            && stderr.contains("pdf-1.0.0.tgz")
+            && stderr.contains("pdf-1.0.0+build2.tgz"),
+        "{stderr}"
+    );
+    assert!(!tree.exists(), "a failed build writes nothing");
 }
 
 #[test]

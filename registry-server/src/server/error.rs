@@ -128,7 +128,9 @@ impl From<RegistryError> for ApiError {
             RegistryError::NotOwner { .. } => (StatusCode::FORBIDDEN, "not-owner"),
             RegistryError::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
             RegistryError::NotFound(_) => (StatusCode::NOT_FOUND, "not-found"),
-            RegistryError::Exists { .. } => (StatusCode::CONFLICT, "exists"),
+            RegistryError::Exists { .. } | RegistryError::SameVersion { .. } => {
+                (StatusCode::CONFLICT, "exists")
+            }
             RegistryError::Tree(_)
             | RegistryError::State(_)
             | RegistryError::Metadata(_)

@@ -504,3 +504,37 @@ fn a_large_publish_with_a_bad_token_is_told_why_not_cut_off() {
         );
     }
 }
+
+#[test]
+fn connections_past_the_cap_wait_in_the_kernel_queue_not_in_the_server() {
+    let fixture = Fixture::new(&["--max-connections", "4", "--header-timeout", "500ms"]);
+    let open_files = || {
+        fs_err::read_dir(format!("/proc/{}/fd", fixture.server.pid()))
+            .unwrap()
+            .count()
+    };
+    let before = open_files();
+    // Twenty connections that send nothing: the server takes four of them.
+    let idle: Vec<TcpStream> = (0..20).map(|_| fixture.connect()).collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let during = open_files();
+    assert!(
+        during <= before + 4,
+        "{before} open files before, {during} with 20 idle connections"
+    );
+    // The header timeout frees the slots in turn, and an honest client is
+    // served once the queue ahead of it has timed out.
+    let mut honest = fixture.connect();
+    honest
+        .write_all(b"GET /config.json HTTP/1.1\r\nHost: test\r\n\r\n")
+        .unwrap();
+    let started = Instant::now();
+    let head = read_head(&mut honest);
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "served after {:?}",
+        started.elapsed()
+    );
+    drop(idle);
+}

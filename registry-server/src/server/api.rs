@@ -158,6 +158,7 @@ pub(super) async fn publish(
         let (parts, body) = request.into_parts();
         return Err(refuse_unread(&app, busy, &parts.headers, body, most));
     };
+    let declared = declared_length(request.headers());
     let multipart = Multipart::from_request(request, &())
         .await
         .map_err(|error| {
@@ -165,7 +166,7 @@ pub(super) async fn publish(
                 .closing()
         })?;
     let timeout = app.limits.body_timeout;
-    let parts = tokio::time::timeout(timeout, read_parts(multipart, limit))
+    let parts = tokio::time::timeout(timeout, read_parts(multipart, limit, declared))
         .await
         .map_err(|_| ApiError::timed_out(timeout))?
         .map_err(ApiError::closing)?;
@@ -193,8 +194,14 @@ pub(super) async fn publish(
 }
 
 /// Reads the parts of a publish, each within its own limit: a part over
-/// it is refused as soon as it grows past it, not once it has arrived.
-async fn read_parts(mut multipart: Multipart, limit: u64) -> Result<Parts, ApiError> {
+/// it is refused as soon as it grows past it, not once it has arrived. The
+/// tarball's room is taken at once from the declared body length (capped
+/// at the limit), so it is not copied over and over as it grows.
+async fn read_parts(
+    mut multipart: Multipart,
+    limit: u64,
+    declared: Option<u64>,
+) -> Result<Parts, ApiError> {
     let mut parts = Parts::default();
     let archive_limit = usize::try_from(limit).unwrap_or(usize::MAX);
     loop {
@@ -221,7 +228,12 @@ async fn read_parts(mut multipart: Multipart, limit: u64) -> Result<Parts, ApiEr
         if slot.as_ref().is_some_and(|slot| slot.is_some()) {
             return Err(twice());
         }
-        let mut bytes = Vec::new();
+        let room = if part == "tarball" {
+            declared.map_or(0, |length| length.min(limit))
+        } else {
+            0
+        };
+        let mut bytes = Vec::with_capacity(usize::try_from(room).unwrap_or(0));
         loop {
             match field.chunk().await {
                 Ok(Some(chunk)) => {

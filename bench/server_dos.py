@@ -20,7 +20,10 @@ default options:
    read after the flood; the server starts fresh, so it is the flood's peak).
 2. Slowloris: K connections each send a request line and then one header
    byte a second, never finishing the headers. Reported: how many the
-   server closed within S seconds, and the median and largest time to close.
+   server closed within S seconds, the median and largest time from connect
+   to close, and how many never connected (past the server's connection
+   limit, connects wait in the kernel's accept queue and then for its SYN
+   retries).
 
 Loopback only; every loop is bounded in count and time.
 """
@@ -196,22 +199,46 @@ def upload_flood(binary: Path, uploads: int, upload_mib: int) -> dict:
 
 
 def slowloris(binary: Path, connections: int, seconds: int) -> dict:
+    """Opens `connections` at once (non-blocking connects: past the server's
+    connection limit and the kernel's accept queue, a connect waits for the
+    kernel's SYN retries), sends each a request line once it connects, then a
+    header byte a second; records how long each stays open once connected."""
     server = Server(binary)
     selector = selectors.DefaultSelector()
     try:
-        opened = {}
+        connecting = set()
         for _ in range(connections):
-            sock = socket.create_connection(server.address, timeout=5)
-            sock.sendall(b"GET /config.json HTTP/1.1\r\nHost: bench\r\n")
+            sock = socket.socket()
             sock.setblocking(False)
-            opened[sock] = time.monotonic()
-            selector.register(sock, selectors.EVENT_READ)
+            sock.connect_ex(server.address)
+            connecting.add(sock)
+            selector.register(sock, selectors.EVENT_WRITE)
+        opened = {}
         closed_after = []
         deadline = time.monotonic() + seconds
         next_trickle = time.monotonic() + 1
-        while opened and time.monotonic() < deadline:
+
+        def close(sock):
+            closed_after.append(time.monotonic() - opened.pop(sock))
+            selector.unregister(sock)
+            sock.close()
+
+        while (opened or connecting) and time.monotonic() < deadline:
             for key, _ in selector.select(timeout=0.1):
                 sock = key.fileobj
+                if sock in connecting:
+                    connecting.discard(sock)
+                    if sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR):
+                        selector.unregister(sock)
+                        sock.close()
+                        continue
+                    opened[sock] = time.monotonic()
+                    selector.modify(sock, selectors.EVENT_READ)
+                    try:
+                        sock.send(b"GET /config.json HTTP/1.1\r\nHost: bench\r\n")
+                    except OSError:
+                        close(sock)
+                    continue
                 try:
                     data = sock.recv(4096)
                 except (BlockingIOError, InterruptedError):
@@ -219,11 +246,8 @@ def slowloris(binary: Path, connections: int, seconds: int) -> dict:
                 except OSError:
                     data = b""
                 # Any answer (a 408, say) is followed by the close; count the close.
-                if data:
-                    continue
-                closed_after.append(time.monotonic() - opened.pop(sock))
-                selector.unregister(sock)
-                sock.close()
+                if not data:
+                    close(sock)
             if time.monotonic() >= next_trickle:
                 next_trickle += 1
                 for sock in list(opened):
@@ -232,15 +256,14 @@ def slowloris(binary: Path, connections: int, seconds: int) -> dict:
                     except (BlockingIOError, InterruptedError):
                         pass
                     except OSError:
-                        closed_after.append(time.monotonic() - opened.pop(sock))
-                        selector.unregister(sock)
-                        sock.close()
-        still_open = len(opened)
-        for sock in opened:
+                        close(sock)
+        still_open, never_connected = len(opened), len(connecting)
+        for sock in list(opened) + list(connecting):
             sock.close()
         return {
             "closed": len(closed_after),
             "open_after": still_open,
+            "never_connected": never_connected,
             "median_close": statistics.median(closed_after) if closed_after else None,
             "max_close": max(closed_after) if closed_after else None,
         }
@@ -258,10 +281,14 @@ def describe(label: str, flood: dict, loris: dict, uploads: int, upload_mib: int
     if loris["closed"]:
         print(
             f"  slowloris, {connections} connections: {loris['closed']} closed within {seconds} s "
-            f"(median {loris['median_close']:.1f} s, last {loris['max_close']:.1f} s), {loris['open_after']} still open"
+            f"(median {loris['median_close']:.1f} s, last {loris['max_close']:.1f} s after connecting), "
+            f"{loris['open_after']} still open, {loris['never_connected']} not connected"
         )
     else:
-        print(f"  slowloris, {connections} connections: none closed within {seconds} s")
+        print(
+            f"  slowloris, {connections} connections: none closed within {seconds} s, "
+            f"{loris['open_after']} still open, {loris['never_connected']} not connected"
+        )
 
 
 def main() -> None:

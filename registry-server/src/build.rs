@@ -77,6 +77,17 @@ pub enum BuildError {
         first: PathBuf,
         second: PathBuf,
     },
+    #[error(
+        "{name}@{version} ({}) is the same version as {name}@{existing} ({}): versions that differ only in build metadata (`+...`) are one version; keep one of them",
+        second.display(), first.display()
+    )]
+    SameVersion {
+        name: String,
+        version: String,
+        existing: String,
+        first: PathBuf,
+        second: PathBuf,
+    },
     #[error(transparent)]
     Tree(#[from] skillpkg_index::registry::tree::TreeError),
 }
@@ -128,8 +139,12 @@ pub fn build(from: &Path, out: &Path, options: &BuildOptions) -> Result<BuildRep
         require_signatures: options.require_signatures,
     };
     let mut all = AllRecords::new();
-    let mut sources: std::collections::HashMap<(SkillName, semver::Version), PathBuf> =
-        std::collections::HashMap::new();
+    // Keyed by the version without its build metadata, which semver (and
+    // cargo) ignore: `1.0.0+build2` beside `1.0.0` is a duplicate.
+    let mut sources: std::collections::HashMap<
+        (SkillName, semver::Version),
+        (semver::Version, PathBuf),
+    > = std::collections::HashMap::new();
     for path in archives {
         let tarball = fs_err::read(&path).map_err(io(&path))?;
         let signature = read_beside(&path, ".tgz.minisig")?;
@@ -147,13 +162,24 @@ pub fn build(from: &Path, out: &Path, options: &BuildOptions) -> Result<BuildRep
             source: std::io::Error::other(error.to_string()),
         })?;
         let record = verify_named(&path, &files, &keys, &policy, published)?;
-        let key = (record.name.clone(), record.vers.clone());
-        if let Some(first) = sources.insert(key, path.clone()) {
-            return Err(BuildError::Duplicate {
-                name: record.name.to_string(),
-                version: record.vers.to_string(),
-                first,
-                second: path,
+        let key = (record.name.clone(), without_build(&record.vers));
+        if let Some((existing, first)) = sources.insert(key, (record.vers.clone(), path.clone())) {
+            let (name, version) = (record.name.to_string(), record.vers.to_string());
+            return Err(if existing == record.vers {
+                BuildError::Duplicate {
+                    name,
+                    version,
+                    first,
+                    second: path,
+                }
+            } else {
+                BuildError::SameVersion {
+                    name,
+                    version,
+                    existing: existing.to_string(),
+                    first,
+                    second: path,
+                }
             });
         }
         tree.write_version(&record.name, &record.vers, &files, record.published)?;
@@ -185,6 +211,14 @@ pub fn build(from: &Path, out: &Path, options: &BuildOptions) -> Result<BuildRep
         skills: all.len(),
         versions: all.values().map(Vec::len).sum(),
     })
+}
+
+/// Returns `version` without its build metadata.
+fn without_build(version: &semver::Version) -> semver::Version {
+    semver::Version {
+        build: semver::BuildMetadata::EMPTY,
+        ..version.clone()
+    }
 }
 
 /// Reads the file beside the archive `<stem>.tgz` named `<stem><suffix>`,

@@ -9,6 +9,8 @@
 //! DIR/state/     tokens (hashed) and owners: private, never served
 //! ```
 //!
+//! (or a mirror written by `skillpkg mirror`, served in place: [`layout`]).
+//!
 //! - [`registry`]: the operations, under one write lock.
 //! - [`publish`]: checking an uploaded archive (and its signature and
 //!   provenance) into its index line.
@@ -16,9 +18,11 @@
 //! - [`server`]: the HTTP layer (axum): static files and `/api/v1`.
 //! - [`build`]: the same tree from a folder of archives, with no server.
 //! - [`state`]: tokens and owners.
+//! - [`layout`]: where a data folder keeps its tree and its state.
 
 pub mod build;
 pub mod keys;
+pub mod layout;
 pub mod metadata;
 pub mod publish;
 pub mod registry;

@@ -17,8 +17,10 @@ use skillpkg_index::registry::tree::StaticTree;
 use skillpkg_index::skill::SkillName;
 use skillpkg_registry::build::{BuildOptions, build};
 use skillpkg_registry::keys::{change_keys, parse_ids, parse_keys};
+use skillpkg_registry::layout::{DataFolder, Kind};
 use skillpkg_registry::metadata;
-use skillpkg_registry::registry::{Options, PUBLIC_DIR, Registry, STATE_DIR};
+use skillpkg_registry::registry::{Options, Registry};
+use skillpkg_registry::server::Limits;
 use skillpkg_registry::state::State;
 
 /// The skillpkg registry: serves a static skill index and accepts publishes.
@@ -153,7 +155,8 @@ struct LifetimeArgs {
 
 #[derive(Debug, Args)]
 struct ServeArgs {
-    /// The registry's data folder (created if missing).
+    /// The registry's data folder (created if missing), or a mirror written
+    /// by `skillpkg mirror`, which is served read-only.
     #[arg(long, value_name = "DIR")]
     root: PathBuf,
     /// The address to listen on; port 0 picks a free port.
@@ -174,14 +177,80 @@ struct ServeArgs {
     /// not a static host, which could not check tokens.
     #[arg(long)]
     auth_required: bool,
-    /// Serve `public/` exactly as it is, with no API: for a mirror written
-    /// by `skillpkg mirror` (the default when `public/` is one).
+    /// Serve the tree exactly as it is, with no API and nothing written:
+    /// for a mirror written by `skillpkg mirror` (the default when --root,
+    /// or its `public/`, is one). A read-only tree whose config.json says
+    /// `auth-required` needs a token for every read, flag or not.
     #[arg(long)]
     read_only: bool,
+    #[command(flatten)]
+    limits: LimitArgs,
     /// With signed metadata (`skillpkg-registry keys init`): re-signed
     /// after every change, and when half of this has passed.
     #[command(flatten)]
     lifetime: LifetimeArgs,
+}
+
+/// What one client, or many, can make the server spend.
+#[derive(Debug, Args)]
+struct LimitArgs {
+    /// How long a client has to send a request's headers (`10s`, the
+    /// default), from the moment its connection is accepted or its previous
+    /// response was sent; a connection that trickles them is closed.
+    #[arg(long, value_name = "DURATION")]
+    header_timeout: Option<jiff::SignedDuration>,
+    /// How long a request body may take to arrive in full (`2m`, the
+    /// default); a slower one is answered 408 and its connection closed.
+    #[arg(long, value_name = "DURATION")]
+    body_timeout: Option<jiff::SignedDuration>,
+    /// How long a response may wait for the client to read it (`30s`, the
+    /// default); a client that stops reading is disconnected.
+    #[arg(long, value_name = "DURATION")]
+    send_timeout: Option<jiff::SignedDuration>,
+    /// The most connections served at once (512, the default); more wait
+    /// until one closes.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    max_connections: Option<u32>,
+    /// The most publishes received or checked at once (4, the default); one
+    /// more waits for a slot with its body unread.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    max_concurrent_uploads: Option<u32>,
+    /// How long a publish waits for an upload slot (`10s`, the default)
+    /// before it is answered 503 with `Retry-After`.
+    #[arg(long, value_name = "DURATION")]
+    upload_wait: Option<jiff::SignedDuration>,
+}
+
+impl LimitArgs {
+    fn limits(&self) -> anyhow::Result<Limits> {
+        let defaults = Limits::default();
+        let duration = |flag: &str, value: Option<jiff::SignedDuration>, default| {
+            let Some(value) = value else {
+                return Ok(default);
+            };
+            std::time::Duration::try_from(value)
+                .ok()
+                .filter(|duration| !duration.is_zero())
+                .with_context(|| format!("--{flag} must be a positive duration, like `10s`"))
+        };
+        let count =
+            |value: Option<u32>, default: usize| value.map_or(default, |value| value as usize);
+        Ok(Limits {
+            header_timeout: duration(
+                "header-timeout",
+                self.header_timeout,
+                defaults.header_timeout,
+            )?,
+            body_timeout: duration("body-timeout", self.body_timeout, defaults.body_timeout)?,
+            send_timeout: duration("send-timeout", self.send_timeout, defaults.send_timeout)?,
+            max_connections: count(self.max_connections, defaults.max_connections),
+            max_concurrent_uploads: count(
+                self.max_concurrent_uploads,
+                defaults.max_concurrent_uploads,
+            ),
+            upload_wait: duration("upload-wait", self.upload_wait, defaults.upload_wait)?,
+        })
+    }
 }
 
 #[derive(Debug, Args)]
@@ -318,6 +387,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
 }
 
 fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    let limits = args.limits.limits()?;
+    init_logging();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -332,23 +403,36 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         let public_url = args
             .public_url
             .unwrap_or_else(|| format!("http://{address}"));
+        let folder = DataFolder::locate(&args.root);
         let options = Options {
             public_url: Some(public_url.clone()),
             max_skill_bytes: args.max_skill_bytes,
             require_signatures: args.require_signatures,
             auth_required: args.auth_required,
             timestamp_lifetime: args.lifetime.metadata_lifetime,
-            read_only: args.read_only
-                || args
-                    .root
-                    .join(PUBLIC_DIR)
-                    .join(".skillpkg-mirror.json")
-                    .is_file(),
+            read_only: args.read_only || folder.is_mirror(),
         };
-        let (registry, removed) = Registry::open(&args.root, options)
+        let (registry, removed) = Registry::open(&folder, options)
             .with_context(|| format!("cannot open the registry in {}", args.root.display()))?;
         for path in removed {
-            eprintln!("recovered: removed {path}, left by an interrupted publish");
+            tracing::warn!("recovered: removed {path}, left by an interrupted publish");
+        }
+        if folder.is_mirror() {
+            tracing::info!(
+                "serving the mirror {} read-only{}",
+                folder.tree.display(),
+                if registry.auth_required() {
+                    ", every read with a token"
+                } else {
+                    ""
+                }
+            );
+        }
+        if registry.auth_required() && registry.state().list_tokens()?.is_empty() {
+            tracing::warn!(
+                "this registry needs a token for every read, and has none: create one with `skillpkg-registry token create --root {} --user NAME`",
+                args.root.display()
+            );
         }
         let registry = Arc::new(registry);
         if let Some(lifetime) = registry.metadata_lifetime() {
@@ -364,19 +448,43 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
                     let signed =
                         tokio::task::spawn_blocking(move || registry.sign_metadata()).await;
                     if let Ok(Err(error)) = signed {
-                        eprintln!("error: cannot re-sign the timestamp: {error}");
+                        tracing::error!(
+                            error = skillpkg_registry::registry::error_chain(&error),
+                            "cannot re-sign the timestamp"
+                        );
                     }
                 }
             });
         }
         println!("listening on {public_url}");
         let _ = std::io::stdout().flush();
-        let app = skillpkg_registry::server::router(registry);
-        axum::serve(listener, app)
-            .with_graceful_shutdown(shutdown())
-            .await
-            .context("the server failed")
+        let app = skillpkg_registry::server::router(registry, limits);
+        skillpkg_registry::server::serve(listener, app, limits, shutdown()).await;
+        Ok(())
     })
+}
+
+/// Logs to stderr: a line a request (method, path, status, time) and the
+/// causes of internal errors, which answers leave out.
+fn init_logging() {
+    use tracing::level_filters::LevelFilter;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    let filter = tracing_subscriber::filter::Targets::new()
+        .with_default(LevelFilter::WARN)
+        .with_target("skillpkg_registry", LevelFilter::INFO)
+        .with_target("tower_http", LevelFilter::INFO)
+        // A slowloris connection's header timeout is the client's doing:
+        // a line for each would let anyone fill the log.
+        .with_target("hyper", LevelFilter::ERROR);
+    tracing_subscriber::registry()
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_writer(std::io::stderr)
+                .with_ansi(false),
+        )
+        .with(filter)
+        .init();
 }
 
 async fn shutdown() {
@@ -395,9 +503,24 @@ async fn shutdown() {
     let _ = interrupt.await;
 }
 
+/// Returns the data folder `root` of a registry, refusing a mirror: its
+/// publisher keys and signed metadata are the registry's it mirrors.
+fn registry_folder(root: &std::path::Path) -> anyhow::Result<DataFolder> {
+    let folder = DataFolder::locate(root);
+    if folder.kind != Kind::Registry {
+        anyhow::bail!(
+            "{} is a mirror: its keys and signed metadata are those of the registry it mirrors; change them there, and mirror again",
+            root.display()
+        );
+    }
+    Ok(folder)
+}
+
 fn token(command: TokenCommand) -> anyhow::Result<()> {
+    // A mirror of a private registry has tokens too: its own, where
+    // `serve --root` looks for them.
     let open = |root: &PathBuf| {
-        State::open(&root.join(STATE_DIR))
+        State::open(&DataFolder::locate(root).state)
             .with_context(|| format!("cannot open the state of {}", root.display()))
     };
     match command {
@@ -435,9 +558,10 @@ fn token(command: TokenCommand) -> anyhow::Result<()> {
 
 fn key(command: KeyCommand) -> anyhow::Result<()> {
     let open = |root: &PathBuf| {
-        let state = State::open(&root.join(STATE_DIR))
+        let folder = registry_folder(root)?;
+        let state = State::open(&folder.state)
             .with_context(|| format!("cannot open the state of {}", root.display()))?;
-        anyhow::Ok((StaticTree::new(root.join(PUBLIC_DIR)), state))
+        anyhow::Ok((StaticTree::new(folder.tree), state))
     };
     match command {
         KeyCommand::Add { root, skill, key } => {
@@ -504,7 +628,8 @@ fn read_keys(paths: &[PathBuf]) -> anyhow::Result<Vec<skillpkg_index::signing::S
 
 fn keys(command: KeysCommand) -> anyhow::Result<()> {
     let state = |root: &PathBuf| {
-        State::open(&root.join(STATE_DIR))
+        let folder = registry_folder(root)?;
+        State::open(&folder.state)
             .with_context(|| format!("cannot open the state of {}", root.display()))
     };
     match command {
@@ -571,8 +696,12 @@ fn keys(command: KeysCommand) -> anyhow::Result<()> {
                 root_keys: Some((new_keys, threshold)),
             };
             let next = state.locked(|| {
-                metadata::rotate(&StaticTree::new(root.join(PUBLIC_DIR)), &rotation, &signers)
-                    .map_err(anyhow::Error::from)
+                metadata::rotate(
+                    &StaticTree::new(registry_folder(&root)?.tree),
+                    &rotation,
+                    &signers,
+                )
+                .map_err(anyhow::Error::from)
             })?;
             eprintln!(
                 "root version {} lists the root keys {} (threshold {})",

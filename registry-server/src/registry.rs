@@ -11,26 +11,25 @@
 //! signed publish), the signature, the provenance, the archive, the index
 //! file, then `search.json` and the discovery index.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Mutex;
 
 use skillpkg_index::archive::DEFAULT_MAX_BYTES;
 use skillpkg_index::registry::tree::{StaticTree, TreeError, VersionFiles};
 use skillpkg_index::registry::{
-    AllRecords, DEFAULT_DL_TEMPLATE, FORMAT_VERSION, IndexRecord, KeysFile, RegistryConfig,
+    AllRecords, CONFIG_PATH, DEFAULT_DL_TEMPLATE, FORMAT_VERSION, IndexRecord, KeysFile,
+    RegistryConfig,
 };
 use skillpkg_index::signing::PublicKey;
 use skillpkg_index::skill::SkillName;
 
 use crate::keys::{self, KeyChangeError};
+use crate::layout::DataFolder;
 use crate::metadata::{KeysError, Signer};
 use crate::publish::{Policy, PublishError, SignerKeys, Upload, verify_archive};
 use crate::state::{OwnerChangeError, State, StateError};
 
-/// The served tree, below the data folder.
-pub const PUBLIC_DIR: &str = "public";
-/// The private state, below the data folder.
-pub const STATE_DIR: &str = "state";
+pub use crate::layout::{PUBLIC_DIR, STATE_DIR};
 
 /// How a registry is set up.
 #[derive(Clone, Debug)]
@@ -49,7 +48,8 @@ pub struct Options {
     /// folder has an index key).
     pub timestamp_lifetime: jiff::SignedDuration,
     /// Serve the tree exactly as it is (a mirror): nothing is written at
-    /// start, and every change through the API is refused.
+    /// start, every change through the API is refused, and `auth-required`
+    /// and the size limit come from the tree's `config.json`.
     pub read_only: bool,
 }
 
@@ -101,6 +101,20 @@ pub enum RegistryError {
     NotFound(String),
     #[error("{name}@{version} is already published; versions are immutable, publish a new version")]
     Exists { name: String, version: String },
+    /// A version that differs from a published one only in build metadata
+    /// (`1.0.0+build2` beside `1.0.0`): semver, like cargo, counts them as
+    /// one version, which resolution could not tell apart.
+    #[error(
+        "{name}@{version} is the same version as the published {name}@{existing}: versions that differ only in build metadata (`+...`) are one version; publish a new version"
+    )]
+    SameVersion {
+        name: String,
+        version: String,
+        existing: String,
+    },
+    /// The registry cannot be served as asked.
+    #[error("{0}")]
+    Setup(String),
     #[error(transparent)]
     Tree(#[from] TreeError),
     #[error(transparent)]
@@ -168,20 +182,36 @@ pub struct Registry {
 }
 
 impl Registry {
-    /// Opens the registry in the data folder `root`, recovering from a crash:
-    /// temporary files and archives no index file lists are removed (they
-    /// were never published). Returns the registry and what was removed.
-    pub fn open(root: &Path, options: Options) -> Result<(Self, Vec<String>), RegistryError> {
-        let tree = StaticTree::new(root.join(PUBLIC_DIR));
-        let state = State::open(&root.join(STATE_DIR))?;
+    /// Opens the registry in `folder`, recovering from a crash: temporary
+    /// files and archives no index file lists are removed (they were never
+    /// published). Returns the registry and what was removed.
+    ///
+    /// A read-only registry (a mirror) writes nothing, not even its state
+    /// folder, and needs a token for every read when its `config.json` says
+    /// `auth-required` whatever `options` say: a mirror of a private
+    /// registry holds private skills.
+    pub fn open(
+        folder: &DataFolder,
+        mut options: Options,
+    ) -> Result<(Self, Vec<String>), RegistryError> {
+        let tree = StaticTree::new(&folder.tree);
         let records = tree.read_all()?;
-        let (config, removed, signer) = if options.read_only {
+        let (state, config, removed, signer) = if options.read_only {
             // Served as it is: nothing is written, nothing is signed.
             let config = tree
                 .read_config()?
                 .unwrap_or_else(|| RegistryConfig::read_only(options.max_skill_bytes));
-            (config, Vec::new(), None)
+            if options.auth_required && !config.auth_required {
+                return Err(RegistryError::Setup(format!(
+                    "--auth-required, but {} says `\"auth-required\": false`: clients would not send their tokens. Serve it without --auth-required, or mirror a private registry",
+                    folder.tree.join(CONFIG_PATH).display()
+                )));
+            }
+            options.auth_required = config.auth_required;
+            options.max_skill_bytes = config.max_skill_bytes;
+            (State::at(&folder.state), config, Vec::new(), None)
         } else {
+            let state = State::open(&folder.state)?;
             let removed = tree.recover(&records)?;
             let config = RegistryConfig {
                 v: FORMAT_VERSION,
@@ -196,8 +226,8 @@ impl Registry {
             };
             tree.write_config(&config)?;
             tree.write_aggregates(&records, &config, options.public_url.as_deref())?;
-            let signer = Signer::open(root, options.timestamp_lifetime)?;
-            (config, removed, signer)
+            let signer = Signer::open(&folder.root, options.timestamp_lifetime)?;
+            (state, config, removed, signer)
         };
         let registry = Self {
             tree,
@@ -255,7 +285,6 @@ impl Registry {
         &self.state
     }
 
-    /// Returns the largest archive accepted.
     /// Returns true if and only if reading the tree needs a token.
     pub fn auth_required(&self) -> bool {
         self.options.auth_required
@@ -335,6 +364,16 @@ impl Registry {
             return Err(RegistryError::Exists {
                 name: name.to_string(),
                 version: version.to_string(),
+            });
+        }
+        if let Some(existing) = versions
+            .iter()
+            .find(|existing| same_version(&existing.vers, &version))
+        {
+            return Err(RegistryError::SameVersion {
+                name: name.to_string(),
+                version: version.to_string(),
+                existing: existing.vers.to_string(),
             });
         }
         // Claimed under the lock, so of two first publishes of a new name by
@@ -528,6 +567,12 @@ impl Registry {
             owners,
         }
     }
+}
+
+/// Returns true if and only if `a` and `b` are one version: equal but for
+/// their build metadata, which semver ignores in precedence.
+pub fn same_version(a: &semver::Version, b: &semver::Version) -> bool {
+    a.cmp_precedence(b) == std::cmp::Ordering::Equal
 }
 
 /// Parses the `key` part of a publish.

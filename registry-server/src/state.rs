@@ -129,6 +129,15 @@ impl State {
         })
     }
 
+    /// The state folder `dir` as it is, created by nothing: for a server
+    /// that writes nothing (a mirror), where a missing folder has no tokens
+    /// and no owners.
+    pub fn at(dir: &Path) -> Self {
+        Self {
+            dir: dir.to_owned(),
+        }
+    }
+
     fn read<T: serde::de::DeserializeOwned + Default>(&self, file: &str) -> Result<T, StateError> {
         let path = self.dir.join(file);
         match fs_err::read(&path) {

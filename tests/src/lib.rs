@@ -192,6 +192,16 @@ impl RegistryServer {
         &self.url
     }
 
+    /// Returns the address it listens on, `127.0.0.1:PORT`.
+    pub fn address(&self) -> &str {
+        self.url.trim_start_matches("http://")
+    }
+
+    /// Returns the server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Returns what the server (and earlier ones on the same folder) wrote
     /// to stderr.
     pub fn log(&self) -> String {

@@ -13,7 +13,8 @@
 //!    so an interrupted run resumes where it stopped.
 //! 4. Then the index files, keys files, `search.json` and the discovery
 //!    index; then `config.json` (the mirror's own: read-only, relative
-//!    `dl`); last the roots, `snapshot.json` and `timestamp.json`, exactly as
+//!    `dl`, and the source's `auth-required`: a mirror of a private
+//!    registry is private, and is said so with a warning); last the roots, `snapshot.json` and `timestamp.json`, exactly as
 //!    the source signed them. A client never sees new metadata before the
 //!    files it names.
 //!
@@ -41,7 +42,7 @@ use crate::registry_client::{self, Conditional, Registry, RegistryUrl};
 use crate::{ExitStatus, UserError};
 
 /// The mirror's own record, in DEST.
-const MIRROR_STATE: &str = ".skillpkg-mirror.json";
+const MIRROR_STATE: &str = skillpkg_index::registry::MIRROR_RECORD_PATH;
 /// How many archives are downloaded at once.
 const PARALLEL_DOWNLOADS: usize = 8;
 
@@ -67,6 +68,8 @@ struct Report {
     /// Files fetched (200s) in this run.
     files: usize,
     signed_metadata: bool,
+    /// Whether the source, and so the mirror, needs a token for every read.
+    auth_required: bool,
 }
 
 /// One skill to mirror: its index file and what it lists.
@@ -211,10 +214,15 @@ pub fn run(args: &MirrorArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
         report.files += fetcher.files;
         report.bytes += fetcher.bytes;
         state.etags = fetcher.etags;
+        // A mirror of a private registry is as private: its config says so,
+        // so clients send their tokens and `skillpkg-registry serve` asks
+        // for them.
         let config = RegistryConfig {
             require_signatures: registry.config().require_signatures,
+            auth_required: registry.config().auth_required,
             ..RegistryConfig::read_only(registry.config().max_skill_bytes)
         };
+        report.auth_required = config.auth_required;
         dest.write_config(&config)?;
         if snapshot.is_some() {
             copy_metadata(&registry, &dest, &mut report).await?;
@@ -223,6 +231,12 @@ pub fn run(args: &MirrorArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
     })??;
     let bytes = serde_json::to_vec_pretty(&state).expect("the mirror state serialises");
     skillpkg_index::registry::tree::write_atomically(&state_path, &bytes)?;
+    if report.auth_required {
+        printer.diagnostic(&format!(
+            "warning: {} is a private registry (auth-required), so {} holds private skills: serve it only with `skillpkg-registry serve --root {} --read-only --auth-required` and tokens of its own (`skillpkg-registry token create --root {} --user NAME`), never with a static host, which cannot check tokens",
+            report.source, report.dest, report.dest, report.dest
+        ));
+    }
     if args.json {
         printer.json(&report);
     } else {
@@ -233,8 +247,13 @@ pub fn run(args: &MirrorArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
                 report.skills, report.versions, report.downloaded, report.source, report.dest
             ),
         );
+        let serve = if report.auth_required {
+            "`skillpkg-registry serve --read-only --auth-required`"
+        } else {
+            "any static host or `skillpkg-registry serve`"
+        };
         printer.result(&format!(
-            "fetched {} files, {} bytes; serve {} with any static host, or install from it with --registry",
+            "fetched {} files, {} bytes; serve {} with {serve}, or install from it with --registry",
             report.files, report.bytes, report.dest
         ));
     }

@@ -35,6 +35,10 @@ pub const CONFIG_PATH: &str = "config.json";
 pub const SEARCH_PATH: &str = "search.json";
 /// Where the Agent Skills Discovery index is.
 pub const DISCOVERY_PATH: &str = ".well-known/agent-skills/index.json";
+/// Where `skillpkg mirror` keeps its record of a mirror (its source and
+/// ETags); a tree that has it is a mirror, which `skillpkg-registry serve`
+/// serves read-only. Never served (it starts with `.`).
+pub const MIRROR_RECORD_PATH: &str = ".skillpkg-mirror.json";
 /// The default archive URL template, relative to the registry's base URL.
 pub const DEFAULT_DL_TEMPLATE: &str = "dl/{name}/{version}/{name}-{version}.tgz";
 

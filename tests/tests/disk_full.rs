@@ -197,10 +197,16 @@ fn a_publish_to_a_full_disk_fails_cleanly_and_succeeds_once_space_is_freed() {
     disk.fill(1024 * 1024);
     let public_before = files_below(&server.public());
     let output = publish(&big);
-    assert_ne!(output.code, 0, "{output:?}");
+    // A failing server is exit status 2, as every server failure is.
+    assert_eq!(output.code, 2, "{output:?}");
     assert!(
-        output.stderr.contains("No space left on device"),
+        output.stderr.contains("HTTP 507") && output.stderr.contains("no storage space left"),
         "{}",
+        output.stderr
+    );
+    assert!(
+        !output.stderr.contains(data.to_str().unwrap()),
+        "the server's paths reached the client: {}",
         output.stderr
     );
     assert_eq!(

@@ -21,6 +21,27 @@ use crate::registry::{RegistryError, error_chain};
 /// What `detail` says of an internal error.
 const INTERNAL_DETAIL: &str = "the registry failed to answer this request; its operator can find the cause in the server's log";
 
+/// What `detail` says when the registry's disk is full.
+const STORAGE_FULL_DETAIL: &str = "the registry has no storage space left, so nothing was written; try again later, or tell its operator";
+
+/// Returns true if and only if an I/O error in the chain of `error` says
+/// the disk or the quota is full.
+fn is_storage_full(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut next = Some(error);
+    while let Some(error) = next {
+        if let Some(io) = error.downcast_ref::<std::io::Error>() {
+            if matches!(
+                io.kind(),
+                std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
+            ) {
+                return true;
+            }
+        }
+        next = error.source();
+    }
+    false
+}
+
 /// An API error: a status, a stable code and the sentence clients print.
 #[derive(Debug)]
 pub(super) struct ApiError {
@@ -80,9 +101,18 @@ impl ApiError {
     }
 
     /// A failure of the server itself: logs `error` and its causes, and
-    /// answers a generic sentence.
+    /// answers a generic sentence. A full disk is told apart (507
+    /// `insufficient-storage`), since the client can do something about it:
+    /// wait, or tell the operator.
     pub(super) fn internal(error: &(dyn std::error::Error + 'static)) -> Self {
         tracing::error!(error = error_chain(error), "internal error");
+        if is_storage_full(error) {
+            return Self::new(
+                StatusCode::INSUFFICIENT_STORAGE,
+                "insufficient-storage",
+                STORAGE_FULL_DETAIL,
+            );
+        }
         Self::new(
             StatusCode::INTERNAL_SERVER_ERROR,
             "internal",

@@ -231,6 +231,7 @@ fn cases() -> Vec<Case> {
         case(Code::PathCollision, with_body("body\n"))
             .file("assets/Notes.md", "x")
             .file("assets/notes.md", "y"),
+        case(Code::VcsMetadata, with_body("body\n")).file(".Git/config", "[core]\n"),
         case(Code::UnreadableFile, with_body("body\n"))
             .file("assets/locked/x", "x")
             .setup("chmod 000 assets/locked"),

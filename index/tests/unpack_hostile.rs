@@ -568,6 +568,201 @@ fn refuses_non_utf8_pax_path() {
     );
 }
 
+// Version control metadata: what a VCS tool run in the installed folder
+// (by a person, a shell prompt or an editor) would read and act on.
+
+/// A skill with `SKILL.md` and `extra`, each file holding `contents`.
+fn skill_with(extra: &[&str], contents: &[u8]) -> Vec<u8> {
+    let mut tar = RawTar::default();
+    tar.file("SKILL.md", 0o644, b"---\nname: s\ndescription: d\n---\n");
+    for path in extra {
+        tar.file(path, 0o644, contents);
+    }
+    gzip(&tar.finish())
+}
+
+/// Expects `tarball` to be refused for `entry`, with a message that names
+/// `what` (the version control system, or the reason).
+fn assert_refused_naming(tarball: &[u8], entry: &str, what: &str) {
+    let error = refused(tarball);
+    let text = chain(&error);
+    assert!(
+        text.contains(&format!("`{entry}`")) && text.contains(what),
+        "`{entry}` and `{what}` not both in: {text}"
+    );
+}
+
+const FSMONITOR_CONFIG: &[u8] =
+    b"[core]\n\trepositoryformatversion = 0\n\tfsmonitor = \"touch /tmp/pwned; false\"\n";
+
+#[test]
+fn archive_carrying_git_config_is_refused() {
+    assert_refused_naming(
+        &skill_with(&[".git/config", ".git/HEAD"], FSMONITOR_CONFIG),
+        ".git/config",
+        "Git",
+    );
+}
+
+#[test]
+fn archive_carrying_git_folder_entry_is_refused() {
+    let tarball = gzip(
+        &RawTar::default()
+            .file("SKILL.md", 0o644, b"x")
+            .dir("scripts/.git/")
+            .finish(),
+    );
+    assert_refused_naming(&tarball, "scripts/.git/", "Git");
+}
+
+#[test]
+fn archive_carrying_git_config_in_a_subfolder_is_refused() {
+    assert_refused_naming(
+        &skill_with(&["references/vendored/.git/config"], FSMONITOR_CONFIG),
+        "references/vendored/.git/config",
+        "Git",
+    );
+}
+
+/// A `.git` file is a gitfile: git follows `gitdir:` to a repository, which
+/// could be one the archive carries under another name.
+#[test]
+fn archive_carrying_a_gitfile_is_refused() {
+    assert_refused_naming(
+        &skill_with(&["assets/.git"], b"gitdir: ../evil\n"),
+        "assets/.git",
+        "Git",
+    );
+}
+
+#[test]
+fn archive_carrying_git_in_another_case_is_refused() {
+    for path in [".GIT/config", ".Git/config", "a/.gIt/hooks/pre-commit"] {
+        assert_refused_naming(&skill_with(&[path], FSMONITOR_CONFIG), path, "Git");
+    }
+}
+
+/// Windows drops trailing dots and spaces, and NTFS reads `name::$DATA`
+/// streams: each of these is `.git` there (git's own `is_ntfs_dotgit`).
+#[test]
+fn archive_carrying_git_under_an_ntfs_alias_is_refused() {
+    for path in [".git./config", ".git /config", ".git . ./config"] {
+        assert_refused_naming(&skill_with(&[path], FSMONITOR_CONFIG), path, "Git");
+    }
+    assert_refused_naming(
+        &skill_with(&["GIT~1/config"], FSMONITOR_CONFIG),
+        "GIT~1/config",
+        "short (8.3) name",
+    );
+}
+
+/// HFS+ ignores these code points when it compares names, so `.g\u{200c}it`
+/// is `.git` on an older Mac (CVE-2014-9390).
+#[test]
+fn archive_carrying_git_with_an_ignorable_code_point_is_refused() {
+    for path in [
+        ".g\u{200c}it/config",
+        ".git\u{feff}/config",
+        "\u{202e}tig./config",
+    ] {
+        let error = refused(&skill_with(&[path], FSMONITOR_CONFIG));
+        assert!(
+            matches!(&error, UnpackError::UnsafePath { path: named, .. } if named == path),
+            "{error:?}"
+        );
+        assert!(chain(&error).contains("invisible"), "{}", chain(&error));
+    }
+}
+
+/// `ı` (dotless i) upper-cases to `I`: under the full case fold that decides
+/// collisions, `.gıt` is `.git`.
+#[test]
+fn archive_carrying_git_spelled_with_a_dotless_i_is_refused() {
+    assert_refused_naming(
+        &skill_with(&[".g\u{131}t/config"], FSMONITOR_CONFIG),
+        ".g\u{131}t/config",
+        "Git",
+    );
+}
+
+#[test]
+fn archive_carrying_other_version_control_metadata_is_refused() {
+    let cases = [
+        (".gitmodules", "Git"),
+        (".hg/hgrc", "Mercurial"),
+        (".hgsub", "Mercurial"),
+        (".svn/wc.db", "Subversion"),
+        (".bzr/branch/branch.conf", "Bazaar"),
+        ("_darcs/prefs/defaults", "Darcs"),
+        ("CVS/Root", "CVS"),
+        ("cvs/Root", "CVS"),
+        (".fslckout", "Fossil"),
+        ("_FOSSIL_", "Fossil"),
+        (".jj/repo/config.toml", "Jujutsu"),
+        (".sl/config", "Sapling"),
+        (".pijul/config", "Pijul"),
+    ];
+    for (path, system) in cases {
+        assert_refused_naming(&skill_with(&[path], b"[hooks]\n"), path, system);
+    }
+}
+
+/// A folder with `HEAD`, `objects` and `refs` is a bare repository to git
+/// (`is_git_directory`), whatever its name: `git log` run inside it reads its
+/// `config` (`core.pager`, `core.fsmonitor` with `core.worktree`).
+#[test]
+fn archive_shaped_as_a_bare_git_repository_is_refused() {
+    let tarball = gzip(
+        &RawTar::default()
+            .file("SKILL.md", 0o644, b"x")
+            .file("assets/evil/HEAD", 0o644, b"ref: refs/heads/main\n")
+            .file("assets/evil/config", 0o644, FSMONITOR_CONFIG)
+            .dir("assets/evil/objects/")
+            .dir("assets/evil/refs/")
+            .finish(),
+    );
+    assert_refused_naming(&tarball, "assets/evil", "Git repository");
+}
+
+#[test]
+fn archive_whose_root_is_a_bare_git_repository_is_refused() {
+    let tarball = gzip(
+        &RawTar::default()
+            .file("SKILL.md", 0o644, b"x")
+            .file("HEAD", 0o644, b"ref: refs/heads/main\n")
+            .file("commondir", 0o644, b"../../.git\n")
+            .finish(),
+    );
+    let error = refused(&tarball);
+    assert!(
+        chain(&error).contains("Git repository"),
+        "{}",
+        chain(&error)
+    );
+}
+
+/// `.gitignore` and `.gitattributes` configure no program: an attribute can
+/// name a filter or diff driver, but only a config file the archive cannot
+/// carry defines what runs for it.
+#[test]
+fn accepts_gitignore_and_gitattributes() {
+    let unpacked = accepted(&skill_with(
+        &[".gitignore", "scripts/.gitattributes", "refs/notes.md"],
+        b"*.bin binary\n",
+    ));
+    assert_eq!(
+        unpacked.listing(),
+        [
+            ".gitignore",
+            "SKILL.md",
+            "refs/",
+            "refs/notes.md",
+            "scripts/",
+            "scripts/.gitattributes"
+        ]
+    );
+}
+
 // The target.
 
 #[test]
@@ -735,3 +930,4 @@ fn round_trips_pack_dir_output() {
         assert_eq!(unpacked.mode(path), *mode, "{path}");
     }
 }
+

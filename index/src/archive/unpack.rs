@@ -9,8 +9,10 @@
 //!   long-name records, which the `tar` crate folds into the entry they
 //!   describe, and a PAX global header, whose content is ignored); links,
 //!   devices, FIFOs and sparse files are refused, never skipped;
-//! - every path must pass [`check_portable_path`], and no two entries may
-//!   collide even on a case-insensitive, normalising file system;
+//! - every path must pass [`check_portable_path`], which also refuses version
+//!   control metadata (`.git` and its kin, in any spelling), no folder may be
+//!   laid out as a Git repository, and no two entries may collide even on a
+//!   case-insensitive, normalising file system;
 //! - a PAX `size` that disagrees with the header's size is refused, since two
 //!   readers could then see two different archives;
 //! - anything after the end of the gzip stream, or a stream cut short, is
@@ -95,6 +97,11 @@ pub enum UnpackError {
     Duplicate { path: String, previous: String },
     #[error("entry `{path}` needs `{parent}` to be a directory, but it is a file")]
     ParentIsFile { path: String, parent: String },
+    #[error(
+        "{} is laid out as a Git repository (`HEAD` beside `objects`, `refs` or `commondir`), which git would read and act on",
+        super::folder_label(folder)
+    )]
+    GitRepository { folder: String },
     #[error("entry `{path}` declares {pax} bytes in a PAX header but {header} in its tar header")]
     SizeMismatch { path: String, header: u64, pax: u64 },
 }
@@ -324,6 +331,10 @@ fn unpack_into(
     let mut compressed = decompressed.inner.into_inner();
     if !compressed.fill_buf().map_err(stream_error)?.is_empty() {
         return Err(UnpackError::TrailingData);
+    }
+
+    if let Some(folder) = super::find_git_repository(seen.values().map(|seen| seen.path.as_str())) {
+        return Err(UnpackError::GitRepository { folder });
     }
 
     files.sort_by(|a, b| a.path.as_bytes().cmp(b.path.as_bytes()));

@@ -1,7 +1,8 @@
 //! Walking a skill folder: which files belong to the skill.
 //!
-//! Always left out: `.git/`, `__pycache__/`, `.DS_Store` and the
-//! `.skillignore` files themselves. A `.skillignore` in the skill folder (or
+//! Always left out: version control metadata as its tools write it (`.git`,
+//! `.gitmodules`, `.hg`, `.svn` and the others in [`super::vcs`]),
+//! `__pycache__/`, `.DS_Store` and the `.skillignore` files themselves. A `.skillignore` in the skill folder (or
 //! in any folder below it) holds gitignore-style patterns of more files to
 //! leave out, read with the `ignore` crate that ripgrep uses. Nothing outside
 //! the skill folder (a parent's `.gitignore`, a global excludes file) applies,
@@ -12,8 +13,9 @@ use std::path::{Path, PathBuf};
 /// The name of the per-skill ignore file.
 pub const IGNORE_FILE: &str = ".skillignore";
 
-/// Names that are never part of a skill, wherever they appear.
-const ALWAYS_EXCLUDED: &[&str] = &[".git", "__pycache__", ".DS_Store", IGNORE_FILE];
+/// Names that are never part of a skill, wherever they appear, besides
+/// version control metadata.
+const ALWAYS_EXCLUDED: &[&str] = &["__pycache__", ".DS_Store", IGNORE_FILE];
 
 /// What an entry of the skill folder is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -76,6 +78,9 @@ fn walk_with(root: &Path, exclude: bool) -> Result<Vec<WalkEntry>, WalkError> {
             .filter_entry(|entry| {
                 let name = entry.file_name().to_str().unwrap_or("");
                 !ALWAYS_EXCLUDED.contains(&name)
+                    && !super::vcs::METADATA_NAMES
+                        .iter()
+                        .any(|(metadata, _)| *metadata == name)
             });
     }
     let mut entries = Vec::new();

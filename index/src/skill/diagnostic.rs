@@ -82,6 +82,7 @@ codes! {
     SpecialFile => "special-file", Error;
     UnportablePath => "unportable-path", Error;
     PathCollision => "path-collision", Error;
+    VcsMetadata => "vcs-metadata", Error;
     UnreadableFile => "unreadable-file", Error;
     UnknownKey => "unknown-key", Warning;
     NonPortableKey => "non-portable-key", Warning;

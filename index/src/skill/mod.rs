@@ -346,6 +346,8 @@ fn package_diagnostic(problem: &PackError, dir: &Path) -> Diagnostic {
         PackError::Symlink { path } => (Code::Symlink, path.clone()),
         PackError::SpecialFile { path } => (Code::SpecialFile, path.clone()),
         PackError::UnportablePath { path, .. } => (Code::UnportablePath, path.clone()),
+        PackError::VersionControl { path, .. } => (Code::VcsMetadata, path.clone()),
+        PackError::GitRepository { folder } => (Code::VcsMetadata, folder.clone()),
         PackError::PathCollision { path, .. } => (Code::PathCollision, path.clone()),
         PackError::TooManyEntries { .. } => (Code::TooManyFiles, String::new()),
         PackError::TooLarge { .. } => (Code::TooLarge, String::new()),

@@ -293,3 +293,66 @@ pub(crate) fn assert_unsafe_path(tarball: &[u8], expected: &PathProblem) {
         "{error:?}"
     );
 }
+
+/// Returns `error` and its causes, joined with `: ` as the command line
+/// prints them, for checking what a person would read.
+pub(crate) fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// Returns the member names Python's `tarfile` reads from `tar` (plain or
+/// gzipped): what a Python installer would unpack.
+pub(crate) fn python_names(tar: &[u8]) -> Vec<String> {
+    let script = "import io, sys, tarfile\n\
+        archive = tarfile.open(fileobj=io.BytesIO(sys.stdin.buffer.read()))\n\
+        print('\\n'.join(member.name for member in archive.getmembers()))\n";
+    let lines = run_reader(
+        std::process::Command::new("python3").args(["-c", script]),
+        tar,
+    );
+    lines.lines().map(str::to_owned).collect()
+}
+
+/// Returns the member names GNU tar lists in `tar` (plain, uncompressed).
+pub(crate) fn gnu_tar_names(tar: &[u8]) -> Vec<String> {
+    let lines = run_reader(
+        std::process::Command::new("tar").args(["--list", "--file", "-"]),
+        tar,
+    );
+    lines.lines().map(str::to_owned).collect()
+}
+
+fn run_reader(command: &mut std::process::Command, input: &[u8]) -> String {
+    use std::process::Stdio;
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the other tar reader");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(input)
+        .expect("feed the other tar reader");
+    let output = child.wait_with_output().expect("run the other tar reader");
+    String::from_utf8(output.stdout).expect("UTF-8 names")
+}
+
+/// Returns `header` with another magic and version (bytes 257..265) and
+/// `prefix` in the ustar prefix field, resealed.
+pub(crate) fn with_magic(mut header: [u8; BLOCK], magic: &[u8; 8], prefix: &[u8]) -> [u8; BLOCK] {
+    header[257..265].copy_from_slice(magic);
+    header[345..500].fill(0);
+    header[345..345 + prefix.len()].copy_from_slice(prefix);
+    seal(&mut header);
+    header
+}

@@ -25,7 +25,7 @@ pub mod walk;
 pub use pack::{PackError, PackedSkill, check_entries, pack_dir, package_entries};
 pub use path::{PathProblem, check_portable_path, collision_key};
 pub use tree_hash::{FileDigest, TreeHash, tree_hash};
-pub use unpack::{UnpackError, UnpackedFile, UnpackedSkill, unpack};
+pub use unpack::{Ambiguity, UnpackError, UnpackedFile, UnpackedSkill, unpack};
 pub use vcs::find_git_repository;
 
 /// The limits a skill archive must stay within.

@@ -7,8 +7,10 @@
 //!   would exceed it are written (a gzip bomb stops at the cap);
 //! - only regular files and directories are accepted (plus PAX and GNU
 //!   long-name records, which the `tar` crate folds into the entry they
-//!   describe, and a PAX global header, whose content is ignored); links,
-//!   devices, FIFOs and sparse files are refused, never skipped;
+//!   describe); links, devices, FIFOs, sparse files, PAX global headers and
+//!   entries of unknown types are refused, never skipped;
+//! - an entry that another reader (GNU tar, Python's `tarfile`) would read
+//!   differently is refused: see [`Ambiguity`] for each case;
 //! - every path must pass [`check_portable_path`], which also refuses version
 //!   control metadata (`.git` and its kin, in any spelling), no folder may be
 //!   laid out as a Git repository, and no two entries may collide even on a
@@ -92,6 +94,17 @@ pub enum UnpackError {
     #[error("entry `{path}` is a {kind}; only regular files and directories are allowed")]
     UnsupportedEntry { path: String, kind: &'static str },
     #[error(
+        "entry `{path}` has the unknown type `{}`; only regular files and directories are allowed",
+        typeflag.escape_default()
+    )]
+    UnknownEntryType { path: String, typeflag: char },
+    #[error("entry `{path}` would be read differently by other tar readers")]
+    Ambiguous {
+        path: String,
+        #[source]
+        reason: Ambiguity,
+    },
+    #[error(
         "entry `{path}` appears twice (as `{previous}` before); on some file systems they are the same file"
     )]
     Duplicate { path: String, previous: String },
@@ -104,6 +117,109 @@ pub enum UnpackError {
     GitRepository { folder: String },
     #[error("entry `{path}` declares {pax} bytes in a PAX header but {header} in its tar header")]
     SizeMismatch { path: String, header: u64, pax: u64 },
+}
+
+/// Why other tar readers would read an entry differently from the `tar`
+/// crate. Each was seen with GNU tar 1.34 or Python 3.11's `tarfile`
+/// (`index/tests/tar_differentials.rs` runs them).
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Ambiguity {
+    #[error(
+        "a PAX record is malformed: other readers stop at it, while the `tar` crate reads the records after it"
+    )]
+    MalformedPaxRecord,
+    #[error(
+        "its PAX header has a `{0}` record, which is not one skillpkg accepts: other readers may act on it"
+    )]
+    PaxKeyNotAllowed(String),
+    #[error("the PAX record `{0}` appears twice, and readers disagree on which one counts")]
+    PaxKeyRepeated(String),
+    #[error("its PAX `size` record `{0}` is not a decimal number")]
+    PaxSizeInvalid(String),
+    #[error("its GNU long name and its PAX path differ, and readers disagree on which one counts")]
+    LongNameDisagreesWithPaxPath,
+    #[error("a file or directory carries a link target")]
+    LinkTarget,
+    #[error(
+        "it is a directory, yet it declares {0} bytes of data, which other readers read as more entries"
+    )]
+    DirectoryData(u64),
+    #[error(
+        "its header is not ustar, yet its ustar prefix field is filled, which some readers put before the path"
+    )]
+    PrefixOutsideUstar,
+}
+
+/// The PAX records an entry may carry: its path and size (checked against
+/// the header), and times and owners, which are ignored. Anything else
+/// (`linkpath`, `GNU.sparse.*`, `hdrcharset`, xattrs, star's `SCHILY.*`)
+/// could make another reader write something else.
+const PAX_KEYS: &[&str] = &[
+    "path", "size", "mtime", "atime", "ctime", "uid", "gid", "uname", "gname", "comment",
+];
+
+/// The ustar prefix field, which Python's `tarfile` reads in every header.
+const USTAR_PREFIX: std::ops::Range<usize> = 345..500;
+
+/// Refuses an entry that another tar reader would read differently.
+fn check_unambiguous<R: Read>(
+    entry: &mut tar::Entry<'_, R>,
+    path_bytes: &[u8],
+    is_dir: bool,
+) -> Result<(), Ambiguity> {
+    let header = entry.header();
+    if header.as_ustar().is_none() && header.as_bytes()[USTAR_PREFIX].iter().any(|&b| b != 0) {
+        return Err(Ambiguity::PrefixOutsideUstar);
+    }
+    if is_dir {
+        let size = header.entry_size().unwrap_or(u64::MAX);
+        if size != 0 {
+            return Err(Ambiguity::DirectoryData(size));
+        }
+    }
+    check_pax_records(entry, path_bytes)?;
+    // After the PAX records, so that a `linkpath` record is named as such.
+    if entry.link_name_bytes().is_some() {
+        return Err(Ambiguity::LinkTarget);
+    }
+    Ok(())
+}
+
+/// Refuses PAX records other readers would act on differently.
+fn check_pax_records<R: Read>(
+    entry: &mut tar::Entry<'_, R>,
+    path_bytes: &[u8],
+) -> Result<(), Ambiguity> {
+    let Ok(Some(records)) = entry.pax_extensions() else {
+        return Ok(());
+    };
+    let mut seen: Vec<&str> = Vec::new();
+    for record in records {
+        let record = record.map_err(|_| Ambiguity::MalformedPaxRecord)?;
+        let key = String::from_utf8_lossy(record.key_bytes());
+        let Some(key) = PAX_KEYS.iter().copied().find(|known| *known == key) else {
+            return Err(Ambiguity::PaxKeyNotAllowed(key.into_owned()));
+        };
+        if seen.contains(&key) {
+            return Err(Ambiguity::PaxKeyRepeated(key.to_owned()));
+        }
+        seen.push(key);
+        let value = record.value_bytes();
+        match key {
+            "size" if value.is_empty() || !value.iter().all(u8::is_ascii_digit) => {
+                return Err(Ambiguity::PaxSizeInvalid(
+                    String::from_utf8_lossy(value).into_owned(),
+                ));
+            }
+            // The `tar` crate takes a GNU long name over the PAX path; GNU
+            // tar and Python may take the PAX path.
+            "path" if value != path_bytes => {
+                return Err(Ambiguity::LongNameDisagreesWithPaxPath);
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// A reader that fails once more than `limit` bytes have passed through it.
@@ -239,20 +355,22 @@ fn unpack_into(
             path: String::from_utf8_lossy(error.as_bytes()).into_owned(),
         })?;
         let entry_type = entry.header().entry_type();
-        if entry_type == tar::EntryType::XGlobalHeader {
-            // `git archive` writes one with the commit id; it names no file.
-            continue;
-        }
         let is_dir = match entry_type {
             tar::EntryType::Regular => false,
             tar::EntryType::Directory => true,
             other => {
-                return Err(UnpackError::UnsupportedEntry {
-                    path,
-                    kind: entry_kind_name(other),
+                return Err(match entry_kind_name(other) {
+                    Some(kind) => UnpackError::UnsupportedEntry { path, kind },
+                    None => UnpackError::UnknownEntryType {
+                        path,
+                        typeflag: char::from(other.as_byte()),
+                    },
                 });
             }
         };
+        if let Err(reason) = check_unambiguous(&mut entry, path.as_bytes(), is_dir) {
+            return Err(UnpackError::Ambiguous { path, reason });
+        }
         // `tar -C dir .` writes `./` before every path; it means nothing.
         let mut clean = path.as_str();
         while let Some(rest) = clean.strip_prefix("./") {
@@ -468,8 +586,9 @@ fn set_mode(_path: &Path, _executable: bool) -> io::Result<()> {
     Ok(())
 }
 
-fn entry_kind_name(entry_type: tar::EntryType) -> &'static str {
-    match entry_type {
+/// Names the entry types tar defines, or returns `None` for an unknown one.
+fn entry_kind_name(entry_type: tar::EntryType) -> Option<&'static str> {
+    Some(match entry_type {
         tar::EntryType::Symlink => "symlink",
         tar::EntryType::Link => "hard link",
         tar::EntryType::Char => "character device",
@@ -477,8 +596,15 @@ fn entry_kind_name(entry_type: tar::EntryType) -> &'static str {
         tar::EntryType::Fifo => "FIFO",
         tar::EntryType::GNUSparse => "GNU sparse file",
         tar::EntryType::Continuous => "contiguous file",
-        _ => "entry of an unsupported type",
-    }
+        // GNU tar and Python apply its records to every later entry.
+        tar::EntryType::XGlobalHeader => "PAX global header",
+        // These are folded into the next entry, except in a pre-POSIX
+        // header, where the `tar` crate does not (and GNU tar does).
+        tar::EntryType::XHeader => "PAX extended header",
+        tar::EntryType::GNULongName => "GNU long name record",
+        tar::EntryType::GNULongLink => "GNU long link record",
+        _ => return None,
+    })
 }
 
 #[cfg(test)]

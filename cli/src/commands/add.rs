@@ -56,6 +56,10 @@ pub fn run(args: &AddArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
             registry: choice.clone(),
         })
         .collect();
+    // Kept, so that an install that fails takes the added skills back out:
+    // a refused archive must leave the project as it was.
+    let manifest_path = root.join(manifest::MANIFEST);
+    let manifest_before = fs_err::read_to_string(&manifest_path)?;
     manifest::edit(&root, &set, &[], &args.install.targets)?;
     if args.install.allow_unsigned {
         // Recorded, so the next plain `install` accepts them too.
@@ -74,7 +78,13 @@ pub fn run(args: &AddArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
             _ => printer.status("Adding", &format!("{} {}", skill.name, skill.requirement)),
         }
     }
-    let status = install_with(&args.install, install_registry, None, false, printer)?;
+    let status = match install_with(&args.install, install_registry, None, false, printer) {
+        Ok(status) => status,
+        Err(error) => {
+            manifest::write(&manifest_path, &manifest_before)?;
+            return Err(error);
+        }
+    };
     // A skill added without a requirement gets `^` its resolved version, as
     // cargo add does, so a later major version is not picked up silently.
     let lock = lockfile::read(&root)?.unwrap_or_default();

@@ -1,0 +1,235 @@
+//! A registry that serves what no honest registry would: archives that carry
+//! version control metadata or that other tar readers read differently, and
+//! index records whose text holds terminal escapes. The archives are
+//! correctly checksummed, so only the client's own checks stand between them
+//! and the project. A static `file://` tree written in the test stands in
+//! for the registry: an old registry, or one that was broken into, skips the
+//! publish-time validation these archives would fail.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use skillpkg_index::archive::{FileDigest, tree_hash};
+use skillpkg_index::checksum::Checksum;
+use skillpkg_index::registry::tree::StaticTree;
+use skillpkg_index::registry::{IndexRecord, RegistryConfig};
+use skillpkg_tests::{Output, RegistryServer, Sandbox, create_token, files_below, run};
+
+const SKILL_MD: &[u8] = b"---\nname: evil\ndescription: Looks helpful.\n---\n# Evil\n";
+
+/// One entry of a hostile archive: a PAX global header's records, or a file.
+enum Entry<'a> {
+    GlobalHeader(&'a [u8]),
+    File(&'a str, &'a [u8]),
+}
+
+/// Writes the archive of `entries` with the `tar` crate (which writes
+/// `.git` paths and global headers as asked) and gzips it.
+fn archive(entries: &[Entry<'_>]) -> Vec<u8> {
+    let mut builder = tar::Builder::new(Vec::new());
+    for entry in entries {
+        let mut header = tar::Header::new_ustar();
+        header.set_mode(0o644);
+        header.set_mtime(315_532_800);
+        match entry {
+            Entry::GlobalHeader(records) => {
+                header.set_entry_type(tar::EntryType::XGlobalHeader);
+                header.set_size(records.len() as u64);
+                builder
+                    .append_data(&mut header, "pax_global_header", *records)
+                    .unwrap();
+            }
+            Entry::File(path, data) => {
+                header.set_entry_type(tar::EntryType::Regular);
+                header.set_size(data.len() as u64);
+                builder.append_data(&mut header, path, *data).unwrap();
+            }
+        }
+    }
+    let tar = builder.into_inner().unwrap();
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    encoder.write_all(&tar).unwrap();
+    encoder.finish().unwrap()
+}
+
+/// Writes a static registry at `<sandbox>/tree` serving `evil@1.0.0` as
+/// `tarball`, with an index record whose checksum is the tarball's and whose
+/// tree hash is that of `files`, and returns its `file://` URL.
+fn registry_serving(sandbox: &Sandbox, tarball: &[u8], files: &[(&str, &[u8])]) -> String {
+    let tree = StaticTree::new(sandbox.path().join("tree"));
+    let config = RegistryConfig::read_only(8 * 1024 * 1024);
+    tree.write_config(&config).unwrap();
+    let name = "evil".parse().unwrap();
+    let version: semver::Version = "1.0.0".parse().unwrap();
+    let published = "2026-11-22T10:00:00Z".parse().unwrap();
+    tree.write_archive(&name, &version, tarball, None, published)
+        .unwrap();
+    let mut digests: Vec<FileDigest> = files
+        .iter()
+        .map(|(path, data)| FileDigest {
+            path: (*path).to_owned(),
+            sha256: <sha2::Sha256 as sha2::Digest>::digest(data).into(),
+        })
+        .collect();
+    digests.sort_by(|a, b| a.path.cmp(&b.path));
+    let record = IndexRecord {
+        v: 1,
+        name: name.clone(),
+        vers: version,
+        cksum: Checksum::of(tarball),
+        size: tarball.len() as u64,
+        tree: tree_hash(&digests).to_string(),
+        files: files.len() as u64,
+        deps: Vec::new(),
+        description: "Looks helpful.".into(),
+        yanked: false,
+        yanked_reason: None,
+        signer: None,
+        published,
+    };
+    tree.write_index(&name, &[record]).unwrap();
+    tree.write_aggregates(&tree.read_all().unwrap(), &config, None)
+        .unwrap();
+    url::Url::from_directory_path(tree.root())
+        .unwrap()
+        .to_string()
+}
+
+/// A project set up to install into `.claude/skills` from `registry`.
+fn project(sandbox: &Sandbox, registry: &str) -> PathBuf {
+    let project = sandbox.path().join("project");
+    fs_err::create_dir_all(&project).unwrap();
+    let init = user(
+        sandbox,
+        &project,
+        &["init", "--target", "claude", "--registry", registry],
+    );
+    assert_eq!(init.code, 0, "{init:#?}");
+    project
+}
+
+fn user(sandbox: &Sandbox, project: &Path, args: &[&str]) -> Output {
+    run(sandbox
+        .skillpkg()
+        .current_dir(project)
+        .args(args)
+        .env("SKILLPKG_CONFIG_DIR", sandbox.path().join("config"))
+        .env("SKILLPKG_CACHE_DIR", sandbox.path().join("cache")))
+}
+
+/// Runs `skillpkg add evil` against a registry serving `tarball` and expects
+/// a refusal that names `needles`, with the project left as it was.
+fn add_is_refused(tarball: &[u8], files: &[(&str, &[u8])], needles: &[&str]) {
+    let sandbox = Sandbox::new();
+    let registry = registry_serving(&sandbox, tarball, files);
+    let project = project(&sandbox, &registry);
+    // The empty file every install takes a lock on is no change.
+    fs_err::write(project.join(".skillpkg-lock"), b"").unwrap();
+    let before = files_below(&project);
+
+    let added = user(&sandbox, &project, &["add", "evil", "--allow-unsigned"]);
+
+    assert_ne!(added.code, 0, "{added:#?}");
+    for needle in needles {
+        assert!(
+            added.stderr.contains(needle),
+            "`{needle}` not in {added:#?}"
+        );
+    }
+    assert_eq!(files_below(&project), before, "the project changed");
+    assert!(!project.join(".claude/skills/evil").exists());
+}
+
+#[test]
+fn installing_an_archive_carrying_git_config_is_refused_and_changes_nothing() {
+    let marker = "/tmp/skillpkg-fsmonitor-ran";
+    let config = format!("[core]\n\tfsmonitor = \"touch {marker}; false\"\n");
+    let files: &[(&str, &[u8])] = &[
+        ("SKILL.md", SKILL_MD),
+        (".git/HEAD", b"ref: refs/heads/main\n"),
+        (".git/config", config.as_bytes()),
+    ];
+    let tarball = archive(&[
+        Entry::File("SKILL.md", SKILL_MD),
+        Entry::File(".git/HEAD", b"ref: refs/heads/main\n"),
+        Entry::File(".git/config", config.as_bytes()),
+    ]);
+    add_is_refused(
+        &tarball,
+        files,
+        &["cannot unpack evil@1.0.0", "`.git/HEAD`", "Git"],
+    );
+}
+
+/// GNU tar and Python's `tarfile` apply a global header's `path` to the
+/// entries after it: they would write `SKILL.md` two folders up.
+#[test]
+fn installing_an_archive_with_a_pax_global_header_is_refused_and_changes_nothing() {
+    let records = b"23 path=../../SKILL.md\n";
+    let tarball = archive(&[
+        Entry::GlobalHeader(records),
+        Entry::File("SKILL.md", SKILL_MD),
+    ]);
+    add_is_refused(
+        &tarball,
+        &[("SKILL.md", SKILL_MD)],
+        &["cannot unpack evil@1.0.0", "PAX global header"],
+    );
+}
+
+// The same archives, published to the real server.
+
+/// Publishes `tarball` as `evil@1.0.0` to a fresh server and expects a 400
+/// whose detail holds every one of `needles`, with nothing written.
+fn publish_is_refused(tarball: Vec<u8>, needles: &[&str]) {
+    let root = tempfile::tempdir().unwrap();
+    let token = create_token(root.path(), "alice");
+    let server = RegistryServer::start(root.path(), &[]);
+    let before = files_below(&server.public());
+    let form = reqwest::blocking::multipart::Form::new()
+        .text("name", "evil")
+        .text("version", "1.0.0")
+        .part(
+            "tarball",
+            reqwest::blocking::multipart::Part::bytes(tarball).file_name("evil-1.0.0.tgz"),
+        );
+    let response = reqwest::blocking::Client::new()
+        .put(format!("{}/api/v1/skills", server.url()))
+        .bearer_auth(&token)
+        .multipart(form)
+        .send()
+        .unwrap();
+    let status = response.status().as_u16();
+    let body: serde_json::Value = response.json().unwrap();
+    assert_eq!(status, 400, "{body}");
+    let detail = body["errors"][0]["detail"].as_str().unwrap_or_default();
+    for needle in needles {
+        assert!(detail.contains(needle), "`{needle}` not in {body}");
+    }
+    assert_eq!(
+        files_below(&server.public()),
+        before,
+        "a refused publish wrote"
+    );
+}
+
+#[test]
+fn publishing_an_archive_carrying_git_config_is_refused_and_writes_nothing() {
+    let tarball = archive(&[
+        Entry::File("SKILL.md", SKILL_MD),
+        Entry::File(
+            "scripts/.Git/config",
+            b"[core]\n\tfsmonitor = touch /tmp/x\n",
+        ),
+    ]);
+    publish_is_refused(tarball, &["`scripts/.Git/config`", "Git metadata"]);
+}
+
+#[test]
+fn publishing_an_archive_with_a_pax_global_header_is_refused_and_writes_nothing() {
+    let tarball = archive(&[
+        Entry::GlobalHeader(b"23 path=../../SKILL.md\n"),
+        Entry::File("SKILL.md", SKILL_MD),
+    ]);
+    publish_is_refused(tarball, &["PAX global header"]);
+}

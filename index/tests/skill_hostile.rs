@@ -127,3 +127,54 @@ fn pack_refuses_a_folder_laid_out_as_a_git_repository() {
     );
     assert_eq!(codes(&folder.validate()), [Code::VcsMetadata]);
 }
+
+// Names.
+
+/// `con`, `nul`, `com1` and the like are devices on Windows: no folder can
+/// have the name, so a skill named so could never be installed there, and
+/// archive paths already refuse them.
+#[test]
+fn skill_named_after_a_windows_device_is_refused() {
+    for name in ["con", "prn", "aux", "nul", "com1", "com0", "lpt9"] {
+        let error = name.parse::<skillpkg_index::skill::SkillName>().err();
+        let message = error.map(|error| error.to_string()).unwrap_or_default();
+        assert!(
+            message.contains("reserved device name on Windows"),
+            "`{name}` was {message:?}"
+        );
+
+        let folder = Folder::new(&[(
+            "SKILL.md",
+            format!("---\nname: {name}\ndescription: d\n---\n").as_bytes(),
+        )]);
+        let report = validate_skill(&folder.dir, &ValidateOptions::default());
+        let diagnostic = report
+            .diagnostics
+            .iter()
+            .find(|d| d.code == Code::NameInvalid)
+            .unwrap_or_else(|| panic!("`{name}`: {:#?}", report.diagnostics));
+        assert!(
+            diagnostic.message.contains("Windows"),
+            "{}",
+            diagnostic.message
+        );
+        assert_eq!(
+            diagnostic.hint.as_deref(),
+            Some(format!("a valid name would be `{name}-skill`").as_str())
+        );
+    }
+    for name in ["console", "con-tools", "com10", "nul1", "lpt"] {
+        assert!(
+            name.parse::<skillpkg_index::skill::SkillName>().is_ok(),
+            "{name}"
+        );
+    }
+}
+
+/// A registry's index line naming such a skill is refused when read, since
+/// a `SkillName` is parsed wherever it comes from.
+#[test]
+fn index_line_naming_a_windows_device_is_refused() {
+    let error = serde_json::from_str::<skillpkg_index::skill::SkillName>("\"aux\"").unwrap_err();
+    assert!(error.to_string().contains("Windows"), "{error}");
+}

@@ -23,6 +23,7 @@ mod vcs;
 pub mod walk;
 
 pub use pack::{PackError, PackedSkill, check_entries, pack_dir, package_entries};
+pub(crate) use path::is_reserved_on_windows;
 pub use path::{PathProblem, check_portable_path, collision_key};
 pub use tree_hash::{FileDigest, TreeHash, tree_hash};
 pub use unpack::{Ambiguity, UnpackError, UnpackedFile, UnpackedSkill, unpack};

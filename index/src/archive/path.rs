@@ -144,7 +144,7 @@ fn has_drive_prefix(path: &str) -> bool {
 
 /// `CON`, `aux.txt`, `com1.log` and the like: Windows maps these names (with
 /// any extension) to devices.
-fn is_reserved_on_windows(component: &str) -> bool {
+pub(crate) fn is_reserved_on_windows(component: &str) -> bool {
     let stem = component
         .split('.')
         .next()

@@ -14,6 +14,8 @@ use std::io::Write;
 
 use anstyle::{AnsiColor, Style};
 
+use crate::render::printable;
+
 /// Styles used across commands.
 pub mod style {
     use super::{AnsiColor, Style};
@@ -87,16 +89,22 @@ impl Printer {
         let _ = stderr.flush();
     }
 
-    /// Writes an error, its causes and a hint to stderr.
+    /// Writes an error, its causes and a hint to stderr. Their text may
+    /// quote a registry's reply or an archive's entry names, so control
+    /// characters in it are shown, never sent (see [`printable`]).
     pub fn error(&self, error: &anyhow::Error, hint: Option<&str>) {
         let (red, note) = (style::ERROR, style::NOTE);
         let mut stderr = anstream::stderr().lock();
-        let _ = writeln!(stderr, "{red}error{red:#}: {error}");
+        let _ = writeln!(
+            stderr,
+            "{red}error{red:#}: {}",
+            printable(&error.to_string())
+        );
         for cause in error.chain().skip(1) {
-            let _ = writeln!(stderr, "  Caused by: {cause}");
+            let _ = writeln!(stderr, "  Caused by: {}", printable(&cause.to_string()));
         }
         if let Some(hint) = hint {
-            let _ = writeln!(stderr, "{note}hint{note:#}: {hint}");
+            let _ = writeln!(stderr, "{note}hint{note:#}: {}", printable(hint));
         }
     }
 }

@@ -144,6 +144,10 @@ fn cases() -> Vec<Case> {
             Code::FrontmatterNotMapping,
             "---\n- just\n- a list\n---\nbody\n",
         ),
+        case(
+            Code::ControlCharacter,
+            with_frontmatter("metadata:\n  author: \"me\\e[2J\"\n"),
+        ),
         case(Code::NameMissing, "---\ndescription: No name.\n---\nbody\n"),
         case(
             Code::NameInvalid,

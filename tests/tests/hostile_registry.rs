@@ -56,6 +56,17 @@ fn archive(entries: &[Entry<'_>]) -> Vec<u8> {
 /// `tarball`, with an index record whose checksum is the tarball's and whose
 /// tree hash is that of `files`, and returns its `file://` URL.
 fn registry_serving(sandbox: &Sandbox, tarball: &[u8], files: &[(&str, &[u8])]) -> String {
+    registry_serving_with(sandbox, tarball, files, "Looks helpful.", None)
+}
+
+/// [`registry_serving`] with the record's description and yank reason.
+fn registry_serving_with(
+    sandbox: &Sandbox,
+    tarball: &[u8],
+    files: &[(&str, &[u8])],
+    description: &str,
+    yanked_reason: Option<&str>,
+) -> String {
     let tree = StaticTree::new(sandbox.path().join("tree"));
     let config = RegistryConfig::read_only(8 * 1024 * 1024);
     tree.write_config(&config).unwrap();
@@ -81,9 +92,9 @@ fn registry_serving(sandbox: &Sandbox, tarball: &[u8], files: &[(&str, &[u8])]) 
         tree: tree_hash(&digests).to_string(),
         files: files.len() as u64,
         deps: Vec::new(),
-        description: "Looks helpful.".into(),
-        yanked: false,
-        yanked_reason: None,
+        description: description.into(),
+        yanked: yanked_reason.is_some(),
+        yanked_reason: yanked_reason.map(Into::into),
         signer: None,
         published,
     };
@@ -232,4 +243,108 @@ fn publishing_an_archive_with_a_pax_global_header_is_refused_and_writes_nothing(
         Entry::File("SKILL.md", SKILL_MD),
     ]);
     publish_is_refused(tarball, &["PAX global header"]);
+}
+
+// Index records whose text a terminal would act on.
+
+/// ESC sequences that clear the screen and make a link whose text hides its
+/// target, a CR that would overwrite the line, a C1 CSI, and a right-to-left
+/// override that would show the rest of the line reversed.
+const HOSTILE_TEXT: &str = "Looks helpful.\u{1b}]8;;https://evil.example\u{7}Docs\u{1b}]8;;\u{7}\u{1b}[2J\rGone\u{9b}31m\u{202e}exe.txt";
+
+/// Asserts that `output` holds no character a terminal acts on: no control
+/// but line feed, no bidirectional control.
+#[track_caller]
+fn assert_printable(output: &Output) {
+    for (stream, text) in [("stdout", &output.stdout), ("stderr", &output.stderr)] {
+        let sent: Vec<char> = text
+            .chars()
+            .filter(|c| (c.is_control() && *c != '\n') || ('\u{202a}'..='\u{202e}').contains(c))
+            .collect();
+        assert!(sent.is_empty(), "{stream} sends {sent:?}: {output:#?}");
+    }
+}
+
+/// Runs skillpkg as in a terminal with colour forced, so that nothing
+/// between the command and the test strips escapes.
+fn in_terminal(sandbox: &Sandbox, args: &[&str]) -> Output {
+    run(sandbox
+        .skillpkg()
+        .args(args)
+        .env_remove("NO_COLOR")
+        .env("CLICOLOR_FORCE", "1"))
+}
+
+#[test]
+fn search_and_info_never_print_control_characters_from_the_registry() {
+    let tarball = archive(&[Entry::File("SKILL.md", SKILL_MD)]);
+    let files: &[(&str, &[u8])] = &[("SKILL.md", SKILL_MD)];
+    let sandbox = Sandbox::new();
+    let registry = registry_serving_with(&sandbox, &tarball, files, HOSTILE_TEXT, None);
+    let search = in_terminal(&sandbox, &["search", "helpful", "--registry", &registry]);
+    assert_eq!(search.code, 0, "{search:#?}");
+    assert_printable(&search);
+    assert!(
+        search
+            .stdout
+            .starts_with("evil  1.0.0  Looks helpful. ]8;;https://evil.example Docs"),
+        "{search:#?}"
+    );
+
+    // Yanked, so that `info` shows the reason too.
+    let sandbox = Sandbox::new();
+    let registry =
+        registry_serving_with(&sandbox, &tarball, files, HOSTILE_TEXT, Some(HOSTILE_TEXT));
+    let info = in_terminal(&sandbox, &["info", "evil", "--registry", &registry]);
+    assert_eq!(info.code, 0, "{info:#?}");
+    assert_printable(&info);
+    assert!(
+        info.stdout.contains("\nyanked:     Looks helpful."),
+        "{info:#?}"
+    );
+}
+
+/// An error can quote what the registry sent (here, the name of an archive
+/// entry): it is shown, not sent to the terminal.
+#[test]
+fn errors_never_print_control_characters_from_an_archive() {
+    let sandbox = Sandbox::new();
+    let files: &[(&str, &[u8])] = &[("SKILL.md", SKILL_MD), ("\u{1b}[2Jx\u{202e}", b"x")];
+    let tarball = archive(&[
+        Entry::File("SKILL.md", SKILL_MD),
+        Entry::File("\u{1b}[2Jx\u{202e}", b"x"),
+    ]);
+    let registry = registry_serving(&sandbox, &tarball, files);
+    let project = project(&sandbox, &registry);
+    let added = run(sandbox
+        .skillpkg()
+        .current_dir(&project)
+        .args(["add", "evil", "--allow-unsigned"])
+        .env("SKILLPKG_CONFIG_DIR", sandbox.path().join("config"))
+        .env("SKILLPKG_CACHE_DIR", sandbox.path().join("cache"))
+        .env_remove("NO_COLOR")
+        .env("CLICOLOR_FORCE", "1"));
+    assert_ne!(added.code, 0, "{added:#?}");
+    // The error's own styles are escapes too: check the lines after them.
+    let text: String = added
+        .stderr
+        .lines()
+        .filter(|line| line.contains("Caused by"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(text.contains("entry `\u{241b}[2Jx\u{fffd}`"), "{added:#?}");
+    assert_printable(&Output {
+        code: added.code,
+        stdout: added.stdout.clone(),
+        stderr: text,
+    });
+}
+
+/// The server validates what it is sent: a description carrying escapes
+/// never reaches the index, `search.json` or the discovery index.
+#[test]
+fn publishing_a_description_with_terminal_escapes_is_refused_and_writes_nothing() {
+    let skill_md = b"---\nname: evil\ndescription: \"Looks helpful.\\e]8;;https://evil.example\\aDocs\"\n---\n# Evil\n";
+    let tarball = archive(&[Entry::File("SKILL.md", skill_md)]);
+    publish_is_refused(tarball, &["control-character", "U+001B (ESC)"]);
 }

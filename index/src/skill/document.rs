@@ -82,6 +82,9 @@ pub struct SkillDocument {
     pub body: String,
     /// The 1-based line on which the body starts.
     pub body_line: usize,
+    /// The first carriage return that is not part of a CRLF line end (read as
+    /// a line end, and so at the end of its line), and how many there are.
+    pub lone_carriage_returns: (Option<Location>, usize),
 }
 
 impl SkillDocument {
@@ -134,6 +137,7 @@ pub fn parse(bytes: &[u8]) -> Result<SkillDocument, DocumentError> {
         offset: error.valid_up_to(),
     })?;
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let lone_carriage_returns = find_lone_carriage_returns(text);
     let text = normalize_line_ends(text);
 
     let mut lines = text.split_inclusive('\n');
@@ -166,7 +170,34 @@ pub fn parse(bytes: &[u8]) -> Result<SkillDocument, DocumentError> {
         body,
         body_line: closing_line + 1,
         text,
+        lone_carriage_returns,
     })
+}
+
+/// Finds the carriage returns not followed by a line feed, placed where
+/// [`normalize_line_ends`] leaves the line end they become.
+pub(crate) fn find_lone_carriage_returns(text: &str) -> (Option<Location>, usize) {
+    let (mut first, mut count) = (None, 0);
+    let (mut line, mut column) = (1, 1);
+    let mut characters = text.chars().peekable();
+    while let Some(character) = characters.next() {
+        match character {
+            // The line feed ends the line.
+            '\r' if characters.peek() == Some(&'\n') => {}
+            '\r' => {
+                count += 1;
+                first.get_or_insert(Location {
+                    line,
+                    column,
+                    end_column: column + 1,
+                });
+                (line, column) = (line + 1, 1);
+            }
+            '\n' => (line, column) = (line + 1, 1),
+            _ => column += 1,
+        }
+    }
+    (first, count)
 }
 
 /// Reads CRLF (Windows) and lone CR (classic Mac OS) line ends as LF.
@@ -409,9 +440,22 @@ mod tests {
     }
 
     #[test]
-    fn lone_carriage_returns_end_lines_too() {
+    fn lone_carriage_returns_end_lines_too_and_are_counted() {
         let document = parse(b"---\rname: pdf\rdescription: x\r---\rbody\r").unwrap();
         assert_eq!(document.body, "body\n");
+        assert_eq!(
+            document.lone_carriage_returns,
+            (
+                Some(Location {
+                    line: 1,
+                    column: 4,
+                    end_column: 5
+                }),
+                5
+            )
+        );
+        let crlf = parse(b"---\r\nname: pdf\r\n---\r\nbody\r\n").unwrap();
+        assert_eq!(crlf.lone_carriage_returns, (None, 0));
     }
 
     #[test]

@@ -16,6 +16,7 @@
 //! [`validate_skill`] checks that tree (and the folder around it) and yields
 //! the typed [`Frontmatter`] plus [`Diagnostic`]s with stable codes.
 
+pub mod control;
 pub mod diagnostic;
 pub mod document;
 mod lint;
@@ -293,6 +294,15 @@ fn check_skill(
         Ok(document) => document,
         Err(error) => {
             diagnostics.push(document_diagnostic(&error, &file, &bytes));
+            // A lone CR is often why the YAML does not parse: say so.
+            if let Ok(text) = std::str::from_utf8(&bytes) {
+                control::check_lone_carriage_returns(
+                    document::find_lone_carriage_returns(text),
+                    &document::normalize_line_ends(text),
+                    &file,
+                    diagnostics,
+                );
+            }
             return None;
         }
     };

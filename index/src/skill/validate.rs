@@ -136,6 +136,7 @@ pub(crate) fn check_frontmatter(
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Option<Frontmatter> {
     let errors_before = count_errors(diagnostics);
+    super::control::check(document, file, diagnostics);
     let mut checker = Checker {
         document,
         file,

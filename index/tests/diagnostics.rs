@@ -148,6 +148,10 @@ fn cases() -> Vec<Case> {
             Code::ControlCharacter,
             with_frontmatter("metadata:\n  author: \"me\\e[2J\"\n"),
         ),
+        case(
+            Code::FrontmatterTooLarge,
+            with_frontmatter(&format!("notes: {}\n", "x".repeat(70_000))),
+        ),
         case(Code::NameMissing, "---\ndescription: No name.\n---\nbody\n"),
         case(
             Code::NameInvalid,

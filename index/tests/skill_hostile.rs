@@ -384,3 +384,123 @@ fn a_file_full_of_control_characters_gets_ten_reports() {
         found[9].2
     );
 }
+
+// YAML built to exhaust whoever parses it.
+
+/// The codes of `report`, as text.
+fn code_names(report: &SkillReport) -> Vec<&'static str> {
+    report.diagnostics.iter().map(|d| d.code.as_str()).collect()
+}
+
+/// Validates `skill_md` on a thread with the 2 MiB stack that tokio gives
+/// its worker and blocking threads, where the registry validates uploads:
+/// a stack overflow there aborts the whole server.
+fn validate_on_a_small_stack(skill_md: Vec<u8>) -> SkillReport {
+    std::thread::Builder::new()
+        .stack_size(2 * 1024 * 1024)
+        .spawn(move || validate_skill_md(&skill_md))
+        .expect("start a thread")
+        .join()
+        .expect("validation finished")
+}
+
+/// Each `- ` opens one more level; 200 KB of them once overflowed the stack
+/// of the parser's own recursive loader.
+#[test]
+fn deeply_nested_frontmatter_is_refused_without_overflowing_the_stack() {
+    for depth in [100, 1_000, 30_000] {
+        let skill_md = format!(
+            "---\nname: sample\ndescription: d\nmetadata:\n  x:\n  {}a\n---\n# Body\n",
+            "- ".repeat(depth)
+        );
+        let report = validate_on_a_small_stack(skill_md.into_bytes());
+        assert_eq!(code_names(&report), ["frontmatter-too-large"], "{depth}");
+        assert!(
+            report.diagnostics[0]
+                .message
+                .contains("more than 64 levels deep"),
+            "{:#?}",
+            report.diagnostics
+        );
+    }
+}
+
+/// A 30 KB string aliased 2,000 times is 60 MB, from a 36 KB file.
+#[test]
+fn frontmatter_whose_aliases_copy_a_large_value_is_refused() {
+    let skill_md = format!(
+        "---\nname: sample\ndescription: d\nmetadata:\n  a: &a \"{}\"\n  b: [{}]\n---\n# Body\n",
+        "x".repeat(30_000),
+        vec!["*a"; 2_000].join(", ")
+    );
+    let report = validate_on_a_small_stack(skill_md.into_bytes());
+    assert_eq!(code_names(&report), ["frontmatter-too-large"]);
+    let diagnostic = &report.diagnostics[0];
+    assert!(
+        diagnostic.message.contains("aliases copy more than"),
+        "{diagnostic:?}"
+    );
+    assert_eq!(diagnostic.location.map(|l| l.line), Some(6));
+}
+
+/// "Billion laughs": each level aliases the one before ten times.
+#[test]
+fn frontmatter_whose_aliases_nest_exponentially_is_refused() {
+    let mut skill_md =
+        "---\nname: sample\ndescription: d\nmetadata:\n  l0: &l0 \"lol\"\n".to_owned();
+    for level in 1..=9 {
+        let previous = format!("*l{}", level - 1);
+        skill_md.push_str(&format!(
+            "  l{level}: &l{level} [{}]\n",
+            vec![previous.as_str(); 10].join(", ")
+        ));
+    }
+    skill_md.push_str("---\n# Body\n");
+    let started = std::time::Instant::now();
+    let report = validate_on_a_small_stack(skill_md.into_bytes());
+    assert_eq!(code_names(&report), ["frontmatter-too-large"]);
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+}
+
+#[test]
+fn anchors_and_aliases_within_bounds_are_accepted() {
+    let report = validate_skill_md(
+        b"---\nname: sample\ndescription: &d Reads PDFs.\nmetadata:\n  summary: *d\n  shared: &s {a: \"1\"}\n---\n# Body\n",
+    );
+    assert_eq!(
+        code_names(&report),
+        ["metadata-value-not-string"],
+        "only the mapping under metadata is remarked on"
+    );
+}
+
+#[test]
+fn frontmatter_over_64_kib_is_refused() {
+    let skill_md = format!(
+        "---\nname: sample\ndescription: d\nnotes: \"{}\"\n---\n# Body\n",
+        "x".repeat(70_000)
+    );
+    let report = validate_skill_md(skill_md.as_bytes());
+    assert_eq!(code_names(&report), ["frontmatter-too-large"]);
+    assert!(report.diagnostics[0].message.contains("the limit is 65536"));
+}
+
+/// YAML keys are compared by value: a quoted, an escaped and an explicit
+/// `? name` are all `name`, so none can shadow the first.
+#[test]
+fn duplicate_keys_in_any_spelling_are_refused() {
+    for second in [
+        "\"name\": other",
+        "'name': other",
+        "\"n\\x61me\": other",
+        "? name\n: other",
+    ] {
+        let skill_md = format!("---\nname: sample\ndescription: d\n{second}\n---\n# Body\n");
+        let report = validate_skill_md(skill_md.as_bytes());
+        assert_eq!(code_names(&report), ["yaml-syntax"], "{second}");
+        assert!(
+            report.diagnostics[0].message.contains("duplicated key"),
+            "{second}"
+        );
+    }
+}

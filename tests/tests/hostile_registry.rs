@@ -190,28 +190,40 @@ fn installing_an_archive_with_a_pax_global_header_is_refused_and_changes_nothing
 
 // The same archives, published to the real server.
 
+/// Publishes `tarball` as `name@1.0.0` with `token`, and returns the status
+/// and the JSON reply.
+fn publish(
+    server: &RegistryServer,
+    token: &str,
+    name: &str,
+    tarball: Vec<u8>,
+) -> (u16, serde_json::Value) {
+    let form = reqwest::blocking::multipart::Form::new()
+        .text("name", name.to_owned())
+        .text("version", "1.0.0")
+        .part(
+            "tarball",
+            reqwest::blocking::multipart::Part::bytes(tarball).file_name("skill.tgz"),
+        );
+    let response = reqwest::blocking::Client::new()
+        .put(format!("{}/api/v1/skills", server.url()))
+        .bearer_auth(token)
+        .multipart(form)
+        .send()
+        .expect("the server answers");
+    let status = response.status().as_u16();
+    (status, response.json().unwrap_or(serde_json::Value::Null))
+}
+
 /// Publishes `tarball` as `evil@1.0.0` to a fresh server and expects a 400
-/// whose detail holds every one of `needles`, with nothing written.
+/// whose detail holds every one of `needles`, with nothing written, and a
+/// server that still publishes an honest skill afterwards.
 fn publish_is_refused(tarball: Vec<u8>, needles: &[&str]) {
     let root = tempfile::tempdir().unwrap();
     let token = create_token(root.path(), "alice");
     let server = RegistryServer::start(root.path(), &[]);
     let before = files_below(&server.public());
-    let form = reqwest::blocking::multipart::Form::new()
-        .text("name", "evil")
-        .text("version", "1.0.0")
-        .part(
-            "tarball",
-            reqwest::blocking::multipart::Part::bytes(tarball).file_name("evil-1.0.0.tgz"),
-        );
-    let response = reqwest::blocking::Client::new()
-        .put(format!("{}/api/v1/skills", server.url()))
-        .bearer_auth(&token)
-        .multipart(form)
-        .send()
-        .unwrap();
-    let status = response.status().as_u16();
-    let body: serde_json::Value = response.json().unwrap();
+    let (status, body) = publish(&server, &token, "evil", tarball);
     assert_eq!(status, 400, "{body}");
     let detail = body["errors"][0]["detail"].as_str().unwrap_or_default();
     for needle in needles {
@@ -222,6 +234,15 @@ fn publish_is_refused(tarball: Vec<u8>, needles: &[&str]) {
         before,
         "a refused publish wrote"
     );
+
+    let honest = b"---\nname: honest\ndescription: Does honest things.\n---\n# Honest\n";
+    let (status, body) = publish(
+        &server,
+        &token,
+        "honest",
+        archive(&[Entry::File("SKILL.md", honest)]),
+    );
+    assert_eq!(status, 201, "the server is still up: {body}");
 }
 
 #[test]
@@ -347,4 +368,16 @@ fn publishing_a_description_with_terminal_escapes_is_refused_and_writes_nothing(
     let skill_md = b"---\nname: evil\ndescription: \"Looks helpful.\\e]8;;https://evil.example\\aDocs\"\n---\n# Evil\n";
     let tarball = archive(&[Entry::File("SKILL.md", skill_md)]);
     publish_is_refused(tarball, &["control-character", "U+001B (ESC)"]);
+}
+
+/// Each `- ` is one more level: 60 KB of them overflowed the 2 MiB stack of
+/// the thread validating the upload, which aborted the whole server.
+#[test]
+fn publishing_a_deeply_nested_frontmatter_is_refused_and_the_server_stays_up() {
+    let skill_md = format!(
+        "---\nname: evil\ndescription: d\nmetadata:\n  x:\n  {}a\n---\n# Evil\n",
+        "- ".repeat(30_000)
+    );
+    let tarball = archive(&[Entry::File("SKILL.md", skill_md.as_bytes())]);
+    publish_is_refused(tarball, &["frontmatter-too-large", "64 levels"]);
 }

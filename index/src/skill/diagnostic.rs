@@ -64,6 +64,7 @@ codes! {
     FrontmatterUnclosed => "frontmatter-unclosed", Error;
     YamlSyntax => "yaml-syntax", Error;
     FrontmatterNotMapping => "frontmatter-not-mapping", Error;
+    FrontmatterTooLarge => "frontmatter-too-large", Error;
     ControlCharacter => "control-character", Error;
     NameMissing => "name-missing", Error;
     NameInvalid => "name-invalid", Error;

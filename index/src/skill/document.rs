@@ -10,9 +10,16 @@
 //! (read as LF; line and column numbers are unchanged by this), and a closing
 //! `---` or `...` line. Line and column numbers refer to the file as written.
 
-use saphyr::{LoadableYamlNode, MarkedYaml, Scalar, YamlData};
+use saphyr::{MarkedYaml, Scalar, YamlData};
 
 use super::diagnostic::Location;
+use super::yaml;
+pub use super::yaml::{MAX_ALIAS_BYTES, MAX_DEPTH};
+
+/// The most bytes a frontmatter may have as written. Its fields are short
+/// (a description is at most 1024 characters); what a registry parses for
+/// every upload must be small.
+pub const MAX_FRONTMATTER_BYTES: usize = 64 * 1024;
 
 /// A YAML node with its place in the file.
 #[derive(Clone, Debug, PartialEq)]
@@ -129,6 +136,15 @@ pub enum DocumentError {
         found: &'static str,
         location: Location,
     },
+    #[error("the frontmatter is {size} bytes long; the limit is {MAX_FRONTMATTER_BYTES}")]
+    TooLarge { size: usize },
+    #[error("the frontmatter nests collections more than {MAX_DEPTH} levels deep")]
+    TooDeep { location: Location },
+    #[error(
+        "the frontmatter's aliases copy more than {} bytes of anchored values",
+        MAX_ALIAS_BYTES
+    )]
+    AliasesTooLarge { location: Location },
 }
 
 /// Splits and parses a `SKILL.md` given as bytes.
@@ -163,6 +179,9 @@ pub fn parse(bytes: &[u8]) -> Result<SkillDocument, DocumentError> {
     }
     let (yaml_end, body_start, closing_line) = closing.ok_or(DocumentError::FrontmatterUnclosed)?;
     let yaml = &text[yaml_start..yaml_end];
+    if yaml.len() > MAX_FRONTMATTER_BYTES {
+        return Err(DocumentError::TooLarge { size: yaml.len() });
+    }
     let frontmatter = parse_frontmatter(yaml)?;
     let body = text[body_start..].to_owned();
     Ok(SkillDocument {
@@ -220,18 +239,25 @@ fn is_fence(line: &str, closing: bool) -> bool {
 const YAML_FIRST_LINE: usize = 2;
 
 fn parse_frontmatter(yaml: &str) -> Result<Vec<(Node, Node)>, DocumentError> {
-    let documents = MarkedYaml::load_from_str(yaml).map_err(|error| {
-        let marker = error.marker();
-        let line = marker.line() + YAML_FIRST_LINE - 1;
+    let at = |marker: &saphyr::Marker| {
         let column = marker.col() + 1;
-        DocumentError::YamlSyntax {
-            message: error.info().to_owned(),
-            location: Location {
-                line,
-                column,
-                end_column: column + 1,
-            },
+        Location {
+            line: marker.line() + YAML_FIRST_LINE - 1,
+            column,
+            end_column: column + 1,
         }
+    };
+    let documents = yaml::load(yaml).map_err(|error| match error {
+        yaml::LoadError::Syntax(error) => DocumentError::YamlSyntax {
+            message: error.info().to_owned(),
+            location: at(error.marker()),
+        },
+        yaml::LoadError::TooDeep(marker) => DocumentError::TooDeep {
+            location: at(&marker),
+        },
+        yaml::LoadError::AliasesTooLarge(marker) => DocumentError::AliasesTooLarge {
+            location: at(&marker),
+        },
     })?;
     if let Some(second) = documents.get(1) {
         // A `---` line inside the frontmatter (with a comment after it, say)

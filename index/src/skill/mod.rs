@@ -22,6 +22,7 @@ pub mod document;
 mod lint;
 mod name;
 mod validate;
+mod yaml;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -427,6 +428,16 @@ fn document_diagnostic(error: &DocumentError, file: &Path, bytes: &[u8]) -> Diag
         DocumentError::NotMapping { location, .. } => {
             Diagnostic::new(Code::FrontmatterNotMapping, file, error.to_string())
                 .at(*location, &document::normalize_line_ends(&text))
+        }
+        DocumentError::TooLarge { .. } => {
+            Diagnostic::new(Code::FrontmatterTooLarge, file, error.to_string())
+                .at(top, &text)
+                .with_hint("keep the frontmatter to the fields agents read; move long text into the body or `references/`")
+        }
+        DocumentError::TooDeep { location } | DocumentError::AliasesTooLarge { location } => {
+            Diagnostic::new(Code::FrontmatterTooLarge, file, error.to_string())
+                .at(*location, &document::normalize_line_ends(&text))
+                .with_hint("write the values out plainly: a frontmatter needs neither deep nesting nor large aliased values")
         }
     }
 }

@@ -77,6 +77,22 @@ fn pack_leaves_out_version_control_metadata_as_its_tools_write_it() {
     assert!(folder.validate().is_valid(), "{:#?}", folder.validate());
 }
 
+/// An unpacker refuses these in any spelling, so packing leaves every
+/// spelling out.
+#[test]
+fn pack_leaves_out_pycache_and_skillignore_in_any_spelling() {
+    let folder = Folder::new(&[
+        ("SKILL.md", SKILL_MD.as_bytes()),
+        ("scripts/__PyCache__/helper.cpython-311.pyc", b"\x00"),
+        (".SKILLIGNORE", b"*\n"),
+        ("scripts/helper.py", b"print('hi')\n"),
+    ]);
+    assert_eq!(
+        folder.pack().expect("packs"),
+        ["SKILL.md", "scripts/helper.py"]
+    );
+}
+
 #[test]
 fn pack_refuses_git_metadata_in_another_case() {
     let folder = Folder::new(&[

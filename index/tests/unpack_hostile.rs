@@ -278,8 +278,20 @@ fn refuses_file_used_as_folder() {
 // Modes: normalised, never refused.
 
 fn unpacked_mode(mode: u32) -> u32 {
-    let unpacked = accepted(&gzip(&RawTar::default().file("f", mode, b"data").finish()));
-    assert_eq!(unpacked.skill.files[0].executable, mode & 0o111 != 0);
+    let unpacked = accepted(&gzip(
+        &RawTar::default()
+            .file("SKILL.md", 0o644, b"x")
+            .file("f", mode, b"data")
+            .finish(),
+    ));
+    let unpacked_files: Vec<_> = unpacked
+        .skill
+        .files
+        .iter()
+        .map(|f| f.path.as_str())
+        .collect();
+    assert_eq!(unpacked_files, ["SKILL.md", "f"]);
+    assert_eq!(unpacked.skill.files[1].executable, mode & 0o111 != 0);
     unpacked.mode("f")
 }
 
@@ -442,9 +454,11 @@ fn accepts_zero_padding_after_end_marker() {
 
 // Entry counts.
 
+/// `SKILL.md` and `count - 1` empty files.
 fn empty_files(count: usize) -> Vec<u8> {
     let mut tar = RawTar::default();
-    for index in 0..count {
+    tar.file("SKILL.md", 0o644, b"");
+    for index in 1..count {
         tar.file(&format!("f{index:05}"), 0o644, b"");
     }
     gzip(&tar.finish())
@@ -761,6 +775,148 @@ fn accepts_gitignore_and_gitattributes() {
             "scripts/.gitattributes"
         ]
     );
+}
+
+// What `pack` never writes.
+
+/// `.skillignore` hides files from the walk that validation does: in an
+/// archive, it would hide files from the registry's checks of the upload.
+#[test]
+fn archive_carrying_a_skillignore_is_refused() {
+    assert_refused_naming(
+        &skill_with(&[".skillignore", "scripts/run.sh"], b"*\n"),
+        ".skillignore",
+        "never packed",
+    );
+}
+
+/// Python runs an unchecked-hash `.pyc` from `__pycache__` without looking at
+/// the source beside it: what a reviewer reads is not what runs.
+#[test]
+fn archive_carrying_pycache_is_refused() {
+    let temp = TempDir::new().expect("temp dir");
+    let module = temp.path().join("helper.py");
+    fs_err::write(&module, "print('the reviewed code')\n").expect("write");
+    let compiled = temp.path().join("compiled");
+    fs_err::create_dir(&compiled).expect("create a folder");
+    fs_err::write(compiled.join("helper.py"), "print('other code')\n").expect("write");
+    let script = "import py_compile, sys\n\
+        py_compile.compile(sys.argv[1], cfile=sys.argv[2], \
+        invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)\n";
+    let pyc = temp.path().join("helper.pyc");
+    let status = std::process::Command::new("python3")
+        .args(["-c", script])
+        .arg(compiled.join("helper.py"))
+        .arg(&pyc)
+        .status()
+        .expect("run python3");
+    assert!(status.success());
+    let tag = std::process::Command::new("python3")
+        .args(["-c", "import sys; print(sys.implementation.cache_tag)"])
+        .output()
+        .expect("run python3");
+    let tag = String::from_utf8(tag.stdout)
+        .expect("UTF-8")
+        .trim()
+        .to_owned();
+    let cached = format!("scripts/__pycache__/helper.{tag}.pyc");
+    fs_err::create_dir_all(temp.path().join("scripts/__pycache__")).expect("create folders");
+    fs_err::copy(&pyc, temp.path().join(&cached)).expect("copy");
+    fs_err::copy(&module, temp.path().join("scripts/helper.py")).expect("copy");
+    let ran = std::process::Command::new("python3")
+        .args(["-c", "import helper"])
+        .current_dir(temp.path().join("scripts"))
+        .output()
+        .expect("run python3");
+    assert_eq!(ran.stdout, b"other code\n", "python ran the cached code");
+
+    let tarball = gzip(
+        &RawTar::default()
+            .file("SKILL.md", 0o644, b"x")
+            .file("scripts/helper.py", 0o644, b"print('the reviewed code')\n")
+            .file(&cached, 0o644, &fs_err::read(&pyc).expect("read"))
+            .finish(),
+    );
+    assert_refused_naming(&tarball, &cached, "never packed");
+}
+
+#[test]
+fn archive_carrying_what_pack_leaves_out_in_another_case_is_refused() {
+    for path in [
+        "scripts/__PYCACHE__/x.pyc",
+        ".SkillIgnore",
+        "assets/.ds_store",
+    ] {
+        assert_refused_naming(&skill_with(&[path], b"x"), path, "never packed");
+    }
+}
+
+// The skill file.
+
+#[test]
+fn archive_without_skill_md_is_refused() {
+    let error = refused(&one_file("README.md"));
+    assert!(chain(&error).contains("no `SKILL.md`"), "{}", chain(&error));
+}
+
+/// `SKILL.md/` as a folder: the archive unpacks, but into no skill.
+#[test]
+fn archive_whose_skill_md_is_a_folder_is_refused() {
+    let tarball = gzip(
+        &RawTar::default()
+            .dir("SKILL.md/")
+            .file("SKILL.md/x", 0o644, b"x")
+            .finish(),
+    );
+    let error = refused(&tarball);
+    assert!(chain(&error).contains("no `SKILL.md`"), "{}", chain(&error));
+}
+
+/// Found on a case-insensitive file system, missed on Linux.
+#[test]
+fn archive_with_only_a_lowercase_skill_md_is_refused() {
+    let error = refused(&one_file("skill.md"));
+    assert!(chain(&error).contains("no `SKILL.md`"), "{}", chain(&error));
+}
+
+#[test]
+fn refuses_a_file_and_a_folder_of_the_same_name() {
+    let file_first = gzip(
+        &RawTar::default()
+            .file("SKILL.md", 0o644, b"x")
+            .file("docs", 0o644, b"x")
+            .dir("docs/")
+            .finish(),
+    );
+    assert!(matches!(
+        refused(&file_first),
+        UnpackError::Duplicate { .. }
+    ));
+    let folder_first = gzip(
+        &RawTar::default()
+            .file("SKILL.md", 0o644, b"x")
+            .dir("docs/")
+            .file("docs", 0o644, b"x")
+            .finish(),
+    );
+    assert!(matches!(
+        refused(&folder_first),
+        UnpackError::Duplicate { .. }
+    ));
+}
+
+#[test]
+fn refuses_an_empty_path() {
+    assert_unsafe_path(&one_file(""), &PathProblem::Empty);
+}
+
+/// flate2 checks the CRC and length at the end of the gzip stream.
+#[test]
+fn refuses_gzip_stream_whose_checksum_does_not_match() {
+    let mut tarball = gzip(&valid_tar());
+    let crc = tarball.len() - 8;
+    tarball[crc] ^= 0xff;
+    assert!(matches!(refused(&tarball), UnpackError::Corrupt(_)));
 }
 
 // The target.

@@ -15,6 +15,8 @@
 //!   control metadata (`.git` and its kin, in any spelling), no folder may be
 //!   laid out as a Git repository, and no two entries may collide even on a
 //!   case-insensitive, normalising file system;
+//! - what packing never writes (`__pycache__`, `.skillignore`, `.DS_Store`)
+//!   is refused, and `SKILL.md` must be a file at the root;
 //! - a PAX `size` that disagrees with the header's size is refused, since two
 //!   readers could then see two different archives;
 //! - anything after the end of the gzip stream, or a stream cut short, is
@@ -34,10 +36,12 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use super::pack::SizeKind;
+use super::walk;
 use super::{
     FileDigest, Limits, PathProblem, TreeHash, check_portable_path, collision_key, human_bytes,
     tree_hash,
 };
+use crate::skill::SKILL_MD;
 
 /// Bytes of tar framing (headers, padding, end blocks, PAX records) allowed
 /// in the decompressed stream on top of the file contents: generous for any
@@ -115,6 +119,20 @@ pub enum UnpackError {
         super::folder_label(folder)
     )]
     GitRepository { folder: String },
+    #[error("entry `{path}` holds `{name}`, which is never packed: {reason}")]
+    NeverPacked {
+        path: String,
+        name: String,
+        reason: &'static str,
+    },
+    #[error("the archive has no `SKILL.md` file at its root{}", match found {
+        Some(found) => format!(" (it has `{found}`)"),
+        None => String::new(),
+    })]
+    NoSkillMd {
+        /// What the archive has in its place: `skill.md`, or `SKILL.md/`.
+        found: Option<String>,
+    },
     #[error("entry `{path}` declares {pax} bytes in a PAX header but {header} in its tar header")]
     SizeMismatch { path: String, header: u64, pax: u64 },
 }
@@ -388,6 +406,16 @@ fn unpack_into(
             path: path.clone(),
             problem,
         })?;
+        if let Some((name, reason)) = clean
+            .split('/')
+            .find_map(|name| walk::never_packed(name).map(|reason| (name, reason)))
+        {
+            return Err(UnpackError::NeverPacked {
+                name: name.to_owned(),
+                path,
+                reason,
+            });
+        }
         let clean = clean.to_owned();
 
         entry_count += 1;
@@ -453,6 +481,17 @@ fn unpack_into(
 
     if let Some(folder) = super::find_git_repository(seen.values().map(|seen| seen.path.as_str())) {
         return Err(UnpackError::GitRepository { folder });
+    }
+    match seen.get(&collision_key(SKILL_MD)) {
+        Some(found) if found.path == SKILL_MD && !found.is_dir => {}
+        found => {
+            return Err(UnpackError::NoSkillMd {
+                found: found.map(|found| {
+                    let slash = if found.is_dir { "/" } else { "" };
+                    format!("{}{slash}", found.path)
+                }),
+            });
+        }
     }
 
     files.sort_by(|a, b| a.path.as_bytes().cmp(b.path.as_bytes()));

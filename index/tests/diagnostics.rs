@@ -152,6 +152,10 @@ fn cases() -> Vec<Case> {
             Code::FrontmatterTooLarge,
             with_frontmatter(&format!("notes: {}\n", "x".repeat(70_000))),
         ),
+        case(
+            Code::AmbiguousYaml,
+            with_frontmatter("x-base: &b {license: MIT}\n<<: *b\n"),
+        ),
         case(Code::NameMissing, "---\ndescription: No name.\n---\nbody\n"),
         case(
             Code::NameInvalid,

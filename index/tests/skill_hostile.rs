@@ -520,3 +520,100 @@ fn duplicate_keys_in_any_spelling_are_refused() {
         );
     }
 }
+
+// YAML other parsers read differently.
+
+/// Loads `yaml` with PyYAML (a YAML 1.1 parser, as many agents use) and
+/// returns what it read, as JSON, or the error it raised.
+fn pyyaml(loader: &str, yaml: &str) -> String {
+    let script = format!(
+        "import json, sys, yaml\n\
+         try:\n    print(json.dumps(yaml.{loader}(sys.stdin.read()), default=str, sort_keys=True))\n\
+         except yaml.YAMLError as error:\n    print('error:', type(error).__name__)\n"
+    );
+    let mut child = std::process::Command::new("python3")
+        .args(["-c", &script])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("run python3");
+    std::io::Write::write_all(&mut child.stdin.take().expect("stdin"), yaml.as_bytes())
+        .expect("write");
+    let output = child.wait_with_output().expect("python3 ran");
+    String::from_utf8(output.stdout)
+        .expect("UTF-8")
+        .trim()
+        .to_owned()
+}
+
+/// PyYAML (and js-yaml) merge `<<: *base` into the mapping, so an agent
+/// would read an `allowed-tools` that validation never saw.
+#[test]
+fn merge_key_that_adds_allowed_tools_is_refused() {
+    let yaml =
+        "name: sample\ndescription: d\nx-base: &base {allowed-tools: \"Bash(*)\"}\n<<: *base\n";
+    assert_eq!(
+        pyyaml("safe_load", &yaml),
+        r#"{"allowed-tools": "Bash(*)", "description": "d", "name": "sample", "x-base": {"allowed-tools": "Bash(*)"}}"#
+    );
+    let report = validate_skill_md(format!("---\n{yaml}---\n# Body\n").as_bytes());
+    let diagnostic = report
+        .diagnostics
+        .iter()
+        .find(|d| d.code.as_str() == "ambiguous-yaml")
+        .unwrap_or_else(|| panic!("{:#?}", report.diagnostics));
+    assert!(!report.is_valid());
+    assert_eq!(
+        diagnostic.location.map(|l| (l.line, l.column)),
+        Some((5, 1))
+    );
+    assert!(
+        diagnostic.message.contains("merge key"),
+        "{}",
+        diagnostic.message
+    );
+}
+
+#[test]
+fn merge_key_inside_metadata_is_refused() {
+    let report = validate_skill_md(
+        b"---\nname: sample\ndescription: d\nmetadata:\n  base: &b {author: me}\n  x:\n    <<: *b\n---\n# Body\n",
+    );
+    assert!(
+        code_names(&report).contains(&"ambiguous-yaml"),
+        "{:#?}",
+        report.diagnostics
+    );
+}
+
+/// Ignored here, refused by PyYAML's safe loader, and run by its unsafe one.
+#[test]
+fn python_tag_is_refused() {
+    let yaml = "name: sample\ndescription: !!python/object/apply:builtins.len [\"abc\"]\n";
+    assert_eq!(pyyaml("safe_load", yaml), "error: ConstructorError");
+    assert_eq!(
+        pyyaml("unsafe_load", yaml),
+        r#"{"description": 3, "name": "sample"}"#
+    );
+    let report = validate_skill_md(format!("---\n{yaml}---\n# Body\n").as_bytes());
+    let messages: Vec<&str> = report
+        .diagnostics
+        .iter()
+        .filter(|d| d.code.as_str() == "ambiguous-yaml")
+        .map(|d| d.message.as_str())
+        .collect();
+    assert_eq!(messages.len(), 1, "{:#?}", report.diagnostics);
+    assert!(
+        messages[0].contains("`!!python/object/apply:builtins.len`"),
+        "{}",
+        messages[0]
+    );
+}
+
+#[test]
+fn core_tags_are_accepted() {
+    let report = validate_skill_md(
+        b"---\nname: !!str sample\ndescription: !!str d\nmetadata: !!map\n  n: !!str 1\n---\n# Body\n",
+    );
+    assert!(report.is_valid(), "{:#?}", report.diagnostics);
+}

@@ -65,6 +65,7 @@ codes! {
     YamlSyntax => "yaml-syntax", Error;
     FrontmatterNotMapping => "frontmatter-not-mapping", Error;
     FrontmatterTooLarge => "frontmatter-too-large", Error;
+    AmbiguousYaml => "ambiguous-yaml", Error;
     ControlCharacter => "control-character", Error;
     NameMissing => "name-missing", Error;
     NameInvalid => "name-invalid", Error;

@@ -92,6 +92,10 @@ pub struct SkillDocument {
     /// The first carriage return that is not part of a CRLF line end (read as
     /// a line end, and so at the end of its line), and how many there are.
     pub lone_carriage_returns: (Option<Location>, usize),
+    /// The tags outside YAML's core schema (`!!python/object`, `!custom`), as
+    /// written, with the place of the node they tag, in document order. They
+    /// do not change what a node means here, but other parsers act on them.
+    pub foreign_tags: Vec<(String, Location)>,
 }
 
 impl SkillDocument {
@@ -182,7 +186,7 @@ pub fn parse(bytes: &[u8]) -> Result<SkillDocument, DocumentError> {
     if yaml.len() > MAX_FRONTMATTER_BYTES {
         return Err(DocumentError::TooLarge { size: yaml.len() });
     }
-    let frontmatter = parse_frontmatter(yaml)?;
+    let (frontmatter, foreign_tags) = parse_frontmatter(yaml)?;
     let body = text[body_start..].to_owned();
     Ok(SkillDocument {
         frontmatter,
@@ -190,6 +194,7 @@ pub fn parse(bytes: &[u8]) -> Result<SkillDocument, DocumentError> {
         body_line: closing_line + 1,
         text,
         lone_carriage_returns,
+        foreign_tags,
     })
 }
 
@@ -238,7 +243,10 @@ fn is_fence(line: &str, closing: bool) -> bool {
 /// The YAML starts on line 2 of the file, after the opening fence.
 const YAML_FIRST_LINE: usize = 2;
 
-fn parse_frontmatter(yaml: &str) -> Result<Vec<(Node, Node)>, DocumentError> {
+/// The frontmatter's entries and its tags outside the core schema.
+type Frontmatter = (Vec<(Node, Node)>, Vec<(String, Location)>);
+
+fn parse_frontmatter(yaml: &str) -> Result<Frontmatter, DocumentError> {
     let at = |marker: &saphyr::Marker| {
         let column = marker.col() + 1;
         Location {
@@ -247,7 +255,7 @@ fn parse_frontmatter(yaml: &str) -> Result<Vec<(Node, Node)>, DocumentError> {
             end_column: column + 1,
         }
     };
-    let documents = yaml::load(yaml).map_err(|error| match error {
+    let loaded = yaml::load(yaml).map_err(|error| match error {
         yaml::LoadError::Syntax(error) => DocumentError::YamlSyntax {
             message: error.info().to_owned(),
             location: at(error.marker()),
@@ -259,6 +267,12 @@ fn parse_frontmatter(yaml: &str) -> Result<Vec<(Node, Node)>, DocumentError> {
             location: at(&marker),
         },
     })?;
+    let foreign_tags = loaded
+        .foreign_tags
+        .iter()
+        .map(|(tag, marker)| (tag.clone(), at(marker)))
+        .collect();
+    let documents = loaded.documents;
     if let Some(second) = documents.get(1) {
         // A `---` line inside the frontmatter (with a comment after it, say)
         // starts a second document that would otherwise be dropped unseen.
@@ -271,11 +285,11 @@ fn parse_frontmatter(yaml: &str) -> Result<Vec<(Node, Node)>, DocumentError> {
     let Some(root) = documents.first() else {
         // An empty frontmatter is an empty mapping: validation then names the
         // missing fields, which is more useful than "not a mapping".
-        return Ok(Vec::new());
+        return Ok((Vec::new(), foreign_tags));
     };
     match convert(root).value {
-        Value::Mapping(entries) => Ok(entries),
-        Value::Null => Ok(Vec::new()),
+        Value::Mapping(entries) => Ok((entries, foreign_tags)),
+        Value::Null => Ok((Vec::new(), foreign_tags)),
         other => Err(DocumentError::NotMapping {
             found: other.type_name(),
             location: location_of(root),
@@ -318,7 +332,8 @@ fn convert(node: &MarkedYaml<'_>) -> Node {
                 .collect(),
         ),
         // A tag does not change what the frontmatter means to us: read the
-        // tagged node as it is.
+        // tagged node as it is. (Tags outside the core schema were noted by
+        // the loader, for validation to refuse.)
         YamlData::Tagged(_, inner) => {
             return Node {
                 location: location_of(node),

@@ -16,6 +16,7 @@
 //! [`validate_skill`] checks that tree (and the folder around it) and yields
 //! the typed [`Frontmatter`] plus [`Diagnostic`]s with stable codes.
 
+mod ambiguous;
 pub mod control;
 pub mod diagnostic;
 pub mod document;

@@ -137,6 +137,7 @@ pub(crate) fn check_frontmatter(
 ) -> Option<Frontmatter> {
     let errors_before = count_errors(diagnostics);
     super::control::check(document, file, diagnostics);
+    super::ambiguous::check(document, file, diagnostics);
     let mut checker = Checker {
         document,
         file,

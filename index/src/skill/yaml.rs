@@ -21,7 +21,7 @@
 use std::collections::HashMap;
 
 use saphyr::{MarkedYaml, YamlLoader};
-use saphyr_parser::{Event, Marker, Parser, ScanError, Span, SpannedEventReceiver};
+use saphyr_parser::{Event, Marker, Parser, ScanError, Span, SpannedEventReceiver, Tag};
 
 /// The deepest a frontmatter's collections may nest; the deepest known
 /// schema (a tool's JSON Schema) needs a dozen.
@@ -46,14 +46,29 @@ pub(crate) enum LoadError {
     AliasesTooLarge(Marker),
 }
 
+/// What [`load`] read.
+pub(crate) struct Loaded<'input> {
+    pub(crate) documents: Vec<MarkedYaml<'input>>,
+    /// Every tag outside YAML's core schema, as written (`!custom`,
+    /// `!!python/object`), where its node starts. The loader keeps some of
+    /// them and drops others (`!!python/...` on a list, or on a scalar as
+    /// null), so they are noted here, from the parser's events.
+    pub(crate) foreign_tags: Vec<(String, Marker)>,
+}
+
+/// The tags of YAML's core schema (`!!str` and the like), which every parser
+/// reads alike.
+const CORE_TAGS: &[&str] = &["str", "int", "float", "bool", "null", "seq", "map"];
+
 /// Loads every YAML document in `yaml`, within the bounds above.
-pub(crate) fn load(yaml: &str) -> Result<Vec<MarkedYaml<'_>>, LoadError> {
+pub(crate) fn load(yaml: &str) -> Result<Loaded<'_>, LoadError> {
     let mut receiver = Bounded {
         loader: YamlLoader::default(),
         open: Vec::new(),
         anchors: HashMap::new(),
         alias_bytes: 0,
         exceeded: None,
+        foreign_tags: Vec::new(),
     };
     // The parser's own `load` walks nested collections by recursion, which
     // overflows the stack on deep nesting before any bound could be checked;
@@ -68,7 +83,10 @@ pub(crate) fn load(yaml: &str) -> Result<Vec<MarkedYaml<'_>>, LoadError> {
     if let Some(error) = receiver.loader.error() {
         return Err(LoadError::Syntax(error.clone()));
     }
-    Ok(receiver.loader.into_documents())
+    Ok(Loaded {
+        foreign_tags: receiver.foreign_tags,
+        documents: receiver.loader.into_documents(),
+    })
 }
 
 /// Passes events to the loader while the bounds hold.
@@ -82,9 +100,26 @@ struct Bounded<'input> {
     /// The bytes all aliases have copied so far.
     alias_bytes: u64,
     exceeded: Option<LoadError>,
+    foreign_tags: Vec<(String, Marker)>,
 }
 
 impl Bounded<'_> {
+    /// Notes `tag` when it is outside the core schema.
+    fn note_tag(&mut self, tag: Option<&Tag>, at: Marker) {
+        let Some(tag) = tag else {
+            return;
+        };
+        let core = tag.handle == "tag:yaml.org,2002:" && CORE_TAGS.contains(&tag.suffix.as_str());
+        if !core {
+            let text = if tag.handle == "tag:yaml.org,2002:" {
+                format!("!!{}", tag.suffix)
+            } else {
+                format!("{}{}", tag.handle, tag.suffix)
+            };
+            self.foreign_tags.push((text, at));
+        }
+    }
+
     /// Adds a finished node of `bytes` to the collection that holds it.
     fn finished(&mut self, anchor: usize, bytes: u64) {
         if anchor > 0 {
@@ -100,6 +135,14 @@ impl<'input> SpannedEventReceiver<'input> for Bounded<'input> {
     fn on_event(&mut self, event: Event<'input>, span: Span) {
         if self.exceeded.is_some() {
             return;
+        }
+        match &event {
+            Event::SequenceStart(_, tag)
+            | Event::MappingStart(_, tag)
+            | Event::Scalar(_, _, _, tag) => {
+                self.note_tag(tag.as_deref(), span.start);
+            }
+            _ => {}
         }
         match &event {
             Event::SequenceStart(anchor, _) | Event::MappingStart(anchor, _) => {
@@ -141,9 +184,22 @@ mod tests {
     use super::*;
 
     #[test]
+    fn notes_every_tag_outside_the_core_schema() {
+        let loaded =
+            load("a: !!str x\nb: !!python/tuple [1]\nc: !!binary aGk=\nd: !x {k: v}\n").unwrap();
+        let tags: Vec<&str> = loaded
+            .foreign_tags
+            .iter()
+            .map(|(tag, _)| tag.as_str())
+            .collect();
+        assert_eq!(tags, ["!!python/tuple", "!!binary", "!x"]);
+    }
+
+    #[test]
     fn loads_anchors_and_aliases_within_the_bounds() {
-        let documents = load("a: &a [x, y]\nb: *a\nc: *a\n").unwrap();
-        assert_eq!(documents.len(), 1);
+        let loaded = load("a: &a [x, y]\nb: *a\nc: *a\n").unwrap();
+        assert_eq!(loaded.documents.len(), 1);
+        assert!(loaded.foreign_tags.is_empty());
     }
 
     #[test]

@@ -11,15 +11,23 @@
 //!   see;
 //! - a tag outside the core schema (`!!python/object/apply:os.system`,
 //!   `!custom`): ignored here, an error for js-yaml, and code that runs for
-//!   PyYAML's unsafe loader.
+//!   PyYAML's unsafe loader;
+//! - a line or paragraph separator (U+2028, U+2029) as written: YAML 1.1
+//!   breaks lines there, YAML 1.2 does not, so `description: d<LS>name: x`
+//!   is one value here and a second `name` for PyYAML. (NEL, U+0085, the
+//!   third such break, is a C1 control and refused as one.)
 
 use std::path::Path;
 
 use super::diagnostic::{Code, Diagnostic};
 use super::document::{Node, SkillDocument, Value};
 
-/// Reports every merge key and foreign tag of `document`.
+/// Separators reported one by one; past this, the last report counts the rest.
+const MAX_REPORTED: usize = 10;
+
+/// Reports every merge key, foreign tag and line separator of `document`.
 pub(crate) fn check(document: &SkillDocument, file: &Path, diagnostics: &mut Vec<Diagnostic>) {
+    check_separators(document, file, diagnostics);
     for (key, value) in &document.frontmatter {
         check_key(document, file, key, "the frontmatter", diagnostics);
         let name = key.value.scalar_text().unwrap_or_default();
@@ -91,4 +99,43 @@ fn check_key(
         .at(key.location, &document.text)
         .with_hint("write the keys out instead of merging them in"),
     );
+}
+
+/// Reports the line and paragraph separators of the frontmatter as written.
+fn check_separators(document: &SkillDocument, file: &Path, diagnostics: &mut Vec<Diagnostic>) {
+    let found: Vec<(usize, usize, char)> = super::control::frontmatter_text(document)
+        .split('\n')
+        .enumerate()
+        .flat_map(|(line, text)| {
+            text.chars()
+                .enumerate()
+                .filter(|(_, c)| matches!(c, '\u{2028}' | '\u{2029}'))
+                .map(move |(column, c)| (line + 1, column + 1, c))
+        })
+        .collect();
+    let shown = found.len().min(MAX_REPORTED);
+    for (index, (line, column, character)) in found.iter().take(shown).enumerate() {
+        let more = if index + 1 == shown && found.len() > shown {
+            format!(" (and {} more)", found.len() - shown)
+        } else {
+            String::new()
+        };
+        let location = super::diagnostic::Location {
+            line: *line,
+            column: *column,
+            end_column: column + 1,
+        };
+        diagnostics.push(
+            Diagnostic::new(
+                Code::AmbiguousYaml,
+                file,
+                format!(
+                    "the frontmatter contains U+{:04X}, a line break for YAML 1.1 parsers (PyYAML) and ordinary text for YAML 1.2 ones{more}",
+                    u32::from(*character)
+                ),
+            )
+            .at(location, &document.text)
+            .with_hint("remove it, or replace it with a space or a line feed"),
+        );
+    }
 }

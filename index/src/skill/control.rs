@@ -157,7 +157,7 @@ pub(crate) fn check_lone_carriage_returns(
 }
 
 /// The frontmatter as written: the lines before the body.
-fn frontmatter_text(document: &SkillDocument) -> &str {
+pub(crate) fn frontmatter_text(document: &SkillDocument) -> &str {
     let end = document
         .text
         .match_indices('\n')

@@ -468,7 +468,7 @@ fn frontmatter_whose_aliases_nest_exponentially_is_refused() {
         let previous = format!("*l{}", level - 1);
         skill_md.push_str(&format!(
             "  l{level}: &l{level} [{}]\n",
-            vec![previous.as_str(); 10].join(", ")
+            [previous.as_str(); 10].join(", ")
         ));
     }
     skill_md.push_str("---\n# Body\n");
@@ -553,7 +553,7 @@ fn merge_key_that_adds_allowed_tools_is_refused() {
     let yaml =
         "name: sample\ndescription: d\nx-base: &base {allowed-tools: \"Bash(*)\"}\n<<: *base\n";
     assert_eq!(
-        pyyaml("safe_load", &yaml),
+        pyyaml("safe_load", yaml),
         r#"{"allowed-tools": "Bash(*)", "description": "d", "name": "sample", "x-base": {"allowed-tools": "Bash(*)"}}"#
     );
     let report = validate_skill_md(format!("---\n{yaml}---\n# Body\n").as_bytes());

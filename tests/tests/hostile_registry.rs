@@ -356,7 +356,7 @@ fn errors_never_print_control_characters_from_an_archive() {
     assert!(text.contains("entry `\u{241b}[2Jx\u{fffd}`"), "{added:#?}");
     assert_printable(&Output {
         code: added.code,
-        stdout: added.stdout.clone(),
+        stdout: added.stdout,
         stderr: text,
     });
 }

@@ -112,11 +112,14 @@ impl Printer {
 }
 
 /// Returns `text` with every control character other than a newline or a
-/// tab escaped as Rust would write it (`\u{1b}`), so that it shows what was
-/// there without acting on the terminal.
+/// tab, and every bidirectional control, escaped as Rust would write it
+/// (`\u{1b}`), so that it shows what was there without acting on the
+/// terminal or reordering the line.
 fn terminal_safe(text: &str) -> Cow<'_, str> {
-    let unsafe_character =
-        |character: char| character.is_control() && !matches!(character, '\n' | '\t');
+    let unsafe_character = |character: char| {
+        (character.is_control() && !matches!(character, '\n' | '\t'))
+            || skillpkg_index::skill::control::is_bidi_control(character)
+    };
     if !text.chars().any(unsafe_character) {
         return Cow::Borrowed(text);
     }
@@ -140,6 +143,10 @@ mod tests {
         assert_eq!(
             terminal_safe("signer \u{1b}]0;owned\u{7}\u{1b}[2J\u{9b}2J\r!"),
             r"signer \u{1b}]0;owned\u{7}\u{1b}[2J\u{9b}2J\r!"
+        );
+        assert_eq!(
+            terminal_safe("name \u{202e}gpj.exe"),
+            r"name \u{202e}gpj.exe"
         );
         assert!(matches!(
             terminal_safe("no solution:\n\tpdf 1.0.0 needs base ^2"),

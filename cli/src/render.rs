@@ -10,11 +10,18 @@
 //!    = hint: rename the folder to `pdf` or set `name: pdf-tools`
 //! ```
 //!
-//! Also: text that comes from a registry, made fit for one line of a table.
+//! Also: text that comes from a registry, an archive or a skill file, made
+//! safe for a terminal. Such text may hold control characters (ESC starts
+//! sequences that rewrite the screen or hide a link's target, CR overwrites
+//! the line) or bidirectional controls (which reorder what is shown): an old
+//! or hostile registry may serve what validation would refuse, and
+//! `validate` shows the very lines it refuses. So every such text goes
+//! through [`one_line`] or [`printable`] before it is printed.
 
 use std::fmt::Write as _;
 use std::path::Path;
 
+use skillpkg_index::skill::control::is_bidi_control;
 use skillpkg_index::skill::{Diagnostic, Severity};
 
 use crate::printer::style;
@@ -30,9 +37,10 @@ pub fn diagnostic(diagnostic: &Diagnostic, skill_dir: &Path) -> String {
     let _ = writeln!(
         out,
         "{level_style}{level}[{}]{level_style:#}{bold}: {}{bold:#}",
-        diagnostic.code, diagnostic.message
+        diagnostic.code,
+        printable(&diagnostic.message)
     );
-    let path = skill_dir.join(&diagnostic.file);
+    let path = printable(&skill_dir.join(&diagnostic.file).display().to_string());
     let (location, snippet) = match (&diagnostic.location, &diagnostic.source_line) {
         (Some(location), Some(line)) => (
             format!(":{}:{}", location.line, location.column),
@@ -43,13 +51,10 @@ pub fn diagnostic(diagnostic: &Diagnostic, skill_dir: &Path) -> String {
     };
     let number_width = snippet.map_or(1, |(location, _)| location.line.to_string().len());
     let pad = " ".repeat(number_width);
-    let _ = writeln!(
-        out,
-        "{pad}{gutter}-->{gutter:#} {}{location}",
-        path.display()
-    );
+    let _ = writeln!(out, "{pad}{gutter}-->{gutter:#} {path}{location}");
     if let Some((location, line)) = snippet {
-        let line = line.replace('\t', " ");
+        // One character for one, so the caret stays under its column.
+        let line = printable(&line.replace('\t', " "));
         let line_length = line.chars().count();
         let start = location.column.saturating_sub(1).min(line_length);
         let width = location
@@ -71,18 +76,40 @@ pub fn diagnostic(diagnostic: &Diagnostic, skill_dir: &Path) -> String {
         );
     }
     if let Some(hint) = &diagnostic.hint {
-        let _ = writeln!(out, "{pad} {gutter}={gutter:#} {bold}hint{bold:#}: {hint}");
+        let _ = writeln!(
+            out,
+            "{pad} {gutter}={gutter:#} {bold}hint{bold:#}: {}",
+            printable(hint)
+        );
     }
     out
 }
 
-/// Returns `text` on one line: runs of whitespace and control characters
-/// become one space, so a description can neither break a table nor send
-/// terminal escapes.
+/// Returns `text` with every control character but line feed and tab, and
+/// every bidirectional control, replaced by a visible stand-in of one
+/// character: the Unicode control picture for C0 controls and DEL (`␛` for
+/// ESC), `�` for the others. Lines and columns stay where they were.
+pub fn printable(text: &str) -> String {
+    text.chars()
+        .map(|character| match character {
+            '\n' | '\t' => character,
+            '\0'..='\u{1f}' => char::from_u32(0x2400 + u32::from(character)).unwrap_or('\u{fffd}'),
+            '\u{7f}' => '\u{2421}',
+            _ if character.is_control() || is_bidi_control(character) => '\u{fffd}',
+            _ => character,
+        })
+        .collect()
+}
+
+/// Returns `text` on one line: runs of whitespace, control characters and
+/// bidirectional controls become one space, so a description can neither
+/// break a table, nor send terminal escapes, nor reorder what follows it.
 pub fn one_line(text: &str) -> String {
     let mut line = String::with_capacity(text.len());
     for word in text
-        .split(|character: char| character.is_whitespace() || character.is_control())
+        .split(|character: char| {
+            character.is_whitespace() || character.is_control() || is_bidi_control(character)
+        })
         .filter(|word| !word.is_empty())
     {
         if !line.is_empty() {
@@ -113,7 +140,44 @@ mod tests {
             one_line("  Read\n\tPDF \u{1b}[2J files. "),
             "Read PDF [2J files."
         );
+        assert_eq!(
+            one_line("evil\u{202e}txt.exe \u{9b}31m\rok"),
+            "evil txt.exe 31m ok"
+        );
         assert_eq!(truncate("abcdef", 4), "abc…");
         assert_eq!(truncate("abcd", 4), "abcd");
+    }
+
+    #[test]
+    fn printable_text_shows_controls_without_sending_them() {
+        assert_eq!(
+            printable("a\u{1b}[2Jb\rc\u{7f}\u{9b}\u{202e}\n\tz"),
+            "a\u{241b}[2Jb\u{240d}c\u{2421}\u{fffd}\u{fffd}\n\tz"
+        );
+        let rendered = diagnostic(
+            &Diagnostic::new(
+                skillpkg_index::skill::Code::ControlCharacter,
+                "SKILL.md",
+                "bad \u{1b}]0;title\u{7}",
+            )
+            .at(
+                skillpkg_index::skill::Location {
+                    line: 1,
+                    column: 14,
+                    end_column: 15,
+                },
+                "description: \u{1b}[2J",
+            )
+            .with_hint("\u{9b}"),
+            Path::new("skill"),
+        );
+        // The styles are the renderer's own escapes; none of the text's passes.
+        for sent in ["\u{1b}]0;", "\u{1b}[2J", "\u{7}", "\u{9b}"] {
+            assert!(!rendered.contains(sent), "{sent:?} in {rendered:?}");
+        }
+        assert!(
+            rendered.contains("description: \u{241b}[2J\n"),
+            "{rendered}"
+        );
     }
 }

@@ -144,6 +144,18 @@ fn cases() -> Vec<Case> {
             Code::FrontmatterNotMapping,
             "---\n- just\n- a list\n---\nbody\n",
         ),
+        case(
+            Code::ControlCharacter,
+            with_frontmatter("metadata:\n  author: \"me\\e[2J\"\n"),
+        ),
+        case(
+            Code::FrontmatterTooLarge,
+            with_frontmatter(&format!("notes: {}\n", "x".repeat(70_000))),
+        ),
+        case(
+            Code::AmbiguousYaml,
+            with_frontmatter("x-base: &b {license: MIT}\n<<: *b\n"),
+        ),
         case(Code::NameMissing, "---\ndescription: No name.\n---\nbody\n"),
         case(
             Code::NameInvalid,
@@ -231,6 +243,7 @@ fn cases() -> Vec<Case> {
         case(Code::PathCollision, with_body("body\n"))
             .file("assets/Notes.md", "x")
             .file("assets/notes.md", "y"),
+        case(Code::VcsMetadata, with_body("body\n")).file(".Git/config", "[core]\n"),
         case(Code::UnreadableFile, with_body("body\n"))
             .file("assets/locked/x", "x")
             .setup("chmod 000 assets/locked"),

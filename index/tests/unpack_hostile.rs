@@ -9,287 +9,18 @@
 //! expects a refusal goes through [`refused`], which also checks that the
 //! target never appeared and that the staging folder was removed.
 
-use std::io::Write as _;
 use std::os::unix::fs::PermissionsExt as _;
-use std::path::{Path, PathBuf};
 
-use base64::Engine as _;
-use flate2::Compression;
-use flate2::write::GzEncoder;
 use sha2::{Digest, Sha256};
 use skillpkg_index::archive::pack::SizeKind;
 use skillpkg_index::archive::{
-    DEFAULT_MAX_BYTES, FIXED_MTIME, Limits, PathProblem, UnpackError, UnpackedSkill, pack_dir,
-    unpack,
+    DEFAULT_MAX_BYTES, Limits, PathProblem, UnpackError, pack_dir, unpack,
 };
 use tempfile::TempDir;
 
-const BLOCK: usize = 512;
+mod support;
 
-/// A tar stream built one raw header at a time.
-#[derive(Debug, Default)]
-struct RawTar {
-    bytes: Vec<u8>,
-}
-
-impl RawTar {
-    /// Appends a regular file.
-    fn file(&mut self, path: &str, mode: u32, data: &[u8]) -> &mut Self {
-        self.entry(b'0', path.as_bytes(), mode, data)
-    }
-
-    /// Appends a directory; `path` is written as given, so end it with `/`.
-    fn dir(&mut self, path: &str) -> &mut Self {
-        self.entry(b'5', path.as_bytes(), 0o755, b"")
-    }
-
-    /// Appends a symlink (`b'2'`) or hard link (`b'1'`) to `target`.
-    fn link(&mut self, typeflag: u8, path: &str, target: &str) -> &mut Self {
-        self.raw(
-            ustar_header(typeflag, path.as_bytes(), 0o777, 0, target.as_bytes()),
-            b"",
-        )
-    }
-
-    /// Appends an entry of any type whose header declares `data.len()` bytes.
-    fn entry(&mut self, typeflag: u8, path: &[u8], mode: u32, data: &[u8]) -> &mut Self {
-        let header = ustar_header(typeflag, path, mode, data.len() as u64, b"");
-        self.raw(header, data)
-    }
-
-    /// Appends a PAX extended header (`x`) for the next entry.
-    fn pax(&mut self, records: &[(&str, &[u8])]) -> &mut Self {
-        self.entry(b'x', b"././@PaxHeader", 0o644, &pax_records(records))
-    }
-
-    /// Appends a PAX global header (`g`), as `git archive` writes first.
-    fn pax_global(&mut self, records: &[(&str, &[u8])]) -> &mut Self {
-        self.entry(b'g', b"pax_global_header", 0o666, &pax_records(records))
-    }
-
-    /// Appends a GNU long name entry (`L`) naming the next entry.
-    fn gnu_long_name(&mut self, name: &[u8]) -> &mut Self {
-        let mut data = name.to_vec();
-        data.push(0);
-        self.entry(b'L', b"././@LongLink", 0o644, &data)
-    }
-
-    /// Appends `header`, then `data` padded to a whole block, whatever size
-    /// the header declares.
-    fn raw(&mut self, header: [u8; BLOCK], data: &[u8]) -> &mut Self {
-        self.bytes.extend_from_slice(&header);
-        self.bytes.extend_from_slice(data);
-        self.bytes
-            .resize(self.bytes.len().next_multiple_of(BLOCK), 0);
-        self
-    }
-
-    /// Returns the stream so far, without the end-of-archive marker.
-    fn unterminated(&self) -> Vec<u8> {
-        self.bytes.clone()
-    }
-
-    /// Returns the stream followed by the end-of-archive marker.
-    fn finish(&self) -> Vec<u8> {
-        let mut bytes = self.unterminated();
-        bytes.extend_from_slice(&[0; 2 * BLOCK]);
-        bytes
-    }
-}
-
-/// Returns a ustar header, checksum included. Paths over 100 bytes are split
-/// into the `prefix` and `name` fields the way ustar writers do.
-fn ustar_header(typeflag: u8, path: &[u8], mode: u32, size: u64, linkname: &[u8]) -> [u8; BLOCK] {
-    let (prefix, name) = split_ustar_path(path);
-    let mut header = [0; BLOCK];
-    header[..name.len()].copy_from_slice(name);
-    octal(&mut header[100..108], mode.into());
-    octal(&mut header[108..116], 0); // uid
-    octal(&mut header[116..124], 0); // gid
-    octal(&mut header[124..136], size);
-    octal(&mut header[136..148], FIXED_MTIME);
-    header[156] = typeflag;
-    header[157..157 + linkname.len()].copy_from_slice(linkname);
-    header[257..263].copy_from_slice(b"ustar\0");
-    header[263..265].copy_from_slice(b"00");
-    header[345..345 + prefix.len()].copy_from_slice(prefix);
-    seal(&mut header);
-    header
-}
-
-/// A GNU-format (`ustar  \0`) sparse file header with an empty sparse map,
-/// which the `tar` crate parses, so the unpacker sees its type.
-fn gnu_sparse_header(path: &str) -> [u8; BLOCK] {
-    let mut header = ustar_header(b'S', path.as_bytes(), 0o644, 0, b"");
-    header[257..265].copy_from_slice(b"ustar  \0");
-    octal(&mut header[483..495], 0); // realsize
-    seal(&mut header);
-    header
-}
-
-fn split_ustar_path(path: &[u8]) -> (&[u8], &[u8]) {
-    if path.len() <= 100 {
-        return (b"", path);
-    }
-    let split = (0..path.len())
-        .rfind(|&at| path[at] == b'/' && at <= 155 && path.len() - at - 1 <= 100)
-        .expect("the path fits in ustar's prefix and name fields");
-    (&path[..split], &path[split + 1..])
-}
-
-/// Writes `value` as zero-padded octal, NUL-terminated, filling `field`.
-fn octal(field: &mut [u8], value: u64) {
-    let digits = field.len() - 1;
-    let text = format!("{value:0digits$o}");
-    assert_eq!(
-        text.len(),
-        digits,
-        "{value} does not fit in {digits} digits"
-    );
-    field[..digits].copy_from_slice(text.as_bytes());
-    field[digits] = 0;
-}
-
-/// Fills in the checksum: the byte sum with the field itself as spaces.
-fn seal(header: &mut [u8; BLOCK]) {
-    header[148..156].fill(b' ');
-    let sum: u32 = header.iter().map(|&byte| u32::from(byte)).sum();
-    header[148..156].copy_from_slice(format!("{sum:06o}\0 ").as_bytes());
-}
-
-/// Encodes `%d key=value\n` records, where the length counts its own digits.
-fn pax_records(records: &[(&str, &[u8])]) -> Vec<u8> {
-    let mut out = Vec::new();
-    for (key, value) in records {
-        let rest = 1 + key.len() + 1 + value.len() + 1; // ' ', '=', '\n'
-        let mut length = rest + 1;
-        while length != rest + length.to_string().len() {
-            length = rest + length.to_string().len();
-        }
-        out.extend_from_slice(format!("{length} {key}=").as_bytes());
-        out.extend_from_slice(value);
-        out.push(b'\n');
-    }
-    out
-}
-
-fn gzip(tar: &[u8]) -> Vec<u8> {
-    let mut encoder = GzEncoder::new(Vec::new(), Compression::default());
-    encoder.write_all(tar).expect("write to memory");
-    encoder.finish().expect("write to memory")
-}
-
-/// Unpacks `tarball` into a fresh, empty parent folder, expects a refusal,
-/// checks that the target never appeared and nothing was left behind, and
-/// returns the error.
-fn refused(tarball: &[u8]) -> UnpackError {
-    let parent = TempDir::new().expect("temp dir");
-    let target = parent.path().join("skill");
-    let error = unpack(tarball, &target, &Limits::default()).expect_err("the archive was accepted");
-    assert!(
-        target.symlink_metadata().is_err(),
-        "the target exists after {error:?}"
-    );
-    assert_eq!(
-        names(parent.path()),
-        Vec::<String>::new(),
-        "left behind after {error:?}"
-    );
-    error
-}
-
-/// A successful unpack, in a temporary folder that lives as long as this.
-struct Unpacked {
-    _parent: TempDir,
-    root: PathBuf,
-    skill: UnpackedSkill,
-}
-
-impl Unpacked {
-    fn read(&self, path: &str) -> Vec<u8> {
-        fs_err::read(self.root.join(path)).expect("read an unpacked file")
-    }
-
-    fn mode(&self, path: &str) -> u32 {
-        let metadata = fs_err::symlink_metadata(self.root.join(path)).expect("stat");
-        assert!(metadata.is_file(), "{path} is not a regular file");
-        metadata.permissions().mode() & 0o7777
-    }
-
-    /// Every path under the root, folders ending in `/`, sorted.
-    fn listing(&self) -> Vec<String> {
-        let mut paths = Vec::new();
-        list(&self.root, "", &mut paths);
-        paths.sort();
-        paths
-    }
-}
-
-fn list(dir: &Path, prefix: &str, paths: &mut Vec<String>) {
-    for name in names(dir) {
-        let path = dir.join(&name);
-        if fs_err::symlink_metadata(&path).expect("stat").is_dir() {
-            paths.push(format!("{prefix}{name}/"));
-            list(&path, &format!("{prefix}{name}/"), paths);
-        } else {
-            paths.push(format!("{prefix}{name}"));
-        }
-    }
-}
-
-fn accepted(tarball: &[u8]) -> Unpacked {
-    let parent = TempDir::new().expect("temp dir");
-    let root = parent.path().join("skill");
-    let skill = unpack(tarball, &root, &Limits::default()).expect("the archive was refused");
-    assert_eq!(
-        names(parent.path()),
-        ["skill"],
-        "the staging folder remains"
-    );
-    Unpacked {
-        _parent: parent,
-        root,
-        skill,
-    }
-}
-
-fn names(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = fs_err::read_dir(dir)
-        .expect("list a folder")
-        .map(|entry| {
-            let entry = entry.expect("list a folder");
-            entry.file_name().into_string().expect("UTF-8 name")
-        })
-        .collect();
-    names.sort();
-    names
-}
-
-/// The `h1:` hash computed from its definition, independently of the crate.
-fn expected_tree(files: &[(&str, &[u8])]) -> String {
-    let mut sorted = files.to_vec();
-    sorted.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
-    let summary: String = sorted
-        .iter()
-        .map(|(path, data)| format!("{:x}  {path}\n", Sha256::digest(data)))
-        .collect();
-    format!(
-        "h1:{}",
-        base64::engine::general_purpose::STANDARD.encode(Sha256::digest(summary))
-    )
-}
-
-fn one_file(path: &str) -> Vec<u8> {
-    gzip(&RawTar::default().file(path, 0o644, b"x").finish())
-}
-
-fn assert_unsafe_path(tarball: &[u8], expected: &PathProblem) {
-    let error = refused(tarball);
-    assert!(
-        matches!(&error, UnpackError::UnsafePath { problem, .. } if problem == expected),
-        "{error:?}"
-    );
-}
+use support::*;
 
 // Paths that climb out or are absolute.
 
@@ -547,8 +278,20 @@ fn refuses_file_used_as_folder() {
 // Modes: normalised, never refused.
 
 fn unpacked_mode(mode: u32) -> u32 {
-    let unpacked = accepted(&gzip(&RawTar::default().file("f", mode, b"data").finish()));
-    assert_eq!(unpacked.skill.files[0].executable, mode & 0o111 != 0);
+    let unpacked = accepted(&gzip(
+        &RawTar::default()
+            .file("SKILL.md", 0o644, b"x")
+            .file("f", mode, b"data")
+            .finish(),
+    ));
+    let unpacked_files: Vec<_> = unpacked
+        .skill
+        .files
+        .iter()
+        .map(|f| f.path.as_str())
+        .collect();
+    assert_eq!(unpacked_files, ["SKILL.md", "f"]);
+    assert_eq!(unpacked.skill.files[1].executable, mode & 0o111 != 0);
     unpacked.mode("f")
 }
 
@@ -711,9 +454,11 @@ fn accepts_zero_padding_after_end_marker() {
 
 // Entry counts.
 
+/// `SKILL.md` and `count - 1` empty files.
 fn empty_files(count: usize) -> Vec<u8> {
     let mut tar = RawTar::default();
-    for index in 0..count {
+    tar.file("SKILL.md", 0o644, b"");
+    for index in 1..count {
         tar.file(&format!("f{index:05}"), 0o644, b"");
     }
     gzip(&tar.finish())
@@ -837,6 +582,343 @@ fn refuses_non_utf8_pax_path() {
     );
 }
 
+// Version control metadata: what a VCS tool run in the installed folder
+// (by a person, a shell prompt or an editor) would read and act on.
+
+/// A skill with `SKILL.md` and `extra`, each file holding `contents`.
+fn skill_with(extra: &[&str], contents: &[u8]) -> Vec<u8> {
+    let mut tar = RawTar::default();
+    tar.file("SKILL.md", 0o644, b"---\nname: s\ndescription: d\n---\n");
+    for path in extra {
+        tar.file(path, 0o644, contents);
+    }
+    gzip(&tar.finish())
+}
+
+/// Expects `tarball` to be refused for `entry`, with a message that names
+/// `what` (the version control system, or the reason).
+fn assert_refused_naming(tarball: &[u8], entry: &str, what: &str) {
+    let error = refused(tarball);
+    let text = chain(&error);
+    assert!(
+        text.contains(&format!("`{entry}`")) && text.contains(what),
+        "`{entry}` and `{what}` not both in: {text}"
+    );
+}
+
+const FSMONITOR_CONFIG: &[u8] =
+    b"[core]\n\trepositoryformatversion = 0\n\tfsmonitor = \"touch /tmp/pwned; false\"\n";
+
+#[test]
+fn archive_carrying_git_config_is_refused() {
+    assert_refused_naming(
+        &skill_with(&[".git/config", ".git/HEAD"], FSMONITOR_CONFIG),
+        ".git/config",
+        "Git",
+    );
+}
+
+#[test]
+fn archive_carrying_git_folder_entry_is_refused() {
+    let tarball = gzip(
+        &RawTar::default()
+            .file("SKILL.md", 0o644, b"x")
+            .dir("scripts/.git/")
+            .finish(),
+    );
+    assert_refused_naming(&tarball, "scripts/.git/", "Git");
+}
+
+#[test]
+fn archive_carrying_git_config_in_a_subfolder_is_refused() {
+    assert_refused_naming(
+        &skill_with(&["references/vendored/.git/config"], FSMONITOR_CONFIG),
+        "references/vendored/.git/config",
+        "Git",
+    );
+}
+
+/// A `.git` file is a gitfile: git follows `gitdir:` to a repository, which
+/// could be one the archive carries under another name.
+#[test]
+fn archive_carrying_a_gitfile_is_refused() {
+    assert_refused_naming(
+        &skill_with(&["assets/.git"], b"gitdir: ../evil\n"),
+        "assets/.git",
+        "Git",
+    );
+}
+
+#[test]
+fn archive_carrying_git_in_another_case_is_refused() {
+    for path in [".GIT/config", ".Git/config", "a/.gIt/hooks/pre-commit"] {
+        assert_refused_naming(&skill_with(&[path], FSMONITOR_CONFIG), path, "Git");
+    }
+}
+
+/// Windows drops trailing dots and spaces, and NTFS reads `name::$DATA`
+/// streams: each of these is `.git` there (git's own `is_ntfs_dotgit`).
+#[test]
+fn archive_carrying_git_under_an_ntfs_alias_is_refused() {
+    for path in [".git./config", ".git /config", ".git . ./config"] {
+        assert_refused_naming(&skill_with(&[path], FSMONITOR_CONFIG), path, "Git");
+    }
+    assert_refused_naming(
+        &skill_with(&["GIT~1/config"], FSMONITOR_CONFIG),
+        "GIT~1/config",
+        "short (8.3) name",
+    );
+}
+
+/// HFS+ ignores these code points when it compares names, so `.g\u{200c}it`
+/// is `.git` on an older Mac (CVE-2014-9390).
+#[test]
+fn archive_carrying_git_with_an_ignorable_code_point_is_refused() {
+    for path in [
+        ".g\u{200c}it/config",
+        ".git\u{feff}/config",
+        "\u{202e}tig./config",
+    ] {
+        let error = refused(&skill_with(&[path], FSMONITOR_CONFIG));
+        assert!(
+            matches!(&error, UnpackError::UnsafePath { path: named, .. } if named == path),
+            "{error:?}"
+        );
+        assert!(chain(&error).contains("invisible"), "{}", chain(&error));
+    }
+}
+
+/// `ı` (dotless i) upper-cases to `I`: under the full case fold that decides
+/// collisions, `.gıt` is `.git`.
+#[test]
+fn archive_carrying_git_spelled_with_a_dotless_i_is_refused() {
+    assert_refused_naming(
+        &skill_with(&[".g\u{131}t/config"], FSMONITOR_CONFIG),
+        ".g\u{131}t/config",
+        "Git",
+    );
+}
+
+#[test]
+fn archive_carrying_other_version_control_metadata_is_refused() {
+    let cases = [
+        (".gitmodules", "Git"),
+        (".hg/hgrc", "Mercurial"),
+        (".hgsub", "Mercurial"),
+        (".svn/wc.db", "Subversion"),
+        (".bzr/branch/branch.conf", "Bazaar"),
+        ("_darcs/prefs/defaults", "Darcs"),
+        ("CVS/Root", "CVS"),
+        ("cvs/Root", "CVS"),
+        (".fslckout", "Fossil"),
+        ("_FOSSIL_", "Fossil"),
+        (".jj/repo/config.toml", "Jujutsu"),
+        (".sl/config", "Sapling"),
+        (".pijul/config", "Pijul"),
+    ];
+    for (path, system) in cases {
+        assert_refused_naming(&skill_with(&[path], b"[hooks]\n"), path, system);
+    }
+}
+
+/// A folder with `HEAD`, `objects` and `refs` is a bare repository to git
+/// (`is_git_directory`), whatever its name: `git log` run inside it reads its
+/// `config` (`core.pager`, `core.fsmonitor` with `core.worktree`).
+#[test]
+fn archive_shaped_as_a_bare_git_repository_is_refused() {
+    let tarball = gzip(
+        &RawTar::default()
+            .file("SKILL.md", 0o644, b"x")
+            .file("assets/evil/HEAD", 0o644, b"ref: refs/heads/main\n")
+            .file("assets/evil/config", 0o644, FSMONITOR_CONFIG)
+            .dir("assets/evil/objects/")
+            .dir("assets/evil/refs/")
+            .finish(),
+    );
+    assert_refused_naming(&tarball, "assets/evil", "Git repository");
+}
+
+#[test]
+fn archive_whose_root_is_a_bare_git_repository_is_refused() {
+    let tarball = gzip(
+        &RawTar::default()
+            .file("SKILL.md", 0o644, b"x")
+            .file("HEAD", 0o644, b"ref: refs/heads/main\n")
+            .file("commondir", 0o644, b"../../.git\n")
+            .finish(),
+    );
+    let error = refused(&tarball);
+    assert!(
+        chain(&error).contains("Git repository"),
+        "{}",
+        chain(&error)
+    );
+}
+
+/// `.gitignore` and `.gitattributes` configure no program: an attribute can
+/// name a filter or diff driver, but only a config file the archive cannot
+/// carry defines what runs for it.
+#[test]
+fn accepts_gitignore_and_gitattributes() {
+    let unpacked = accepted(&skill_with(
+        &[".gitignore", "scripts/.gitattributes", "refs/notes.md"],
+        b"*.bin binary\n",
+    ));
+    assert_eq!(
+        unpacked.listing(),
+        [
+            ".gitignore",
+            "SKILL.md",
+            "refs/",
+            "refs/notes.md",
+            "scripts/",
+            "scripts/.gitattributes"
+        ]
+    );
+}
+
+// What `pack` never writes.
+
+/// `.skillignore` hides files from the walk that validation does: in an
+/// archive, it would hide files from the registry's checks of the upload.
+#[test]
+fn archive_carrying_a_skillignore_is_refused() {
+    assert_refused_naming(
+        &skill_with(&[".skillignore", "scripts/run.sh"], b"*\n"),
+        ".skillignore",
+        "never packed",
+    );
+}
+
+/// Python runs an unchecked-hash `.pyc` from `__pycache__` without looking at
+/// the source beside it: what a reviewer reads is not what runs.
+#[test]
+fn archive_carrying_pycache_is_refused() {
+    let temp = TempDir::new().expect("temp dir");
+    let module = temp.path().join("helper.py");
+    fs_err::write(&module, "print('the reviewed code')\n").expect("write");
+    let compiled = temp.path().join("compiled");
+    fs_err::create_dir(&compiled).expect("create a folder");
+    fs_err::write(compiled.join("helper.py"), "print('other code')\n").expect("write");
+    let script = "import py_compile, sys\n\
+        py_compile.compile(sys.argv[1], cfile=sys.argv[2], \
+        invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)\n";
+    let pyc = temp.path().join("helper.pyc");
+    let status = std::process::Command::new("python3")
+        .args(["-c", script])
+        .arg(compiled.join("helper.py"))
+        .arg(&pyc)
+        .status()
+        .expect("run python3");
+    assert!(status.success());
+    let tag = std::process::Command::new("python3")
+        .args(["-c", "import sys; print(sys.implementation.cache_tag)"])
+        .output()
+        .expect("run python3");
+    let tag = String::from_utf8(tag.stdout)
+        .expect("UTF-8")
+        .trim()
+        .to_owned();
+    let cached = format!("scripts/__pycache__/helper.{tag}.pyc");
+    fs_err::create_dir_all(temp.path().join("scripts/__pycache__")).expect("create folders");
+    fs_err::copy(&pyc, temp.path().join(&cached)).expect("copy");
+    fs_err::copy(&module, temp.path().join("scripts/helper.py")).expect("copy");
+    let ran = std::process::Command::new("python3")
+        .args(["-c", "import helper"])
+        .current_dir(temp.path().join("scripts"))
+        .output()
+        .expect("run python3");
+    assert_eq!(ran.stdout, b"other code\n", "python ran the cached code");
+
+    let tarball = gzip(
+        &RawTar::default()
+            .file("SKILL.md", 0o644, b"x")
+            .file("scripts/helper.py", 0o644, b"print('the reviewed code')\n")
+            .file(&cached, 0o644, &fs_err::read(&pyc).expect("read"))
+            .finish(),
+    );
+    assert_refused_naming(&tarball, &cached, "never packed");
+}
+
+#[test]
+fn archive_carrying_what_pack_leaves_out_in_another_case_is_refused() {
+    for path in [
+        "scripts/__PYCACHE__/x.pyc",
+        ".SkillIgnore",
+        "assets/.ds_store",
+    ] {
+        assert_refused_naming(&skill_with(&[path], b"x"), path, "never packed");
+    }
+}
+
+// The skill file.
+
+#[test]
+fn archive_without_skill_md_is_refused() {
+    let error = refused(&one_file("README.md"));
+    assert!(chain(&error).contains("no `SKILL.md`"), "{}", chain(&error));
+}
+
+/// `SKILL.md/` as a folder: the archive unpacks, but into no skill.
+#[test]
+fn archive_whose_skill_md_is_a_folder_is_refused() {
+    let tarball = gzip(
+        &RawTar::default()
+            .dir("SKILL.md/")
+            .file("SKILL.md/x", 0o644, b"x")
+            .finish(),
+    );
+    let error = refused(&tarball);
+    assert!(chain(&error).contains("no `SKILL.md`"), "{}", chain(&error));
+}
+
+/// Found on a case-insensitive file system, missed on Linux.
+#[test]
+fn archive_with_only_a_lowercase_skill_md_is_refused() {
+    let error = refused(&one_file("skill.md"));
+    assert!(chain(&error).contains("no `SKILL.md`"), "{}", chain(&error));
+}
+
+#[test]
+fn refuses_a_file_and_a_folder_of_the_same_name() {
+    let file_first = gzip(
+        &RawTar::default()
+            .file("SKILL.md", 0o644, b"x")
+            .file("docs", 0o644, b"x")
+            .dir("docs/")
+            .finish(),
+    );
+    assert!(matches!(
+        refused(&file_first),
+        UnpackError::Duplicate { .. }
+    ));
+    let folder_first = gzip(
+        &RawTar::default()
+            .file("SKILL.md", 0o644, b"x")
+            .dir("docs/")
+            .file("docs", 0o644, b"x")
+            .finish(),
+    );
+    assert!(matches!(
+        refused(&folder_first),
+        UnpackError::Duplicate { .. }
+    ));
+}
+
+#[test]
+fn refuses_an_empty_path() {
+    assert_unsafe_path(&one_file(""), &PathProblem::Empty);
+}
+
+/// flate2 checks the CRC and length at the end of the gzip stream.
+#[test]
+fn refuses_gzip_stream_whose_checksum_does_not_match() {
+    let mut tarball = gzip(&valid_tar());
+    let crc = tarball.len() - 8;
+    tarball[crc] ^= 0xff;
+    assert!(matches!(refused(&tarball), UnpackError::Corrupt(_)));
+}
+
 // The target.
 
 #[test]
@@ -907,19 +989,6 @@ fn accepts_leading_dot_slash_and_root_entry() {
         .collect();
     assert_eq!(paths, ["SKILL.md", "scripts/run.sh"]);
     assert_eq!(unpacked.mode("scripts/run.sh"), 0o755);
-}
-
-#[test]
-fn accepts_pax_global_header() {
-    let tarball = gzip(
-        &RawTar::default()
-            .pax_global(&[("comment", b"4b825dc642cb6eb9a060e54bf8d69288fbee4904")])
-            .file("SKILL.md", 0o644, b"# skill\n")
-            .finish(),
-    );
-    let unpacked = accepted(&tarball);
-    assert_eq!(unpacked.listing(), ["SKILL.md"]);
-    assert_eq!(unpacked.read("SKILL.md"), b"# skill\n");
 }
 
 #[test]
@@ -1003,4 +1072,27 @@ fn round_trips_pack_dir_output() {
         assert_eq!(unpacked.read(path), *data, "{path}");
         assert_eq!(unpacked.mode(path), *mode, "{path}");
     }
+}
+
+/// A component over 100 bytes needs a GNU long-name record, which the packer
+/// writes before a ustar header: the unpacker's agreement checks accept it.
+#[test]
+fn round_trips_a_name_that_needs_a_gnu_long_name_record() {
+    let source = TempDir::new().expect("temp dir");
+    let long = format!("references/{}.md", "n".repeat(150));
+    for (path, data) in [("SKILL.md", &b"# Demo\n"[..]), (long.as_str(), b"notes\n")] {
+        let path = source.path().join(path);
+        fs_err::create_dir_all(path.parent().expect("a parent")).expect("create folders");
+        fs_err::write(&path, data).expect("write");
+    }
+    let packed = pack_dir(
+        source.path(),
+        "demo".parse().expect("a valid name"),
+        semver::Version::new(1, 0, 0),
+        &Limits::default(),
+    )
+    .expect("pack");
+    let unpacked = accepted(&packed.tarball);
+    assert_eq!(unpacked.read(&long), b"notes\n");
+    assert_eq!(unpacked.skill.tree, packed.tree);
 }

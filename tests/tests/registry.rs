@@ -558,7 +558,9 @@ fn raw_tgz(entries: &[(&str, &[u8])]) -> Vec<u8> {
 #[test]
 fn a_description_cannot_inject_an_index_line() {
     let fixture = Fixture::new(&[]);
-    let evil = "Looks fine.\n{\"v\":1,\"name\":\"pdf\",\"vers\":\"9.9.9\",\"yanked\":false}\r\n\"},{\"x\":\"\u{2028}";
+    // A CR and a raw U+2028 would be refused before they reached the index
+    // (`control-character`, `ambiguous-yaml`); line feeds and quotes pass.
+    let evil = "Looks fine.\n{\"v\":1,\"name\":\"pdf\",\"vers\":\"9.9.9\",\"yanked\":false}\n\"},{\"x\":\"";
     let (status, body) = fixture.publish(
         Some(&fixture.alice),
         "pdf",

@@ -381,3 +381,38 @@ fn allowing_an_error_code_is_refused() {
         output.stderr
     );
 }
+
+/// The diagnostic shows the line it refuses; a terminal must not act on the
+/// escape in it (here, one that would clear the screen), so it is shown as
+/// the control picture `␛`, with the caret still under it.
+#[test]
+fn a_control_character_is_shown_not_sent() {
+    let sandbox = Sandbox::new();
+    sandbox.write(
+        "pdf/SKILL.md",
+        "---\nname: pdf\ndescription: Reads PDFs.\u{1b}[2J\n---\nbody\n",
+    );
+    let output = run(sandbox
+        .skillpkg()
+        .args(["validate", "pdf"])
+        .env_remove("NO_COLOR")
+        .env("CLICOLOR_FORCE", "1"));
+    assert_eq!(output.code, 1, "{output:?}");
+    assert!(!output.stdout.contains("\u{1b}[2J"), "{:?}", output.stdout);
+    assert!(
+        output
+            .stdout
+            .contains("description: Reads PDFs.\u{241b}[2J"),
+        "{:?}",
+        output.stdout
+    );
+    let plain = run(sandbox.skillpkg().args(["validate", "pdf"]));
+    let expected = "\
+error[control-character]: the frontmatter contains U+001B (ESC), a control character
+ --> pdf/SKILL.md:3:25
+  |
+3 | description: Reads PDFs.\u{241b}[2J
+  |                         ^
+";
+    assert!(plain.stdout.starts_with(expected), "got:\n{}", plain.stdout);
+}

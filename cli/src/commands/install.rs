@@ -193,7 +193,8 @@ pub fn install_with(
 
 fn print_report(report: &Report, json: bool, printer: &Printer) {
     for warning in &report.warnings {
-        printer.diagnostic(&format!("warning: {warning}"));
+        // A yank reason is the registry's text.
+        printer.diagnostic(&format!("warning: {}", crate::render::printable(warning)));
     }
     if json {
         printer.json(&json!({

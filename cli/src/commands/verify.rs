@@ -303,14 +303,19 @@ fn report(outcome: &Outcome, json: bool, printer: &Printer) {
 
 /// Describes a provenance statement in a few lines (also for `info`).
 pub fn provenance_lines(provenance: &Provenance) -> Vec<String> {
+    // The statement is the publisher's text, served by the registry.
+    use crate::render::one_line;
     let source = &provenance.source;
     let mut lines = vec![format!(
         "source:     {}{}{}",
-        source.repository.as_deref().unwrap_or("(no repository)"),
+        source
+            .repository
+            .as_deref()
+            .map_or_else(|| "(no repository)".to_owned(), one_line),
         source
             .commit
             .as_deref()
-            .map(|commit| format!(" @ {commit}"))
+            .map(|commit| format!(" @ {}", one_line(commit)))
             .unwrap_or_default(),
         if source.dirty {
             " (with changes that were not committed)"
@@ -318,9 +323,9 @@ pub fn provenance_lines(provenance: &Provenance) -> Vec<String> {
             ""
         }
     )];
-    lines.push(format!("built by:   {}", source.builder));
+    lines.push(format!("built by:   {}", one_line(&source.builder)));
     if let Some(run) = &source.ci_run {
-        lines.push(format!("CI run:     {run}"));
+        lines.push(format!("CI run:     {}", one_line(run)));
     }
     lines
 }

@@ -19,12 +19,15 @@ pub mod pack;
 mod path;
 pub mod tree_hash;
 pub mod unpack;
+mod vcs;
 pub mod walk;
 
 pub use pack::{PackError, PackedSkill, check_entries, pack_dir, package_entries};
+pub(crate) use path::is_reserved_on_windows;
 pub use path::{PathProblem, check_portable_path, collision_key};
 pub use tree_hash::{FileDigest, TreeHash, tree_hash};
-pub use unpack::{UnpackError, UnpackedFile, UnpackedSkill, unpack};
+pub use unpack::{Ambiguity, UnpackError, UnpackedFile, UnpackedSkill, unpack};
+pub use vcs::find_git_repository;
 
 /// The limits a skill archive must stay within.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,6 +64,16 @@ impl Default for Limits {
 /// time every archive format (zip included) can represent, so tools that
 /// re-pack the content never have to invent one.
 pub const FIXED_MTIME: u64 = 315_532_800;
+
+/// Names a folder of a skill for messages: `` `assets/evil` ``, or "the
+/// skill's root folder" for `""`.
+pub(crate) fn folder_label(folder: &str) -> String {
+    if folder.is_empty() {
+        "the skill's root folder".to_owned()
+    } else {
+        format!("`{folder}`")
+    }
+}
 
 /// Renders a byte count for messages: `8.0 MiB (8388608 bytes)`.
 pub fn human_bytes(bytes: u64) -> String {

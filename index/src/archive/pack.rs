@@ -93,6 +93,17 @@ pub enum PackError {
         #[source]
         problem: PathProblem,
     },
+    #[error("`{path}` is version control metadata, which a package may not carry")]
+    VersionControl {
+        path: String,
+        #[source]
+        problem: PathProblem,
+    },
+    #[error(
+        "{} is laid out as a Git repository (`HEAD` beside `objects`, `refs` or `commondir`), which git would read and act on",
+        super::folder_label(folder)
+    )]
+    GitRepository { folder: String },
     #[error("`{path}` and `{other}` would be the same file on macOS and Windows")]
     PathCollision { path: String, other: String },
     #[error("the skill has {count} files and folders; the limit is {limit}")]
@@ -131,9 +142,16 @@ impl PackError {
                 "replace the symlink with a copy of its target, or list it in `.skillignore`"
                     .into(),
             ),
-            Self::SpecialFile { .. } | Self::UnportablePath { .. } | Self::PathCollision { .. } => {
+            Self::SpecialFile { .. }
+            | Self::UnportablePath { .. }
+            | Self::VersionControl { .. }
+            | Self::PathCollision { .. } => {
                 Some("rename or remove it, or list it in `.skillignore`".into())
             }
+            Self::GitRepository { .. } => Some(
+                "rename `HEAD`, or list the folder in `.skillignore`: a skill cannot ship a repository"
+                    .into(),
+            ),
             Self::Walk(WalkError::NotUtf8 { .. }) => {
                 Some("rename it: file names must be UTF-8".into())
             }
@@ -195,11 +213,23 @@ pub fn check_entries(entries: &[WalkEntry], limits: &Limits) -> Vec<PackError> {
             EntryKind::File { size, .. } => file_sizes.push((entry.path.clone(), size)),
             EntryKind::Directory => {}
         }
-        if let Err(problem) = check_portable_path(&entry.path, limits) {
-            problems.push(PackError::UnportablePath {
+        match check_portable_path(&entry.path, limits) {
+            Ok(()) => {}
+            Err(PathProblem::VersionControl { component, .. })
+                if !entry.path.ends_with(component.as_str()) =>
+            {
+                // Inside a folder already reported for itself.
+            }
+            Err(problem @ PathProblem::VersionControl { .. }) => {
+                problems.push(PackError::VersionControl {
+                    path: entry.path.clone(),
+                    problem,
+                });
+            }
+            Err(problem) => problems.push(PackError::UnportablePath {
                 path: entry.path.clone(),
                 problem,
-            });
+            }),
         }
         if let Some(other) = seen.insert(collision_key(&entry.path), entry.path.clone()) {
             problems.push(PackError::PathCollision {
@@ -207,6 +237,11 @@ pub fn check_entries(entries: &[WalkEntry], limits: &Limits) -> Vec<PackError> {
                 other,
             });
         }
+    }
+    if let Some(folder) =
+        super::find_git_repository(entries.iter().map(|entry| entry.path.as_str()))
+    {
+        problems.push(PackError::GitRepository { folder });
     }
     if entries.len() > limits.max_entries {
         problems.push(PackError::TooManyEntries {

@@ -1,9 +1,10 @@
 //! Portable archive paths: a path that means the same file on Linux, macOS
-//! and Windows, and cannot climb out of the folder it is unpacked into.
+//! and Windows, cannot climb out of the folder it is unpacked into, and
+//! names nothing a version control tool would act on.
 
 use unicode_normalization::UnicodeNormalization;
 
-use super::Limits;
+use super::{Limits, vcs};
 
 /// Why a path is not portable.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -20,6 +21,22 @@ pub enum PathProblem {
     Traversal,
     #[error("the path contains a NUL or control character")]
     ControlCharacter,
+    #[error(
+        "the path contains U+{:04X}, an invisible character that hides or reorders what a name shows, and that macOS's HFS+ ignores in names",
+        u32::from(*.0)
+    )]
+    InvisibleCharacter(char),
+    #[error(
+        "`{component}` is {system} metadata, which {system} reads and may act on (running hooks or commands) in the folder a skill is installed in"
+    )]
+    VersionControl {
+        component: String,
+        system: &'static str,
+    },
+    #[error(
+        "`{0}` has the form of a Windows short (8.3) name, which on Windows can be another name of a different file (`GIT~1` is `.git`)"
+    )]
+    ShortName(String),
     #[error("the path contains {0:?}, which Windows does not allow in file names")]
     ForbiddenCharacter(char),
     #[error("`{0}` is a reserved device name on Windows")]
@@ -32,7 +49,8 @@ pub enum PathProblem {
     TooDeep(usize, usize),
 }
 
-/// Checks that `path` (`/`-separated, relative) is portable and within `limits`.
+/// Checks that `path` (`/`-separated, relative) is portable, names no
+/// version control metadata (see [`super::vcs`]) and is within `limits`.
 pub fn check_portable_path(path: &str, limits: &Limits) -> Result<(), PathProblem> {
     if path.is_empty() {
         return Err(PathProblem::Empty);
@@ -49,6 +67,9 @@ pub fn check_portable_path(path: &str, limits: &Limits) -> Result<(), PathProble
     if path.chars().any(char::is_control) {
         return Err(PathProblem::ControlCharacter);
     }
+    if let Some(character) = path.chars().find(|c| is_invisible(*c)) {
+        return Err(PathProblem::InvisibleCharacter(character));
+    }
     if path.len() > limits.max_path_bytes {
         return Err(PathProblem::TooLong(path.len(), limits.max_path_bytes));
     }
@@ -59,6 +80,14 @@ pub fn check_portable_path(path: &str, limits: &Limits) -> Result<(), PathProble
     for component in path.split('/') {
         if component.is_empty() || component == "." || component == ".." {
             return Err(PathProblem::Traversal);
+        }
+        // Before the character rules, so that `.git.` and `.git::$DATA` are
+        // named for what they are.
+        if let Some(system) = vcs::metadata_system(component) {
+            return Err(PathProblem::VersionControl {
+                component: component.to_owned(),
+                system,
+            });
         }
         if let Some(character) = component
             .chars()
@@ -72,8 +101,40 @@ pub fn check_portable_path(path: &str, limits: &Limits) -> Result<(), PathProble
         if is_reserved_on_windows(component) {
             return Err(PathProblem::ReservedName(component.to_owned()));
         }
+        if is_short_name(component) {
+            return Err(PathProblem::ShortName(component.to_owned()));
+        }
     }
     Ok(())
+}
+
+/// Returns true if and only if `character` is one of the invisible
+/// formatting characters refused in paths: the zero-width characters and
+/// direction marks, the bidirectional embeddings, overrides and isolates,
+/// and the byte order mark. HFS+ ignores most of them when it compares
+/// names (git's `next_hfs_char` lists them), so `.g\u{200c}it` is `.git`
+/// there; all of them make two names look alike or one look like another.
+fn is_invisible(character: char) -> bool {
+    matches!(
+        character,
+        '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{206f}' | '\u{feff}'
+    )
+}
+
+/// Returns true if and only if `component` has the shape of a Windows 8.3
+/// short name, `BASE~N` or `BASE~N.EXT` with at most 8 characters before the
+/// dot and 3 after: NTFS may give that name to another entry of the same
+/// folder (`references` is also `REFERE~1`), so it could alias a different
+/// path, or `.git` itself (`GIT~1`).
+fn is_short_name(component: &str) -> bool {
+    let (base, extension) = component.split_once('.').unwrap_or((component, ""));
+    if base.chars().count() > 8 || extension.chars().count() > 3 || extension.contains('.') {
+        return false;
+    }
+    let Some((head, number)) = base.rsplit_once('~') else {
+        return false;
+    };
+    !head.is_empty() && !number.is_empty() && number.bytes().all(|byte| byte.is_ascii_digit())
 }
 
 fn has_drive_prefix(path: &str) -> bool {
@@ -83,7 +144,7 @@ fn has_drive_prefix(path: &str) -> bool {
 
 /// `CON`, `aux.txt`, `com1.log` and the like: Windows maps these names (with
 /// any extension) to devices.
-fn is_reserved_on_windows(component: &str) -> bool {
+pub(crate) fn is_reserved_on_windows(component: &str) -> bool {
     let stem = component
         .split('.')
         .next()
@@ -160,6 +221,26 @@ mod tests {
             ),
             ("file.", PathProblem::TrailingDotOrSpace("file.".into())),
             ("dir /x", PathProblem::TrailingDotOrSpace("dir ".into())),
+            ("a\u{202e}b", PathProblem::InvisibleCharacter('\u{202e}')),
+            (
+                "x/.Git/config",
+                PathProblem::VersionControl {
+                    component: ".Git".into(),
+                    system: "Git",
+                },
+            ),
+            (
+                ".git::$INDEX_ALLOCATION",
+                PathProblem::VersionControl {
+                    component: ".git::$INDEX_ALLOCATION".into(),
+                    system: "Git",
+                },
+            ),
+            ("GIT~1", PathProblem::ShortName("GIT~1".into())),
+            (
+                "docs/refer~12.md",
+                PathProblem::ShortName("refer~12.md".into()),
+            ),
         ];
         for (path, problem) in cases {
             assert_eq!(
@@ -178,6 +259,16 @@ mod tests {
         ));
         assert_eq!(check_portable_path("console.md", &limits), Ok(()));
         assert_eq!(check_portable_path("com10", &limits), Ok(()));
+        for path in [
+            "backup~",
+            "~1",
+            "a~b",
+            "long-name~1",
+            "file~1.text",
+            ".github/x",
+        ] {
+            assert_eq!(check_portable_path(path, &limits), Ok(()), "{path}");
+        }
     }
 
     #[test]

@@ -7,10 +7,16 @@
 //!   would exceed it are written (a gzip bomb stops at the cap);
 //! - only regular files and directories are accepted (plus PAX and GNU
 //!   long-name records, which the `tar` crate folds into the entry they
-//!   describe, and a PAX global header, whose content is ignored); links,
-//!   devices, FIFOs and sparse files are refused, never skipped;
-//! - every path must pass [`check_portable_path`], and no two entries may
-//!   collide even on a case-insensitive, normalising file system;
+//!   describe); links, devices, FIFOs, sparse files, PAX global headers and
+//!   entries of unknown types are refused, never skipped;
+//! - an entry that another reader (GNU tar, Python's `tarfile`) would read
+//!   differently is refused: see [`Ambiguity`] for each case;
+//! - every path must pass [`check_portable_path`], which also refuses version
+//!   control metadata (`.git` and its kin, in any spelling), no folder may be
+//!   laid out as a Git repository, and no two entries may collide even on a
+//!   case-insensitive, normalising file system;
+//! - what packing never writes (`__pycache__`, `.skillignore`, `.DS_Store`)
+//!   is refused, and `SKILL.md` must be a file at the root;
 //! - a PAX `size` that disagrees with the header's size is refused, since two
 //!   readers could then see two different archives;
 //! - anything after the end of the gzip stream, or a stream cut short, is
@@ -30,10 +36,12 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use super::pack::SizeKind;
+use super::walk;
 use super::{
     FileDigest, Limits, PathProblem, TreeHash, check_portable_path, collision_key, human_bytes,
     tree_hash,
 };
+use crate::skill::SKILL_MD;
 
 /// Bytes of tar framing (headers, padding, end blocks, PAX records) allowed
 /// in the decompressed stream on top of the file contents: generous for any
@@ -90,13 +98,146 @@ pub enum UnpackError {
     #[error("entry `{path}` is a {kind}; only regular files and directories are allowed")]
     UnsupportedEntry { path: String, kind: &'static str },
     #[error(
+        "entry `{path}` has the unknown type `{}`; only regular files and directories are allowed",
+        typeflag.escape_default()
+    )]
+    UnknownEntryType { path: String, typeflag: char },
+    #[error("entry `{path}` would be read differently by other tar readers")]
+    Ambiguous {
+        path: String,
+        #[source]
+        reason: Ambiguity,
+    },
+    #[error(
         "entry `{path}` appears twice (as `{previous}` before); on some file systems they are the same file"
     )]
     Duplicate { path: String, previous: String },
     #[error("entry `{path}` needs `{parent}` to be a directory, but it is a file")]
     ParentIsFile { path: String, parent: String },
+    #[error(
+        "{} is laid out as a Git repository (`HEAD` beside `objects`, `refs` or `commondir`), which git would read and act on",
+        super::folder_label(folder)
+    )]
+    GitRepository { folder: String },
+    #[error("entry `{path}` holds `{name}`, which is never packed: {reason}")]
+    NeverPacked {
+        path: String,
+        name: String,
+        reason: &'static str,
+    },
+    #[error("the archive has no `SKILL.md` file at its root{}", match found {
+        Some(found) => format!(" (it has `{found}`)"),
+        None => String::new(),
+    })]
+    NoSkillMd {
+        /// What the archive has in its place: `skill.md`, or `SKILL.md/`.
+        found: Option<String>,
+    },
     #[error("entry `{path}` declares {pax} bytes in a PAX header but {header} in its tar header")]
     SizeMismatch { path: String, header: u64, pax: u64 },
+}
+
+/// Why other tar readers would read an entry differently from the `tar`
+/// crate. Each was seen with GNU tar 1.34 or Python 3.11's `tarfile`
+/// (`index/tests/tar_differentials.rs` runs them).
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Ambiguity {
+    #[error(
+        "a PAX record is malformed: other readers stop at it, while the `tar` crate reads the records after it"
+    )]
+    MalformedPaxRecord,
+    #[error(
+        "its PAX header has a `{0}` record, which is not one skillpkg accepts: other readers may act on it"
+    )]
+    PaxKeyNotAllowed(String),
+    #[error("the PAX record `{0}` appears twice, and readers disagree on which one counts")]
+    PaxKeyRepeated(String),
+    #[error("its PAX `size` record `{0}` is not a decimal number")]
+    PaxSizeInvalid(String),
+    #[error("its GNU long name and its PAX path differ, and readers disagree on which one counts")]
+    LongNameDisagreesWithPaxPath,
+    #[error("a file or directory carries a link target")]
+    LinkTarget,
+    #[error(
+        "it is a directory, yet it declares {0} bytes of data, which other readers read as more entries"
+    )]
+    DirectoryData(u64),
+    #[error(
+        "its header is not ustar, yet its ustar prefix field is filled, which some readers put before the path"
+    )]
+    PrefixOutsideUstar,
+}
+
+/// The PAX records an entry may carry: its path and size (checked against
+/// the header), and times and owners, which are ignored. Anything else
+/// (`linkpath`, `GNU.sparse.*`, `hdrcharset`, xattrs, star's `SCHILY.*`)
+/// could make another reader write something else.
+const PAX_KEYS: &[&str] = &[
+    "path", "size", "mtime", "atime", "ctime", "uid", "gid", "uname", "gname", "comment",
+];
+
+/// The ustar prefix field, which Python's `tarfile` reads in every header.
+const USTAR_PREFIX: std::ops::Range<usize> = 345..500;
+
+/// Refuses an entry that another tar reader would read differently.
+fn check_unambiguous<R: Read>(
+    entry: &mut tar::Entry<'_, R>,
+    path_bytes: &[u8],
+    is_dir: bool,
+) -> Result<(), Ambiguity> {
+    let header = entry.header();
+    if header.as_ustar().is_none() && header.as_bytes()[USTAR_PREFIX].iter().any(|&b| b != 0) {
+        return Err(Ambiguity::PrefixOutsideUstar);
+    }
+    if is_dir {
+        let size = header.entry_size().unwrap_or(u64::MAX);
+        if size != 0 {
+            return Err(Ambiguity::DirectoryData(size));
+        }
+    }
+    check_pax_records(entry, path_bytes)?;
+    // After the PAX records, so that a `linkpath` record is named as such.
+    if entry.link_name_bytes().is_some() {
+        return Err(Ambiguity::LinkTarget);
+    }
+    Ok(())
+}
+
+/// Refuses PAX records other readers would act on differently.
+fn check_pax_records<R: Read>(
+    entry: &mut tar::Entry<'_, R>,
+    path_bytes: &[u8],
+) -> Result<(), Ambiguity> {
+    let Ok(Some(records)) = entry.pax_extensions() else {
+        return Ok(());
+    };
+    let mut seen: Vec<&str> = Vec::new();
+    for record in records {
+        let record = record.map_err(|_| Ambiguity::MalformedPaxRecord)?;
+        let key = String::from_utf8_lossy(record.key_bytes());
+        let Some(key) = PAX_KEYS.iter().copied().find(|known| *known == key) else {
+            return Err(Ambiguity::PaxKeyNotAllowed(key.into_owned()));
+        };
+        if seen.contains(&key) {
+            return Err(Ambiguity::PaxKeyRepeated(key.to_owned()));
+        }
+        seen.push(key);
+        let value = record.value_bytes();
+        match key {
+            "size" if value.is_empty() || !value.iter().all(u8::is_ascii_digit) => {
+                return Err(Ambiguity::PaxSizeInvalid(
+                    String::from_utf8_lossy(value).into_owned(),
+                ));
+            }
+            // The `tar` crate takes a GNU long name over the PAX path; GNU
+            // tar and Python may take the PAX path.
+            "path" if value != path_bytes => {
+                return Err(Ambiguity::LongNameDisagreesWithPaxPath);
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// A reader that fails once more than `limit` bytes have passed through it.
@@ -232,20 +373,22 @@ fn unpack_into(
             path: String::from_utf8_lossy(error.as_bytes()).into_owned(),
         })?;
         let entry_type = entry.header().entry_type();
-        if entry_type == tar::EntryType::XGlobalHeader {
-            // `git archive` writes one with the commit id; it names no file.
-            continue;
-        }
         let is_dir = match entry_type {
             tar::EntryType::Regular => false,
             tar::EntryType::Directory => true,
             other => {
-                return Err(UnpackError::UnsupportedEntry {
-                    path,
-                    kind: entry_kind_name(other),
+                return Err(match entry_kind_name(other) {
+                    Some(kind) => UnpackError::UnsupportedEntry { path, kind },
+                    None => UnpackError::UnknownEntryType {
+                        path,
+                        typeflag: char::from(other.as_byte()),
+                    },
                 });
             }
         };
+        if let Err(reason) = check_unambiguous(&mut entry, path.as_bytes(), is_dir) {
+            return Err(UnpackError::Ambiguous { path, reason });
+        }
         // `tar -C dir .` writes `./` before every path; it means nothing.
         let mut clean = path.as_str();
         while let Some(rest) = clean.strip_prefix("./") {
@@ -263,6 +406,16 @@ fn unpack_into(
             path: path.clone(),
             problem,
         })?;
+        if let Some((name, reason)) = clean
+            .split('/')
+            .find_map(|name| walk::never_packed(name).map(|reason| (name, reason)))
+        {
+            return Err(UnpackError::NeverPacked {
+                name: name.to_owned(),
+                path,
+                reason,
+            });
+        }
         let clean = clean.to_owned();
 
         entry_count += 1;
@@ -324,6 +477,21 @@ fn unpack_into(
     let mut compressed = decompressed.inner.into_inner();
     if !compressed.fill_buf().map_err(stream_error)?.is_empty() {
         return Err(UnpackError::TrailingData);
+    }
+
+    if let Some(folder) = super::find_git_repository(seen.values().map(|seen| seen.path.as_str())) {
+        return Err(UnpackError::GitRepository { folder });
+    }
+    match seen.get(&collision_key(SKILL_MD)) {
+        Some(found) if found.path == SKILL_MD && !found.is_dir => {}
+        found => {
+            return Err(UnpackError::NoSkillMd {
+                found: found.map(|found| {
+                    let slash = if found.is_dir { "/" } else { "" };
+                    format!("{}{slash}", found.path)
+                }),
+            });
+        }
     }
 
     files.sort_by(|a, b| a.path.as_bytes().cmp(b.path.as_bytes()));
@@ -457,8 +625,9 @@ fn set_mode(_path: &Path, _executable: bool) -> io::Result<()> {
     Ok(())
 }
 
-fn entry_kind_name(entry_type: tar::EntryType) -> &'static str {
-    match entry_type {
+/// Names the entry types tar defines, or returns `None` for an unknown one.
+fn entry_kind_name(entry_type: tar::EntryType) -> Option<&'static str> {
+    Some(match entry_type {
         tar::EntryType::Symlink => "symlink",
         tar::EntryType::Link => "hard link",
         tar::EntryType::Char => "character device",
@@ -466,8 +635,15 @@ fn entry_kind_name(entry_type: tar::EntryType) -> &'static str {
         tar::EntryType::Fifo => "FIFO",
         tar::EntryType::GNUSparse => "GNU sparse file",
         tar::EntryType::Continuous => "contiguous file",
-        _ => "entry of an unsupported type",
-    }
+        // GNU tar and Python apply its records to every later entry.
+        tar::EntryType::XGlobalHeader => "PAX global header",
+        // These are folded into the next entry, except in a pre-POSIX
+        // header, where the `tar` crate does not (and GNU tar does).
+        tar::EntryType::XHeader => "PAX extended header",
+        tar::EntryType::GNULongName => "GNU long name record",
+        tar::EntryType::GNULongLink => "GNU long link record",
+        _ => return None,
+    })
 }
 
 #[cfg(test)]

@@ -1,7 +1,9 @@
 //! Walking a skill folder: which files belong to the skill.
 //!
-//! Always left out: `.git/`, `__pycache__/`, `.DS_Store` and the
-//! `.skillignore` files themselves. A `.skillignore` in the skill folder (or
+//! Always left out: version control metadata as its tools write it (`.git`,
+//! `.gitmodules`, `.hg`, `.svn` and the others in [`super::vcs`]),
+//! `__pycache__/`, `.DS_Store` and the `.skillignore` files themselves, in
+//! any spelling (an archive that holds one of these is refused). A `.skillignore` in the skill folder (or
 //! in any folder below it) holds gitignore-style patterns of more files to
 //! leave out, read with the `ignore` crate that ripgrep uses. Nothing outside
 //! the skill folder (a parent's `.gitignore`, a global excludes file) applies,
@@ -12,8 +14,30 @@ use std::path::{Path, PathBuf};
 /// The name of the per-skill ignore file.
 pub const IGNORE_FILE: &str = ".skillignore";
 
-/// Names that are never part of a skill, wherever they appear.
-const ALWAYS_EXCLUDED: &[&str] = &[".git", "__pycache__", ".DS_Store", IGNORE_FILE];
+/// Names that are never part of a skill, wherever they appear and however
+/// they are spelled, besides version control metadata; each with why an
+/// archive that holds one is refused.
+const ALWAYS_EXCLUDED: &[(&str, &str)] = &[
+    (
+        "__pycache__",
+        "Python runs an unchecked-hash `.pyc` from it without reading the source beside it",
+    ),
+    (".DS_Store", "it is a Finder file"),
+    (
+        IGNORE_FILE,
+        "it would hide files from the checks made when the skill is validated",
+    ),
+];
+
+/// Returns why `component` is never packed, if it is one of the names
+/// packing always leaves out, in any spelling (`__PYCACHE__` too).
+pub(crate) fn never_packed(component: &str) -> Option<&'static str> {
+    let key = super::collision_key(component);
+    ALWAYS_EXCLUDED
+        .iter()
+        .find(|(name, _)| super::collision_key(name) == key)
+        .map(|(_, reason)| *reason)
+}
 
 /// What an entry of the skill folder is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -75,7 +99,10 @@ fn walk_with(root: &Path, exclude: bool) -> Result<Vec<WalkEntry>, WalkError> {
             .add_custom_ignore_filename(IGNORE_FILE)
             .filter_entry(|entry| {
                 let name = entry.file_name().to_str().unwrap_or("");
-                !ALWAYS_EXCLUDED.contains(&name)
+                never_packed(name).is_none()
+                    && !super::vcs::METADATA_NAMES
+                        .iter()
+                        .any(|(metadata, _)| *metadata == name)
             });
     }
     let mut entries = Vec::new();

@@ -64,6 +64,9 @@ codes! {
     FrontmatterUnclosed => "frontmatter-unclosed", Error;
     YamlSyntax => "yaml-syntax", Error;
     FrontmatterNotMapping => "frontmatter-not-mapping", Error;
+    FrontmatterTooLarge => "frontmatter-too-large", Error;
+    AmbiguousYaml => "ambiguous-yaml", Error;
+    ControlCharacter => "control-character", Error;
     NameMissing => "name-missing", Error;
     NameInvalid => "name-invalid", Error;
     NameMismatch => "name-mismatch", Error;
@@ -82,6 +85,7 @@ codes! {
     SpecialFile => "special-file", Error;
     UnportablePath => "unportable-path", Error;
     PathCollision => "path-collision", Error;
+    VcsMetadata => "vcs-metadata", Error;
     UnreadableFile => "unreadable-file", Error;
     UnknownKey => "unknown-key", Warning;
     NonPortableKey => "non-portable-key", Warning;

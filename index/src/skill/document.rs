@@ -10,9 +10,16 @@
 //! (read as LF; line and column numbers are unchanged by this), and a closing
 //! `---` or `...` line. Line and column numbers refer to the file as written.
 
-use saphyr::{LoadableYamlNode, MarkedYaml, Scalar, YamlData};
+use saphyr::{MarkedYaml, Scalar, YamlData};
 
 use super::diagnostic::Location;
+use super::yaml;
+pub use super::yaml::{MAX_ALIAS_BYTES, MAX_DEPTH};
+
+/// The most bytes a frontmatter may have as written. Its fields are short
+/// (a description is at most 1024 characters); what a registry parses for
+/// every upload must be small.
+pub const MAX_FRONTMATTER_BYTES: usize = 64 * 1024;
 
 /// A YAML node with its place in the file.
 #[derive(Clone, Debug, PartialEq)]
@@ -82,6 +89,13 @@ pub struct SkillDocument {
     pub body: String,
     /// The 1-based line on which the body starts.
     pub body_line: usize,
+    /// The first carriage return that is not part of a CRLF line end (read as
+    /// a line end, and so at the end of its line), and how many there are.
+    pub lone_carriage_returns: (Option<Location>, usize),
+    /// The tags outside YAML's core schema (`!!python/object`, `!custom`), as
+    /// written, with the place of the node they tag, in document order. They
+    /// do not change what a node means here, but other parsers act on them.
+    pub foreign_tags: Vec<(String, Location)>,
 }
 
 impl SkillDocument {
@@ -126,6 +140,15 @@ pub enum DocumentError {
         found: &'static str,
         location: Location,
     },
+    #[error("the frontmatter is {size} bytes long; the limit is {MAX_FRONTMATTER_BYTES}")]
+    TooLarge { size: usize },
+    #[error("the frontmatter nests collections more than {MAX_DEPTH} levels deep")]
+    TooDeep { location: Location },
+    #[error(
+        "the frontmatter's aliases copy more than {} bytes of anchored values",
+        MAX_ALIAS_BYTES
+    )]
+    AliasesTooLarge { location: Location },
 }
 
 /// Splits and parses a `SKILL.md` given as bytes.
@@ -134,6 +157,7 @@ pub fn parse(bytes: &[u8]) -> Result<SkillDocument, DocumentError> {
         offset: error.valid_up_to(),
     })?;
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let lone_carriage_returns = find_lone_carriage_returns(text);
     let text = normalize_line_ends(text);
 
     let mut lines = text.split_inclusive('\n');
@@ -159,14 +183,45 @@ pub fn parse(bytes: &[u8]) -> Result<SkillDocument, DocumentError> {
     }
     let (yaml_end, body_start, closing_line) = closing.ok_or(DocumentError::FrontmatterUnclosed)?;
     let yaml = &text[yaml_start..yaml_end];
-    let frontmatter = parse_frontmatter(yaml)?;
+    if yaml.len() > MAX_FRONTMATTER_BYTES {
+        return Err(DocumentError::TooLarge { size: yaml.len() });
+    }
+    let (frontmatter, foreign_tags) = parse_frontmatter(yaml)?;
     let body = text[body_start..].to_owned();
     Ok(SkillDocument {
         frontmatter,
         body,
         body_line: closing_line + 1,
         text,
+        lone_carriage_returns,
+        foreign_tags,
     })
+}
+
+/// Finds the carriage returns not followed by a line feed, placed where
+/// [`normalize_line_ends`] leaves the line end they become.
+pub(crate) fn find_lone_carriage_returns(text: &str) -> (Option<Location>, usize) {
+    let (mut first, mut count) = (None, 0);
+    let (mut line, mut column) = (1, 1);
+    let mut characters = text.chars().peekable();
+    while let Some(character) = characters.next() {
+        match character {
+            // The line feed ends the line.
+            '\r' if characters.peek() == Some(&'\n') => {}
+            '\r' => {
+                count += 1;
+                first.get_or_insert(Location {
+                    line,
+                    column,
+                    end_column: column + 1,
+                });
+                (line, column) = (line + 1, 1);
+            }
+            '\n' => (line, column) = (line + 1, 1),
+            _ => column += 1,
+        }
+    }
+    (first, count)
 }
 
 /// Reads CRLF (Windows) and lone CR (classic Mac OS) line ends as LF.
@@ -188,20 +243,36 @@ fn is_fence(line: &str, closing: bool) -> bool {
 /// The YAML starts on line 2 of the file, after the opening fence.
 const YAML_FIRST_LINE: usize = 2;
 
-fn parse_frontmatter(yaml: &str) -> Result<Vec<(Node, Node)>, DocumentError> {
-    let documents = MarkedYaml::load_from_str(yaml).map_err(|error| {
-        let marker = error.marker();
-        let line = marker.line() + YAML_FIRST_LINE - 1;
+/// The frontmatter's entries and its tags outside the core schema.
+type Frontmatter = (Vec<(Node, Node)>, Vec<(String, Location)>);
+
+fn parse_frontmatter(yaml: &str) -> Result<Frontmatter, DocumentError> {
+    let at = |marker: &saphyr::Marker| {
         let column = marker.col() + 1;
-        DocumentError::YamlSyntax {
-            message: error.info().to_owned(),
-            location: Location {
-                line,
-                column,
-                end_column: column + 1,
-            },
+        Location {
+            line: marker.line() + YAML_FIRST_LINE - 1,
+            column,
+            end_column: column + 1,
         }
+    };
+    let loaded = yaml::load(yaml).map_err(|error| match error {
+        yaml::LoadError::Syntax(error) => DocumentError::YamlSyntax {
+            message: error.info().to_owned(),
+            location: at(error.marker()),
+        },
+        yaml::LoadError::TooDeep(marker) => DocumentError::TooDeep {
+            location: at(&marker),
+        },
+        yaml::LoadError::AliasesTooLarge(marker) => DocumentError::AliasesTooLarge {
+            location: at(&marker),
+        },
     })?;
+    let foreign_tags = loaded
+        .foreign_tags
+        .iter()
+        .map(|(tag, marker)| (tag.clone(), at(marker)))
+        .collect();
+    let documents = loaded.documents;
     if let Some(second) = documents.get(1) {
         // A `---` line inside the frontmatter (with a comment after it, say)
         // starts a second document that would otherwise be dropped unseen.
@@ -214,11 +285,11 @@ fn parse_frontmatter(yaml: &str) -> Result<Vec<(Node, Node)>, DocumentError> {
     let Some(root) = documents.first() else {
         // An empty frontmatter is an empty mapping: validation then names the
         // missing fields, which is more useful than "not a mapping".
-        return Ok(Vec::new());
+        return Ok((Vec::new(), foreign_tags));
     };
     match convert(root).value {
-        Value::Mapping(entries) => Ok(entries),
-        Value::Null => Ok(Vec::new()),
+        Value::Mapping(entries) => Ok((entries, foreign_tags)),
+        Value::Null => Ok((Vec::new(), foreign_tags)),
         other => Err(DocumentError::NotMapping {
             found: other.type_name(),
             location: location_of(root),
@@ -261,7 +332,8 @@ fn convert(node: &MarkedYaml<'_>) -> Node {
                 .collect(),
         ),
         // A tag does not change what the frontmatter means to us: read the
-        // tagged node as it is.
+        // tagged node as it is. (Tags outside the core schema were noted by
+        // the loader, for validation to refuse.)
         YamlData::Tagged(_, inner) => {
             return Node {
                 location: location_of(node),
@@ -409,9 +481,22 @@ mod tests {
     }
 
     #[test]
-    fn lone_carriage_returns_end_lines_too() {
+    fn lone_carriage_returns_end_lines_too_and_are_counted() {
         let document = parse(b"---\rname: pdf\rdescription: x\r---\rbody\r").unwrap();
         assert_eq!(document.body, "body\n");
+        assert_eq!(
+            document.lone_carriage_returns,
+            (
+                Some(Location {
+                    line: 1,
+                    column: 4,
+                    end_column: 5
+                }),
+                5
+            )
+        );
+        let crlf = parse(b"---\r\nname: pdf\r\n---\r\nbody\r\n").unwrap();
+        assert_eq!(crlf.lone_carriage_returns, (None, 0));
     }
 
     #[test]

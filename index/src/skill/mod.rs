@@ -16,11 +16,14 @@
 //! [`validate_skill`] checks that tree (and the folder around it) and yields
 //! the typed [`Frontmatter`] plus [`Diagnostic`]s with stable codes.
 
+mod ambiguous;
+pub mod control;
 pub mod diagnostic;
 pub mod document;
 mod lint;
 mod name;
 mod validate;
+mod yaml;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -293,6 +296,15 @@ fn check_skill(
         Ok(document) => document,
         Err(error) => {
             diagnostics.push(document_diagnostic(&error, &file, &bytes));
+            // A lone CR is often why the YAML does not parse: say so.
+            if let Ok(text) = std::str::from_utf8(&bytes) {
+                control::check_lone_carriage_returns(
+                    document::find_lone_carriage_returns(text),
+                    &document::normalize_line_ends(text),
+                    &file,
+                    diagnostics,
+                );
+            }
             return None;
         }
     };
@@ -346,6 +358,8 @@ fn package_diagnostic(problem: &PackError, dir: &Path) -> Diagnostic {
         PackError::Symlink { path } => (Code::Symlink, path.clone()),
         PackError::SpecialFile { path } => (Code::SpecialFile, path.clone()),
         PackError::UnportablePath { path, .. } => (Code::UnportablePath, path.clone()),
+        PackError::VersionControl { path, .. } => (Code::VcsMetadata, path.clone()),
+        PackError::GitRepository { folder } => (Code::VcsMetadata, folder.clone()),
         PackError::PathCollision { path, .. } => (Code::PathCollision, path.clone()),
         PackError::TooManyEntries { .. } => (Code::TooManyFiles, String::new()),
         PackError::TooLarge { .. } => (Code::TooLarge, String::new()),
@@ -415,6 +429,16 @@ fn document_diagnostic(error: &DocumentError, file: &Path, bytes: &[u8]) -> Diag
         DocumentError::NotMapping { location, .. } => {
             Diagnostic::new(Code::FrontmatterNotMapping, file, error.to_string())
                 .at(*location, &document::normalize_line_ends(&text))
+        }
+        DocumentError::TooLarge { .. } => {
+            Diagnostic::new(Code::FrontmatterTooLarge, file, error.to_string())
+                .at(top, &text)
+                .with_hint("keep the frontmatter to the fields agents read; move long text into the body or `references/`")
+        }
+        DocumentError::TooDeep { location } | DocumentError::AliasesTooLarge { location } => {
+            Diagnostic::new(Code::FrontmatterTooLarge, file, error.to_string())
+                .at(*location, &document::normalize_line_ends(&text))
+                .with_hint("write the values out plainly: a frontmatter needs neither deep nesting nor large aliased values")
         }
     }
 }

@@ -8,7 +8,8 @@ use std::str::FromStr;
 pub const MAX_NAME_LEN: usize = 64;
 
 /// A valid skill name: 1 to 64 characters of `[a-z0-9-]`, with no leading,
-/// trailing or doubled `-`.
+/// trailing or doubled `-`, and not a Windows device name (`con`, `prn`,
+/// `aux`, `nul`, `com0`-`com9`, `lpt0`-`lpt9`), the rule archive paths follow.
 ///
 /// It can only be built through [`FromStr`] or [`serde::Deserialize`], so a
 /// `SkillName` in hand is always safe to use as a path segment.
@@ -33,6 +34,10 @@ pub enum SkillNameError {
     TrailingHyphen,
     #[error("the name contains `--`")]
     DoubleHyphen,
+    #[error(
+        "`{name}` is a reserved device name on Windows, where no folder can have it, so the skill could not be installed there"
+    )]
+    ReservedOnWindows { name: String },
 }
 
 impl SkillName {
@@ -71,6 +76,12 @@ impl FromStr for SkillName {
         }
         if name.contains("--") {
             return Err(SkillNameError::DoubleHyphen);
+        }
+        // The name is a folder name: the same rule as for archive paths.
+        if crate::archive::is_reserved_on_windows(name) {
+            return Err(SkillNameError::ReservedOnWindows {
+                name: name.to_owned(),
+            });
         }
         Ok(Self(name.to_owned()))
     }
@@ -149,6 +160,12 @@ mod tests {
             ("-pdf", SkillNameError::LeadingHyphen),
             ("pdf-", SkillNameError::TrailingHyphen),
             ("pdf--processing", SkillNameError::DoubleHyphen),
+            (
+                "com1",
+                SkillNameError::ReservedOnWindows {
+                    name: "com1".into(),
+                },
+            ),
         ];
         for (name, expected) in cases {
             assert_eq!(name.parse::<SkillName>().unwrap_err(), expected, "{name:?}");

@@ -136,6 +136,8 @@ pub(crate) fn check_frontmatter(
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Option<Frontmatter> {
     let errors_before = count_errors(diagnostics);
+    super::control::check(document, file, diagnostics);
+    super::ambiguous::check(document, file, diagnostics);
     let mut checker = Checker {
         document,
         file,
@@ -321,12 +323,18 @@ fn suggest_name(text: &str) -> String {
             name.push(mapped);
         }
     }
-    name.trim_end_matches('-')
+    let mut name = name
+        .trim_end_matches('-')
         .chars()
         .take(super::name::MAX_NAME_LEN)
         .collect::<String>()
         .trim_end_matches('-')
-        .to_owned()
+        .to_owned();
+    // `con` is valid but for being a Windows device: `con-skill` is not one.
+    if crate::archive::is_reserved_on_windows(&name) {
+        name.push_str("-skill");
+    }
+    name
 }
 
 fn check_description(checker: &mut Checker<'_>) -> Option<String> {
@@ -703,5 +711,6 @@ mod tests {
         assert_eq!(suggest_name("PDF Processing"), "pdf-processing");
         assert_eq!(suggest_name("  My -- Tool!  "), "my-tool");
         assert_eq!(suggest_name("Café Crème"), "cafe-creme");
+        assert_eq!(suggest_name("AUX"), "aux-skill");
     }
 }

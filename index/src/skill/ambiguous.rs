@@ -1,0 +1,141 @@
+//! YAML that other parsers read differently from this one.
+//!
+//! The frontmatter is checked here with a YAML 1.2 parser, and read by each
+//! agent with its own, often a YAML 1.1 one (js-yaml's default schema,
+//! PyYAML). Where those would see something else than what was checked, the
+//! check means nothing, so the frontmatter is refused (`ambiguous-yaml`):
+//!
+//! - a merge key, `<<: *base`: YAML 1.2 has none, so here it is a key named
+//!   `<<`; js-yaml and PyYAML merge the aliased mapping into the one holding
+//!   it, so a frontmatter could carry an `allowed-tools` that only agents
+//!   see;
+//! - a tag outside the core schema (`!!python/object/apply:os.system`,
+//!   `!custom`): ignored here, an error for js-yaml, and code that runs for
+//!   PyYAML's unsafe loader;
+//! - a line or paragraph separator (U+2028, U+2029) as written: YAML 1.1
+//!   breaks lines there, YAML 1.2 does not, so `description: d<LS>name: x`
+//!   is one value here and a second `name` for PyYAML. (NEL, U+0085, the
+//!   third such break, is a C1 control and refused as one.)
+
+use std::path::Path;
+
+use super::diagnostic::{Code, Diagnostic};
+use super::document::{Node, SkillDocument, Value};
+
+/// Separators reported one by one; past this, the last report counts the rest.
+const MAX_REPORTED: usize = 10;
+
+/// Reports every merge key, foreign tag and line separator of `document`.
+pub(crate) fn check(document: &SkillDocument, file: &Path, diagnostics: &mut Vec<Diagnostic>) {
+    check_separators(document, file, diagnostics);
+    for (key, value) in &document.frontmatter {
+        check_key(document, file, key, "the frontmatter", diagnostics);
+        let name = key.value.scalar_text().unwrap_or_default();
+        check_node(document, file, value, &name, diagnostics);
+    }
+    for (tag, location) in &document.foreign_tags {
+        diagnostics.push(
+            Diagnostic::new(
+                Code::AmbiguousYaml,
+                file,
+                format!(
+                    "the tag `{tag}` is not one of YAML's core tags: it is ignored here, but other parsers fail on it or act on it (PyYAML's unsafe loader runs Python for `!!python/` tags)"
+                ),
+            )
+            .at(*location, &document.text)
+            .with_hint("remove the tag and write the value plainly"),
+        );
+    }
+}
+
+fn check_node(
+    document: &SkillDocument,
+    file: &Path,
+    node: &Node,
+    path: &str,
+    diagnostics: &mut Vec<Diagnostic>,
+) {
+    match &node.value {
+        Value::Mapping(entries) => {
+            for (key, value) in entries {
+                check_key(document, file, key, &format!("`{path}`"), diagnostics);
+                let inner = format!("{path}.{}", key.value.scalar_text().unwrap_or_default());
+                check_node(document, file, value, &inner, diagnostics);
+            }
+        }
+        Value::Sequence(items) => {
+            for (index, item) in items.iter().enumerate() {
+                check_node(
+                    document,
+                    file,
+                    item,
+                    &format!("{path}[{index}]"),
+                    diagnostics,
+                );
+            }
+        }
+        Value::Null | Value::Bool(_) | Value::Integer(_) | Value::Float(_) | Value::String(_) => {}
+    }
+}
+
+fn check_key(
+    document: &SkillDocument,
+    file: &Path,
+    key: &Node,
+    holder: &str,
+    diagnostics: &mut Vec<Diagnostic>,
+) {
+    if key.value.as_str() != Some("<<") {
+        return;
+    }
+    diagnostics.push(
+        Diagnostic::new(
+            Code::AmbiguousYaml,
+            file,
+            format!(
+                "`<<` is a YAML 1.1 merge key: here (YAML 1.2) it is a key named `<<`, but js-yaml and PyYAML merge the aliased mapping into {holder}, so agents would read keys that were never checked"
+            ),
+        )
+        .at(key.location, &document.text)
+        .with_hint("write the keys out instead of merging them in"),
+    );
+}
+
+/// Reports the line and paragraph separators of the frontmatter as written.
+fn check_separators(document: &SkillDocument, file: &Path, diagnostics: &mut Vec<Diagnostic>) {
+    let found: Vec<(usize, usize, char)> = super::control::frontmatter_text(document)
+        .split('\n')
+        .enumerate()
+        .flat_map(|(line, text)| {
+            text.chars()
+                .enumerate()
+                .filter(|(_, c)| matches!(c, '\u{2028}' | '\u{2029}'))
+                .map(move |(column, c)| (line + 1, column + 1, c))
+        })
+        .collect();
+    let shown = found.len().min(MAX_REPORTED);
+    for (index, (line, column, character)) in found.iter().take(shown).enumerate() {
+        let more = if index + 1 == shown && found.len() > shown {
+            format!(" (and {} more)", found.len() - shown)
+        } else {
+            String::new()
+        };
+        let location = super::diagnostic::Location {
+            line: *line,
+            column: *column,
+            end_column: column + 1,
+        };
+        diagnostics.push(
+            Diagnostic::new(
+                Code::AmbiguousYaml,
+                file,
+                format!(
+                    "the frontmatter contains U+{:04X}, a line break for YAML 1.1 parsers (PyYAML) and ordinary text for YAML 1.2 ones{more}",
+                    u32::from(*character)
+                ),
+            )
+            .at(location, &document.text)
+            .with_hint("remove it, or replace it with a space or a line feed"),
+        );
+    }
+}

@@ -353,7 +353,7 @@ fn errors_never_print_control_characters_from_an_archive() {
         .filter(|line| line.contains("Caused by"))
         .collect::<Vec<_>>()
         .join("\n");
-    assert!(text.contains("entry `\u{241b}[2Jx\u{fffd}`"), "{added:#?}");
+    assert!(text.contains(r"entry `\u{1b}[2Jx\u{202e}`"), "{added:#?}");
     assert_printable(&Output {
         code: added.code,
         stdout: added.stdout,

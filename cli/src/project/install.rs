@@ -400,7 +400,11 @@ pub async fn install(
                         &destination,
                         &Limits::default(),
                     )
-                    .with_context(|| format!("cannot unpack {}@{}", entry.name, entry.version))?;
+                    .map_err(|error| {
+                        UserError::new(format!("cannot unpack {}@{}", entry.name, entry.version))
+                            .with_hint("the registry serves an archive that skillpkg refuses to unpack; nothing was installed; report it to the registry's operator or the skill's publisher")
+                            .with_source(error)
+                    })?;
                     if files.tree.as_str() != entry.tree {
                         return Err(UserError::new(format!(
                             "{}@{}: the archive's files have the tree hash {}, but skills.lock says {}",

@@ -24,13 +24,30 @@ fn manifest(url: &str, targets: &str, skills: &str) -> String {
     format!("[registry]\nurl = \"{url}\"\n\n[install]\ntargets = [{targets}]\n\n[skills]\n{skills}")
 }
 
-fn skillpkg(sandbox: &Sandbox, project: &Path, args: &[&str]) -> Output {
-    run(sandbox
-        .skillpkg()
+/// A skillpkg command in `project`, with its own config and cache folders.
+fn command(sandbox: &Sandbox, project: &Path, args: &[&str]) -> std::process::Command {
+    let mut command = sandbox.skillpkg();
+    command
         .current_dir(project)
         .args(args)
         .env("SKILLPKG_CONFIG_DIR", sandbox.path().join("config"))
-        .env("SKILLPKG_CACHE_DIR", sandbox.path().join("cache")))
+        .env("SKILLPKG_CACHE_DIR", sandbox.path().join("cache"));
+    command
+}
+
+fn skillpkg(sandbox: &Sandbox, project: &Path, args: &[&str]) -> Output {
+    run(&mut command(sandbox, project, args))
+}
+
+/// A registry with `alpha@1.0.0`, and a project that wants it in `claude`.
+fn alpha_project(sandbox: &Sandbox) -> (Registry, PathBuf) {
+    let mut registry = Registry::new(sandbox);
+    registry.publish(sandbox, "alpha", "1.0.0", "alpha one");
+    let project = project(
+        sandbox,
+        &manifest(&registry.url(), "\"claude\"", "alpha = \"1\"\n"),
+    );
+    (registry, project)
 }
 
 /// Every file of the project, but the project lock (an empty file any run
@@ -61,12 +78,7 @@ fn assert_victim_intact(path: &Path) {
 #[test]
 fn a_target_record_naming_paths_cannot_make_skillpkg_delete_folders() {
     let sandbox = Sandbox::new();
-    let mut registry = Registry::new(&sandbox);
-    registry.publish(&sandbox, "alpha", "1.0.0", "alpha one");
-    let project = project(
-        &sandbox,
-        &manifest(&registry.url(), "\"claude\"", "alpha = \"1\"\n"),
-    );
+    let (_registry, project) = alpha_project(&sandbox);
     let absolute = sandbox.path().join("absolute-victim");
     let climbing = sandbox.path().join("victim");
     victim(&absolute);
@@ -389,12 +401,7 @@ fn a_killed_add_or_remove_leaves_skills_toml_and_skills_lock_in_step() {
         let names: Vec<String> = (1..6).map(|index| format!("skill-{index}")).collect();
         let mut args = vec![if round % 2 == 0 { "add" } else { "remove" }];
         args.extend(names.iter().map(String::as_str));
-        let mut child = sandbox
-            .skillpkg()
-            .current_dir(&project)
-            .args(&args)
-            .env("SKILLPKG_CONFIG_DIR", sandbox.path().join("config"))
-            .env("SKILLPKG_CACHE_DIR", sandbox.path().join("cache"))
+        let mut child = command(&sandbox, &project, &args)
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()
@@ -427,12 +434,7 @@ fn a_killed_add_or_remove_leaves_skills_toml_and_skills_lock_in_step() {
 #[test]
 fn a_project_lock_symlink_cannot_make_skillpkg_create_a_file_elsewhere() {
     let sandbox = Sandbox::new();
-    let mut registry = Registry::new(&sandbox);
-    registry.publish(&sandbox, "alpha", "1.0.0", "alpha one");
-    let project = project(
-        &sandbox,
-        &manifest(&registry.url(), "\"claude\"", "alpha = \"1\"\n"),
-    );
+    let (_registry, project) = alpha_project(&sandbox);
     let planted = sandbox.path().join("autostart/evil.desktop");
     fs_err::create_dir_all(planted.parent().unwrap()).unwrap();
     std::os::unix::fs::symlink(&planted, project.join(".skillpkg-lock")).unwrap();

@@ -403,16 +403,30 @@ struct ListChange {
     remove: Vec<String>,
 }
 
-/// Reads the body of `PUT .../owners` or `PUT .../keys`.
+/// Authenticates a `PUT .../owners` or `PUT .../keys` from its headers (a
+/// refusal leaves the body unread), then reads its body.
 async fn read_change(
     app: &App,
     headers: &HeaderMap,
     body: Body,
     example: &str,
-) -> Result<ListChange, ApiError> {
-    read_json(app, headers, body, example)
+) -> Result<(String, ListChange), ApiError> {
+    let user = match authenticate(&app.registry, headers) {
+        Ok(user) => user,
+        Err(error) => {
+            return Err(refuse_unread(
+                app,
+                error,
+                headers,
+                body,
+                JSON_BODY_BYTES as u64,
+            ));
+        }
+    };
+    let change = read_json(app, headers, body, example)
         .await?
-        .ok_or_else(|| ApiError::bad_request(format!("the body must be JSON like {example}")))
+        .ok_or_else(|| ApiError::bad_request(format!("the body must be JSON like {example}")))?;
+    Ok((user, change))
 }
 
 pub(super) async fn change_owners(
@@ -421,19 +435,8 @@ pub(super) async fn change_owners(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let user = match authenticate(&app.registry, &headers) {
-        Ok(user) => user,
-        Err(error) => {
-            return Err(refuse_unread(
-                &app,
-                error,
-                &headers,
-                body,
-                JSON_BODY_BYTES as u64,
-            ));
-        }
-    };
-    let change = read_change(&app, &headers, body, r#"{"add":["bob"],"remove":[]}"#).await?;
+    let (user, change) =
+        read_change(&app, &headers, body, r#"{"add":["bob"],"remove":[]}"#).await?;
     let registry = Arc::clone(&app.registry);
     let users =
         blocking(move || registry.change_owners(&user, &name, &change.add, &change.remove)).await?;
@@ -457,19 +460,7 @@ pub(super) async fn change_keys(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let user = match authenticate(&app.registry, &headers) {
-        Ok(user) => user,
-        Err(error) => {
-            return Err(refuse_unread(
-                &app,
-                error,
-                &headers,
-                body,
-                JSON_BODY_BYTES as u64,
-            ));
-        }
-    };
-    let change = read_change(
+    let (user, change) = read_change(
         &app,
         &headers,
         body,

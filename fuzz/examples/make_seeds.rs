@@ -29,10 +29,20 @@ fn main() {
     let public = key.public();
     let root = fixed_root();
 
-    write("signed_metadata", "1.root.json", Some(b'0'), &metadata::sign(root, &[key]));
+    write(
+        "signed_metadata",
+        "1.root.json",
+        Some(b'0'),
+        &metadata::sign(root, &[key]),
+    );
     let mut next = root.clone();
     next.version = 2;
-    write("signed_metadata", "2.root.json", Some(b'0'), &metadata::sign(&next, &[key]));
+    write(
+        "signed_metadata",
+        "2.root.json",
+        Some(b'0'),
+        &metadata::sign(&next, &[key]),
+    );
     let files = BTreeMap::from([
         (
             format!("index/pd/f-/{INDEX_NAME}"),
@@ -46,10 +56,25 @@ fn main() {
     write("signed_metadata", "timestamp.json", Some(b'1'), &timestamp);
     write("signed_metadata", "snapshot.json", Some(b'2'), &snapshot);
 
-    write("minisign_keys", "public.pub", Some(b'0'), public.to_file().as_bytes());
-    write("minisign_keys", "public-bare", Some(b'0'), public.to_base64().as_bytes());
+    write(
+        "minisign_keys",
+        "public.pub",
+        Some(b'0'),
+        public.to_file().as_bytes(),
+    );
+    write(
+        "minisign_keys",
+        "public-bare",
+        Some(b'0'),
+        public.to_base64().as_bytes(),
+    );
     let secret = fixed_secret_key_file();
-    write("minisign_keys", "secret-unencrypted.key", Some(b'1'), secret.as_bytes());
+    write(
+        "minisign_keys",
+        "secret-unencrypted.key",
+        Some(b'1'),
+        secret.as_bytes(),
+    );
     write(
         "minisign_keys",
         "secret-checksummed.key",
@@ -69,7 +94,12 @@ fn main() {
         "untrusted comment: minisign encrypted secret key\n{}\n",
         base64::engine::general_purpose::STANDARD.encode(bytes)
     );
-    write("minisign_keys", "secret-cheap-scrypt.key", Some(b'1'), encrypted.as_bytes());
+    write(
+        "minisign_keys",
+        "secret-cheap-scrypt.key",
+        Some(b'1'),
+        encrypted.as_bytes(),
+    );
 
     let comment = format!(
         "skillpkg/1\t{}@{}\t{}",
@@ -78,9 +108,19 @@ fn main() {
         Checksum::of(SIGNED_DATA)
     );
     let signature = Signature::sign(key, SIGNED_DATA, &comment);
-    write("minisign_signature", "valid.minisig", None, signature.to_file().as_bytes());
+    write(
+        "minisign_signature",
+        "valid.minisig",
+        None,
+        signature.to_file().as_bytes(),
+    );
     let foreign = Signature::sign(key, SIGNED_DATA, "timestamp:1700000000\tfile:x.tgz");
-    write("minisign_signature", "foreign-comment.minisig", None, foreign.to_file().as_bytes());
+    write(
+        "minisign_signature",
+        "foreign-comment.minisig",
+        None,
+        foreign.to_file().as_bytes(),
+    );
 
     let keys = KeysFile {
         keys: vec![KeyRecord {

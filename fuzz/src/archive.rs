@@ -336,7 +336,11 @@ fn check_unpacked(target: &Path, unpacked: &UnpackedSkill, limits: &Limits) {
     let mut entries = 0;
     list_files(target, "", &mut on_disk, &mut entries);
     on_disk.sort();
-    let reported: Vec<&str> = unpacked.files.iter().map(|file| file.path.as_str()).collect();
+    let reported: Vec<&str> = unpacked
+        .files
+        .iter()
+        .map(|file| file.path.as_str())
+        .collect();
     assert_eq!(
         on_disk.iter().map(String::as_str).collect::<Vec<_>>(),
         reported,

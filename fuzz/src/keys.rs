@@ -116,13 +116,7 @@ pub fn minisign_signature(data: &[u8]) {
     }
     let name: SkillName = SIGNED_SUBJECT.0.parse().expect("a valid name");
     let version: semver::Version = SIGNED_SUBJECT.1.parse().expect("a valid version");
-    let result = signing::verify_skill(
-        SIGNED_DATA,
-        text,
-        &[fixed_key().public()],
-        &name,
-        &version,
-    );
+    let result = signing::verify_skill(SIGNED_DATA, text, &[fixed_key().public()], &name, &version);
     if let Ok(verified) = result {
         assert_eq!(verified.key_id, fixed_key().id());
         assert_eq!(verified.comment.name, name);

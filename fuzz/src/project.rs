@@ -48,15 +48,17 @@ pub fn manifest(data: &[u8]) {
         return;
     }
     let text = fs_err::read_to_string(root.join(manifest::MANIFEST)).expect("the manifest reads");
-    let again = manifest::read(&root).unwrap_or_else(|error| {
-        panic!("an edited manifest does not read: {error:#}\n{text}")
-    });
+    let again = manifest::read(&root)
+        .unwrap_or_else(|error| panic!("an edited manifest does not read: {error:#}\n{text}"));
     let requirement = again
         .skills
         .get(&added)
         .unwrap_or_else(|| panic!("the edit did not add the skill\n{text}"));
     assert_eq!(requirement.requirement.to_string(), "^1.2");
-    assert!(!again.skills.contains_key(&removed), "the edit did not remove the skill\n{text}");
+    assert!(
+        !again.skills.contains_key(&removed),
+        "the edit did not remove the skill\n{text}"
+    );
 }
 
 /// Returns a project folder holding `data` as its only file, `file_name`.

@@ -143,7 +143,9 @@ pub fn signed_metadata(data: &[u8]) {
             let parsed: Result<Unverified<metadata::Snapshot>, _> =
                 metadata::parse(metadata::SNAPSHOT_PATH, "snapshot", bytes);
             if let Ok(unverified) = parsed {
-                let _ = unverified.signed.check_file("index/pd/f-/pdf-processing", Some(b""));
+                let _ = unverified
+                    .signed
+                    .check_file("index/pd/f-/pdf-processing", Some(b""));
             }
         }
     }

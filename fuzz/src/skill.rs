@@ -37,7 +37,9 @@ pub fn skill_md(data: &[u8]) {
     // The documented contract: a frontmatter if and only if no error.
     assert_eq!(report.frontmatter.is_some(), report.is_valid());
     // Line numbers count CRLF and lone CR as one line end, as the parser does.
-    let text = String::from_utf8_lossy(text).replace("\r\n", "\n").replace('\r', "\n");
+    let text = String::from_utf8_lossy(text)
+        .replace("\r\n", "\n")
+        .replace('\r', "\n");
     let lines = text.split('\n').count();
     for diagnostic in &report.diagnostics {
         if let Some(location) = diagnostic.location {

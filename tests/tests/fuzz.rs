@@ -75,10 +75,7 @@ fn built_targets() -> &'static Path {
             String::from_utf8_lossy(&output.stderr)
         );
         let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
-        let version = command(rustc)
-            .arg("-vV")
-            .output()
-            .expect("rustc -vV runs");
+        let version = command(rustc).arg("-vV").output().expect("rustc -vV runs");
         let version = String::from_utf8(version.stdout).expect("rustc -vV prints UTF-8");
         let host = version
             .lines()

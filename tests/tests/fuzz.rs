@@ -24,19 +24,40 @@ fn repository() -> PathBuf {
         .to_owned()
 }
 
-/// A command for `program` with the variables of the outer `cargo test`
-/// that would send the fuzz build elsewhere or change its flags removed.
+/// Returns true if and only if `variable`, set by the outer `cargo test` or
+/// its caller, would change the fuzz build: where it goes, its flags, or,
+/// for the variables cargo sets for a test (`CARGO_MANIFEST_DIR`,
+/// `CARGO_PKG_*`), the fingerprints of build scripts that watch them, so
+/// that the build here and one from a shell would keep rebuilding each
+/// other's dependencies.
+fn leaks_into_the_fuzz_build(variable: &str) -> bool {
+    variable.starts_with("CARGO_PKG_")
+        || [
+            "CARGO_MANIFEST_DIR",
+            "CARGO_MANIFEST_PATH",
+            "CARGO_CRATE_NAME",
+            "CARGO_PRIMARY_PACKAGE",
+            "CARGO_TARGET_TMPDIR",
+            "CARGO_RUSTC_CURRENT_DIR",
+            "CARGO_TARGET_DIR",
+            "CARGO_BUILD_TARGET_DIR",
+            "CARGO_BUILD_TARGET",
+            "CARGO_BUILD_RUSTFLAGS",
+            "CARGO_ENCODED_RUSTFLAGS",
+            "RUSTFLAGS",
+            "OUT_DIR",
+        ]
+        .contains(&variable)
+}
+
+/// A command for `program`, run from the repository's root, without the
+/// variables that would change the fuzz build.
 fn command(program: impl AsRef<std::ffi::OsStr>) -> Command {
     let mut command = Command::new(program);
-    for variable in [
-        "CARGO_TARGET_DIR",
-        "CARGO_BUILD_TARGET_DIR",
-        "CARGO_BUILD_TARGET",
-        "RUSTFLAGS",
-        "CARGO_ENCODED_RUSTFLAGS",
-        "CARGO_BUILD_RUSTFLAGS",
-    ] {
-        command.env_remove(variable);
+    for (variable, _) in std::env::vars_os() {
+        if variable.to_str().is_some_and(leaks_into_the_fuzz_build) {
+            command.env_remove(variable);
+        }
     }
     command.current_dir(repository());
     command
@@ -115,8 +136,11 @@ fn check_target(target: &str, dictionary: Option<&str>) {
     // New inputs go to the first folder, a temporary one; the seeds and
     // regressions are read from the others and never written.
     let corpus = tempfile::tempdir().expect("a temporary corpus");
+    let artifacts = fuzz.join("artifacts").join(target);
+    fs_err::create_dir_all(&artifacts).expect("fuzz/artifacts can be made");
     let mut run = command(&binary);
     run.arg(corpus.path())
+        .arg(format!("-artifact_prefix={}/", artifacts.display()))
         .arg(format!("-max_total_time={SECONDS_PER_TARGET}"))
         .arg("-rss_limit_mb=2048")
         .arg("-timeout=30");
@@ -135,8 +159,8 @@ fn check_target(target: &str, dictionary: Option<&str>) {
     let log = String::from_utf8_lossy(&output.stderr);
     assert!(
         output.status.success(),
-        "{target} crashed; the input is in fuzz/artifacts or named below \
-         (see docs/contributing.md#reproducing-a-crash):\n{log}"
+        "{target} crashed; the input is in fuzz/artifacts/{target} \
+         (see docs/contributing.md#reproducing-and-minimising-a-crash):\n{log}"
     );
     assert!(
         log.contains("INITED") && log.contains("Done"),

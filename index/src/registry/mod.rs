@@ -128,7 +128,18 @@ mod rfc3339_seconds {
         deserializer: D,
     ) -> Result<Timestamp, D::Error> {
         let text = <String as serde::Deserialize>::deserialize(deserializer)?;
-        text.parse().map_err(serde::de::Error::custom)
+        let timestamp: Timestamp = text.parse().map_err(serde::de::Error::custom)?;
+        // jiff also reads signed six-digit years (`-000001-...`), which
+        // `serialize` would write as `-001-...` and nothing reads back:
+        // the registry rewrites index files it reads, so keep to RFC 3339's
+        // four-digit years.
+        let year = timestamp.to_zoned(jiff::tz::TimeZone::UTC).year();
+        if !(0..=9999).contains(&year) {
+            return Err(serde::de::Error::custom(format!(
+                "`{text}` is outside the years 0000 to 9999 that RFC 3339 can write"
+            )));
+        }
+        Ok(timestamp)
     }
 }
 
@@ -405,6 +416,31 @@ mod tests {
             yanked_reason: yanked.then(|| "broken".to_owned()),
             signer: None,
             published: "2026-11-22T10:00:00Z".parse().unwrap(),
+        }
+    }
+
+    #[test]
+    fn a_timestamp_that_would_not_read_back_once_written_is_refused() {
+        let line = |published: &str| {
+            let mut value = serde_json::to_value(record("1.0.0", false)).unwrap();
+            value["published"] = published.into();
+            value.to_string()
+        };
+        for published in ["-000001-01-01T00:00:00Z", "-009999-12-31T23:59:59Z"] {
+            let error = parse_index_file(&name("pdf-processing"), &line(published)).unwrap_err();
+            assert!(
+                matches!(error, IndexError::BadLine { line: 1, .. }),
+                "{published}"
+            );
+        }
+        for published in ["0000-01-01T00:00:00Z", "9999-12-30T00:00:00Z"] {
+            let records = parse_index_file(&name("pdf-processing"), &line(published)).unwrap();
+            let written = render_index_file(&records);
+            assert_eq!(
+                parse_index_file(&name("pdf-processing"), &written).unwrap(),
+                records,
+                "{published}"
+            );
         }
     }
 

@@ -17,6 +17,14 @@ const KDF_SCRYPT: [u8; 2] = *b"Sc";
 const KDF_NONE: [u8; 2] = [0, 0];
 const CHECKSUM_BLAKE2: [u8; 2] = *b"B2";
 const SECRET_KEY_LEN: usize = 158;
+/// The most memory an encrypted key file may ask scrypt for: four times
+/// what minisign's own keys use. The file's opslimit and memlimit are read
+/// before anything vouches for them, and unbounded they can ask for more
+/// memory than any machine has, which aborts the process.
+const MAX_SCRYPT_BYTES: u128 = 4 * MEMLIMIT as u128;
+/// The most work (N * r * p) an encrypted key file may ask of scrypt:
+/// sixteen times what minisign's own keys need, about a minute.
+const MAX_SCRYPT_WORK: u128 = 16 * (1 << 20) * 8;
 
 /// A key id: 8 random bytes, shown as minisign shows them.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -188,6 +196,13 @@ fn key_stream(
     memlimit: u64,
 ) -> Result<[u8; 104], KeyError> {
     let (log_n, r, p) = scrypt_params(opslimit, memlimit);
+    // scrypt holds N blocks of 128 * r bytes, and p more before it starts.
+    let (n, r_wide, p_wide) = (1_u128 << log_n, u128::from(r), u128::from(p));
+    if 128 * r_wide * (n + p_wide) > MAX_SCRYPT_BYTES || n * r_wide * p_wide > MAX_SCRYPT_WORK {
+        return Err(KeyError::Kdf(format!(
+            "the key asks for scrypt with N = 2^{log_n}, r = {r}, p = {p} (opslimit {opslimit}, memlimit {memlimit}), more than any minisign key needs"
+        )));
+    }
     // `len` matters only to password-hash strings; the output slice sets
     // the length of the stream.
     let params =
@@ -352,6 +367,38 @@ mod tests {
         assert_eq!(public, key.public());
         let bare: PublicKey = key.public().to_base64().parse().unwrap();
         assert_eq!(bare.id().to_string().parse::<KeyId>().unwrap(), key.id());
+    }
+
+    /// Returns `key`'s file marked as scrypt-encrypted with these limits.
+    fn with_scrypt_limits(key: &SecretKey, opslimit: u64, memlimit: u64) -> String {
+        let text = key.to_file(None).unwrap();
+        let mut bytes = base64_decode(payload_line(&text)).unwrap();
+        bytes[2..4].copy_from_slice(&KDF_SCRYPT);
+        bytes[38..46].copy_from_slice(&opslimit.to_le_bytes());
+        bytes[46..54].copy_from_slice(&memlimit.to_le_bytes());
+        format!("untrusted comment: x\n{}\n", base64_encode(&bytes))
+    }
+
+    #[test]
+    fn a_key_file_asking_scrypt_for_unbounded_memory_or_work_is_refused_before_deriving() {
+        let key = SecretKey::generate().unwrap();
+        for (opslimit, memlimit) in [
+            // 2^62 bytes for scrypt's table: an allocation failure aborts.
+            (u64::MAX, 1 << 62),
+            // A tiny table, but p = 2^26 blocks of 1 KiB, 64 GiB, up front.
+            (u64::from(u32::MAX), 0),
+            // 64 GiB of table.
+            (u64::MAX, 64 << 30),
+        ] {
+            let text = with_scrypt_limits(&key, opslimit, memlimit);
+            assert!(
+                matches!(
+                    SecretKey::from_file(&text, Some("password")),
+                    Err(KeyError::Kdf(_))
+                ),
+                "opslimit {opslimit}, memlimit {memlimit}"
+            );
+        }
     }
 
     #[test]

@@ -1,0 +1,125 @@
+//! `minisign_keys` and `minisign_signature`: minisign public keys, secret key
+//! files and `.minisig` signatures, as skillpkg reads them from users,
+//! registries (`keys/<name>.json`) and archives' signature files.
+//!
+//! The scrypt that unlocks an encrypted secret key costs 1 GiB and about a
+//! second with minisign's parameters, so the fuzzer reads encrypted keys
+//! without a password (everything up to the key derivation) and derives a
+//! key only when the file asks for a cheap one.
+
+use std::sync::OnceLock;
+
+use base64::Engine as _;
+use skillpkg_index::signing::{self, KeyId, PublicKey, SecretKey, Signature, TrustedComment};
+use skillpkg_index::skill::SkillName;
+
+/// The seed of the fixed key that signed the seed inputs.
+const FIXED_SEED: [u8; 32] = [0x5a; 32];
+/// The fixed key's id.
+const FIXED_ID: [u8; 8] = *b"skillfuz";
+/// The archive bytes the seed signatures sign.
+pub const SIGNED_DATA: &[u8] = b"fuzz archive\n";
+/// The name and version the seed signatures' trusted comments name.
+pub const SIGNED_SUBJECT: (&str, &str) = ("fuzz-skill", "1.0.0");
+/// Encrypted keys whose scrypt parameters ask for more than this are read
+/// without a password: libsodium's opslimit counts roughly salsa20/8 rounds,
+/// so this is a millisecond or so.
+const CHEAP_KDF_LIMIT: u64 = 1 << 16;
+
+/// Returns the unencrypted secret key file of the fixed key, as
+/// `minisign -G -W` writes one (key id, seed and public half, no checksum).
+pub fn fixed_secret_key_file() -> String {
+    let public = ed25519_dalek::SigningKey::from_bytes(&FIXED_SEED).verifying_key();
+    let mut bytes = b"Ed\0\0B2".to_vec();
+    bytes.extend_from_slice(&[0; 48]);
+    bytes.extend_from_slice(&FIXED_ID);
+    bytes.extend_from_slice(&FIXED_SEED);
+    bytes.extend_from_slice(public.as_bytes());
+    bytes.extend_from_slice(&[0; 32]);
+    format!(
+        "untrusted comment: minisign secret key\n{}\n",
+        base64::engine::general_purpose::STANDARD.encode(bytes)
+    )
+}
+
+/// Returns the fixed key, which signs the seeds.
+pub fn fixed_key() -> &'static SecretKey {
+    static KEY: OnceLock<SecretKey> = OnceLock::new();
+    KEY.get_or_init(|| {
+        SecretKey::from_file(&fixed_secret_key_file(), None).expect("the fixed key reads")
+    })
+}
+
+/// Reads `data` as a public key (first byte even), a secret key file (odd),
+/// and a key id. Checks that what reads writes back to the same key.
+pub fn minisign_keys(data: &[u8]) {
+    let Some((choice, rest)) = crate::selector(data) else {
+        return;
+    };
+    let Ok(text) = std::str::from_utf8(rest) else {
+        return;
+    };
+    let _ = text.parse::<KeyId>();
+    if choice % 2 == 0 {
+        if let Ok(key) = text.parse::<PublicKey>() {
+            assert_eq!(key.to_file().parse::<PublicKey>().ok(), Some(key.clone()));
+            assert_eq!(key.to_base64().parse::<PublicKey>().ok(), Some(key.clone()));
+            assert_eq!(key.id().to_string().parse::<KeyId>().ok(), Some(key.id()));
+        }
+        return;
+    }
+    let encrypted = SecretKey::is_encrypted(text);
+    let password = (encrypted && kdf_is_cheap(text)).then_some("password");
+    if let Ok(key) = SecretKey::from_file(text, password) {
+        let written = key.to_file(None).expect("an unencrypted key writes");
+        let read = SecretKey::from_file(&written, None).expect("a written key reads");
+        assert_eq!(read.public(), key.public());
+    }
+    if matches!(
+        SecretKey::from_file(text, None),
+        Err(signing::KeyError::PasswordRequired)
+    ) {
+        assert!(encrypted, "a key that wants a password is encrypted");
+    }
+}
+
+/// Returns true if and only if the encrypted key file `text` asks for scrypt
+/// parameters below [`CHEAP_KDF_LIMIT`].
+fn kdf_is_cheap(text: &str) -> bool {
+    let line = text
+        .lines()
+        .map(str::trim)
+        .find(|line| !line.is_empty() && !line.starts_with("untrusted comment:"))
+        .unwrap_or("");
+    let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(line) else {
+        return false;
+    };
+    let Some(limits) = bytes.get(38..54) else {
+        return false;
+    };
+    let opslimit = u64::from_le_bytes(limits[..8].try_into().expect("8 bytes"));
+    let memlimit = u64::from_le_bytes(limits[8..].try_into().expect("8 bytes"));
+    opslimit <= CHEAP_KDF_LIMIT && memlimit <= CHEAP_KDF_LIMIT
+}
+
+/// Reads `data` as a `.minisig` file and checks it against the fixed key and
+/// [`SIGNED_DATA`], as an install checks an archive's signature. A signature
+/// that reads writes back to itself.
+pub fn minisign_signature(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    if let Ok(signature) = text.parse::<Signature>() {
+        let _ = signature.trusted_comment().parse::<TrustedComment>();
+        let written = signature.to_file();
+        assert_eq!(written.parse::<Signature>().ok(), Some(signature.clone()));
+        let _ = signature.verify(SIGNED_DATA, &fixed_key().public());
+    }
+    let name: SkillName = SIGNED_SUBJECT.0.parse().expect("a valid name");
+    let version: semver::Version = SIGNED_SUBJECT.1.parse().expect("a valid version");
+    let result = signing::verify_skill(SIGNED_DATA, text, &[fixed_key().public()], &name, &version);
+    if let Ok(verified) = result {
+        assert_eq!(verified.key_id, fixed_key().id());
+        assert_eq!(verified.comment.name, name);
+    }
+}

@@ -1,0 +1,54 @@
+//! `skill_md`: the bytes as the `SKILL.md` of a skill folder, through the
+//! parser and the full validation that `skillpkg validate`, `pack` and the
+//! registry's publish run.
+
+use skillpkg_index::skill::{self, Host, Severity, ValidateOptions};
+
+/// The skill folder's name, which `name:` must equal to be valid.
+const FOLDER: &str = "fuzz-skill";
+
+/// Parses `data` as a `SKILL.md`, then validates a folder holding it as its
+/// `SKILL.md`. The first byte picks the host and strictness, the rest is the
+/// file. Checks that a skill is valid exactly when it has a frontmatter and
+/// no error, and that every diagnostic's location is inside the file.
+pub fn skill_md(data: &[u8]) {
+    let Some((options_byte, text)) = crate::selector(data) else {
+        return;
+    };
+    let _ = skill::document::parse(text);
+
+    let dir = crate::scratch().join(FOLDER);
+    fs_err::create_dir_all(&dir).expect("the skill folder can be made");
+    crate::clear(&dir);
+    fs_err::write(dir.join(skill::SKILL_MD), text).expect("SKILL.md can be written");
+
+    let options = ValidateOptions {
+        host: [Host::Portable, Host::ClaudeApi, Host::ClaudeCode][usize::from(options_byte % 3)],
+        strict: options_byte & 0x80 != 0,
+        allow: Vec::new(),
+        folder_name: Some(FOLDER.to_owned()),
+    };
+    let report = skill::validate_skill(&dir, &options);
+    let has_error = report
+        .diagnostics
+        .iter()
+        .any(|diagnostic| diagnostic.severity == Severity::Error);
+    assert_eq!(report.is_valid(), !has_error);
+    // The documented contract: a frontmatter if and only if no error.
+    assert_eq!(report.frontmatter.is_some(), report.is_valid());
+    // Line numbers count CRLF and lone CR as one line end, as the parser does.
+    let text = String::from_utf8_lossy(text)
+        .replace("\r\n", "\n")
+        .replace('\r', "\n");
+    let lines = text.split('\n').count();
+    for diagnostic in &report.diagnostics {
+        if let Some(location) = diagnostic.location {
+            assert!(
+                location.line >= 1 && location.line <= lines,
+                "diagnostic {} points at line {} of a {lines}-line file",
+                diagnostic.code.as_str(),
+                location.line
+            );
+        }
+    }
+}

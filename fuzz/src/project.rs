@@ -38,17 +38,18 @@ pub fn manifest(data: &[u8]) {
         requirement: "^1.2".into(),
         registry: manifest::RegistryChoice::Keep,
     };
-    let edited = manifest::edit(
-        &root,
+    let Ok(before) = std::str::from_utf8(data) else {
+        return;
+    };
+    let Ok((text, _)) = manifest::edit(
+        before,
         std::slice::from_ref(&set),
         std::slice::from_ref(&removed),
         &["claude".to_owned()],
-    );
-    if edited.is_err() {
+    ) else {
         return;
-    }
-    let text = fs_err::read_to_string(root.join(manifest::MANIFEST)).expect("the manifest reads");
-    let again = manifest::read(&root)
+    };
+    let again = manifest::parse(root.join(manifest::MANIFEST), &text)
         .unwrap_or_else(|error| panic!("an edited manifest does not read: {error:#}\n{text}"));
     let requirement = again
         .skills

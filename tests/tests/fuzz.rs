@@ -111,6 +111,9 @@ fn built_targets() -> &'static Path {
 fn check_target(target: &str, dictionary: Option<&str>) {
     let binary = built_targets().join(target);
     let fuzz = repository().join("fuzz");
+    // The targets keep a scratch folder under $TMPDIR for their whole run;
+    // this one goes when the test ends.
+    let scratch = tempfile::tempdir().expect("a temporary folder");
 
     let regressions = fuzz.join("regressions").join(target);
     let mut inputs: Vec<PathBuf> = match fs_err::read_dir(&regressions) {
@@ -123,6 +126,7 @@ fn check_target(target: &str, dictionary: Option<&str>) {
     if !inputs.is_empty() {
         // Given files, libFuzzer runs each once and stops at the first crash.
         let output = command(&binary)
+            .env("TMPDIR", scratch.path())
             .args(&inputs)
             .output()
             .expect("the fuzz target runs");
@@ -139,7 +143,8 @@ fn check_target(target: &str, dictionary: Option<&str>) {
     let artifacts = fuzz.join("artifacts").join(target);
     fs_err::create_dir_all(&artifacts).expect("fuzz/artifacts can be made");
     let mut run = command(&binary);
-    run.arg(corpus.path())
+    run.env("TMPDIR", scratch.path())
+        .arg(corpus.path())
         .arg(format!("-artifact_prefix={}/", artifacts.display()))
         .arg(format!("-max_total_time={SECONDS_PER_TARGET}"))
         .arg("-rss_limit_mb=2048")

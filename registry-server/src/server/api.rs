@@ -346,6 +346,26 @@ pub(super) async fn unyank(
     set_yanked(&app, &headers, body, name, version, false).await
 }
 
+/// Authenticates a request that carries a JSON body from its headers
+/// alone: a refusal leaves the body unread ([`refuse_unread`]), an
+/// acceptance hands it back to be read.
+fn authenticate_json(
+    app: &App,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<(String, Body), ApiError> {
+    match authenticate(&app.registry, headers) {
+        Ok(user) => Ok((user, body)),
+        Err(error) => Err(refuse_unread(
+            app,
+            error,
+            headers,
+            body,
+            JSON_BODY_BYTES as u64,
+        )),
+    }
+}
+
 async fn set_yanked(
     app: &App,
     headers: &HeaderMap,
@@ -354,18 +374,7 @@ async fn set_yanked(
     version: String,
     yanked: bool,
 ) -> Result<Response, ApiError> {
-    let user = match authenticate(&app.registry, headers) {
-        Ok(user) => user,
-        Err(error) => {
-            return Err(refuse_unread(
-                app,
-                error,
-                headers,
-                body,
-                JSON_BODY_BYTES as u64,
-            ));
-        }
-    };
+    let (user, body) = authenticate_json(app, headers, body)?;
     let body: Option<YankBody> = read_json(app, headers, body, r#"{"reason":"..."}"#).await?;
     let reason = body.and_then(|body| body.reason);
     let registry = Arc::clone(&app.registry);
@@ -411,18 +420,7 @@ async fn read_change(
     body: Body,
     example: &str,
 ) -> Result<(String, ListChange), ApiError> {
-    let user = match authenticate(&app.registry, headers) {
-        Ok(user) => user,
-        Err(error) => {
-            return Err(refuse_unread(
-                app,
-                error,
-                headers,
-                body,
-                JSON_BODY_BYTES as u64,
-            ));
-        }
-    };
+    let (user, body) = authenticate_json(app, headers, body)?;
     let change = read_json(app, headers, body, example)
         .await?
         .ok_or_else(|| ApiError::bad_request(format!("the body must be JSON like {example}")))?;

@@ -21,6 +21,7 @@ pub mod control;
 pub mod diagnostic;
 pub mod document;
 mod lint;
+pub mod model;
 mod name;
 mod validate;
 mod yaml;
@@ -130,6 +131,8 @@ pub struct Frontmatter {
     pub version: Option<semver::Version>,
     /// `depends_on`.
     pub dependencies: Vec<Dependency>,
+    /// The Universal Agent Skill extensions (`tools`, `when_to_use`, ...).
+    pub extensions: model::Extensions,
 }
 
 /// A dependency on another skill: `name` or `name@requirement`.

@@ -69,13 +69,14 @@ enum Shape {
 
 fn extension_shape(key: &str) -> Option<Shape> {
     Some(match key {
-        "when_to_use" | "spec_version" | "argument-hint" | "model" => Shape::String,
+        "spec_version" | "argument-hint" | "model" => Shape::String,
         "disable-model-invocation" | "user-invocable" => Shape::Bool,
         "mode" => Shape::Scalar,
         "tags" | "depends_on" => Shape::StringList,
         "secrets" | "tools" => Shape::List,
-        "permissions" | "safety" | "provenance" | "host_overrides" | "evaluation"
+        "when_to_use" | "permissions" | "safety" | "provenance" | "evaluation"
         | "extensions" => Shape::Mapping,
+        "host_overrides" => Shape::List,
         // `version` has its own rule (it must be semver).
         _ => return None,
     })
@@ -193,6 +194,7 @@ pub(crate) fn check_frontmatter(
                     "tools" => check_tools(&mut checker, value),
                     _ => check_shape(&mut checker, key, value),
                 }
+                let _ = fields.extensions.read(key, to_json(&value.value));
             }
             _ => {
                 let diagnostic = checker.report(
@@ -232,6 +234,7 @@ pub(crate) fn check_frontmatter(
         allowed_tools: fields.allowed_tools,
         version: fields.version,
         dependencies: fields.dependencies,
+        extensions: fields.extensions,
     })
 }
 
@@ -244,6 +247,7 @@ struct Fields {
     allowed_tools: Vec<String>,
     version: Option<semver::Version>,
     dependencies: Vec<Dependency>,
+    extensions: super::model::Extensions,
 }
 
 fn count_errors(diagnostics: &[Diagnostic]) -> usize {
@@ -600,7 +604,7 @@ fn check_shape(checker: &mut Checker<'_>, key: &str, node: &Node) {
     }
 }
 
-fn to_json(value: &Value) -> serde_json::Value {
+pub(crate) fn to_json(value: &Value) -> serde_json::Value {
     match value {
         Value::Null => serde_json::Value::Null,
         Value::Bool(value) => (*value).into(),

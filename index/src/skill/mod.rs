@@ -43,17 +43,28 @@ pub const SKILL_MD: &str = "SKILL.md";
 /// The largest skill the Claude API accepts, in bytes.
 pub const CLAUDE_API_MAX_BYTES: u64 = 8 * 1024 * 1024;
 
-/// An agent host whose extra rules validation applies.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// An agent host whose extra rules validation applies (`validate --host`),
+/// and whose folders `scopes`, `prompt` and `select` read.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Host {
     /// Only the Agent Skills specification: what every agent reads.
     #[default]
     Portable,
     /// Skills uploaded through the Claude API: no XML tags in `name` or
-    /// `description`, no `anthropic` or `claude` in `name`, at most 8 MiB.
+    /// `description`, no `anthropic` or `claude` in `name`, at most 8 MiB,
+    /// no network, no dependency installation.
     ClaudeApi,
     /// Claude Code: its own frontmatter keys are not reported as not portable.
     ClaudeCode,
+    /// OpenAI Codex (CLI and IDE): scopes from the working folder up to the
+    /// repository root, then `$CODEX_HOME/skills`.
+    Codex,
+    /// GitHub Copilot (VS Code and the coding agent).
+    Copilot,
+    /// An MCP client, through an adapter that serves the skill's tools.
+    Mcp,
+    /// OpenAI tool calling and Structured Outputs with `strict: true`.
+    OpenAi,
 }
 
 impl Host {
@@ -62,7 +73,26 @@ impl Host {
         ("portable", Host::Portable),
         ("claude-api", Host::ClaudeApi),
         ("claude-code", Host::ClaudeCode),
+        ("codex", Host::Codex),
+        ("copilot", Host::Copilot),
+        ("mcp", Host::Mcp),
+        ("openai", Host::OpenAi),
     ];
+
+    /// Returns the name used on the command line.
+    pub fn as_str(self) -> &'static str {
+        Self::ALL
+            .iter()
+            .find(|(_, host)| *host == self)
+            .map(|(name, _)| *name)
+            .expect("every host is listed")
+    }
+}
+
+impl fmt::Display for Host {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 impl FromStr for Host {

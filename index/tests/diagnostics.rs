@@ -109,6 +109,28 @@ fn set_mode(path: &Path, mode: u32) {
     fs_err::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
 }
 
+fn tool(fields: &str) -> String {
+    format!(
+        "tools:\n  - name: run\n    description: Runs.\n{fields}"
+    )
+}
+
+const CLOSED: &str = "{type: object, additionalProperties: false, properties: {}}";
+
+/// A complete, valid tool with `replace` swapped into its YAML.
+fn valid_tool(from: &str, to: &str) -> String {
+    tool(&format!(
+        "    input_schema: {CLOSED}\n    output_schema: {CLOSED}\n    implementation: {{runtime: python, entrypoint: scripts/run.py}}\n"
+    ))
+    .replace(from, to)
+}
+
+fn tool_case(code: Code, extra: &str) -> Case {
+    case(code, with_frontmatter(extra))
+        .file("scripts/run.py", "#!/usr/bin/env python3\n")
+        .executable(&["scripts/run.py"])
+}
+
 fn cases() -> Vec<Case> {
     let big_body = "line\n".repeat(501);
     let many_files: Vec<(&'static str, Vec<u8>)> = (0..10_000)
@@ -189,12 +211,45 @@ fn cases() -> Vec<Case> {
             Code::DependencyInvalid,
             with_frontmatter("depends_on: [\"Other@^1\"]\n"),
         ),
-        case(
+        tool_case(
             Code::ToolSchemaInvalid,
-            with_frontmatter(
-                "tools:\n  - name: t\n    input_schema:\n      type: object\n      properties: 3\n",
-            ),
+            &valid_tool("input_schema: {type: object,", "input_schema: {type: object, minProperties: -1,"),
         ),
+        tool_case(Code::SpecVersionInvalid, "spec_version: \"3.0\"\n"),
+        tool_case(Code::WhenToUseInvalid, "when_to_use: for pdf files\n"),
+        tool_case(Code::ToolsInvalid, "tools: [codebase, search]\n"),
+        tool_case(Code::ToolNameInvalid, &valid_tool("name: run", "name: bad--tool")),
+        tool_case(
+            Code::ToolNameDuplicate,
+            &format!("{}{}", valid_tool("", ""), valid_tool("tools:\n", "")),
+        ),
+        tool_case(Code::ToolDescriptionInvalid, &valid_tool("description: Runs.", "description: \"\"")),
+        tool_case(
+            Code::ToolConfirmationInvalid,
+            &valid_tool("    implementation:", "    confirmation: {level: sometimes}\n    implementation:"),
+        ),
+        tool_case(Code::ToolImplementationInvalid, &valid_tool(", entrypoint: scripts/run.py", "")),
+        tool_case(Code::ToolRuntimeInvalid, &valid_tool("runtime: python", "runtime: ruby")),
+        tool_case(Code::ToolEntrypointOutside, &valid_tool("scripts/run.py", "../run.py")),
+        tool_case(Code::ToolEntrypointExtension, &valid_tool("runtime: python", "runtime: node")),
+        tool_case(Code::ToolEntrypointMissing, &valid_tool("scripts/run.py", "scripts/none.py")),
+        tool_case(Code::PermissionsInvalid, "permissions: {filesystem: {read: \"**/*.pdf\"}}\n"),
+        tool_case(Code::PermissionGlobInvalid, "permissions: {filesystem: {read: [\"!secret/**\"]}}\n"),
+        tool_case(Code::SafetyInvalid, "safety: {require_confirmation_for: [explode]}\n"),
+        tool_case(Code::SecretsInvalid, "secrets: {required: [{name: MY KEY, usage: env}]}\n"),
+        tool_case(Code::ProvenanceInvalid, "provenance: {source_commit: main}\n"),
+        tool_case(Code::HostOverridesInvalid, "host_overrides: [{host: mcp}]\n"),
+        tool_case(Code::HostNetwork, "permissions: {network: {outbound: [api.example.com]}}\n")
+            .host(Host::ClaudeApi),
+        tool_case(Code::ToolSchemaOpen, &valid_tool("input_schema: {type: object, additionalProperties: false,", "input_schema: {type: object,")),
+        tool_case(Code::ToolOutputSchemaMissing, &valid_tool(&format!("    output_schema: {CLOSED}\n"), "")),
+        tool_case(Code::PermissionOverbroad, "permissions: {filesystem: {write: [\"**/*\"]}}\n"),
+        tool_case(Code::HostOverrideUnknown, "host_overrides: [{host: vscode, config: {}}]\n"),
+        tool_case(
+            Code::HostDependencyInstall,
+            &valid_tool("entrypoint: scripts/run.py}", "entrypoint: scripts/run.py, dependencies: {pip: [pdfplumber]}}"),
+        )
+        .host(Host::ClaudeApi),
         case(
             Code::HostXmlTag,
             "---\nname: sample\ndescription: Uses <tool> tags.\n---\nbody\n",

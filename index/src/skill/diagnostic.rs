@@ -77,9 +77,28 @@ codes! {
     VersionInvalid => "version-invalid", Error;
     DependencyInvalid => "dependency-invalid", Error;
     ToolSchemaInvalid => "tool-schema-invalid", Error;
+    SpecVersionInvalid => "spec-version-invalid", Error;
+    WhenToUseInvalid => "when-to-use-invalid", Error;
+    ToolsInvalid => "tools-invalid", Error;
+    ToolNameInvalid => "tool-name-invalid", Error;
+    ToolNameDuplicate => "tool-name-duplicate", Error;
+    ToolDescriptionInvalid => "tool-description-invalid", Error;
+    ToolConfirmationInvalid => "tool-confirmation-invalid", Error;
+    ToolImplementationInvalid => "tool-implementation-invalid", Error;
+    ToolRuntimeInvalid => "tool-runtime-invalid", Error;
+    ToolEntrypointOutside => "tool-entrypoint-outside", Error;
+    ToolEntrypointExtension => "tool-entrypoint-extension", Error;
+    ToolEntrypointMissing => "tool-entrypoint-missing", Error;
+    PermissionsInvalid => "permissions-invalid", Error;
+    PermissionGlobInvalid => "permission-glob-invalid", Error;
+    SafetyInvalid => "safety-invalid", Error;
+    SecretsInvalid => "secrets-invalid", Error;
+    ProvenanceInvalid => "provenance-invalid", Error;
+    HostOverridesInvalid => "host-overrides-invalid", Error;
     HostXmlTag => "host-xml-tag", Error;
     HostReservedWord => "host-reserved-word", Error;
     HostSizeLimit => "host-size-limit", Error;
+    HostNetwork => "host-network", Error;
     SkillMdIgnored => "skill-md-ignored", Error;
     Symlink => "symlink", Error;
     SpecialFile => "special-file", Error;
@@ -101,6 +120,11 @@ codes! {
     PossibleSecret => "possible-secret", Warning;
     TooManyFiles => "too-many-files", Warning;
     TooLarge => "too-large", Warning;
+    ToolSchemaOpen => "tool-schema-open", Warning;
+    ToolOutputSchemaMissing => "tool-output-schema-missing", Warning;
+    PermissionOverbroad => "permission-overbroad", Warning;
+    HostOverrideUnknown => "host-override-unknown", Warning;
+    HostDependencyInstall => "host-dependency-install", Warning;
 }
 
 impl fmt::Display for Code {

@@ -20,6 +20,7 @@ mod ambiguous;
 pub mod control;
 pub mod diagnostic;
 pub mod document;
+pub mod extensions;
 mod lint;
 pub mod model;
 mod name;
@@ -362,6 +363,22 @@ fn check_skill(
             if !matches!(problem, PackError::SkillMdNotPacked { found: Some(_) }) {
                 diagnostics.push(package_diagnostic(&problem, dir));
             }
+        }
+        if let Some(frontmatter) = &frontmatter {
+            let files: std::collections::HashSet<&str> = entries
+                .iter()
+                .filter(|entry| matches!(entry.kind, EntryKind::File { .. }))
+                .map(|entry| entry.path.as_str())
+                .collect();
+            extensions::check_entrypoints(
+                &mut extensions::Report {
+                    document: &document,
+                    file: &file,
+                    diagnostics,
+                },
+                &frontmatter.extensions,
+                &|path| files.contains(path),
+            );
         }
         if options.host == Host::ClaudeApi {
             let total: u64 = entries

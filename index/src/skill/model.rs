@@ -234,7 +234,7 @@ pub struct Safety {
 
 /// `safety.redact`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct Redact {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub secrets: Option<bool>,

@@ -62,22 +62,15 @@ enum Shape {
     String,
     Bool,
     Scalar,
-    StringList,
-    List,
-    Mapping,
 }
 
 fn extension_shape(key: &str) -> Option<Shape> {
     Some(match key {
-        "spec_version" | "argument-hint" | "model" => Shape::String,
+        "argument-hint" | "model" => Shape::String,
         "disable-model-invocation" | "user-invocable" => Shape::Bool,
         "mode" => Shape::Scalar,
-        "tags" | "depends_on" => Shape::StringList,
-        "secrets" | "tools" => Shape::List,
-        "when_to_use" | "permissions" | "safety" | "provenance" | "evaluation"
-        | "extensions" => Shape::Mapping,
-        "host_overrides" => Shape::List,
-        // `version` has its own rule (it must be semver).
+        // The Universal extension keys are checked by the spec's schema
+        // (`super::extensions`); `version` and `depends_on` by hand below.
         _ => return None,
     })
 }
@@ -168,7 +161,16 @@ pub(crate) fn check_frontmatter(
             "allowed-tools" => fields.allowed_tools = check_allowed_tools(&mut checker, value),
             _ if EXTENSION_KEYS.contains(&key) || CLAUDE_CODE_KEYS.contains(&key) => {
                 let claude_code_key = CLAUDE_CODE_KEYS.contains(&key);
-                if !(claude_code_key && options.host == Host::ClaudeCode) {
+                // Under a named host, the Universal keys are what its
+                // adapter reads or harmlessly ignores; only the plain
+                // specification (and validators such as skills-ref, which
+                // refuse them) calls them not portable.
+                let reported = if claude_code_key {
+                    options.host != Host::ClaudeCode
+                } else {
+                    options.host == Host::Portable
+                };
+                if reported {
                     let who = if claude_code_key {
                         "Claude Code"
                     } else {
@@ -191,10 +193,8 @@ pub(crate) fn check_frontmatter(
                         fields.dependencies =
                             check_dependencies(&mut checker, value, name.as_ref());
                     }
-                    "tools" => check_tools(&mut checker, value),
                     _ => check_shape(&mut checker, key, value),
                 }
-                let _ = fields.extensions.read(key, to_json(&value.value));
             }
             _ => {
                 let diagnostic = checker.report(
@@ -210,6 +210,12 @@ pub(crate) fn check_frontmatter(
         }
     }
 
+    fields.extensions = super::extensions::check(&mut super::extensions::Report {
+        document,
+        file,
+        diagnostics: checker.diagnostics,
+    });
+
     if fields.version.is_none() {
         fields.version = fields
             .metadata
@@ -220,6 +226,14 @@ pub(crate) fn check_frontmatter(
 
     if options.host == Host::ClaudeApi {
         check_claude_api(&mut checker);
+        super::extensions::check_claude_api(
+            &mut super::extensions::Report {
+                document,
+                file,
+                diagnostics: checker.diagnostics,
+            },
+            &fields.extensions,
+        );
     }
 
     if count_errors(checker.diagnostics) > errors_before {
@@ -550,40 +564,6 @@ fn check_dependencies(
     dependencies
 }
 
-fn check_tools(checker: &mut Checker<'_>, node: &Node) {
-    let Value::Sequence(tools) = &node.value else {
-        checker.wrong_type("tools", node, "a list of tool definitions");
-        return;
-    };
-    for tool in tools {
-        let Value::Mapping(fields) = &tool.value else {
-            checker.wrong_type("tools[]", tool, "a mapping with `name` and `input_schema`");
-            continue;
-        };
-        for (key, value) in fields {
-            let Some(key @ ("input_schema" | "output_schema")) = key.value.as_str() else {
-                continue;
-            };
-            let schema = to_json(&value.value);
-            let problem =
-                if schema.get("type").and_then(serde_json::Value::as_str) != Some("object") {
-                    Some("its top-level `type` must be `object`".to_owned())
-                } else {
-                    jsonschema::draft202012::meta::validate(&schema)
-                        .err()
-                        .map(|error| format!("it is not valid JSON Schema 2020-12: {error}"))
-                };
-            if let Some(problem) = problem {
-                checker.report(
-                    Code::ToolSchemaInvalid,
-                    value,
-                    format!("tool `{key}` is invalid: {problem}"),
-                );
-            }
-        }
-    }
-}
-
 fn check_shape(checker: &mut Checker<'_>, key: &str, node: &Node) {
     let Some(shape) = extension_shape(key) else {
         return;
@@ -592,12 +572,6 @@ fn check_shape(checker: &mut Checker<'_>, key: &str, node: &Node) {
         Shape::String => (matches!(node.value, Value::String(_)), "a string"),
         Shape::Bool => (matches!(node.value, Value::Bool(_)), "`true` or `false`"),
         Shape::Scalar => (node.value.scalar_text().is_some(), "a single value"),
-        Shape::List => (matches!(node.value, Value::Sequence(_)), "a list"),
-        Shape::Mapping => (matches!(node.value, Value::Mapping(_)), "a mapping"),
-        Shape::StringList => (
-            matches!(&node.value, Value::Sequence(items) if items.iter().all(|item| item.value.as_str().is_some())),
-            "a list of strings",
-        ),
     };
     if !ok {
         checker.wrong_type(key, node, expected);

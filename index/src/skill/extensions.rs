@@ -141,6 +141,9 @@ pub(crate) fn check(report: &mut Report<'_>) -> Extensions {
         if key == "safety" && !check_safety(report, value) {
             continue;
         }
+        if key == "provenance" && !check_provenance_types(report, value) {
+            continue;
+        }
         if let Err(error) = extensions.read(key, value.clone()) {
             let code = family_code(key);
             let location = node_at(report.document, &[Segment::Key(key.clone())]).map(|n| n.location);
@@ -496,6 +499,37 @@ fn check_safety(report: &mut Report<'_>, safety: &Json) -> bool {
     valid
 }
 
+/// Checks the types of the `provenance` keys spec 003 shows (the schema
+/// leaves `provenance` open), each at its own node.
+fn check_provenance_types(report: &mut Report<'_>, provenance: &Json) -> bool {
+    let mut valid = true;
+    for (key, expected) in [
+        ("source_repo", "a string"),
+        ("source_commit", "a string"),
+        ("signature", "a string"),
+        ("reviewed_by", "a list of strings"),
+    ] {
+        let Some(value) = provenance.get(key) else {
+            continue;
+        };
+        let ok = match key {
+            "reviewed_by" => value.as_array().is_some_and(|items| items.iter().all(Json::is_string)),
+            _ => value.is_string(),
+        };
+        if !ok {
+            valid = false;
+            let location = location_of(report, &[Segment::Key("provenance".into()), Segment::Key(key.into())]);
+            report.push(
+                Code::ProvenanceInvalid,
+                location,
+                format!("`provenance.{key}` must be {expected}"),
+                None,
+            );
+        }
+    }
+    valid
+}
+
 fn tool_path(index: usize, rest: &[&str]) -> Vec<Segment> {
     let mut path = vec![Segment::Key("tools".into()), Segment::Index(index)];
     path.extend(rest.iter().map(|key| Segment::Key((*key).into())));
@@ -563,10 +597,18 @@ fn check_tool_schema(report: &mut Report<'_>, index: usize, field: &str, schema:
     // compiling does. No resolver is configured, so a `$ref` to a URL or a
     // file is refused instead of fetched.
     if let Err(error) = jsonschema::draft202012::new(&json) {
+        let error = error.to_string();
+        // Say what happened in the author's terms, not the library's.
+        let problem = match error.split('\'').nth(1) {
+            Some(reference) if error.contains("is not present in a registry") => format!(
+                "it refers to `{reference}`, outside the schema, and schemas are never fetched"
+            ),
+            _ => error,
+        };
         report.push(
             Code::ToolSchemaInvalid,
             location,
-            format!("`{name}` cannot be compiled: {error}"),
+            format!("`{name}` cannot be compiled: {problem}"),
             Some("a tool schema must be self-contained: use `$defs` and `#/...` references, and regex patterns that compile".into()),
         );
         return;

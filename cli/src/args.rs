@@ -473,9 +473,12 @@ pub struct ValidateArgs {
 
     /// Also apply the rules of an agent host: `claude-api` (no XML tags in
     /// name or description, no `anthropic` or `claude` in name, 8 MiB at
-    /// most) or `claude-code` (its own frontmatter keys are not warned about).
+    /// most, no network, no packages to install), `claude-code` (its own
+    /// frontmatter keys are not warned about), `codex`, `copilot`, `mcp`,
+    /// `openai`. `all` checks every host and prints a table: skill x host,
+    /// portable or not and why (exit 1 if any skill fails any host).
     #[arg(long, value_name = "HOST", default_value = "portable")]
-    pub host: skillpkg_index::skill::Host,
+    pub host: HostSelection,
 
     /// Do not report warnings with these codes (comma-separated or repeated),
     /// even with --strict. Naming an error code is refused.
@@ -621,4 +624,24 @@ pub struct InfoArgs {
     /// Print the details as JSON on stdout.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `--host`: one host profile, or `all` of them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HostSelection {
+    One(skillpkg_index::skill::Host),
+    All,
+}
+
+impl std::str::FromStr for HostSelection {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        if text == "all" {
+            return Ok(Self::All);
+        }
+        text.parse()
+            .map(Self::One)
+            .map_err(|error: String| format!("{error}, all"))
+    }
 }

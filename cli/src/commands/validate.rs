@@ -6,7 +6,7 @@ use anyhow::Context as _;
 use serde_json::json;
 use skillpkg_index::skill::{self, Severity, SkillReport, ValidateOptions};
 
-use crate::args::ValidateArgs;
+use crate::args::{HostSelection, ValidateArgs};
 use crate::printer::Printer;
 use crate::{ExitStatus, UserError, render};
 
@@ -30,11 +30,15 @@ pub fn run(args: &ValidateArgs, printer: &Printer) -> anyhow::Result<ExitStatus>
             }
         }
     }
+    let host = match args.host {
+        HostSelection::One(host) => host,
+        HostSelection::All => return run_matrix(args, &dirs, printer),
+    };
     let reports: Vec<SkillReport> = dirs
         .iter()
         .map(|dir| {
             let options = ValidateOptions {
-                host: args.host,
+                host,
                 strict: args.strict,
                 allow: args.allow.clone(),
                 ..ValidateOptions::for_folder(dir)
@@ -123,4 +127,136 @@ fn skill_dirs(path: &Path) -> anyhow::Result<Vec<PathBuf>> {
     } else {
         found
     })
+}
+
+/// `validate --host all`: every skill against every host profile, as a
+/// table of verdicts followed by the reason for each one that fails.
+fn run_matrix(
+    args: &ValidateArgs,
+    dirs: &[PathBuf],
+    printer: &Printer,
+) -> anyhow::Result<ExitStatus> {
+    let hosts = skill::Host::ALL;
+    // rows[skill][host]
+    let rows: Vec<Vec<SkillReport>> = dirs
+        .iter()
+        .map(|dir| {
+            hosts
+                .iter()
+                .map(|(_, host)| {
+                    let options = ValidateOptions {
+                        host: *host,
+                        strict: args.strict,
+                        allow: args.allow.clone(),
+                        ..ValidateOptions::for_folder(dir)
+                    };
+                    skill::validate_skill(dir, &options)
+                })
+                .collect()
+        })
+        .collect();
+    let failing = rows
+        .iter()
+        .filter(|reports| reports.iter().any(|report| !report.is_valid()))
+        .count();
+    if args.json {
+        let skills: Vec<_> = rows
+            .iter()
+            .zip(dirs)
+            .map(|(reports, dir)| {
+                let verdicts: serde_json::Map<String, serde_json::Value> = hosts
+                    .iter()
+                    .zip(reports)
+                    .map(|((name, _), report)| {
+                        let codes = |severity| {
+                            let mut codes: Vec<String> = report
+                                .diagnostics
+                                .iter()
+                                .filter(|d| d.severity == severity)
+                                .map(|d| d.code.to_string())
+                                .collect();
+                            codes.dedup();
+                            codes
+                        };
+                        (
+                            (*name).to_owned(),
+                            json!({
+                                "portable": report.is_valid(),
+                                "errors": codes(Severity::Error),
+                                "warnings": codes(Severity::Warning),
+                            }),
+                        )
+                    })
+                    .collect();
+                json!({ "path": dir, "hosts": verdicts })
+            })
+            .collect();
+        printer.json(&json!({
+            "hosts": hosts.iter().map(|(name, _)| *name).collect::<Vec<_>>(),
+            "skills": skills,
+            "summary": { "skills": dirs.len(), "not_portable_everywhere": failing },
+        }));
+    } else {
+        let names: Vec<String> = dirs.iter().map(|dir| render::one_line(&label(dir))).collect();
+        let first = names.iter().map(|name| name.chars().count()).max().unwrap_or(0).max(5);
+        let mut table = format!("{:first$}", "skill");
+        for (name, _) in hosts {
+            table.push_str(&format!("  {name}"));
+        }
+        for (name, reports) in names.iter().zip(&rows) {
+            table.push_str(&format!("\n{name:first$}"));
+            for ((host, _), report) in hosts.iter().zip(reports) {
+                let verdict = if !report.is_valid() {
+                    "no"
+                } else if report.warnings() > 0 {
+                    "warn"
+                } else {
+                    "ok"
+                };
+                table.push_str(&format!("  {verdict:width$}", width = host.len()));
+            }
+        }
+        printer.result(&table.lines().map(str::trim_end).collect::<Vec<_>>().join("\n"));
+        for (name, reports) in names.iter().zip(&rows) {
+            let errors = |report: &SkillReport| -> Vec<(skill::Code, String)> {
+                report
+                    .diagnostics
+                    .iter()
+                    .filter(|d| d.severity == Severity::Error)
+                    .map(|d| (d.code, d.message.clone()))
+                    .collect()
+            };
+            // What every host refuses is said once; the rest per host.
+            let everywhere: Vec<_> = errors(&reports[0])
+                .into_iter()
+                .filter(|error| reports.iter().all(|report| errors(report).contains(error)))
+                .collect();
+            for (code, message) in &everywhere {
+                printer.result(&render::one_line(&format!("{name}: invalid for every host: {code}: {message}")));
+            }
+            for ((host, _), report) in hosts.iter().zip(reports) {
+                for (code, message) in errors(report).iter().filter(|error| !everywhere.contains(error)) {
+                    printer.result(&render::one_line(&format!(
+                        "{name}: not portable to {host}: {code}: {message}"
+                    )));
+                }
+            }
+        }
+        printer.result(&format!(
+            "{} skills, {failing} not portable to every host",
+            dirs.len()
+        ));
+    }
+    Ok(if failing == 0 {
+        ExitStatus::Success
+    } else {
+        ExitStatus::Failure
+    })
+}
+
+/// A short name for a skill folder in the table: its folder name.
+fn label(dir: &Path) -> String {
+    dir.file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_else(|| dir.display().to_string())
 }

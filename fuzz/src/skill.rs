@@ -23,7 +23,7 @@ pub fn skill_md(data: &[u8]) {
     fs_err::write(dir.join(skill::SKILL_MD), text).expect("SKILL.md can be written");
 
     let options = ValidateOptions {
-        host: [Host::Portable, Host::ClaudeApi, Host::ClaudeCode][usize::from(options_byte % 3)],
+        host: Host::ALL[usize::from(options_byte) % Host::ALL.len()].1,
         strict: options_byte & 0x80 != 0,
         allow: Vec::new(),
         folder_name: Some(FOLDER.to_owned()),

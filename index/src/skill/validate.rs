@@ -74,8 +74,9 @@ fn extension_shape(key: &str) -> Option<Shape> {
         "mode" => Shape::Scalar,
         "tags" | "depends_on" => Shape::StringList,
         "secrets" | "tools" => Shape::List,
-        "when_to_use" | "permissions" | "safety" | "provenance" | "evaluation"
-        | "extensions" => Shape::Mapping,
+        "when_to_use" | "permissions" | "safety" | "provenance" | "evaluation" | "extensions" => {
+            Shape::Mapping
+        }
         "host_overrides" => Shape::List,
         // `version` has its own rule (it must be semver).
         _ => return None,

@@ -205,7 +205,57 @@ pub enum Command {
     /// Checks the signature (prehashed Ed25519), the trusted comment's name,
     /// version and sha256, and the provenance, before unpacking anything.
     Verify(VerifyArgs),
+
+    /// List the skills each agent would load from here, in its precedence.
+    ///
+    /// For every folder the agent reads (see docs/hosts.md), from the highest
+    /// precedence down: each skill folder, and whether the agent uses it
+    /// (active), uses another skill of the same name from a higher folder
+    /// instead (shadowed), or skips it (skipped, with the first error code:
+    /// no readable SKILL.md, or no valid name and description).
+    #[command(after_help = SCOPES_EXAMPLES)]
+    Scopes(ScopesArgs),
+
+    /// Print the skills block of a system prompt: <available_skills>.
+    ///
+    /// One <skill> with <name>, <description> and <location> (the absolute
+    /// path of SKILL.md) for each skill the agent uses (shadowed and skipped
+    /// ones are left out), as the Agent Skills specification shows it; with
+    /// --active, an <active_skills> block with the bodies of those skills,
+    /// in the order given. All text is XML-escaped.
+    #[command(after_help = PROMPT_EXAMPLES)]
+    Prompt(PromptArgs),
+
+    /// Pick the skills a request calls for, by their `when_to_use` triggers.
+    ///
+    /// Runs the deterministic selection of the Universal Agent Skill spec: a
+    /// skill or tool the request names (as a whole word, or $name or /name)
+    /// is selected outright; otherwise each skill scores +3 per file type a
+    /// file matches (--file, and words of the request that look like file
+    /// names), +2 per mention found in the request as a whole word (ignoring
+    /// case), +1 per --intent it lists, and is selected at --threshold or
+    /// above. Shows every skill's score and the triggers behind it.
+    #[command(after_help = SELECT_EXAMPLES)]
+    Select(SelectArgs),
 }
+
+const SCOPES_EXAMPLES: &str = "\
+Examples:
+  skillpkg scopes                      the skills Claude Code loads from this folder
+  skillpkg scopes --host all           Claude Code, Codex and Copilot, one after another
+  skillpkg scopes --host codex --json  for scripts";
+
+const PROMPT_EXAMPLES: &str = "\
+Examples:
+  skillpkg prompt                               what Claude Code would show the model
+  skillpkg prompt --host codex --format json
+  skillpkg prompt --skills examples/skills --active pdf-processing";
+
+const SELECT_EXAMPLES: &str = "\
+Examples:
+  skillpkg select \"extract the tables from report.pdf\"
+  skillpkg select \"summarise this\" --file scan.pdf --intent document_extraction
+  skillpkg select \"use \\$csv-insights\" --skills examples/skills --json";
 
 #[derive(Debug, Subcommand)]
 pub enum KeyCommand {
@@ -644,4 +694,107 @@ impl std::str::FromStr for HostSelection {
             .map(Self::One)
             .map_err(|error: String| format!("{error}, all"))
     }
+}
+
+/// The agent whose skills `scopes` lists: one host, or all of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScopesHost {
+    One(skillpkg_index::skill::Host),
+    All,
+}
+
+impl std::str::FromStr for ScopesHost {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        if text == "all" {
+            return Ok(Self::All);
+        }
+        parse_agent_host(text).map(Self::One)
+    }
+}
+
+/// Parses a host that reads skills from folders.
+fn parse_agent_host(text: &str) -> Result<skillpkg_index::skill::Host, String> {
+    use skillpkg_index::skill::scope::AGENT_HOSTS;
+    let host: skillpkg_index::skill::Host = text.parse()?;
+    if AGENT_HOSTS.contains(&host) {
+        Ok(host)
+    } else {
+        Err(format!(
+            "`{text}` has no skills folders; expected claude-code, codex or copilot"
+        ))
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct ScopesArgs {
+    /// The agent: claude-code, codex, copilot, or all (the default).
+    #[arg(long, value_name = "HOST", default_value = "all")]
+    pub host: ScopesHost,
+
+    /// Print the listing as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Where `prompt` and `select` take their skills from.
+#[derive(Debug, Args)]
+pub struct SkillSourceArgs {
+    /// The agent whose folders to read: claude-code, codex or copilot
+    /// (default: claude-code).
+    #[arg(long, value_name = "HOST", value_parser = parse_agent_host)]
+    pub host: Option<skillpkg_index::skill::Host>,
+
+    /// Read the skills in DIR (its subfolders) instead of an agent's folders.
+    #[arg(long, value_name = "DIR", conflicts_with = "host")]
+    pub skills: Option<PathBuf>,
+}
+
+/// The format `prompt` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PromptFormat {
+    Xml,
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub struct PromptArgs {
+    #[command(flatten)]
+    pub source: SkillSourceArgs,
+
+    /// xml: the <available_skills> block; json: the same data as JSON.
+    #[arg(long, value_enum, default_value_t = PromptFormat::Xml)]
+    pub format: PromptFormat,
+
+    /// Also include the bodies of these skills in <active_skills>, in this
+    /// order (comma-separated or repeated).
+    #[arg(long, value_name = "NAME", value_delimiter = ',')]
+    pub active: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct SelectArgs {
+    /// The user's request.
+    #[arg(value_name = "REQUEST")]
+    pub request: String,
+
+    /// A file the request is about (only its name is used; repeatable).
+    #[arg(long = "file", value_name = "PATH")]
+    pub files: Vec<PathBuf>,
+
+    /// An intent the host derived from the request (repeatable).
+    #[arg(long = "intent", value_name = "INTENT")]
+    pub intents: Vec<String>,
+
+    /// The score a skill needs to be selected.
+    #[arg(long, value_name = "N", default_value_t = skillpkg_index::skill::select::DEFAULT_THRESHOLD)]
+    pub threshold: u32,
+
+    #[command(flatten)]
+    pub source: SkillSourceArgs,
+
+    /// Print the result as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
 }

@@ -69,7 +69,8 @@ pub const GITHUB_RUN_ATTEMPT: &str = "GITHUB_RUN_ATTEMPT";
 pub const CI: &str = "CI";
 
 /// Codex's home folder; the user-level `codex` target is `$CODEX_HOME/skills`
-/// (default `~/.codex/skills`).
+/// (default `~/.codex/skills`), and `scopes`, `prompt` and `select --host
+/// codex` read skills there.
 pub const CODEX_HOME: &str = "CODEX_HOME";
 
 /// The folder of skillpkg's download cache, instead of the platform's user

@@ -51,5 +51,8 @@ pub fn run(cli: args::Cli, printer: &printer::Printer) -> anyhow::Result<ExitSta
         args::Command::Outdated(args) => commands::outdated::run(&args, printer),
         args::Command::Sign(args) => commands::sign::run(&args, printer),
         args::Command::Verify(args) => commands::verify::run(&args, printer),
+        args::Command::Scopes(args) => commands::scopes::run(&args, printer),
+        args::Command::Prompt(args) => commands::prompt::run(&args, printer),
+        args::Command::Select(args) => commands::select::run(&args, printer),
     }
 }

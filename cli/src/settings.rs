@@ -123,6 +123,20 @@ impl Environment {
     }
 }
 
+/// Returns where agents would look for skills from this process: the
+/// working folder, the home folder and `CODEX_HOME` (empty counts as unset).
+pub fn agent_environment() -> anyhow::Result<skillpkg_index::skill::scope::Environment> {
+    let cwd = std::env::current_dir()
+        .map_err(|error| UserError::new("cannot read the working folder").with_source(error))?;
+    Ok(skillpkg_index::skill::scope::Environment {
+        cwd,
+        home: dirs::home_dir(),
+        codex_home: std::env::var_os(env_vars::CODEX_HOME)
+            .filter(|value| !value.is_empty())
+            .map(PathBuf::from),
+    })
+}
+
 /// The user config file, `config.toml`, read. Unknown keys are ignored.
 #[derive(Debug, Default, serde::Deserialize)]
 pub struct UserConfig {

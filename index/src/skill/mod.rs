@@ -15,8 +15,14 @@
 //! bytes into a YAML tree that keeps positions and judges nothing, and
 //! [`validate_skill`] checks that tree (and the folder around it) and yields
 //! the typed [`Frontmatter`] plus [`Diagnostic`]s with stable codes.
+//!
+//! Around single skills: [`scope`] says which folders each agent host reads
+//! and in which precedence, [`catalog`] reads the skills there as the host
+//! would (shadowed and skipped ones marked), [`prompt`] renders what the
+//! model is shown of them, and [`select`] picks the ones a request calls for.
 
 mod ambiguous;
+pub mod catalog;
 pub mod control;
 pub mod diagnostic;
 pub mod document;
@@ -24,6 +30,9 @@ pub mod extensions;
 mod lint;
 pub mod model;
 mod name;
+pub mod prompt;
+pub mod scope;
+pub mod select;
 mod validate;
 mod yaml;
 
@@ -164,6 +173,24 @@ pub struct Frontmatter {
     pub dependencies: Vec<Dependency>,
     /// The Universal Agent Skill extensions (`tools`, `when_to_use`, ...).
     pub extensions: model::Extensions,
+}
+
+impl Frontmatter {
+    /// Returns a frontmatter with only `name` and `description`, for a skill
+    /// read without the rest of its keys (see [`catalog`]).
+    pub fn new(name: SkillName, description: String) -> Self {
+        Self {
+            name,
+            description,
+            license: None,
+            compatibility: None,
+            metadata: Vec::new(),
+            allowed_tools: Vec::new(),
+            version: None,
+            dependencies: Vec::new(),
+            extensions: model::Extensions::default(),
+        }
+    }
 }
 
 /// A dependency on another skill: `name` or `name@requirement`.

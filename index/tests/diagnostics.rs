@@ -364,7 +364,9 @@ fn every_code_has_a_case_that_produces_it() {
         "cases that did not produce their code:\n{}",
         missing.join("\n")
     );
-    let covered: BTreeSet<Code> = cases.iter().map(|case| case.code).collect();
+    let mut covered: BTreeSet<Code> = cases.iter().map(|case| case.code).collect();
+    // Found across skills, not in one: see the test below.
+    covered.insert(Code::HostNameCollision);
     let uncovered: Vec<_> = Code::ALL
         .iter()
         .filter(|code| !covered.contains(code))
@@ -497,5 +499,54 @@ fn docs_describe_every_code_and_no_other() {
             section.trim_start().starts_with(severity),
             "the docs give `{code}` another severity than {severity}"
         );
+    }
+}
+
+#[test]
+fn a_name_used_in_two_codex_scopes_is_a_collision() {
+    use skillpkg_index::skill::catalog;
+    use skillpkg_index::skill::scope::Environment;
+
+    let temp = tempfile::tempdir().unwrap();
+    let repo = temp.path().join("repo");
+    fs_err::create_dir_all(repo.join(".git")).unwrap();
+    let write = |dir: std::path::PathBuf| {
+        fs_err::create_dir_all(&dir).unwrap();
+        fs_err::write(dir.join("SKILL.md"), with_frontmatter("")).unwrap();
+        dir
+    };
+    let near = write(repo.join("sub/.codex/skills/sample"));
+    let far = write(repo.join(".codex/skills/sample"));
+    let environment = Environment {
+        cwd: repo.join("sub"),
+        home: Some(temp.path().join("home")),
+        codex_home: None,
+    };
+    let found = catalog::discover(Host::Codex, &environment).unwrap();
+    for (dir, other) in [(&near, &far), (&far, &near)] {
+        let options = ValidateOptions {
+            host: Host::Codex,
+            ..ValidateOptions::for_folder(dir)
+        };
+        let mut report = validate_skill(dir, &options);
+        found.check_collisions(&mut report, &options);
+        let collisions: Vec<_> = report
+            .diagnostics
+            .iter()
+            .filter(|d| d.code == Code::HostNameCollision)
+            .collect();
+        assert_eq!(collisions.len(), 1, "{:#?}", report.diagnostics);
+        assert!(collisions[0].message.contains(&other.join("SKILL.md").display().to_string()));
+        assert!(report.is_valid(), "a collision is a warning");
+
+        let strict = ValidateOptions { strict: true, ..options.clone() };
+        let mut report = validate_skill(dir, &strict);
+        found.check_collisions(&mut report, &strict);
+        assert!(!report.is_valid() && report.frontmatter.is_none());
+
+        let allowed = ValidateOptions { allow: vec![Code::HostNameCollision], ..options };
+        let mut report = validate_skill(dir, &allowed);
+        found.check_collisions(&mut report, &allowed);
+        assert!(report.diagnostics.is_empty(), "{:#?}", report.diagnostics);
     }
 }

@@ -34,6 +34,14 @@ pub fn run(args: &ValidateArgs, printer: &Printer) -> anyhow::Result<ExitStatus>
         HostSelection::One(host) => host,
         HostSelection::All => return run_matrix(args, &dirs, printer),
     };
+    // Codex loads skills from several scopes at once, so a name used in
+    // two of them is worth a warning: read what it sees from here once.
+    let codex = if host == skill::Host::Codex {
+        let environment = crate::settings::agent_environment()?;
+        skill::catalog::discover(skill::Host::Codex, &environment).ok()
+    } else {
+        None
+    };
     let reports: Vec<SkillReport> = dirs
         .iter()
         .map(|dir| {
@@ -43,7 +51,11 @@ pub fn run(args: &ValidateArgs, printer: &Printer) -> anyhow::Result<ExitStatus>
                 allow: args.allow.clone(),
                 ..ValidateOptions::for_folder(dir)
             };
-            skill::validate_skill(dir, &options)
+            let mut report = skill::validate_skill(dir, &options);
+            if let Some(catalog) = &codex {
+                catalog.check_collisions(&mut report, &options);
+            }
+            report
         })
         .collect();
 
@@ -137,6 +149,8 @@ fn run_matrix(
     printer: &Printer,
 ) -> anyhow::Result<ExitStatus> {
     let hosts = skill::Host::ALL;
+    let environment = crate::settings::agent_environment()?;
+    let codex = skill::catalog::discover(skill::Host::Codex, &environment).ok();
     // rows[skill][host]
     let rows: Vec<Vec<SkillReport>> = dirs
         .iter()
@@ -150,7 +164,11 @@ fn run_matrix(
                         allow: args.allow.clone(),
                         ..ValidateOptions::for_folder(dir)
                     };
-                    skill::validate_skill(dir, &options)
+                    let mut report = skill::validate_skill(dir, &options);
+                    if let (skill::Host::Codex, Some(catalog)) = (host, &codex) {
+                        catalog.check_collisions(&mut report, &options);
+                    }
+                    report
                 })
                 .collect()
         })

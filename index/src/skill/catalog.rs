@@ -26,7 +26,8 @@ use std::path::{Path, PathBuf};
 
 use super::scope::{self, Environment, Scope, ScopeError, ScopeKind};
 use super::{
-    Code, Diagnostic, Frontmatter, Host, SKILL_MD, Severity, SkillName, ValidateOptions, document,
+    Code, Diagnostic, Frontmatter, Host, SKILL_MD, Severity, SkillName, SkillReport, ValidateOptions,
+    document,
     validate_skill,
 };
 
@@ -183,6 +184,39 @@ impl Catalog {
             let resolved = fs_err::canonicalize(&skill.dir).unwrap_or_else(|_| skill.dir.clone());
             same_name && resolved != except
         })
+    }
+}
+
+impl Catalog {
+    /// Adds a `host-name-collision` warning to `report` for every other
+    /// skill in this catalog with the same name: hosts that read several
+    /// scopes (Codex) let one shadow the other, which is easy to do by
+    /// accident. `options` decides, as for every warning, whether it is
+    /// dropped (`allow`) or an error (`strict`).
+    pub fn check_collisions(&self, report: &mut SkillReport, options: &ValidateOptions) {
+        if options.allow.contains(&Code::HostNameCollision) {
+            return;
+        }
+        let Some(name) = report.frontmatter.as_ref().map(|f| f.name.to_string()) else {
+            return;
+        };
+        let host = self.host.map_or("the host", Host::as_str);
+        for other in self.others_named(&name, &report.path) {
+            let mut diagnostic = Diagnostic::new(
+                Code::HostNameCollision,
+                SKILL_MD,
+                format!(
+                    "`{name}` is also the name of the skill at {}; {host} loads only the one in the higher scope",
+                    other.location.display()
+                ),
+            )
+            .with_hint("rename one of them, or keep both if the override is intended (`--allow host-name-collision`)");
+            if options.strict {
+                diagnostic.severity = Severity::Error;
+                report.frontmatter = None;
+            }
+            report.diagnostics.push(diagnostic);
+        }
     }
 }
 

@@ -125,6 +125,7 @@ codes! {
     PermissionOverbroad => "permission-overbroad", Warning;
     HostOverrideUnknown => "host-override-unknown", Warning;
     HostDependencyInstall => "host-dependency-install", Warning;
+    HostNameCollision => "host-name-collision", Warning;
 }
 
 impl fmt::Display for Code {

@@ -215,7 +215,18 @@ fn run_matrix(
             "summary": { "skills": dirs.len(), "not_portable_everywhere": failing },
         }));
     } else {
-        let names: Vec<String> = dirs.iter().map(|dir| render::one_line(&label(dir))).collect();
+        let mut names: Vec<String> = dirs.iter().map(|dir| label(dir)).collect();
+        // Two skills of one name (in two scopes) are told apart by path.
+        let repeated: Vec<bool> = names
+            .iter()
+            .map(|name| names.iter().filter(|other| *other == name).count() > 1)
+            .collect();
+        for ((name, dir), repeated) in names.iter_mut().zip(dirs).zip(repeated) {
+            if repeated {
+                *name = dir.display().to_string();
+            }
+            *name = render::one_line(name);
+        }
         let first = names.iter().map(|name| name.chars().count()).max().unwrap_or(0).max(5);
         let mut table = format!("{:first$}", "skill");
         for (name, _) in hosts {

@@ -296,6 +296,24 @@ fn schema_diagnostic(
             if top == "tools" && path.len() == 2 && matches!(node.map(|n| &n.value), Some(Value::String(_))) {
                 hint = Some("`tools` holds tool definitions (spec 003); a list of agent tool names to pre-approve belongs in `allowed-tools`".into());
             }
+            if hint.is_none() {
+                let last = path.iter().rev().find_map(|segment| match segment {
+                    Segment::Key(key) => Some(key.as_str()),
+                    Segment::Index(_) => None,
+                });
+                let key = last.unwrap_or("key");
+                hint = Some(match expected {
+                    "array" if key == "tools" || key == "host_overrides" => {
+                        format!("write `{key}:` then one `- ` entry per item, each a mapping (see docs/skill-format.md)")
+                    }
+                    "array" => format!("write a YAML list: `{key}: [first, second]`, or one `- item` per line"),
+                    "object" => format!("write a mapping under `{key}:`, one `name: value` per line"),
+                    "boolean" => format!("write `{key}: true` or `{key}: false`"),
+                    "string" => format!("quote the value: `{key}: \"...\"`"),
+                    "integer" => format!("write a whole number: `{key}: 1`"),
+                    _ => format!("see docs/skill-format.md for the shape of `{key}`"),
+                });
+            }
             format!("`{field}` must be {}, not {found}", article(expected))
         }
         ValidationErrorKind::Required { property } => {

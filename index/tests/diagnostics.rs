@@ -195,6 +195,10 @@ fn cases() -> Vec<Case> {
                 "tools:\n  - name: t\n    input_schema:\n      type: object\n      properties: 3\n",
             ),
         ),
+        case(Code::ToolsJsonInvalid, with_frontmatter(""))
+            .file("tools.json", "[{\"name\": \"t\"}]\n"),
+        // A skill without tools has no tools.json: even `[]` is stale.
+        case(Code::ToolsJsonStale, with_frontmatter("")).file("tools.json", "[]\n"),
         case(
             Code::HostXmlTag,
             "---\nname: sample\ndescription: Uses <tool> tags.\n---\nbody\n",

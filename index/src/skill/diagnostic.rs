@@ -77,6 +77,8 @@ codes! {
     VersionInvalid => "version-invalid", Error;
     DependencyInvalid => "dependency-invalid", Error;
     ToolSchemaInvalid => "tool-schema-invalid", Error;
+    ToolsJsonInvalid => "tools-json-invalid", Error;
+    ToolsJsonStale => "tools-json-stale", Error;
     HostXmlTag => "host-xml-tag", Error;
     HostReservedWord => "host-reserved-word", Error;
     HostSizeLimit => "host-size-limit", Error;

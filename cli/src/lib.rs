@@ -51,5 +51,6 @@ pub fn run(cli: args::Cli, printer: &printer::Printer) -> anyhow::Result<ExitSta
         args::Command::Outdated(args) => commands::outdated::run(&args, printer),
         args::Command::Sign(args) => commands::sign::run(&args, printer),
         args::Command::Verify(args) => commands::verify::run(&args, printer),
+        args::Command::Tools(args) => commands::tools::run(&args, printer),
     }
 }

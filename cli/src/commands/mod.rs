@@ -13,6 +13,7 @@ pub mod pack;
 pub mod publish;
 pub mod search;
 pub mod sign;
+pub mod tools;
 pub mod tree;
 pub mod validate;
 pub mod vendor;

@@ -213,9 +213,8 @@ impl Walk {
                 );
             }
         }
-        if let Some(format) = schema.get("format").and_then(Value::as_str)
-            && !SUPPORTED_FORMATS.contains(&format)
-        {
+        let format = schema.get("format").and_then(Value::as_str);
+        if let Some(format) = format.filter(|format| !SUPPORTED_FORMATS.contains(format)) {
             self.report(
                 pointer,
                 Rule::UnsupportedFormat,

@@ -237,12 +237,108 @@ pub enum Command {
     /// above. Shows every skill's score and the triggers behind it.
     #[command(after_help = SELECT_EXAMPLES)]
     Select(SelectArgs),
+
+    /// List a skill's tools, export them for an agent host, or write tools.json.
+    ///
+    /// Tools are what a skill declares under `tools` in its SKILL.md
+    /// frontmatter (the Universal Agent Skill extension): a name, a
+    /// description, JSON Schemas for input and output, and the program that
+    /// runs them. Without a subcommand, lists them: name, runtime,
+    /// entrypoint and description (--json for scripts). SKILL_DIR is the
+    /// skill folder (default: the current folder). A skill that does not
+    /// validate is refused with its diagnostics, and nothing is written.
+    /// See docs/tools.md.
+    #[command(args_conflicts_with_subcommands = true, after_help = TOOLS_EXAMPLES)]
+    Tools(ToolsArgs),
+}
+
+const TOOLS_EXAMPLES: &str = "\
+Examples:
+  skillpkg tools skills/pdf-processing                            list the tools
+  skillpkg tools export --format mcp > tools.mcp.json             MCP Tool objects
+  skillpkg tools export skills/pdf --format openai-strict         OpenAI, strict or nothing
+  skillpkg tools sync                                             write ./tools.json
+  skillpkg tools sync --check                                     in CI: exit 1 if stale";
+
+#[derive(Debug, Args)]
+pub struct ToolsArgs {
+    #[command(subcommand)]
+    pub command: Option<ToolsCommand>,
+    /// The skill folder.
+    #[arg(default_value = ".", value_name = "SKILL_DIR")]
+    pub dir: PathBuf,
+    /// Print the tools as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ToolsCommand {
+    /// Print the tools as an agent host's API takes them, as JSON on stdout.
+    ///
+    /// Always a JSON array, one element per tool in SKILL.md's order:
+    /// `mcp` (MCP Tool objects: name, description, inputSchema, outputSchema,
+    /// and annotations from the confirmation level), `openai` (function tools
+    /// for the Responses API, `strict: true` where the input schema meets
+    /// OpenAI's strict profile, else `strict: false` with a warning on stderr
+    /// per problem and its JSON pointer), `openai-strict` (the same, but any
+    /// problem is an error and nothing is printed on stdout), `claude` (tools
+    /// for the Messages API: name, description, input_schema), `tools-json`
+    /// (exactly what `tools sync` writes).
+    #[command(after_help = TOOLS_EXPORT_EXAMPLES)]
+    Export(ToolsExportArgs),
+
+    /// Write tools.json from the tools in SKILL.md.
+    ///
+    /// SKILL.md is the source of truth; tools.json is a copy for hosts that
+    /// read JSON (`validate` reports one that disagrees as
+    /// `tools-json-stale`). The file is pretty JSON with two spaces of
+    /// indent: the same SKILL.md always gives the same bytes. It is written
+    /// atomically, and not at all when it is unchanged. A skill without tools
+    /// has no tools.json: sync removes one that is there.
+    #[command(after_help = TOOLS_SYNC_EXAMPLES)]
+    Sync(ToolsSyncArgs),
+}
+
+const TOOLS_EXPORT_EXAMPLES: &str = "\
+Examples:
+  skillpkg tools export --format mcp
+  skillpkg tools export skills/pdf-processing --format openai 2> strict-problems.txt
+  skillpkg tools export skills/pdf-processing --format claude | jq '.[].name'";
+
+const TOOLS_SYNC_EXAMPLES: &str = "\
+Examples:
+  skillpkg tools sync skills/pdf-processing
+  skillpkg tools sync --check      exit 1 and show the diff when tools.json is stale";
+
+#[derive(Debug, Args)]
+pub struct ToolsExportArgs {
+    /// The skill folder.
+    #[arg(default_value = ".", value_name = "SKILL_DIR")]
+    pub dir: PathBuf,
+    /// The shape to print: mcp, openai, openai-strict, claude or tools-json.
+    #[arg(long, value_name = "FORMAT")]
+    pub format: skillpkg_index::skill::tools::ExportFormat,
+}
+
+#[derive(Debug, Args)]
+pub struct ToolsSyncArgs {
+    /// The skill folder.
+    #[arg(default_value = ".", value_name = "SKILL_DIR")]
+    pub dir: PathBuf,
+    /// Write nothing; exit 1 and print the diff when tools.json is not what
+    /// sync would write.
+    #[arg(long)]
+    pub check: bool,
+    /// Print the result as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
 }
 
 const SCOPES_EXAMPLES: &str = "\
 Examples:
-  skillpkg scopes                      the skills Claude Code loads from this folder
-  skillpkg scopes --host all           Claude Code, Codex and Copilot, one after another
+  skillpkg scopes                      Claude Code, Codex and Copilot, one after another
+  skillpkg scopes --host claude-code   the skills Claude Code loads from this folder
   skillpkg scopes --host codex --json  for scripts";
 
 const PROMPT_EXAMPLES: &str = "\

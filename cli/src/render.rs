@@ -22,6 +22,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use skillpkg_index::skill::control::is_bidi_control;
+use skillpkg_index::skill::tools::ToolViolation;
 use skillpkg_index::skill::{Diagnostic, Severity};
 
 use crate::printer::style;
@@ -83,6 +84,33 @@ pub fn diagnostic(diagnostic: &Diagnostic, skill_dir: &Path) -> String {
         );
     }
     out
+}
+
+/// Renders one way a tool's input schema leaves OpenAI's strict profile:
+/// an error when the export was refused for it, else a warning.
+///
+/// ```text
+/// warning[additional-properties]: tool `delete-output`, input_schema at /properties/options: the object schema does not set `additionalProperties: false`
+/// ```
+pub fn strict_violation(violation: &ToolViolation, is_error: bool) -> String {
+    let (level, level_style) = if is_error {
+        ("error", style::ERROR)
+    } else {
+        ("warning", style::WARNING)
+    };
+    let bold = style::EMPHASIS;
+    let place = if violation.violation.pointer.is_empty() {
+        String::new()
+    } else {
+        format!(" at {}", printable(&violation.violation.pointer))
+    };
+    // Pointers and messages quote property names from the skill: shown, never sent.
+    format!(
+        "{level_style}{level}[{}]{level_style:#}{bold}: tool `{}`, input_schema{place}: {}{bold:#}",
+        violation.violation.rule.as_str(),
+        violation.tool,
+        printable(&violation.violation.message)
+    )
 }
 
 /// Returns `text` with every control character but line feed and tab, and

@@ -27,6 +27,7 @@ pub fn skill_md(data: &[u8]) {
         strict: options_byte & 0x80 != 0,
         allow: Vec::new(),
         folder_name: Some(FOLDER.to_owned()),
+        ..ValidateOptions::default()
     };
     let report = skill::validate_skill(&dir, &options);
     let has_error = report

@@ -110,9 +110,7 @@ fn set_mode(path: &Path, mode: u32) {
 }
 
 fn tool(fields: &str) -> String {
-    format!(
-        "tools:\n  - name: run\n    description: Runs.\n{fields}"
-    )
+    format!("tools:\n  - name: run\n    description: Runs.\n{fields}")
 }
 
 const CLOSED: &str = "{type: object, additionalProperties: false, properties: {}}";
@@ -239,6 +237,11 @@ fn cases() -> Vec<Case> {
         tool_case(Code::SecretsInvalid, "secrets: {required: [{name: MY KEY, usage: env}]}\n"),
         tool_case(Code::ProvenanceInvalid, "provenance: {source_commit: main}\n"),
         tool_case(Code::HostOverridesInvalid, "host_overrides: [{host: mcp}]\n"),
+        tool_case(
+            Code::HostOpenaiStrict,
+            &valid_tool("input_schema: {type: object, additionalProperties: false, properties: {}}", "input_schema: {type: object, additionalProperties: false, properties: {a: {type: string}}}"),
+        )
+        .host(Host::OpenAi),
         tool_case(Code::HostNetwork, "permissions: {network: {outbound: [api.example.com]}}\n")
             .host(Host::ClaudeApi),
         tool_case(Code::ToolSchemaOpen, &valid_tool("input_schema: {type: object, additionalProperties: false,", "input_schema: {type: object,")),
@@ -250,6 +253,10 @@ fn cases() -> Vec<Case> {
             &valid_tool("entrypoint: scripts/run.py}", "entrypoint: scripts/run.py, dependencies: {pip: [pdfplumber]}}"),
         )
         .host(Host::ClaudeApi),
+        case(Code::ToolsJsonInvalid, with_frontmatter(""))
+            .file("tools.json", "[{\"name\": \"t\"}]\n"),
+        // A skill without tools has no tools.json: even `[]` is stale.
+        case(Code::ToolsJsonStale, with_frontmatter("")).file("tools.json", "[]\n"),
         case(
             Code::HostXmlTag,
             "---\nname: sample\ndescription: Uses <tool> tags.\n---\nbody\n",
@@ -536,15 +543,25 @@ fn a_name_used_in_two_codex_scopes_is_a_collision() {
             .filter(|d| d.code == Code::HostNameCollision)
             .collect();
         assert_eq!(collisions.len(), 1, "{:#?}", report.diagnostics);
-        assert!(collisions[0].message.contains(&other.join("SKILL.md").display().to_string()));
+        assert!(
+            collisions[0]
+                .message
+                .contains(&other.join("SKILL.md").display().to_string())
+        );
         assert!(report.is_valid(), "a collision is a warning");
 
-        let strict = ValidateOptions { strict: true, ..options.clone() };
+        let strict = ValidateOptions {
+            strict: true,
+            ..options.clone()
+        };
         let mut report = validate_skill(dir, &strict);
         found.check_collisions(&mut report, &strict);
         assert!(!report.is_valid() && report.frontmatter.is_none());
 
-        let allowed = ValidateOptions { allow: vec![Code::HostNameCollision], ..options };
+        let allowed = ValidateOptions {
+            allow: vec![Code::HostNameCollision],
+            ..options
+        };
         let mut report = validate_skill(dir, &allowed);
         found.check_collisions(&mut report, &allowed);
         assert!(report.diagnostics.is_empty(), "{:#?}", report.diagnostics);

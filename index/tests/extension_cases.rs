@@ -87,92 +87,477 @@ const TOOLS_END: &str = "      entrypoint: scripts/run.py\n---\n";
 fn cases() -> Vec<Case> {
     vec![
         // tools: shape and names
-        case("tools-not-a-list", &[("tools:\n  - name", "tools: extract\nx_tools:\n  - name")], &["tools-invalid", "unknown-key"]),
-        case("tools-as-agent-tool-names", &[("tools:\n  - name", "tools: [codebase, search]\nx_tools:\n  - name")], &["tools-invalid", "unknown-key"]),
-        case("tool-not-a-mapping", &[(TOOL_NAME, "  - extract-text\n  - name: extract-text\n")], &["tools-invalid"]),
-        case("tool-unknown-key", &[(TOOL_NAME, "  - name: extract-text\n    timeout: 5\n")], &["tools-invalid"]),
-        case("tool-name-double-hyphen", &[(TOOL_NAME, "  - name: bad--tool\n")], &["tool-name-invalid"]),
-        case("tool-name-uppercase", &[(TOOL_NAME, "  - name: ExtractText\n")], &["tool-name-invalid"]),
-        case("tool-name-leading-hyphen", &[(TOOL_NAME, "  - name: -extract\n")], &["tool-name-invalid"]),
-        case("tool-name-too-long", &[(TOOL_NAME, "  - name: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n")], &["tool-name-invalid"]),
-        case("tool-name-not-a-string", &[(TOOL_NAME, "  - name: 42\n")], &["tool-name-invalid"]),
-        case("tool-name-missing", &[(TOOL_NAME, "  - description: x\n"), ("    description: Extract text from a PDF file.\n", "")], &["tool-name-invalid"]),
-        case("tool-names-duplicated", &[(TOOLS_END, "      entrypoint: scripts/run.py\n  - name: extract-text\n    description: Again.\n    input_schema: {type: object, additionalProperties: false}\n    output_schema: {type: object, additionalProperties: false}\n    implementation: {runtime: python, entrypoint: scripts/run.py}\n---\n")], &["tool-name-duplicate"]),
-        case("tool-description-empty", &[("    description: Extract text from a PDF file.\n", "    description: \"\"\n")], &["tool-description-invalid"]),
-        case("tool-description-missing", &[("    description: Extract text from a PDF file.\n", "")], &["tool-description-invalid"]),
+        case(
+            "tools-not-a-list",
+            &[("tools:\n  - name", "tools: extract\nx_tools:\n  - name")],
+            &["tools-invalid", "unknown-key"],
+        ),
+        case(
+            "tools-as-agent-tool-names",
+            &[(
+                "tools:\n  - name",
+                "tools: [codebase, search]\nx_tools:\n  - name",
+            )],
+            &["tools-invalid", "unknown-key"],
+        ),
+        case(
+            "tool-not-a-mapping",
+            &[(TOOL_NAME, "  - extract-text\n  - name: extract-text\n")],
+            &["tools-invalid"],
+        ),
+        case(
+            "tool-unknown-key",
+            &[(TOOL_NAME, "  - name: extract-text\n    timeout: 5\n")],
+            &["tools-invalid"],
+        ),
+        case(
+            "tool-name-double-hyphen",
+            &[(TOOL_NAME, "  - name: bad--tool\n")],
+            &["tool-name-invalid"],
+        ),
+        case(
+            "tool-name-uppercase",
+            &[(TOOL_NAME, "  - name: ExtractText\n")],
+            &["tool-name-invalid"],
+        ),
+        case(
+            "tool-name-leading-hyphen",
+            &[(TOOL_NAME, "  - name: -extract\n")],
+            &["tool-name-invalid"],
+        ),
+        case(
+            "tool-name-too-long",
+            &[(
+                TOOL_NAME,
+                "  - name: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n",
+            )],
+            &["tool-name-invalid"],
+        ),
+        case(
+            "tool-name-not-a-string",
+            &[(TOOL_NAME, "  - name: 42\n")],
+            &["tool-name-invalid"],
+        ),
+        case(
+            "tool-name-missing",
+            &[
+                (TOOL_NAME, "  - description: x\n"),
+                ("    description: Extract text from a PDF file.\n", ""),
+            ],
+            &["tool-name-invalid"],
+        ),
+        case(
+            "tool-names-duplicated",
+            &[(
+                TOOLS_END,
+                "      entrypoint: scripts/run.py\n  - name: extract-text\n    description: Again.\n    input_schema: {type: object, additionalProperties: false}\n    output_schema: {type: object, additionalProperties: false}\n    implementation: {runtime: python, entrypoint: scripts/run.py}\n---\n",
+            )],
+            &["tool-name-duplicate"],
+        ),
+        case(
+            "tool-description-empty",
+            &[(
+                "    description: Extract text from a PDF file.\n",
+                "    description: \"\"\n",
+            )],
+            &["tool-description-invalid"],
+        ),
+        case(
+            "tool-description-missing",
+            &[("    description: Extract text from a PDF file.\n", "")],
+            &["tool-description-invalid"],
+        ),
         // schemas
-        case("input-schema-missing", &[(INPUT_TYPE, "    other_schema:\n      type: object\n")], &["tool-schema-invalid", "tools-invalid"]),
-        case("input-schema-not-object-type", &[(INPUT_TYPE, "    input_schema:\n      type: array\n")], &["tool-schema-invalid"]),
-        case("input-schema-not-a-mapping", &[(INPUT_TYPE, "    input_schema: path\n    x_schema:\n      type: object\n")], &["tool-schema-invalid", "tools-invalid"]),
-        case("input-schema-bad-keyword-value", &[(INPUT_TYPE, "    input_schema:\n      type: object\n      minProperties: -1\n")], &["tool-schema-invalid"]),
-        case("input-schema-bad-regex", &[("        path: {type: string}\n", "        path: {type: string, pattern: \"([a-z\"}\n")], &["tool-schema-invalid"]),
-        case("input-schema-remote-ref", &[("        path: {type: string}\n", "        path: {$ref: \"https://example.com/s.json\"}\n")], &["tool-schema-invalid"]),
-        case("input-schema-open", &[(INPUT_TYPE, "    input_schema:\n      type: object\n      x-open: true\n"), ("      additionalProperties: false\n      properties:\n        path", "      properties:\n        path")], &["tool-schema-open"]),
-        case("nested-schema-open", &[("        path: {type: string}\n", "        path: {type: object, properties: {a: {type: string}}}\n")], &["tool-schema-open"]),
-        case("output-schema-missing", &[(OUTPUT, "")], &["tool-output-schema-missing"]),
-        case("output-schema-not-object-type", &[(OUTPUT, "    output_schema: {type: string}\n")], &["tool-schema-invalid"]),
+        case(
+            "input-schema-missing",
+            &[(INPUT_TYPE, "    other_schema:\n      type: object\n")],
+            &["tool-schema-invalid", "tools-invalid"],
+        ),
+        case(
+            "input-schema-not-object-type",
+            &[(INPUT_TYPE, "    input_schema:\n      type: array\n")],
+            &["tool-schema-invalid"],
+        ),
+        case(
+            "input-schema-not-a-mapping",
+            &[(
+                INPUT_TYPE,
+                "    input_schema: path\n    x_schema:\n      type: object\n",
+            )],
+            &["tool-schema-invalid", "tools-invalid"],
+        ),
+        case(
+            "input-schema-bad-keyword-value",
+            &[(
+                INPUT_TYPE,
+                "    input_schema:\n      type: object\n      minProperties: -1\n",
+            )],
+            &["tool-schema-invalid"],
+        ),
+        case(
+            "input-schema-bad-regex",
+            &[(
+                "        path: {type: string}\n",
+                "        path: {type: string, pattern: \"([a-z\"}\n",
+            )],
+            &["tool-schema-invalid"],
+        ),
+        case(
+            "input-schema-remote-ref",
+            &[(
+                "        path: {type: string}\n",
+                "        path: {$ref: \"https://example.com/s.json\"}\n",
+            )],
+            &["tool-schema-invalid"],
+        ),
+        case(
+            "input-schema-open",
+            &[
+                (
+                    INPUT_TYPE,
+                    "    input_schema:\n      type: object\n      x-open: true\n",
+                ),
+                (
+                    "      additionalProperties: false\n      properties:\n        path",
+                    "      properties:\n        path",
+                ),
+            ],
+            &["tool-schema-open"],
+        ),
+        case(
+            "nested-schema-open",
+            &[(
+                "        path: {type: string}\n",
+                "        path: {type: object, properties: {a: {type: string}}}\n",
+            )],
+            &["tool-schema-open"],
+        ),
+        case(
+            "output-schema-missing",
+            &[(OUTPUT, "")],
+            &["tool-output-schema-missing"],
+        ),
+        case(
+            "output-schema-not-object-type",
+            &[(OUTPUT, "    output_schema: {type: string}\n")],
+            &["tool-schema-invalid"],
+        ),
         // confirmation
-        case("confirmation-level-unknown", &[(TOOL_NAME, "  - name: extract-text\n    confirmation: {level: sometimes}\n")], &["tool-confirmation-invalid"]),
-        case("confirmation-unknown-key", &[(TOOL_NAME, "  - name: extract-text\n    confirmation: {level: always, ask: true}\n")], &["tool-confirmation-invalid"]),
+        case(
+            "confirmation-level-unknown",
+            &[(
+                TOOL_NAME,
+                "  - name: extract-text\n    confirmation: {level: sometimes}\n",
+            )],
+            &["tool-confirmation-invalid"],
+        ),
+        case(
+            "confirmation-unknown-key",
+            &[(
+                TOOL_NAME,
+                "  - name: extract-text\n    confirmation: {level: always, ask: true}\n",
+            )],
+            &["tool-confirmation-invalid"],
+        ),
         // implementation
-        case("implementation-missing", &[("    implementation:\n      runtime: python\n      entrypoint: scripts/run.py\n", "")], &["tool-implementation-invalid"]),
-        case("implementation-without-entrypoint", &[(ENTRYPOINT, "")], &["tool-implementation-invalid"]),
-        case("implementation-unknown-key", &[(ENTRYPOINT, "      entrypoint: scripts/run.py\n      command: python3\n")], &["tool-implementation-invalid"]),
-        case("implementation-timeout-zero", &[(ENTRYPOINT, "      entrypoint: scripts/run.py\n      timeout_seconds: 0\n")], &["tool-implementation-invalid"]),
-        case("implementation-dependencies-unknown-manager", &[(ENTRYPOINT, "      entrypoint: scripts/run.py\n      dependencies: {cargo: [serde]}\n")], &["tool-implementation-invalid"]),
-        case("runtime-ruby", &[(RUNTIME, "      runtime: ruby\n")], &["tool-runtime-invalid"]),
-        case("runtime-capitalised", &[(RUNTIME, "      runtime: Python\n")], &["tool-runtime-invalid"]),
-        case("entrypoint-absolute", &[(ENTRYPOINT, "      entrypoint: /usr/local/bin/run.py\n")], &["tool-entrypoint-outside"]),
-        case("entrypoint-climbs-out", &[(ENTRYPOINT, "      entrypoint: scripts/../../run.py\n")], &["tool-entrypoint-outside"]),
-        case("entrypoint-backslash", &[(ENTRYPOINT, "      entrypoint: scripts\\\\run.py\n")], &["tool-entrypoint-outside"]),
-        case("entrypoint-typescript-for-node", &[(RUNTIME, "      runtime: node\n"), (ENTRYPOINT, "      entrypoint: scripts/run.ts\n")], &["tool-entrypoint-extension"]),
-        case("entrypoint-python-for-bash", &[(RUNTIME, "      runtime: bash\n")], &["tool-entrypoint-extension"]),
-        case("entrypoint-missing-file", &[(ENTRYPOINT, "      entrypoint: scripts/missing.py\n")], &["tool-entrypoint-missing"]),
-        case("entrypoint-is-a-folder", &[(ENTRYPOINT, "      entrypoint: scripts.py\n")], &["tool-entrypoint-missing"]),
+        case(
+            "implementation-missing",
+            &[(
+                "    implementation:\n      runtime: python\n      entrypoint: scripts/run.py\n",
+                "",
+            )],
+            &["tool-implementation-invalid"],
+        ),
+        case(
+            "implementation-without-entrypoint",
+            &[(ENTRYPOINT, "")],
+            &["tool-implementation-invalid"],
+        ),
+        case(
+            "implementation-unknown-key",
+            &[(
+                ENTRYPOINT,
+                "      entrypoint: scripts/run.py\n      command: python3\n",
+            )],
+            &["tool-implementation-invalid"],
+        ),
+        case(
+            "implementation-timeout-zero",
+            &[(
+                ENTRYPOINT,
+                "      entrypoint: scripts/run.py\n      timeout_seconds: 0\n",
+            )],
+            &["tool-implementation-invalid"],
+        ),
+        case(
+            "implementation-dependencies-unknown-manager",
+            &[(
+                ENTRYPOINT,
+                "      entrypoint: scripts/run.py\n      dependencies: {cargo: [serde]}\n",
+            )],
+            &["tool-implementation-invalid"],
+        ),
+        case(
+            "runtime-ruby",
+            &[(RUNTIME, "      runtime: ruby\n")],
+            &["tool-runtime-invalid"],
+        ),
+        case(
+            "runtime-capitalised",
+            &[(RUNTIME, "      runtime: Python\n")],
+            &["tool-runtime-invalid"],
+        ),
+        case(
+            "entrypoint-absolute",
+            &[(ENTRYPOINT, "      entrypoint: /usr/local/bin/run.py\n")],
+            &["tool-entrypoint-outside"],
+        ),
+        case(
+            "entrypoint-climbs-out",
+            &[(ENTRYPOINT, "      entrypoint: scripts/../../run.py\n")],
+            &["tool-entrypoint-outside"],
+        ),
+        case(
+            "entrypoint-backslash",
+            &[(ENTRYPOINT, "      entrypoint: scripts\\\\run.py\n")],
+            &["tool-entrypoint-outside"],
+        ),
+        case(
+            "entrypoint-typescript-for-node",
+            &[
+                (RUNTIME, "      runtime: node\n"),
+                (ENTRYPOINT, "      entrypoint: scripts/run.ts\n"),
+            ],
+            &["tool-entrypoint-extension"],
+        ),
+        case(
+            "entrypoint-python-for-bash",
+            &[(RUNTIME, "      runtime: bash\n")],
+            &["tool-entrypoint-extension"],
+        ),
+        case(
+            "entrypoint-missing-file",
+            &[(ENTRYPOINT, "      entrypoint: scripts/missing.py\n")],
+            &["tool-entrypoint-missing"],
+        ),
+        case(
+            "entrypoint-is-a-folder",
+            &[(ENTRYPOINT, "      entrypoint: scripts.py\n")],
+            &["tool-entrypoint-missing"],
+        ),
         // when_to_use
-        case("when-to-use-prose", &[(WHEN, "when_to_use: Use this for PDFs.\n")], &["when-to-use-invalid"]),
-        case("when-to-use-unknown-key", &[(WHEN, "when_to_use:\n  keywords: [pdf]\n")], &["when-to-use-invalid"]),
-        case("when-to-use-priority-negative", &[(WHEN, "when_to_use:\n  priority: -1\n")], &["when-to-use-invalid"]),
-        case("when-to-use-mentions-not-strings", &[(WHEN, "when_to_use:\n  mentions: [{pdf: 1}]\n")], &["when-to-use-invalid"]),
+        case(
+            "when-to-use-prose",
+            &[(WHEN, "when_to_use: Use this for PDFs.\n")],
+            &["when-to-use-invalid"],
+        ),
+        case(
+            "when-to-use-unknown-key",
+            &[(WHEN, "when_to_use:\n  keywords: [pdf]\n")],
+            &["when-to-use-invalid"],
+        ),
+        case(
+            "when-to-use-priority-negative",
+            &[(WHEN, "when_to_use:\n  priority: -1\n")],
+            &["when-to-use-invalid"],
+        ),
+        case(
+            "when-to-use-mentions-not-strings",
+            &[(WHEN, "when_to_use:\n  mentions: [{pdf: 1}]\n")],
+            &["when-to-use-invalid"],
+        ),
         // permissions
-        case("permissions-read-not-a-list", &[(READ, "    read: \"**/*.pdf\"\n")], &["permissions-invalid"]),
-        case("permissions-unknown-section", &[(OUTBOUND, "    outbound: []\n  env:\n    allow: [HOME]\n")], &["permissions-invalid"]),
-        case("permissions-subprocess-not-boolean", &[(OUTBOUND, "    outbound: []\n  processes:\n    allow_subprocess: sometimes\n")], &["permissions-invalid"]),
-        case("glob-negated", &[(READ, "    read: [\"!secrets/**\"]\n")], &["permission-glob-invalid"]),
-        case("glob-absolute", &[(READ, "    read: [\"/etc/**\"]\n")], &["permission-glob-invalid"]),
-        case("glob-home", &[(READ, "    read: [\"~/.ssh/*\"]\n")], &["permission-glob-invalid"]),
-        case("glob-climbs-out", &[(READ, "    read: [\"../**\"]\n")], &["permission-glob-invalid"]),
-        case("glob-unclosed-class", &[(READ, "    read: [\"docs/[a\"]\n")], &["permission-glob-invalid"]),
-        case("glob-everything", &[(READ, "    read: [\"**/*\"]\n")], &["permission-overbroad"]),
-        case("network-everything", &[(OUTBOUND, "    outbound: [\"*\"]\n")], &["permission-overbroad"]),
+        case(
+            "permissions-read-not-a-list",
+            &[(READ, "    read: \"**/*.pdf\"\n")],
+            &["permissions-invalid"],
+        ),
+        case(
+            "permissions-unknown-section",
+            &[(OUTBOUND, "    outbound: []\n  env:\n    allow: [HOME]\n")],
+            &["permissions-invalid"],
+        ),
+        case(
+            "permissions-subprocess-not-boolean",
+            &[(
+                OUTBOUND,
+                "    outbound: []\n  processes:\n    allow_subprocess: sometimes\n",
+            )],
+            &["permissions-invalid"],
+        ),
+        case(
+            "glob-negated",
+            &[(READ, "    read: [\"!secrets/**\"]\n")],
+            &["permission-glob-invalid"],
+        ),
+        case(
+            "glob-absolute",
+            &[(READ, "    read: [\"/etc/**\"]\n")],
+            &["permission-glob-invalid"],
+        ),
+        case(
+            "glob-home",
+            &[(READ, "    read: [\"~/.ssh/*\"]\n")],
+            &["permission-glob-invalid"],
+        ),
+        case(
+            "glob-climbs-out",
+            &[(READ, "    read: [\"../**\"]\n")],
+            &["permission-glob-invalid"],
+        ),
+        case(
+            "glob-unclosed-class",
+            &[(READ, "    read: [\"docs/[a\"]\n")],
+            &["permission-glob-invalid"],
+        ),
+        case(
+            "glob-everything",
+            &[(READ, "    read: [\"**/*\"]\n")],
+            &["permission-overbroad"],
+        ),
+        case(
+            "network-everything",
+            &[(OUTBOUND, "    outbound: [\"*\"]\n")],
+            &["permission-overbroad"],
+        ),
         // safety
-        case("safety-not-a-mapping", &[(SAFETY, "  - destructive_writes\n"), (REDACT, "")], &["safety-invalid"]),
-        case("safety-unknown-gate", &[(SAFETY, "  require_confirmation_for: [deletes]\n")], &["safety-invalid"]),
-        case("safety-redact-not-boolean", &[(REDACT, "  redact: {secrets: yes}\n")], &["safety-invalid"]),
+        case(
+            "safety-not-a-mapping",
+            &[(SAFETY, "  - destructive_writes\n"), (REDACT, "")],
+            &["safety-invalid"],
+        ),
+        case(
+            "safety-unknown-gate",
+            &[(SAFETY, "  require_confirmation_for: [deletes]\n")],
+            &["safety-invalid"],
+        ),
+        case(
+            "safety-redact-not-boolean",
+            &[(REDACT, "  redact: {secrets: yes}\n")],
+            &["safety-invalid"],
+        ),
         // secrets, provenance, overrides, spec_version
-        case("secrets-a-list", &[(WHEN, "secrets: [OCR_KEY]\n")], &["secrets-invalid"]),
-        case("secret-usage-file", &[(WHEN, "secrets:\n  required:\n    - {name: OCR_KEY, usage: file}\n")], &["secrets-invalid"]),
-        case("secret-name-with-space", &[(WHEN, "secrets:\n  required:\n    - {name: OCR KEY, usage: env}\n")], &["secrets-invalid"]),
-        case("secret-without-usage", &[(WHEN, "secrets:\n  required:\n    - {name: OCR_KEY}\n")], &["secrets-invalid"]),
-        case("provenance-not-a-mapping", &[(WHEN, "provenance: github.com/org/repo\n")], &["provenance-invalid"]),
-        case("provenance-repo-not-a-url", &[(WHEN, "provenance: {source_repo: org/repo}\n")], &["provenance-invalid"]),
-        case("provenance-commit-a-branch", &[(WHEN, "provenance: {source_commit: main}\n")], &["provenance-invalid"]),
-        case("provenance-reviewers-a-string", &[(WHEN, "provenance: {reviewed_by: alice}\n")], &["provenance-invalid"]),
-        case("host-overrides-a-mapping", &[(WHEN, "host_overrides: {mcp: {}}\n")], &["host-overrides-invalid"]),
-        case("host-override-without-config", &[(WHEN, "host_overrides: [{host: mcp}]\n")], &["host-overrides-invalid"]),
-        case("host-override-unknown-host", &[(WHEN, "host_overrides: [{host: claude_code, config: {}}]\n")], &["host-override-unknown"]),
-        case("spec-version-three", &[(WHEN, "spec_version: \"3.0\"\n")], &["spec-version-invalid"]),
-        case("spec-version-number", &[(WHEN, "spec_version: 2.1\n")], &["spec-version-invalid"]),
+        case(
+            "secrets-a-list",
+            &[(WHEN, "secrets: [OCR_KEY]\n")],
+            &["secrets-invalid"],
+        ),
+        case(
+            "secret-usage-file",
+            &[(
+                WHEN,
+                "secrets:\n  required:\n    - {name: OCR_KEY, usage: file}\n",
+            )],
+            &["secrets-invalid"],
+        ),
+        case(
+            "secret-name-with-space",
+            &[(
+                WHEN,
+                "secrets:\n  required:\n    - {name: OCR KEY, usage: env}\n",
+            )],
+            &["secrets-invalid"],
+        ),
+        case(
+            "secret-without-usage",
+            &[(WHEN, "secrets:\n  required:\n    - {name: OCR_KEY}\n")],
+            &["secrets-invalid"],
+        ),
+        case(
+            "provenance-not-a-mapping",
+            &[(WHEN, "provenance: github.com/org/repo\n")],
+            &["provenance-invalid"],
+        ),
+        case(
+            "provenance-repo-not-a-url",
+            &[(WHEN, "provenance: {source_repo: org/repo}\n")],
+            &["provenance-invalid"],
+        ),
+        case(
+            "provenance-commit-a-branch",
+            &[(WHEN, "provenance: {source_commit: main}\n")],
+            &["provenance-invalid"],
+        ),
+        case(
+            "provenance-reviewers-a-string",
+            &[(WHEN, "provenance: {reviewed_by: alice}\n")],
+            &["provenance-invalid"],
+        ),
+        case(
+            "host-overrides-a-mapping",
+            &[(WHEN, "host_overrides: {mcp: {}}\n")],
+            &["host-overrides-invalid"],
+        ),
+        case(
+            "host-override-without-config",
+            &[(WHEN, "host_overrides: [{host: mcp}]\n")],
+            &["host-overrides-invalid"],
+        ),
+        case(
+            "host-override-unknown-host",
+            &[(WHEN, "host_overrides: [{host: claude_code, config: {}}]\n")],
+            &["host-override-unknown"],
+        ),
+        case(
+            "spec-version-three",
+            &[(WHEN, "spec_version: \"3.0\"\n")],
+            &["spec-version-invalid"],
+        ),
+        case(
+            "spec-version-number",
+            &[(WHEN, "spec_version: 2.1\n")],
+            &["spec-version-invalid"],
+        ),
         // hosts
-        Case { host: Host::ClaudeApi, ..case("claude-api-network", &[(OUTBOUND, "    outbound: [api.example.com]\n")], &["host-network"]) },
-        Case { host: Host::ClaudeApi, ..case("claude-api-dependencies", &[(ENTRYPOINT, "      entrypoint: scripts/run.py\n      dependencies: {pip: [pdfplumber==0.11.4]}\n")], &["host-dependency-install"]) },
+        Case {
+            host: Host::OpenAi,
+            ..case(
+                "openai-optional-property",
+                &[("      required: [path]\n", "      required: []\n")],
+                &["host-openai-strict"],
+            )
+        },
+        Case {
+            host: Host::OpenAi,
+            ..case(
+                "openai-all-of",
+                &[(
+                    "        path: {type: string}\n",
+                    "        path: {allOf: [{type: string}]}\n",
+                )],
+                &["host-openai-strict"],
+            )
+        },
+        Case {
+            host: Host::ClaudeApi,
+            ..case(
+                "claude-api-network",
+                &[(OUTBOUND, "    outbound: [api.example.com]\n")],
+                &["host-network"],
+            )
+        },
+        Case {
+            host: Host::ClaudeApi,
+            ..case(
+                "claude-api-dependencies",
+                &[(
+                    ENTRYPOINT,
+                    "      entrypoint: scripts/run.py\n      dependencies: {pip: [pdfplumber==0.11.4]}\n",
+                )],
+                &["host-dependency-install"],
+            )
+        },
     ]
 }
 
 fn run(case: &Case) -> (BTreeSet<String>, String) {
     let mut text = VALID.to_owned();
     for (from, to) in case.edits {
-        assert!(text.contains(from), "{}: `{from}` is not in the skill", case.name);
+        assert!(
+            text.contains(from),
+            "{}: `{from}` is not in the skill",
+            case.name
+        );
         text = text.replacen(from, to, 1);
     }
     let temp = tempfile::tempdir().unwrap();
@@ -193,14 +578,29 @@ fn run(case: &Case) -> (BTreeSet<String>, String) {
         ..ValidateOptions::for_folder(&dir)
     };
     let report = validate_skill(&dir, &options);
-    let codes = report.diagnostics.iter().map(|d| d.code.to_string()).collect();
+    let codes = report
+        .diagnostics
+        .iter()
+        .map(|d| d.code.to_string())
+        .collect();
     let rendered = report
         .diagnostics
         .iter()
         .map(|d| {
-            let place = d.location.map_or_else(String::new, |l| format!(":{}:{}", l.line, l.column));
-            let hint = d.hint.as_deref().map_or_else(String::new, |h| format!("\n    hint: {h}"));
-            format!("{}[{}] {}{place}: {}{hint}", d.severity, d.code, d.file.display(), d.message)
+            let place = d
+                .location
+                .map_or_else(String::new, |l| format!(":{}:{}", l.line, l.column));
+            let hint = d
+                .hint
+                .as_deref()
+                .map_or_else(String::new, |h| format!("\n    hint: {h}"));
+            format!(
+                "{}[{}] {}{place}: {}{hint}",
+                d.severity,
+                d.code,
+                d.file.display(),
+                d.message
+            )
         })
         .collect::<Vec<_>>()
         .join("\n");
@@ -210,7 +610,10 @@ fn run(case: &Case) -> (BTreeSet<String>, String) {
 #[test]
 fn the_valid_skill_is_valid_for_every_host() {
     for (name, host) in Host::ALL {
-        let case = Case { host: *host, ..case("valid", &[], &[]) };
+        let case = Case {
+            host: *host,
+            ..case("valid", &[], &[])
+        };
         let (codes, rendered) = run(&case);
         let expected: BTreeSet<String> = if *host == Host::Portable {
             ["non-portable-key".to_owned()].into()
@@ -230,9 +633,16 @@ fn every_broken_extension_yields_its_code() {
     for case in &cases {
         assert!(names.insert(case.name), "two cases are named {}", case.name);
         let (codes, rendered) = run(case);
-        let expected: BTreeSet<String> = case.expected.iter().map(|code| (*code).to_owned()).collect();
+        let expected: BTreeSet<String> = case
+            .expected
+            .iter()
+            .map(|code| (*code).to_owned())
+            .collect();
         if codes != expected {
-            failures.push(format!("{}: expected {expected:?}, got {codes:?}\n{rendered}", case.name));
+            failures.push(format!(
+                "{}: expected {expected:?}, got {codes:?}\n{rendered}",
+                case.name
+            ));
             continue;
         }
         insta::assert_snapshot!(case.name, rendered);

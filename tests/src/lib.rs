@@ -28,6 +28,31 @@ pub fn binary(name: &str) -> PathBuf {
     path
 }
 
+/// The variable that names the Python interpreter with the `mcp` package
+/// that tests check MCP exports with.
+pub const SKILLPKG_TEST_PYTHON: &str = "SKILLPKG_TEST_PYTHON";
+
+/// Returns the Python interpreter that has the official MCP SDK (`mcp` on
+/// PyPI): `$SKILLPKG_TEST_PYTHON`, else the virtual environment `.ci/run`
+/// creates at `<repository>/.ci/venv`. Panics with what to do when there is
+/// none: a missing interpreter fails the test, it never skips it.
+pub fn mcp_python() -> PathBuf {
+    let python = std::env::var_os(SKILLPKG_TEST_PYTHON)
+        .filter(|value| !value.is_empty())
+        .map_or_else(
+            || Path::new(env!("CARGO_MANIFEST_DIR")).join("../.ci/venv/bin/python3"),
+            PathBuf::from,
+        );
+    assert!(
+        python.exists(),
+        "{} does not exist: run `.ci/run`, or create the environment with \
+         `python3 -m venv .ci/venv && .ci/venv/bin/pip install mcp`, or set \
+         {SKILLPKG_TEST_PYTHON} to a Python that has the `mcp` package",
+        python.display()
+    );
+    python
+}
+
 /// The finished run of a command.
 #[derive(Debug)]
 pub struct Output {
@@ -390,10 +415,10 @@ impl FaultyServer {
                     {
                         break;
                     }
-                    if let Some((name, value)) = header.split_once(':') {
-                        if name.eq_ignore_ascii_case("authorization") {
-                            authorization = Some(value.trim().to_owned());
-                        }
+                    if let Some((name, value)) = header.split_once(':')
+                        && name.eq_ignore_ascii_case("authorization")
+                    {
+                        authorization = Some(value.trim().to_owned());
                     }
                 }
                 let path = request_line

@@ -18,7 +18,10 @@ fn online_skill(sandbox: &Sandbox) {
         &format!("{TOOL}permissions:\n  network:\n    outbound: [example.com]\n"),
         "# Fetcher\n\nRun `fetch-page`.\n",
     );
-    let script = sandbox.write("skills/fetcher/scripts/fetch.sh", "#!/bin/bash\necho '{\"html\": \"\"}'\n");
+    let script = sandbox.write(
+        "skills/fetcher/scripts/fetch.sh",
+        "#!/bin/bash\necho '{\"html\": \"\"}'\n",
+    );
     skillpkg_tests::set_executable(&script, true);
 }
 
@@ -27,12 +30,23 @@ fn host_all_shows_which_host_refuses_a_skill_and_why() {
     let sandbox = Sandbox::new();
     online_skill(&sandbox);
     sandbox.skill("skills/plain", "plain", "", "# Plain\n\nDo plain things.\n");
-    let output = run(sandbox.skillpkg().args(["validate", "--host", "all", "skills"]));
+    let output = run(sandbox
+        .skillpkg()
+        .args(["validate", "--host", "all", "skills"]));
     assert_eq!(output.code, 1, "{}{}", output.stdout, output.stderr);
     let lines: Vec<&str> = output.stdout.lines().collect();
     assert_eq!(
         lines[0].split_whitespace().collect::<Vec<_>>(),
-        ["skill", "portable", "claude-api", "claude-code", "codex", "copilot", "mcp", "openai"]
+        [
+            "skill",
+            "portable",
+            "claude-api",
+            "claude-code",
+            "codex",
+            "copilot",
+            "mcp",
+            "openai"
+        ]
     );
     // The Universal keys are not portable to the plain specification (a
     // warning), refused by the Claude API (no network), fine elsewhere.
@@ -45,18 +59,39 @@ fn host_all_shows_which_host_refuses_a_skill_and_why() {
         ["plain", "ok", "ok", "ok", "ok", "ok", "ok", "ok"]
     );
     assert!(
-        output.stdout.contains("fetcher: not portable to claude-api: host-network:"),
+        output
+            .stdout
+            .contains("fetcher: not portable to claude-api: host-network:"),
         "{}",
         output.stdout
     );
-    assert!(!output.stdout.contains("invalid for every host"), "{}", output.stdout);
-    assert!(output.stdout.ends_with("2 skills, 1 not portable to every host\n"), "{}", output.stdout);
+    assert!(
+        !output.stdout.contains("invalid for every host"),
+        "{}",
+        output.stdout
+    );
+    assert!(
+        output
+            .stdout
+            .ends_with("2 skills, 1 not portable to every host\n"),
+        "{}",
+        output.stdout
+    );
 
-    let json = run(sandbox.skillpkg().args(["validate", "--host", "all", "--json", "skills"])).json();
+    let json = run(sandbox
+        .skillpkg()
+        .args(["validate", "--host", "all", "--json", "skills"]))
+    .json();
     let fetcher = &json["skills"][0]["hosts"];
     assert_eq!(fetcher["claude-api"]["portable"], false);
-    assert_eq!(fetcher["claude-api"]["errors"], serde_json::json!(["host-network"]));
-    assert_eq!(fetcher["portable"]["warnings"], serde_json::json!(["non-portable-key"]));
+    assert_eq!(
+        fetcher["claude-api"]["errors"],
+        serde_json::json!(["host-network"])
+    );
+    assert_eq!(
+        fetcher["portable"]["warnings"],
+        serde_json::json!(["non-portable-key"])
+    );
     assert_eq!(fetcher["mcp"]["portable"], true);
     assert_eq!(json["summary"]["not_portable_everywhere"], 1);
 }
@@ -65,31 +100,66 @@ fn host_all_shows_which_host_refuses_a_skill_and_why() {
 fn host_all_passes_when_every_skill_suits_every_host() {
     let sandbox = Sandbox::new();
     sandbox.skill("skills/plain", "plain", "", "# Plain\n\nDo plain things.\n");
-    let output = run(sandbox.skillpkg().args(["validate", "--host", "all", "skills"]));
+    let output = run(sandbox
+        .skillpkg()
+        .args(["validate", "--host", "all", "skills"]));
     assert_eq!(output.code, 0, "{}{}", output.stdout, output.stderr);
-    assert!(output.stdout.ends_with("1 skills, 0 not portable to every host\n"), "{}", output.stdout);
+    assert!(
+        output
+            .stdout
+            .ends_with("1 skills, 0 not portable to every host\n"),
+        "{}",
+        output.stdout
+    );
 }
 
 #[test]
 fn an_error_every_host_shares_is_said_once() {
     let sandbox = Sandbox::new();
-    sandbox.skill("skills/broken", "broken", "tools: [codebase]\n", "# Broken\n");
-    let output = run(sandbox.skillpkg().args(["validate", "--host", "all", "skills"]));
+    sandbox.skill(
+        "skills/broken",
+        "broken",
+        "tools: [codebase]\n",
+        "# Broken\n",
+    );
+    let output = run(sandbox
+        .skillpkg()
+        .args(["validate", "--host", "all", "skills"]));
     assert_eq!(output.code, 1);
-    let said: Vec<&str> = output.stdout.lines().filter(|line| line.contains("tools-invalid")).collect();
+    let said: Vec<&str> = output
+        .stdout
+        .lines()
+        .filter(|line| line.contains("tools-invalid"))
+        .collect();
     assert_eq!(said.len(), 1, "{}", output.stdout);
-    assert!(said[0].starts_with("broken: invalid for every host: tools-invalid:"), "{}", said[0]);
+    assert!(
+        said[0].starts_with("broken: invalid for every host: tools-invalid:"),
+        "{}",
+        said[0]
+    );
 }
 
 #[test]
 fn the_universal_keys_are_not_portable_only_to_the_plain_specification() {
     let sandbox = Sandbox::new();
     online_skill(&sandbox);
-    let portable = run(sandbox.skillpkg().args(["validate", "--strict", "skills/fetcher"]));
+    let portable = run(sandbox
+        .skillpkg()
+        .args(["validate", "--strict", "skills/fetcher"]));
     assert_eq!(portable.code, 1);
-    assert!(portable.stdout.contains("non-portable-key"), "{}", portable.stdout);
+    assert!(
+        portable.stdout.contains("non-portable-key"),
+        "{}",
+        portable.stdout
+    );
     for host in ["claude-code", "codex", "copilot", "mcp", "openai"] {
-        let output = run(sandbox.skillpkg().args(["validate", "--strict", "--host", host, "skills/fetcher"]));
+        let output = run(sandbox.skillpkg().args([
+            "validate",
+            "--strict",
+            "--host",
+            host,
+            "skills/fetcher",
+        ]));
         assert_eq!(output.code, 0, "--host {host}: {}", output.stdout);
     }
 }
@@ -97,10 +167,14 @@ fn the_universal_keys_are_not_portable_only_to_the_plain_specification() {
 #[test]
 fn an_unknown_host_lists_the_hosts() {
     let sandbox = Sandbox::new();
-    let output = run(sandbox.skillpkg().args(["validate", "--host", "vscode", "."]));
+    let output = run(sandbox
+        .skillpkg()
+        .args(["validate", "--host", "vscode", "."]));
     assert_eq!(output.code, 2, "{}", output.stderr);
     assert!(
-        output.stderr.contains("expected one of: portable, claude-api, claude-code, codex, copilot, mcp, openai, all"),
+        output.stderr.contains(
+            "expected one of: portable, claude-api, claude-code, codex, copilot, mcp, openai, all"
+        ),
         "{}",
         output.stderr
     );

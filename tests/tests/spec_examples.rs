@@ -39,7 +39,11 @@ fn every_spec_example_validates_for_every_host() {
                 .iter()
                 .filter(|d| d.severity == Severity::Error)
                 .collect();
-            assert!(errors.is_empty(), "{} --host {name}: {errors:#?}", skill.display());
+            assert!(
+                errors.is_empty(),
+                "{} --host {name}: {errors:#?}",
+                skill.display()
+            );
             assert!(report.frontmatter.is_some());
         }
     }
@@ -49,7 +53,11 @@ fn every_spec_example_validates_for_every_host() {
 fn the_extended_example_yields_its_typed_model() {
     let skill = examples()
         .into_iter()
-        .find(|path| path.starts_with(Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/spec-examples/003-extended")))
+        .find(|path| {
+            path.starts_with(
+                Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/spec-examples/003-extended"),
+            )
+        })
         .unwrap();
     let report = validate_skill(&skill, &ValidateOptions::for_folder(&skill));
     let extensions = report.frontmatter.unwrap().extensions;
@@ -72,9 +80,29 @@ fn the_extended_example_yields_its_typed_model() {
 fn the_cli_accepts_the_spec_examples_under_every_named_host() {
     let sandbox = Sandbox::new();
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/spec-examples");
-    for host in ["claude-api", "claude-code", "codex", "copilot", "mcp", "openai"] {
-        let output = run(sandbox.skillpkg().arg("validate").arg("--host").arg(host).arg(&root));
-        assert_eq!(output.code, 0, "--host {host}: {}{}", output.stdout, output.stderr);
-        assert!(output.stdout.contains("8 valid, 0 invalid"), "{}", output.stdout);
+    for host in [
+        "claude-api",
+        "claude-code",
+        "codex",
+        "copilot",
+        "mcp",
+        "openai",
+    ] {
+        let output = run(sandbox
+            .skillpkg()
+            .arg("validate")
+            .arg("--host")
+            .arg(host)
+            .arg(&root));
+        assert_eq!(
+            output.code, 0,
+            "--host {host}: {}{}",
+            output.stdout, output.stderr
+        );
+        assert!(
+            output.stdout.contains("8 valid, 0 invalid"),
+            "{}",
+            output.stdout
+        );
     }
 }

@@ -16,6 +16,7 @@ pub mod scopes;
 pub mod search;
 pub mod select;
 pub mod sign;
+pub mod tools;
 pub mod tree;
 pub mod validate;
 pub mod vendor;

@@ -227,7 +227,12 @@ fn run_matrix(
             }
             *name = render::one_line(name);
         }
-        let first = names.iter().map(|name| name.chars().count()).max().unwrap_or(0).max(5);
+        let first = names
+            .iter()
+            .map(|name| name.chars().count())
+            .max()
+            .unwrap_or(0)
+            .max(5);
         let mut table = format!("{:first$}", "skill");
         for (name, _) in hosts {
             table.push_str(&format!("  {name}"));
@@ -245,7 +250,13 @@ fn run_matrix(
                 table.push_str(&format!("  {verdict:width$}", width = host.len()));
             }
         }
-        printer.result(&table.lines().map(str::trim_end).collect::<Vec<_>>().join("\n"));
+        printer.result(
+            &table
+                .lines()
+                .map(str::trim_end)
+                .collect::<Vec<_>>()
+                .join("\n"),
+        );
         for (name, reports) in names.iter().zip(&rows) {
             let errors = |report: &SkillReport| -> Vec<(skill::Code, String)> {
                 report
@@ -261,10 +272,15 @@ fn run_matrix(
                 .filter(|error| reports.iter().all(|report| errors(report).contains(error)))
                 .collect();
             for (code, message) in &everywhere {
-                printer.result(&render::one_line(&format!("{name}: invalid for every host: {code}: {message}")));
+                printer.result(&render::one_line(&format!(
+                    "{name}: invalid for every host: {code}: {message}"
+                )));
             }
             for ((host, _), report) in hosts.iter().zip(reports) {
-                for (code, message) in errors(report).iter().filter(|error| !everywhere.contains(error)) {
+                for (code, message) in errors(report)
+                    .iter()
+                    .filter(|error| !everywhere.contains(error))
+                {
                     printer.result(&render::one_line(&format!(
                         "{name}: not portable to {host}: {code}: {message}"
                     )));

@@ -26,9 +26,8 @@ use std::path::{Path, PathBuf};
 
 use super::scope::{self, Environment, Scope, ScopeError, ScopeKind};
 use super::{
-    Code, Diagnostic, Frontmatter, Host, SKILL_MD, Severity, SkillName, SkillReport, ValidateOptions,
-    document,
-    validate_skill,
+    Code, Diagnostic, Frontmatter, Host, SKILL_MD, Severity, SkillName, SkillReport,
+    ValidateOptions, document, validate_skill,
 };
 
 /// The error codes that make a host skip a skill: no readable `SKILL.md`,

@@ -95,10 +95,13 @@ codes! {
     SecretsInvalid => "secrets-invalid", Error;
     ProvenanceInvalid => "provenance-invalid", Error;
     HostOverridesInvalid => "host-overrides-invalid", Error;
+    ToolsJsonInvalid => "tools-json-invalid", Error;
+    ToolsJsonStale => "tools-json-stale", Error;
     HostXmlTag => "host-xml-tag", Error;
     HostReservedWord => "host-reserved-word", Error;
     HostSizeLimit => "host-size-limit", Error;
     HostNetwork => "host-network", Error;
+    HostOpenaiStrict => "host-openai-strict", Error;
     SkillMdIgnored => "skill-md-ignored", Error;
     Symlink => "symlink", Error;
     SpecialFile => "special-file", Error;

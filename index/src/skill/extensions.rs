@@ -91,18 +91,24 @@ pub(crate) struct Report<'a> {
 }
 
 impl Report<'_> {
-    fn push(&mut self, code: Code, location: Option<Location>, message: String, hint: Option<String>) {
+    fn push(
+        &mut self,
+        code: Code,
+        location: Option<Location>,
+        message: String,
+        hint: Option<String>,
+    ) {
         let mut diagnostic = Diagnostic::new(code, self.file, message);
         if let Some(location) = location {
             diagnostic = diagnostic.at(location, &self.document.text);
         }
         diagnostic.hint = hint;
         // The schema can report one spot twice (a pattern and a length).
-        if !self
-            .diagnostics
-            .iter()
-            .any(|d| d.code == diagnostic.code && d.location == diagnostic.location && d.file == diagnostic.file)
-        {
+        if !self.diagnostics.iter().any(|d| {
+            d.code == diagnostic.code
+                && d.location == diagnostic.location
+                && d.file == diagnostic.file
+        }) {
             self.diagnostics.push(diagnostic);
         }
     }
@@ -146,7 +152,8 @@ pub(crate) fn check(report: &mut Report<'_>) -> Extensions {
         }
         if let Err(error) = extensions.read(key, value.clone()) {
             let code = family_code(key);
-            let location = node_at(report.document, &[Segment::Key(key.clone())]).map(|n| n.location);
+            let location =
+                node_at(report.document, &[Segment::Key(key.clone())]).map(|n| n.location);
             report.push(code, location, format!("`{key}` is invalid: {error}"), None);
         }
     }
@@ -293,7 +300,10 @@ fn schema_diagnostic(
             if top == "when_to_use" && path.len() == 1 {
                 hint = Some("spec 003's `when_to_use` is a mapping of `mentions`, `file_types`, `intents` and `priority`; say in prose when to use the skill in `description`".into());
             }
-            if top == "tools" && path.len() == 2 && matches!(node.map(|n| &n.value), Some(Value::String(_))) {
+            if top == "tools"
+                && path.len() == 2
+                && matches!(node.map(|n| &n.value), Some(Value::String(_)))
+            {
                 hint = Some("`tools` holds tool definitions (spec 003); a list of agent tool names to pre-approve belongs in `allowed-tools`".into());
             }
             if hint.is_none() {
@@ -304,10 +314,16 @@ fn schema_diagnostic(
                 let key = last.unwrap_or("key");
                 hint = Some(match expected {
                     "array" if key == "tools" || key == "host_overrides" => {
-                        format!("write `{key}:` then one `- ` entry per item, each a mapping (see docs/skill-format.md)")
+                        format!(
+                            "write `{key}:` then one `- ` entry per item, each a mapping (see docs/skill-format.md)"
+                        )
                     }
-                    "array" => format!("write a YAML list: `{key}: [first, second]`, or one `- item` per line"),
-                    "object" => format!("write a mapping under `{key}:`, one `name: value` per line"),
+                    "array" => format!(
+                        "write a YAML list: `{key}: [first, second]`, or one `- item` per line"
+                    ),
+                    "object" => {
+                        format!("write a mapping under `{key}:`, one `name: value` per line")
+                    }
                     "boolean" => format!("write `{key}: true` or `{key}: false`"),
                     "string" => format!("quote the value: `{key}: \"...\"`"),
                     "integer" => format!("write a whole number: `{key}: 1`"),
@@ -336,19 +352,38 @@ fn schema_diagnostic(
         ValidationErrorKind::Enum { options } => {
             let allowed: Vec<String> = options
                 .as_array()
-                .map(|items| items.iter().map(|item| format!("`{}`", item.as_str().unwrap_or_default())).collect())
+                .map(|items| {
+                    items
+                        .iter()
+                        .map(|item| format!("`{}`", item.as_str().unwrap_or_default()))
+                        .collect()
+                })
                 .unwrap_or_default();
-            let found = node.and_then(|node| node.value.scalar_text()).unwrap_or_default();
+            let found = node
+                .and_then(|node| node.value.scalar_text())
+                .unwrap_or_default();
             if code == Code::ToolRuntimeInvalid {
-                hint = Some("spec 003 defines three runtimes; run other languages from a `bash` entrypoint".into());
+                hint = Some(
+                    "spec 003 defines three runtimes; run other languages from a `bash` entrypoint"
+                        .into(),
+                );
             }
-            format!("`{field}` is `{found}`; expected one of {}", allowed.join(", "))
+            format!(
+                "`{field}` is `{found}`; expected one of {}",
+                allowed.join(", ")
+            )
         }
         ValidationErrorKind::Pattern { .. } => {
-            let found = node.and_then(|node| node.value.as_str()).unwrap_or_default().to_owned();
+            let found = node
+                .and_then(|node| node.value.as_str())
+                .unwrap_or_default()
+                .to_owned();
             match code {
                 Code::ToolNameInvalid => {
-                    let reason = found.parse::<super::model::ToolName>().err().unwrap_or_default();
+                    let reason = found
+                        .parse::<super::model::ToolName>()
+                        .err()
+                        .unwrap_or_default();
                     hint = Some("tool names follow the skill name rules: lowercase letters, digits and single hyphens, like `extract-text`".into());
                     format!("tool name `{found}` is invalid: {reason}")
                 }
@@ -361,11 +396,15 @@ fn schema_diagnostic(
         }
         ValidationErrorKind::MinLength { .. } => format!("`{field}` is empty"),
         ValidationErrorKind::MaxLength { limit } => {
-            let length = node.and_then(|node| node.value.as_str()).map_or(0, |text| text.chars().count());
+            let length = node
+                .and_then(|node| node.value.as_str())
+                .map_or(0, |text| text.chars().count());
             format!("`{field}` is {length} characters long; the limit is {limit}")
         }
         ValidationErrorKind::Minimum { limit } => {
-            let found = node.and_then(|node| node.value.scalar_text()).unwrap_or_default();
+            let found = node
+                .and_then(|node| node.value.scalar_text())
+                .unwrap_or_default();
             format!("`{field}` is {found}; the minimum is {limit}")
         }
         _ => format!("`{field}` is invalid: {fallback}"),
@@ -428,7 +467,11 @@ fn known_keys_hint(path: &[Segment], unknown: &str) -> Option<String> {
         .map(|key| (strsim::levenshtein(unknown, key), *key))
         .filter(|(distance, _)| *distance <= 2)
         .min();
-    let list = known.iter().map(|key| format!("`{key}`")).collect::<Vec<_>>().join(", ");
+    let list = known
+        .iter()
+        .map(|key| format!("`{key}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
     Some(match closest {
         Some((_, key)) => format!("did you mean `{key}`? The keys allowed here are {list}"),
         None => format!("the keys allowed here are {list}"),
@@ -466,7 +509,9 @@ fn check_safety(report: &mut Report<'_>, safety: &Json) -> bool {
                     let mut item_path = path.to_vec();
                     item_path.push(Segment::Index(index));
                     let location = location_of(report, &item_path);
-                    let shown = item.as_str().map_or_else(|| item.to_string(), str::to_owned);
+                    let shown = item
+                        .as_str()
+                        .map_or_else(|| item.to_string(), str::to_owned);
                     report.push(
                         Code::SafetyInvalid,
                         location,
@@ -490,16 +535,23 @@ fn check_safety(report: &mut Report<'_>, safety: &Json) -> bool {
     if let Some(redact) = safety.get("redact") {
         let path = [top, Segment::Key("redact".into())];
         let problem = match redact.as_object() {
-            None => Some(("`safety.redact` must be a mapping".to_owned(), path.to_vec())),
+            None => Some((
+                "`safety.redact` must be a mapping".to_owned(),
+                path.to_vec(),
+            )),
             Some(entries) => entries.iter().find_map(|(key, value)| {
                 let mut entry_path = path.to_vec();
                 entry_path.push(Segment::Key(key.clone()));
                 match key.as_str() {
-                    "secrets" | "pii" if !value.is_boolean() => {
-                        Some((format!("`safety.redact.{key}` must be `true` or `false`"), entry_path))
-                    }
+                    "secrets" | "pii" if !value.is_boolean() => Some((
+                        format!("`safety.redact.{key}` must be `true` or `false`"),
+                        entry_path,
+                    )),
                     "secrets" | "pii" => None,
-                    _ => Some((format!("`safety.redact` has the unknown key `{key}`"), entry_path)),
+                    _ => Some((
+                        format!("`safety.redact` has the unknown key `{key}`"),
+                        entry_path,
+                    )),
                 }
             }),
         };
@@ -531,12 +583,17 @@ fn check_provenance_types(report: &mut Report<'_>, provenance: &Json) -> bool {
             continue;
         };
         let ok = match key {
-            "reviewed_by" => value.as_array().is_some_and(|items| items.iter().all(Json::is_string)),
+            "reviewed_by" => value
+                .as_array()
+                .is_some_and(|items| items.iter().all(Json::is_string)),
             _ => value.is_string(),
         };
         if !ok {
             valid = false;
-            let location = location_of(report, &[Segment::Key("provenance".into()), Segment::Key(key.into())]);
+            let location = location_of(
+                report,
+                &[Segment::Key("provenance".into()), Segment::Key(key.into())],
+            );
             report.push(
                 Code::ProvenanceInvalid,
                 location,
@@ -632,7 +689,11 @@ fn check_tool_schema(report: &mut Report<'_>, index: usize, field: &str, schema:
         return;
     }
     if let Some(pointer) = first_open_object(&json, String::new()) {
-        let at = if pointer.is_empty() { "its top".to_owned() } else { format!("`{pointer}`") };
+        let at = if pointer.is_empty() {
+            "its top".to_owned()
+        } else {
+            format!("`{pointer}`")
+        };
         report.push(
             Code::ToolSchemaOpen,
             location,
@@ -655,7 +716,9 @@ fn first_open_object(schema: &Json, pointer: String) -> Option<String> {
         match key.as_str() {
             "properties" | "$defs" | "definitions" | "patternProperties" => {
                 for (name, sub) in value.as_object().into_iter().flatten() {
-                    if let Some(found) = first_open_object(sub, format!("{pointer}/{key}/{}", escape_pointer(name))) {
+                    if let Some(found) =
+                        first_open_object(sub, format!("{pointer}/{key}/{}", escape_pointer(name)))
+                    {
                         return Some(found);
                     }
                 }
@@ -667,7 +730,9 @@ fn first_open_object(schema: &Json, pointer: String) -> Option<String> {
             }
             "anyOf" | "oneOf" | "allOf" | "prefixItems" => {
                 for (position, sub) in value.as_array().into_iter().flatten().enumerate() {
-                    if let Some(found) = first_open_object(sub, format!("{pointer}/{key}/{position}")) {
+                    if let Some(found) =
+                        first_open_object(sub, format!("{pointer}/{key}/{position}"))
+                    {
                         return Some(found);
                     }
                 }
@@ -731,7 +796,10 @@ fn check_entrypoint_path(report: &mut Report<'_>, index: usize, tool: &Tool) {
         let hint = if runtime == Runtime::Node && extension == "ts" {
             "Node cannot run TypeScript as is: compile it to `.js` or `.mjs` and point the entrypoint there".to_owned()
         } else {
-            match Runtime::ALL.into_iter().find(|other| other.extensions().contains(&extension)) {
+            match Runtime::ALL
+                .into_iter()
+                .find(|other| other.extensions().contains(&extension))
+            {
                 Some(other) => format!("a `.{extension}` file runs with `runtime: {other}`"),
                 None => format!("rename the script to end in {expected}"),
             }
@@ -760,7 +828,8 @@ pub(crate) fn check_entrypoints(
         }
         let normalized = entrypoint.trim_start_matches("./");
         if !files(normalized) {
-            let location = location_of(report, &tool_path(index, &["implementation", "entrypoint"]));
+            let location =
+                location_of(report, &tool_path(index, &["implementation", "entrypoint"]));
             report.push(
                 Code::ToolEntrypointMissing,
                 location,
@@ -775,7 +844,9 @@ pub(crate) fn check_entrypoints(
 /// overbroad permission is `**/*`.
 fn is_overbroad_glob(glob: &str) -> bool {
     let trimmed = glob.trim_start_matches("./");
-    trimmed.split('/').all(|part| part.chars().all(|c| c == '*'))
+    trimmed
+        .split('/')
+        .all(|part| part.chars().all(|c| c == '*'))
 }
 
 fn check_permissions(report: &mut Report<'_>, extensions: &Extensions) {
@@ -813,7 +884,10 @@ fn check_permissions(report: &mut Report<'_>, extensions: &Extensions) {
     }
     for (index, host) in permissions.network.outbound.iter().enumerate() {
         let trimmed = host.trim();
-        if trimmed.is_empty() || trimmed.chars().all(|c| matches!(c, '*' | '.')) || trimmed == "0.0.0.0/0" {
+        if trimmed.is_empty()
+            || trimmed.chars().all(|c| matches!(c, '*' | '.'))
+            || trimmed == "0.0.0.0/0"
+        {
             let path = [
                 Segment::Key("permissions".into()),
                 Segment::Key("network".into()),
@@ -826,7 +900,10 @@ fn check_permissions(report: &mut Report<'_>, extensions: &Extensions) {
                     Code::PermissionGlobInvalid,
                     location,
                     "`permissions.network.outbound` holds an empty host".into(),
-                    Some("list host names, like `api.example.com`; an empty list means no network".into()),
+                    Some(
+                        "list host names, like `api.example.com`; an empty list means no network"
+                            .into(),
+                    ),
                 );
             } else {
                 report.push(
@@ -846,7 +923,9 @@ fn glob_problem(glob: &str) -> Option<String> {
         return Some("it is empty".into());
     }
     if glob.starts_with('!') {
-        return Some("negation (`!`) is not part of the spec's globs; permissions only grant".into());
+        return Some(
+            "negation (`!`) is not part of the spec's globs; permissions only grant".into(),
+        );
     }
     if glob.contains('\\') {
         return Some("it contains `\\`; separate folders with `/`".into());
@@ -909,7 +988,13 @@ fn check_provenance(report: &mut Report<'_>, extensions: &Extensions) {
             matches!(url.scheme(), "https" | "http" | "ssh" | "git") && url.host_str().is_some()
         });
         if !ok {
-            let location = location_of(report, &[Segment::Key("provenance".into()), Segment::Key("source_repo".into())]);
+            let location = location_of(
+                report,
+                &[
+                    Segment::Key("provenance".into()),
+                    Segment::Key("source_repo".into()),
+                ],
+            );
             report.push(
                 Code::ProvenanceInvalid,
                 location,
@@ -921,7 +1006,13 @@ fn check_provenance(report: &mut Report<'_>, extensions: &Extensions) {
     if let Some(commit) = &provenance.source_commit {
         let ok = (7..=64).contains(&commit.len()) && commit.chars().all(|c| c.is_ascii_hexdigit());
         if !ok {
-            let location = location_of(report, &[Segment::Key("provenance".into()), Segment::Key("source_commit".into())]);
+            let location = location_of(
+                report,
+                &[
+                    Segment::Key("provenance".into()),
+                    Segment::Key("source_commit".into()),
+                ],
+            );
             report.push(
                 Code::ProvenanceInvalid,
                 location,
@@ -952,10 +1043,17 @@ fn check_host_overrides(report: &mut Report<'_>, extensions: &Extensions) {
         report.push(
             Code::HostOverrideUnknown,
             location,
-            format!("`host_overrides[{index}].host` `{}` is not a host identifier spec 003 reserves", host_override.host),
+            format!(
+                "`host_overrides[{index}].host` `{}` is not a host identifier spec 003 reserves",
+                host_override.host
+            ),
             Some(match closest {
-                Some((_, known)) => format!("did you mean `{known}`? The reserved identifiers are {list}"),
-                None => format!("the reserved identifiers are {list}; hosts look only for their own"),
+                Some((_, known)) => {
+                    format!("did you mean `{known}`? The reserved identifiers are {list}")
+                }
+                None => {
+                    format!("the reserved identifiers are {list}; hosts look only for their own")
+                }
             }),
         );
     }
@@ -969,7 +1067,11 @@ pub(crate) fn check_claude_api(report: &mut Report<'_>, extensions: &Extensions)
         if !permissions.network.outbound.is_empty() {
             let location = location_of(
                 report,
-                &[Segment::Key("permissions".into()), Segment::Key("network".into()), Segment::Key("outbound".into())],
+                &[
+                    Segment::Key("permissions".into()),
+                    Segment::Key("network".into()),
+                    Segment::Key("outbound".into()),
+                ],
             );
             report.push(
                 Code::HostNetwork,
@@ -987,12 +1089,41 @@ pub(crate) fn check_claude_api(report: &mut Report<'_>, extensions: &Extensions)
             continue;
         };
         if dependencies.requires_install() {
-            let location = location_of(report, &tool_path(index, &["implementation", "dependencies"]));
+            let location = location_of(
+                report,
+                &tool_path(index, &["implementation", "dependencies"]),
+            );
             report.push(
                 Code::HostDependencyInstall,
                 location,
                 format!("tool `{}` declares dependencies to install; the Claude API installs no packages", tool.name),
                 Some("vendor the dependencies into the skill or rely on packages the container already has, and say so in `dependencies.notes`".into()),
+            );
+        }
+    }
+}
+
+/// The rule OpenAI adds: a tool is called with `strict: true` only when
+/// its input schema meets the strict profile (spec 003, "OpenAI
+/// Strict-Compatible Schema Profile"; the checks are in
+/// [`super::tools::strict`]). Each break is named by its JSON pointer.
+pub(crate) fn check_openai(report: &mut Report<'_>, extensions: &Extensions) {
+    for (index, tool) in extensions.tools.iter().enumerate() {
+        let location = location_of(report, &tool_path(index, &["input_schema"]));
+        for violation in super::tools::strict::check(&tool.input_schema) {
+            let at = if violation.pointer.is_empty() {
+                "its top".to_owned()
+            } else {
+                format!("`{}`", violation.pointer)
+            };
+            report.push(
+                Code::HostOpenaiStrict,
+                location,
+                format!(
+                    "the input schema of tool `{}` breaks OpenAI's strict profile at {at}: {}",
+                    tool.name, violation.message
+                ),
+                Some("OpenAI calls the tool with `strict: true` only if every object schema sets `additionalProperties: false` and lists every property in `required` (use `type: [\"string\", \"null\"]` for optional ones); see docs/tools.md".into()),
             );
         }
     }
@@ -1006,14 +1137,21 @@ mod tests {
     fn the_printed_patterns_reject_what_the_fixed_ones_accept() {
         // As printed in spec 003, JSON "\\\\." is the regex `\\.`: a
         // backslash, then any character.
-        let printed = regex::Regex::new(r"^(0|[1-9]\\d*)\\.(0|[1-9]\\d*)\\.(0|[1-9]\\d*)$").unwrap();
+        let printed =
+            regex::Regex::new(r"^(0|[1-9]\\d*)\\.(0|[1-9]\\d*)\\.(0|[1-9]\\d*)$").unwrap();
         assert!(!printed.is_match("1.0.0"));
         let schema: Json = serde_json::from_str(FRONTMATTER_SCHEMA).unwrap();
         let version = schema["properties"]["version"]["pattern"].as_str().unwrap();
         assert!(regex::Regex::new(version).unwrap().is_match("1.0.0"));
-        assert!(regex::Regex::new(version).unwrap().is_match("1.0.0-rc.1+build.5"));
+        assert!(
+            regex::Regex::new(version)
+                .unwrap()
+                .is_match("1.0.0-rc.1+build.5")
+        );
         assert!(!regex::Regex::new(version).unwrap().is_match("1.0"));
-        let spec_version = schema["properties"]["spec_version"]["pattern"].as_str().unwrap();
+        let spec_version = schema["properties"]["spec_version"]["pattern"]
+            .as_str()
+            .unwrap();
         assert!(regex::Regex::new(spec_version).unwrap().is_match("2.1"));
         assert!(!regex::Regex::new(spec_version).unwrap().is_match("2x1"));
     }
@@ -1049,7 +1187,14 @@ mod tests {
     fn entrypoints_must_stay_inside() {
         assert!(entrypoint_problem("scripts/run.py").is_none());
         assert!(entrypoint_problem("./run.sh").is_none());
-        for bad in ["", "/usr/bin/x.py", "../x.py", "scripts/../../x.py", "C:/x.py", "a\\b.py"] {
+        for bad in [
+            "",
+            "/usr/bin/x.py",
+            "../x.py",
+            "scripts/../../x.py",
+            "C:/x.py",
+            "a\\b.py",
+        ] {
             assert!(entrypoint_problem(bad).is_some(), "{bad}");
         }
     }
@@ -1061,6 +1206,9 @@ mod tests {
         assert_eq!(first_open_object(&closed, String::new()), None);
         let nested = serde_json::json!({"type": "object", "additionalProperties": false,
             "properties": {"o/k": {"type": "array", "items": {"type": "object", "properties": {}}}}});
-        assert_eq!(first_open_object(&nested, String::new()).as_deref(), Some("/properties/o~1k/items"));
+        assert_eq!(
+            first_open_object(&nested, String::new()).as_deref(),
+            Some("/properties/o~1k/items")
+        );
     }
 }

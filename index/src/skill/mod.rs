@@ -33,6 +33,7 @@ mod name;
 pub mod prompt;
 pub mod scope;
 pub mod select;
+pub mod tools;
 mod validate;
 mod yaml;
 
@@ -135,6 +136,9 @@ pub struct ValidateOptions {
     /// The name the skill's folder has; `name` must equal it. `None` skips
     /// the check, for skills unpacked from an archive into a temporary folder.
     pub folder_name: Option<String>,
+    /// Leaves `tools.json` unchecked: for the commands that rewrite it from
+    /// `SKILL.md` (`tools sync`) or never read it (`tools export`).
+    pub skip_tools_json: bool,
 }
 
 impl ValidateOptions {
@@ -370,6 +374,10 @@ fn check_skill(
         }
     };
     let frontmatter = validate::check_frontmatter(&document, &file, options, diagnostics);
+    if !options.skip_tools_json {
+        let tools = frontmatter.as_ref().map(|f| f.extensions.tools.as_slice());
+        tools::tools_json::check(dir, tools, diagnostics);
+    }
     let entries = match &frontmatter {
         Some(frontmatter) => archive::package_entries(dir, &frontmatter.name),
         None => walk::walk(dir),

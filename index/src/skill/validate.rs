@@ -236,6 +236,17 @@ pub(crate) fn check_frontmatter(
         );
     }
 
+    if options.host == Host::OpenAi {
+        super::extensions::check_openai(
+            &mut super::extensions::Report {
+                document,
+                file,
+                diagnostics: checker.diagnostics,
+            },
+            &fields.extensions,
+        );
+    }
+
     if count_errors(checker.diagnostics) > errors_before {
         return None;
     }

@@ -10,6 +10,7 @@
 //! so a skill packs the same wherever it is checked out.
 
 use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
 
 /// The name of the per-skill ignore file.
 pub const IGNORE_FILE: &str = ".skillignore";
@@ -33,11 +34,20 @@ const ALWAYS_EXCLUDED: &[(&str, &str)] = &[
 /// packing always leaves out, in any spelling (`__PYCACHE__` too).
 pub(crate) fn never_packed(component: &str) -> Option<&'static str> {
     let key = super::collision_key(component);
-    ALWAYS_EXCLUDED
+    ALWAYS_EXCLUDED_KEYS
         .iter()
-        .find(|(name, _)| super::collision_key(name) == key)
+        .find(|(name, _)| *name == key)
         .map(|(_, reason)| *reason)
 }
+
+/// [`ALWAYS_EXCLUDED`] under [`super::collision_key`], folded once, since
+/// every entry of every walk is compared with them.
+static ALWAYS_EXCLUDED_KEYS: LazyLock<Vec<(String, &'static str)>> = LazyLock::new(|| {
+    ALWAYS_EXCLUDED
+        .iter()
+        .map(|(name, reason)| (super::collision_key(name), *reason))
+        .collect()
+});
 
 /// What an entry of the skill folder is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -124,16 +134,18 @@ fn walk_with(root: &Path, exclude: bool) -> Result<Vec<WalkEntry>, WalkError> {
                 path: entry.path().to_owned(),
             })?
             .replace(std::path::MAIN_SEPARATOR, "/");
-        let metadata = fs_err::symlink_metadata(entry.path()).map_err(|source| WalkError::Io {
-            path: entry.path().to_owned(),
-            source,
-        })?;
-        let file_type = metadata.file_type();
+        // The type comes with the folder listing; only files need a stat,
+        // for their size and mode.
+        let file_type = match entry.file_type() {
+            Some(file_type) => file_type,
+            None => stat(entry.path())?.file_type(),
+        };
         let kind = if file_type.is_symlink() {
             EntryKind::Symlink
         } else if file_type.is_dir() {
             EntryKind::Directory
         } else if file_type.is_file() {
+            let metadata = stat(entry.path())?;
             EntryKind::File {
                 size: metadata.len(),
                 executable: is_executable(&metadata),
@@ -145,6 +157,14 @@ fn walk_with(root: &Path, exclude: bool) -> Result<Vec<WalkEntry>, WalkError> {
     }
     entries.sort_by(|a, b| a.path.as_bytes().cmp(b.path.as_bytes()));
     Ok(entries)
+}
+
+/// Returns the metadata of `path` itself, not of what it links to.
+fn stat(path: &Path) -> Result<std::fs::Metadata, WalkError> {
+    fs_err::symlink_metadata(path).map_err(|source| WalkError::Io {
+        path: path.to_owned(),
+        source,
+    })
 }
 
 #[cfg(unix)]

@@ -4,8 +4,8 @@
 use std::path::{Component, Path, PathBuf};
 use std::sync::LazyLock;
 
-use pulldown_cmark::{Event, Parser, Tag};
-use regex::Regex;
+use pulldown_cmark::{Event, LinkType, Parser, Tag};
+use regex::{Regex, RegexSet};
 
 use super::diagnostic::{Code, Diagnostic, Location};
 use super::document::SkillDocument;
@@ -43,7 +43,8 @@ pub(crate) fn check_body(
         );
         return;
     }
-    let lines = body.lines().count();
+    // What `lines().count()` gives, counted without splitting the text.
+    let lines = count_line_feeds(body) + usize::from(!body.ends_with('\n'));
     if lines > MAX_BODY_LINES {
         diagnostics.push(
             Diagnostic::new(
@@ -74,6 +75,19 @@ pub(crate) fn check_body(
     check_links(document, root, entries, file, diagnostics);
 }
 
+/// Returns the number of line feeds in `text`, counted in blocks of 255
+/// bytes whose per-byte tallies fit in a `u8`, which the compiler turns
+/// into wide vector instructions.
+fn count_line_feeds(text: &str) -> usize {
+    text.as_bytes()
+        .chunks(255)
+        .map(|block| {
+            let in_block: u8 = block.iter().map(|byte| u8::from(*byte == b'\n')).sum();
+            usize::from(in_block)
+        })
+        .sum()
+}
+
 fn check_links(
     document: &SkillDocument,
     root: &Path,
@@ -81,10 +95,24 @@ fn check_links(
     file: &Path,
     diagnostics: &mut Vec<Diagnostic>,
 ) {
+    // Every link that can name a local file is inline (`[text](target)`)
+    // or refers to a definition (`[label]: target`); autolinks always carry
+    // a scheme or an address. A body with neither `](` nor `]:` has no link
+    // to check, and most bodies need not be parsed as Markdown at all.
+    if !document.body.contains("](") && !document.body.contains("]:") {
+        return;
+    }
     let body_offset = document.text.len() - document.body.len();
     for (event, range) in Parser::new(&document.body).into_offset_iter() {
         let destination = match event {
-            Event::Start(Tag::Link { dest_url, .. } | Tag::Image { dest_url, .. }) => dest_url,
+            Event::Start(
+                Tag::Link {
+                    link_type, dest_url, ..
+                }
+                | Tag::Image {
+                    link_type, dest_url, ..
+                },
+            ) if !matches!(link_type, LinkType::Autolink | LinkType::Email) => dest_url,
             _ => continue,
         };
         let Some(target) = local_target(&destination) else {
@@ -228,31 +256,45 @@ pub(crate) fn check_files(
         let EntryKind::File { size, executable } = entry.kind else {
             continue;
         };
-        let is_skill_md = Path::new(&entry.path) == skill_md;
+        // SKILL.md is scanned on its normalised text by the caller, so that
+        // its positions match the rest of its diagnostics; it is no script.
+        if Path::new(&entry.path) == skill_md {
+            continue;
+        }
         // Only text files can hold a secret we can see or a shebang.
-        let text = if size <= MAX_SCANNED_FILE {
-            fs_err::read(root.join(&entry.path)).ok()
+        let bytes = if size <= MAX_SCANNED_FILE {
+            read_file(&root.join(&entry.path), size)
         } else {
             None
         };
-        let text = text
+        let Some(text) = bytes
             .as_deref()
-            .and_then(|bytes| std::str::from_utf8(bytes).ok());
-        // Binary files (not UTF-8) are compiled programs or data: neither
-        // needs a `#!` line.
-        if let Some(text) =
-            text.filter(|_| entry.path.starts_with("scripts/") && looks_runnable(&entry.path))
-        {
+            .and_then(|bytes| std::str::from_utf8(bytes).ok())
+        else {
+            // Binary files (not UTF-8) are compiled programs or data:
+            // neither needs a `#!` line.
+            continue;
+        };
+        if entry.path.starts_with("scripts/") && looks_runnable(&entry.path) {
             check_script(entry, text, executable, diagnostics);
         }
-        if let Some(text) = text {
-            // SKILL.md is scanned on its normalised text by the caller, so
-            // that its positions match the rest of its diagnostics.
-            if !is_skill_md {
-                scan_secrets(text, Path::new(&entry.path), diagnostics);
-            }
-        }
+        scan_secrets(text, Path::new(&entry.path), diagnostics);
     }
+}
+
+/// Reads the file at `path`, whose size the walk found to be `size`, or
+/// returns `None` when it cannot be read (the walk has reported what it
+/// could not list). Sizing the buffer from the walk spares the stat and seek
+/// that [`std::fs::read`] makes to size it; the limit keeps a file that grew
+/// since the walk from being read whole.
+fn read_file(path: &Path, size: u64) -> Option<Vec<u8>> {
+    use std::io::Read as _;
+    let file = fs_err::File::open(path).ok()?;
+    let mut bytes = Vec::with_capacity(usize::try_from(size).ok()?.saturating_add(1));
+    file.take(MAX_SCANNED_FILE + 1)
+        .read_to_end(&mut bytes)
+        .ok()?;
+    Some(bytes)
 }
 
 /// Returns false for files in `scripts/` that are data or docs, not programs.
@@ -338,6 +380,14 @@ static SECRET_PATTERNS: LazyLock<Vec<SecretPattern>> = LazyLock::new(|| {
     .collect()
 });
 
+/// Every secret pattern in one automaton: nearly every text holds no
+/// secret, and one pass over it says so, where the patterns one by one
+/// would take a pass each.
+static ANY_SECRET: LazyLock<RegexSet> = LazyLock::new(|| {
+    RegexSet::new(SECRET_PATTERNS.iter().map(|pattern| pattern.regex.as_str()))
+        .expect("valid secret patterns")
+});
+
 /// Keeps the first six characters of a secret, enough to recognise which
 /// one it is, and replaces the rest with `*`.
 fn mask(secret: &str) -> String {
@@ -365,6 +415,9 @@ fn is_placeholder(found: &str) -> bool {
 
 /// Reports every match of a secret pattern in `text`.
 pub(crate) fn scan_secrets(text: &str, file: &Path, diagnostics: &mut Vec<Diagnostic>) {
+    if !ANY_SECRET.is_match(text) {
+        return;
+    }
     for pattern in SECRET_PATTERNS.iter() {
         for found in pattern.regex.find_iter(text) {
             let secret = found.as_str();
@@ -474,6 +527,14 @@ mod tests {
         );
         scan_secrets(&key, Path::new("id"), &mut diagnostics);
         assert_eq!(diagnostics.len(), 1);
+    }
+
+    #[test]
+    fn counts_line_feeds_across_blocks() {
+        let text = "a\n".repeat(300) + "tail";
+        assert_eq!(count_line_feeds(&text), 300);
+        assert_eq!(count_line_feeds(&text), text.matches('\n').count());
+        assert_eq!(count_line_feeds(""), 0);
     }
 
     #[test]

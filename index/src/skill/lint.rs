@@ -107,10 +107,14 @@ fn check_links(
         let destination = match event {
             Event::Start(
                 Tag::Link {
-                    link_type, dest_url, ..
+                    link_type,
+                    dest_url,
+                    ..
                 }
                 | Tag::Image {
-                    link_type, dest_url, ..
+                    link_type,
+                    dest_url,
+                    ..
                 },
             ) if !matches!(link_type, LinkType::Autolink | LinkType::Email) => dest_url,
             _ => continue,
@@ -275,7 +279,7 @@ pub(crate) fn check_files(
             // neither needs a `#!` line.
             continue;
         };
-        if entry.path.starts_with("scripts/") && looks_runnable(&entry.path) {
+        if entry.path.starts_with("scripts/") && is_script(&entry.path, text) {
             check_script(entry, text, executable, diagnostics);
         }
         scan_secrets(text, Path::new(&entry.path), diagnostics);
@@ -297,21 +301,33 @@ fn read_file(path: &Path, size: u64) -> Option<Vec<u8>> {
     Some(bytes)
 }
 
-/// Returns false for files in `scripts/` that are data or docs, not programs.
-/// Returns false for files in `scripts/` that are data, documentation,
-/// dotfiles, or Windows scripts (which run by extension, not `#!`).
-fn looks_runnable(path: &str) -> bool {
-    const NOT_RUN_BY_SHEBANG: &[&str] = &[
-        "md", "txt", "json", "yaml", "yml", "toml", "csv", "lock", "cfg", "ini", "ps1", "bat",
-        "cmd",
-    ];
+/// The extensions of files that are run as programs, by a `#!` line or an
+/// interpreter named on the command line: the languages agents' scripts are
+/// written in. Anything else under `scripts/` (schemas, templates, data,
+/// documentation, Windows scripts that run by extension) is left alone.
+const SCRIPT_EXTENSIONS: &[&str] = &[
+    "py", "sh", "bash", "zsh", "ksh", "fish", "js", "mjs", "cjs", "ts", "mts", "cts", "rb", "pl",
+    "php", "lua", "r", "tcl", "awk", "swift", "kts", "groovy", "jl", "exs", "nu",
+];
+
+/// Returns true if and only if the file at `path` (under `scripts/`, with
+/// content `text`) is a script that should carry a `#!` line and the exec
+/// bit: it has one of the [`SCRIPT_EXTENSIONS`], or it has no extension and
+/// is text (`scripts/deploy`), which can only run through a `#!` line.
+/// Dotfiles and Python package markers are never run directly.
+fn is_script(path: &str, text: &str) -> bool {
     let file_name = path.rsplit('/').next().unwrap_or(path);
-    let extension = file_name
-        .rsplit_once('.')
-        .map(|(_, extension)| extension.to_ascii_lowercase());
-    file_name != "__init__.py"
-        && !file_name.starts_with('.')
-        && !extension.is_some_and(|extension| NOT_RUN_BY_SHEBANG.contains(&extension.as_str()))
+    if file_name.starts_with('.') || file_name == "__init__.py" {
+        return false;
+    }
+    match file_name.rsplit_once('.') {
+        Some((_, extension)) => SCRIPT_EXTENSIONS
+            .iter()
+            .any(|known| known.eq_ignore_ascii_case(extension)),
+        // A file without an extension is a program only if it is text; an
+        // empty one is a placeholder.
+        None => !text.trim().is_empty(),
+    }
 }
 
 fn check_script(
@@ -538,12 +554,34 @@ mod tests {
     }
 
     #[test]
-    fn data_files_in_scripts_need_no_shebang() {
-        assert!(looks_runnable("scripts/run.py"));
-        assert!(looks_runnable("scripts/tool"));
-        assert!(!looks_runnable("scripts/README.md"));
-        assert!(!looks_runnable("scripts/pkg/__init__.py"));
-        assert!(!looks_runnable("scripts/.gitkeep"));
-        assert!(!looks_runnable("scripts/setup.ps1"));
+    fn only_programs_in_scripts_are_scripts() {
+        for path in [
+            "scripts/run.py",
+            "scripts/build.SH",
+            "scripts/lib/convert.mjs",
+            "scripts/check.ts",
+            "scripts/report.R",
+            "scripts/tool",
+        ] {
+            assert!(is_script(path, "print(1)\n"), "{path} is a script");
+        }
+        for path in [
+            "scripts/README.md",
+            "scripts/schema.xsd",
+            "scripts/office/ooxml/wml.xml",
+            "scripts/template.html",
+            "scripts/config.json",
+            "scripts/setup.ps1",
+            "scripts/run.bat",
+            "scripts/pkg/__init__.py",
+            "scripts/.gitkeep",
+            "scripts/requirements.txt",
+        ] {
+            assert!(!is_script(path, "text\n"), "{path} is not a script");
+        }
+        assert!(
+            !is_script("scripts/EMPTY", " \n"),
+            "an empty file with no extension is a placeholder"
+        );
     }
 }

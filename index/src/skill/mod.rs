@@ -129,20 +129,42 @@ pub struct ValidateOptions {
 
 impl ValidateOptions {
     /// Options for the skill in `dir`, whose folder name `name` must match.
+    ///
+    /// The folder name is the last component of `dir` as given, not of the
+    /// folder it resolves to: a host that reads `.claude/skills/pdf`, a
+    /// symlink to `../../vendor/pdf-v2`, knows the skill as `pdf`. Only `.`
+    /// and `..` are resolved, lexically after making the path absolute (the
+    /// working folder itself is the one the system reports).
     pub fn for_folder(dir: &Path) -> Self {
-        // Canonical, so that `..` and `.` resolve to the folder's real name.
-        let resolved = fs_err::canonicalize(dir)
-            .or_else(|_| std::path::absolute(dir))
-            .unwrap_or_else(|_| dir.to_owned());
-        let folder_name = resolved
-            .file_name()
-            .and_then(|name| name.to_str())
-            .map(str::to_owned);
         Self {
-            folder_name,
+            folder_name: folder_name(dir),
             ..Self::default()
         }
     }
+}
+
+/// Returns the name of the folder `dir` stands for; see [`ValidateOptions::for_folder`].
+fn folder_name(dir: &Path) -> Option<String> {
+    let name = match dir.file_name() {
+        // `pdf`, `skills/pdf/` and `skills/pdf/.` all end in a name.
+        Some(name) => name.to_owned(),
+        // `.`, `..`, `pdf/..`, `/`: make it absolute and resolve the dots.
+        None => {
+            let absolute = std::path::absolute(dir).ok()?;
+            let mut resolved = PathBuf::new();
+            for component in absolute.components() {
+                match component {
+                    std::path::Component::ParentDir => {
+                        resolved.pop();
+                    }
+                    std::path::Component::CurDir => {}
+                    other => resolved.push(other),
+                }
+            }
+            resolved.file_name()?.to_owned()
+        }
+    };
+    name.into_string().ok()
 }
 
 /// The validated frontmatter.
@@ -476,13 +498,31 @@ fn document_diagnostic(error: &DocumentError, file: &Path, bytes: &[u8]) -> Diag
     }
 }
 
+/// Returns true if and only if the symlink `link` in `dir` leads to a
+/// folder that is neither `dir` nor one of its ancestors (which would
+/// search them again, inside themselves) nor already searched through
+/// another link; records the folder in `linked`.
+fn follow_link(dir: &Path, link: &Path, linked: &mut std::collections::HashSet<PathBuf>) -> bool {
+    let Ok(target) = fs_err::canonicalize(link) else {
+        return false;
+    };
+    let is_ancestor = fs_err::canonicalize(dir).is_ok_and(|dir| dir.starts_with(&target));
+    target.is_dir() && !is_ancestor && linked.insert(target)
+}
+
 /// Finds every skill at or below `path`: `path` itself when it holds a
 /// skill file, else each folder below it that does (skills nested in skills
 /// included). `.git` and `node_modules` are not searched; other hidden
 /// folders are, since that is where agents keep skills (`.claude/skills`).
+///
+/// A symlink to a folder is searched too, under the link's path, since
+/// agents follow it (`.claude/skills/pdf -> ../../vendor/pdf-v2` is the
+/// skill `pdf`); each folder a symlink leads to is searched once, so a link
+/// to an ancestor cannot make the search endless.
 pub fn discover_skills(path: &Path) -> std::io::Result<Vec<PathBuf>> {
     let mut found = Vec::new();
     let mut pending = vec![path.to_owned()];
+    let mut linked = std::collections::HashSet::new();
     while let Some(dir) = pending.pop() {
         let mut children = Vec::new();
         let mut is_skill = false;
@@ -491,7 +531,9 @@ pub fn discover_skills(path: &Path) -> std::io::Result<Vec<PathBuf>> {
             let file_type = entry.file_type()?;
             let name = entry.file_name();
             let name = name.to_string_lossy();
-            if file_type.is_dir() {
+            let is_linked_folder =
+                file_type.is_symlink() && follow_link(&dir, &entry.path(), &mut linked);
+            if file_type.is_dir() || is_linked_folder {
                 if name != ".git" && name != "node_modules" {
                     children.push(entry.path());
                 }
@@ -506,4 +548,22 @@ pub fn discover_skills(path: &Path) -> std::io::Result<Vec<PathBuf>> {
     }
     found.sort();
     Ok(found)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_folder_name_is_the_last_component_as_given() {
+        let name = |path: &str| folder_name(Path::new(path));
+        assert_eq!(name("pdf").as_deref(), Some("pdf"));
+        assert_eq!(name(".claude/skills/pdf/").as_deref(), Some("pdf"));
+        assert_eq!(name("skills/pdf/.").as_deref(), Some("pdf"));
+        assert_eq!(name("skills/pdf/scripts/..").as_deref(), Some("pdf"));
+        assert_eq!(name("/").as_deref(), None);
+        let working = std::env::current_dir().unwrap();
+        let expected = working.file_name().and_then(|name| name.to_str());
+        assert_eq!(name(".").as_deref(), expected);
+    }
 }

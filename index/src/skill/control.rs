@@ -224,14 +224,19 @@ fn candidates(bytes: &[u8]) -> impl Iterator<Item = usize> + '_ {
     const BLOCK: usize = 64;
     // `|`, not `||`: without branches the compiler tests a block at once.
     fn may_start_refused(byte: u8) -> bool {
-        (byte < 0x20) & (byte != b'\t') & (byte != b'\n') | (byte == 0x7f)
+        (byte < 0x20) & (byte != b'\t') & (byte != b'\n')
+            | (byte == 0x7f)
             | (byte == 0xc2)
             | (byte == 0xe2)
     }
     bytes
         .chunks(BLOCK)
         .enumerate()
-        .filter(|(_, block)| block.iter().fold(false, |any, &byte| any | may_start_refused(byte)))
+        .filter(|(_, block)| {
+            block
+                .iter()
+                .fold(false, |any, &byte| any | may_start_refused(byte))
+        })
         .flat_map(|(index, block)| {
             block
                 .iter()

@@ -121,10 +121,11 @@ pub(crate) fn check(document: &SkillDocument, file: &Path, diagnostics: &mut Vec
         raw_frontmatter,
     };
     for (key, value) in &document.frontmatter {
-        let path = key
-            .value
-            .scalar_text()
-            .map_or_else(|| "(a key)".to_owned(), |text| escaped(&text));
+        let path = || {
+            key.value
+                .scalar_text()
+                .map_or_else(|| "(a key)".to_owned(), |text| escaped(&text))
+        };
         walk.node(key, &path, true, diagnostics);
         walk.node(value, &path, false, diagnostics);
     }
@@ -258,20 +259,27 @@ impl Walk<'_> {
     /// Reports the key or value at `node`, named by `path` (`metadata.author`,
     /// `tools[0].name`), or any string below it, that holds a refused
     /// character which is not in the file as written, and so came from an
-    /// escape.
-    fn node(&self, node: &Node, path: &str, is_key: bool, diagnostics: &mut Vec<Diagnostic>) {
+    /// escape. The path is rendered only for a report: rendering one for
+    /// every node of a large frontmatter cost more than the check itself.
+    fn node(
+        &self,
+        node: &Node,
+        path: &dyn Fn() -> String,
+        is_key: bool,
+        diagnostics: &mut Vec<Diagnostic>,
+    ) {
         match &node.value {
             Value::String(text) => self.string(node, text, path, is_key, diagnostics),
             Value::Sequence(items) => {
                 for (index, item) in items.iter().enumerate() {
-                    self.node(item, &format!("{path}[{index}]"), false, diagnostics);
+                    self.node(item, &|| format!("{}[{index}]", path()), false, diagnostics);
                 }
             }
             Value::Mapping(entries) => {
                 for (key, value) in entries {
-                    let inner = match key.value.scalar_text() {
-                        Some(text) => format!("{path}.{}", escaped(&text)),
-                        None => format!("{path}.(a key)"),
+                    let inner = || match key.value.scalar_text() {
+                        Some(text) => format!("{}.{}", path(), escaped(&text)),
+                        None => format!("{}.(a key)", path()),
                     };
                     self.node(key, &inner, true, diagnostics);
                     self.node(value, &inner, false, diagnostics);
@@ -285,7 +293,7 @@ impl Walk<'_> {
         &self,
         node: &Node,
         text: &str,
-        path: &str,
+        path: &dyn Fn() -> String,
         is_key: bool,
         diagnostics: &mut Vec<Diagnostic>,
     ) {
@@ -302,6 +310,7 @@ impl Walk<'_> {
         if is_refused_in_value(character) && self.raw_frontmatter.contains(character) {
             return;
         }
+        let path = path();
         let what = if is_key {
             format!("the key `{path}`")
         } else {

@@ -9,7 +9,7 @@ use regex::{Regex, RegexSet};
 
 use super::diagnostic::{Code, Diagnostic, Location};
 use super::document::SkillDocument;
-use crate::archive::walk::{EntryKind, WalkEntry};
+use crate::archive::walk::{self, EntryKind, WalkEntry};
 
 /// Bodies longer than this many lines should move detail into `references/`.
 pub(crate) const MAX_BODY_LINES: usize = 500;
@@ -267,7 +267,7 @@ pub(crate) fn check_files(
         }
         // Only text files can hold a secret we can see or a shebang.
         let bytes = if size <= MAX_SCANNED_FILE {
-            read_file(&root.join(&entry.path), size)
+            walk::read_file(&root.join(&entry.path), size, MAX_SCANNED_FILE + 1).ok()
         } else {
             None
         };
@@ -284,21 +284,6 @@ pub(crate) fn check_files(
         }
         scan_secrets(text, Path::new(&entry.path), diagnostics);
     }
-}
-
-/// Reads the file at `path`, whose size the walk found to be `size`, or
-/// returns `None` when it cannot be read (the walk has reported what it
-/// could not list). Sizing the buffer from the walk spares the stat and seek
-/// that [`std::fs::read`] makes to size it; the limit keeps a file that grew
-/// since the walk from being read whole.
-fn read_file(path: &Path, size: u64) -> Option<Vec<u8>> {
-    use std::io::Read as _;
-    let file = fs_err::File::open(path).ok()?;
-    let mut bytes = Vec::with_capacity(usize::try_from(size).ok()?.saturating_add(1));
-    file.take(MAX_SCANNED_FILE + 1)
-        .read_to_end(&mut bytes)
-        .ok()?;
-    Some(bytes)
 }
 
 /// The extensions of files that are run as programs, by a `#!` line or an

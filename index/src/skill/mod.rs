@@ -34,7 +34,7 @@ pub use diagnostic::{Code, Diagnostic, Location, Severity};
 pub use document::{DocumentError, SkillDocument};
 pub use name::{MAX_NAME_LEN, SkillName, SkillNameError};
 
-use crate::archive::walk::{self, EntryKind, WalkError};
+use crate::archive::walk::{self, EntryKind, Listing, WalkError};
 use crate::archive::{self, PackError};
 
 /// The file name the specification requires.
@@ -266,20 +266,24 @@ impl SkillReport {
 /// Finds the skill file in `dir`: `SKILL.md`, or a differently cased
 /// `skill.md` (returned with `true` so the caller can warn).
 pub fn find_skill_md(dir: &Path) -> std::io::Result<Option<(String, bool)>> {
+    Ok(skill_md_in(&Listing::read(dir)?))
+}
+
+/// Finds the skill file in the listing of a skill folder; see [`find_skill_md`].
+fn skill_md_in(listing: &Listing) -> Option<(String, bool)> {
     let mut other_case = None;
-    for entry in fs_err::read_dir(dir)? {
-        let entry = entry?;
-        let Ok(name) = entry.file_name().into_string() else {
+    for (name, file_type) in listing.entries() {
+        let Some(name) = name.to_str() else {
             continue;
         };
         if name == SKILL_MD {
-            return Ok(Some((name, false)));
+            return Some((name.to_owned(), false));
         }
-        if name.eq_ignore_ascii_case(SKILL_MD) && entry.file_type()?.is_file() {
-            other_case = Some(name);
+        if name.eq_ignore_ascii_case(SKILL_MD) && file_type.is_file() {
+            other_case = Some(name.to_owned());
         }
     }
-    Ok(other_case.map(|name| (name, true)))
+    other_case.map(|name| (name, true))
 }
 
 /// Validates the skill in the folder `dir`.
@@ -305,8 +309,20 @@ fn check_skill(
     options: &ValidateOptions,
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Option<Frontmatter> {
-    let file_name = match find_skill_md(dir) {
-        Ok(Some((file_name, other_case))) => {
+    // The folder is listed once: for its skill file, then for the walk.
+    let listing = match Listing::read(dir) {
+        Ok(listing) => listing,
+        Err(error) => {
+            diagnostics.push(Diagnostic::new(
+                Code::SkillMdMissing,
+                SKILL_MD,
+                format!("cannot read {}: {error}", dir.display()),
+            ));
+            return None;
+        }
+    };
+    let file_name = match skill_md_in(&listing) {
+        Some((file_name, other_case)) => {
             if other_case {
                 diagnostics.push(
                     Diagnostic::new(Code::SkillMdCase, &file_name, format!("the skill file is named `{file_name}`, not `{SKILL_MD}`"))
@@ -315,7 +331,7 @@ fn check_skill(
             }
             file_name
         }
-        Ok(None) => {
+        None => {
             diagnostics.push(
                 Diagnostic::new(
                     Code::SkillMdMissing,
@@ -326,17 +342,26 @@ fn check_skill(
             );
             return None;
         }
-        Err(error) => {
-            diagnostics.push(Diagnostic::new(
-                Code::SkillMdMissing,
-                SKILL_MD,
-                format!("cannot read {}: {error}", dir.display()),
-            ));
-            return None;
-        }
     };
+    // Walked before SKILL.md is read, so that the read knows its size; its
+    // problems are reported after those of SKILL.md, where they belong.
+    let walked = walk::walk_listed(dir, listing);
+    let size = walked.as_ref().ok().and_then(|entries| {
+        entries
+            .iter()
+            .find(|entry| entry.path == file_name)
+            .and_then(|entry| match entry.kind {
+                EntryKind::File { size, .. } => Some(size),
+                _ => None,
+            })
+    });
     let file = PathBuf::from(&file_name);
-    let bytes = match fs_err::read(dir.join(&file_name)) {
+    let path = dir.join(&file_name);
+    let read = match size {
+        Some(size) => walk::read_file(&path, size, u64::MAX),
+        None => fs_err::read(&path),
+    };
+    let bytes = match read {
         Ok(bytes) => bytes,
         Err(error) => {
             diagnostics.push(Diagnostic::new(
@@ -364,10 +389,12 @@ fn check_skill(
         }
     };
     let frontmatter = validate::check_frontmatter(&document, &file, options, diagnostics);
-    let entries = match &frontmatter {
-        Some(frontmatter) => archive::package_entries(dir, &frontmatter.name),
-        None => walk::walk(dir),
-    };
+    let entries = walked.map(|mut entries| {
+        if let Some(frontmatter) = &frontmatter {
+            archive::leave_out_own_tarballs(&mut entries, &frontmatter.name);
+        }
+        entries
+    });
     let entries = match entries {
         Ok(entries) => Some(entries),
         Err(error) => {

@@ -1,23 +1,29 @@
 #!/usr/bin/env python3
 """Time `skillpkg validate` on a corpus of skills against the reference validator.
 
-Usage: bench/validate_corpus.py CORPUS_DIR [--runs N]
+Usage: bench/validate_corpus.py CORPUS_DIR [--runs N] [--target RATIO]
 
 CORPUS_DIR has an `expected.tsv` listing the skills (as ../shared/corpus
-does). Measures, in the same run on the same machine:
+does). Measures, in the same run on the same machine, interleaved:
 
 - skillpkg: one `skillpkg validate --strict --json` process over every listed
   skill (release build), wall time including process start;
-- baseline: the reference validator (PyPI `skills-ref` 0.1.1, installed into
-  target/bench-venv on first use) called in-process on every skill, so its
-  interpreter start-up is NOT counted against it.
+- reference: the reference validator (PyPI `skills-ref` 0.1.1, whose command
+  is `agentskills validate DIR`, installed into target/bench-venv on first
+  use), imported ONCE into one long-lived Python process that calls its
+  `validate` function on every skill per round, so neither its interpreter
+  start-up nor its imports are counted against it.
 
-Prints the median of N runs of each and their ratio.
+The two alternate round by round (skillpkg first in even rounds, the
+reference first in odd ones), so load from other work on a shared machine
+falls on both alike. One untimed round of each warms the page cache and
+Python's lazy imports. Prints the median of N rounds of each, their ratio,
+and the median of the per-round ratios; exits 1 if the ratio of the medians
+is below --target.
 """
 
 import argparse
 import csv
-import os
 import statistics
 import subprocess
 import sys
@@ -26,6 +32,21 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 VENV = ROOT / "target" / "bench-venv"
+REFERENCE_VERSION = "0.1.1"
+
+# The reference side: import once, then one timed round over every skill per
+# line read on stdin, answering with the seconds it took.
+REFERENCE = """
+import sys, time
+from pathlib import Path
+from skills_ref import validate
+dirs = [Path(line) for line in sys.argv[1:]]
+for _ in sys.stdin:
+    start = time.perf_counter()
+    for d in dirs:
+        validate(d)
+    print(time.perf_counter() - start, flush=True)
+"""
 
 
 def skill_dirs(corpus: Path) -> list[str]:
@@ -33,64 +54,98 @@ def skill_dirs(corpus: Path) -> list[str]:
         return [str(corpus / row["collection"] / row["skill_path"]) for row in csv.DictReader(f, delimiter="\t")]
 
 
-def time_skillpkg(binary: Path, dirs: list[str], runs: int) -> list[float]:
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        result = subprocess.run([str(binary), "validate", "--strict", "--json", *dirs], stdout=subprocess.DEVNULL)
-        times.append(time.perf_counter() - start)
-        if result.returncode not in (0, 1):
-            sys.exit(f"skillpkg validate failed with status {result.returncode}")
-    return times
-
-
-REFERENCE = """
-import sys, time
-from pathlib import Path
-from skills_ref import validate
-dirs = [Path(line) for line in sys.stdin.read().splitlines()]
-for _ in range(int(sys.argv[1])):
-    start = time.perf_counter()
-    for d in dirs:
-        validate(d)
-    print(time.perf_counter() - start)
-"""
-
-
-def time_reference(dirs: list[str], runs: int) -> list[float] | None:
+def reference_python() -> Path | None:
     python = VENV / "bin" / "python"
     if not python.exists():
         subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
-        install = subprocess.run([str(python), "-m", "pip", "install", "-q", "skills-ref==0.1.1"])
+    check = subprocess.run([str(python), "-c", "import skills_ref"], capture_output=True)
+    if check.returncode != 0:
+        install = subprocess.run([str(python), "-m", "pip", "install", "-q", f"skills-ref=={REFERENCE_VERSION}"])
         if install.returncode != 0:
             return None
-    result = subprocess.run(
-        [str(python), "-c", REFERENCE, str(runs)], input="\n".join(dirs), capture_output=True, text=True, check=True
-    )
-    return [float(line) for line in result.stdout.split()]
+    return python
+
+
+class Reference:
+    """The reference validator in one Python process, timed a round at a time."""
+
+    def __init__(self, python: Path, dirs: list[str]):
+        self.process = subprocess.Popen(
+            [str(python), "-c", REFERENCE, *dirs], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+
+    def round(self) -> float:
+        assert self.process.stdin and self.process.stdout
+        self.process.stdin.write("\n")
+        self.process.stdin.flush()
+        line = self.process.stdout.readline()
+        if not line:
+            sys.exit("the reference process ended early")
+        return float(line)
+
+    def close(self) -> None:
+        if self.process.stdin:
+            self.process.stdin.close()
+        self.process.wait()
+
+
+def time_skillpkg(binary: Path, dirs: list[str]) -> float:
+    start = time.perf_counter()
+    result = subprocess.run([str(binary), "validate", "--strict", "--json", *dirs], stdout=subprocess.DEVNULL)
+    elapsed = time.perf_counter() - start
+    if result.returncode not in (0, 1):
+        sys.exit(f"skillpkg validate failed with status {result.returncode}")
+    return elapsed
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("corpus", type=Path)
-    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--runs", type=int, default=21, help="timed rounds of each (default 21)")
+    parser.add_argument("--target", type=float, default=20.0, help="the speed-up to reach (default 20)")
     args = parser.parse_args()
 
     subprocess.run(["cargo", "build", "--release", "--quiet", "--bin", "skillpkg"], cwd=ROOT, check=True)
     binary = ROOT / "target" / "release" / "skillpkg"
     dirs = skill_dirs(args.corpus.resolve())
+    python = reference_python()
+    if python is None:
+        sys.exit(f"skills-ref {REFERENCE_VERSION} could not be installed: nothing to compare with")
 
-    time_skillpkg(binary, dirs, 1)  # warm the page cache
-    ours = statistics.median(time_skillpkg(binary, dirs, args.runs))
+    reference = Reference(python, dirs)
+    try:
+        time_skillpkg(binary, dirs)
+        reference.round()
+        ours, theirs = [], []
+        for index in range(args.runs):
+            if index % 2 == 0:
+                ours.append(time_skillpkg(binary, dirs))
+                theirs.append(reference.round())
+            else:
+                theirs.append(reference.round())
+                ours.append(time_skillpkg(binary, dirs))
+    finally:
+        reference.close()
+
+    ours_median = statistics.median(ours)
+    theirs_median = statistics.median(theirs)
+    speedup = theirs_median / ours_median
+    per_round = statistics.median(t / o for o, t in zip(ours, theirs))
     print(f"skills:     {len(dirs)}")
-    print(f"skillpkg:   {ours * 1000:8.1f} ms  (median of {args.runs}, one process, start-up included)")
-    reference = time_reference(dirs, args.runs)
-    if reference is None:
-        print("reference:  not measured (skills-ref could not be installed)")
-        return
-    theirs = statistics.median(reference)
-    print(f"reference:  {theirs * 1000:8.1f} ms  (skills-ref 0.1.1 in-process, start-up excluded)")
-    print(f"ratio:      skillpkg takes {ours / theirs:.3f}x the reference's time ({theirs / ours:.1f}x faster)")
+    print(
+        f"skillpkg:   {ours_median * 1000:8.1f} ms  median of {args.runs}"
+        f" (min {min(ours) * 1000:.1f}, max {max(ours) * 1000:.1f}); one process, start-up included"
+    )
+    print(
+        f"reference:  {theirs_median * 1000:8.1f} ms  median of {args.runs}"
+        f" (min {min(theirs) * 1000:.1f}, max {max(theirs) * 1000:.1f});"
+        f" skills-ref {REFERENCE_VERSION} in one process, imported once"
+    )
+    print(f"speed-up:   {speedup:.1f}x (ratio of the medians); per-round median {per_round:.1f}x")
+    met = speedup >= args.target
+    print(f"target:     {args.target:g}x: {'met' if met else 'MISSED'}")
+    if not met:
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -579,10 +579,17 @@ fn merge_key_inside_metadata_is_refused() {
     let report = validate_skill_md(
         b"---\nname: sample\ndescription: d\nmetadata:\n  base: &b {author: me}\n  x:\n    <<: *b\n---\n# Body\n",
     );
+    let diagnostic = report
+        .diagnostics
+        .iter()
+        .find(|d| d.code.as_str() == "ambiguous-yaml")
+        .unwrap_or_else(|| panic!("{:#?}", report.diagnostics));
     assert!(
-        code_names(&report).contains(&"ambiguous-yaml"),
-        "{:#?}",
-        report.diagnostics
+        diagnostic
+            .message
+            .contains("merge the aliased mapping into `metadata.x`"),
+        "the message names the mapping the key is in: {}",
+        diagnostic.message
     );
 }
 

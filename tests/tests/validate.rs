@@ -416,3 +416,137 @@ error[control-character]: the frontmatter contains U+001B (ESC), a control chara
 ";
     assert!(plain.stdout.starts_with(expected), "got:\n{}", plain.stdout);
 }
+
+/// The codes and files of a skill's diagnostics in `validate --json` output.
+fn codes_and_files(skill: &serde_json::Value) -> Vec<(String, String)> {
+    skill["diagnostics"]
+        .as_array()
+        .expect("diagnostics")
+        .iter()
+        .map(|d| {
+            (
+                d["code"].as_str().unwrap_or_default().to_owned(),
+                d["file"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[cfg(unix)]
+#[test]
+fn a_skill_reached_through_a_symlinked_folder_is_named_after_the_link() {
+    let sandbox = Sandbox::new();
+    sandbox.skill("repo/vendor/pdf-v2", "pdf", "", "body\n");
+    fs_err::create_dir_all(sandbox.path().join("repo/.claude/skills")).unwrap();
+    std::os::unix::fs::symlink(
+        "../../vendor/pdf-v2",
+        sandbox.path().join("repo/.claude/skills/pdf"),
+    )
+    .unwrap();
+
+    let output = run(sandbox
+        .skillpkg()
+        .args(["validate", "--strict", "repo/.claude/skills/pdf"]));
+    assert_eq!(output.code, 0, "the host sees the folder `pdf`: {output:?}");
+    assert_eq!(output.stdout, "1 valid, 0 invalid, 0 warnings\n");
+
+    let output = run(sandbox
+        .skillpkg()
+        .args(["validate", "--json", "repo/.claude/skills"]));
+    assert_eq!(
+        output.code, 0,
+        "a linked skill is found by search: {output:?}"
+    );
+    assert_eq!(
+        output.json()["skills"][0]["path"],
+        "repo/.claude/skills/pdf"
+    );
+
+    // The folder itself is still `pdf-v2`, which `name` does not match.
+    let output = run(sandbox
+        .skillpkg()
+        .args(["validate", "--json", "repo/vendor/pdf-v2"]));
+    assert_eq!(output.code, 1, "{output:?}");
+    assert_eq!(
+        codes_and_files(&output.json()["skills"][0]),
+        [("name-mismatch".to_owned(), "SKILL.md".to_owned())]
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn a_symlink_to_an_ancestor_does_not_make_the_search_endless() {
+    let sandbox = Sandbox::new();
+    sandbox.skill("skills/pdf", "pdf", "", "body\n");
+    std::os::unix::fs::symlink("..", sandbox.path().join("skills/pdf/up")).unwrap();
+    std::os::unix::fs::symlink(".", sandbox.path().join("skills/here")).unwrap();
+    let output = run(sandbox.skillpkg().args(["validate", "--json", "skills"]));
+    let json = output.json();
+    let paths: Vec<&str> = json["skills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|skill| skill["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths, ["skills/pdf"], "{output:?}");
+    // The skill itself may not hold a symlink: that is what packing refuses.
+    assert_eq!(
+        codes_and_files(&json["skills"][0]),
+        [("symlink".to_owned(), "up".to_owned())]
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn only_programs_in_scripts_need_a_shebang_and_the_exec_bit() {
+    let sandbox = Sandbox::new();
+    sandbox.skill("docx", "docx", "", "body\n");
+    // Data files that real skills keep beside their scripts.
+    sandbox.write("docx/scripts/ooxml/schemas/wml.xsd", "<xs:schema/>\n");
+    sandbox.write("docx/scripts/templates/comment.xml", "<w:comment/>\n");
+    sandbox.write("docx/scripts/preview.html", "<html></html>\n");
+    sandbox.write("docx/scripts/requirements.txt", "lxml\n");
+    // Programs: one with no `#!`, one with `#!` but no exec bit, one with
+    // no extension, and one in order.
+    sandbox.write("docx/scripts/pack.py", "print('packing')\n");
+    sandbox.write("docx/scripts/unpack.sh", "#!/bin/sh\necho unpacking\n");
+    sandbox.write("docx/scripts/convert", "#!/usr/bin/env python3\nprint(1)\n");
+    let ready = sandbox.write("docx/scripts/ready.mjs", "#!/usr/bin/env node\n");
+    skillpkg_tests::set_executable(&ready, true);
+
+    let output = run(sandbox.skillpkg().args(["validate", "--json", "docx"]));
+    assert_eq!(output.code, 0, "warnings only: {output:?}");
+    let mut found = codes_and_files(&output.json()["skills"][0]);
+    found.sort();
+    let expected: Vec<(String, String)> = [
+        ("script-no-shebang", "scripts/pack.py"),
+        ("script-not-executable", "scripts/convert"),
+        ("script-not-executable", "scripts/unpack.sh"),
+    ]
+    .iter()
+    .map(|(code, file)| ((*code).to_owned(), (*file).to_owned()))
+    .collect();
+    assert_eq!(found, expected);
+}
+
+#[test]
+fn an_email_autolink_is_not_a_link_to_a_file() {
+    let sandbox = Sandbox::new();
+    sandbox.skill(
+        "mail",
+        "mail",
+        "",
+        "Write to <help@example.com>, or read [the guide](guide.md).\n",
+    );
+    let output = run(sandbox.skillpkg().args(["validate", "--json", "mail"]));
+    assert_eq!(output.code, 0, "{output:?}");
+    let json = output.json();
+    assert_eq!(
+        codes_and_files(&json["skills"][0]),
+        [("broken-link".to_owned(), "SKILL.md".to_owned())]
+    );
+    let message = json["skills"][0]["diagnostics"][0]["message"]
+        .as_str()
+        .unwrap();
+    assert!(message.contains("`guide.md`"), "{message}");
+}

@@ -22,7 +22,9 @@ pub mod unpack;
 mod vcs;
 pub mod walk;
 
-pub use pack::{PackError, PackedSkill, check_entries, pack_dir, package_entries};
+pub use pack::{
+    PackError, PackedSkill, check_entries, leave_out_own_tarballs, pack_dir, package_entries,
+};
 pub(crate) use path::is_reserved_on_windows;
 pub use path::{PathProblem, check_portable_path, collision_key};
 pub use tree_hash::{FileDigest, TreeHash, tree_hash};

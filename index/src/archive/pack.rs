@@ -177,8 +177,15 @@ impl PackError {
 /// walk, less tarballs of this skill at its root (so packing from inside the
 /// skill folder twice gives the same bytes).
 pub fn package_entries(dir: &Path, name: &SkillName) -> Result<Vec<WalkEntry>, WalkError> {
-    let prefix = format!("{name}-");
     let mut entries = walk::walk(dir)?;
+    leave_out_own_tarballs(&mut entries, name);
+    Ok(entries)
+}
+
+/// Removes from the walk of a skill folder the tarballs of skill `name` at
+/// its root, which [`package_entries`] leaves out.
+pub fn leave_out_own_tarballs(entries: &mut Vec<WalkEntry>, name: &SkillName) {
+    let prefix = format!("{name}-");
     entries.retain(|entry| {
         let own_tarball = matches!(entry.kind, EntryKind::File { .. })
             && !entry.path.contains('/')
@@ -186,7 +193,6 @@ pub fn package_entries(dir: &Path, name: &SkillName) -> Result<Vec<WalkEntry>, W
             && entry.path.ends_with(".tgz");
         !own_tarball
     });
-    Ok(entries)
 }
 
 /// Returns every reason the entries cannot be packed within `limits`,

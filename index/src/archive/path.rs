@@ -171,6 +171,11 @@ pub(crate) fn is_reserved_on_windows(component: &str) -> bool {
 /// normalising file system (macOS, Windows): NFC, then a full case fold
 /// (upper, then lower case, so `ς` and `σ`, `µ` and `μ` meet).
 pub fn collision_key(path: &str) -> String {
+    // ASCII is its own NFC, and its full case fold is its lower case: most
+    // paths are ASCII, and take no trip through the Unicode tables.
+    if path.is_ascii() {
+        return path.to_ascii_lowercase();
+    }
     let folded = path.nfc().collect::<String>().to_uppercase().to_lowercase();
     folded.nfc().collect()
 }
@@ -286,5 +291,11 @@ mod tests {
             "micro sign and mu"
         );
         assert_ne!(collision_key("a"), collision_key("b"));
+        assert_eq!(collision_key("Scripts/RUN.py"), "scripts/run.py");
+        assert_eq!(
+            collision_key("K\u{212a}"),
+            "kk",
+            "the Kelvin sign folds to k"
+        );
     }
 }

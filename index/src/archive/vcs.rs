@@ -22,6 +22,7 @@
 //! `.git`; any other spelling (`.GIT`, `.git.`) is an error there too.
 
 use std::collections::HashMap;
+use std::sync::LazyLock;
 
 use super::collision_key;
 
@@ -49,11 +50,20 @@ pub(crate) fn metadata_system(component: &str) -> Option<&'static str> {
     let name = component.split(':').next().unwrap_or(component);
     let name = name.trim_end_matches(['.', ' ']);
     let key = collision_key(name);
-    METADATA_NAMES
+    METADATA_KEYS
         .iter()
-        .find(|(known, _)| collision_key(known) == key)
+        .find(|(known, _)| *known == key)
         .map(|(_, system)| *system)
 }
+
+/// [`METADATA_NAMES`] under [`collision_key`], folded once: every path
+/// component of every walk is compared with them.
+static METADATA_KEYS: LazyLock<Vec<(String, &'static str)>> = LazyLock::new(|| {
+    METADATA_NAMES
+        .iter()
+        .map(|(name, system)| (collision_key(name), *system))
+        .collect()
+});
 
 /// Returns the first folder (`""` for the root) that git would take for a
 /// repository: one that holds `HEAD` beside `objects`, `refs` or

@@ -29,8 +29,14 @@ const MAX_REPORTED: usize = 10;
 pub(crate) fn check(document: &SkillDocument, file: &Path, diagnostics: &mut Vec<Diagnostic>) {
     check_separators(document, file, diagnostics);
     for (key, value) in &document.frontmatter {
-        check_key(document, file, key, "the frontmatter", diagnostics);
-        let name = key.value.scalar_text().unwrap_or_default();
+        check_key(
+            document,
+            file,
+            key,
+            &|| "the frontmatter".to_owned(),
+            diagnostics,
+        );
+        let name = || key.value.scalar_text().unwrap_or_default();
         check_node(document, file, value, &name, diagnostics);
     }
     for (tag, location) in &document.foreign_tags {
@@ -48,18 +54,29 @@ pub(crate) fn check(document: &SkillDocument, file: &Path, diagnostics: &mut Vec
     }
 }
 
+/// Checks the keys at and below `node`, whose path `path` renders
+/// (`tools[0].input_schema`). Paths are rendered only for a report: most
+/// frontmatters have none, and rendering one for every node of a large
+/// frontmatter cost more than the rest of the check.
 fn check_node(
     document: &SkillDocument,
     file: &Path,
     node: &Node,
-    path: &str,
+    path: &dyn Fn() -> String,
     diagnostics: &mut Vec<Diagnostic>,
 ) {
     match &node.value {
         Value::Mapping(entries) => {
             for (key, value) in entries {
-                check_key(document, file, key, &format!("`{path}`"), diagnostics);
-                let inner = format!("{path}.{}", key.value.scalar_text().unwrap_or_default());
+                check_key(
+                    document,
+                    file,
+                    key,
+                    &|| format!("`{}`", path()),
+                    diagnostics,
+                );
+                let inner =
+                    || format!("{}.{}", path(), key.value.scalar_text().unwrap_or_default());
                 check_node(document, file, value, &inner, diagnostics);
             }
         }
@@ -69,7 +86,7 @@ fn check_node(
                     document,
                     file,
                     item,
-                    &format!("{path}[{index}]"),
+                    &|| format!("{}[{index}]", path()),
                     diagnostics,
                 );
             }
@@ -82,12 +99,13 @@ fn check_key(
     document: &SkillDocument,
     file: &Path,
     key: &Node,
-    holder: &str,
+    holder: &dyn Fn() -> String,
     diagnostics: &mut Vec<Diagnostic>,
 ) {
     if key.value.as_str() != Some("<<") {
         return;
     }
+    let holder = holder();
     diagnostics.push(
         Diagnostic::new(
             Code::AmbiguousYaml,
@@ -103,7 +121,13 @@ fn check_key(
 
 /// Reports the line and paragraph separators of the frontmatter as written.
 fn check_separators(document: &SkillDocument, file: &Path, diagnostics: &mut Vec<Diagnostic>) {
-    let found: Vec<(usize, usize, char)> = super::control::frontmatter_text(document)
+    let raw = super::control::frontmatter_text(document);
+    // A substring search first: nearly no file has either, and the walk
+    // below decodes every character.
+    if !raw.contains('\u{2028}') && !raw.contains('\u{2029}') {
+        return;
+    }
+    let found: Vec<(usize, usize, char)> = raw
         .split('\n')
         .enumerate()
         .flat_map(|(line, text)| {

@@ -121,10 +121,11 @@ pub(crate) fn check(document: &SkillDocument, file: &Path, diagnostics: &mut Vec
         raw_frontmatter,
     };
     for (key, value) in &document.frontmatter {
-        let path = key
-            .value
-            .scalar_text()
-            .map_or_else(|| "(a key)".to_owned(), |text| escaped(&text));
+        let path = || {
+            key.value
+                .scalar_text()
+                .map_or_else(|| "(a key)".to_owned(), |text| escaped(&text))
+        };
         walk.node(key, &path, true, diagnostics);
         walk.node(value, &path, false, diagnostics);
     }
@@ -158,39 +159,33 @@ pub(crate) fn check_lone_carriage_returns(
 
 /// The frontmatter as written: the lines before the body.
 pub(crate) fn frontmatter_text(document: &SkillDocument) -> &str {
-    let end = document
-        .text
-        .match_indices('\n')
-        .nth(document.body_line.saturating_sub(2))
-        .map_or(document.text.len(), |(index, _)| index + 1);
-    &document.text[..end]
+    // The body is the end of the text, so what comes before it is this.
+    &document.text[..document.text.len() - document.body.len()]
 }
 
 /// Reports raw control characters at their line and column.
 fn check_raw(document: &SkillDocument, file: &Path, diagnostics: &mut Vec<Diagnostic>) {
+    let text = &document.text;
+    // The body is the end of the text; everything before it is frontmatter.
+    let body_start = text.len() - document.body.len();
     let mut found: Vec<(Location, char)> = Vec::new();
     let mut total = 0;
-    for (index, line) in document.text.split('\n').enumerate() {
-        let number = index + 1;
-        let in_frontmatter = number < document.body_line;
-        for (column, character) in line.chars().enumerate() {
-            let refused = if in_frontmatter {
-                is_refused_in_value(character)
-            } else {
-                is_refused_in_body(character)
-            };
-            if refused {
-                total += 1;
-                if found.len() < MAX_REPORTED {
-                    found.push((
-                        Location {
-                            line: number,
-                            column: column + 1,
-                            end_column: column + 2,
-                        },
-                        character,
-                    ));
-                }
+    for offset in candidates(text.as_bytes()) {
+        let character = text[offset..]
+            .chars()
+            .next()
+            .expect("a candidate byte starts a character");
+        let refused = if offset < body_start {
+            is_refused_in_value(character)
+        } else {
+            is_refused_in_body(character)
+        };
+        if refused {
+            total += 1;
+            if found.len() < MAX_REPORTED {
+                let location =
+                    super::lint::location_at(text, offset, offset + character.len_utf8());
+                found.push((location, character));
             }
         }
     }
@@ -218,6 +213,40 @@ fn check_raw(document: &SkillDocument, file: &Path, diagnostics: &mut Vec<Diagno
     }
 }
 
+/// Returns the offsets in `bytes` (UTF-8) where a refused character may
+/// start: every refused character begins with a C0 byte other than tab and
+/// line feed, DEL, 0xC2 (the C1 controls, U+0080-U+009F) or 0xE2 (the
+/// bidirectional controls), and each of these bytes starts a character.
+///
+/// Looking at bytes, a block at a time, and decoding only where such a byte
+/// stands spares decoding every character of a file that is nearly always
+/// clean.
+fn candidates(bytes: &[u8]) -> impl Iterator<Item = usize> + '_ {
+    const BLOCK: usize = 64;
+    // `|`, not `||`: without branches the compiler tests a block at once.
+    fn may_start_refused(byte: u8) -> bool {
+        (byte < 0x20) & (byte != b'\t') & (byte != b'\n')
+            | (byte == 0x7f)
+            | (byte == 0xc2)
+            | (byte == 0xe2)
+    }
+    bytes
+        .chunks(BLOCK)
+        .enumerate()
+        .filter(|(_, block)| {
+            block
+                .iter()
+                .fold(false, |any, &byte| any | may_start_refused(byte))
+        })
+        .flat_map(|(index, block)| {
+            block
+                .iter()
+                .enumerate()
+                .filter(|(_, byte)| may_start_refused(**byte))
+                .map(move |(within, _)| index * BLOCK + within)
+        })
+}
+
 /// The walk over the parsed frontmatter.
 struct Walk<'a> {
     document: &'a SkillDocument,
@@ -230,20 +259,27 @@ impl Walk<'_> {
     /// Reports the key or value at `node`, named by `path` (`metadata.author`,
     /// `tools[0].name`), or any string below it, that holds a refused
     /// character which is not in the file as written, and so came from an
-    /// escape.
-    fn node(&self, node: &Node, path: &str, is_key: bool, diagnostics: &mut Vec<Diagnostic>) {
+    /// escape. The path is rendered only for a report: rendering one for
+    /// every node of a large frontmatter cost more than the check itself.
+    fn node(
+        &self,
+        node: &Node,
+        path: &dyn Fn() -> String,
+        is_key: bool,
+        diagnostics: &mut Vec<Diagnostic>,
+    ) {
         match &node.value {
             Value::String(text) => self.string(node, text, path, is_key, diagnostics),
             Value::Sequence(items) => {
                 for (index, item) in items.iter().enumerate() {
-                    self.node(item, &format!("{path}[{index}]"), false, diagnostics);
+                    self.node(item, &|| format!("{}[{index}]", path()), false, diagnostics);
                 }
             }
             Value::Mapping(entries) => {
                 for (key, value) in entries {
-                    let inner = match key.value.scalar_text() {
-                        Some(text) => format!("{path}.{}", escaped(&text)),
-                        None => format!("{path}.(a key)"),
+                    let inner = || match key.value.scalar_text() {
+                        Some(text) => format!("{}.{}", path(), escaped(&text)),
+                        None => format!("{}.(a key)", path()),
                     };
                     self.node(key, &inner, true, diagnostics);
                     self.node(value, &inner, false, diagnostics);
@@ -257,7 +293,7 @@ impl Walk<'_> {
         &self,
         node: &Node,
         text: &str,
-        path: &str,
+        path: &dyn Fn() -> String,
         is_key: bool,
         diagnostics: &mut Vec<Diagnostic>,
     ) {
@@ -274,6 +310,7 @@ impl Walk<'_> {
         if is_refused_in_value(character) && self.raw_frontmatter.contains(character) {
             return;
         }
+        let path = path();
         let what = if is_key {
             format!("the key `{path}`")
         } else {

@@ -4,12 +4,12 @@
 use std::path::{Component, Path, PathBuf};
 use std::sync::LazyLock;
 
-use pulldown_cmark::{Event, Parser, Tag};
-use regex::Regex;
+use pulldown_cmark::{Event, LinkType, Parser, Tag};
+use regex::{Regex, RegexSet};
 
 use super::diagnostic::{Code, Diagnostic, Location};
 use super::document::SkillDocument;
-use crate::archive::walk::{EntryKind, WalkEntry};
+use crate::archive::walk::{self, EntryKind, WalkEntry};
 
 /// Bodies longer than this many lines should move detail into `references/`.
 pub(crate) const MAX_BODY_LINES: usize = 500;
@@ -43,7 +43,8 @@ pub(crate) fn check_body(
         );
         return;
     }
-    let lines = body.lines().count();
+    // What `lines().count()` gives, counted without splitting the text.
+    let lines = count_line_feeds(body) + usize::from(!body.ends_with('\n'));
     if lines > MAX_BODY_LINES {
         diagnostics.push(
             Diagnostic::new(
@@ -74,6 +75,19 @@ pub(crate) fn check_body(
     check_links(document, root, entries, file, diagnostics);
 }
 
+/// Returns the number of line feeds in `text`, counted in blocks of 255
+/// bytes whose per-byte tallies fit in a `u8`, which the compiler turns
+/// into wide vector instructions.
+fn count_line_feeds(text: &str) -> usize {
+    text.as_bytes()
+        .chunks(255)
+        .map(|block| {
+            let in_block: u8 = block.iter().map(|byte| u8::from(*byte == b'\n')).sum();
+            usize::from(in_block)
+        })
+        .sum()
+}
+
 fn check_links(
     document: &SkillDocument,
     root: &Path,
@@ -81,10 +95,28 @@ fn check_links(
     file: &Path,
     diagnostics: &mut Vec<Diagnostic>,
 ) {
+    // Every link that can name a local file is inline (`[text](target)`)
+    // or refers to a definition (`[label]: target`); autolinks always carry
+    // a scheme or an address. A body with neither `](` nor `]:` has no link
+    // to check, and most bodies need not be parsed as Markdown at all.
+    if !document.body.contains("](") && !document.body.contains("]:") {
+        return;
+    }
     let body_offset = document.text.len() - document.body.len();
     for (event, range) in Parser::new(&document.body).into_offset_iter() {
         let destination = match event {
-            Event::Start(Tag::Link { dest_url, .. } | Tag::Image { dest_url, .. }) => dest_url,
+            Event::Start(
+                Tag::Link {
+                    link_type,
+                    dest_url,
+                    ..
+                }
+                | Tag::Image {
+                    link_type,
+                    dest_url,
+                    ..
+                },
+            ) if !matches!(link_type, LinkType::Autolink | LinkType::Email) => dest_url,
             _ => continue,
         };
         let Some(target) = local_target(&destination) else {
@@ -228,48 +260,59 @@ pub(crate) fn check_files(
         let EntryKind::File { size, executable } = entry.kind else {
             continue;
         };
-        let is_skill_md = Path::new(&entry.path) == skill_md;
+        // SKILL.md is scanned on its normalised text by the caller, so that
+        // its positions match the rest of its diagnostics; it is no script.
+        if Path::new(&entry.path) == skill_md {
+            continue;
+        }
         // Only text files can hold a secret we can see or a shebang.
-        let text = if size <= MAX_SCANNED_FILE {
-            fs_err::read(root.join(&entry.path)).ok()
+        let bytes = if size <= MAX_SCANNED_FILE {
+            walk::read_file(&root.join(&entry.path), size, MAX_SCANNED_FILE + 1).ok()
         } else {
             None
         };
-        let text = text
+        let Some(text) = bytes
             .as_deref()
-            .and_then(|bytes| std::str::from_utf8(bytes).ok());
-        // Binary files (not UTF-8) are compiled programs or data: neither
-        // needs a `#!` line.
-        if let Some(text) =
-            text.filter(|_| entry.path.starts_with("scripts/") && looks_runnable(&entry.path))
-        {
+            .and_then(|bytes| std::str::from_utf8(bytes).ok())
+        else {
+            // Binary files (not UTF-8) are compiled programs or data:
+            // neither needs a `#!` line.
+            continue;
+        };
+        if entry.path.starts_with("scripts/") && is_script(&entry.path, text) {
             check_script(entry, text, executable, diagnostics);
         }
-        if let Some(text) = text {
-            // SKILL.md is scanned on its normalised text by the caller, so
-            // that its positions match the rest of its diagnostics.
-            if !is_skill_md {
-                scan_secrets(text, Path::new(&entry.path), diagnostics);
-            }
-        }
+        scan_secrets(text, Path::new(&entry.path), diagnostics);
     }
 }
 
-/// Returns false for files in `scripts/` that are data or docs, not programs.
-/// Returns false for files in `scripts/` that are data, documentation,
-/// dotfiles, or Windows scripts (which run by extension, not `#!`).
-fn looks_runnable(path: &str) -> bool {
-    const NOT_RUN_BY_SHEBANG: &[&str] = &[
-        "md", "txt", "json", "yaml", "yml", "toml", "csv", "lock", "cfg", "ini", "ps1", "bat",
-        "cmd",
-    ];
+/// The extensions of files that are run as programs, by a `#!` line or an
+/// interpreter named on the command line: the languages agents' scripts are
+/// written in. Anything else under `scripts/` (schemas, templates, data,
+/// documentation, Windows scripts that run by extension) is left alone.
+const SCRIPT_EXTENSIONS: &[&str] = &[
+    "py", "sh", "bash", "zsh", "ksh", "fish", "js", "mjs", "cjs", "ts", "mts", "cts", "rb", "pl",
+    "php", "lua", "r", "tcl", "awk", "swift", "kts", "groovy", "jl", "exs", "nu",
+];
+
+/// Returns true if and only if the file at `path` (under `scripts/`, with
+/// content `text`) is a script that should carry a `#!` line and the exec
+/// bit: it has one of the [`SCRIPT_EXTENSIONS`], or it has no extension and
+/// is text (`scripts/deploy`), which can only run through a `#!` line.
+/// Dotfiles and Python package markers are never run directly.
+fn is_script(path: &str, text: &str) -> bool {
     let file_name = path.rsplit('/').next().unwrap_or(path);
-    let extension = file_name
-        .rsplit_once('.')
-        .map(|(_, extension)| extension.to_ascii_lowercase());
-    file_name != "__init__.py"
-        && !file_name.starts_with('.')
-        && !extension.is_some_and(|extension| NOT_RUN_BY_SHEBANG.contains(&extension.as_str()))
+    if file_name.starts_with('.') || file_name == "__init__.py" {
+        return false;
+    }
+    match file_name.rsplit_once('.') {
+        Some((_, extension)) => SCRIPT_EXTENSIONS
+            .iter()
+            .any(|known| known.eq_ignore_ascii_case(extension)),
+        // A file without an extension is a program only if it is text; an
+        // empty one is a placeholder.
+        None => !text.trim().is_empty(),
+    }
 }
 
 fn check_script(
@@ -338,6 +381,14 @@ static SECRET_PATTERNS: LazyLock<Vec<SecretPattern>> = LazyLock::new(|| {
     .collect()
 });
 
+/// Every secret pattern in one automaton: nearly every text holds no
+/// secret, and one pass over it says so, where the patterns one by one
+/// would take a pass each.
+static ANY_SECRET: LazyLock<RegexSet> = LazyLock::new(|| {
+    RegexSet::new(SECRET_PATTERNS.iter().map(|pattern| pattern.regex.as_str()))
+        .expect("valid secret patterns")
+});
+
 /// Keeps the first six characters of a secret, enough to recognise which
 /// one it is, and replaces the rest with `*`.
 fn mask(secret: &str) -> String {
@@ -365,6 +416,9 @@ fn is_placeholder(found: &str) -> bool {
 
 /// Reports every match of a secret pattern in `text`.
 pub(crate) fn scan_secrets(text: &str, file: &Path, diagnostics: &mut Vec<Diagnostic>) {
+    if !ANY_SECRET.is_match(text) {
+        return;
+    }
     for pattern in SECRET_PATTERNS.iter() {
         for found in pattern.regex.find_iter(text) {
             let secret = found.as_str();
@@ -477,12 +531,42 @@ mod tests {
     }
 
     #[test]
-    fn data_files_in_scripts_need_no_shebang() {
-        assert!(looks_runnable("scripts/run.py"));
-        assert!(looks_runnable("scripts/tool"));
-        assert!(!looks_runnable("scripts/README.md"));
-        assert!(!looks_runnable("scripts/pkg/__init__.py"));
-        assert!(!looks_runnable("scripts/.gitkeep"));
-        assert!(!looks_runnable("scripts/setup.ps1"));
+    fn counts_line_feeds_across_blocks() {
+        let text = "a\n".repeat(300) + "tail";
+        assert_eq!(count_line_feeds(&text), 300);
+        assert_eq!(count_line_feeds(&text), text.matches('\n').count());
+        assert_eq!(count_line_feeds(""), 0);
+    }
+
+    #[test]
+    fn only_programs_in_scripts_are_scripts() {
+        for path in [
+            "scripts/run.py",
+            "scripts/build.SH",
+            "scripts/lib/convert.mjs",
+            "scripts/check.ts",
+            "scripts/report.R",
+            "scripts/tool",
+        ] {
+            assert!(is_script(path, "print(1)\n"), "{path} is a script");
+        }
+        for path in [
+            "scripts/README.md",
+            "scripts/schema.xsd",
+            "scripts/office/ooxml/wml.xml",
+            "scripts/template.html",
+            "scripts/config.json",
+            "scripts/setup.ps1",
+            "scripts/run.bat",
+            "scripts/pkg/__init__.py",
+            "scripts/.gitkeep",
+            "scripts/requirements.txt",
+        ] {
+            assert!(!is_script(path, "text\n"), "{path} is not a script");
+        }
+        assert!(
+            !is_script("scripts/EMPTY", " \n"),
+            "an empty file with no extension is a placeholder"
+        );
     }
 }

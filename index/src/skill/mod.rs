@@ -45,7 +45,7 @@ pub use diagnostic::{Code, Diagnostic, Location, Severity};
 pub use document::{DocumentError, SkillDocument};
 pub use name::{MAX_NAME_LEN, SkillName, SkillNameError};
 
-use crate::archive::walk::{self, EntryKind, WalkError};
+use crate::archive::walk::{self, EntryKind, Listing, WalkError};
 use crate::archive::{self, PackError};
 
 /// The file name the specification requires.
@@ -143,20 +143,42 @@ pub struct ValidateOptions {
 
 impl ValidateOptions {
     /// Options for the skill in `dir`, whose folder name `name` must match.
+    ///
+    /// The folder name is the last component of `dir` as given, not of the
+    /// folder it resolves to: a host that reads `.claude/skills/pdf`, a
+    /// symlink to `../../vendor/pdf-v2`, knows the skill as `pdf`. Only `.`
+    /// and `..` are resolved, lexically after making the path absolute (the
+    /// working folder itself is the one the system reports).
     pub fn for_folder(dir: &Path) -> Self {
-        // Canonical, so that `..` and `.` resolve to the folder's real name.
-        let resolved = fs_err::canonicalize(dir)
-            .or_else(|_| std::path::absolute(dir))
-            .unwrap_or_else(|_| dir.to_owned());
-        let folder_name = resolved
-            .file_name()
-            .and_then(|name| name.to_str())
-            .map(str::to_owned);
         Self {
-            folder_name,
+            folder_name: folder_name(dir),
             ..Self::default()
         }
     }
+}
+
+/// Returns the name of the folder `dir` stands for; see [`ValidateOptions::for_folder`].
+fn folder_name(dir: &Path) -> Option<String> {
+    let name = match dir.file_name() {
+        // `pdf`, `skills/pdf/` and `skills/pdf/.` all end in a name.
+        Some(name) => name.to_owned(),
+        // `.`, `..`, `pdf/..`, `/`: make it absolute and resolve the dots.
+        None => {
+            let absolute = std::path::absolute(dir).ok()?;
+            let mut resolved = PathBuf::new();
+            for component in absolute.components() {
+                match component {
+                    std::path::Component::ParentDir => {
+                        resolved.pop();
+                    }
+                    std::path::Component::CurDir => {}
+                    other => resolved.push(other),
+                }
+            }
+            resolved.file_name()?.to_owned()
+        }
+    };
+    name.into_string().ok()
 }
 
 /// The validated frontmatter.
@@ -276,20 +298,24 @@ impl SkillReport {
 /// Finds the skill file in `dir`: `SKILL.md`, or a differently cased
 /// `skill.md` (returned with `true` so the caller can warn).
 pub fn find_skill_md(dir: &Path) -> std::io::Result<Option<(String, bool)>> {
+    Ok(skill_md_in(&Listing::read(dir)?))
+}
+
+/// Finds the skill file in the listing of a skill folder; see [`find_skill_md`].
+fn skill_md_in(listing: &Listing) -> Option<(String, bool)> {
     let mut other_case = None;
-    for entry in fs_err::read_dir(dir)? {
-        let entry = entry?;
-        let Ok(name) = entry.file_name().into_string() else {
+    for (name, file_type) in listing.entries() {
+        let Some(name) = name.to_str() else {
             continue;
         };
         if name == SKILL_MD {
-            return Ok(Some((name, false)));
+            return Some((name.to_owned(), false));
         }
-        if name.eq_ignore_ascii_case(SKILL_MD) && entry.file_type()?.is_file() {
-            other_case = Some(name);
+        if name.eq_ignore_ascii_case(SKILL_MD) && file_type.is_file() {
+            other_case = Some(name.to_owned());
         }
     }
-    Ok(other_case.map(|name| (name, true)))
+    other_case.map(|name| (name, true))
 }
 
 /// Validates the skill in the folder `dir`.
@@ -315,8 +341,20 @@ fn check_skill(
     options: &ValidateOptions,
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Option<Frontmatter> {
-    let file_name = match find_skill_md(dir) {
-        Ok(Some((file_name, other_case))) => {
+    // The folder is listed once: for its skill file, then for the walk.
+    let listing = match Listing::read(dir) {
+        Ok(listing) => listing,
+        Err(error) => {
+            diagnostics.push(Diagnostic::new(
+                Code::SkillMdMissing,
+                SKILL_MD,
+                format!("cannot read {}: {error}", dir.display()),
+            ));
+            return None;
+        }
+    };
+    let file_name = match skill_md_in(&listing) {
+        Some((file_name, other_case)) => {
             if other_case {
                 diagnostics.push(
                     Diagnostic::new(Code::SkillMdCase, &file_name, format!("the skill file is named `{file_name}`, not `{SKILL_MD}`"))
@@ -325,7 +363,7 @@ fn check_skill(
             }
             file_name
         }
-        Ok(None) => {
+        None => {
             diagnostics.push(
                 Diagnostic::new(
                     Code::SkillMdMissing,
@@ -336,17 +374,26 @@ fn check_skill(
             );
             return None;
         }
-        Err(error) => {
-            diagnostics.push(Diagnostic::new(
-                Code::SkillMdMissing,
-                SKILL_MD,
-                format!("cannot read {}: {error}", dir.display()),
-            ));
-            return None;
-        }
     };
+    // Walked before SKILL.md is read, so that the read knows its size; its
+    // problems are reported after those of SKILL.md, where they belong.
+    let walked = walk::walk_listed(dir, listing);
+    let size = walked.as_ref().ok().and_then(|entries| {
+        entries
+            .iter()
+            .find(|entry| entry.path == file_name)
+            .and_then(|entry| match entry.kind {
+                EntryKind::File { size, .. } => Some(size),
+                _ => None,
+            })
+    });
     let file = PathBuf::from(&file_name);
-    let bytes = match fs_err::read(dir.join(&file_name)) {
+    let path = dir.join(&file_name);
+    let read = match size {
+        Some(size) => walk::read_file(&path, size, u64::MAX),
+        None => fs_err::read(&path),
+    };
+    let bytes = match read {
         Ok(bytes) => bytes,
         Err(error) => {
             diagnostics.push(Diagnostic::new(
@@ -378,10 +425,12 @@ fn check_skill(
         let tools = frontmatter.as_ref().map(|f| f.extensions.tools.as_slice());
         tools::tools_json::check(dir, tools, diagnostics);
     }
-    let entries = match &frontmatter {
-        Some(frontmatter) => archive::package_entries(dir, &frontmatter.name),
-        None => walk::walk(dir),
-    };
+    let entries = walked.map(|mut entries| {
+        if let Some(frontmatter) = &frontmatter {
+            archive::leave_out_own_tarballs(&mut entries, &frontmatter.name);
+        }
+        entries
+    });
     let entries = match entries {
         Ok(entries) => Some(entries),
         Err(error) => {
@@ -528,13 +577,31 @@ fn document_diagnostic(error: &DocumentError, file: &Path, bytes: &[u8]) -> Diag
     }
 }
 
+/// Returns true if and only if the symlink `link` in `dir` leads to a
+/// folder that is neither `dir` nor one of its ancestors (which would
+/// search them again, inside themselves) nor already searched through
+/// another link; records the folder in `linked`.
+fn follow_link(dir: &Path, link: &Path, linked: &mut std::collections::HashSet<PathBuf>) -> bool {
+    let Ok(target) = fs_err::canonicalize(link) else {
+        return false;
+    };
+    let is_ancestor = fs_err::canonicalize(dir).is_ok_and(|dir| dir.starts_with(&target));
+    target.is_dir() && !is_ancestor && linked.insert(target)
+}
+
 /// Finds every skill at or below `path`: `path` itself when it holds a
 /// skill file, else each folder below it that does (skills nested in skills
 /// included). `.git` and `node_modules` are not searched; other hidden
 /// folders are, since that is where agents keep skills (`.claude/skills`).
+///
+/// A symlink to a folder is searched too, under the link's path, since
+/// agents follow it (`.claude/skills/pdf -> ../../vendor/pdf-v2` is the
+/// skill `pdf`); each folder a symlink leads to is searched once, so a link
+/// to an ancestor cannot make the search endless.
 pub fn discover_skills(path: &Path) -> std::io::Result<Vec<PathBuf>> {
     let mut found = Vec::new();
     let mut pending = vec![path.to_owned()];
+    let mut linked = std::collections::HashSet::new();
     while let Some(dir) = pending.pop() {
         let mut children = Vec::new();
         let mut is_skill = false;
@@ -543,7 +610,9 @@ pub fn discover_skills(path: &Path) -> std::io::Result<Vec<PathBuf>> {
             let file_type = entry.file_type()?;
             let name = entry.file_name();
             let name = name.to_string_lossy();
-            if file_type.is_dir() {
+            let is_linked_folder =
+                file_type.is_symlink() && follow_link(&dir, &entry.path(), &mut linked);
+            if file_type.is_dir() || is_linked_folder {
                 if name != ".git" && name != "node_modules" {
                     children.push(entry.path());
                 }
@@ -558,4 +627,22 @@ pub fn discover_skills(path: &Path) -> std::io::Result<Vec<PathBuf>> {
     }
     found.sort();
     Ok(found)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_folder_name_is_the_last_component_as_given() {
+        let name = |path: &str| folder_name(Path::new(path));
+        assert_eq!(name("pdf").as_deref(), Some("pdf"));
+        assert_eq!(name(".claude/skills/pdf/").as_deref(), Some("pdf"));
+        assert_eq!(name("skills/pdf/.").as_deref(), Some("pdf"));
+        assert_eq!(name("skills/pdf/scripts/..").as_deref(), Some("pdf"));
+        assert_eq!(name("/").as_deref(), None);
+        let working = std::env::current_dir().unwrap();
+        let expected = working.file_name().and_then(|name| name.to_str());
+        assert_eq!(name(".").as_deref(), expected);
+    }
 }

@@ -23,6 +23,7 @@ pub mod document;
 mod lint;
 pub mod model;
 mod name;
+pub mod scaffold;
 mod validate;
 mod yaml;
 

@@ -65,6 +65,31 @@ pub enum Command {
     /// any skill is invalid. Codes are listed in docs/skill-format.md.
     Validate(ValidateArgs),
 
+    /// Create a new skill folder from a template
+    ///
+    /// Writes DIR/NAME (DIR is --path, default the working folder): a
+    /// SKILL.md with `name`, `description`, `metadata.version: "0.1.0"` and
+    /// a body that says what to write. With --tools, the frontmatter also
+    /// declares one tool, `count-words` (input and output JSON schemas that
+    /// OpenAI's strict mode accepts, its runtime and entrypoint), least-
+    /// privilege `permissions` and a `safety` block, and
+    /// scripts/count-words.py (or .mjs, .sh) is its executable script, which
+    /// reads one JSON object on stdin and writes one on stdout. The bash
+    /// script needs jq. An invalid NAME is refused with the valid name it
+    /// most likely meant; an existing DIR/NAME is refused and left as it is.
+    /// The folder is built beside DIR/NAME and renamed into place, so it
+    /// appears whole or not at all.
+    ///
+    /// Examples:
+    ///
+    ///   skillpkg new pdf-forms
+    ///
+    ///   skillpkg new pdf-forms --description "Fill PDF forms. Use when a user asks to fill or check a PDF form."
+    ///
+    ///   skillpkg new pdf-forms --tools --runtime node --path .claude/skills
+    #[command(verbatim_doc_comment)]
+    New(NewArgs),
+
     /// Pack a skill into a deterministic .tgz, ready to publish.
     ///
     /// Validates the skill first (errors stop the pack, warnings are shown),
@@ -447,6 +472,28 @@ pub struct InstallFlags {
     /// Print the result as JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct NewArgs {
+    /// The skill's name, which is also its folder's: 1 to 64 lowercase
+    /// letters, digits and single `-` inside.
+    #[arg(value_name = "NAME")]
+    pub name: String,
+    /// Declare an example tool, with its script in scripts/.
+    #[arg(long)]
+    pub tools: bool,
+    /// The language of the example tool's script: python, node or bash
+    /// (default: python).
+    #[arg(long, value_name = "RUNTIME", requires = "tools")]
+    pub runtime: Option<skillpkg_index::skill::model::Runtime>,
+    /// The folder to create the skill in (created if missing).
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    pub path: PathBuf,
+    /// What the skill does and when to use it: the line agents read to
+    /// decide whether to load it (default: a placeholder to replace).
+    #[arg(long, value_name = "TEXT")]
+    pub description: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -8,6 +8,7 @@ pub mod key;
 pub mod list;
 pub mod login;
 pub mod mirror;
+pub mod new;
 pub mod outdated;
 pub mod pack;
 pub mod prompt;

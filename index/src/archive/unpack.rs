@@ -567,13 +567,13 @@ fn record(seen: &mut HashMap<String, Seen>, path: &str, is_dir: bool) -> Result<
 /// Renames `from` to `to`, failing if `to` exists, even if it appeared after
 /// the check at the start: a plain rename would replace an empty folder.
 #[cfg(target_os = "linux")]
-fn rename_no_replace(from: &Path, to: &Path) -> io::Result<()> {
+pub(crate) fn rename_no_replace(from: &Path, to: &Path) -> io::Result<()> {
     use rustix::fs::{CWD, RenameFlags, renameat_with};
     renameat_with(CWD, from, CWD, to, RenameFlags::NOREPLACE).map_err(io::Error::from)
 }
 
 #[cfg(not(target_os = "linux"))]
-fn rename_no_replace(from: &Path, to: &Path) -> io::Result<()> {
+pub(crate) fn rename_no_replace(from: &Path, to: &Path) -> io::Result<()> {
     if to.symlink_metadata().is_ok() {
         return Err(io::Error::from(io::ErrorKind::AlreadyExists));
     }

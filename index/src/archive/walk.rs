@@ -188,14 +188,34 @@ fn read_patterns(dir: &Path) -> Option<Gitignore> {
     builder.build().ok().filter(|matcher| !matcher.is_empty())
 }
 
+/// A folder the walk has still to list.
+struct Folder {
+    path: PathBuf,
+    /// The path relative to the root, `/`-separated (`""` for the root).
+    relative: String,
+    /// The patterns in force in the folder that holds it.
+    above: Option<Rc<Patterns>>,
+    /// Its listing, when already read.
+    listing: Option<Listing>,
+}
+
 fn walk_with(root: &Path, listing: Listing, exclude: bool) -> Result<Vec<WalkEntry>, WalkError> {
     let mut entries = Vec::new();
-    // Folders still to list: path, path relative to the root, the patterns
-    // of the folder holding them, and their listing once read. A loop, not
-    // recursion, so that a deep tree cannot exhaust the stack.
-    let mut pending: Vec<(PathBuf, String, Option<Rc<Patterns>>, Option<Listing>)> =
-        vec![(root.to_owned(), String::new(), None, Some(listing))];
-    while let Some((dir, relative_dir, above, listing)) = pending.pop() {
+    // A loop over the folders still to list, not recursion, so that a deep
+    // tree cannot exhaust the stack.
+    let mut pending = vec![Folder {
+        path: root.to_owned(),
+        relative: String::new(),
+        above: None,
+        listing: Some(listing),
+    }];
+    while let Some(Folder {
+        path: dir,
+        relative: relative_dir,
+        above,
+        listing,
+    }) = pending.pop()
+    {
         let listing = match listing {
             Some(listing) => listing,
             None => listing_of(&dir)?,
@@ -244,7 +264,12 @@ fn walk_with(root: &Path, listing: Listing, exclude: bool) -> Result<Vec<WalkEnt
                 EntryKind::Special
             };
             if is_dir {
-                pending.push((path, relative.clone(), patterns.clone(), None));
+                pending.push(Folder {
+                    path,
+                    relative: relative.clone(),
+                    above: patterns.clone(),
+                    listing: None,
+                });
             }
             entries.push(WalkEntry {
                 path: relative,

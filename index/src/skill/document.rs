@@ -157,8 +157,13 @@ pub fn parse(bytes: &[u8]) -> Result<SkillDocument, DocumentError> {
         offset: error.valid_up_to(),
     })?;
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let lone_carriage_returns = find_lone_carriage_returns(text);
-    let text = normalize_line_ends(text);
+    // One vectorised look for a CR, which nearly no file has, spares both
+    // passes that deal with them.
+    let (lone_carriage_returns, text) = if has_carriage_return(text) {
+        (find_lone_carriage_returns(text), normalize_line_ends(text))
+    } else {
+        ((None, 0), text.to_owned())
+    };
 
     let mut lines = text.split_inclusive('\n');
     let first = lines.next().unwrap_or("");
@@ -203,7 +208,7 @@ pub fn parse(bytes: &[u8]) -> Result<SkillDocument, DocumentError> {
 pub(crate) fn find_lone_carriage_returns(text: &str) -> (Option<Location>, usize) {
     // Almost every file has no CR at all: one memchr pass says so, where the
     // walk below decodes every character.
-    if !text.contains('\r') {
+    if !has_carriage_return(text) {
         return (None, 0);
     }
     let (mut first, mut count) = (None, 0);
@@ -229,9 +234,13 @@ pub(crate) fn find_lone_carriage_returns(text: &str) -> (Option<Location>, usize
     (first, count)
 }
 
+fn has_carriage_return(text: &str) -> bool {
+    memchr::memchr(b'\r', text.as_bytes()).is_some()
+}
+
 /// Reads CRLF (Windows) and lone CR (classic Mac OS) line ends as LF.
 pub(crate) fn normalize_line_ends(text: &str) -> String {
-    if text.contains('\r') {
+    if has_carriage_return(text) {
         text.replace("\r\n", "\n").replace('\r', "\n")
     } else {
         text.to_owned()

@@ -95,14 +95,13 @@ fn check_links(
     file: &Path,
     diagnostics: &mut Vec<Diagnostic>,
 ) {
-    // Every link that can name a local file is inline (`[text](target)`)
-    // or refers to a definition (`[label]: target`); autolinks always carry
-    // a scheme or an address. A body with neither `](` nor `]:` has no link
-    // to check, and most bodies need not be parsed as Markdown at all.
-    if !document.body.contains("](") && !document.body.contains("]:") {
+    // Most bodies have no link to a local file, and need not be parsed as
+    // Markdown at all.
+    if !may_link_locally(&document.body) {
         return;
     }
     let body_offset = document.text.len() - document.body.len();
+    let mut lines = None;
     for (event, range) in Parser::new(&document.body).into_offset_iter() {
         let destination = match event {
             Event::Start(
@@ -122,33 +121,99 @@ fn check_links(
         let Some(target) = local_target(&destination) else {
             continue;
         };
-        let location = location_at(
-            &document.text,
+        let diagnostic = match resolve_inside(&target) {
+            None => Diagnostic::new(
+                Code::LinkOutsideSkill,
+                file,
+                format!("the link `{destination}` points outside the skill folder"),
+            )
+            .with_hint("only the skill folder is installed: copy the file into it"),
+            Some(relative) if !is_packaged(&relative, root, entries) => Diagnostic::new(
+                Code::BrokenLink,
+                file,
+                format!("the link `{destination}` points to a file that is not in the skill"),
+            )
+            .with_hint(
+                "check the spelling and case; files left out by `.skillignore` are not installed",
+            ),
+            Some(_) => continue,
+        };
+        let lines = lines.get_or_insert_with(|| LineIndex::new(&document.text));
+        diagnostics.push(lines.place(
+            diagnostic,
             body_offset + range.start,
             body_offset + range.end,
-        );
-        match resolve_inside(&target) {
-            None => diagnostics.push(
-                Diagnostic::new(
-                    Code::LinkOutsideSkill,
-                    file,
-                    format!("the link `{destination}` points outside the skill folder"),
-                )
-                .at(location, &document.text)
-                .with_hint("only the skill folder is installed: copy the file into it"),
-            ),
-            Some(relative) if !is_packaged(&relative, root, entries) => diagnostics.push(
-                Diagnostic::new(
-                    Code::BrokenLink,
-                    file,
-                    format!("the link `{destination}` points to a file that is not in the skill"),
-                )
-                .at(location, &document.text)
-                .with_hint("check the spelling and case; files left out by `.skillignore` are not installed"),
-            ),
-            Some(_) => {}
-        }
+        ));
     }
+}
+
+/// Where the lines of a text start, so that placing many byte offsets in it
+/// (every broken link of a long body) costs a binary search each rather
+/// than a scan from the top: thousands of links would take quadratic time.
+struct LineIndex<'a> {
+    text: &'a str,
+    starts: Vec<usize>,
+}
+
+impl<'a> LineIndex<'a> {
+    fn new(text: &'a str) -> Self {
+        let starts = std::iter::once(0)
+            .chain(memchr::memchr_iter(b'\n', text.as_bytes()).map(|index| index + 1))
+            .collect();
+        Self { text, starts }
+    }
+
+    /// Places `diagnostic` at the bytes `start..end` of the text, with the
+    /// line and columns of [`location_at`] and the line's text that
+    /// [`Diagnostic::at`] keeps.
+    fn place(&self, mut diagnostic: Diagnostic, start: usize, end: usize) -> Diagnostic {
+        let index = self
+            .starts
+            .partition_point(|line_start| *line_start <= start)
+            - 1;
+        let line_start = self.starts[index];
+        let line_end = self
+            .starts
+            .get(index + 1)
+            .map_or(self.text.len(), |next| next - 1);
+        let column = self.text[line_start..start].chars().count() + 1;
+        let end_column = column + self.text[start..end.min(line_end)].chars().count().max(1);
+        diagnostic.location = Some(Location {
+            line: index + 1,
+            column,
+            end_column,
+        });
+        diagnostic.source_line = Some(self.text[line_start..line_end].to_owned());
+        diagnostic
+    }
+}
+
+/// Returns false only if `body` surely has no link or image to a local
+/// file, judged from its text without parsing it.
+///
+/// Every link that can name a local file is inline (`[text](target)`, with
+/// `](` right before the target, spaces and one line end allowed) or uses a
+/// definition (`[label]: target`); autolinks always carry a scheme or an
+/// address. So it is enough that each `](` and `]:` is followed by a target
+/// that [`local_target`] turns down: a URL, an anchor, nothing. The text
+/// there is cut at the first space, `)` or `>`, which never makes it longer
+/// than the target Markdown reads; a cut with `\` or `&` in it (escapes and
+/// entities, which the parser decodes) counts as local.
+fn may_link_locally(body: &str) -> bool {
+    let bytes = body.as_bytes();
+    // `]` is rare in prose: finding each one is faster than searching for
+    // the two pairs.
+    memchr::memchr_iter(b']', bytes)
+        .filter(|index| matches!(bytes.get(index + 1), Some(b'(' | b':')))
+        .any(|index| {
+            let rest = body[index + 2..].trim_start_matches(|c: char| c.is_ascii_whitespace());
+            let rest = rest.strip_prefix('<').unwrap_or(rest);
+            let end = rest
+                .find(|c: char| c.is_ascii_whitespace() || c == ')' || c == '>')
+                .unwrap_or(rest.len());
+            let target = &rest[..end];
+            target.contains(['\\', '&']) || local_target(target).is_some()
+        })
 }
 
 /// Returns true if and only if `relative` is a file or folder of the skill:
@@ -164,7 +229,10 @@ fn is_packaged(relative: &Path, root: &Path, entries: Option<&[WalkEntry]>) -> b
             let wanted = relative
                 .to_string_lossy()
                 .replace(std::path::MAIN_SEPARATOR, "/");
-            entries.iter().any(|entry| entry.path == wanted)
+            // The walk sorts its entries bytewise.
+            entries
+                .binary_search_by(|entry| entry.path.as_bytes().cmp(wanted.as_bytes()))
+                .is_ok()
         }
         None => root.join(relative).exists(),
     }
@@ -457,6 +525,51 @@ mod tests {
         assert_eq!(resolve_inside("a/../b.md"), Some(PathBuf::from("b.md")));
         assert_eq!(resolve_inside("../outside.md"), None);
         assert_eq!(resolve_inside("/etc/passwd"), None);
+    }
+
+    #[test]
+    fn bodies_without_local_links_need_no_parse() {
+        for body in [
+            "No link at all.",
+            "See [the site](https://example.com) and [top](#top).",
+            "Mail [us](mailto:a@b.c), or [nothing]().",
+            "[docs]: https://example.com/docs \"Docs\"\n",
+            "[a](<https://example.com/a b>)",
+        ] {
+            assert!(!may_link_locally(body), "{body}");
+        }
+        for body in [
+            "Read [the guide](references/guide.md).",
+            "![logo](assets/logo.png)",
+            "[a](\n  refs/x.md)",
+            "[a]:\n  ./x.md",
+            "[a](<assets/a b.png>)",
+            "[a](&#104;ttp://x)",
+            "[a](http\\://x)",
+            "Both [x](https://x.y) and [y](y.md).",
+            // Code is no link, but telling needs the parser: it is parsed.
+            "`x[0](1)`",
+        ] {
+            assert!(may_link_locally(body), "{body}");
+        }
+    }
+
+    #[test]
+    fn the_line_index_places_as_location_at_and_at_do() {
+        let text = "---\nname: x\n---\nab [l](x.md) cé\n\nlast [m](y.md)";
+        let lines = LineIndex::new(text);
+        for needle in ["[l]", "cé", "[m]", "name"] {
+            let start = text.find(needle).unwrap();
+            let end = start + needle.len() + 3;
+            let placed = lines.place(
+                Diagnostic::new(Code::BrokenLink, "SKILL.md", "m"),
+                start,
+                end,
+            );
+            let expected = Diagnostic::new(Code::BrokenLink, "SKILL.md", "m")
+                .at(location_at(text, start, end), text);
+            assert_eq!(placed, expected, "{needle}");
+        }
     }
 
     #[test]

@@ -31,6 +31,7 @@ mod lint;
 pub mod model;
 mod name;
 pub mod prompt;
+pub mod scaffold;
 pub mod scope;
 pub mod select;
 pub mod tools;

@@ -45,6 +45,39 @@ impl SkillName {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// Returns the valid name that `text`, a title or a near miss, most
+    /// likely meant (`PDF Processing` gives `pdf-processing`, `Café` gives
+    /// `cafe`, `aux` gives `aux-skill`), or `None` when nothing of it is
+    /// usable (`!!!`).
+    pub fn suggest(text: &str) -> Option<Self> {
+        use unicode_normalization::UnicodeNormalization;
+        use unicode_normalization::char::is_combining_mark;
+        let mut name = String::new();
+        // Decompose first so that accents fall away: `é` -> `e`.
+        for character in text
+            .trim()
+            .nfd()
+            .filter(|c| !is_combining_mark(*c))
+            .flat_map(char::to_lowercase)
+        {
+            let mapped = if character.is_ascii_alphanumeric() {
+                character
+            } else {
+                '-'
+            };
+            if !(mapped == '-' && (name.is_empty() || name.ends_with('-'))) {
+                name.push(mapped);
+            }
+        }
+        let mut name: String = name.chars().take(MAX_NAME_LEN).collect();
+        name.truncate(name.trim_end_matches('-').len());
+        // `con` would be valid but for being a Windows device: `con-skill` is not one.
+        if crate::archive::is_reserved_on_windows(&name) {
+            name.push_str("-skill");
+        }
+        name.parse().ok()
+    }
 }
 
 impl FromStr for SkillName {
@@ -170,6 +203,18 @@ mod tests {
         for (name, expected) in cases {
             assert_eq!(name.parse::<SkillName>().unwrap_err(), expected, "{name:?}");
         }
+    }
+
+    #[test]
+    fn suggests_the_name_a_title_meant() {
+        let suggest = |text: &str| SkillName::suggest(text).map(|name| name.to_string());
+        assert_eq!(suggest("PDF Processing").as_deref(), Some("pdf-processing"));
+        assert_eq!(suggest("  My -- Tool!  ").as_deref(), Some("my-tool"));
+        assert_eq!(suggest("Café Crème").as_deref(), Some("cafe-creme"));
+        assert_eq!(suggest("AUX").as_deref(), Some("aux-skill"));
+        assert_eq!(suggest(&"a-".repeat(40)).map(|name| name.len()), Some(63));
+        assert_eq!(suggest("!!!"), None);
+        assert_eq!(suggest("日本語"), None);
     }
 
     #[test]

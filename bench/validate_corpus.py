@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """Time `skillpkg validate` on a corpus of skills against the reference validator.
 
-Usage: bench/validate_corpus.py CORPUS_DIR [--runs N] [--target RATIO]
+Usage: bench/validate_corpus.py CORPUS_DIR [--runs N] [--target RATIO] [--skillpkg PATH]
 
 CORPUS_DIR has an `expected.tsv` listing the skills (as ../shared/corpus
 does). Measures, in the same run on the same machine, interleaved:
 
 - skillpkg: one `skillpkg validate --strict --json` process over every listed
-  skill (release build), wall time including process start;
+  skill (the release build of this tree, or --skillpkg PATH, such as the
+  build of an older revision), wall time including process start;
 - reference: the reference validator (PyPI `skills-ref` 0.1.1, whose command
   is `agentskills validate DIR`, installed into target/bench-venv on first
   use), imported ONCE into one long-lived Python process that calls its
@@ -103,10 +104,14 @@ def main() -> None:
     parser.add_argument("corpus", type=Path)
     parser.add_argument("--runs", type=int, default=21, help="timed rounds of each (default 21)")
     parser.add_argument("--target", type=float, default=20.0, help="the speed-up to reach (default 20)")
+    parser.add_argument("--skillpkg", type=Path, help="the skillpkg binary to time (default: build this tree)")
     args = parser.parse_args()
 
-    subprocess.run(["cargo", "build", "--release", "--quiet", "--bin", "skillpkg"], cwd=ROOT, check=True)
-    binary = ROOT / "target" / "release" / "skillpkg"
+    if args.skillpkg is None:
+        subprocess.run(["cargo", "build", "--release", "--quiet", "--bin", "skillpkg"], cwd=ROOT, check=True)
+        binary = ROOT / "target" / "release" / "skillpkg"
+    else:
+        binary = args.skillpkg.resolve()
     dirs = skill_dirs(args.corpus.resolve())
     python = reference_python()
     if python is None:

@@ -421,40 +421,47 @@ struct SecretPattern {
     regex: Regex,
 }
 
+/// What each secret pattern finds, and the pattern.
+const SECRETS: &[(&str, &str)] = &[
+    ("an AWS access key ID", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
+    ("a GitHub token", r"\bgh[pousr]_[A-Za-z0-9]{36,}\b"),
+    (
+        "a GitHub fine-grained token",
+        r"\bgithub_pat_[A-Za-z0-9_]{60,}\b",
+    ),
+    ("an Anthropic API key", r"\bsk-ant-[A-Za-z0-9_-]{32,}"),
+    // After the Anthropic pattern: `sk-ant-` keys are skipped here.
+    (
+        "an OpenAI API key",
+        r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{32,}",
+    ),
+    ("a Slack token", r"\bxox[abprs]-[A-Za-z0-9-]{10,}\b"),
+    ("a Google API key", r"\bAIza[0-9A-Za-z_-]{35}\b"),
+    ("a Stripe secret key", r"\b[sr]k_live_[0-9A-Za-z]{24,}\b"),
+    (
+        "a private key",
+        // A header alone is documentation; a key has a base64 body.
+        r"-----BEGIN (?:RSA |EC |DSA |OPENSSH |PGP |ENCRYPTED )?PRIVATE KEY(?: BLOCK)?-----\r?\n(?:[A-Za-z0-9-]+: .*\r?\n)*\r?\n?[A-Za-z0-9+/=]{40,}",
+    ),
+];
+
+/// The patterns one by one, compiled only for a text that [`ANY_SECRET`]
+/// matches: most runs never need them.
 static SECRET_PATTERNS: LazyLock<Vec<SecretPattern>> = LazyLock::new(|| {
-    [
-        ("an AWS access key ID", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
-        ("a GitHub token", r"\bgh[pousr]_[A-Za-z0-9]{36,}\b"),
-        (
-            "a GitHub fine-grained token",
-            r"\bgithub_pat_[A-Za-z0-9_]{60,}\b",
-        ),
-        ("an Anthropic API key", r"\bsk-ant-[A-Za-z0-9_-]{32,}"),
-        // After the Anthropic pattern: `sk-ant-` keys are skipped here.
-        ("an OpenAI API key", r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{32,}"),
-        ("a Slack token", r"\bxox[abprs]-[A-Za-z0-9-]{10,}\b"),
-        ("a Google API key", r"\bAIza[0-9A-Za-z_-]{35}\b"),
-        ("a Stripe secret key", r"\b[sr]k_live_[0-9A-Za-z]{24,}\b"),
-        (
-            "a private key",
-            // A header alone is documentation; a key has a base64 body.
-            r"-----BEGIN (?:RSA |EC |DSA |OPENSSH |PGP |ENCRYPTED )?PRIVATE KEY(?: BLOCK)?-----\r?\n(?:[A-Za-z0-9-]+: .*\r?\n)*\r?\n?[A-Za-z0-9+/=]{40,}",
-        ),
-    ]
-    .into_iter()
-    .map(|(what, pattern)| SecretPattern {
-        what,
-        regex: Regex::new(pattern).expect("valid secret pattern"),
-    })
-    .collect()
+    SECRETS
+        .iter()
+        .map(|(what, pattern)| SecretPattern {
+            what,
+            regex: Regex::new(pattern).expect("valid secret pattern"),
+        })
+        .collect()
 });
 
 /// Every secret pattern in one automaton: nearly every text holds no
 /// secret, and one pass over it says so, where the patterns one by one
 /// would take a pass each.
 static ANY_SECRET: LazyLock<RegexSet> = LazyLock::new(|| {
-    RegexSet::new(SECRET_PATTERNS.iter().map(|pattern| pattern.regex.as_str()))
-        .expect("valid secret patterns")
+    RegexSet::new(SECRETS.iter().map(|(_, pattern)| pattern)).expect("valid secret patterns")
 });
 
 /// Keeps the first six characters of a secret, enough to recognise which

@@ -331,39 +331,12 @@ fn check_name(checker: &mut Checker<'_>, options: &ValidateOptions) -> Option<Sk
     Some(name)
 }
 
-/// Turns a human title ("PDF Processing") into the name it most likely meant.
+/// Turns a human title ("PDF Processing") into the name it most likely
+/// meant, or an empty string when nothing of it is usable.
 fn suggest_name(text: &str) -> String {
-    use unicode_normalization::UnicodeNormalization;
-    use unicode_normalization::char::is_combining_mark;
-    let mut name = String::new();
-    // Decompose first so that accents fall away: `Café` -> `cafe`.
-    for character in text
-        .trim()
-        .nfd()
-        .filter(|c| !is_combining_mark(*c))
-        .flat_map(char::to_lowercase)
-    {
-        let mapped = if character.is_ascii_alphanumeric() {
-            character
-        } else {
-            '-'
-        };
-        if !(mapped == '-' && (name.is_empty() || name.ends_with('-'))) {
-            name.push(mapped);
-        }
-    }
-    let mut name = name
-        .trim_end_matches('-')
-        .chars()
-        .take(super::name::MAX_NAME_LEN)
-        .collect::<String>()
-        .trim_end_matches('-')
-        .to_owned();
-    // `con` is valid but for being a Windows device: `con-skill` is not one.
-    if crate::archive::is_reserved_on_windows(&name) {
-        name.push_str("-skill");
-    }
-    name
+    SkillName::suggest(text)
+        .map(|name| name.to_string())
+        .unwrap_or_default()
 }
 
 fn check_description(checker: &mut Checker<'_>) -> Option<String> {

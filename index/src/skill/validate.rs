@@ -30,22 +30,8 @@ const BASE_KEYS: &[&str] = &[
     "allowed-tools",
 ];
 
-/// The Universal Agent Skill extension keys.
-const EXTENSION_KEYS: &[&str] = &[
-    "version",
-    "tags",
-    "when_to_use",
-    "tools",
-    "permissions",
-    "safety",
-    "secrets",
-    "depends_on",
-    "provenance",
-    "host_overrides",
-    "evaluation",
-    "extensions",
-    "spec_version",
-];
+// The Universal Agent Skill extension keys, which the spec's schema checks.
+use super::extensions::UNIVERSAL_KEYS as EXTENSION_KEYS;
 
 /// Claude Code's own frontmatter keys.
 const CLAUDE_CODE_KEYS: &[&str] = &[

@@ -132,13 +132,7 @@ fn skipped_skills_say_why_with_the_first_stopping_error() {
     )
     .unwrap();
     let catalog = discover(Host::ClaudeCode, &layout.env()).unwrap();
-    let codes: Vec<(String, Code)> = catalog
-        .skills()
-        .map(|skill| match &skill.status {
-            SkillStatus::Skipped { code, .. } => (skill.folder.clone(), *code),
-            other => panic!("{other:?}"),
-        })
-        .collect();
+    let codes = skipped(&catalog);
     assert_eq!(
         codes,
         vec![
@@ -194,13 +188,7 @@ fn symlink_loops_and_dangling_links_are_skipped_with_a_reason() {
         // A link back to the scope itself is a folder without SKILL.md.
         std::os::unix::fs::symlink(".", skills.join("itself")).unwrap();
         let catalog = discover(Host::ClaudeCode, &layout.env()).unwrap();
-        let found: Vec<(String, Code)> = catalog
-            .skills()
-            .map(|skill| match &skill.status {
-                SkillStatus::Skipped { code, .. } => (skill.folder.clone(), *code),
-                other => panic!("{other:?}"),
-            })
-            .collect();
+        let found = skipped(&catalog);
         assert_eq!(
             found,
             vec![
@@ -301,4 +289,16 @@ fn a_folder_given_directly_is_one_scope() {
         statuses(&catalog),
         vec![("a".into(), "active"), ("b".into(), "active")]
     );
+}
+
+/// Each skill's folder and the code it was skipped for; a skill that was
+/// not skipped fails the test.
+fn skipped(catalog: &Catalog) -> Vec<(String, Code)> {
+    catalog
+        .skills()
+        .map(|skill| match &skill.status {
+            SkillStatus::Skipped { code, .. } => (skill.folder.clone(), *code),
+            other => panic!("{other:?}"),
+        })
+        .collect()
 }

@@ -64,15 +64,9 @@ fn load(dir: &Path, json: bool, printer: &Printer) -> anyhow::Result<(String, Ve
         ))
         .into());
     };
-    let declared = tools::declared(dir).map_err(|error| {
-        UserError::new(format!(
-            "cannot read the tools of `{}`",
-            dir.display()
-        ))
-        .with_hint("a tool has `name`, `description`, `input_schema` and `implementation` (`runtime` and `entrypoint`); see docs/tools.md")
-        .with_source(error)
-    })?;
-    Ok((frontmatter.name.to_string(), declared))
+    // Validation refuses a `tools` value that does not fit the model, so a
+    // valid skill's frontmatter holds every tool it declares.
+    Ok((frontmatter.name.to_string(), frontmatter.extensions.tools))
 }
 
 fn list(dir: &Path, json: bool, printer: &Printer) -> anyhow::Result<ExitStatus> {

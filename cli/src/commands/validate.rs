@@ -40,11 +40,8 @@ pub fn run(args: &ValidateArgs, printer: &Printer) -> anyhow::Result<ExitStatus>
         HostSelection::One(host) => host,
         HostSelection::All => return run_matrix(args, &dirs, printer),
     };
-    // Codex loads skills from several scopes at once, so a name used in
-    // two of them is worth a warning: read what it sees from here once.
     let codex = if host == skill::Host::Codex {
-        let environment = crate::settings::agent_environment()?;
-        skill::catalog::discover(skill::Host::Codex, &environment).ok()
+        codex_catalog()?
     } else {
         None
     };
@@ -52,19 +49,7 @@ pub fn run(args: &ValidateArgs, printer: &Printer) -> anyhow::Result<ExitStatus>
     // the order of `dirs`, so the output is the same on any machine.
     let reports: Vec<SkillReport> = dirs
         .par_iter()
-        .map(|dir| {
-            let options = ValidateOptions {
-                host,
-                strict: args.strict,
-                allow: args.allow.clone(),
-                ..ValidateOptions::for_folder(dir)
-            };
-            let mut report = skill::validate_skill(dir, &options);
-            if let Some(catalog) = &codex {
-                catalog.check_collisions(&mut report, &options);
-            }
-            report
-        })
+        .map(|dir| validate_one(dir, host, args, codex.as_ref()))
         .collect();
 
     let valid = reports.iter().filter(|report| report.is_valid()).count();
@@ -153,6 +138,35 @@ fn skill_dirs(path: &Path) -> anyhow::Result<Vec<PathBuf>> {
     })
 }
 
+/// What Codex sees from here. Codex loads skills from several scopes at
+/// once, so a name used in two of them is worth a warning; the scopes are
+/// read once for all skills.
+fn codex_catalog() -> anyhow::Result<Option<skill::catalog::Catalog>> {
+    let environment = crate::settings::agent_environment()?;
+    Ok(skill::catalog::discover(skill::Host::Codex, &environment).ok())
+}
+
+/// Validates the skill in `dir` for `host` with the command's options,
+/// and, for Codex, against the other skills `codex` holds.
+fn validate_one(
+    dir: &Path,
+    host: skill::Host,
+    args: &ValidateArgs,
+    codex: Option<&skill::catalog::Catalog>,
+) -> SkillReport {
+    let options = ValidateOptions {
+        host,
+        strict: args.strict,
+        allow: args.allow.clone(),
+        ..ValidateOptions::for_folder(dir)
+    };
+    let mut report = skill::validate_skill(dir, &options);
+    if let (skill::Host::Codex, Some(catalog)) = (host, codex) {
+        catalog.check_collisions(&mut report, &options);
+    }
+    report
+}
+
 /// `validate --host all`: every skill against every host profile, as a
 /// table of verdicts followed by the reason for each one that fails.
 fn run_matrix(
@@ -161,27 +175,14 @@ fn run_matrix(
     printer: &Printer,
 ) -> anyhow::Result<ExitStatus> {
     let hosts = skill::Host::ALL;
-    let environment = crate::settings::agent_environment()?;
-    let codex = skill::catalog::discover(skill::Host::Codex, &environment).ok();
+    let codex = codex_catalog()?;
     // rows[skill][host]
     let rows: Vec<Vec<SkillReport>> = dirs
         .par_iter()
         .map(|dir| {
             hosts
                 .iter()
-                .map(|(_, host)| {
-                    let options = ValidateOptions {
-                        host: *host,
-                        strict: args.strict,
-                        allow: args.allow.clone(),
-                        ..ValidateOptions::for_folder(dir)
-                    };
-                    let mut report = skill::validate_skill(dir, &options);
-                    if let (skill::Host::Codex, Some(catalog)) = (host, &codex) {
-                        catalog.check_collisions(&mut report, &options);
-                    }
-                    report
-                })
+                .map(|(_, host)| validate_one(dir, *host, args, codex.as_ref()))
                 .collect()
         })
         .collect();

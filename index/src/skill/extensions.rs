@@ -133,18 +133,21 @@ pub(crate) fn check(report: &mut Report<'_>) -> Extensions {
     }
 
     let mut extensions = Extensions::default();
-    for (key, value) in &instance.as_object().expect("built as an object").clone() {
-        if failed_keys.contains(key) || !UNIVERSAL_KEYS.contains(&key.as_str()) {
+    let Json::Object(object) = instance else {
+        unreachable!("built as an object")
+    };
+    for (key, value) in object {
+        if failed_keys.contains(&key) || !UNIVERSAL_KEYS.contains(&key.as_str()) {
             continue;
         }
-        if key == "safety" && !check_safety(report, value) {
+        if key == "safety" && !check_safety(report, &value) {
             continue;
         }
-        if key == "provenance" && !check_provenance_types(report, value) {
+        if key == "provenance" && !check_provenance_types(report, &value) {
             continue;
         }
-        if let Err(error) = extensions.read(key, value.clone()) {
-            let code = family_code(key);
+        if let Err(error) = extensions.read(&key, value) {
+            let code = family_code(&key);
             let location =
                 node_at(report.document, &[Segment::Key(key.clone())]).map(|n| n.location);
             report.push(code, location, format!("`{key}` is invalid: {error}"), None);

@@ -376,6 +376,9 @@ fn check_skill(
             return None;
         }
     };
+    // Only a folder that lists a `tools.json` needs it checked: no extra
+    // look-up for the skills that have none.
+    let has_tools_json = listing.entries().any(|(name, _)| name == tools::TOOLS_JSON);
     // Walked before SKILL.md is read, so that the read knows its size; its
     // problems are reported after those of SKILL.md, where they belong.
     let walked = walk::walk_listed(dir, listing);
@@ -422,7 +425,7 @@ fn check_skill(
         }
     };
     let frontmatter = validate::check_frontmatter(&document, &file, options, diagnostics);
-    if !options.skip_tools_json {
+    if has_tools_json && !options.skip_tools_json {
         let tools = frontmatter.as_ref().map(|f| f.extensions.tools.as_slice());
         tools::tools_json::check(dir, tools, diagnostics);
     }

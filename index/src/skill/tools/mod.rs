@@ -14,8 +14,10 @@
 //! ExportFormat::ToolsJson     tools.json              the tools as SKILL.md has them
 //! ```
 //!
-//! [`declared`] reads the tools of a `SKILL.md`, refusing any that do not fit
-//! the model, [`export()`] maps the fields (the table is in
+//! The tools come from a validated skill's
+//! [`Frontmatter`](super::Frontmatter), which holds every tool it declares
+//! (validation refuses a `tools` value that does not fit the model).
+//! [`export()`] maps the fields (the table is in
 //! [module `export`](mod@export)),
 //! [`strict`] decides whether an input schema fits OpenAI's strict mode, and
 //! [`tools_json`] reads, checks, renders and syncs the `tools.json` file.
@@ -27,82 +29,13 @@ pub mod strict;
 pub mod tools_json;
 
 use std::fmt;
-use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 pub use export::ToolViolation;
 pub use tools_json::{TOOLS_JSON, ToolsJsonError};
 
-use super::DocumentError;
 use super::model::Tool;
 use tools_json::render_value as render;
-
-/// Why the tools a `SKILL.md` declares cannot be read into the typed model.
-#[derive(Debug, thiserror::Error)]
-pub enum DeclaredToolsError {
-    #[error("cannot read {}: {source}", path.display())]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error(transparent)]
-    Document(#[from] DocumentError),
-    #[error("`tools` is not a list")]
-    NotAList,
-    /// `index` is 1-based.
-    #[error("tool {index}{}: {reason}", name.as_ref().map(|name| format!(" (`{name}`)")).unwrap_or_default())]
-    Tool {
-        index: usize,
-        name: Option<String>,
-        reason: String,
-    },
-}
-
-/// Reads the tools the `SKILL.md` in `dir` declares, one by one, into the
-/// typed model; an empty list when it declares none.
-///
-/// Validation keeps a `tools` value that does not fit the model out of the
-/// [`Frontmatter`](super::Frontmatter) (a tool without `implementation`
-/// reads as no tool at all), so commands that act on tools read them here
-/// and refuse what does not fit, rather than export or sync a partial list.
-pub fn declared(dir: &Path) -> Result<Vec<Tool>, DeclaredToolsError> {
-    let file_name = super::find_skill_md(dir)
-        .ok()
-        .flatten()
-        .map_or_else(|| super::SKILL_MD.to_owned(), |(name, _)| name);
-    let path = dir.join(file_name);
-    let bytes = fs_err::read(&path).map_err(|source| DeclaredToolsError::Io {
-        path: path.clone(),
-        source,
-    })?;
-    let document = super::document::parse(&bytes)?;
-    let Some((_, node)) = document
-        .frontmatter
-        .iter()
-        .find(|(key, _)| key.value.as_str() == Some("tools"))
-    else {
-        return Ok(Vec::new());
-    };
-    let serde_json::Value::Array(items) = super::validate::to_json(&node.value) else {
-        return Err(DeclaredToolsError::NotAList);
-    };
-    items
-        .into_iter()
-        .enumerate()
-        .map(|(index, item)| {
-            let name = item
-                .get("name")
-                .and_then(serde_json::Value::as_str)
-                .map(str::to_owned);
-            serde_json::from_value(item).map_err(|error| DeclaredToolsError::Tool {
-                index: index + 1,
-                name,
-                reason: error.to_string(),
-            })
-        })
-        .collect()
-}
 
 /// The shapes `skillpkg tools export` writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -18,6 +18,7 @@ pub mod provenance;
 pub mod registries;
 pub mod registry_client;
 pub mod render;
+pub mod runtime;
 pub mod search;
 pub mod settings;
 pub mod signing_key;

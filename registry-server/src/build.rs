@@ -273,13 +273,12 @@ fn verify_named(
             Some((stem[..index].parse().ok()?, stem[index + 1..].parse().ok()?))
         })
         .collect();
-    if let Some(comment) = files.signature.and_then(signed_as) {
-        if candidates
+    if let Some(comment) = files.signature.and_then(signed_as)
+        && candidates
             .iter()
             .any(|(name, version)| name == &comment.name && version == &comment.version)
-        {
-            candidates = vec![(comment.name, comment.version)];
-        }
+    {
+        candidates = vec![(comment.name, comment.version)];
     }
     let refused = |source| BuildError::Refused {
         path: path.to_owned(),

@@ -194,13 +194,13 @@ pub fn verify_archive(
         }
         return Err(PublishError::Invalid(report.diagnostics));
     };
-    if let Some(declared) = &frontmatter.version {
-        if declared != version {
-            return Err(PublishError::VersionMismatch {
-                requested: version.to_string(),
-                found: declared.to_string(),
-            });
-        }
+    if let Some(declared) = &frontmatter.version
+        && declared != version
+    {
+        return Err(PublishError::VersionMismatch {
+            requested: version.to_string(),
+            found: declared.to_string(),
+        });
     }
     Ok(IndexRecord {
         v: FORMAT_VERSION,

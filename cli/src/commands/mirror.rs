@@ -336,10 +336,10 @@ impl Fetcher<'_> {
     async fn read(&mut self, path: &str) -> anyhow::Result<Option<Vec<u8>>> {
         let local = self.dest.read_file(path)?;
         if let Some(snapshot) = self.snapshot {
-            if let (Some(expected), Some(local)) = (snapshot.files.get(path), &local) {
-                if Checksum::of(local) == *expected {
-                    return Ok(Some(local.clone()));
-                }
+            if let (Some(expected), Some(local)) = (snapshot.files.get(path), &local)
+                && Checksum::of(local) == *expected
+            {
+                return Ok(Some(local.clone()));
             }
             if skillpkg_index::registry::metadata::in_snapshot(path) {
                 let bytes = self.registry.file(path).await?;

@@ -221,13 +221,13 @@ fn check_signature_policy(
         }
     }
     for entry in lock.iter().flat_map(|lock| &lock.skills) {
-        if let Some(registry) = entry.registry().filter(|registry| requires(registry)) {
-            if entry.signer.is_none() {
-                return Err(unsigned_refused(
-                    &format!("{}@{}", entry.name, entry.version),
-                    registry,
-                ));
-            }
+        if let Some(registry) = entry.registry().filter(|registry| requires(registry))
+            && entry.signer.is_none()
+        {
+            return Err(unsigned_refused(
+                &format!("{}@{}", entry.name, entry.version),
+                registry,
+            ));
         }
     }
     Ok(())

@@ -1059,17 +1059,18 @@ fn check_host_overrides(report: &mut Report<'_>, extensions: &Extensions) {
 /// container has no network and installs no packages (spec 003, "Host
 /// Profile: Claude API").
 pub(crate) fn check_claude_api(report: &mut Report<'_>, extensions: &Extensions) {
-    if let Some(permissions) = &extensions.permissions {
-        if !permissions.network.outbound.is_empty() {
-            let location = location_of(
-                report,
-                &[
-                    Segment::Key("permissions".into()),
-                    Segment::Key("network".into()),
-                    Segment::Key("outbound".into()),
-                ],
-            );
-            report.push(
+    if let Some(permissions) = &extensions.permissions
+        && !permissions.network.outbound.is_empty()
+    {
+        let location = location_of(
+            report,
+            &[
+                Segment::Key("permissions".into()),
+                Segment::Key("network".into()),
+                Segment::Key("outbound".into()),
+            ],
+        );
+        report.push(
                 Code::HostNetwork,
                 location,
                 format!(
@@ -1078,7 +1079,6 @@ pub(crate) fn check_claude_api(report: &mut Report<'_>, extensions: &Extensions)
                 ),
                 Some("make the skill work offline and set `outbound: []`, or do not target the Claude API".into()),
             );
-        }
     }
     for (index, tool) in extensions.tools.iter().enumerate() {
         let Some(dependencies) = &tool.implementation.dependencies else {

@@ -209,14 +209,14 @@ fn score(
     let names = std::iter::once((candidate.name, false))
         .chain(candidate.tools.iter().map(|tool| (*tool, true)));
     for (word, tool) in names {
-        if let Some(position) = find_word(text, &normalize(word)) {
-            if explicit.as_ref().is_none_or(|e| position < e.position) {
-                explicit = Some(Explicit {
-                    word: word.to_owned(),
-                    tool,
-                    position,
-                });
-            }
+        if let Some(position) = find_word(text, &normalize(word))
+            && explicit.as_ref().is_none_or(|e| position < e.position)
+        {
+            explicit = Some(Explicit {
+                word: word.to_owned(),
+                tool,
+                position,
+            });
         }
     }
     let mut matches = Vec::new();

@@ -300,19 +300,19 @@ fn check_name(checker: &mut Checker<'_>, options: &ValidateOptions) -> Option<Sk
             return None;
         }
     };
-    if let Some(folder) = &options.folder_name {
-        if folder != name.as_str() {
-            checker
-                .report(
-                    Code::NameMismatch,
-                    node,
-                    format!("`name` is `{name}` but the folder is `{folder}`"),
-                )
-                .hint = Some(format!(
-                "rename the folder to `{name}` or set `name: {folder}`"
-            ));
-            return None;
-        }
+    if let Some(folder) = &options.folder_name
+        && folder != name.as_str()
+    {
+        checker
+            .report(
+                Code::NameMismatch,
+                node,
+                format!("`name` is `{name}` but the folder is `{folder}`"),
+            )
+            .hint = Some(format!(
+            "rename the folder to `{name}` or set `name: {folder}`"
+        ));
+        return None;
     }
     Some(name)
 }

@@ -29,13 +29,13 @@ const STORAGE_FULL_DETAIL: &str = "the registry has no storage space left, so no
 fn is_storage_full(error: &(dyn std::error::Error + 'static)) -> bool {
     let mut next = Some(error);
     while let Some(error) = next {
-        if let Some(io) = error.downcast_ref::<std::io::Error>() {
-            if matches!(
+        if let Some(io) = error.downcast_ref::<std::io::Error>()
+            && matches!(
                 io.kind(),
                 std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
-            ) {
-                return true;
-            }
+            )
+        {
+            return true;
         }
         next = error.source();
     }

@@ -54,14 +54,14 @@ pub(super) async fn static_file(
         return plain(StatusCode::METHOD_NOT_ALLOWED, "method not allowed\n");
     }
     let registry = &app.registry;
-    if registry.auth_required() {
-        if let Err(error) = authenticate(registry, &headers) {
-            if error.status() != StatusCode::UNAUTHORIZED {
-                return error.into_response();
-            }
-            return ApiError::unauthorized(format!("this registry is private: {}", error.detail()))
-                .into_response();
+    if registry.auth_required()
+        && let Err(error) = authenticate(registry, &headers)
+    {
+        if error.status() != StatusCode::UNAUTHORIZED {
+            return error.into_response();
         }
+        return ApiError::unauthorized(format!("this registry is private: {}", error.detail()))
+            .into_response();
     }
     // The path as sent, still percent-encoded: `%2e%2e` is a file of that
     // name, never `..`, since nothing here decodes it.

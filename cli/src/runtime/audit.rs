@@ -1,0 +1,1 @@
+//! The audit log: one JSON line per tool call (docs/runtime.md).

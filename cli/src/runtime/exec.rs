@@ -1,0 +1,1 @@
+//! Running a script or a tool entrypoint (docs/runtime.md).

@@ -1,0 +1,12 @@
+//! The skill runtime behind `skillpkg mcp` (docs/runtime.md): an MCP server
+//! over the skills a host sees from a project, with sessions (spec 001),
+//! the skills' own tools (spec 003), MCP's Skills Extension (SEP-2640),
+//! sandboxed scripts and an audit log.
+//!
+//! It depends on [`crate::project`] (the lock, the install targets) and on
+//! `skillpkg_index::skill` (the skill model), never the other way round.
+
+pub mod audit;
+pub mod exec;
+pub mod sandbox;
+pub mod tool_call;

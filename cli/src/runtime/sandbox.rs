@@ -1,0 +1,1 @@
+//! The Landlock sandbox scripts run in (docs/runtime.md).

@@ -275,6 +275,46 @@ pub enum Command {
     /// See docs/tools.md.
     #[command(args_conflicts_with_subcommands = true, after_help = TOOLS_EXAMPLES)]
     Tools(ToolsArgs),
+
+    /// Serve the project's skills to an agent over MCP (stdio).
+    ///
+    /// An MCP server over the skills the agent (--host) would use from the
+    /// project: the tools skills_load, skills_unload and skills_read (spec
+    /// 001's skills.load, skills.unload and skills.read; MCP clients refuse
+    /// dots in tool names), the prompts available_skills and active_skills,
+    /// and MCP's Skills Extension (skills/list, skills/get, every file a
+    /// skill:// resource with its sha256). A skill skillpkg installed must
+    /// match skills.lock, or it is not served. State is per connection.
+    /// Diagnostics go to stderr; stdout carries only the protocol. Register
+    /// it with an agent as shown in docs/runtime.md.
+    #[command(after_help = MCP_EXAMPLES)]
+    Mcp(McpArgs),
+}
+
+const MCP_EXAMPLES: &str = "\
+Examples:
+  skillpkg mcp                                    serve ./ for Claude Code's folders
+  skillpkg mcp --project ~/work/app --host codex  what Codex sees from ~/work/app
+  claude mcp add skills -- skillpkg mcp           register with Claude Code";
+
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    /// The project folder the agent works in (default: the current folder).
+    #[arg(long, value_name = "DIR")]
+    pub project: Option<PathBuf>,
+
+    /// The agent whose skill folders to serve: claude-code (the default),
+    /// codex or copilot.
+    #[arg(long, value_name = "HOST", value_parser = parse_agent_host)]
+    pub host: Option<skillpkg_index::skill::Host>,
+
+    /// How many skills a session may have loaded at once.
+    #[arg(long, value_name = "N", default_value_t = crate::runtime::session::DEFAULT_MAX_ACTIVE, value_parser = clap::builder::TypedValueParser::map(clap::value_parser!(u16).range(1..=256), usize::from))]
+    pub max_active: usize,
+
+    /// Serve installed skills even when their files differ from skills.lock.
+    #[arg(long)]
+    pub allow_modified: bool,
 }
 
 const TOOLS_EXAMPLES: &str = "\

@@ -57,5 +57,6 @@ pub fn run(cli: args::Cli, printer: &printer::Printer) -> anyhow::Result<ExitSta
         args::Command::Prompt(args) => commands::prompt::run(&args, printer),
         args::Command::Select(args) => commands::select::run(&args, printer),
         args::Command::Tools(args) => commands::tools::run(&args, printer),
+        args::Command::Mcp(args) => commands::mcp::run(&args, printer),
     }
 }

@@ -7,6 +7,9 @@
 //! `skillpkg_index::skill` (the skill model), never the other way round.
 
 pub mod audit;
+pub mod catalog;
 pub mod exec;
 pub mod sandbox;
+pub mod server;
+pub mod session;
 pub mod tool_call;

@@ -43,6 +43,30 @@ pub enum Value {
 }
 
 impl Value {
+    /// Returns the value as JSON: what the frontmatter says, with keys as
+    /// their text (a non-string key becomes its scalar text, a collection
+    /// key the empty string).
+    pub fn to_json(&self) -> serde_json::Value {
+        match self {
+            Self::Null => serde_json::Value::Null,
+            Self::Bool(value) => (*value).into(),
+            Self::Integer(value) => (*value).into(),
+            Self::Float(value) => (*value).into(),
+            Self::String(value) => value.clone().into(),
+            Self::Sequence(items) => items.iter().map(|item| item.value.to_json()).collect(),
+            Self::Mapping(entries) => entries
+                .iter()
+                .map(|(key, value)| {
+                    (
+                        key.value.scalar_text().unwrap_or_default(),
+                        value.value.to_json(),
+                    )
+                })
+                .collect::<serde_json::Map<_, _>>()
+                .into(),
+        }
+    }
+
     /// Returns the string if and only if the value is a YAML string.
     pub fn as_str(&self) -> Option<&str> {
         match self {
@@ -110,6 +134,20 @@ impl SkillDocument {
             .nth(location.end_column.checked_sub(1)?)
             .map_or(line.len(), |(index, _)| index);
         line.get(start..end)
+    }
+
+    /// Returns the frontmatter as a JSON object, keys in document order where
+    /// the map keeps it: the verbatim frontmatter MCP's `skills/list` serves.
+    pub fn frontmatter_json(&self) -> serde_json::Map<String, serde_json::Value> {
+        self.frontmatter
+            .iter()
+            .map(|(key, value)| {
+                (
+                    key.value.scalar_text().unwrap_or_default(),
+                    value.value.to_json(),
+                )
+            })
+            .collect()
     }
 
     /// Returns the frontmatter value of `key`, with the key's node.

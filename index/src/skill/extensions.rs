@@ -35,7 +35,6 @@ use serde_json::Value as Json;
 use super::diagnostic::{Code, Diagnostic, Location};
 use super::document::{Node, SkillDocument, Value};
 use super::model::{Extensions, JsonObject, RESERVED_HOSTS, Runtime, Tool};
-use super::validate::to_json;
 
 /// Appendix A of spec 003, with the intended regex escapes.
 pub const FRONTMATTER_SCHEMA: &str = include_str!("schemas/frontmatter.schema.json");
@@ -113,7 +112,7 @@ pub(crate) fn check(report: &mut Report<'_>) -> Extensions {
     let mut object = JsonObject::new();
     for (key, value) in &report.document.frontmatter {
         if let Some(key) = key.value.as_str() {
-            object.insert(key.to_owned(), to_json(&value.value));
+            object.insert(key.to_owned(), value.value.to_json());
         }
     }
     let instance = Json::Object(object);

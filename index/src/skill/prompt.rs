@@ -133,6 +133,13 @@ impl Prompt {
     /// Returns the XML block: `<available_skills>`, then `<active_skills>`
     /// when any skill is active. Ends with a newline.
     pub fn to_xml(&self) -> String {
+        let mut xml = self.available_xml();
+        xml.push_str(&self.active_xml());
+        xml
+    }
+
+    /// Returns the `<available_skills>` element alone. Ends with a newline.
+    pub fn available_xml(&self) -> String {
         let mut xml = String::from("<available_skills>\n");
         for skill in &self.available_skills {
             xml.push_str("  <skill>\n");
@@ -148,6 +155,13 @@ impl Prompt {
             xml.push_str("  </skill>\n");
         }
         xml.push_str("</available_skills>\n");
+        xml
+    }
+
+    /// Returns the `<active_skills>` element alone, or nothing when no
+    /// skill is active. Ends with a newline.
+    pub fn active_xml(&self) -> String {
+        let mut xml = String::new();
         if !self.active_skills.is_empty() {
             xml.push_str("<active_skills>\n");
             for skill in &self.active_skills {

@@ -548,27 +548,6 @@ fn check_shape(checker: &mut Checker<'_>, key: &str, node: &Node) {
     }
 }
 
-pub(crate) fn to_json(value: &Value) -> serde_json::Value {
-    match value {
-        Value::Null => serde_json::Value::Null,
-        Value::Bool(value) => (*value).into(),
-        Value::Integer(value) => (*value).into(),
-        Value::Float(value) => (*value).into(),
-        Value::String(value) => value.clone().into(),
-        Value::Sequence(items) => items.iter().map(|item| to_json(&item.value)).collect(),
-        Value::Mapping(entries) => entries
-            .iter()
-            .map(|(key, value)| {
-                (
-                    key.value.scalar_text().unwrap_or_default(),
-                    to_json(&value.value),
-                )
-            })
-            .collect::<serde_json::Map<_, _>>()
-            .into(),
-    }
-}
-
 /// An opening, closing or self-closing tag with a name and no attributes
 /// (`<b>`, `</tool>`, `<br/>`): what an XML tag in a description looks like,
 /// while `a<b and c>d` is arithmetic.

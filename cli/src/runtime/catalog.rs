@@ -1,0 +1,555 @@
+//! The skills `skillpkg mcp` serves: the ones the chosen host would use from
+//! the project (the same scopes and precedence as `skillpkg scopes`), each
+//! read once at start into a manifest of its files with their SHA-256.
+//!
+//! The manifest is what the server promises: `skills/list` advertises it,
+//! and every read afterwards (a resource, `skills_read`, the body injected
+//! by `skills_load`) returns bytes only when they still hash to what it
+//! says. A file changed, replaced or swapped for a symlink after start is
+//! refused, never served, so what an agent reads is exactly what was
+//! checked.
+//!
+//! A skill skillpkg installed (its name is in `skills.lock`, and it sits in
+//! a folder of the project or one whose `.skillpkg.json` lists it) must
+//! hash to the lock's tree. One that does not is not served unless the
+//! server runs with `--allow-modified`; the refusal names the changed files
+//! when the archive it came from is still in the cache to compare with.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, percent_decode_str, utf8_percent_encode};
+use rmcp::model::{JsonObject, Skill, SkillFrontmatter, SkillResource, SkillResources};
+use sha2::{Digest as _, Sha256};
+use skillpkg_index::archive::walk::{self, EntryKind};
+use skillpkg_index::archive::{self, FileDigest, Limits, tree_hash, tree_hash::hex};
+use skillpkg_index::skill::catalog::{self, Catalog};
+use skillpkg_index::skill::scope::Environment;
+use skillpkg_index::skill::{Frontmatter, Host, document};
+
+use crate::project::lockfile::{self, LockedSkill, Lockfile};
+use crate::project::targets::{STATE_FILE, TargetState};
+
+/// The most files a served skill may have; SEP-2640 lets hosts skip larger
+/// skills, so serving them would only fail later.
+pub const MAX_FILES: usize = 512;
+
+/// The most bytes a served skill's files may add up to (SEP-2640's limit).
+pub const MAX_SKILL_BYTES: u64 = 16 * 1024 * 1024;
+
+/// URI scheme of skill files (SEP-2640).
+pub const SCHEME: &str = "skill://";
+
+/// Characters left as they are in a URI path segment: RFC 3986's
+/// unreserved ones. Everything else is percent-encoded.
+const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
+/// What the server was asked to serve.
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub host: Host,
+    /// The project folder: where the host would start.
+    pub project: PathBuf,
+    pub home: Option<PathBuf>,
+    pub codex_home: Option<PathBuf>,
+    /// Serve skills that differ from `skills.lock`.
+    pub allow_modified: bool,
+    /// Where downloaded archives are kept, to name a modified skill's
+    /// changed files.
+    pub cache: Option<PathBuf>,
+}
+
+/// The skills served, read once at start.
+#[derive(Debug)]
+pub struct ServedCatalog {
+    pub host: Host,
+    pub project: PathBuf,
+    /// In the host's precedence order.
+    skills: Vec<Arc<ServedSkill>>,
+    by_name: HashMap<String, usize>,
+    /// Skills the host would use that are not served, by name, and why.
+    refused: BTreeMap<String, String>,
+    /// What the operator should know: skipped skills, unreadable scopes.
+    pub notes: Vec<String>,
+}
+
+/// One served skill.
+#[derive(Debug)]
+pub struct ServedSkill {
+    pub name: String,
+    /// The skill folder, as found (not resolved through symlinks).
+    pub root: PathBuf,
+    /// `<root>/SKILL.md`.
+    pub location: PathBuf,
+    pub frontmatter: Frontmatter,
+    /// The frontmatter as written, as JSON.
+    pub properties: JsonObject,
+    /// `sha256:` of `SKILL.md`.
+    pub digest: String,
+    /// The `h1:` tree hash of the files.
+    pub tree: String,
+    /// The version `skills.lock` pins, when skillpkg installed the skill.
+    pub locked: Option<semver::Version>,
+    /// The files that differ from the lock (served with `--allow-modified`).
+    pub modified: Vec<String>,
+    /// The files, sorted by path.
+    pub files: Vec<ServedFile>,
+    /// The SEP-2640 entry.
+    pub entry: Skill,
+}
+
+/// A file of a served skill.
+#[derive(Clone, Debug)]
+pub struct ServedFile {
+    /// Relative to the skill folder, `/`-separated.
+    pub path: String,
+    pub size: u64,
+    pub sha256: [u8; 32],
+}
+
+/// Why a file of a skill is not served.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("`{path}` is not a file of skill `{skill}`")]
+    NotInSkill { skill: String, path: String },
+    #[error("`{path}` of skill `{skill}` is {size} bytes; the limit is {limit}")]
+    TooLarge {
+        skill: String,
+        path: String,
+        size: u64,
+        limit: u64,
+    },
+    #[error("`{path}` of skill `{skill}` changed since the server started")]
+    Changed { skill: String, path: String },
+    #[error("cannot read `{path}` of skill `{skill}`")]
+    Io {
+        skill: String,
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl ReadError {
+    /// What the caller can do about it.
+    pub fn hint(&self) -> &'static str {
+        match self {
+            Self::NotInSkill { .. } => {
+                "give a path relative to the skill folder, such as `references/guide.md`, of a file listed by skills/list; `..`, absolute paths and symlinks are never served"
+            }
+            Self::TooLarge { .. } => "read it with a script of the skill instead",
+            Self::Changed { .. } | Self::Io { .. } => {
+                "the skill's files changed on disk; restart `skillpkg mcp` to serve them as they are now (skillpkg install --force restores an installed skill)"
+            }
+        }
+    }
+}
+
+impl ServedCatalog {
+    /// Reads every skill `options.host` would use from `options.project`.
+    pub fn load(options: &Options) -> anyhow::Result<Self> {
+        let env = Environment {
+            cwd: options.project.clone(),
+            home: options.home.clone(),
+            codex_home: options.codex_home.clone(),
+        };
+        let found = catalog::discover(options.host, &env).map_err(|error| {
+            let hint = error.hint();
+            crate::UserError::new(error.to_string()).with_hint(hint)
+        })?;
+        let lock = match crate::project::manifest::find_root(&options.project) {
+            Some(root) => lockfile::read(&root)?.map(|lock| (root, lock)),
+            None => None,
+        };
+        Ok(Self::build(&found, options, lock.as_ref()))
+    }
+
+    fn build(found: &Catalog, options: &Options, lock: Option<&(PathBuf, Lockfile)>) -> Self {
+        let mut served = Self {
+            host: options.host,
+            project: options.project.clone(),
+            skills: Vec::new(),
+            by_name: HashMap::new(),
+            refused: BTreeMap::new(),
+            notes: found.notes.clone(),
+        };
+        let mut records: HashMap<PathBuf, Option<TargetState>> = HashMap::new();
+        for listing in &found.scopes {
+            for skill in &listing.skills {
+                let Some(loaded) = skill.active() else {
+                    continue;
+                };
+                let name = loaded.frontmatter.name.to_string();
+                let locked = lock.and_then(|(root, lock)| {
+                    let entry = lock.get(&loaded.frontmatter.name)?;
+                    let record = records
+                        .entry(listing.scope.dir.clone())
+                        .or_insert_with(|| read_record(&listing.scope.dir));
+                    let recorded = record
+                        .as_ref()
+                        .is_some_and(|state| state.skills.contains_key(&loaded.frontmatter.name));
+                    (recorded || listing.scope.dir.starts_with(root)).then_some(entry)
+                });
+                match read_skill(&skill.dir, &skill.location, &loaded.frontmatter) {
+                    Ok(mut read) => {
+                        if let Some(entry) = locked {
+                            read.locked = Some(entry.version.clone());
+                            if read.tree != entry.tree {
+                                read.modified =
+                                    changed_files(&read, entry, options.cache.as_deref());
+                                if !options.allow_modified {
+                                    served.refused.insert(
+                                        name.clone(),
+                                        format!(
+                                            "skill `{name}` differs from skills.lock ({}); run `skillpkg install --force` to restore it, or start `skillpkg mcp --allow-modified` to serve it as it is",
+                                            describe_changes(&read.modified)
+                                        ),
+                                    );
+                                    continue;
+                                }
+                                served.notes.push(format!(
+                                    "serving skill `{name}` although it differs from skills.lock ({})",
+                                    describe_changes(&read.modified)
+                                ));
+                            }
+                        }
+                        served.by_name.insert(name, served.skills.len());
+                        served.skills.push(Arc::new(read));
+                    }
+                    Err(reason) => {
+                        served.refused.insert(
+                            name.clone(),
+                            format!("skill `{name}` is not served: {reason}"),
+                        );
+                    }
+                }
+            }
+        }
+        for reason in served.refused.values() {
+            served.notes.push(reason.clone());
+        }
+        served
+    }
+
+    /// The served skills, in precedence order.
+    pub fn skills(&self) -> &[Arc<ServedSkill>] {
+        &self.skills
+    }
+
+    /// Returns the skill named `name`, or why there is none.
+    pub fn get(&self, name: &str) -> Result<&Arc<ServedSkill>, String> {
+        if let Some(index) = self.by_name.get(name) {
+            return Ok(&self.skills[*index]);
+        }
+        if let Some(reason) = self.refused.get(name) {
+            return Err(reason.clone());
+        }
+        let mut names: Vec<&str> = self
+            .skills
+            .iter()
+            .map(|skill| skill.name.as_str())
+            .collect();
+        names.sort_unstable();
+        let close = names
+            .iter()
+            .filter(|candidate| strsim::jaro_winkler(candidate, name) > 0.8)
+            .take(3)
+            .copied()
+            .collect::<Vec<_>>();
+        Err(if names.is_empty() {
+            format!("there is no skill named `{name}`: this server serves no skills")
+        } else if close.is_empty() {
+            format!(
+                "there is no skill named `{name}`; the skills are listed in the available_skills prompt and by skills/list"
+            )
+        } else {
+            format!(
+                "there is no skill named `{name}`; did you mean {}?",
+                close.join(", ")
+            )
+        })
+    }
+
+    /// Returns the skill whose files `uri` is under, with the file's path.
+    pub fn resolve_uri(&self, uri: &str) -> Option<(&Arc<ServedSkill>, String)> {
+        let rest = uri.strip_prefix(SCHEME)?;
+        if rest.contains(['?', '#']) {
+            return None;
+        }
+        let (name, path) = rest.split_once('/')?;
+        let name = percent_decode_str(name).decode_utf8().ok()?;
+        let path = percent_decode_str(path).decode_utf8().ok()?;
+        let skill = &self.skills[*self.by_name.get(name.as_ref())?];
+        Some((skill, path.into_owned()))
+    }
+}
+
+impl ServedSkill {
+    /// The URI of a file of this skill.
+    pub fn uri(&self, path: &str) -> String {
+        file_uri(&self.name, path)
+    }
+
+    /// Returns the file at `path`, if the skill has one there.
+    pub fn file(&self, path: &str) -> Option<&ServedFile> {
+        self.files
+            .binary_search_by(|file| file.path.as_str().cmp(path))
+            .ok()
+            .map(|index| &self.files[index])
+    }
+
+    /// Reads the file at `path` (relative to the skill folder), refusing
+    /// anything over `limit` bytes and bytes that no longer hash to the
+    /// manifest.
+    pub fn read(&self, path: &str, limit: u64) -> Result<Vec<u8>, ReadError> {
+        let file = self.file(path).ok_or_else(|| ReadError::NotInSkill {
+            skill: self.name.clone(),
+            path: path.to_owned(),
+        })?;
+        if file.size > limit {
+            return Err(ReadError::TooLarge {
+                skill: self.name.clone(),
+                path: path.to_owned(),
+                size: file.size,
+                limit,
+            });
+        }
+        let full = self.root.join(&file.path);
+        let io = |source| ReadError::Io {
+            skill: self.name.clone(),
+            path: path.to_owned(),
+            source,
+        };
+        let changed = || ReadError::Changed {
+            skill: self.name.clone(),
+            path: path.to_owned(),
+        };
+        if !fs_err::symlink_metadata(&full).map_err(io)?.is_file() {
+            return Err(changed());
+        }
+        let mut bytes = Vec::with_capacity(file.size as usize);
+        fs_err::File::open(&full)
+            .map_err(io)?
+            .take(file.size + 1)
+            .read_to_end(&mut bytes)
+            .map_err(io)?;
+        if bytes.len() as u64 != file.size || Sha256::digest(&bytes).as_slice() != file.sha256 {
+            return Err(changed());
+        }
+        Ok(bytes)
+    }
+
+    /// Returns the files whose bytes on disk no longer match the manifest.
+    pub fn changed_since_start(&self) -> Vec<String> {
+        self.files
+            .iter()
+            .filter(|file| self.read(&file.path, u64::MAX).is_err())
+            .map(|file| file.path.clone())
+            .collect()
+    }
+
+    /// The `SKILL.md` body, checked against the manifest.
+    pub fn body(&self) -> Result<String, ReadError> {
+        let bytes = self.read("SKILL.md", MAX_SKILL_BYTES)?;
+        let parsed = document::parse(&bytes).map_err(|_| ReadError::Changed {
+            skill: self.name.clone(),
+            path: "SKILL.md".to_owned(),
+        })?;
+        Ok(parsed.body)
+    }
+}
+
+/// The URI of the file `path` of the skill `name`: each segment
+/// percent-encoded.
+pub fn file_uri(name: &str, path: &str) -> String {
+    let mut uri = format!("{SCHEME}{}", utf8_percent_encode(name, SEGMENT));
+    for segment in path.split('/') {
+        uri.push('/');
+        uri.extend(utf8_percent_encode(segment, SEGMENT));
+    }
+    uri
+}
+
+fn read_record(dir: &Path) -> Option<TargetState> {
+    let bytes = fs_err::read(dir.join(STATE_FILE)).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// Reads a skill's files into its manifest.
+fn read_skill(
+    dir: &Path,
+    location: &Path,
+    frontmatter: &Frontmatter,
+) -> Result<ServedSkill, String> {
+    let name = frontmatter.name.to_string();
+    let entries = walk::walk_all(dir).map_err(|error| error.to_string())?;
+    let mut files = Vec::new();
+    let mut total = 0u64;
+    for entry in entries {
+        match entry.kind {
+            EntryKind::File { size, .. } => {
+                total += size;
+                if files.len() >= MAX_FILES || total > MAX_SKILL_BYTES {
+                    return Err(format!(
+                        "it has more than {MAX_FILES} files or {} MiB, which MCP hosts need not load",
+                        MAX_SKILL_BYTES / 1024 / 1024
+                    ));
+                }
+                let bytes =
+                    fs_err::read(dir.join(&entry.path)).map_err(|error| error.to_string())?;
+                files.push(ServedFile {
+                    path: entry.path,
+                    size: bytes.len() as u64,
+                    sha256: Sha256::digest(&bytes).into(),
+                });
+            }
+            // Symlinks and special files are never served: what a link
+            // points at is not part of the skill.
+            EntryKind::Directory | EntryKind::Symlink | EntryKind::Special => {}
+        }
+    }
+    files.sort_by(|a, b| a.path.cmp(&b.path));
+    let skill_md = files
+        .iter()
+        .find(|file| file.path == "SKILL.md")
+        .ok_or("its SKILL.md is not a regular file")?;
+    let digest = format!("sha256:{}", hex(&skill_md.sha256));
+    let text = fs_err::read(location).map_err(|error| error.to_string())?;
+    let properties = document::parse(&text)
+        .map_err(|error| error.to_string())?
+        .frontmatter_json();
+    let tree = tree_hash(
+        &files
+            .iter()
+            .map(|file| FileDigest {
+                path: file.path.clone(),
+                sha256: file.sha256,
+            })
+            .collect::<Vec<_>>(),
+    )
+    .to_string();
+    let entry = Skill::new(
+        file_uri(&name, "SKILL.md"),
+        sep_frontmatter(&properties, frontmatter),
+        SkillResources::Files(
+            files
+                .iter()
+                .map(|file| {
+                    SkillResource::new(
+                        file_uri(&name, &file.path),
+                        format!("sha256:{}", hex(&file.sha256)),
+                        file.size,
+                    )
+                })
+                .collect(),
+        ),
+    );
+    Ok(ServedSkill {
+        name,
+        root: dir.to_owned(),
+        location: location.to_owned(),
+        frontmatter: frontmatter.clone(),
+        properties,
+        digest,
+        tree,
+        locked: None,
+        modified: Vec::new(),
+        files,
+        entry,
+    })
+}
+
+/// The frontmatter as SEP-2640 carries it: `name` and `description` as
+/// strings, every other key as written.
+fn sep_frontmatter(properties: &JsonObject, frontmatter: &Frontmatter) -> SkillFrontmatter {
+    let mut sep =
+        SkillFrontmatter::new(frontmatter.name.as_str(), frontmatter.description.as_str());
+    for (key, value) in properties {
+        if key != "name" && key != "description" {
+            sep = sep.with_field(key.clone(), value.clone());
+        }
+    }
+    sep
+}
+
+/// Names the files of `skill` that differ from the archive the lock pins,
+/// when that archive is in the cache (checked against the lock's checksum).
+fn changed_files(skill: &ServedSkill, locked: &LockedSkill, cache: Option<&Path>) -> Vec<String> {
+    let Some(cache) = cache else {
+        return Vec::new();
+    };
+    let archive = cache
+        .join("archives")
+        .join(format!("{}.tgz", locked.checksum.hex()));
+    let Ok(bytes) = fs_err::read(&archive) else {
+        return Vec::new();
+    };
+    if skillpkg_index::checksum::Checksum::of(&bytes) != locked.checksum {
+        return Vec::new();
+    }
+    let Ok(scratch) = tempfile::tempdir() else {
+        return Vec::new();
+    };
+    let Ok(unpacked) = archive::unpack(
+        bytes.as_slice(),
+        &scratch.path().join("skill"),
+        &Limits::default(),
+    ) else {
+        return Vec::new();
+    };
+    let locked_files: HashMap<&str, &[u8; 32]> = unpacked
+        .files
+        .iter()
+        .map(|file| (file.path.as_str(), &file.sha256))
+        .collect();
+    let mut changed = Vec::new();
+    for file in &skill.files {
+        match locked_files.get(file.path.as_str()) {
+            Some(sha256) if **sha256 == file.sha256 => {}
+            Some(_) => changed.push(format!("{} (changed)", file.path)),
+            None => changed.push(format!("{} (added)", file.path)),
+        }
+    }
+    for path in locked_files.keys() {
+        if skill.file(path).is_none() {
+            changed.push(format!("{path} (removed)"));
+        }
+    }
+    changed.sort();
+    changed
+}
+
+fn describe_changes(changed: &[String]) -> String {
+    const SHOWN: usize = 10;
+    match changed.len() {
+        0 => "its files no longer hash to the locked tree".to_owned(),
+        n if n <= SHOWN => format!("files: {}", changed.join(", ")),
+        n => format!(
+            "files: {}, and {} more",
+            changed[..SHOWN].join(", "),
+            n - SHOWN
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uris_encode_each_segment() {
+        assert_eq!(file_uri("pdf", "SKILL.md"), "skill://pdf/SKILL.md");
+        assert_eq!(
+            file_uri("pdf", "references/a b/ü.md"),
+            "skill://pdf/references/a%20b/%C3%BC.md"
+        );
+        // A `/` or `?` inside a name stays inside its segment.
+        assert_eq!(file_uri("pdf", "a?b#c"), "skill://pdf/a%3Fb%23c");
+    }
+}

@@ -1,0 +1,598 @@
+//! The MCP server: one [`SkillServer`] per connection, over the shared
+//! read-only [`ServedCatalog`].
+//!
+//! It speaks three vocabularies (docs/runtime.md):
+//! - spec 001's runtime tools, with underscores on the wire: `skills_load`,
+//!   `skills_unload`, `skills_read`, `skills_run_script`;
+//! - MCP's Skills Extension (SEP-2640): `skills/list`, `skills/get`, every
+//!   file a `skill://<skill>/<path>` resource, `resources/directory/read`;
+//! - prompts: `available_skills` (the catalog and the loading-required
+//!   rule) and `active_skills` (the loaded skills' instructions).
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use base64::Engine as _;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, DIRECTORY_MIME_TYPE,
+    ErrorData, GetPromptRequestParams, GetPromptResponse, GetPromptResult, GetSkillRequestParams,
+    GetSkillResult, Implementation, JsonObject, ListPromptsResult, ListResourcesResult,
+    ListSkillsResult, ListToolsResult, PaginatedRequestParams, Prompt, PromptMessage,
+    ReadResourceDirectoryRequestParams, ReadResourceDirectoryResult, ReadResourceRequestParams,
+    ReadResourceResponse, ReadResourceResult, Resource, ResourceContents, Role, ServerCapabilities,
+    ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{RoleServer, ServerHandler};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use skillpkg_index::skill::prompt::{AvailableSkill, Prompt as SkillsPrompt};
+
+use super::catalog::{self, MAX_SKILL_BYTES, ServedCatalog, ServedSkill};
+use super::session::{Mode, Session, SessionError};
+
+/// The largest file `skills_read` returns; larger ones are for scripts.
+pub const READ_LIMIT: u64 = 1024 * 1024;
+
+/// The server's instructions hold the whole `<available_skills>` block
+/// only while it is this small; past it they point at the prompt.
+const INSTRUCTIONS_CATALOG_LIMIT: usize = 32 * 1024;
+
+/// The base rule of spec 001's prompt contract, with the names the tools
+/// have on the wire.
+pub const LOADING_RULE: &str = "Skills are folders of instructions, references and scripts for particular tasks. Before you use a skill's instructions, files or scripts you MUST call the skills_load tool with its name: it returns the skill's SKILL.md instructions, which then apply until you unload the skill (skills loaded later take precedence when they conflict). Read a loaded skill's files with skills_read and run its scripts with skills_run_script.";
+
+/// What every session shares.
+#[derive(Debug)]
+pub struct Shared {
+    pub catalog: Arc<ServedCatalog>,
+    pub max_active: usize,
+    /// `initialize`'s instructions, built once.
+    instructions: String,
+    /// The `<available_skills>` block, built once.
+    available: String,
+}
+
+impl Shared {
+    pub fn new(catalog: Arc<ServedCatalog>, max_active: usize) -> Self {
+        let available = SkillsPrompt {
+            available_skills: catalog
+                .skills()
+                .iter()
+                .map(|skill| AvailableSkill {
+                    name: skill.name.clone(),
+                    description: skill.frontmatter.description.clone(),
+                    location: skill.location.clone(),
+                })
+                .collect(),
+            active_skills: Vec::new(),
+        }
+        .available_xml();
+        let instructions = if available.len() <= INSTRUCTIONS_CATALOG_LIMIT {
+            format!("{LOADING_RULE}\n\n{available}")
+        } else {
+            format!(
+                "{LOADING_RULE}\n\nThis server serves {} skills; the available_skills prompt lists them.",
+                catalog.skills().len()
+            )
+        };
+        Self {
+            catalog,
+            max_active,
+            instructions,
+            available,
+        }
+    }
+}
+
+/// The handler of one MCP connection.
+#[derive(Debug)]
+pub struct SkillServer {
+    shared: Arc<Shared>,
+    session: Mutex<Session>,
+}
+
+impl SkillServer {
+    pub fn new(shared: Arc<Shared>) -> Self {
+        let session = Session::new(shared.catalog.clone(), shared.max_active);
+        Self {
+            shared,
+            session: Mutex::new(session),
+        }
+    }
+
+    fn session(&self) -> MutexGuard<'_, Session> {
+        // A panic while holding the lock leaves the session as valid as
+        // before it: every change is made whole or not at all.
+        self.session.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn load(&self, arguments: &LoadArguments) -> Result<CallToolResult, SessionError> {
+        let mut session = self.session();
+        session.load(&arguments.names, arguments.mode)?;
+        Ok(session_result(&session))
+    }
+
+    fn unload(&self, arguments: &UnloadArguments) -> Result<CallToolResult, SessionError> {
+        let mut session = self.session();
+        session.unload(arguments.names.as_deref(), arguments.all)?;
+        Ok(session_result(&session))
+    }
+
+    fn read(&self, arguments: &ReadArguments) -> Result<CallToolResult, SessionError> {
+        let skill = self.session().resolve(arguments.skill.as_deref())?.clone();
+        let path = normalise(&arguments.path).ok_or_else(|| SessionError::Read {
+            error: catalog::ReadError::NotInSkill {
+                skill: skill.name.clone(),
+                path: arguments.path.clone(),
+            },
+        })?;
+        let bytes = skill.read(&path, READ_LIMIT)?;
+        let uri = skill.uri(&path);
+        let content = match String::from_utf8(bytes) {
+            Ok(text) if !text.contains('\0') => ContentBlock::text(text),
+            Ok(text) => blob(&uri, text.as_bytes()),
+            Err(error) => blob(&uri, error.as_bytes()),
+        };
+        Ok(CallToolResult::success(vec![content]))
+    }
+}
+
+fn blob(uri: &str, bytes: &[u8]) -> ContentBlock {
+    ContentBlock::resource(ResourceContents::blob(
+        base64::engine::general_purpose::STANDARD.encode(bytes),
+        uri,
+    ))
+}
+
+/// A path a model gave, as the catalog names files: `/`-separated, with
+/// `./` and `\` read as a model would mean them, and nothing that climbs
+/// out or starts at the root.
+fn normalise(path: &str) -> Option<String> {
+    let path = path.replace('\\', "/");
+    if path.starts_with('/') {
+        return None;
+    }
+    let mut parts = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => return None,
+            part => parts.push(part),
+        }
+    }
+    (!parts.is_empty()).then(|| parts.join("/"))
+}
+
+/// The result of `skills_load` and `skills_unload`: the receipt as
+/// structured content and as text, then the `<active_skills>` block.
+fn session_result(session: &Session) -> CallToolResult {
+    let receipt = session.receipt();
+    let mut content = vec![ContentBlock::text(receipt.to_string())];
+    let block = session.active_block();
+    if !block.is_empty() {
+        content.push(ContentBlock::text(block));
+    }
+    let mut result = CallToolResult::success(content);
+    result.structured_content = Some(receipt);
+    result
+}
+
+/// Spec 003's error envelope as a tool error the model reads.
+pub fn tool_error(code: &str, message: &str, retriable: bool) -> CallToolResult {
+    let envelope = json!({
+        "status": "error",
+        "error": { "code": code, "message": message, "retriable": retriable },
+    });
+    let mut result = CallToolResult::error(vec![ContentBlock::text(message.to_owned())]);
+    result.structured_content = Some(envelope);
+    result
+}
+
+fn session_error(error: &SessionError) -> CallToolResult {
+    let code = match error {
+        SessionError::UnknownSkill(_) => "NOT_FOUND",
+        SessionError::TooMany { .. } | SessionError::NothingToUnload => "INVALID_ARGUMENT",
+        SessionError::NothingLoaded | SessionError::NotLoaded { .. } => "FAILED_PRECONDITION",
+        SessionError::ChangedOnDisk { .. } => "INTEGRITY",
+        SessionError::Read { error } => match error {
+            catalog::ReadError::NotInSkill { .. } => "NOT_FOUND",
+            catalog::ReadError::TooLarge { .. } => "INVALID_ARGUMENT",
+            catalog::ReadError::Changed { .. } => "INTEGRITY",
+            catalog::ReadError::Io { .. } => "UNAVAILABLE",
+        },
+    };
+    tool_error(code, &error.to_string(), false)
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LoadArguments {
+    names: Vec<String>,
+    #[serde(default)]
+    mode: Mode,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UnloadArguments {
+    names: Option<Vec<String>>,
+    #[serde(default)]
+    all: bool,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReadArguments {
+    skill: Option<String>,
+    path: String,
+}
+
+fn parse<T: serde::de::DeserializeOwned>(
+    tool: &str,
+    arguments: Option<JsonObject>,
+) -> Result<T, CallToolResult> {
+    serde_json::from_value(Value::Object(arguments.unwrap_or_default())).map_err(|error| {
+        tool_error(
+            "INVALID_ARGUMENT",
+            &format!("invalid arguments for {tool}: {error}; see the tool's inputSchema"),
+            false,
+        )
+    })
+}
+
+/// The session tools, as `tools/list` shows them.
+fn session_tools() -> Vec<Tool> {
+    let tool = |name: &str, description: &str, schema: Value| {
+        let Value::Object(schema) = schema else {
+            unreachable!("tool schemas are objects")
+        };
+        Tool::new(name.to_owned(), description.to_owned(), Arc::new(schema))
+    };
+    vec![
+        tool(
+            "skills_load",
+            "Load skills by name so their instructions apply: returns each skill's SKILL.md instructions in <active_skills> and a receipt (location, root_dir, digest, properties). Call it before using any skill. mode \"replace\" (default) makes these the only loaded skills; \"add\" keeps the ones already loaded.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "names": { "type": "array", "items": { "type": "string" }, "minItems": 1, "description": "Names of skills from <available_skills>." },
+                    "mode": { "type": "string", "enum": ["replace", "add"], "default": "replace" }
+                },
+                "required": ["names"],
+                "additionalProperties": false
+            }),
+        ),
+        tool(
+            "skills_unload",
+            "Unload skills whose instructions no longer apply: give names, or all: true.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "names": { "type": "array", "items": { "type": "string" } },
+                    "all": { "type": "boolean" }
+                },
+                "additionalProperties": false
+            }),
+        ),
+        tool(
+            "skills_read",
+            "Read a file of a loaded skill, such as references/guide.md, by its path relative to the skill folder. skill defaults to the most recently loaded skill. Text comes back as text, other files as base64.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "skill": { "type": "string", "description": "A loaded skill; defaults to the most recently loaded one." },
+                    "path": { "type": "string", "description": "Relative to the skill folder." }
+                },
+                "required": ["path"],
+                "additionalProperties": false
+            }),
+        ),
+    ]
+}
+
+fn prompts() -> Vec<Prompt> {
+    vec![
+        Prompt::new(
+            "available_skills",
+            Some(
+                "The skills this server serves, as <available_skills>, with the rule that a skill is loaded before it is used.",
+            ),
+            None,
+        ),
+        Prompt::new(
+            "active_skills",
+            Some(
+                "The instructions of the skills this session has loaded, as <active_skills>, in load order.",
+            ),
+            None,
+        ),
+    ]
+}
+
+impl ServerHandler for SkillServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .enable_prompts()
+                .enable_resources()
+                .enable_skills_with_directory_read()
+                .build(),
+        )
+        .with_server_info(Implementation::new("skillpkg", env!("CARGO_PKG_VERSION")))
+        .with_instructions(self.shared.instructions.clone())
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(session_tools()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let name = request.name.as_ref();
+        let outcome = match name {
+            "skills_load" => parse(name, request.arguments).map(|arguments| self.load(&arguments)),
+            "skills_unload" => {
+                parse(name, request.arguments).map(|arguments| self.unload(&arguments))
+            }
+            "skills_read" => parse(name, request.arguments).map(|arguments| self.read(&arguments)),
+            _ => {
+                return Err(ErrorData::invalid_params(
+                    format!("there is no tool named `{name}`; tools/list lists them"),
+                    None,
+                ));
+            }
+        };
+        let result = match outcome {
+            Ok(Ok(result)) => result,
+            Ok(Err(error)) => session_error(&error),
+            Err(invalid) => invalid,
+        };
+        Ok(result.into())
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        Ok(ListPromptsResult::with_all_items(prompts()))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let (description, text) = match request.name.as_str() {
+            "available_skills" => (
+                "The skills this server serves",
+                format!("{LOADING_RULE}\n\n{}", self.shared.available),
+            ),
+            "active_skills" => {
+                let block = self.session().active_block();
+                (
+                    "The loaded skills' instructions",
+                    if block.is_empty() {
+                        "<active_skills>\n</active_skills>\n".to_owned()
+                    } else {
+                        block
+                    },
+                )
+            }
+            other => {
+                return Err(ErrorData::invalid_params(
+                    format!(
+                        "there is no prompt named `{other}`; the prompts are available_skills and active_skills"
+                    ),
+                    None,
+                ));
+            }
+        };
+        let mut result = GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)]);
+        result.description = Some(description.to_owned());
+        Ok(result.into())
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        // Each skill's SKILL.md, as SEP-2640 lists them; the other files are
+        // in skills/list and resources/directory/read.
+        Ok(ListResourcesResult::with_all_items(
+            self.shared
+                .catalog
+                .skills()
+                .iter()
+                .map(|skill| {
+                    let file = skill.file("SKILL.md").map_or(0, |file| file.size);
+                    Resource::new(skill.uri("SKILL.md"), skill.name.clone())
+                        .with_description(skill.frontmatter.description.clone())
+                        .with_mime_type("text/markdown")
+                        .with_size(file)
+                })
+                .collect(),
+        ))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let not_found =
+            || ErrorData::resource_not_found(format!("no skill file at {}", request.uri), None);
+        let (skill, path) = self
+            .shared
+            .catalog
+            .resolve_uri(&request.uri)
+            .ok_or_else(not_found)?;
+        let bytes = skill
+            .read(&path, MAX_SKILL_BYTES)
+            .map_err(|error| match error {
+                catalog::ReadError::NotInSkill { .. } => not_found(),
+                other => ErrorData::internal_error(format!("{other}; {}", other.hint()), None),
+            })?;
+        let contents = match std::str::from_utf8(&bytes) {
+            Ok(text) if !text.contains('\0') => ResourceContents::text(text, request.uri.clone()),
+            _ => ResourceContents::blob(
+                base64::engine::general_purpose::STANDARD.encode(&bytes),
+                request.uri.clone(),
+            ),
+        };
+        let contents = match mime_type(&path) {
+            Some(mime) => contents.with_mime_type(mime),
+            None => contents,
+        };
+        Ok(ReadResourceResult::new(vec![contents]).into())
+    }
+
+    async fn list_skills(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListSkillsResult, ErrorData> {
+        Ok(ListSkillsResult::with_all_items(
+            self.shared
+                .catalog
+                .skills()
+                .iter()
+                .map(|skill| skill.entry.clone())
+                .collect(),
+        ))
+    }
+
+    async fn get_skill(
+        &self,
+        request: GetSkillRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetSkillResult, ErrorData> {
+        self.shared
+            .catalog
+            .resolve_uri(&request.uri)
+            .filter(|(_, path)| path == "SKILL.md")
+            .map(|(skill, _)| GetSkillResult::new(skill.entry.clone()))
+            .ok_or_else(|| {
+                ErrorData::invalid_params(
+                    format!(
+                        "no skill at {}; skills/list gives each skill's SKILL.md URI",
+                        request.uri
+                    ),
+                    None,
+                )
+            })
+    }
+
+    async fn read_resource_directory(
+        &self,
+        request: ReadResourceDirectoryRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceDirectoryResult, ErrorData> {
+        let not_a_directory = || {
+            ErrorData::invalid_params(format!("not a directory of a skill: {}", request.uri), None)
+        };
+        let (skill, path) = self
+            .shared
+            .catalog
+            .resolve_uri(&request.uri)
+            .ok_or_else(not_a_directory)?;
+        let children = directory(skill, &path).ok_or_else(not_a_directory)?;
+        Ok(ReadResourceDirectoryResult::with_all_items(children))
+    }
+}
+
+/// The direct children of the folder `path` of `skill` (`""` or a path
+/// with or without a trailing `/`), or `None` when it is not a folder.
+fn directory(skill: &ServedSkill, path: &str) -> Option<Vec<Resource>> {
+    let prefix = match path.trim_end_matches('/') {
+        "" => String::new(),
+        folder => format!("{folder}/"),
+    };
+    let mut folders = BTreeSet::new();
+    let mut children = Vec::new();
+    for file in &skill.files {
+        let Some(rest) = file.path.strip_prefix(&prefix) else {
+            continue;
+        };
+        match rest.split_once('/') {
+            Some((folder, _)) => {
+                folders.insert(folder.to_owned());
+            }
+            None => {
+                let mut resource =
+                    Resource::new(skill.uri(&file.path), rest.to_owned()).with_size(file.size);
+                resource.mime_type = mime_type(&file.path).map(Into::into);
+                children.push(resource);
+            }
+        }
+    }
+    if children.is_empty() && folders.is_empty() {
+        return None;
+    }
+    for folder in folders {
+        children.push(
+            Resource::new(skill.uri(&format!("{prefix}{folder}")), folder)
+                .with_mime_type(DIRECTORY_MIME_TYPE),
+        );
+    }
+    Some(children)
+}
+
+/// The MIME type of a skill file by its extension, for the common ones.
+fn mime_type(path: &str) -> Option<&'static str> {
+    let extension = path.rsplit_once('.')?.1.to_ascii_lowercase();
+    Some(match extension.as_str() {
+        "md" => "text/markdown",
+        "txt" => "text/plain",
+        "json" => "application/json",
+        "yaml" | "yml" => "application/yaml",
+        "py" => "text/x-python",
+        "sh" => "text/x-shellscript",
+        "js" | "mjs" => "text/javascript",
+        "html" => "text/html",
+        "csv" => "text/csv",
+        "png" => "image/png",
+        "jpg" | "jpeg" => "image/jpeg",
+        "svg" => "image/svg+xml",
+        "pdf" => "application/pdf",
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_from_a_model_are_normalised_or_refused() {
+        assert_eq!(
+            normalise("references/a.md").as_deref(),
+            Some("references/a.md")
+        );
+        assert_eq!(
+            normalise("./references//a.md").as_deref(),
+            Some("references/a.md")
+        );
+        assert_eq!(
+            normalise("references\\a.md").as_deref(),
+            Some("references/a.md")
+        );
+        assert_eq!(normalise("../other/SKILL.md"), None);
+        assert_eq!(normalise("references/../../x"), None);
+        assert_eq!(normalise("/etc/passwd"), None);
+        assert_eq!(normalise("\\etc\\passwd"), None);
+        assert_eq!(normalise(""), None);
+        assert_eq!(normalise("."), None);
+    }
+}

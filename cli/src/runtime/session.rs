@@ -1,0 +1,221 @@
+//! One MCP connection's state (spec 001, "State Model"): the skills it has
+//! loaded, in load order, and nothing else. Sessions share only the
+//! read-only catalog, so two clients never see each other's skills.
+
+use std::sync::Arc;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+use skillpkg_index::skill::prompt::{ActiveSkill, Prompt};
+
+use super::catalog::{ReadError, ServedCatalog, ServedSkill};
+
+/// How many skills a session may have loaded at once unless
+/// `--max-active` says otherwise.
+pub const DEFAULT_MAX_ACTIVE: usize = 8;
+
+/// `skills_load`'s `mode`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// The loaded set becomes `names` (spec 001's recommended default).
+    #[default]
+    Replace,
+    /// `names` join the loaded set; names already loaded keep their place.
+    Add,
+}
+
+/// Why a session call is refused; the text is what the model reads.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    #[error("{0}")]
+    UnknownSkill(String),
+    #[error(
+        "loading {requested} skills would make {total} active; at most {max} may be loaded at once: load fewer skills, or unload some with skills_unload first"
+    )]
+    TooMany {
+        requested: usize,
+        total: usize,
+        max: usize,
+    },
+    #[error("no skill is loaded: call skills_load with the skill you need first")]
+    NothingLoaded,
+    #[error("skill `{skill}` is not loaded; loaded: {}", loaded.join(", "))]
+    NotLoaded { skill: String, loaded: Vec<String> },
+    #[error("skill `{skill}` changed on disk since the server started ({}); it is not loaded", files.join(", "))]
+    ChangedOnDisk { skill: String, files: Vec<String> },
+    #[error("{error}; {}", error.hint())]
+    Read {
+        #[from]
+        error: ReadError,
+    },
+    #[error("give `names` (a list of skill names) or `all: true`")]
+    NothingToUnload,
+}
+
+/// A session's loaded skills, oldest first.
+#[derive(Debug)]
+pub struct Session {
+    catalog: Arc<ServedCatalog>,
+    max_active: usize,
+    active: Vec<Loaded>,
+}
+
+#[derive(Debug)]
+struct Loaded {
+    skill: Arc<ServedSkill>,
+    /// The `SKILL.md` body as checked when loaded.
+    body: String,
+}
+
+impl Session {
+    pub fn new(catalog: Arc<ServedCatalog>, max_active: usize) -> Self {
+        Self {
+            catalog,
+            max_active,
+            active: Vec::new(),
+        }
+    }
+
+    /// `skills_load`: resolves every name first, so a bad name changes
+    /// nothing; then replaces or extends the loaded set.
+    pub fn load(&mut self, names: &[String], mode: Mode) -> Result<(), SessionError> {
+        let mut wanted: Vec<&String> = Vec::new();
+        for name in names {
+            if !wanted.contains(&name) {
+                wanted.push(name);
+            }
+        }
+        let kept = match mode {
+            Mode::Replace => 0,
+            Mode::Add => self.active.len(),
+        };
+        let new: Vec<&&String> = wanted
+            .iter()
+            .filter(|name| mode == Mode::Replace || !self.is_loaded(name))
+            .collect();
+        // Every name is resolved before the count is checked, so a typo is
+        // reported as such, not as one skill too many.
+        let mut found = Vec::with_capacity(new.len());
+        for name in new {
+            found.push(
+                self.catalog
+                    .get(name)
+                    .map_err(SessionError::UnknownSkill)?
+                    .clone(),
+            );
+        }
+        let total = kept + found.len();
+        if total > self.max_active {
+            return Err(SessionError::TooMany {
+                requested: found.len(),
+                total,
+                max: self.max_active,
+            });
+        }
+        let mut loaded = Vec::with_capacity(found.len());
+        for skill in found {
+            let changed = skill.changed_since_start();
+            if !changed.is_empty() {
+                return Err(SessionError::ChangedOnDisk {
+                    skill: skill.name.clone(),
+                    files: changed,
+                });
+            }
+            let body = skill.body()?;
+            loaded.push(Loaded { skill, body });
+        }
+        if mode == Mode::Replace {
+            self.active.clear();
+        }
+        self.active.extend(loaded);
+        Ok(())
+    }
+
+    /// `skills_unload`: removes `names` (those not loaded are ignored), or
+    /// everything.
+    pub fn unload(&mut self, names: Option<&[String]>, all: bool) -> Result<(), SessionError> {
+        match (names, all) {
+            (_, true) => self.active.clear(),
+            (Some(names), false) => self
+                .active
+                .retain(|loaded| !names.contains(&loaded.skill.name)),
+            (None, false) => return Err(SessionError::NothingToUnload),
+        }
+        Ok(())
+    }
+
+    /// The loaded skill `name`, or the most recently loaded one.
+    pub fn resolve(&self, name: Option<&str>) -> Result<&Arc<ServedSkill>, SessionError> {
+        let Some(last) = self.active.last() else {
+            return Err(SessionError::NothingLoaded);
+        };
+        match name {
+            None => Ok(&last.skill),
+            Some(name) => self
+                .active
+                .iter()
+                .find(|loaded| loaded.skill.name == name)
+                .map(|loaded| &loaded.skill)
+                .ok_or_else(|| SessionError::NotLoaded {
+                    skill: name.to_owned(),
+                    loaded: self.names(),
+                }),
+        }
+    }
+
+    fn is_loaded(&self, name: &str) -> bool {
+        self.active.iter().any(|loaded| loaded.skill.name == name)
+    }
+
+    /// The loaded skills' names, in load order.
+    pub fn names(&self) -> Vec<String> {
+        self.active
+            .iter()
+            .map(|loaded| loaded.skill.name.clone())
+            .collect()
+    }
+
+    /// The loaded skills, in load order.
+    pub fn skills(&self) -> impl Iterator<Item = &Arc<ServedSkill>> {
+        self.active.iter().map(|loaded| &loaded.skill)
+    }
+
+    /// The receipt `skills_load` and `skills_unload` return (spec 001).
+    pub fn receipt(&self) -> Value {
+        json!({
+            "active_skills": self.active.iter().map(|loaded| {
+                let skill = &loaded.skill;
+                let mut entry = json!({
+                    "name": skill.name,
+                    "location": skill.location,
+                    "root_dir": skill.root,
+                    "digest": skill.digest,
+                    "properties": skill.properties,
+                });
+                if let Some(version) = &skill.locked {
+                    entry["version"] = json!(version.to_string());
+                }
+                entry
+            }).collect::<Vec<_>>()
+        })
+    }
+
+    /// The `<active_skills>` block, in load order (later skills take
+    /// precedence); empty when nothing is loaded.
+    pub fn active_block(&self) -> String {
+        let prompt = Prompt {
+            available_skills: Vec::new(),
+            active_skills: self
+                .active
+                .iter()
+                .map(|loaded| ActiveSkill {
+                    name: loaded.skill.name.clone(),
+                    location: loaded.skill.location.clone(),
+                    body: loaded.body.clone(),
+                })
+                .collect(),
+        };
+        prompt.active_xml()
+    }
+}

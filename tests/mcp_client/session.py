@@ -1,0 +1,105 @@
+"""Drive `skillpkg mcp` with the official Python MCP client (the `mcp`
+package) through spec 001's flows, and print what happened as a JSON log.
+
+    python3 session.py FLOW -- SERVER-COMMAND...
+
+FLOW is `catalog` (initialize, tools/list, prompts, resources, the SEP-2640
+methods), `choose-activate-use` or `skill-switching` (spec 001's "Typical
+Flow" and "Skill Switching"). Each log entry is one request and what came
+back; the Rust test reads the log and checks it against the specs. The
+driver itself asserts nothing, so every expectation lives in one place.
+"""
+
+import asyncio
+import json
+import sys
+from typing import Any, Literal
+
+from pydantic import TypeAdapter
+
+import mcp.types as types
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+ANY = TypeAdapter(dict[str, Any])
+
+
+class SkillsList(types.PaginatedRequest[Literal["skills/list"]]):
+    method: Literal["skills/list"] = "skills/list"
+
+
+class SkillsGet(types.Request[dict[str, Any], Literal["skills/get"]]):
+    method: Literal["skills/get"] = "skills/get"
+    params: dict[str, Any]
+
+
+class DirectoryRead(types.Request[dict[str, Any], Literal["resources/directory/read"]]):
+    method: Literal["resources/directory/read"] = "resources/directory/read"
+    params: dict[str, Any]
+
+
+def dump(model: Any) -> Any:
+    return model.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+
+async def flow(name: str, session: ClientSession, log: list[dict[str, Any]]) -> None:
+    async def tool(tool_name: str, arguments: dict[str, Any]) -> None:
+        result = await session.call_tool(tool_name, arguments)
+        log.append({"request": "tools/call", "tool": tool_name, "arguments": arguments, "result": dump(result)})
+
+    async def prompt(prompt_name: str) -> None:
+        result = await session.get_prompt(prompt_name)
+        log.append({"request": "prompts/get", "prompt": prompt_name, "result": dump(result)})
+
+    if name == "catalog":
+        log.append({"request": "tools/list", "result": dump(await session.list_tools())})
+        log.append({"request": "prompts/list", "result": dump(await session.list_prompts())})
+        log.append({"request": "resources/list", "result": dump(await session.list_resources())})
+        await prompt("available_skills")
+        listed = await session.send_request(SkillsList(), ANY)
+        log.append({"request": "skills/list", "result": listed})
+        for skill in listed["skills"]:
+            got = await session.send_request(SkillsGet(params={"uri": skill["uri"]}), ANY)
+            log.append({"request": "skills/get", "uri": skill["uri"], "result": got})
+            for resource in skill["resources"]:
+                read = await session.read_resource(resource["uri"])
+                log.append({"request": "resources/read", "uri": resource["uri"], "result": dump(read)})
+        directory = await session.send_request(DirectoryRead(params={"uri": listed["skills"][0]["uri"].removesuffix("SKILL.md")}), ANY)
+        log.append({"request": "resources/directory/read", "result": directory})
+    elif name == "choose-activate-use":
+        # 1. The model sees the available skills and picks one.
+        await prompt("available_skills")
+        # 2. It loads the skill; 3. the result and the session change.
+        await tool("skills_load", {"names": ["pdf-processing"]})
+        # 4. The next call's instructions carry the skill's SKILL.md.
+        await prompt("active_skills")
+        # 5. It reads a reference and runs a script of the skill.
+        await tool("skills_read", {"path": "references/forms.md"})
+        await tool("skills_run_script", {"path": "scripts/extract.py", "args": ["--pages", "2"]})
+    elif name == "skill-switching":
+        await tool("skills_load", {"names": ["pdf-processing"]})
+        await prompt("active_skills")
+        # 1. The model switches: replace the loaded set with skill-b.
+        await tool("skills_load", {"names": ["data-analysis"], "mode": "replace"})
+        # 2.-3. The state is ["data-analysis"]; the instructions are its only.
+        await prompt("active_skills")
+        await tool("skills_read", {"skill": "pdf-processing", "path": "references/forms.md"})
+    else:
+        raise SystemExit(f"unknown flow {name}")
+
+
+async def main() -> None:
+    flow_name = sys.argv[1]
+    command = sys.argv[sys.argv.index("--") + 1 :]
+    server = StdioServerParameters(command=command[0], args=command[1:])
+    log: list[dict[str, Any]] = []
+    async with stdio_client(server) as (read, write):
+        async with ClientSession(read, write) as session:
+            initialized = await session.initialize()
+            log.append({"request": "initialize", "result": dump(initialized)})
+            await flow(flow_name, session, log)
+    json.dump(log, sys.stdout, indent=1)
+    sys.stdout.write("\n")
+
+
+asyncio.run(main())

@@ -276,7 +276,7 @@ pub enum Command {
     #[command(args_conflicts_with_subcommands = true, after_help = TOOLS_EXAMPLES)]
     Tools(ToolsArgs),
 
-    /// Serve the project's skills to an agent over MCP (stdio).
+    /// Serve the project's skills to an agent over MCP (stdio, or HTTP).
     ///
     /// An MCP server over the skills the agent (--host) would use from the
     /// project: the tools skills_load, skills_unload and skills_read (spec
@@ -295,6 +295,7 @@ const MCP_EXAMPLES: &str = "\
 Examples:
   skillpkg mcp                                    serve ./ for Claude Code's folders
   skillpkg mcp --project ~/work/app --host codex  what Codex sees from ~/work/app
+  skillpkg mcp --listen 127.0.0.1:8750            streamable HTTP at http://127.0.0.1:8750/mcp
   claude mcp add skills -- skillpkg mcp           register with Claude Code";
 
 #[derive(Debug, Args)]
@@ -315,6 +316,12 @@ pub struct McpArgs {
     /// Serve installed skills even when their files differ from skills.lock.
     #[arg(long)]
     pub allow_modified: bool,
+
+    /// Serve streamable HTTP on this loopback address (such as
+    /// 127.0.0.1:8750; port 0 picks a free one) at /mcp, instead of stdio.
+    /// Prints `listening on http://ADDRESS/mcp` on stdout when ready.
+    #[arg(long, value_name = "ADDRESS")]
+    pub listen: Option<std::net::SocketAddr>,
 }
 
 const TOOLS_EXAMPLES: &str = "\

@@ -2,8 +2,10 @@
 package) through spec 001's flows, and print what happened as a JSON log.
 
     python3 session.py FLOW -- SERVER-COMMAND...
+    python3 session.py http --url http://127.0.0.1:PORT/mcp
 
-FLOW is `catalog` (initialize, tools/list, prompts, resources, the SEP-2640
+FLOW is `http` (two sessions over streamable HTTP: state stays within
+each), `catalog` (initialize, tools/list, prompts, resources, the SEP-2640
 methods), `choose-activate-use` or `skill-switching` (spec 001's "Typical
 Flow" and "Skill Switching"). Each log entry is one request and what came
 back; the Rust test reads the log and checks it against the specs. The
@@ -20,6 +22,7 @@ from pydantic import TypeAdapter
 import mcp.types as types
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
 
 ANY = TypeAdapter(dict[str, Any])
 
@@ -88,8 +91,32 @@ async def flow(name: str, session: ClientSession, log: list[dict[str, Any]]) -> 
         raise SystemExit(f"unknown flow {name}")
 
 
+async def http(url: str, log: list[dict[str, Any]]) -> None:
+    """One session loads and reads (several HTTP requests); a second,
+    concurrent session has loaded nothing."""
+    async with streamable_http_client(url) as (read, write):
+        async with ClientSession(read, write) as first:
+            log.append({"request": "initialize", "result": dump(await first.initialize())})
+            async with streamable_http_client(url) as (read2, write2):
+                async with ClientSession(read2, write2) as second:
+                    await second.initialize()
+                    for session, tool_name, arguments in [
+                        (first, "skills_load", {"names": ["pdf-processing"]}),
+                        (first, "skills_read", {"path": "references/forms.md"}),
+                        (second, "skills_read", {"path": "references/forms.md"}),
+                    ]:
+                        result = await session.call_tool(tool_name, arguments)
+                        log.append({"request": "tools/call", "tool": tool_name, "result": dump(result)})
+
+
 async def main() -> None:
     flow_name = sys.argv[1]
+    if flow_name == "http":
+        log: list[dict[str, Any]] = []
+        await http(sys.argv[sys.argv.index("--url") + 1], log)
+        json.dump(log, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+        return
     command = sys.argv[sys.argv.index("--") + 1 :]
     server = StdioServerParameters(command=command[0], args=command[1:])
     log: list[dict[str, Any]] = []

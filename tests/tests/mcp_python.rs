@@ -3,7 +3,9 @@
 //! `tests/mcp_client/session.py`. The driver only records; every
 //! expectation is here, written from spec 001 and SEP-2640.
 
+use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
@@ -45,27 +47,50 @@ impl Project {
         self.sandbox.write(&format!("project/{relative}"), contents)
     }
 
-    /// Runs `flow` and returns its log.
-    fn flow(&self, flow: &str) -> Vec<Value> {
-        let driver = Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp_client/session.py");
-        let python = mcp_python();
-        let output = std::process::Command::new(&python)
-            .arg(driver)
-            .arg(flow)
-            .arg("--")
-            .arg(binary("skillpkg"))
+    fn server(&self) -> Command {
+        let mut command = Command::new(binary("skillpkg"));
+        command
             .arg("mcp")
             .arg("--project")
             .arg(self.dir())
             .env("HOME", self.sandbox.path().join("home"))
-            .env("SKILLPKG_CONFIG_DIR", self.sandbox.path().join("config"))
-            .output()
-            .unwrap_or_else(|error| panic!("cannot run {}: {error}", python.display()));
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(output.status.success(), "{stdout}\n{stderr}");
-        serde_json::from_str(&stdout).unwrap_or_else(|error| panic!("{error}: {stdout}"))
+            .env("SKILLPKG_CONFIG_DIR", self.sandbox.path().join("config"));
+        command
     }
+
+    /// Runs `flow` against the server on stdio and returns its log.
+    fn flow(&self, flow: &str) -> Vec<Value> {
+        let server = self.server();
+        let mut driver = driver(flow);
+        driver
+            .arg("--")
+            .arg(server.get_program())
+            .args(server.get_args());
+        driver.envs(
+            server
+                .get_envs()
+                .filter_map(|(key, value)| Some((key, value?))),
+        );
+        record(&mut driver)
+    }
+}
+
+fn driver(flow: &str) -> Command {
+    let mut command = Command::new(mcp_python());
+    command
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp_client/session.py"))
+        .arg(flow);
+    command
+}
+
+fn record(driver: &mut Command) -> Vec<Value> {
+    let output = driver
+        .output()
+        .unwrap_or_else(|error| panic!("cannot run {driver:?}: {error}"));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    serde_json::from_str(&stdout).unwrap_or_else(|error| panic!("{error}: {stdout}"))
 }
 
 fn entries<'a>(log: &'a [Value], request: &str) -> Vec<&'a Value> {
@@ -212,5 +237,84 @@ fn skill_switching_replaces_the_instructions_in_force() {
     assert_eq!(
         stale["structuredContent"]["error"]["code"],
         "FAILED_PRECONDITION"
+    );
+}
+
+/// Kills the server when the test ends, however it ends.
+struct Running(std::process::Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn over_streamable_http_each_session_keeps_its_own_skills() {
+    let project = Project::new();
+    let mut child = project
+        .server()
+        .args(["--listen", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let _server = Running(child);
+    let url = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("{line}"))
+        .to_owned();
+    assert!(
+        url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"),
+        "{url}"
+    );
+
+    let log = record(driver("http").args(["--url", &url]));
+    let init = &entries(&log, "initialize")[0]["result"];
+    // Sessions exist over HTTP only up to 2025-11-25, so that is offered.
+    assert_eq!(init["protocolVersion"], "2025-11-25");
+    let calls = entries(&log, "tools/call");
+    assert_eq!(calls[0]["result"]["isError"], false, "{}", calls[0]);
+    assert_eq!(
+        calls[1]["result"]["content"][0]["text"], "# Forms\nFill fields.\n",
+        "the load holds across requests of one session"
+    );
+    assert_eq!(
+        calls[2]["result"]["structuredContent"]["error"]["code"], "FAILED_PRECONDITION",
+        "the other session has loaded nothing"
+    );
+
+    // A request naming another host (DNS rebinding) is refused.
+    let port = url
+        .trim_start_matches("http://127.0.0.1:")
+        .trim_end_matches("/mcp");
+    let response = reqwest::blocking::Client::new()
+        .post(&url)
+        .header("Host", format!("attacker.example:{port}"))
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/json, text/event-stream")
+        .body(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#)
+        .send()
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 403, "{:?}", response.text());
+}
+
+#[test]
+fn listening_anywhere_but_loopback_is_refused() {
+    let project = Project::new();
+    let output = skillpkg_tests::run(project.server().args(["--listen", "0.0.0.0:0"]));
+    assert_eq!(output.code, 1, "{output:?}");
+    assert!(
+        output
+            .stderr
+            .contains("0.0.0.0:0 is not a loopback address"),
+        "{}",
+        output.stderr
     );
 }

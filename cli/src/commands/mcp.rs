@@ -1,15 +1,21 @@
-//! `skillpkg mcp`: read the catalog, then serve it over MCP on stdio until
-//! the client closes the connection (docs/runtime.md).
+//! `skillpkg mcp`: read the catalog, then serve it over MCP: on stdio until
+//! the client closes the connection, or over streamable HTTP on a loopback
+//! address until interrupted (docs/runtime.md).
 
 use std::sync::Arc;
 
+use std::net::SocketAddr;
+
 use rmcp::ServiceExt as _;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use tokio_util::sync::CancellationToken;
 
 use crate::args::McpArgs;
 use crate::commands::scopes::DEFAULT_HOST;
 use crate::printer::Printer;
 use crate::runtime::catalog::{Options, ServedCatalog};
-use crate::runtime::server::{Shared, SkillServer};
+use crate::runtime::server::{Shared, SkillServer, Transport};
 use crate::{ExitStatus, UserError, env_vars};
 
 pub fn run(args: &McpArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
@@ -42,10 +48,15 @@ pub fn run(args: &McpArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
     printer.status(
         "Serving",
         &format!(
-            "{} skill(s) {} would use from {} over MCP on stdio",
+            "{} skill(s) {} would use from {} over MCP on {}",
             catalog.skills().len(),
             options.host.as_str(),
-            options.project.display()
+            options.project.display(),
+            if args.listen.is_some() {
+                "HTTP"
+            } else {
+                "stdio"
+            }
         ),
     );
     let shared = Arc::new(Shared::new(catalog, args.max_active));
@@ -53,15 +64,72 @@ pub fn run(args: &McpArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
         .worker_threads(2)
         .enable_all()
         .build()?;
-    runtime.block_on(async move {
-        let service = SkillServer::new(shared)
-            .serve(rmcp::transport::stdio())
-            .await
-            .map_err(|error| {
-                UserError::new("the MCP client did not complete the handshake").with_source(error)
-            })?;
-        service.waiting().await?;
-        anyhow::Ok(())
-    })?;
+    match args.listen {
+        None => runtime.block_on(async move {
+            let service = SkillServer::new(shared, Transport::Stdio)
+                .serve(rmcp::transport::stdio())
+                .await
+                .map_err(|error| {
+                    UserError::new("the MCP client did not complete the handshake")
+                        .with_source(error)
+                })?;
+            service.waiting().await?;
+            anyhow::Ok(())
+        })?,
+        Some(address) => runtime.block_on(serve_http(shared, address, printer))?,
+    }
     Ok(ExitStatus::Success)
+}
+
+/// Serves streamable HTTP at `/mcp` on `address` until Ctrl-C or SIGTERM.
+async fn serve_http(
+    shared: Arc<Shared>,
+    address: SocketAddr,
+    printer: &Printer,
+) -> anyhow::Result<()> {
+    if !address.ip().is_loopback() {
+        return Err(UserError::new(format!("{address} is not a loopback address"))
+            .with_hint("skillpkg mcp runs a skill's scripts for whoever connects: listen on 127.0.0.1 or [::1], and put an authenticating proxy in front to share it")
+            .into());
+    }
+    let listener = tokio::net::TcpListener::bind(address)
+        .await
+        .map_err(|error| {
+            UserError::new(format!("cannot listen on {address}")).with_source(error)
+        })?;
+    let bound = listener.local_addr()?;
+    let stop = CancellationToken::new();
+    // Only this server's own authority is a valid Host: a page that
+    // rebinds a DNS name to 127.0.0.1 gets nowhere.
+    let config = StreamableHttpServerConfig::default()
+        .with_cancellation_token(stop.child_token())
+        .with_allowed_hosts([bound.to_string(), format!("localhost:{}", bound.port())]);
+    let service = StreamableHttpService::new(
+        move || Ok(SkillServer::new(shared.clone(), Transport::Http)),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    let router = axum::Router::new().nest_service("/mcp", service);
+    printer.result(&format!("listening on http://{bound}/mcp"));
+    axum::serve(listener, router)
+        .with_graceful_shutdown(async move {
+            shutdown_signal().await;
+            stop.cancel();
+        })
+        .await?;
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let interrupt = tokio::signal::ctrl_c();
+    let Ok(mut terminate) =
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+    else {
+        let _ = interrupt.await;
+        return;
+    };
+    tokio::select! {
+        _ = interrupt => {},
+        _ = terminate.recv() => {},
+    }
 }

@@ -9,6 +9,7 @@
 //! - prompts: `available_skills` (the catalog and the loading-required
 //!   rule) and `active_skills` (the loaded skills' instructions).
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
@@ -18,9 +19,9 @@ use rmcp::model::{
     ErrorData, GetPromptRequestParams, GetPromptResponse, GetPromptResult, GetSkillRequestParams,
     GetSkillResult, Implementation, JsonObject, ListPromptsResult, ListResourcesResult,
     ListSkillsResult, ListToolsResult, PaginatedRequestParams, Prompt, PromptMessage,
-    ReadResourceDirectoryRequestParams, ReadResourceDirectoryResult, ReadResourceRequestParams,
-    ReadResourceResponse, ReadResourceResult, Resource, ResourceContents, Role, ServerCapabilities,
-    ServerConfig, Tool,
+    ProtocolVersion, ReadResourceDirectoryRequestParams, ReadResourceDirectoryResult,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
+    ResourceContents, Role, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{RoleServer, ServerHandler};
@@ -85,18 +86,32 @@ impl Shared {
     }
 }
 
+/// How a connection reaches the server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transport {
+    /// One process per client: the connection is the session, whatever the
+    /// protocol version.
+    Stdio,
+    /// Streamable HTTP: a session lives only in protocol versions that have
+    /// `Mcp-Session-Id` (up to 2025-11-25; 2026-07-28 removed it), so those
+    /// are the versions offered.
+    Http,
+}
+
 /// The handler of one MCP connection.
 #[derive(Debug)]
 pub struct SkillServer {
     shared: Arc<Shared>,
+    transport: Transport,
     session: Mutex<Session>,
 }
 
 impl SkillServer {
-    pub fn new(shared: Arc<Shared>) -> Self {
+    pub fn new(shared: Arc<Shared>, transport: Transport) -> Self {
         let session = Session::new(shared.catalog.clone(), shared.max_active);
         Self {
             shared,
+            transport,
             session: Mutex::new(session),
         }
     }
@@ -311,6 +326,15 @@ fn prompts() -> Vec<Prompt> {
 }
 
 impl ServerHandler for SkillServer {
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        match self.transport {
+            Transport::Stdio => Cow::Borrowed(ProtocolVersion::KNOWN_VERSIONS),
+            Transport::Http => {
+                Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
+            }
+        }
+    }
+
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(
             ServerCapabilities::builder()

@@ -664,9 +664,8 @@ fn check_tool_schema(report: &mut Report<'_>, index: usize, field: &str, schema:
         return;
     }
     // The meta-schema does not look inside regexes or follow `$ref`s:
-    // compiling does. No resolver is configured, so a `$ref` to a URL or a
-    // file is refused instead of fetched.
-    if let Err(error) = jsonschema::draft202012::new(&json) {
+    // compiling does, as a call will (no `$ref` is ever fetched).
+    if let Err(error) = super::tools::compile_schema(&json) {
         let error = error.to_string();
         // Say what happened in the author's terms, not the library's.
         let problem = match error.split('\'').nth(1) {

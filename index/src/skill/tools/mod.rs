@@ -37,6 +37,16 @@ pub use tools_json::{TOOLS_JSON, ToolsJsonError};
 use super::model::Tool;
 use tools_json::render_value as render;
 
+/// Compiles a tool's `input_schema` or `output_schema` the one way skillpkg
+/// reads tool schemas, at load and at call time alike: JSON Schema 2020-12,
+/// with no resolver configured, so a `$ref` to a URL or a file is refused
+/// instead of fetched (a schema is self-contained or it is invalid).
+pub fn compile_schema(
+    schema: &serde_json::Value,
+) -> Result<jsonschema::Validator, jsonschema::ValidationError<'static>> {
+    jsonschema::draft202012::new(schema)
+}
+
 /// The shapes `skillpkg tools export` writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ExportFormat {

@@ -1,0 +1,334 @@
+//! Secret redaction: every occurrence of a declared secret's value becomes
+//! `[REDACTED:<NAME>]` before text leaves the runtime (spec 003 §8: hosts
+//! MUST redact secrets from logs and tool outputs).
+//!
+//! The secrets are the values, in the server's environment, of the names
+//! skills list under `secrets.required`. All of them are found in one pass
+//! of an Aho-Corasick automaton, so redacting 1 MiB of output costs one
+//! linear scan, whatever the number of secrets.
+//!
+//! Rules, each tested below:
+//! - a value shorter than [`MIN_SECRET_CHARS`] characters is not redacted:
+//!   no real credential is that short, and replacing every `abc` would
+//!   wreck the output while telling a reader where the value occurs; such
+//!   names are listed by [`Redactor::skipped`] so the server can warn;
+//! - values that overlap in the text (`abcdef` and `defghi` in
+//!   `abcdefghi`) are replaced as one span named after both,
+//!   `[REDACTED:A,B]`, so no part of either is left; values that merely
+//!   touch are replaced one after the other;
+//! - names that share a value are named together;
+//! - matching is on bytes, and a UTF-8 value can only match at character
+//!   boundaries, so redacting valid UTF-8 gives valid UTF-8;
+//! - in JSON, strings and object keys are redacted once parsed, so a value
+//!   that JSON escapes on the wire is found too; numbers are left alone.
+//!
+//! What it cannot do: find a secret that a tool encodes (base64, hex,
+//! reversed). Redaction guards against accidents, not against a tool that
+//! means to leak what it was given.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::fmt;
+
+use aho_corasick::{AhoCorasick, MatchKind};
+use serde_json::Value;
+
+/// The shortest secret value, in characters, that is redacted.
+pub const MIN_SECRET_CHARS: usize = 4;
+
+/// Replaces declared secret values in text and JSON.
+#[derive(Clone, Default)]
+pub struct Redactor {
+    /// Finds every value, overlaps included; `None` with no values.
+    matcher: Option<AhoCorasick>,
+    /// For each pattern, the names that have its value, sorted.
+    names: Vec<Vec<String>>,
+    skipped: Vec<String>,
+}
+
+impl fmt::Debug for Redactor {
+    // The automaton holds the values: show only the names.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Redactor")
+            .field("names", &self.names)
+            .field("skipped", &self.skipped)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Redactor {
+    /// Returns a redactor for `secrets`, pairs of a name and its value.
+    /// Empty values are ignored; values under [`MIN_SECRET_CHARS`]
+    /// characters are not redacted and their names are kept in
+    /// [`Redactor::skipped`].
+    pub fn new<N, V>(secrets: impl IntoIterator<Item = (N, V)>) -> Self
+    where
+        N: Into<String>,
+        V: AsRef<str>,
+    {
+        let mut by_value: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        let mut skipped = Vec::new();
+        for (name, value) in secrets {
+            let (name, value) = (name.into(), value.as_ref());
+            if value.is_empty() {
+                continue;
+            }
+            if value.chars().count() < MIN_SECRET_CHARS {
+                skipped.push(name);
+                continue;
+            }
+            let names = by_value.entry(value.to_owned()).or_default();
+            if !names.contains(&name) {
+                names.push(name);
+            }
+        }
+        skipped.sort();
+        skipped.dedup();
+        let (values, mut names): (Vec<String>, Vec<Vec<String>>) = by_value.into_iter().unzip();
+        names.iter_mut().for_each(|names| names.sort());
+        // Standard semantics: every occurrence of every value, overlapping
+        // ones included, which leftmost-first or leftmost-longest would
+        // hide (and leave the tail of a value in clear).
+        let matcher = (!values.is_empty()).then(|| {
+            AhoCorasick::builder()
+                .match_kind(MatchKind::Standard)
+                .build(&values)
+                .expect("a few secret values fit the automaton's limits")
+        });
+        Self {
+            matcher,
+            names,
+            skipped,
+        }
+    }
+
+    /// Returns the names whose values are too short to redact, sorted.
+    pub fn skipped(&self) -> &[String] {
+        &self.skipped
+    }
+
+    /// Returns `bytes` with every secret replaced.
+    pub fn redact_bytes<'a>(&self, bytes: &'a [u8]) -> Cow<'a, [u8]> {
+        let Some(matcher) = &self.matcher else {
+            return Cow::Borrowed(bytes);
+        };
+        // Matches come in order of where they end, so each new one can only
+        // overlap the spans at the end of the list: merging is amortised
+        // constant time per match (a span's patterns are the few distinct
+        // values in it, not one entry per match).
+        let mut spans: Vec<Span> = Vec::new();
+        for found in matcher.find_overlapping_iter(bytes) {
+            let (start, end) = (found.start(), found.end());
+            let pattern = found.pattern().as_usize();
+            let Some(mut merged) = spans.pop_if(|last| last.end > start) else {
+                spans.push(Span {
+                    start,
+                    end,
+                    patterns: vec![pattern],
+                });
+                continue;
+            };
+            // Grown in place: most matches of a long run add nothing new.
+            merged.start = merged.start.min(start);
+            merged.end = merged.end.max(end);
+            merged.add(pattern);
+            while let Some(earlier) = spans.pop_if(|earlier| earlier.end > merged.start) {
+                merged.start = merged.start.min(earlier.start);
+                earlier.patterns.into_iter().for_each(|p| merged.add(p));
+            }
+            spans.push(merged);
+        }
+        if spans.is_empty() {
+            return Cow::Borrowed(bytes);
+        }
+        let mut output = Vec::with_capacity(bytes.len());
+        let mut at = 0;
+        for span in spans {
+            output.extend_from_slice(&bytes[at..span.start]);
+            output.extend_from_slice(self.label(&span.patterns).as_bytes());
+            at = span.end;
+        }
+        output.extend_from_slice(&bytes[at..]);
+        Cow::Owned(output)
+    }
+
+    /// Returns `text` with every secret replaced.
+    pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        match self.redact_bytes(text.as_bytes()) {
+            Cow::Borrowed(_) => Cow::Borrowed(text),
+            // Matches of UTF-8 values start and end on character
+            // boundaries, so this never falls back to the lossy path.
+            Cow::Owned(bytes) => Cow::Owned(
+                String::from_utf8(bytes)
+                    .unwrap_or_else(|error| String::from_utf8_lossy(error.as_bytes()).into_owned()),
+            ),
+        }
+    }
+
+    /// Replaces secrets in every string and object key of `value`.
+    pub fn redact_value(&self, value: &mut Value) {
+        if self.matcher.is_none() {
+            return;
+        }
+        match value {
+            Value::String(text) => {
+                if let Cow::Owned(redacted) = self.redact(text) {
+                    *text = redacted;
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(|item| self.redact_value(item)),
+            Value::Object(map) => {
+                let entries = std::mem::take(map);
+                for (key, mut item) in entries {
+                    self.redact_value(&mut item);
+                    map.insert(self.redact(&key).into_owned(), item);
+                }
+            }
+            Value::Null | Value::Bool(_) | Value::Number(_) => {}
+        }
+    }
+
+    fn label(&self, patterns: &[usize]) -> String {
+        let mut names: Vec<&str> = patterns
+            .iter()
+            .flat_map(|pattern| self.names[*pattern].iter().map(String::as_str))
+            .collect();
+        names.sort_unstable();
+        names.dedup();
+        format!("[REDACTED:{}]", names.join(","))
+    }
+}
+
+/// A run of bytes covered by one or more overlapping secrets.
+struct Span {
+    start: usize,
+    end: usize,
+    /// The distinct values found in it.
+    patterns: Vec<usize>,
+}
+
+impl Span {
+    fn add(&mut self, pattern: usize) {
+        if !self.patterns.contains(&pattern) {
+            self.patterns.push(pattern);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn redactor(secrets: &[(&str, &str)]) -> Redactor {
+        Redactor::new(secrets.iter().copied())
+    }
+
+    #[test]
+    fn every_occurrence_is_replaced_by_the_name() {
+        let r = redactor(&[("API_KEY", "sk-12345"), ("OTHER", "hunter2!")]);
+        assert_eq!(
+            r.redact("key=sk-12345 again sk-12345, pw hunter2!."),
+            "key=[REDACTED:API_KEY] again [REDACTED:API_KEY], pw [REDACTED:OTHER]."
+        );
+        assert!(matches!(r.redact("nothing here"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn overlapping_values_are_replaced_as_one_span_named_after_both() {
+        let r = redactor(&[("A", "abcdef"), ("B", "defghi")]);
+        assert_eq!(r.redact("xabcdefghiy"), "x[REDACTED:A,B]y");
+        // One value inside another.
+        let r = redactor(&[("LONG", "0123456789"), ("SHORT", "3456")]);
+        assert_eq!(
+            r.redact("-0123456789-3456-"),
+            "-[REDACTED:LONG,SHORT]-[REDACTED:SHORT]-"
+        );
+        // A value overlapping itself.
+        let r = redactor(&[("REP", "abab")]);
+        assert_eq!(r.redact("ababab"), "[REDACTED:REP]");
+    }
+
+    #[test]
+    fn adjacent_values_are_replaced_one_after_the_other() {
+        let r = redactor(&[("A", "abcd"), ("B", "efgh")]);
+        assert_eq!(r.redact("abcdefgh"), "[REDACTED:A][REDACTED:B]");
+        assert_eq!(r.redact("abcdabcd"), "[REDACTED:A][REDACTED:A]");
+    }
+
+    #[test]
+    fn unicode_values_and_text_stay_valid_utf8() {
+        let r = redactor(&[
+            ("PASS", "pässwörd-ü"),
+            ("EMOJI", "🔑🔑🔑🔑"),
+            ("UML", "üüü"),
+        ]);
+        // Five keys hold two overlapping occurrences of four: all go.
+        assert_eq!(
+            r.redact("äpässwörd-üü and 🔑🔑🔑🔑🔑!"),
+            "ä[REDACTED:PASS]ü and [REDACTED:EMOJI]!"
+        );
+        // The minimum counts characters: `üüü` is six bytes but three
+        // characters, so it is too short.
+        assert_eq!(r.skipped(), ["UML"]);
+    }
+
+    #[test]
+    fn empty_and_short_values_are_not_redacted_and_short_ones_are_reported() {
+        let r = redactor(&[("EMPTY", ""), ("PIN", "123"), ("OK", "1234")]);
+        assert_eq!(r.skipped(), ["PIN"]);
+        assert_eq!(
+            r.redact("123 1234 12345"),
+            "123 [REDACTED:OK] [REDACTED:OK]5"
+        );
+        let none = Redactor::default();
+        assert_eq!(none.redact("anything"), "anything");
+    }
+
+    #[test]
+    fn names_sharing_a_value_are_named_together() {
+        let r = redactor(&[("B_KEY", "same-value"), ("A_KEY", "same-value")]);
+        assert_eq!(r.redact("[same-value]"), "[[REDACTED:A_KEY,B_KEY]]");
+    }
+
+    #[test]
+    fn json_strings_and_keys_are_redacted_after_parsing() {
+        // On the wire the value's quote is escaped: a byte search on the
+        // raw text would miss it, the parsed string does not.
+        let r = redactor(&[("TOKEN", "to\"ken-1")]);
+        let raw = r#"{"to\"ken-1": ["a to\"ken-1 b", 12, {"k": "to\"ken-1"}]}"#;
+        assert_eq!(r.redact(raw), raw);
+        let mut value: Value = serde_json::from_str(raw).unwrap();
+        r.redact_value(&mut value);
+        assert_eq!(
+            value,
+            json!({ "[REDACTED:TOKEN]": ["a [REDACTED:TOKEN] b", 12, { "k": "[REDACTED:TOKEN]" }] })
+        );
+    }
+
+    #[test]
+    fn debug_shows_names_never_values() {
+        let r = redactor(&[("API_KEY", "sk-secret-value")]);
+        let debug = format!("{r:?}");
+        assert!(debug.contains("API_KEY"), "{debug}");
+        assert!(!debug.contains("sk-secret-value"), "{debug}");
+    }
+
+    #[test]
+    fn a_mebibyte_of_worst_case_text_is_redacted_in_one_pass() {
+        // Every position starts a match of `aaaa` and of `aaaaaaaa`: the
+        // most matches the automaton can report for two values.
+        let r = redactor(&[("A4", "aaaa"), ("A8", "aaaaaaaa")]);
+        let text = "a".repeat(1 << 20);
+        let start = std::time::Instant::now();
+        assert_eq!(r.redact(&text), "[REDACTED:A4,A8]");
+        // Ordinary text with a few secrets.
+        let mut text = "lorem ipsum dolor sit amet ".repeat(40_000);
+        text.push_str("aaaa");
+        assert!(r.redact(&text).ends_with("amet [REDACTED:A4]"));
+        // Generous even for a debug build on a busy machine; a quadratic
+        // merge would take minutes.
+        assert!(start.elapsed() < std::time::Duration::from_secs(5));
+    }
+}

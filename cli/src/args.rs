@@ -296,6 +296,7 @@ Examples:
   skillpkg mcp                                    serve ./ for Claude Code's folders
   skillpkg mcp --project ~/work/app --host codex  what Codex sees from ~/work/app
   skillpkg mcp --listen 127.0.0.1:8750            streamable HTTP at http://127.0.0.1:8750/mcp
+  skillpkg mcp --audit-log ~/.skillpkg-audit.jsonl  one JSON line per tool call
   claude mcp add skills -- skillpkg mcp           register with Claude Code";
 
 #[derive(Debug, Args)]
@@ -316,6 +317,11 @@ pub struct McpArgs {
     /// Serve installed skills even when their files differ from skills.lock.
     #[arg(long)]
     pub allow_modified: bool,
+
+    /// Append one JSON line per tool call to FILE (created with mode 0600):
+    /// spec 003's telemetry fields, secrets redacted. See docs/runtime.md.
+    #[arg(long, value_name = "FILE")]
+    pub audit_log: Option<PathBuf>,
 
     /// Serve streamable HTTP on this loopback address (such as
     /// 127.0.0.1:8750; port 0 picks a free one) at /mcp, instead of stdio.

@@ -607,3 +607,87 @@ async fn an_installed_skill_that_differs_from_the_lock_is_not_served() {
     );
     client.cancel().await.unwrap();
 }
+
+#[tokio::test]
+async fn every_tool_call_is_one_audit_line_with_the_telemetry_fields_and_no_secret() {
+    let (project, _) = pdf_project();
+    project.write(
+        ".claude/skills/ocr/SKILL.md",
+        "---\nname: ocr\ndescription: Read text in images.\nversion: 1.2.0\nsecrets:\n  required:\n    - name: OCR_API_KEY\n      usage: env\nprovenance:\n  source_repo: https://example.com/ocr\n  source_commit: 0123456789abcdef0123456789abcdef01234567\n---\n# OCR\n",
+    );
+    let log = project.sandbox.path().join("audit.jsonl");
+    let mut command = project.command(&["--audit-log", log.to_str().unwrap()]);
+    command.env("OCR_API_KEY", "sk-live-abcdef123456");
+    let (transport, _) = TokioChildProcess::builder(command)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let client = ().serve(transport).await.unwrap();
+    call(&client, "skills_load", json!({"names": ["ocr"]})).await;
+    call(
+        &client,
+        "skills_read",
+        json!({"path": "sk-live-abcdef123456"}),
+    )
+    .await;
+    call(&client, "skills_unload", json!({"all": true})).await;
+    client.cancel().await.unwrap();
+
+    use std::os::unix::fs::PermissionsExt as _;
+    assert_eq!(
+        fs_err::metadata(&log).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    let text = fs_err::read_to_string(&log).unwrap();
+    assert!(!text.contains("sk-live-abcdef123456"), "{text}");
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 3, "{text}");
+    let is_hex = |value: &Value, len: usize| {
+        value.as_str().is_some_and(|text| {
+            text.len() == len && text.bytes().all(|byte| byte.is_ascii_hexdigit())
+        })
+    };
+    for line in &lines {
+        assert_eq!(line["v"], 1);
+        assert!(is_hex(&line["trace_id"], 32), "{line}");
+        assert!(is_hex(&line["run_id"], 16), "{line}");
+        assert_eq!(
+            line["trace_id"], lines[0]["trace_id"],
+            "one trace per session"
+        );
+        assert_eq!(line["approval_state"], "NOT_REQUIRED");
+        assert!(line["host_id"].as_str().is_some(), "{line}");
+    }
+    assert_ne!(lines[0]["run_id"], lines[1]["run_id"]);
+
+    let load = &lines[0];
+    assert_eq!(load["tool"], "skills_load");
+    assert_eq!(load["skill_id"], "ocr");
+    assert_eq!(load["skill_version"], "1.2.0");
+    assert_eq!(
+        load["skill_source_commit"],
+        "0123456789abcdef0123456789abcdef01234567"
+    );
+    assert_eq!(load["outcome"], "ok");
+
+    let read = &lines[1];
+    assert_eq!(read["tool"], "skills_read");
+    assert_eq!(read["outcome"], "error");
+    assert_eq!(read["error_code"], "NOT_FOUND");
+    assert_eq!(read["arguments"]["path"], "[REDACTED:OCR_API_KEY]");
+}
+
+#[tokio::test]
+async fn an_audit_log_that_is_not_a_regular_file_stops_the_server_before_it_serves() {
+    let (project, _) = pdf_project();
+    let output = run(project
+        .command(&["--audit-log", "/dev/stdout"])
+        .into_std()
+        .stdin(Stdio::null()));
+    assert_eq!(output.code, 1, "{output:?}");
+    assert!(output.stderr.contains("/dev/stdout"), "{}", output.stderr);
+    assert_eq!(output.stdout, "", "nothing reached the protocol stream");
+}

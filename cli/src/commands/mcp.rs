@@ -14,8 +14,10 @@ use tokio_util::sync::CancellationToken;
 use crate::args::McpArgs;
 use crate::commands::scopes::DEFAULT_HOST;
 use crate::printer::Printer;
+use crate::runtime::audit::AuditLog;
 use crate::runtime::catalog::{Options, ServedCatalog};
 use crate::runtime::server::{Shared, SkillServer, Transport};
+use crate::runtime::tool_call::Redactor;
 use crate::{ExitStatus, UserError, env_vars};
 
 pub fn run(args: &McpArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
@@ -59,14 +61,30 @@ pub fn run(args: &McpArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
             }
         ),
     );
-    let shared = Arc::new(Shared::new(catalog, args.max_active));
+    let audit = args
+        .audit_log
+        .as_deref()
+        .map(AuditLog::open)
+        .transpose()
+        .map_err(|error| {
+            UserError::new(error.to_string())
+                .with_hint("give --audit-log a regular file in a folder you can write to")
+        })?;
+    let redactor = secrets(&catalog);
+    for name in redactor.skipped() {
+        printer.status(
+            "Warning",
+            &format!("the secret {name} is under 4 characters, so it cannot be redacted from results and the audit log"),
+        );
+    }
+    let shared = Arc::new(Shared::new(catalog, args.max_active, audit, redactor));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()?;
     match args.listen {
         None => runtime.block_on(async move {
-            let service = SkillServer::new(shared, Transport::Stdio)
+            let service = SkillServer::new(shared, Transport::Stdio)?
                 .serve(rmcp::transport::stdio())
                 .await
                 .map_err(|error| {
@@ -79,6 +97,24 @@ pub fn run(args: &McpArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
         Some(address) => runtime.block_on(serve_http(shared, address, printer))?,
     }
     Ok(ExitStatus::Success)
+}
+
+/// A redactor for the value of every secret a served skill declares, as
+/// the server's environment has it.
+fn secrets(catalog: &ServedCatalog) -> Redactor {
+    let mut names: Vec<&str> = catalog
+        .skills()
+        .iter()
+        .flat_map(|skill| skill.frontmatter.extensions.secrets.iter())
+        .map(|secret| secret.name.as_str())
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    Redactor::new(
+        names
+            .into_iter()
+            .filter_map(|name| Some((name.to_owned(), std::env::var(name).ok()?))),
+    )
 }
 
 /// Serves streamable HTTP at `/mcp` on `address` until Ctrl-C or SIGTERM.
@@ -105,7 +141,7 @@ async fn serve_http(
         .with_cancellation_token(stop.child_token())
         .with_allowed_hosts([bound.to_string(), format!("localhost:{}", bound.port())]);
     let service = StreamableHttpService::new(
-        move || Ok(SkillServer::new(shared.clone(), Transport::Http)),
+        move || SkillServer::new(shared.clone(), Transport::Http),
         Arc::new(LocalSessionManager::default()),
         config,
     );

@@ -11,7 +11,9 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Instant;
 
 use base64::Engine as _;
 use rmcp::model::{
@@ -29,8 +31,10 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use skillpkg_index::skill::prompt::{AvailableSkill, Prompt as SkillsPrompt};
 
+use super::audit::{AuditLog, AuditRecord, SkillInfo, TraceId};
 use super::catalog::{self, MAX_SKILL_BYTES, ServedCatalog, ServedSkill};
 use super::session::{Mode, Session, SessionError};
+use super::tool_call::{ErrorCode, Outcome, Redactor, ToolError};
 
 /// The largest file `skills_read` returns; larger ones are for scripts.
 pub const READ_LIMIT: u64 = 1024 * 1024;
@@ -48,6 +52,12 @@ pub const LOADING_RULE: &str = "Skills are folders of instructions, references a
 pub struct Shared {
     pub catalog: Arc<ServedCatalog>,
     pub max_active: usize,
+    /// `--audit-log`, opened before anything is served.
+    pub audit: Option<AuditLog>,
+    /// Every declared secret's value, to keep out of results and the log.
+    pub redactor: Redactor,
+    /// Numbers the sessions for the audit log.
+    sessions: AtomicU64,
     /// `initialize`'s instructions, built once.
     instructions: String,
     /// The `<available_skills>` block, built once.
@@ -55,7 +65,12 @@ pub struct Shared {
 }
 
 impl Shared {
-    pub fn new(catalog: Arc<ServedCatalog>, max_active: usize) -> Self {
+    pub fn new(
+        catalog: Arc<ServedCatalog>,
+        max_active: usize,
+        audit: Option<AuditLog>,
+        redactor: Redactor,
+    ) -> Self {
         let available = SkillsPrompt {
             available_skills: catalog
                 .skills()
@@ -80,6 +95,9 @@ impl Shared {
         Self {
             catalog,
             max_active,
+            audit,
+            redactor,
+            sessions: AtomicU64::new(0),
             instructions,
             available,
         }
@@ -104,16 +122,103 @@ pub struct SkillServer {
     shared: Arc<Shared>,
     transport: Transport,
     session: Mutex<Session>,
+    /// The session's number, for the audit log.
+    id: String,
+    /// One trace per session (spec 003's `trace_id`).
+    trace: TraceId,
 }
 
 impl SkillServer {
-    pub fn new(shared: Arc<Shared>, transport: Transport) -> Self {
+    /// A new session. Fails only when the system's random source does.
+    pub fn new(shared: Arc<Shared>, transport: Transport) -> std::io::Result<Self> {
         let session = Session::new(shared.catalog.clone(), shared.max_active);
-        Self {
+        let id = (shared.sessions.fetch_add(1, Ordering::Relaxed) + 1).to_string();
+        Ok(Self {
             shared,
             transport,
             session: Mutex::new(session),
+            id,
+            trace: TraceId::random()?,
+        })
+    }
+
+    /// Runs one tool call and writes its audit line.
+    async fn audited(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let started = Instant::now();
+        let mut record = AuditRecord::begin(&self.id, self.trace.clone(), request.name.as_ref())
+            .map_err(|error| {
+                ErrorData::internal_error(format!("no randomness for a run id: {error}"), None)
+            })?;
+        record.arguments = request.arguments.clone().unwrap_or_default();
+        record.host_id = context
+            .peer
+            .peer_info()
+            .map(|info| format!("{}/{}", info.client_info.name, info.client_info.version));
+        let result = self.dispatch(request, context, &mut record).await?;
+        record.duration = started.elapsed();
+        if result.is_error == Some(true) {
+            record.outcome = Outcome::Error;
+            if record.error.is_none() {
+                record.error = result
+                    .structured_content
+                    .as_ref()
+                    .and_then(|envelope| serde_json::from_value(envelope["error"].clone()).ok());
+            }
         }
+        if let Some(audit) = &self.shared.audit {
+            if let Err(error) = audit.append(&record, &self.shared.redactor) {
+                // The call ran, but nothing may run unrecorded: say so,
+                // and let the operator fix the log.
+                return Ok(ToolError::new(
+                    ErrorCode::Unavailable,
+                    format!("{error}; the call ran but could not be recorded, so the server withholds its result"),
+                )
+                .into_call_tool_result());
+            }
+        }
+        Ok(result)
+    }
+
+    async fn dispatch(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+        record: &mut AuditRecord,
+    ) -> Result<CallToolResult, ErrorData> {
+        let name = request.name.as_ref();
+        let outcome = match name {
+            "skills_load" => parse(name, request.arguments).map(|arguments: LoadArguments| {
+                record.skill = single_skill(&self.shared.catalog, &arguments.names);
+                self.load(&arguments)
+            }),
+            "skills_unload" => {
+                parse(name, request.arguments).map(|arguments| self.unload(&arguments))
+            }
+            "skills_read" => parse(name, request.arguments).map(|arguments: ReadArguments| {
+                let result = self.read(&arguments);
+                record.skill = self
+                    .session()
+                    .resolve(arguments.skill.as_deref())
+                    .ok()
+                    .map(|skill| skill_info(skill));
+                result
+            }),
+            _ => {
+                return Err(ErrorData::invalid_params(
+                    format!("there is no tool named `{name}`; tools/list lists them"),
+                    None,
+                ));
+            }
+        };
+        Ok(match outcome {
+            Ok(Ok(result)) => result,
+            Ok(Err(error)) => session_error(&error),
+            Err(invalid) => invalid,
+        })
     }
 
     fn session(&self) -> MutexGuard<'_, Session> {
@@ -150,6 +255,28 @@ impl SkillServer {
             Err(error) => blob(&uri, error.as_bytes()),
         };
         Ok(CallToolResult::success(vec![content]))
+    }
+}
+
+/// The telemetry fields of `skill`.
+fn skill_info(skill: &ServedSkill) -> SkillInfo {
+    let version = skill
+        .locked
+        .clone()
+        .or_else(|| skill.frontmatter.version.clone())
+        .map(|version| version.to_string());
+    SkillInfo::new(
+        &skill.name,
+        version.as_deref(),
+        skill.frontmatter.extensions.provenance.as_ref(),
+    )
+}
+
+/// The skill a load is about, when it names exactly one that is served.
+fn single_skill(catalog: &ServedCatalog, names: &[String]) -> Option<SkillInfo> {
+    match names {
+        [name] => catalog.get(name).ok().map(|skill| skill_info(skill)),
+        _ => None,
     }
 }
 
@@ -193,31 +320,22 @@ fn session_result(session: &Session) -> CallToolResult {
     result
 }
 
-/// Spec 003's error envelope as a tool error the model reads.
-pub fn tool_error(code: &str, message: &str, retriable: bool) -> CallToolResult {
-    let envelope = json!({
-        "status": "error",
-        "error": { "code": code, "message": message, "retriable": retriable },
-    });
-    let mut result = CallToolResult::error(vec![ContentBlock::text(message.to_owned())]);
-    result.structured_content = Some(envelope);
-    result
-}
-
 fn session_error(error: &SessionError) -> CallToolResult {
     let code = match error {
-        SessionError::UnknownSkill(_) => "NOT_FOUND",
-        SessionError::TooMany { .. } | SessionError::NothingToUnload => "INVALID_ARGUMENT",
-        SessionError::NothingLoaded | SessionError::NotLoaded { .. } => "FAILED_PRECONDITION",
-        SessionError::ChangedOnDisk { .. } => "INTEGRITY",
+        SessionError::UnknownSkill(_) => ErrorCode::NotFound,
+        SessionError::TooMany { .. } | SessionError::NothingToUnload => ErrorCode::InvalidArgument,
+        SessionError::NothingLoaded | SessionError::NotLoaded { .. } => {
+            ErrorCode::FailedPrecondition
+        }
+        SessionError::ChangedOnDisk { .. } => ErrorCode::Integrity,
         SessionError::Read { error } => match error {
-            catalog::ReadError::NotInSkill { .. } => "NOT_FOUND",
-            catalog::ReadError::TooLarge { .. } => "INVALID_ARGUMENT",
-            catalog::ReadError::Changed { .. } => "INTEGRITY",
-            catalog::ReadError::Io { .. } => "UNAVAILABLE",
+            catalog::ReadError::NotInSkill { .. } => ErrorCode::NotFound,
+            catalog::ReadError::TooLarge { .. } => ErrorCode::InvalidArgument,
+            catalog::ReadError::Changed { .. } => ErrorCode::Integrity,
+            catalog::ReadError::Io { .. } => ErrorCode::Unavailable,
         },
     };
-    tool_error(code, &error.to_string(), false)
+    ToolError::new(code, error.to_string()).into_call_tool_result()
 }
 
 #[derive(Debug, Deserialize)]
@@ -248,11 +366,11 @@ fn parse<T: serde::de::DeserializeOwned>(
     arguments: Option<JsonObject>,
 ) -> Result<T, CallToolResult> {
     serde_json::from_value(Value::Object(arguments.unwrap_or_default())).map_err(|error| {
-        tool_error(
-            "INVALID_ARGUMENT",
-            &format!("invalid arguments for {tool}: {error}; see the tool's inputSchema"),
-            false,
+        ToolError::new(
+            ErrorCode::InvalidArgument,
+            format!("invalid arguments for {tool}: {error}; see the tool's inputSchema"),
         )
+        .into_call_tool_result()
     })
 }
 
@@ -360,28 +478,9 @@ impl ServerHandler for SkillServer {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let name = request.name.as_ref();
-        let outcome = match name {
-            "skills_load" => parse(name, request.arguments).map(|arguments| self.load(&arguments)),
-            "skills_unload" => {
-                parse(name, request.arguments).map(|arguments| self.unload(&arguments))
-            }
-            "skills_read" => parse(name, request.arguments).map(|arguments| self.read(&arguments)),
-            _ => {
-                return Err(ErrorData::invalid_params(
-                    format!("there is no tool named `{name}`; tools/list lists them"),
-                    None,
-                ));
-            }
-        };
-        let result = match outcome {
-            Ok(Ok(result)) => result,
-            Ok(Err(error)) => session_error(&error),
-            Err(invalid) => invalid,
-        };
-        Ok(result.into())
+        self.audited(request, context).await.map(Into::into)
     }
 
     async fn list_prompts(

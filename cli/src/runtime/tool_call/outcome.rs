@@ -81,11 +81,16 @@ pub enum ErrorCode {
     Unavailable,
     /// A fault of the runtime itself.
     Internal,
+    /// The session is not in the state the call needs (no skill loaded,
+    /// or not the one named).
+    FailedPrecondition,
+    /// A skill's files no longer hash to what was checked.
+    Integrity,
 }
 
 impl ErrorCode {
     /// Every code.
-    pub const ALL: [ErrorCode; 11] = [
+    pub const ALL: [ErrorCode; 13] = [
         Self::InvalidArgument,
         Self::NotFound,
         Self::ApprovalDenied,
@@ -97,6 +102,8 @@ impl ErrorCode {
         Self::OutputTooLarge,
         Self::Unavailable,
         Self::Internal,
+        Self::FailedPrecondition,
+        Self::Integrity,
     ];
 
     /// Returns the code as it is written in envelopes and the audit log.
@@ -113,6 +120,8 @@ impl ErrorCode {
             Self::OutputTooLarge => "OUTPUT_TOO_LARGE",
             Self::Unavailable => "UNAVAILABLE",
             Self::Internal => "INTERNAL",
+            Self::FailedPrecondition => "FAILED_PRECONDITION",
+            Self::Integrity => "INTEGRITY",
         }
     }
 

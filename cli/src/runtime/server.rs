@@ -149,8 +149,8 @@ impl SkillServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
         let started = Instant::now();
-        let mut record = AuditRecord::begin(&self.id, self.trace.clone(), request.name.as_ref())
-            .map_err(|error| {
+        let mut record =
+            AuditRecord::begin(&self.id, self.trace, request.name.as_ref()).map_err(|error| {
                 ErrorData::internal_error(format!("no randomness for a run id: {error}"), None)
             })?;
         record.arguments = request.arguments.clone().unwrap_or_default();
@@ -169,16 +169,16 @@ impl SkillServer {
                     .and_then(|envelope| serde_json::from_value(envelope["error"].clone()).ok());
             }
         }
-        if let Some(audit) = &self.shared.audit {
-            if let Err(error) = audit.append(&record, &self.shared.redactor) {
-                // The call ran, but nothing may run unrecorded: say so,
-                // and let the operator fix the log.
-                return Ok(ToolError::new(
+        if let Some(audit) = &self.shared.audit
+            && let Err(error) = audit.append(&record, &self.shared.redactor)
+        {
+            // The call ran, but nothing may run unrecorded: say so,
+            // and let the operator fix the log.
+            return Ok(ToolError::new(
                     ErrorCode::Unavailable,
                     format!("{error}; the call ran but could not be recorded, so the server withholds its result"),
                 )
                 .into_call_tool_result());
-            }
         }
         Ok(result)
     }

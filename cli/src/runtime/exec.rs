@@ -325,18 +325,16 @@ pub async fn run(request: RunRequest, cancel: CancellationToken) -> Result<RunOu
         .kill_on_drop(true);
 
     let mut notes = Vec::new();
-    let mut child = match sandbox {
-        None => command.spawn().map_err(|source| ExecError::Spawn {
-            program: executable.clone(),
-            source,
-        })?,
+    let confinement = match sandbox {
+        None => None,
         Some(policy) => {
             check_support(&policy)?;
             notes.extend(policy.notes.iter().cloned());
             let grants = grants_for(&executable, path_var, scratch.path());
-            spawn_confined(command, policy, grants, executable.clone()).await?
+            Some((policy, grants))
         }
     };
+    let mut child = spawn(command, confinement, executable.clone()).await?;
     let mut group = ProcessGroup(child.id().and_then(|pid| i32::try_from(pid).ok()));
 
     if let (Some(bytes), Some(mut pipe)) = (stdin, child.stdin.take()) {
@@ -450,32 +448,33 @@ fn grants_for(executable: &Path, path_var: Option<&str>, scratch: &Path) -> RunG
     }
 }
 
-/// Starts `command` from a new thread confined by `policy`: the process
-/// inherits the thread's Landlock domain, the server keeps none, and the
-/// thread ends right after.
-async fn spawn_confined(
+/// Starts `command` from a fresh thread, confined first when a policy is
+/// given: the process inherits the thread's Landlock domain, the server
+/// keeps none, and the thread ends right after. Unconfined runs take the
+/// same way, so both cost the same and neither blocks a runtime thread
+/// while the process starts.
+async fn spawn(
     mut command: tokio::process::Command,
-    policy: Policy,
-    grants: RunGrants,
+    confinement: Option<(Policy, RunGrants)>,
     program: PathBuf,
 ) -> Result<tokio::process::Child, ExecError> {
     let runtime = tokio::runtime::Handle::current();
     let (sender, receiver) = tokio::sync::oneshot::channel();
-    let thread = std::thread::Builder::new()
-        .name("skillpkg-sandbox".into())
-        .spawn(move || {
-            let result = sandbox::restrict_thread(&policy, &grants)
-                .map_err(ExecError::Sandbox)
-                .and_then(|()| {
-                    let _runtime = runtime.enter();
-                    command.spawn().map_err(|source| ExecError::Spawn {
-                        program: program.clone(),
-                        source,
-                    })
-                });
-            let _ = sender.send(result);
+    let job: Job = Box::new(move || {
+        let confined = match &confinement {
+            Some((policy, grants)) => sandbox::restrict_thread(policy, grants),
+            None => Ok(()),
+        };
+        let result = confined.map_err(ExecError::Sandbox).and_then(|()| {
+            let _runtime = runtime.enter();
+            command.spawn().map_err(|source| ExecError::Spawn {
+                program: program.clone(),
+                source,
+            })
         });
-    if let Err(error) = thread {
+        let _ = sender.send(result);
+    });
+    if let Err(error) = on_fresh_thread(job) {
         return Err(ExecError::Sandbox(format!(
             "cannot start the thread that confines it: {error}"
         )));
@@ -483,6 +482,41 @@ async fn spawn_confined(
     receiver
         .await
         .unwrap_or_else(|_| Err(ExecError::Sandbox("the confining thread died".into())))
+}
+
+type Job = Box<dyn FnOnce() + Send>;
+
+/// Runs `job` on a thread that has never run anything else and ends after
+/// it. One such thread is started ahead and waits: on a busy machine the
+/// scheduler runs a woken thread at once but makes a new one wait its turn,
+/// which would add milliseconds to every run. Spares are started from the
+/// caller's (unconfined) thread, never from a confined one.
+fn on_fresh_thread(job: Job) -> io::Result<()> {
+    static SPARE: Mutex<Option<std::sync::mpsc::Sender<Job>>> = Mutex::new(None);
+    let spare = SPARE.lock().ok().and_then(|mut spare| spare.take());
+    let unsent = match spare {
+        Some(sender) => sender.send(job).err().map(|error| error.0),
+        None => Some(job),
+    };
+    let start = |job: Option<Job>| {
+        let (sender, receiver) = std::sync::mpsc::channel::<Job>();
+        std::thread::Builder::new()
+            .name("skillpkg-sandbox".into())
+            .spawn(move || {
+                if let Some(job) = job.or_else(|| receiver.recv().ok()) {
+                    job();
+                }
+            })
+            .map(|_| sender)
+    };
+    if let Some(job) = unsent {
+        start(Some(job))?;
+    }
+    // The next run's thread. Without one, that run starts its own.
+    if let (Ok(sender), Ok(mut spare)) = (start(None), SPARE.lock()) {
+        *spare = Some(sender);
+    }
+    Ok(())
 }
 
 /// Resolves the first word of the command: a path stays as it is; a name

@@ -1,1 +1,1005 @@
-//! The Landlock sandbox scripts run in (docs/runtime.md).
+//! The Landlock sandbox scripts run in (docs/runtime-sandbox.md).
+//!
+//! Enforcement is default deny. A skill's `permissions` say what it asks
+//! for; the client's MCP roots say what the host allows; the script gets
+//! the intersection (spec 003 §8), computed here as a [`Policy`] of plain
+//! paths, because Landlock takes paths, not patterns:
+//!
+//! - read: the skill folder, the interpreter's installation, a fixed list
+//!   of system folders and files ([`SYSTEM_READ`]), and every path under a
+//!   root that a declared `filesystem.read` glob matches when the run
+//!   starts (a `prefix/**` glob grants `prefix` itself without a walk);
+//! - write: for each `filesystem.write` glob, its fixed prefix (`output` of
+//!   `output/**`) under each root, created under the working folder's root
+//!   when missing; a glob with no fixed prefix would mean the whole root and
+//!   is refused; nothing writable is executable;
+//! - execute: with `processes.allow_subprocess: true`, anything readable but
+//!   not writable; otherwise only the interpreter chain of the script and
+//!   the ELF loader;
+//! - network: no TCP `connect` or `bind` unless `network.outbound` lists
+//!   hosts; then TCP `connect` to the ports the entries name (`host:443`),
+//!   or to any port when one names none: Landlock filters by port, never by
+//!   host.
+//!
+//! The rules are applied by [`restrict_thread`] to a fresh thread of the
+//! server, which then spawns the script: a Landlock domain belongs to the
+//! thread that enforced it and to every process it starts from then on,
+//! so the server itself stays unconfined and no launcher has to be
+//! executed in between (docs/runtime-sandbox.md has the measurements).
+
+use std::io;
+use std::path::{Component, Path, PathBuf};
+use std::sync::OnceLock;
+
+use serde::{Deserialize, Serialize};
+use skillpkg_index::skill::model::Permissions;
+
+/// System folders and files every sandboxed script may read: the dynamic
+/// loader's libraries and cache, interpreters' standard libraries, time
+/// zones, user and host name lookup, TLS roots. Everything else on the
+/// machine (home folders, `/proc`, `/sys`, `/run`, `/var`, other files of
+/// `/etc`) is denied unless a glob grants it. Paths that do not exist are
+/// skipped.
+pub const SYSTEM_READ: &[&str] = &[
+    "/usr",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/bin",
+    "/sbin",
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/localtime",
+    "/etc/timezone",
+    "/etc/passwd",
+    "/etc/group",
+    "/etc/nsswitch.conf",
+    "/etc/hosts",
+    "/etc/host.conf",
+    "/etc/resolv.conf",
+    "/etc/gai.conf",
+    "/etc/ssl",
+    "/etc/ca-certificates",
+    "/etc/pki",
+    "/etc/mime.types",
+    "/etc/locale.alias",
+    "/dev/urandom",
+    "/dev/random",
+    "/dev/zero",
+];
+
+/// Device files every sandboxed script may write (and read).
+pub const SYSTEM_WRITE: &[&str] = &["/dev/null", "/dev/full"];
+
+/// ELF program interpreters (dynamic loaders). The kernel opens the loader
+/// of an executable for execution, so with subprocesses denied it is the
+/// one file besides the interpreter chain that keeps execute access.
+const ELF_LOADERS: &[&str] = &[
+    "/lib64/ld-linux-x86-64.so.2",
+    "/lib/ld-linux-aarch64.so.1",
+    "/lib/ld-linux-armhf.so.3",
+    "/lib/ld-linux.so.2",
+    "/lib/ld-musl-x86_64.so.1",
+    "/lib/ld-musl-aarch64.so.1",
+];
+
+/// How many paths the read globs of one skill may expand to, and how many
+/// entries one expansion may visit: the rules are rebuilt for every run,
+/// and a glob that matches more is too broad to be least privilege.
+const MAX_MATCHES: usize = 4096;
+const MAX_VISITED: usize = 50_000;
+
+/// The characters that make a glob more than a literal path.
+const WILDCARDS: [char; 6] = ['*', '?', '[', ']', '{', '}'];
+
+/// What the running kernel can enforce, reported by [`probe`] once at
+/// server start.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Support {
+    /// The highest Landlock ABI whose access rights all work here; 0 when
+    /// Landlock is missing or disabled.
+    pub abi: u32,
+    /// Filesystem rules (ABI 1, Linux 5.13).
+    pub filesystem: bool,
+    /// TCP `connect` and `bind` rules (ABI 4, Linux 6.7).
+    pub network: bool,
+    /// Signals and abstract UNIX sockets confined to the sandbox (ABI 6,
+    /// Linux 6.12).
+    pub scopes: bool,
+    /// What is not enforced, one sentence each.
+    pub notes: Vec<String>,
+}
+
+/// Network access of a sandboxed script.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "kind", content = "ports")]
+pub enum Network {
+    /// No TCP connect or bind (`network.outbound` is empty).
+    Deny,
+    /// TCP connect to these ports only, to any host.
+    Ports(Vec<u16>),
+    /// TCP connect to any host and port; bind stays denied.
+    Any,
+}
+
+/// The effective grants of one run: the skill's permissions intersected
+/// with the roots, as paths. System paths ([`SYSTEM_READ`]) and the
+/// interpreter are added when the rules are applied.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Policy {
+    /// The skill folder: readable (and executable with `subprocess`).
+    pub skill_root: PathBuf,
+    /// Files and folders the read globs matched, read only.
+    pub read: Vec<PathBuf>,
+    /// Folders (or files) the write globs grant: read, write, create,
+    /// remove; never execute.
+    pub write: Vec<PathBuf>,
+    /// TCP access.
+    pub network: Network,
+    /// `processes.allow_subprocess`: whether the script may execute other
+    /// programs than its interpreter.
+    pub subprocess: bool,
+    /// Things the runtime grants less (or more coarsely) than declared,
+    /// for the caller to pass on.
+    pub notes: Vec<String>,
+}
+
+/// Why a permission, a script path or a working folder is refused.
+#[derive(Debug, thiserror::Error)]
+pub enum Denied {
+    #[error("`permissions.filesystem.{access}` pattern `{glob}` is refused: {reason}")]
+    Glob {
+        access: &'static str,
+        glob: String,
+        reason: String,
+    },
+    #[error("{path} is outside the roots the client granted")]
+    OutsideRoots { path: PathBuf },
+    #[error("no roots: the client granted none and there is no project folder")]
+    NoRoots,
+    #[error("`{path}` is refused: {reason}")]
+    Path { path: String, reason: String },
+    #[error("cannot read {path}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+}
+
+impl Denied {
+    /// What the user (or the skill's author) can do about it.
+    pub fn hint(&self) -> Option<&'static str> {
+        match self {
+            Self::Glob {
+                access: "write", ..
+            } => Some(
+                "write patterns need a fixed folder to grant, like `output/**`, inside the roots",
+            ),
+            Self::Glob { .. } => Some(
+                "patterns match root-relative paths with `/`, like `docs/**/*.pdf`; declare a narrower one",
+            ),
+            Self::OutsideRoots { .. } => {
+                Some("ask the client to add the folder to its MCP roots, or use one inside them")
+            }
+            Self::NoRoots => {
+                Some("start `skillpkg mcp` with --project, or let the client send roots")
+            }
+            Self::Path { .. } => {
+                Some("give a path relative to the skill folder, like `scripts/extract.py`")
+            }
+            Self::Io { .. } => None,
+        }
+    }
+}
+
+/// Returns what the running kernel's Landlock can enforce. Computed once.
+pub fn probe() -> Support {
+    static SUPPORT: OnceLock<Support> = OnceLock::new();
+    SUPPORT.get_or_init(landlock_rules::probe).clone()
+}
+
+/// Computes the effective grants of a run of a skill at `skill_root` with
+/// `permissions`, under `roots` (the client's MCP roots, else the project
+/// folder), working in `workdir` (already checked by [`workdir_in_roots`]).
+/// Creates the write folders that are missing under the root holding
+/// `workdir`. A glob that is invalid, climbs out of the roots, names no
+/// fixed folder to write, or matches too much is refused.
+pub fn policy_for(
+    skill_root: &Path,
+    permissions: &Permissions,
+    roots: &[PathBuf],
+    workdir: &Path,
+) -> Result<Policy, Denied> {
+    if roots.is_empty() {
+        return Err(Denied::NoRoots);
+    }
+    let roots = roots
+        .iter()
+        .map(|root| canonical(root))
+        .collect::<Result<Vec<_>, _>>()?;
+    let workdir = canonical(workdir)?;
+    let home_root = roots
+        .iter()
+        .find(|root| workdir.starts_with(root))
+        .ok_or_else(|| Denied::OutsideRoots {
+            path: workdir.clone(),
+        })?;
+    let mut policy = Policy {
+        skill_root: canonical(skill_root)?,
+        read: Vec::new(),
+        write: Vec::new(),
+        network: network_for(&permissions.network.outbound),
+        subprocess: permissions.processes.allow_subprocess == Some(true),
+        notes: Vec::new(),
+    };
+    if !permissions.network.outbound.is_empty() {
+        policy.notes.push(format!(
+            "network.outbound lists {}: Landlock filters TCP by port, not by host, so {}",
+            permissions.network.outbound.join(", "),
+            match &policy.network {
+                Network::Ports(ports) => format!(
+                    "TCP connections to any host on port {} are allowed",
+                    join_ports(ports)
+                ),
+                _ => "TCP connections to any host and port are allowed".into(),
+            }
+        ));
+    }
+
+    for glob in &permissions.filesystem.read {
+        let (prefix, matcher) = parse_glob("read", glob)?;
+        let mut matched = 0;
+        for root in &roots {
+            let base = root.join(&prefix);
+            let Some(base) = inside(root, &base, "read", glob)? else {
+                continue;
+            };
+            match &matcher {
+                // A literal path or `prefix/**`: the folder or file itself.
+                None => {
+                    policy.read.push(base);
+                    matched += 1;
+                }
+                Some(matcher) => {
+                    matched += expand(root, &base, matcher, glob, &mut policy.read)?;
+                }
+            }
+            if policy.read.len() > MAX_MATCHES {
+                return Err(too_many("read", glob));
+            }
+        }
+        if matched == 0 {
+            policy.notes.push(format!(
+                "`filesystem.read` pattern `{glob}` matched nothing in the roots when the run started"
+            ));
+        }
+    }
+
+    for glob in &permissions.filesystem.write {
+        let (prefix, matcher) = parse_glob("write", glob)?;
+        if prefix.as_os_str().is_empty() {
+            return Err(Denied::Glob {
+                access: "write",
+                glob: glob.clone(),
+                reason: "it has no fixed folder before its first wildcard, so it would grant the whole root".into(),
+            });
+        }
+        if matcher.is_some() && !glob.ends_with("/**") {
+            policy.notes.push(format!(
+                "`filesystem.write` pattern `{glob}` is granted as its whole folder `{}`",
+                prefix.display()
+            ));
+        }
+        for root in &roots {
+            let target = root.join(&prefix);
+            if root == home_root {
+                let names_a_file = !glob.ends_with('/') && !glob.contains(WILDCARDS);
+                create_inside(root, &target, names_a_file, glob)?;
+            }
+            if let Some(target) = inside(root, &target, "write", glob)? {
+                policy.write.push(target);
+            }
+        }
+    }
+    policy.read.sort();
+    policy.read.dedup();
+    policy.write.sort();
+    policy.write.dedup();
+    Ok(policy)
+}
+
+fn join_ports(ports: &[u16]) -> String {
+    ports
+        .iter()
+        .map(u16::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `host:port` entries restrict TCP to their ports; one entry without a
+/// port (`api.example.com`, `::1`) leaves every port open.
+fn network_for(outbound: &[String]) -> Network {
+    if outbound.is_empty() {
+        return Network::Deny;
+    }
+    let mut ports = Vec::new();
+    for entry in outbound {
+        let entry = entry.trim();
+        let port = match entry.rsplit_once(':') {
+            // A bare IPv6 address has colons but no port: only `[::1]:443`.
+            Some((host, port)) if !host.contains(':') || host.ends_with(']') => {
+                port.parse::<u16>().ok()
+            }
+            _ => None,
+        };
+        match port {
+            Some(port) => ports.push(port),
+            None => return Network::Any,
+        }
+    }
+    ports.sort_unstable();
+    ports.dedup();
+    Network::Ports(ports)
+}
+
+/// Checks a permission glob the way `skillpkg validate` does and splits it
+/// into its fixed prefix (the folders before the first wildcard) and a
+/// matcher for the rest; the matcher is `None` when the glob is a literal
+/// path or `prefix/**`, which need no walk.
+fn parse_glob(
+    access: &'static str,
+    glob: &str,
+) -> Result<(PathBuf, Option<globset::GlobMatcher>), Denied> {
+    let refuse = |reason: &str| Denied::Glob {
+        access,
+        glob: glob.to_owned(),
+        reason: reason.to_owned(),
+    };
+    let trimmed = glob.trim_start_matches("./");
+    if trimmed.is_empty() {
+        return Err(refuse("it is empty"));
+    }
+    if trimmed.starts_with('!') {
+        return Err(refuse("negation (`!`) only exists in other glob dialects"));
+    }
+    if trimmed.contains('\\') || trimmed.contains('\0') {
+        return Err(refuse("it contains `\\` or NUL"));
+    }
+    if trimmed.starts_with('/') || trimmed.starts_with('~') {
+        return Err(refuse("it is absolute; patterns are relative to the roots"));
+    }
+    if trimmed.split('/').any(|part| part == "..") {
+        return Err(refuse("it climbs out of the roots with `..`"));
+    }
+    let is_wild = |part: &str| part.contains(WILDCARDS);
+    let parts: Vec<&str> = trimmed.split('/').filter(|part| !part.is_empty()).collect();
+    let fixed = parts.iter().take_while(|part| !is_wild(part)).count();
+    let prefix: PathBuf = parts[..fixed].iter().filter(|part| **part != ".").collect();
+    if fixed == parts.len() || (fixed + 1 == parts.len() && parts[fixed] == "**") {
+        return Ok((prefix, None));
+    }
+    let matcher = globset::GlobBuilder::new(trimmed)
+        .literal_separator(true)
+        .build()
+        .map_err(|error| refuse(&error.kind().to_string()))?
+        .compile_matcher();
+    Ok((prefix, Some(matcher)))
+}
+
+/// Walks `base` (under `root`) without following symbolic links and adds
+/// each path whose root-relative form `matcher` matches. Returns how many.
+fn expand(
+    root: &Path,
+    base: &Path,
+    matcher: &globset::GlobMatcher,
+    glob: &str,
+    out: &mut Vec<PathBuf>,
+) -> Result<usize, Denied> {
+    let mut matched = 0;
+    let mut visited = 0;
+    let mut stack = vec![base.to_path_buf()];
+    while let Some(folder) = stack.pop() {
+        let entries = match fs_err::read_dir(&folder) {
+            Ok(entries) => entries,
+            // A file prefix, or a folder that went away: nothing to match.
+            Err(_) => continue,
+        };
+        for entry in entries.flatten() {
+            visited += 1;
+            if visited > MAX_VISITED {
+                return Err(too_many("read", glob));
+            }
+            let path = entry.path();
+            let Ok(file_type) = entry.file_type() else {
+                continue;
+            };
+            // A link could point anywhere; granting it would grant its
+            // target, so links are neither matched nor followed.
+            if file_type.is_symlink() {
+                continue;
+            }
+            let Ok(relative) = path.strip_prefix(root) else {
+                continue;
+            };
+            let Some(relative) = relative.to_str() else {
+                continue;
+            };
+            if matcher.is_match(relative) {
+                out.push(path.clone());
+                matched += 1;
+                if matched > MAX_MATCHES {
+                    return Err(too_many("read", glob));
+                }
+            }
+            if file_type.is_dir() {
+                stack.push(path);
+            }
+        }
+    }
+    Ok(matched)
+}
+
+fn too_many(access: &'static str, glob: &str) -> Denied {
+    Denied::Glob {
+        access,
+        glob: glob.to_owned(),
+        reason: format!(
+            "it matches more than {MAX_MATCHES} paths (or needs more than {MAX_VISITED} entries walked)"
+        ),
+    }
+}
+
+/// Returns the canonical form of `path` when it exists and stays inside
+/// `root` (a link out of the root is refused), `None` when it does not
+/// exist.
+fn inside(
+    root: &Path,
+    path: &Path,
+    access: &'static str,
+    glob: &str,
+) -> Result<Option<PathBuf>, Denied> {
+    match fs_err::canonicalize(path) {
+        Ok(real) if real.starts_with(root) => Ok(Some(real)),
+        Ok(real) => Err(Denied::Glob {
+            access,
+            glob: glob.to_owned(),
+            reason: format!(
+                "{} leads to {}, outside the roots",
+                path.display(),
+                real.display()
+            ),
+        }),
+        Err(_) => Ok(None),
+    }
+}
+
+/// Creates a missing write target under `root`: a folder, or an empty
+/// file when the glob names one literally (`report.md`). The deepest
+/// existing ancestor must be inside the root, so a planted link cannot
+/// make it create things elsewhere.
+fn create_inside(root: &Path, target: &Path, file: bool, glob: &str) -> Result<(), Denied> {
+    if fs_err::symlink_metadata(target).is_ok() {
+        return Ok(());
+    }
+    let mut existing = target.parent();
+    while let Some(ancestor) = existing {
+        if fs_err::symlink_metadata(ancestor).is_ok() {
+            break;
+        }
+        existing = ancestor.parent();
+    }
+    if let Some(ancestor) = existing {
+        inside(root, ancestor, "write", glob)?;
+    }
+    let io_error = |source| Denied::Io {
+        path: target.to_path_buf(),
+        source,
+    };
+    if file {
+        if let Some(parent) = target.parent() {
+            fs_err::create_dir_all(parent).map_err(io_error)?;
+        }
+        fs_err::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(target)
+            .map_err(io_error)?;
+    } else {
+        fs_err::create_dir_all(target).map_err(io_error)?;
+    }
+    Ok(())
+}
+
+fn canonical(path: &Path) -> Result<PathBuf, Denied> {
+    fs_err::canonicalize(path).map_err(|source| Denied::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// Parses a relative path from outside (an MCP argument): not empty, not
+/// absolute, no `..`, no `\` or NUL.
+fn relative_path(path: &str) -> Result<PathBuf, Denied> {
+    let refuse = |reason: &str| Denied::Path {
+        path: path.to_owned(),
+        reason: reason.to_owned(),
+    };
+    if path.is_empty() {
+        return Err(refuse("it is empty"));
+    }
+    if path.contains('\\') || path.contains('\0') {
+        return Err(refuse("it contains `\\` or NUL"));
+    }
+    let parsed = Path::new(path);
+    let mut clean = PathBuf::new();
+    for component in parsed.components() {
+        match component {
+            Component::Normal(part) => clean.push(part),
+            Component::CurDir => {}
+            Component::ParentDir => return Err(refuse("it climbs out with `..`")),
+            Component::RootDir | Component::Prefix(_) => {
+                return Err(refuse("it is absolute"));
+            }
+        }
+    }
+    Ok(clean)
+}
+
+/// Resolves `path` (relative to the skill folder, as `skills_run_script`
+/// takes it) to the script it names: a regular file under the skill's
+/// `scripts/` folder, even after following links.
+pub fn script_in_skill(skill_root: &Path, path: &str) -> Result<PathBuf, Denied> {
+    let relative = relative_path(path)?;
+    let refuse = |reason: &str| Denied::Path {
+        path: path.to_owned(),
+        reason: reason.to_owned(),
+    };
+    if !relative.starts_with("scripts") || relative == Path::new("scripts") {
+        return Err(refuse("only files under the skill's `scripts/` folder run"));
+    }
+    let scripts = canonical(&skill_root.join("scripts"))?;
+    let real = fs_err::canonicalize(skill_root.join(&relative))
+        .map_err(|_| refuse("there is no such file in the skill"))?;
+    if !real.starts_with(&scripts) {
+        return Err(refuse(
+            "it is a link that leads out of the skill's `scripts/`",
+        ));
+    }
+    if !fs_err::metadata(&real).is_ok_and(|meta| meta.is_file()) {
+        return Err(refuse("it is not a regular file"));
+    }
+    Ok(real)
+}
+
+/// Resolves a working folder from outside: a relative one is taken from
+/// the first root, an absolute one must be inside a root. Returns its
+/// canonical path, which must be a folder inside a root even after
+/// following links.
+pub fn workdir_in_roots(roots: &[PathBuf], workdir: &str) -> Result<PathBuf, Denied> {
+    let first = roots.first().ok_or(Denied::NoRoots)?;
+    let candidate = if Path::new(workdir).is_absolute() {
+        PathBuf::from(workdir)
+    } else if workdir.is_empty() {
+        first.clone()
+    } else {
+        first.join(relative_path(workdir)?)
+    };
+    let real = fs_err::canonicalize(&candidate).map_err(|_| Denied::Path {
+        path: workdir.to_owned(),
+        reason: "there is no such folder".into(),
+    })?;
+    if !real.is_dir() {
+        return Err(Denied::Path {
+            path: workdir.to_owned(),
+            reason: "it is not a folder".into(),
+        });
+    }
+    for root in roots {
+        if real.starts_with(canonical(root)?) {
+            return Ok(real);
+        }
+    }
+    Err(Denied::OutsideRoots { path: real })
+}
+
+/// The files that must stay executable for `program` to start when
+/// subprocesses are denied: the program itself, its `#!` interpreter
+/// (through `/usr/bin/env NAME`, looked up in `path_var`), up to three
+/// levels, and the ELF loaders.
+pub fn executables_for(program: &Path, path_var: Option<&str>) -> Vec<PathBuf> {
+    static LOADERS: OnceLock<Vec<PathBuf>> = OnceLock::new();
+    let mut files = LOADERS
+        .get_or_init(|| {
+            ELF_LOADERS
+                .iter()
+                .map(PathBuf::from)
+                .filter(|path| path.exists())
+                .collect()
+        })
+        .clone();
+    let mut next = Some(program.to_path_buf());
+    for _ in 0..3 {
+        let Some(current) = next.take() else { break };
+        next = shebang(&current).and_then(|(interpreter, argument)| {
+            let is_env = interpreter.file_name().is_some_and(|name| name == "env");
+            files.push(interpreter.clone());
+            if is_env {
+                argument.and_then(|name| find_in_path(&name, path_var))
+            } else {
+                Some(interpreter)
+            }
+        });
+        files.push(current);
+    }
+    files.sort();
+    files.dedup();
+    files
+}
+
+/// Reads the `#!` line of `path`: the interpreter and its first argument.
+pub(crate) fn shebang(path: &Path) -> Option<(PathBuf, Option<String>)> {
+    use std::io::Read as _;
+    let mut head = [0_u8; 256];
+    let mut file = fs_err::File::open(path).ok()?;
+    let read = file.read(&mut head).ok()?;
+    let head = head.get(..read)?;
+    let line = head.strip_prefix(b"#!")?;
+    let line = line.split(|byte| *byte == b'\n').next()?;
+    let line = std::str::from_utf8(line).ok()?;
+    let mut words = line.split_ascii_whitespace();
+    let interpreter = PathBuf::from(words.next()?);
+    let argument = words.find(|word| !word.starts_with('-')).map(str::to_owned);
+    Some((interpreter, argument))
+}
+
+/// Looks `name` up in a `PATH` value: the first executable regular file.
+pub fn find_in_path(name: &str, path_var: Option<&str>) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt as _;
+    if name.contains('/') {
+        return Some(PathBuf::from(name));
+    }
+    path_var?
+        .split(':')
+        .filter(|folder| !folder.is_empty())
+        .map(|folder| Path::new(folder).join(name))
+        .find(|candidate| {
+            fs_err::metadata(candidate)
+                .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+        })
+}
+
+/// Extra paths of one run that the [`Policy`] does not hold: the folders
+/// the interpreter is installed in, the files that stay executable, the
+/// run's private scratch folder.
+#[derive(Debug, Default)]
+pub struct RunGrants {
+    pub read: Vec<PathBuf>,
+    pub execute: Vec<PathBuf>,
+    pub write: Vec<PathBuf>,
+}
+
+/// Confines the calling thread (and every process it starts afterwards)
+/// to `policy` plus `extra`. Call it on a thread of its own that ends
+/// after spawning: the confinement cannot be lifted.
+pub fn restrict_thread(policy: &Policy, extra: &RunGrants) -> Result<(), String> {
+    landlock_rules::restrict(policy, extra)
+}
+
+#[cfg(target_os = "linux")]
+mod landlock_rules {
+    use std::path::Path;
+    use std::sync::OnceLock;
+
+    use landlock::{
+        ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, NetPort, PathBeneath,
+        PathFd, Ruleset, RulesetAttr, RulesetCreated, RulesetCreatedAttr, RulesetStatus, Scope,
+    };
+
+    use super::{Network, Policy, RunGrants, SYSTEM_READ, SYSTEM_WRITE, Support};
+
+    const ABIS: [ABI; 10] = [
+        ABI::V10,
+        ABI::V9,
+        ABI::V8,
+        ABI::V7,
+        ABI::V6,
+        ABI::V5,
+        ABI::V4,
+        ABI::V3,
+        ABI::V2,
+        ABI::V1,
+    ];
+
+    fn features(abi: ABI) -> (BitFlags<AccessFs>, BitFlags<AccessNet>, BitFlags<Scope>) {
+        (
+            AccessFs::from_all(abi),
+            AccessNet::from_all(abi),
+            Scope::from_all(abi),
+        )
+    }
+
+    fn works(abi: ABI) -> bool {
+        let (fs, net, scope) = features(abi);
+        let mut ruleset = Ruleset::default().set_compatibility(CompatLevel::HardRequirement);
+        let build = || -> Result<RulesetCreated, landlock::RulesetError> {
+            ruleset = ruleset.handle_access(fs)?;
+            if !net.is_empty() {
+                ruleset = ruleset.handle_access(net)?;
+            }
+            if !scope.is_empty() {
+                ruleset = ruleset.scope(scope)?;
+            }
+            ruleset.create()
+        };
+        build().is_ok()
+    }
+
+    /// The highest ABI whose rights all work, lowered to the first ABI
+    /// with the same rights (newer ABIs may only add flags this runtime
+    /// does not use).
+    pub(super) fn current_abi() -> ABI {
+        static ABI_FOUND: std::sync::OnceLock<ABI> = std::sync::OnceLock::new();
+        *ABI_FOUND.get_or_init(|| {
+            let Some(index) = ABIS.iter().position(|abi| works(*abi)) else {
+                return ABI::Unsupported;
+            };
+            let mut found = ABIS[index];
+            for lower in &ABIS[index + 1..] {
+                if features(*lower) == features(found) {
+                    found = *lower;
+                } else {
+                    break;
+                }
+            }
+            found
+        })
+    }
+
+    pub(super) fn probe() -> Support {
+        let abi = current_abi();
+        let number = abi as u32;
+        let mut notes = Vec::new();
+        if abi == ABI::Unsupported {
+            notes.push(
+                "Landlock is not available (Linux 5.13 or later with `landlock` in the LSM list): scripts can only run unsandboxed".into(),
+            );
+        }
+        if number < 4 {
+            notes.push("TCP connect and bind cannot be denied (Landlock ABI 4, Linux 6.7)".into());
+        }
+        if number < 6 {
+            notes.push("signals and abstract UNIX sockets outside the sandbox are not blocked (Landlock ABI 6, Linux 6.12)".into());
+        }
+        if AccessNet::from_all(abi) & AccessNet::BindUdp == BitFlags::EMPTY {
+            notes.push(
+                "UDP (DNS included) is not filtered: Landlock on this kernel covers TCP only"
+                    .into(),
+            );
+        }
+        if AccessFs::from_all(abi) & AccessFs::ResolveUnix == BitFlags::EMPTY {
+            notes.push("connecting to path-named UNIX sockets (such as a Docker or D-Bus socket) is not filtered".into());
+        }
+        notes.push("network rules filter by port, not by host".into());
+        notes.push("processes that leave the script's process group (setsid) are not stopped at the timeout".into());
+        Support {
+            abi: number,
+            filesystem: number >= 1,
+            network: number >= 4,
+            scopes: number >= 6,
+            notes,
+        }
+    }
+
+    /// A path opened once (`O_PATH`) for rules.
+    struct Opened {
+        fd: PathFd,
+        folder: bool,
+    }
+
+    fn open(path: &Path) -> Option<Opened> {
+        // A path that does not exist (a system folder this distribution
+        // lacks) grants nothing.
+        let folder = fs_err::metadata(path).ok()?.is_dir();
+        Some(Opened {
+            fd: PathFd::new(path).ok()?,
+            folder,
+        })
+    }
+
+    /// The system paths, opened at the first run and kept, so each run
+    /// only adds their rules.
+    fn system(
+        paths: &'static [&'static str],
+        cell: &'static OnceLock<Vec<Opened>>,
+    ) -> &'static [Opened] {
+        cell.get_or_init(|| {
+            paths
+                .iter()
+                .filter_map(|path| open(Path::new(path)))
+                .collect()
+        })
+    }
+
+    fn add_opened(
+        ruleset: RulesetCreated,
+        opened: &Opened,
+        access: BitFlags<AccessFs>,
+        abi: ABI,
+    ) -> Result<RulesetCreated, String> {
+        // Rights a kernel does not know are left out rather than refused;
+        // rights that only apply to folders are left out of file rules.
+        let access = if opened.folder {
+            access & AccessFs::from_all(abi)
+        } else {
+            access & AccessFs::from_file(abi)
+        };
+        ruleset
+            .add_rule(PathBeneath::new(&opened.fd, access))
+            .map_err(|error| format!("cannot add a Landlock rule: {error}"))
+    }
+
+    fn add(
+        ruleset: RulesetCreated,
+        path: &Path,
+        access: BitFlags<AccessFs>,
+        abi: ABI,
+    ) -> Result<RulesetCreated, String> {
+        match open(path) {
+            Some(opened) => add_opened(ruleset, &opened, access, abi),
+            None => Ok(ruleset),
+        }
+    }
+
+    pub(super) fn restrict(policy: &Policy, extra: &RunGrants) -> Result<(), String> {
+        let abi = current_abi();
+        if abi == ABI::Unsupported {
+            return Err("Landlock is not available on this kernel".into());
+        }
+        let all = AccessFs::from_all(abi);
+        let read = AccessFs::from_read(abi) & !AccessFs::Execute;
+        let read_execute = AccessFs::from_read(abi);
+        let write = all & !AccessFs::Execute;
+        let system_access = if policy.subprocess {
+            read_execute
+        } else {
+            read
+        };
+        let error = |error: landlock::RulesetError| error.to_string();
+
+        let mut ruleset = Ruleset::default()
+            .set_compatibility(CompatLevel::HardRequirement)
+            .handle_access(all)
+            .map_err(error)?;
+        let net = AccessNet::from_all(abi);
+        let handled_net = match policy.network {
+            Network::Deny => net,
+            // Outbound TCP is allowed (to some ports); UDP stays open for
+            // DNS, and bind stays denied.
+            Network::Ports(_) => AccessNet::BindTcp | AccessNet::ConnectTcp,
+            Network::Any => BitFlags::from(AccessNet::BindTcp),
+        };
+        if !net.is_empty() {
+            ruleset = ruleset.handle_access(handled_net).map_err(error)?;
+        }
+        let scope = Scope::from_all(abi);
+        if !scope.is_empty() {
+            ruleset = ruleset.scope(scope).map_err(error)?;
+        }
+        let mut created = ruleset.create().map_err(error)?;
+
+        static READ: OnceLock<Vec<Opened>> = OnceLock::new();
+        static WRITE: OnceLock<Vec<Opened>> = OnceLock::new();
+        for opened in system(SYSTEM_READ, &READ) {
+            created = add_opened(created, opened, system_access, abi)?;
+        }
+        let device = read | AccessFs::WriteFile | AccessFs::Truncate;
+        for opened in system(SYSTEM_WRITE, &WRITE) {
+            created = add_opened(created, opened, device, abi)?;
+        }
+        created = add(created, &policy.skill_root, system_access, abi)?;
+        for path in &policy.read {
+            created = add(created, path, read, abi)?;
+        }
+        // The interpreter's installation is treated like a system folder.
+        for path in &extra.read {
+            created = add(created, path, system_access, abi)?;
+        }
+        for path in policy.write.iter().chain(&extra.write) {
+            created = add(created, path, write, abi)?;
+        }
+        for path in &extra.execute {
+            created = add(created, path, AccessFs::Execute | AccessFs::ReadFile, abi)?;
+        }
+        if let (false, Network::Ports(ports)) = (net.is_empty(), &policy.network) {
+            for port in ports {
+                created = created
+                    .add_rule(NetPort::new(*port, AccessNet::ConnectTcp))
+                    .map_err(error)?;
+            }
+        }
+        let status = created.restrict_self().map_err(error)?;
+        if status.ruleset != RulesetStatus::FullyEnforced {
+            return Err(format!(
+                "Landlock enforced the rules only partly ({:?})",
+                status.ruleset
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+mod landlock_rules {
+    use super::{Policy, RunGrants, Support};
+
+    pub(super) fn probe() -> Support {
+        Support {
+            abi: 0,
+            filesystem: false,
+            network: false,
+            scopes: false,
+            notes: vec!["Landlock exists only on Linux: scripts can only run unsandboxed".into()],
+        }
+    }
+
+    pub(super) fn restrict(_: &Policy, _: &RunGrants) -> Result<(), String> {
+        Err("Landlock exists only on Linux".into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_glob_splits_into_its_fixed_folder_and_the_rest() {
+        let prefix = |glob: &str| {
+            let (prefix, matcher) = parse_glob("read", glob).unwrap();
+            (prefix, matcher.is_some())
+        };
+        assert_eq!(prefix("output/**"), (PathBuf::from("output"), false));
+        assert_eq!(prefix("./output/**"), (PathBuf::from("output"), false));
+        assert_eq!(prefix("report.md"), (PathBuf::from("report.md"), false));
+        assert_eq!(prefix("docs/**/*.pdf"), (PathBuf::from("docs"), true));
+        assert_eq!(prefix("output/*.txt"), (PathBuf::from("output"), true));
+        assert_eq!(prefix("**/*.pdf"), (PathBuf::new(), true));
+        assert_eq!(prefix("a/b?/c"), (PathBuf::from("a"), true));
+        for bad in [
+            "",
+            "/etc/**",
+            "~/x",
+            "../x",
+            "a/../../x",
+            "!x",
+            "a\\b",
+            "a/[b",
+        ] {
+            assert!(parse_glob("read", bad).is_err(), "{bad:?} was accepted");
+        }
+    }
+
+    #[test]
+    fn outbound_hosts_become_ports_or_any() {
+        let hosts = |hosts: &[&str]| {
+            network_for(
+                &hosts
+                    .iter()
+                    .map(|host| (*host).to_owned())
+                    .collect::<Vec<_>>(),
+            )
+        };
+        assert_eq!(hosts(&[]), Network::Deny);
+        assert_eq!(
+            hosts(&["api.example.com:443", "[::1]:8080", "b.example.com:443"]),
+            Network::Ports(vec![443, 8080])
+        );
+        assert_eq!(hosts(&["api.example.com:443", "example.org"]), Network::Any);
+        // A bare IPv6 address ends in digits after a colon, but names no port.
+        assert_eq!(hosts(&["::1"]), Network::Any);
+        assert_eq!(hosts(&["example.org:https"]), Network::Any);
+    }
+}

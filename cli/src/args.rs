@@ -318,6 +318,17 @@ pub struct McpArgs {
     #[arg(long)]
     pub allow_modified: bool,
 
+    /// How long a script or tool may run before its whole process group is
+    /// killed, in seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub timeout: u64,
+
+    /// Run scripts and tools without the Landlock sandbox: with every
+    /// permission of the user running the server. Only for kernels without
+    /// Landlock, and only for skills you trust.
+    #[arg(long)]
+    pub unsandboxed: bool,
+
     /// Append one JSON line per tool call to FILE (created with mode 0600):
     /// spec 003's telemetry fields, secrets redacted. See docs/runtime.md.
     #[arg(long, value_name = "FILE")]

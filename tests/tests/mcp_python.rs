@@ -318,3 +318,45 @@ fn listening_anywhere_but_loopback_is_refused() {
         output.stderr
     );
 }
+
+#[test]
+fn choose_activate_use_runs_as_spec_001_describes() {
+    let project = Project::new();
+    let log = project.flow("choose-activate-use");
+    let calls = entries(&log, "tools/call");
+    let prompts = entries(&log, "prompts/get");
+
+    // 1. The model sees the available skills, with the loading rule.
+    let available = prompt_text(prompts[0]);
+    assert!(available.contains("MUST call the skills_load tool"), "{available}");
+    assert!(available.contains("<name>pdf-processing</name>"), "{available}");
+
+    // 2.-3. It loads the skill; the receipt names it, with its digest.
+    let skill_md = fs_err::read(project.dir().join(".claude/skills/pdf-processing/SKILL.md")).unwrap();
+    let receipt = &calls[0]["result"]["structuredContent"]["active_skills"][0];
+    assert_eq!(receipt["name"], "pdf-processing");
+    assert_eq!(
+        receipt["digest"],
+        format!("sha256:{:x}", Sha256::digest(&skill_md))
+    );
+
+    // 4. The next call's instructions carry the body.
+    assert_eq!(
+        prompt_text(prompts[1]),
+        "<active_skills>\n  <skill name=\"pdf-processing\">\n# PDF\n\nRead references/forms.md, then run scripts/extract.py.\n  </skill>\n</active_skills>\n"
+    );
+
+    // 5. It reads a reference and runs a script of the skill.
+    assert_eq!(calls[1]["result"]["content"][0]["text"], "# Forms\nFill fields.\n");
+    let ran = &calls[2]["result"];
+    assert_eq!(ran["isError"], false, "{ran}");
+    assert_eq!(
+        ran["structuredContent"],
+        json!({
+            "path": "scripts/extract.py",
+            "exit_code": 0,
+            "stdout": "pages ['--pages', '2']\n",
+            "stderr": "",
+        })
+    );
+}

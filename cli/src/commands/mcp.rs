@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use std::net::SocketAddr;
+use std::time::Duration;
 
 use rmcp::ServiceExt as _;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -16,6 +17,9 @@ use crate::commands::scopes::DEFAULT_HOST;
 use crate::printer::Printer;
 use crate::runtime::audit::AuditLog;
 use crate::runtime::catalog::{Options, ServedCatalog};
+use crate::runtime::exec::{self, Limits};
+use crate::runtime::run::RunConfig;
+use crate::runtime::sandbox;
 use crate::runtime::server::{Shared, SkillServer, Transport};
 use crate::runtime::tool_call::Redactor;
 use crate::{ExitStatus, UserError, env_vars};
@@ -77,7 +81,33 @@ pub fn run(args: &McpArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
             &format!("the secret {name} is under 4 characters, so it cannot be redacted from results and the audit log"),
         );
     }
-    let shared = Arc::new(Shared::new(catalog, args.max_active, audit, redactor));
+    let support = sandbox::probe();
+    if args.unsandboxed {
+        printer.status(
+            "Warning",
+            "--unsandboxed: scripts and tools run with every permission of this user",
+        );
+    } else {
+        for note in &support.notes {
+            printer.status("Sandbox", note);
+        }
+        if !support.filesystem {
+            printer.status(
+                "Warning",
+                "this kernel has no Landlock: every script and tool call will be refused; use Linux 6.7 or later, or --unsandboxed for skills you trust",
+            );
+        }
+    }
+    let run = RunConfig {
+        limits: Limits {
+            timeout: Duration::from_secs(args.timeout),
+            ..Limits::default()
+        },
+        unsandboxed: args.unsandboxed,
+        server_env: exec::server_environment(),
+        project: options.project,
+    };
+    let shared = Arc::new(Shared::new(catalog, args.max_active, audit, redactor, run));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

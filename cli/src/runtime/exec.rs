@@ -125,25 +125,6 @@ pub struct RunOutcome {
     pub notes: Vec<String>,
 }
 
-impl RunOutcome {
-    /// Replaces every occurrence of each of `values` (the run's secrets)
-    /// in stdout and stderr with `[REDACTED]`: spec 003 wants secrets kept
-    /// out of tool output by default. Values shorter than 4 bytes are left
-    /// alone, since replacing them would garble the output and hide little.
-    pub fn redact<'a>(&mut self, values: impl IntoIterator<Item = &'a str>) {
-        for value in values {
-            if value.len() < 4 {
-                continue;
-            }
-            for text in [&mut self.stdout, &mut self.stderr] {
-                if text.contains(value) {
-                    *text = text.replace(value, "[REDACTED]");
-                }
-            }
-        }
-    }
-}
-
 /// Why a run could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum ExecError {
@@ -665,21 +646,4 @@ async fn read_capped(
         capture.bytes.extend_from_slice(&buffer[..read.min(room)]);
     }
     capture
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn secrets_are_redacted_from_output() {
-        let mut outcome = RunOutcome {
-            stdout: "token=s3cret-value\nok\n".into(),
-            stderr: "s3cret-value failed; id 42".into(),
-            ..RunOutcome::default()
-        };
-        outcome.redact(["s3cret-value", "42"]);
-        assert_eq!(outcome.stdout, "token=[REDACTED]\nok\n");
-        assert_eq!(outcome.stderr, "[REDACTED] failed; id 42");
-    }
 }

@@ -9,6 +9,7 @@
 pub mod audit;
 pub mod catalog;
 pub mod exec;
+pub mod run;
 pub mod sandbox;
 pub mod server;
 pub mod session;

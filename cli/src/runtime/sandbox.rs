@@ -553,21 +553,34 @@ fn relative_path(path: &str) -> Result<PathBuf, Denied> {
 /// takes it) to the script it names: a regular file under the skill's
 /// `scripts/` folder, even after following links.
 pub fn script_in_skill(skill_root: &Path, path: &str) -> Result<PathBuf, Denied> {
+    file_in(skill_root, Some("scripts"), path)
+}
+
+/// Resolves a tool's `implementation.entrypoint` to the file it names: a
+/// regular file inside the skill folder, even after following links.
+pub fn entrypoint_in_skill(skill_root: &Path, path: &str) -> Result<PathBuf, Denied> {
+    file_in(skill_root, None, path)
+}
+
+fn file_in(skill_root: &Path, folder: Option<&str>, path: &str) -> Result<PathBuf, Denied> {
     let relative = relative_path(path)?;
     let refuse = |reason: &str| Denied::Path {
         path: path.to_owned(),
         reason: reason.to_owned(),
     };
-    if !relative.starts_with("scripts") || relative == Path::new("scripts") {
-        return Err(refuse("only files under the skill's `scripts/` folder run"));
-    }
-    let scripts = canonical(&skill_root.join("scripts"))?;
+    let base = match folder {
+        Some(folder) => {
+            if !relative.starts_with(folder) || relative == Path::new(folder) {
+                return Err(refuse("only files under the skill's `scripts/` folder run"));
+            }
+            canonical(&skill_root.join(folder))?
+        }
+        None => canonical(skill_root)?,
+    };
     let real = fs_err::canonicalize(skill_root.join(&relative))
         .map_err(|_| refuse("there is no such file in the skill"))?;
-    if !real.starts_with(&scripts) {
-        return Err(refuse(
-            "it is a link that leads out of the skill's `scripts/`",
-        ));
+    if !real.starts_with(&base) {
+        return Err(refuse("it is a link that leads out of the skill's folder"));
     }
     if !fs_err::metadata(&real).is_ok_and(|meta| meta.is_file()) {
         return Err(refuse("it is not a regular file"));

@@ -11,6 +11,7 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeSet;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
@@ -29,12 +30,17 @@ use rmcp::service::RequestContext;
 use rmcp::{RoleServer, ServerHandler};
 use serde::Deserialize;
 use serde_json::{Value, json};
+use skillpkg_index::skill::model::Tool as SkillTool;
 use skillpkg_index::skill::prompt::{AvailableSkill, Prompt as SkillsPrompt};
 
 use super::audit::{AuditLog, AuditRecord, SkillInfo, TraceId};
 use super::catalog::{self, MAX_SKILL_BYTES, ServedCatalog, ServedSkill};
+use super::run::{CallContext, RunConfig, RunScriptArguments};
 use super::session::{Mode, Session, SessionError};
-use super::tool_call::{ErrorCode, Outcome, Redactor, ToolError};
+use super::tool_call::{
+    ApprovalState, ElicitationAnswer, ErrorCode, Outcome, Redactor, SchemaCache, ToolError,
+    ToolOutcome, confirmation_for, decide,
+};
 
 /// The largest file `skills_read` returns; larger ones are for scripts.
 pub const READ_LIMIT: u64 = 1024 * 1024;
@@ -56,6 +62,10 @@ pub struct Shared {
     pub audit: Option<AuditLog>,
     /// Every declared secret's value, to keep out of results and the log.
     pub redactor: Redactor,
+    /// How scripts and tools run.
+    pub run: RunConfig,
+    /// The skills' tool schemas, compiled on first use.
+    pub schemas: SchemaCache,
     /// Numbers the sessions for the audit log.
     sessions: AtomicU64,
     /// `initialize`'s instructions, built once.
@@ -70,6 +80,7 @@ impl Shared {
         max_active: usize,
         audit: Option<AuditLog>,
         redactor: Redactor,
+        run: RunConfig,
     ) -> Self {
         let available = SkillsPrompt {
             available_skills: catalog
@@ -97,6 +108,8 @@ impl Shared {
             max_active,
             audit,
             redactor,
+            run,
+            schemas: SchemaCache::new(),
             sessions: AtomicU64::new(0),
             instructions,
             available,
@@ -186,10 +199,11 @@ impl SkillServer {
     async fn dispatch(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
         record: &mut AuditRecord,
     ) -> Result<CallToolResult, ErrorData> {
         let name = request.name.as_ref();
+        let tools_before = self.tool_names();
         let outcome = match name {
             "skills_load" => parse(name, request.arguments).map(|arguments: LoadArguments| {
                 record.skill = single_skill(&self.shared.catalog, &arguments.names);
@@ -207,18 +221,183 @@ impl SkillServer {
                     .map(|skill| skill_info(skill));
                 result
             }),
-            _ => {
-                return Err(ErrorData::invalid_params(
-                    format!("there is no tool named `{name}`; tools/list lists them"),
-                    None,
-                ));
+            "skills_run_script" => {
+                let arguments: RunScriptArguments = match parse(name, request.arguments) {
+                    Ok(arguments) => arguments,
+                    Err(invalid) => return Ok(invalid),
+                };
+                return Ok(self.run_script(arguments, &context, record).await);
+            }
+            wire => {
+                let found = self
+                    .session()
+                    .tool(wire)
+                    .map(|(skill, tool)| (skill.clone(), tool.clone()));
+                let Some((skill, tool)) = found else {
+                    return Err(ErrorData::invalid_params(
+                        format!(
+                            "there is no tool named `{wire}` in this session: a skill's tools are listed once skills_load has loaded it"
+                        ),
+                        None,
+                    ));
+                };
+                let arguments = request.arguments.unwrap_or_default();
+                return Ok(self
+                    .call_skill_tool(&skill, &tool, &arguments, &context, record)
+                    .await);
             }
         };
-        Ok(match outcome {
+        let result = match outcome {
             Ok(Ok(result)) => result,
             Ok(Err(error)) => session_error(&error),
             Err(invalid) => invalid,
-        })
+        };
+        if self.tool_names() != tools_before {
+            // A client that cannot be told keeps its list until it asks.
+            let _ = context.peer.notify_tool_list_changed().await;
+        }
+        Ok(result)
+    }
+
+    /// The wire names of the session's skill tools, to notice a change.
+    fn tool_names(&self) -> Vec<String> {
+        self.session()
+            .listed_tools()
+            .into_iter()
+            .map(|tool| tool.name.into_owned())
+            .collect()
+    }
+
+    /// The folders the client lets scripts work in: its MCP roots, when it
+    /// declared them and can be asked, else the project folder.
+    async fn roots(&self, context: &RequestContext<RoleServer>) -> Vec<PathBuf> {
+        let declared = context
+            .peer
+            .peer_info()
+            .is_some_and(|info| info.capabilities.roots.is_some());
+        if declared {
+            #[allow(deprecated)]
+            if let Ok(listed) = context.peer.list_roots().await {
+                let roots: Vec<PathBuf> = listed
+                    .roots
+                    .iter()
+                    .filter_map(|root| url::Url::parse(&root.uri).ok()?.to_file_path().ok())
+                    .collect();
+                if !roots.is_empty() {
+                    return roots;
+                }
+            }
+        }
+        vec![self.shared.run.project.clone()]
+    }
+
+    async fn run_script(
+        &self,
+        arguments: RunScriptArguments,
+        context: &RequestContext<RoleServer>,
+        record: &mut AuditRecord,
+    ) -> CallToolResult {
+        let skill = match self.session().resolve(arguments.skill.as_deref()) {
+            Ok(skill) => skill.clone(),
+            Err(error) => return session_error(&error),
+        };
+        record.skill = Some(skill_info(&skill));
+        let roots = self.roots(context).await;
+        match self
+            .shared
+            .run
+            .run_script(
+                &skill,
+                arguments,
+                CallContext {
+                    roots: &roots,
+                    redactor: &self.shared.redactor,
+                    cancel: context.ct.clone(),
+                },
+            )
+            .await
+        {
+            Ok((result, outcome)) => {
+                record.exit_code = outcome.exit_code;
+                record.denials = outcome.notes;
+                result
+            }
+            Err(error) => {
+                record.error = Some(error.clone());
+                error.into_call_tool_result()
+            }
+        }
+    }
+
+    async fn call_skill_tool(
+        &self,
+        skill: &Arc<ServedSkill>,
+        tool: &SkillTool,
+        arguments: &JsonObject,
+        context: &RequestContext<RoleServer>,
+        record: &mut AuditRecord,
+    ) -> CallToolResult {
+        record.skill = Some(skill_info(skill));
+        let schemas = match self.shared.schemas.get(&skill.name, tool) {
+            Ok(schemas) => schemas,
+            Err(error) => return error.into_call_tool_result(),
+        };
+        if let Err(error) = schemas.check_arguments(arguments) {
+            record.error = Some(error.clone());
+            return error.into_call_tool_result();
+        }
+        if let Some(request) = confirmation_for(
+            &skill.name,
+            tool,
+            skill.frontmatter.extensions.safety.as_ref(),
+        ) {
+            record.approval_state = ApprovalState::Pending;
+            let answer = if context.peer.supported_elicitation_modes().is_empty() {
+                ElicitationAnswer::NotSupported
+            } else {
+                match context
+                    .peer
+                    .create_elicitation(
+                        request.elicitation_request(arguments, &self.shared.redactor),
+                    )
+                    .await
+                {
+                    Ok(result) => ElicitationAnswer::Answered(result),
+                    Err(error) => ElicitationAnswer::Failed(error.to_string()),
+                }
+            };
+            let approval = decide(&request, &answer);
+            record.approval_state = approval.state;
+            if let Some(denial) = approval.denial {
+                record.error = Some(denial.clone());
+                return denial.into_call_tool_result();
+            }
+        }
+        let roots = self.roots(context).await;
+        let (outcome, run) = self
+            .shared
+            .run
+            .run_tool(
+                skill,
+                tool,
+                &schemas,
+                arguments,
+                CallContext {
+                    roots: &roots,
+                    redactor: &self.shared.redactor,
+                    cancel: context.ct.clone(),
+                },
+            )
+            .await;
+        if let Some(run) = run {
+            record.exit_code = run.exit_code;
+            record.denials = run.notes;
+        }
+        record.outcome = outcome.outcome();
+        if let ToolOutcome::Error(error) = &outcome {
+            record.error = Some(error.clone());
+        }
+        outcome.into_call_tool_result()
     }
 
     fn session(&self) -> MutexGuard<'_, Session> {
@@ -323,7 +502,9 @@ fn session_result(session: &Session) -> CallToolResult {
 fn session_error(error: &SessionError) -> CallToolResult {
     let code = match error {
         SessionError::UnknownSkill(_) => ErrorCode::NotFound,
-        SessionError::TooMany { .. } | SessionError::NothingToUnload => ErrorCode::InvalidArgument,
+        SessionError::TooMany { .. }
+        | SessionError::NothingToUnload
+        | SessionError::ToolNameCollision(_) => ErrorCode::InvalidArgument,
         SessionError::NothingLoaded | SessionError::NotLoaded { .. } => {
             ErrorCode::FailedPrecondition
         }
@@ -421,6 +602,22 @@ fn session_tools() -> Vec<Tool> {
                 "additionalProperties": false
             }),
         ),
+        tool(
+            "skills_run_script",
+            "Run a script of a loaded skill, such as scripts/extract.py (under the skill's scripts/ folder; .py with python3, .sh with bash, .js/.mjs with node, else its #! line). It runs sandboxed with only the permissions the skill declares, in workdir (default: the project folder), with a timeout. Returns path, exit_code, stdout and stderr.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "skill": { "type": "string", "description": "A loaded skill; defaults to the most recently loaded one." },
+                    "path": { "type": "string", "description": "Relative to the skill folder, under scripts/." },
+                    "args": { "type": "array", "items": { "type": "string" } },
+                    "env": { "type": "object", "additionalProperties": { "type": "string" } },
+                    "workdir": { "type": "string", "description": "Relative to the project folder, or absolute inside a root." }
+                },
+                "required": ["path"],
+                "additionalProperties": false
+            }),
+        ),
     ]
 }
 
@@ -472,7 +669,9 @@ impl ServerHandler for SkillServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(session_tools()))
+        let mut tools = session_tools();
+        tools.extend(self.session().listed_tools());
+        Ok(ListToolsResult::with_all_items(tools))
     }
 
     async fn call_tool(

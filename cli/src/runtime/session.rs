@@ -9,6 +9,15 @@ use serde_json::{Value, json};
 use skillpkg_index::skill::prompt::{ActiveSkill, Prompt};
 
 use super::catalog::{ReadError, ServedCatalog, ServedSkill};
+use super::tool_call::{NameCollision, WireNames};
+
+/// The runtime's own tools, whose names no skill's tool may take.
+pub const RUNTIME_TOOLS: [&str; 4] = [
+    "skills_load",
+    "skills_unload",
+    "skills_read",
+    "skills_run_script",
+];
 
 /// How many skills a session may have loaded at once unless
 /// `--max-active` says otherwise.
@@ -51,6 +60,39 @@ pub enum SessionError {
     },
     #[error("give `names` (a list of skill names) or `all: true`")]
     NothingToUnload,
+    #[error(
+        "the tool `{}` of skill `{}` would be listed as `{}`, which {}; load the skills separately",
+        .0.tool,
+        .0.skill,
+        .0.wire,
+        match &.0.taken_by {
+            Some(other) => format!("the tool `{}` of skill `{}` already has", other.tool, other.skill),
+            None => "is one of the runtime's own tools".to_owned(),
+        }
+    )]
+    ToolNameCollision(NameCollision),
+}
+
+/// The wire names of `skills`' tools, next to the runtime's own.
+fn names_for<'a>(
+    skills: impl Iterator<Item = &'a Arc<ServedSkill>>,
+) -> Result<WireNames, NameCollision> {
+    let mut names = WireNames::new();
+    for tool in RUNTIME_TOOLS {
+        names.reserve(tool);
+    }
+    for skill in skills {
+        names.add_skill(
+            &skill.name,
+            skill
+                .frontmatter
+                .extensions
+                .tools
+                .iter()
+                .map(|tool| tool.name.as_str()),
+        )?;
+    }
+    Ok(names)
 }
 
 /// A session's loaded skills, oldest first.
@@ -59,6 +101,8 @@ pub struct Session {
     catalog: Arc<ServedCatalog>,
     max_active: usize,
     active: Vec<Loaded>,
+    /// The wire names of the loaded skills' tools.
+    names: WireNames,
 }
 
 #[derive(Debug)]
@@ -74,6 +118,7 @@ impl Session {
             catalog,
             max_active,
             active: Vec::new(),
+            names: names_for(std::iter::empty()).expect("no skill, no collision"),
         }
     }
 
@@ -125,10 +170,22 @@ impl Session {
             let body = skill.body()?;
             loaded.push(Loaded { skill, body });
         }
+        let kept_skills = match mode {
+            Mode::Replace => &self.active[..0],
+            Mode::Add => &self.active[..],
+        };
+        let names = names_for(
+            kept_skills
+                .iter()
+                .map(|loaded| &loaded.skill)
+                .chain(loaded.iter().map(|loaded| &loaded.skill)),
+        )
+        .map_err(SessionError::ToolNameCollision)?;
         if mode == Mode::Replace {
             self.active.clear();
         }
         self.active.extend(loaded);
+        self.names = names;
         Ok(())
     }
 
@@ -142,7 +199,45 @@ impl Session {
                 .retain(|loaded| !names.contains(&loaded.skill.name)),
             (None, false) => return Err(SessionError::NothingToUnload),
         }
+        self.names = names_for(self.active.iter().map(|loaded| &loaded.skill))
+            .expect("fewer skills than before cannot collide");
         Ok(())
+    }
+
+    /// The loaded skills' tools as `tools/list` shows them, in load order.
+    pub fn listed_tools(&self) -> Vec<rmcp::model::Tool> {
+        self.active
+            .iter()
+            .flat_map(|loaded| {
+                loaded
+                    .skill
+                    .frontmatter
+                    .extensions
+                    .tools
+                    .iter()
+                    .map(|tool| super::tool_call::listed_tool(&loaded.skill.name, tool))
+            })
+            .collect()
+    }
+
+    /// The loaded skill's tool a wire name calls.
+    pub fn tool(
+        &self,
+        wire: &str,
+    ) -> Option<(&Arc<ServedSkill>, &skillpkg_index::skill::model::Tool)> {
+        let route = self.names.resolve(wire)?;
+        let skill = &self
+            .active
+            .iter()
+            .find(|loaded| loaded.skill.name == route.skill)?
+            .skill;
+        let tool = skill
+            .frontmatter
+            .extensions
+            .tools
+            .iter()
+            .find(|tool| tool.name.as_str() == route.tool)?;
+        Some((skill, tool))
     }
 
     /// The loaded skill `name`, or the most recently loaded one.

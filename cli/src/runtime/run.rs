@@ -1,0 +1,329 @@
+//! Running code for a session: `skills_run_script` (spec 001) and a
+//! skill's own tools (spec 003), both through [`super::exec`] under the
+//! [`super::sandbox`] policy the skill's permissions and the client's roots
+//! give (docs/runtime.md, "Scripts and tools").
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use rmcp::model::{CallToolResult, ContentBlock, JsonObject};
+use serde::Deserialize;
+use serde_json::json;
+use skillpkg_index::skill::model::{Permissions, Runtime, Tool};
+use tokio_util::sync::CancellationToken;
+
+use super::catalog::ServedSkill;
+use super::exec::{self, Limits, RunOutcome, RunRequest};
+use super::sandbox::{self, Policy};
+use super::tool_call::{
+    ErrorCode, ProcessResult, Redactor, ToolError, ToolOutcome, ToolSchemas, interpret,
+    stdin_payload,
+};
+
+/// How scripts run, for the whole server.
+#[derive(Debug)]
+pub struct RunConfig {
+    pub limits: Limits,
+    /// `--unsandboxed`: run without Landlock (the user's explicit choice).
+    pub unsandboxed: bool,
+    /// The server's environment, read once: secrets and the passed-through
+    /// variables come from it.
+    pub server_env: BTreeMap<String, String>,
+    /// The project folder: the root when the client sends none.
+    pub project: PathBuf,
+}
+
+/// Where and for whom one call runs.
+#[derive(Debug)]
+pub struct CallContext<'a> {
+    /// The client's roots (or the project folder).
+    pub roots: &'a [PathBuf],
+    /// Keeps the secrets out of what is returned.
+    pub redactor: &'a Redactor,
+    /// The client's cancellation of the call.
+    pub cancel: CancellationToken,
+}
+
+/// `skills_run_script`'s arguments (spec 001).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunScriptArguments {
+    pub skill: Option<String>,
+    pub path: String,
+    #[serde(default)]
+    pub args: Vec<String>,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Relative to the first root (the project), or absolute inside a root.
+    pub workdir: Option<String>,
+}
+
+/// What a run needs besides the script: the grants and where.
+struct Prepared {
+    env: BTreeMap<String, String>,
+    workdir: PathBuf,
+    sandbox: Option<Policy>,
+}
+
+fn denied(error: &sandbox::Denied) -> ToolError {
+    let message = match error.hint() {
+        Some(hint) => format!("{error}; {hint}"),
+        None => error.to_string(),
+    };
+    ToolError::new(ErrorCode::PermissionDenied, message)
+}
+
+fn exec_error(error: &exec::ExecError) -> ToolError {
+    let code = match error {
+        exec::ExecError::Environment { .. } => ErrorCode::InvalidArgument,
+        exec::ExecError::NotRunnable { .. } => ErrorCode::InvalidArgument,
+        exec::ExecError::Unenforceable { .. } | exec::ExecError::Sandbox(_) => {
+            ErrorCode::PermissionDenied
+        }
+        exec::ExecError::MissingSecret { .. }
+        | exec::ExecError::InterpreterNotFound { .. }
+        | exec::ExecError::Spawn { .. }
+        | exec::ExecError::Scratch(_) => ErrorCode::Unavailable,
+    };
+    let message = match error.hint() {
+        Some(hint) => format!("{error}; {hint}"),
+        None => error.to_string(),
+    };
+    ToolError::new(code, message)
+}
+
+/// Checks that none of `skill`'s files changed since the server read
+/// them: code that runs is code that was checked.
+fn unchanged(skill: &ServedSkill) -> Result<(), ToolError> {
+    let changed = skill.changed_since_start();
+    if changed.is_empty() {
+        Ok(())
+    } else {
+        Err(ToolError::new(
+            ErrorCode::Integrity,
+            format!(
+                "skill `{}` changed on disk since the server started ({}); nothing was run",
+                skill.name,
+                changed.join(", ")
+            ),
+        ))
+    }
+}
+
+impl RunConfig {
+    fn prepare(
+        &self,
+        skill: &ServedSkill,
+        roots: &[PathBuf],
+        workdir: Option<&str>,
+        given_env: &BTreeMap<String, String>,
+    ) -> Result<Prepared, ToolError> {
+        let workdir = sandbox::workdir_in_roots(roots, workdir.unwrap_or("."))
+            .map_err(|error| denied(&error))?;
+        let default = Permissions::default();
+        let permissions = skill
+            .frontmatter
+            .extensions
+            .permissions
+            .as_ref()
+            .unwrap_or(&default);
+        let sandbox = if self.unsandboxed {
+            None
+        } else {
+            Some(
+                sandbox::policy_for(&skill.root, permissions, roots, &workdir)
+                    .map_err(|error| denied(&error))?,
+            )
+        };
+        let env = exec::environment(
+            &self.server_env,
+            given_env,
+            &skill.frontmatter.extensions.secrets,
+        )
+        .map_err(|error| exec_error(&error))?;
+        Ok(Prepared {
+            env,
+            workdir,
+            sandbox,
+        })
+    }
+
+    /// `skills_run_script`: runs a file under the skill's `scripts/`.
+    pub async fn run_script(
+        &self,
+        skill: &ServedSkill,
+        arguments: RunScriptArguments,
+        call: CallContext<'_>,
+    ) -> Result<(CallToolResult, RunOutcome), ToolError> {
+        let CallContext {
+            roots,
+            redactor,
+            cancel,
+        } = call;
+        allowed_to_run_scripts(skill, &arguments.path)?;
+        let script = sandbox::script_in_skill(&skill.root, &arguments.path)
+            .map_err(|error| denied(&error))?;
+        unchanged(skill)?;
+        let program = exec::interpreter_for(&script).map_err(|error| exec_error(&error))?;
+        let prepared = self.prepare(skill, roots, arguments.workdir.as_deref(), &arguments.env)?;
+        let outcome = exec::run(
+            RunRequest {
+                program,
+                args: arguments.args.iter().map(OsString::from).collect(),
+                env: prepared.env,
+                workdir: prepared.workdir,
+                stdin: None,
+                limits: self.limits,
+                sandbox: prepared.sandbox,
+            },
+            cancel,
+        )
+        .await
+        .map_err(|error| exec_error(&error))?;
+        let mut result = json!({
+            "path": arguments.path,
+            "exit_code": outcome.exit_code,
+            "stdout": redactor.redact(&outcome.stdout),
+            "stderr": redactor.redact(&outcome.stderr),
+        });
+        for (key, flag) in [
+            ("stdout_truncated", outcome.stdout_truncated),
+            ("stderr_truncated", outcome.stderr_truncated),
+            ("timed_out", outcome.timed_out),
+            ("cancelled", outcome.cancelled),
+        ] {
+            if flag {
+                result[key] = json!(true);
+            }
+        }
+        if let Some(signal) = outcome.signal {
+            result["signal"] = json!(signal);
+        }
+        if !outcome.notes.is_empty() {
+            result["notes"] = json!(outcome.notes);
+        }
+        let failed = outcome.exit_code != Some(0);
+        let mut call = if failed {
+            CallToolResult::error(vec![ContentBlock::text(result.to_string())])
+        } else {
+            CallToolResult::success(vec![ContentBlock::text(result.to_string())])
+        };
+        call.structured_content = Some(result);
+        Ok((call, outcome))
+    }
+
+    /// Runs the tool `tool` of `skill` with `arguments` (already checked
+    /// against its input schema): JSON on stdin, the result on stdout.
+    pub async fn run_tool(
+        &self,
+        skill: &ServedSkill,
+        tool: &Tool,
+        schemas: &ToolSchemas,
+        arguments: &JsonObject,
+        call: CallContext<'_>,
+    ) -> (ToolOutcome, Option<RunOutcome>) {
+        let CallContext {
+            roots,
+            redactor,
+            cancel,
+        } = call;
+        let started = async {
+            unchanged(skill)?;
+            let entrypoint = tool.implementation.entrypoint.as_str();
+            let script = sandbox::entrypoint_in_skill(&skill.root, entrypoint)
+                .map_err(|error| denied(&error))?;
+            let interpreter = match tool.implementation.runtime {
+                Runtime::Python => "python3",
+                Runtime::Node => "node",
+                Runtime::Bash => "bash",
+            };
+            let prepared = self.prepare(skill, roots, None, &BTreeMap::new())?;
+            exec::run(
+                RunRequest {
+                    program: vec![interpreter.into(), script.into_os_string()],
+                    args: Vec::new(),
+                    env: prepared.env,
+                    workdir: prepared.workdir,
+                    stdin: Some(stdin_payload(arguments)),
+                    limits: self.limits,
+                    sandbox: prepared.sandbox,
+                },
+                cancel,
+            )
+            .await
+            .map_err(|error| exec_error(&error))
+        };
+        match started.await {
+            Err(error) => (ToolOutcome::Error(error), None),
+            Ok(outcome) => {
+                let process = ProcessResult {
+                    exit_code: outcome.exit_code,
+                    stdout: outcome.stdout.clone().into_bytes(),
+                    stderr: outcome.stderr.clone().into_bytes(),
+                    timed_out: outcome.timed_out,
+                    stdout_truncated: outcome.stdout_truncated,
+                    cancelled: outcome.cancelled,
+                    denied: None,
+                };
+                (interpret(&process, schemas, redactor), Some(outcome))
+            }
+        }
+    }
+}
+
+/// `allowed-tools` gates `skills_run_script`: a skill that lists tools and
+/// none that runs programs (`Bash`, `Bash(...)`, `skills_run_script`) has
+/// not asked to run scripts. `Bash(PATTERN)` allows the scripts whose path
+/// (`scripts/x.py`) or command line (`python3 scripts/x.py`) the pattern
+/// matches; a trailing `:*` or `*` matches any rest.
+fn allowed_to_run_scripts(skill: &ServedSkill, path: &str) -> Result<(), ToolError> {
+    let allowed = &skill.frontmatter.allowed_tools;
+    if allowed.is_empty() {
+        return Ok(());
+    }
+    let path = path.trim_start_matches("./");
+    let command = format!(
+        "{} {path}",
+        match Path::new(path).extension().and_then(|e| e.to_str()) {
+            Some("py") => "python3",
+            Some("sh") => "bash",
+            Some("js" | "mjs") => "node",
+            _ => "",
+        }
+    );
+    let permits = |entry: &str| {
+        let entry = entry.trim();
+        if matches!(
+            entry,
+            "Bash" | "Bash(*)" | "skills_run_script" | "skills.run_script"
+        ) {
+            return true;
+        }
+        let Some(pattern) = entry
+            .strip_prefix("Bash(")
+            .and_then(|rest| rest.strip_suffix(')'))
+        else {
+            return false;
+        };
+        let prefix = pattern
+            .strip_suffix(":*")
+            .or_else(|| pattern.strip_suffix('*'));
+        match prefix {
+            Some(prefix) => path.starts_with(prefix) || command.trim_start().starts_with(prefix),
+            None => pattern == path || pattern == command.trim_start(),
+        }
+    };
+    if allowed.iter().any(|entry| permits(entry)) {
+        Ok(())
+    } else {
+        Err(ToolError::new(
+            ErrorCode::PermissionDenied,
+            format!(
+                "skill `{}` does not allow running scripts: its allowed-tools are {}; `{path}` was not run",
+                skill.name,
+                allowed.join(", ")
+            ),
+        ))
+    }
+}

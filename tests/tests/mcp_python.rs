@@ -328,11 +328,18 @@ fn choose_activate_use_runs_as_spec_001_describes() {
 
     // 1. The model sees the available skills, with the loading rule.
     let available = prompt_text(prompts[0]);
-    assert!(available.contains("MUST call the skills_load tool"), "{available}");
-    assert!(available.contains("<name>pdf-processing</name>"), "{available}");
+    assert!(
+        available.contains("MUST call the skills_load tool"),
+        "{available}"
+    );
+    assert!(
+        available.contains("<name>pdf-processing</name>"),
+        "{available}"
+    );
 
     // 2.-3. It loads the skill; the receipt names it, with its digest.
-    let skill_md = fs_err::read(project.dir().join(".claude/skills/pdf-processing/SKILL.md")).unwrap();
+    let skill_md =
+        fs_err::read(project.dir().join(".claude/skills/pdf-processing/SKILL.md")).unwrap();
     let receipt = &calls[0]["result"]["structuredContent"]["active_skills"][0];
     assert_eq!(receipt["name"], "pdf-processing");
     assert_eq!(
@@ -347,7 +354,10 @@ fn choose_activate_use_runs_as_spec_001_describes() {
     );
 
     // 5. It reads a reference and runs a script of the skill.
-    assert_eq!(calls[1]["result"]["content"][0]["text"], "# Forms\nFill fields.\n");
+    assert_eq!(
+        calls[1]["result"]["content"][0]["text"],
+        "# Forms\nFill fields.\n"
+    );
     let ran = &calls[2]["result"];
     assert_eq!(ran["isError"], false, "{ran}");
     assert_eq!(

@@ -275,8 +275,9 @@ impl RunConfig {
 /// `allowed-tools` gates `skills_run_script`: a skill that lists tools and
 /// none that runs programs (`Bash`, `Bash(...)`, `skills_run_script`) has
 /// not asked to run scripts. `Bash(PATTERN)` allows the scripts whose path
-/// (`scripts/x.py`) or command line (`python3 scripts/x.py`) the pattern
-/// matches; a trailing `:*` or `*` matches any rest.
+/// (`scripts/x.py`) or command line (`python3 scripts/x.py`) the glob
+/// PATTERN matches (`*` crosses `/`); a trailing `:*` means "then
+/// anything", as in Claude Code's `Bash(git log:*)`.
 fn allowed_to_run_scripts(skill: &ServedSkill, path: &str) -> Result<(), ToolError> {
     let allowed = &skill.frontmatter.allowed_tools;
     if allowed.is_empty() {
@@ -306,13 +307,16 @@ fn allowed_to_run_scripts(skill: &ServedSkill, path: &str) -> Result<(), ToolErr
         else {
             return false;
         };
-        let prefix = pattern
-            .strip_suffix(":*")
-            .or_else(|| pattern.strip_suffix('*'));
-        match prefix {
-            Some(prefix) => path.starts_with(prefix) || command.trim_start().starts_with(prefix),
-            None => pattern == path || pattern == command.trim_start(),
-        }
+        // Claude Code's `Bash(prefix:*)`: the prefix, then anything.
+        let pattern = match pattern.strip_suffix(":*") {
+            Some(prefix) => format!("{prefix}*"),
+            None => pattern.to_owned(),
+        };
+        globset::GlobBuilder::new(&pattern)
+            .literal_separator(false)
+            .build()
+            .map(|glob| glob.compile_matcher())
+            .is_ok_and(|glob| glob.is_match(path) || glob.is_match(command.trim_start()))
     };
     if allowed.iter().any(|entry| permits(entry)) {
         Ok(())

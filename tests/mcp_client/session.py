@@ -109,8 +109,36 @@ async def http(url: str, log: list[dict[str, Any]]) -> None:
                         log.append({"request": "tools/call", "tool": tool_name, "result": dump(result)})
 
 
+async def confirm(server: StdioServerParameters, log: list[dict[str, Any]]) -> None:
+    """Call a tool that needs confirmation twice: the user approves the
+    first call and declines the second."""
+    answers = [True, False]
+
+    async def elicitation(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        approve = answers.pop(0)
+        log.append({"request": "elicitation/create", "params": dump(params), "answer": approve})
+        if approve:
+            return types.ElicitResult(action="accept", content={"approve": True})
+        return types.ElicitResult(action="decline")
+
+    async with stdio_client(server) as (read, write):
+        async with ClientSession(read, write, elicitation_callback=elicitation) as session:
+            await session.initialize()
+            await session.call_tool("skills_load", {"names": ["cleanup"]})
+            for _ in range(2):
+                result = await session.call_tool("cleanup__delete-output", {"dry_run": False})
+                log.append({"request": "tools/call", "result": dump(result)})
+
+
 async def main() -> None:
     flow_name = sys.argv[1]
+    if flow_name == "confirm":
+        command = sys.argv[sys.argv.index("--") + 1 :]
+        log: list[dict[str, Any]] = []
+        await confirm(StdioServerParameters(command=command[0], args=command[1:]), log)
+        json.dump(log, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+        return
     if flow_name == "http":
         log: list[dict[str, Any]] = []
         await http(sys.argv[sys.argv.index("--url") + 1], log)

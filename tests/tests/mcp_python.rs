@@ -370,3 +370,63 @@ fn choose_activate_use_runs_as_spec_001_describes() {
         })
     );
 }
+
+#[test]
+fn a_tool_runs_only_when_the_user_approves_it_through_elicitation() {
+    let project = Project::new();
+    project.write(
+        ".claude/skills/cleanup/SKILL.md",
+        "---\nname: cleanup\ndescription: Delete generated output.\ntools:\n  - name: delete-output\n    description: Delete generated output files.\n    confirmation:\n      level: destructive_writes\n      prompt: \"This will delete files under output/**.\"\n    input_schema:\n      type: object\n      additionalProperties: false\n      properties:\n        dry_run: { type: boolean }\n      required: [dry_run]\n    implementation:\n      runtime: bash\n      entrypoint: scripts/delete.sh\n---\n# Cleanup\n",
+    );
+    project.write(
+        ".claude/skills/cleanup/scripts/delete.sh",
+        "read -r line\necho \"{\\\"deleted\\\": 2, \\\"request\\\": $line}\"\n",
+    );
+    let audit = project.sandbox.path().join("audit.jsonl");
+    let mut server = project.server();
+    server.arg("--audit-log").arg(&audit);
+    let mut driver = driver("confirm");
+    driver
+        .arg("--")
+        .arg(server.get_program())
+        .args(server.get_args());
+    driver.envs(
+        server
+            .get_envs()
+            .filter_map(|(key, value)| Some((key, value?))),
+    );
+    let log = record(&mut driver);
+
+    let asked = entries(&log, "elicitation/create");
+    assert_eq!(asked.len(), 2, "asked before each call");
+    let message = asked[0]["params"]["message"].as_str().unwrap();
+    assert!(message.contains("`delete-output`"), "{message}");
+    assert!(
+        message.contains("This will delete files under output/**."),
+        "{message}"
+    );
+
+    let calls = entries(&log, "tools/call");
+    assert_eq!(calls[0]["result"]["isError"], false, "{}", calls[0]);
+    assert_eq!(
+        calls[0]["result"]["structuredContent"],
+        json!({"deleted": 2, "request": {"dry_run": false}})
+    );
+    assert_eq!(calls[1]["result"]["isError"], true);
+    assert_eq!(
+        calls[1]["result"]["structuredContent"]["error"]["code"],
+        "APPROVAL_DENIED"
+    );
+
+    let lines: Vec<Value> = fs_err::read_to_string(&audit)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let states: Vec<&str> = lines
+        .iter()
+        .filter(|line| line["tool"] == "cleanup__delete-output")
+        .map(|line| line["approval_state"].as_str().unwrap())
+        .collect();
+    assert_eq!(states, ["APPROVED", "DENIED"]);
+}

@@ -631,6 +631,16 @@ async fn every_tool_call_is_one_audit_line_with_the_telemetry_fields_and_no_secr
     )
     .await;
     call(&client, "skills_unload", json!({"all": true})).await;
+    // A client's own W3C trace context wins over the session's trace.
+    let mut traced = CallToolRequestParams::new("skills_unload")
+        .with_arguments(serde_json::from_value(json!({"all": true})).unwrap());
+    traced.meta = Some(
+        serde_json::from_value(json!({
+            "traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+        }))
+        .unwrap(),
+    );
+    client.call_tool(traced).await.unwrap();
     client.cancel().await.unwrap();
 
     use std::os::unix::fs::PermissionsExt as _;
@@ -640,11 +650,14 @@ async fn every_tool_call_is_one_audit_line_with_the_telemetry_fields_and_no_secr
     );
     let text = fs_err::read_to_string(&log).unwrap();
     assert!(!text.contains("sk-live-abcdef123456"), "{text}");
-    let lines: Vec<Value> = text
+    let mut lines: Vec<Value> = text
         .lines()
         .map(|line| serde_json::from_str(line).unwrap())
         .collect();
-    assert_eq!(lines.len(), 3, "{text}");
+    assert_eq!(lines.len(), 4, "{text}");
+    let traced = lines.pop().unwrap();
+    assert_eq!(traced["trace_id"], "4bf92f3577b34da6a3ce929d0e0e4736");
+    assert_ne!(traced["trace_id"], lines[0]["trace_id"]);
     let is_hex = |value: &Value, len: usize| {
         value.as_str().is_some_and(|text| {
             text.len() == len && text.bytes().all(|byte| byte.is_ascii_hexdigit())

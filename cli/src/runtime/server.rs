@@ -162,8 +162,15 @@ impl SkillServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
         let started = Instant::now();
+        // A client that traces its own calls (W3C `traceparent` in
+        // `_meta`) gets its trace in the log; otherwise the session's.
+        let trace = [request.meta.as_ref(), Some(&context.meta)]
+            .into_iter()
+            .flatten()
+            .find_map(|meta| TraceId::from_traceparent(meta.0.get("traceparent")?.as_str()?))
+            .unwrap_or(self.trace);
         let mut record =
-            AuditRecord::begin(&self.id, self.trace, request.name.as_ref()).map_err(|error| {
+            AuditRecord::begin(&self.id, trace, request.name.as_ref()).map_err(|error| {
                 ErrorData::internal_error(format!("no randomness for a run id: {error}"), None)
             })?;
         record.arguments = request.arguments.clone().unwrap_or_default();

@@ -4,7 +4,9 @@
 #   2. install an example skill (and its dependency) from the example registry
 #      (a static tree, read from disk) into a scratch project, for Claude Code
 #      and for agents reading .agents/skills, and show the lock;
-#   3. run a registry server on a loopback port (requiring signatures), make a
+#   3. serve that project's skills over MCP with `skillpkg mcp` and make one
+#      tool call (skills_load), as an agent would;
+#   4. run a registry server on a loopback port (requiring signatures), make a
 #      signing key, publish the example skills to it with `skillpkg publish`
 #      (signed), read them back over HTTP, and verify one: with skillpkg, and
 #      with the stock minisign tool when it is installed.
@@ -50,6 +52,25 @@ step "skillpkg add csv-insights --allow-unsigned   (the example registry is unsi
 
 step "what is installed, and skills.lock"
 (cd "$work/project" && "$skillpkg" list && find .claude .agents -type f | sort && cat skills.lock)
+
+step "skillpkg mcp: an agent's tool call, skills_load csv-insights, over MCP on stdio"
+# What an MCP client (Claude Code, Codex, VS Code) sends: initialize, then
+# one tools/call. The reply is the receipt and the skill's instructions.
+python3 - "$skillpkg" "$work/project" <<'PY'
+import json, subprocess, sys
+server = subprocess.Popen([sys.argv[1], "mcp", "--project", sys.argv[2]], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+def send(message):
+    server.stdin.write(json.dumps(message) + "\n"); server.stdin.flush()
+    return json.loads(server.stdout.readline()) if "id" in message else None
+send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "quickstart", "version": "1"}}})
+send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+request = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "skills_load", "arguments": {"names": ["csv-insights"]}}}
+print("->", json.dumps(request))
+reply = send(request)["result"]
+print("<- receipt:", json.dumps(reply["structuredContent"], indent=2))
+print("<- instructions:\n" + reply["content"][1]["text"])
+server.stdin.close(); server.wait()
+PY
 
 step "skillpkg-registry serve, then skillpkg publish each example skill, signed"
 token=$("$registry" token create --root "$work/registry" --user quickstart 2>/dev/null)

@@ -138,7 +138,7 @@ def main() -> int:
         small = scratch / "small"
         paragraph = "Follow these steps carefully and check each result before going on.\n" * 6
         skill(small / ".claude/skills/big", "big", "# Big\n\n" + paragraph * 24, {
-            f"references/part-{i}.md": paragraph * 20 for i in range(4)
+            f"references/part-{i}.md": paragraph * 20 for i in range(5)
         } | {"scripts/noop.sh": "exit 0\n"})
         size = sum(f.stat().st_size for f in (small / ".claude/skills/big").rglob("*") if f.is_file())
 

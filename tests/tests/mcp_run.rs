@@ -285,7 +285,10 @@ async fn allowed_tools_gate_scripts_and_only_scripts_run() {
             ("scripts/other.sh", "echo other\n"),
         ],
     );
-    let client = project.connect(&[]).await;
+    let audit = project.sandbox.path().join("audit.jsonl");
+    let client = project
+        .connect(&["--audit-log", audit.to_str().unwrap()])
+        .await;
     call(
         &client,
         "skills_load",
@@ -347,6 +350,26 @@ async fn allowed_tools_gate_scripts_and_only_scripts_run() {
         );
     }
     client.cancel().await.unwrap();
+
+    // Each refusal is in the audit log as a denial; a run that went ahead
+    // has none.
+    let lines: Vec<Value> = fs_err::read_to_string(&audit)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .filter(|line| line["tool"] == "skills_run_script")
+        .collect();
+    assert_eq!(lines.len(), 7);
+    assert!(
+        lines[0]["denials"][0]
+            .as_str()
+            .unwrap()
+            .contains("does not allow running scripts"),
+        "{}",
+        lines[0]
+    );
+    assert_eq!(lines[1]["denials"], json!([]), "{}", lines[1]);
+    assert_eq!(lines[1]["exit_code"], 0);
 }
 
 const TOOL_SKILL: &str = r#"tools:

@@ -189,6 +189,13 @@ impl SkillServer {
                     .and_then(|envelope| serde_json::from_value(envelope["error"].clone()).ok());
             }
         }
+        // What the runtime refused before anything ran. (What Landlock
+        // refuses during a run fails in the script, unseen by the server.)
+        if let Some(error) = &record.error
+            && error.code == ErrorCode::PermissionDenied.as_str()
+        {
+            record.denials.push(error.message.clone());
+        }
         if let Some(audit) = &self.shared.audit
             && let Err(error) = audit.append(&record, &self.shared.redactor)
         {
@@ -326,7 +333,6 @@ impl SkillServer {
         {
             Ok((result, outcome)) => {
                 record.exit_code = outcome.exit_code;
-                record.denials = outcome.notes;
                 result
             }
             Err(error) => {
@@ -398,7 +404,6 @@ impl SkillServer {
             .await;
         if let Some(run) = run {
             record.exit_code = run.exit_code;
-            record.denials = run.notes;
         }
         record.outcome = outcome.outcome();
         if let ToolOutcome::Error(error) = &outcome {

@@ -106,6 +106,21 @@ impl Sandbox {
         self.command(&binary("skillpkg-registry"))
     }
 
+    /// Returns `skillpkg mcp --project <sandbox>/project EXTRA...`, with
+    /// its home, config and cache folders in the sandbox.
+    pub fn mcp(&self, extra: &[&str]) -> Command {
+        let mut command = self.skillpkg();
+        command
+            .arg("mcp")
+            .arg("--project")
+            .arg(self.path().join("project"))
+            .args(extra)
+            .env("HOME", self.path().join("home"))
+            .env("SKILLPKG_CONFIG_DIR", self.path().join("config"))
+            .env("SKILLPKG_CACHE_DIR", self.path().join("cache"));
+        command
+    }
+
     fn command(&self, program: &Path) -> Command {
         let mut command = Command::new(program);
         command

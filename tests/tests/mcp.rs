@@ -18,7 +18,7 @@ use rmcp::transport::TokioChildProcess;
 use rmcp::{RoleClient, ServiceExt as _};
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
-use skillpkg_tests::{Sandbox, binary, run};
+use skillpkg_tests::{Sandbox, run};
 
 type Client = RunningService<RoleClient, ()>;
 
@@ -52,18 +52,7 @@ impl Project {
     }
 
     fn command(&self, extra: &[&str]) -> tokio::process::Command {
-        let mut command = tokio::process::Command::new(binary("skillpkg"));
-        command
-            .arg("mcp")
-            .arg("--project")
-            .arg(self.dir())
-            .args(extra)
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap())
-            .env("HOME", self.sandbox.path().join("home"))
-            .env("SKILLPKG_CONFIG_DIR", self.sandbox.path().join("config"))
-            .env("SKILLPKG_CACHE_DIR", self.sandbox.path().join("cache"));
-        command
+        tokio::process::Command::from(self.sandbox.mcp(extra))
     }
 
     async fn connect(&self, extra: &[&str]) -> Client {

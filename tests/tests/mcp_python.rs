@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
-use skillpkg_tests::{Sandbox, binary, mcp_python};
+use skillpkg_tests::{Sandbox, mcp_python};
 
 struct Project {
     sandbox: Sandbox,
@@ -48,31 +48,30 @@ impl Project {
     }
 
     fn server(&self) -> Command {
-        let mut command = Command::new(binary("skillpkg"));
-        command
-            .arg("mcp")
-            .arg("--project")
-            .arg(self.dir())
-            .env("HOME", self.sandbox.path().join("home"))
-            .env("SKILLPKG_CONFIG_DIR", self.sandbox.path().join("config"));
-        command
+        self.sandbox.mcp(&[])
     }
 
     /// Runs `flow` against the server on stdio and returns its log.
     fn flow(&self, flow: &str) -> Vec<Value> {
-        let server = self.server();
-        let mut driver = driver(flow);
-        driver
-            .arg("--")
-            .arg(server.get_program())
-            .args(server.get_args());
-        driver.envs(
+        flow_with(&self.server(), flow)
+    }
+}
+
+/// Runs `flow` against `server` on stdio and returns its log.
+fn flow_with(server: &Command, flow: &str) -> Vec<Value> {
+    let mut driver = driver(flow);
+    driver
+        .arg("--")
+        .arg(server.get_program())
+        .args(server.get_args())
+        .current_dir(server.get_current_dir().unwrap_or(Path::new(".")))
+        .env_clear()
+        .envs(
             server
                 .get_envs()
                 .filter_map(|(key, value)| Some((key, value?))),
         );
-        record(&mut driver)
-    }
+    record(&mut driver)
 }
 
 fn driver(flow: &str) -> Command {
@@ -385,17 +384,7 @@ fn a_tool_runs_only_when_the_user_approves_it_through_elicitation() {
     let audit = project.sandbox.path().join("audit.jsonl");
     let mut server = project.server();
     server.arg("--audit-log").arg(&audit);
-    let mut driver = driver("confirm");
-    driver
-        .arg("--")
-        .arg(server.get_program())
-        .args(server.get_args());
-    driver.envs(
-        server
-            .get_envs()
-            .filter_map(|(key, value)| Some((key, value?))),
-    );
-    let log = record(&mut driver);
+    let log = flow_with(&server, "confirm");
 
     let asked = entries(&log, "elicitation/create");
     assert_eq!(asked.len(), 2, "asked before each call");

@@ -15,7 +15,7 @@ use rmcp::service::RunningService;
 use rmcp::transport::TokioChildProcess;
 use rmcp::{RoleClient, ServiceExt as _};
 use serde_json::{Value, json};
-use skillpkg_tests::{Sandbox, binary};
+use skillpkg_tests::Sandbox;
 
 type Client = RunningService<RoleClient, ()>;
 
@@ -56,16 +56,7 @@ impl Project {
     }
 
     async fn connect(&self, extra: &[&str]) -> Client {
-        let mut command = tokio::process::Command::new(binary("skillpkg"));
-        command
-            .arg("mcp")
-            .arg("--project")
-            .arg(self.dir())
-            .args(extra)
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap())
-            .env("HOME", self.home())
-            .env("SKILLPKG_CONFIG_DIR", self.sandbox.path().join("config"));
+        let command = tokio::process::Command::from(self.sandbox.mcp(extra));
         let (transport, _) = TokioChildProcess::builder(command)
             .stderr(Stdio::null())
             .spawn()
@@ -505,4 +496,64 @@ async fn a_tool_that_needs_confirmation_is_denied_when_the_client_cannot_ask() {
         structured(&call(&client, "cleanup__delete-output", json!({"dry_run": false})).await);
     assert_eq!(denied["error"]["code"], "APPROVAL_DENIED", "{denied}");
     client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_call_the_client_cancels_stops_its_script_and_is_audited() {
+    use rmcp::model::{CallToolRequest, ClientRequest};
+    use rmcp::service::PeerRequestOptions;
+
+    let project = Project::new();
+    let marker = project.sandbox.path().join("project/output/survived");
+    project.skill(
+        "slow",
+        "permissions:\n  filesystem:\n    write: [\"output/**\"]\n  processes:\n    allow_subprocess: true\n",
+        &[(
+            "scripts/wait.sh",
+            &format!("sleep 3\necho done > {}\n", marker.display()),
+        )],
+    );
+    let audit = project.sandbox.path().join("audit.jsonl");
+    let client = project
+        .connect(&["--audit-log", audit.to_str().unwrap()])
+        .await;
+    call(&client, "skills_load", json!({"names": ["slow"]})).await;
+    let Value::Object(arguments) = json!({"path": "scripts/wait.sh"}) else {
+        unreachable!()
+    };
+    let mut options = PeerRequestOptions::default();
+    // The client gives up after 500 ms and sends notifications/cancelled.
+    options.timeout = Some(Duration::from_millis(500));
+    let handle = client
+        .peer()
+        .send_cancellable_request(
+            ClientRequest::CallToolRequest(CallToolRequest::new(
+                CallToolRequestParams::new("skills_run_script").with_arguments(arguments),
+            )),
+            options,
+        )
+        .await
+        .unwrap();
+    assert!(
+        handle.await_response().await.is_err(),
+        "timed out client-side"
+    );
+    // The server stops the script: the next call is answered at once, and
+    // the script never gets to write its marker.
+    let started = Instant::now();
+    let read = call(&client, "skills_read", json!({"path": "SKILL.md"})).await;
+    assert_eq!(read.is_error, Some(false));
+    assert!(started.elapsed() < Duration::from_secs(2));
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(!marker.exists(), "the cancelled script was killed");
+    client.cancel().await.unwrap();
+
+    let text = fs_err::read_to_string(&audit).unwrap();
+    let line: Value = text
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .find(|line| line["tool"] == "skills_run_script")
+        .expect("the cancelled call has its audit line");
+    assert_eq!(line["outcome"], "error", "{line}");
+    assert!(line["duration_ms"].as_u64().unwrap() < 2500, "{line}");
 }

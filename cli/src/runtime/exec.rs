@@ -237,12 +237,7 @@ pub fn environment(
             name: name.clone(),
             reason: reason.to_owned(),
         };
-        let valid = name
-            .chars()
-            .next()
-            .is_some_and(|first| first.is_ascii_alphabetic() || first == '_')
-            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-        if !valid {
+        if !skillpkg_index::skill::extensions::is_env_var_name(name) {
             return Err(refuse(
                 "names are letters, digits and `_`, not starting with a digit",
             ));

@@ -948,12 +948,7 @@ fn check_secrets(report: &mut Report<'_>, extensions: &Extensions) {
         ];
         let location = location_of(report, &path);
         let name = &secret.name;
-        let valid = name
-            .chars()
-            .next()
-            .is_some_and(|first| first.is_ascii_alphabetic() || first == '_')
-            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-        if !valid {
+        if !is_env_var_name(name) {
             report.push(
                 Code::SecretsInvalid,
                 location,
@@ -1121,6 +1116,16 @@ pub(crate) fn check_openai(report: &mut Report<'_>, extensions: &Extensions) {
             );
         }
     }
+}
+
+/// Returns true if and only if `name` is a portable environment variable
+/// name, `[A-Za-z_][A-Za-z0-9_]*`: what a secret's name must be, and what
+/// the runtime accepts in a script's `env`.
+pub fn is_env_var_name(name: &str) -> bool {
+    name.chars()
+        .next()
+        .is_some_and(|first| first.is_ascii_alphabetic() || first == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 #[cfg(test)]

@@ -36,10 +36,6 @@ impl Project {
         self.sandbox.path().join("project")
     }
 
-    fn home(&self) -> PathBuf {
-        self.sandbox.path().join("home")
-    }
-
     /// A skill with `frontmatter` lines after name and description, and
     /// `files` (path, contents).
     fn skill(&self, name: &str, frontmatter: &str, files: &[(&str, &str)]) {

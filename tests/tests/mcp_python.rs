@@ -302,6 +302,17 @@ fn over_streamable_http_each_session_keeps_its_own_skills() {
         .send()
         .unwrap();
     assert_eq!(response.status().as_u16(), 403, "{:?}", response.text());
+
+    // So is one a web page sends straight to 127.0.0.1 (it carries an Origin).
+    let response = reqwest::blocking::Client::new()
+        .post(&url)
+        .header("Origin", "https://evil.example")
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/json, text/event-stream")
+        .body(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#)
+        .send()
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 403, "{:?}", response.text());
 }
 
 #[test]

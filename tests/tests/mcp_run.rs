@@ -553,3 +553,165 @@ async fn a_call_the_client_cancels_stops_its_script_and_is_audited() {
     assert_eq!(line["outcome"], "error", "{line}");
     assert!(line["duration_ms"].as_u64().unwrap() < 2500, "{line}");
 }
+
+#[tokio::test]
+async fn a_skills_own_shebang_and_links_grant_nothing_beyond_its_permissions() {
+    let project = Project::new();
+    let secret = project
+        .sandbox
+        .write("elsewhere/secret.txt", "top secret\n");
+    let skill = project.dir().join(".claude/skills/esc");
+    project.skill("esc", "", &[]);
+    std::os::unix::fs::symlink("/", skill.join("L")).unwrap();
+    let probe = format!(
+        "{{ read -r line < {}; }} 2>/dev/null && echo LEAKED || echo denied\n",
+        secret.display()
+    );
+    // Through the skill's link to `/`, absolute and relative.
+    let absolute = project.sandbox.write(
+        "project/.claude/skills/esc/scripts/absolute",
+        format!("#!{}/L/bin/bash\n{probe}", skill.display()),
+    );
+    let relative = project.sandbox.write(
+        "project/.claude/skills/esc/scripts/relative",
+        format!("#!.claude/skills/esc/L/bin/bash\n{probe}"),
+    );
+    skillpkg_tests::set_executable(&absolute, true);
+    skillpkg_tests::set_executable(&relative, true);
+    let client = project.connect(&[]).await;
+    let ran = run_script(&client, "esc", "scripts/absolute", &[]).await;
+    assert_eq!(ran["stdout"], "denied\n", "{ran}");
+    let refused = structured(
+        &call(
+            &client,
+            "skills_run_script",
+            json!({"path": "scripts/relative"}),
+        )
+        .await,
+    );
+    assert_eq!(refused["error"]["code"], "INVALID_ARGUMENT", "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("not an absolute path"),
+        "{refused}"
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_client_cannot_set_variables_that_make_the_interpreter_run_its_code() {
+    let project = Project::new();
+    project.skill("hi", "", &[("scripts/hi.sh", "echo hi\n")]);
+    let client = project.connect(&[]).await;
+    call(&client, "skills_load", json!({"names": ["hi"]})).await;
+    for name in [
+        "SHELLOPTS",
+        "PS4",
+        "BASHOPTS",
+        "BASH_FUNC_echo%%",
+        "PYTHONUSERBASE",
+        "NODE_PATH",
+        "PERL5OPT",
+        "GLIBC_TUNABLES",
+        "JAVA_TOOL_OPTIONS",
+        "LD_PRELOAD",
+    ] {
+        let refused = structured(
+            &call(
+                &client,
+                "skills_run_script",
+                json!({"path": "scripts/hi.sh", "env": {name: "x"}}),
+            )
+            .await,
+        );
+        assert_eq!(
+            refused["error"]["code"], "INVALID_ARGUMENT",
+            "{name}: {refused}"
+        );
+    }
+    let fine = structured(
+        &call(
+            &client,
+            "skills_run_script",
+            json!({"path": "scripts/hi.sh", "env": {"MODE": "fast"}}),
+        )
+        .await,
+    );
+    assert_eq!(fine["stdout"], "hi\n", "{fine}");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn only_files_the_skill_had_at_start_run_never_through_a_link() {
+    let project = Project::new();
+    project.skill("ok", "", &[("scripts/run.sh", "echo checked\n")]);
+    project.sandbox.write("outside/evil.sh", "echo evil\n");
+    project.skill("linked", "", &[]);
+    std::os::unix::fs::symlink(
+        project.sandbox.path().join("outside"),
+        project.dir().join(".claude/skills/linked/scripts"),
+    )
+    .unwrap();
+    let client = project.connect(&["--unsandboxed"]).await;
+    // A script written after the server read the skill.
+    project
+        .sandbox
+        .write("project/.claude/skills/ok/scripts/added.sh", "echo added\n");
+    call(&client, "skills_load", json!({"names": ["ok", "linked"]})).await;
+    for (skill, path) in [("ok", "scripts/added.sh"), ("linked", "scripts/evil.sh")] {
+        let refused = structured(
+            &call(
+                &client,
+                "skills_run_script",
+                json!({"skill": skill, "path": path}),
+            )
+            .await,
+        );
+        assert_eq!(
+            refused["error"]["code"], "PERMISSION_DENIED",
+            "{path}: {refused}"
+        );
+    }
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_load_of_thousands_of_names_is_refused_at_once() {
+    let project = Project::new();
+    project.skill("one", "", &[]);
+    let client = project.connect(&[]).await;
+    let names: Vec<String> = (0..60_000).map(|i| format!("skill-{i}")).collect();
+    let started = Instant::now();
+    let refused = structured(&call(&client, "skills_load", json!({"names": names})).await);
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_eq!(refused["error"]["code"], "INVALID_ARGUMENT", "{refused}");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_bash_pattern_with_arguments_allows_that_script_and_no_longer_name() {
+    let project = Project::new();
+    project.skill(
+        "narrow",
+        "allowed-tools: Bash(scripts/log.sh:*)\n",
+        &[
+            ("scripts/log.sh", "echo log \"$@\"\n"),
+            ("scripts/log.sh.py", "print('other')\n"),
+        ],
+    );
+    let client = project.connect(&[]).await;
+    let ran = run_script(&client, "narrow", "scripts/log.sh", &["--all"]).await;
+    assert_eq!(ran["stdout"], "log --all\n", "{ran}");
+    let refused = structured(
+        &call(
+            &client,
+            "skills_run_script",
+            json!({"path": "scripts/log.sh.py"}),
+        )
+        .await,
+    );
+    assert_eq!(refused["error"]["code"], "PERMISSION_DENIED", "{refused}");
+    client.cancel().await.unwrap();
+}

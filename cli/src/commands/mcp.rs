@@ -166,10 +166,14 @@ async fn serve_http(
     let bound = listener.local_addr()?;
     let stop = CancellationToken::new();
     // Only this server's own authority is a valid Host: a page that
-    // rebinds a DNS name to 127.0.0.1 gets nowhere.
+    // rebinds a DNS name to 127.0.0.1 gets nowhere, and neither does a
+    // page that posts to 127.0.0.1 directly.
     let config = StreamableHttpServerConfig::default()
         .with_cancellation_token(stop.child_token())
-        .with_allowed_hosts([bound.to_string(), format!("localhost:{}", bound.port())]);
+        .with_allowed_hosts([bound.to_string(), format!("localhost:{}", bound.port())])
+        // Browsers send an Origin on every cross-site request; MCP clients
+        // send none. Any Origin at all is refused.
+        .enforce_origin_validation();
     let service = StreamableHttpService::new(
         move || SkillServer::new(shared.clone(), Transport::Http),
         Arc::new(LocalSessionManager::default()),

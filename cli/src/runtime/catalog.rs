@@ -98,6 +98,9 @@ pub struct ServedSkill {
     pub locked: Option<semver::Version>,
     /// The files that differ from the lock (served with `--allow-modified`).
     pub modified: Vec<String>,
+    /// Symlinks and special files in the folder: never served or run, and
+    /// never part of an installed skill (the packer refuses them).
+    pub links: Vec<String>,
     /// The files, sorted by path.
     pub files: Vec<ServedFile>,
     /// The SEP-2640 entry.
@@ -200,9 +203,14 @@ impl ServedCatalog {
                     Ok(mut read) => {
                         if let Some(entry) = locked {
                             read.locked = Some(entry.version.clone());
-                            if read.tree != entry.tree {
+                            // An archive never holds a link, so one in an
+                            // installed skill was put there since.
+                            if read.tree != entry.tree || !read.links.is_empty() {
                                 read.modified =
                                     changed_files(&read, entry, options.cache.as_deref());
+                                read.modified.extend(
+                                    read.links.iter().map(|link| format!("{link} (link added)")),
+                                );
                                 if !options.allow_modified {
                                     served.refused.insert(
                                         name.clone(),
@@ -365,6 +373,25 @@ impl ServedSkill {
     }
 }
 
+/// A path a client gave, as the catalog names files: `/`-separated, with
+/// `./` and `\` read as a model would mean them, and nothing that climbs
+/// out or starts at the root.
+pub fn normalise(path: &str) -> Option<String> {
+    let path = path.replace('\\', "/");
+    if path.starts_with('/') {
+        return None;
+    }
+    let mut parts = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => return None,
+            part => parts.push(part),
+        }
+    }
+    (!parts.is_empty()).then(|| parts.join("/"))
+}
+
 /// The URI of the file `path` of the skill `name`: each segment
 /// percent-encoded.
 pub fn file_uri(name: &str, path: &str) -> String {
@@ -390,6 +417,7 @@ fn read_skill(
     let name = frontmatter.name.to_string();
     let entries = walk::walk_all(dir).map_err(|error| error.to_string())?;
     let mut files = Vec::new();
+    let mut links = Vec::new();
     let mut total = 0u64;
     for entry in entries {
         match entry.kind {
@@ -411,7 +439,8 @@ fn read_skill(
             }
             // Symlinks and special files are never served: what a link
             // points at is not part of the skill.
-            EntryKind::Directory | EntryKind::Symlink | EntryKind::Special => {}
+            EntryKind::Symlink | EntryKind::Special => links.push(entry.path),
+            EntryKind::Directory => {}
         }
     }
     files.sort_by(|a, b| a.path.cmp(&b.path));
@@ -460,6 +489,7 @@ fn read_skill(
         tree,
         locked: None,
         modified: Vec::new(),
+        links,
         files,
         entry,
     })

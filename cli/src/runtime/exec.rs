@@ -45,20 +45,50 @@ use super::sandbox::{self, Network, Policy, RunGrants};
 pub const PASSED_THROUGH: &[&str] = &["PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ"];
 
 /// Variables a caller's `env` may not set, because they belong to the
-/// runtime (`PATH`, `HOME`, `TMPDIR`) or make the interpreter load code
-/// from elsewhere before the script runs. Every name starting with `LD_`
-/// is refused too, and so is the name of a declared secret.
+/// runtime (`PATH`, `HOME`, `TMPDIR`) or change what a shell, the dynamic
+/// loader or an interpreter runs before (or instead of) the script: a
+/// client could otherwise run code of its own with the skill's secrets
+/// (`SHELLOPTS=xtrace` with `PS4='$(...)'` in any bash script). Every name
+/// with one of the [`RESERVED_PREFIXES`] or ending in `_OPTIONS` is
+/// refused too, and so is the name of a declared secret.
 pub const RESERVED: &[&str] = &[
     "PATH",
     "HOME",
     "TMPDIR",
-    "BASH_ENV",
     "ENV",
-    "NODE_OPTIONS",
-    "PYTHONPATH",
-    "PYTHONHOME",
-    "PYTHONSTARTUP",
+    "IFS",
+    "CDPATH",
+    "GLOBIGNORE",
+    "SHELLOPTS",
+    "PS4",
+    "PROMPT_COMMAND",
+    "GCONV_PATH",
+    "LOCPATH",
+    "NLSPATH",
+    "PERLLIB",
+    "HOSTALIASES",
+    "RESOLV_HOST_CONF",
 ];
+
+/// Name prefixes a caller's `env` may not use: the dynamic loader's and
+/// glibc's (`LD_`, `GLIBC_TUNABLES`), bash's (`BASH_ENV`, `BASHOPTS`,
+/// `BASH_FUNC_*`), and the interpreters' and tools' that load code or
+/// options (`PYTHON*`, `NODE_*`, `NPM_*`, `PERL5*`, `RUBY*`, `GEM_*`,
+/// `JAVA*`, `_JAVA*`, `GIT_*`).
+pub const RESERVED_PREFIXES: &[&str] = &[
+    "LD_", "DYLD_", "GLIBC_", "MALLOC_", "BASH", "PYTHON", "NODE_", "NPM_", "PERL5", "RUBY",
+    "GEM_", "JAVA", "_JAVA", "GIT_",
+];
+
+/// Whether a caller's `env` may not set `name` ([`RESERVED`],
+/// [`RESERVED_PREFIXES`], `*_OPTIONS`).
+pub fn is_reserved(name: &str) -> bool {
+    RESERVED.contains(&name)
+        || RESERVED_PREFIXES
+            .iter()
+            .any(|prefix| name.starts_with(prefix))
+        || name.ends_with("_OPTIONS")
+}
 
 /// `PATH` when the server has none.
 const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
@@ -197,7 +227,13 @@ pub fn interpreter_for(script: &Path) -> Result<Vec<OsString>, ExecError> {
         path: script.to_path_buf(),
         reason: reason.to_owned(),
     };
-    match (sandbox::shebang(script).is_some(), executable) {
+    let shebang = sandbox::shebang(script);
+    if let Some((interpreter, _)) = &shebang
+        && !interpreter.is_absolute()
+    {
+        return Err(refuse("its `#!` interpreter is not an absolute path"));
+    }
+    match (shebang.is_some(), executable) {
         (true, true) => Ok(vec![script.into()]),
         (true, false) => Err(refuse("it has a `#!` line but no exec bit")),
         (false, _) => Err(refuse(
@@ -217,7 +253,7 @@ pub fn server_environment() -> BTreeMap<String, String> {
 /// Builds a script's whole environment: the [`PASSED_THROUGH`] variables
 /// of `server` (`PATH` defaults to `/usr/local/bin:/usr/bin:/bin`), then
 /// `given` (the caller's `env`: names `[A-Za-z_][A-Za-z0-9_]*`, none of
-/// [`RESERVED`], no `LD_*`, no secret's name, no NUL in values), then each
+/// [`is_reserved`] name, no secret's name, no NUL in values), then each
 /// declared secret from `server`. A required secret the server lacks is an
 /// error; an optional one is left out.
 pub fn environment(
@@ -242,7 +278,7 @@ pub fn environment(
                 "names are letters, digits and `_`, not starting with a digit",
             ));
         }
-        if RESERVED.contains(&name.as_str()) || name.starts_with("LD_") {
+        if is_reserved(name) {
             return Err(refuse(
                 "the runtime sets it, or it makes the interpreter load other code",
             ));
@@ -325,7 +361,7 @@ pub async fn run(request: RunRequest, cancel: CancellationToken) -> Result<RunOu
         Some(policy) => {
             check_support(&policy)?;
             notes.extend(policy.notes.iter().cloned());
-            let grants = grants_for(&executable, path_var, scratch.path());
+            let grants = grants_for(&executable, path_var, scratch.path(), &policy.skill_root);
             Some((policy, grants))
         }
     };
@@ -419,23 +455,40 @@ fn check_support(policy: &Policy) -> Result<(), ExecError> {
     Ok(())
 }
 
-/// The interpreter's installation (the folder above its `bin/`, as found
-/// and after links) is readable; the interpreter chain stays executable;
-/// the scratch folder is writable.
-fn grants_for(executable: &Path, path_var: Option<&str>, scratch: &Path) -> RunGrants {
-    let execute = sandbox::executables_for(executable, path_var);
+/// The interpreter's installation (the folder above its `bin/`, after
+/// links) is readable when the runtime chose the interpreter from `PATH`;
+/// the interpreter chain stays executable; the scratch folder is writable.
+///
+/// A program a skill names itself, in the `#!` line of a script run
+/// directly, gets no folder around it, only the files of its chain: the
+/// skill chooses that path, and the folder above `/root/.cargo/bin/cargo`
+/// holds credentials. Every path is taken after links, never as written, so
+/// a link shipped in the skill cannot turn a grant into `/`.
+fn grants_for(
+    executable: &Path,
+    path_var: Option<&str>,
+    scratch: &Path,
+    skill_root: &Path,
+) -> RunGrants {
+    let real = |path: &Path| fs_err::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut execute: Vec<PathBuf> = sandbox::executables_for(executable, path_var)
+        .iter()
+        .map(|file| real(file))
+        .collect();
+    execute.sort();
+    execute.dedup();
     let mut read = Vec::new();
-    for file in &execute {
-        let real = fs_err::canonicalize(file).unwrap_or_else(|_| file.clone());
-        for path in [file, &real] {
-            let prefix = path.parent().and_then(Path::parent);
-            if let Some(prefix) = prefix.filter(|prefix| prefix.parent().is_some()) {
-                read.push(prefix.to_path_buf());
-            }
+    let chosen_by_runtime = !real(executable).starts_with(real(skill_root));
+    if chosen_by_runtime {
+        let installed = real(executable);
+        if let Some(prefix) = installed
+            .parent()
+            .and_then(Path::parent)
+            .filter(|prefix| prefix.parent().is_some())
+        {
+            read.push(prefix.to_path_buf());
         }
     }
-    read.sort();
-    read.dedup();
     RunGrants {
         read,
         execute,

@@ -93,6 +93,22 @@ fn exec_error(error: &exec::ExecError) -> ToolError {
     ToolError::new(code, message)
 }
 
+/// Checks that `path` (as the caller gave it) names a file of `skill`'s
+/// manifest: a file added since start, or one reached through a link (a
+/// linked `scripts/`), was never checked and never runs.
+fn in_manifest(skill: &ServedSkill, path: &str) -> Result<(), ToolError> {
+    match super::catalog::normalise(path) {
+        Some(relative) if skill.file(&relative).is_some() => Ok(()),
+        _ => Err(ToolError::new(
+            ErrorCode::PermissionDenied,
+            format!(
+                "`{path}` is not a file skill `{}` had when the server started; only those run (no links, nothing added since)",
+                skill.name
+            ),
+        )),
+    }
+}
+
 /// Checks that none of `skill`'s files changed since the server read
 /// them: code that runs is code that was checked.
 fn unchanged(skill: &ServedSkill) -> Result<(), ToolError> {
@@ -161,9 +177,10 @@ impl RunConfig {
             redactor,
             cancel,
         } = call;
-        allowed_to_run_scripts(skill, &arguments.path)?;
+        allowed_to_run_scripts(skill, &arguments.path, &arguments.args)?;
         let script = sandbox::script_in_skill(&skill.root, &arguments.path)
             .map_err(|error| denied(&error))?;
+        in_manifest(skill, &arguments.path)?;
         unchanged(skill)?;
         let program = exec::interpreter_for(&script).map_err(|error| exec_error(&error))?;
         let prepared = self.prepare(skill, roots, arguments.workdir.as_deref(), &arguments.env)?;
@@ -229,8 +246,9 @@ impl RunConfig {
             cancel,
         } = call;
         let started = async {
-            unchanged(skill)?;
             let entrypoint = tool.implementation.entrypoint.as_str();
+            in_manifest(skill, entrypoint)?;
+            unchanged(skill)?;
             let script = sandbox::entrypoint_in_skill(&skill.root, entrypoint)
                 .map_err(|error| denied(&error))?;
             let interpreter = match tool.implementation.runtime {
@@ -275,10 +293,15 @@ impl RunConfig {
 /// `allowed-tools` gates `skills_run_script`: a skill that lists tools and
 /// none that runs programs (`Bash`, `Bash(...)`, `skills_run_script`) has
 /// not asked to run scripts. `Bash(PATTERN)` allows the scripts whose path
-/// (`scripts/x.py`) or command line (`python3 scripts/x.py`) the glob
-/// PATTERN matches (`*` crosses `/`); a trailing `:*` means "then
-/// anything", as in Claude Code's `Bash(git log:*)`.
-fn allowed_to_run_scripts(skill: &ServedSkill, path: &str) -> Result<(), ToolError> {
+/// (`scripts/x.py`) or command line (`python3 scripts/x.py`), with or
+/// without the arguments, the glob PATTERN matches (`*` crosses `/`); a
+/// trailing `:*` means "and any arguments", as in Claude Code's
+/// `Bash(git log:*)`.
+fn allowed_to_run_scripts(
+    skill: &ServedSkill,
+    path: &str,
+    args: &[String],
+) -> Result<(), ToolError> {
     let allowed = &skill.frontmatter.allowed_tools;
     if allowed.is_empty() {
         return Ok(());
@@ -293,6 +316,21 @@ fn allowed_to_run_scripts(skill: &ServedSkill, path: &str) -> Result<(), ToolErr
             _ => "",
         }
     );
+    // What a pattern may match: the path, and the command line, each with
+    // and without the arguments.
+    let with_args = |line: &str| {
+        std::iter::once(line)
+            .chain(args.iter().map(String::as_str))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let command = command.trim_start().to_owned();
+    let candidates = [
+        path.to_owned(),
+        with_args(path),
+        command.clone(),
+        with_args(&command),
+    ];
     let permits = |entry: &str| {
         let entry = entry.trim();
         if matches!(
@@ -307,16 +345,19 @@ fn allowed_to_run_scripts(skill: &ServedSkill, path: &str) -> Result<(), ToolErr
         else {
             return false;
         };
-        // Claude Code's `Bash(prefix:*)`: the prefix, then anything.
-        let pattern = match pattern.strip_suffix(":*") {
-            Some(prefix) => format!("{prefix}*"),
-            None => pattern.to_owned(),
+        // Claude Code's `Bash(prefix:*)`: the command is `prefix`, or
+        // `prefix` and arguments; `Bash(x.sh:*)` never allows `x.sh.py`.
+        let globs: Vec<String> = match pattern.strip_suffix(":*") {
+            Some(prefix) => vec![prefix.to_owned(), format!("{prefix} *")],
+            None => vec![pattern.to_owned()],
         };
-        globset::GlobBuilder::new(&pattern)
-            .literal_separator(false)
-            .build()
-            .map(|glob| glob.compile_matcher())
-            .is_ok_and(|glob| glob.is_match(path) || glob.is_match(command.trim_start()))
+        globs.iter().any(|glob| {
+            globset::GlobBuilder::new(glob)
+                .literal_separator(false)
+                .build()
+                .map(|glob| glob.compile_matcher())
+                .is_ok_and(|glob| candidates.iter().any(|candidate| glob.is_match(candidate)))
+        })
     };
     if allowed.iter().any(|entry| permits(entry)) {
         Ok(())

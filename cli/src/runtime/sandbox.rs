@@ -638,6 +638,11 @@ pub fn executables_for(program: &Path, path_var: Option<&str>) -> Vec<PathBuf> {
     for _ in 0..3 {
         let Some(current) = next.take() else { break };
         next = shebang(&current).and_then(|(interpreter, argument)| {
+            // The kernel reads a relative interpreter from the working
+            // folder; nothing of the kind is ever granted.
+            if !interpreter.is_absolute() {
+                return None;
+            }
             let is_env = interpreter.file_name().is_some_and(|name| name == "env");
             files.push(interpreter.clone());
             if is_env {
@@ -673,7 +678,7 @@ pub(crate) fn shebang(path: &Path) -> Option<(PathBuf, Option<String>)> {
 pub fn find_in_path(name: &str, path_var: Option<&str>) -> Option<PathBuf> {
     use std::os::unix::fs::PermissionsExt as _;
     if name.contains('/') {
-        return Some(PathBuf::from(name));
+        return Path::new(name).is_absolute().then(|| PathBuf::from(name));
     }
     path_var?
         .split(':')

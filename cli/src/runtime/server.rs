@@ -432,7 +432,7 @@ impl SkillServer {
 
     fn read(&self, arguments: &ReadArguments) -> Result<CallToolResult, SessionError> {
         let skill = self.session().resolve(arguments.skill.as_deref())?.clone();
-        let path = normalise(&arguments.path).ok_or_else(|| SessionError::Read {
+        let path = catalog::normalise(&arguments.path).ok_or_else(|| SessionError::Read {
             error: catalog::ReadError::NotInSkill {
                 skill: skill.name.clone(),
                 path: arguments.path.clone(),
@@ -476,25 +476,6 @@ fn blob(uri: &str, bytes: &[u8]) -> ContentBlock {
         base64::engine::general_purpose::STANDARD.encode(bytes),
         uri,
     ))
-}
-
-/// A path a model gave, as the catalog names files: `/`-separated, with
-/// `./` and `\` read as a model would mean them, and nothing that climbs
-/// out or starts at the root.
-fn normalise(path: &str) -> Option<String> {
-    let path = path.replace('\\', "/");
-    if path.starts_with('/') {
-        return None;
-    }
-    let mut parts = Vec::new();
-    for part in path.split('/') {
-        match part {
-            "" | "." => {}
-            ".." => return None,
-            part => parts.push(part),
-        }
-    }
-    (!parts.is_empty()).then(|| parts.join("/"))
 }
 
 /// The result of `skills_load` and `skills_unload`: the receipt as
@@ -906,7 +887,7 @@ fn mime_type(path: &str) -> Option<&'static str> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::runtime::catalog::normalise;
 
     #[test]
     fn paths_from_a_model_are_normalised_or_refused() {

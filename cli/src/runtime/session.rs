@@ -23,6 +23,10 @@ pub const RUNTIME_TOOLS: [&str; 4] = [
 /// `--max-active` says otherwise.
 pub const DEFAULT_MAX_ACTIVE: usize = 8;
 
+/// The most names one `skills_load` may give, duplicates included: more
+/// than `--max-active` can ever load, and few enough to check at once.
+pub const MAX_NAMES: usize = 256;
+
 /// `skills_load`'s `mode`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -125,12 +129,15 @@ impl Session {
     /// `skills_load`: resolves every name first, so a bad name changes
     /// nothing; then replaces or extends the loaded set.
     pub fn load(&mut self, names: &[String], mode: Mode) -> Result<(), SessionError> {
-        let mut wanted: Vec<&String> = Vec::new();
-        for name in names {
-            if !wanted.contains(&name) {
-                wanted.push(name);
-            }
+        if names.len() > MAX_NAMES {
+            return Err(SessionError::TooMany {
+                requested: names.len(),
+                total: names.len(),
+                max: self.max_active,
+            });
         }
+        let mut seen = std::collections::HashSet::new();
+        let wanted: Vec<&String> = names.iter().filter(|name| seen.insert(*name)).collect();
         let kept = match mode {
             Mode::Replace => 0,
             Mode::Add => self.active.len(),

@@ -201,8 +201,8 @@ impl RunConfig {
         let mut result = json!({
             "path": arguments.path,
             "exit_code": outcome.exit_code,
-            "stdout": redactor.redact(&outcome.stdout),
-            "stderr": redactor.redact(&outcome.stderr),
+            "stdout": redactor.redact(cut_if(redactor, &outcome.stdout, outcome.stdout_truncated)),
+            "stderr": redactor.redact(cut_if(redactor, &outcome.stderr, outcome.stderr_truncated)),
         });
         for (key, flag) in [
             ("stdout_truncated", outcome.stdout_truncated),
@@ -277,8 +277,12 @@ impl RunConfig {
             Ok(outcome) => {
                 let process = ProcessResult {
                     exit_code: outcome.exit_code,
-                    stdout: outcome.stdout.clone().into_bytes(),
-                    stderr: outcome.stderr.clone().into_bytes(),
+                    stdout: cut_if(redactor, &outcome.stdout, outcome.stdout_truncated)
+                        .as_bytes()
+                        .to_vec(),
+                    stderr: cut_if(redactor, &outcome.stderr, outcome.stderr_truncated)
+                        .as_bytes()
+                        .to_vec(),
                     timed_out: outcome.timed_out,
                     stdout_truncated: outcome.stdout_truncated,
                     cancelled: outcome.cancelled,
@@ -287,6 +291,15 @@ impl RunConfig {
                 (interpret(&process, schemas, redactor), Some(outcome))
             }
         }
+    }
+}
+
+/// Output cut at the cap may end in the first characters of a secret.
+fn cut_if<'a>(redactor: &Redactor, text: &'a str, truncated: bool) -> &'a str {
+    if truncated {
+        redactor.cut_partial_tail(text)
+    } else {
+        text
     }
 }
 

@@ -43,6 +43,8 @@ pub struct Redactor {
     matcher: Option<AhoCorasick>,
     /// For each pattern, the names that have its value, sorted.
     names: Vec<Vec<String>>,
+    /// The values, for [`Redactor::cut_partial_tail`].
+    values: Vec<String>,
     skipped: Vec<String>,
 }
 
@@ -98,8 +100,26 @@ impl Redactor {
         Self {
             matcher,
             names,
+            values,
             skipped,
         }
+    }
+
+    /// Returns `text` without a trailing beginning of a secret: output cut
+    /// at a cap in the middle of a value would otherwise show its first
+    /// characters, which no match finds. For text that was truncated.
+    pub fn cut_partial_tail<'a>(&self, text: &'a str) -> &'a str {
+        let mut end = text.len();
+        for value in &self.values {
+            let cut = (1..value.len())
+                .rev()
+                .filter(|&len| value.is_char_boundary(len))
+                .find(|&len| text[..end].ends_with(&value[..len]));
+            if let Some(len) = cut {
+                end -= len;
+            }
+        }
+        &text[..end]
     }
 
     /// Returns the names whose values are too short to redact, sorted.
@@ -330,5 +350,21 @@ mod tests {
         // Generous even for a debug build on a busy machine; a quadratic
         // merge would take minutes.
         assert!(start.elapsed() < std::time::Duration::from_secs(5));
+    }
+
+    #[test]
+    fn output_cut_in_a_secret_loses_the_secrets_beginning() {
+        let redactor = redactor(&[("TOKEN", "sk-live-abcdef"), ("OTHER", "wxyz")]);
+        // Cut after "sk-li": the five characters go, the rest stays.
+        assert_eq!(redactor.cut_partial_tail("out: sk-li"), "out: ");
+        assert_eq!(redactor.cut_partial_tail("out: s"), "out: ");
+        // A whole value is not a partial one: redaction handles it.
+        assert_eq!(redactor.cut_partial_tail("out: wxyz"), "out: wxyz");
+        assert_eq!(redactor.cut_partial_tail("nothing here"), "nothing here");
+        assert_eq!(redactor.cut_partial_tail(""), "");
+        assert_eq!(
+            Redactor::default().cut_partial_tail("out: sk-li"),
+            "out: sk-li"
+        );
     }
 }

@@ -9,8 +9,10 @@
 pub mod audit;
 pub mod catalog;
 pub mod exec;
+pub mod resources;
 pub mod run;
 pub mod sandbox;
 pub mod server;
 pub mod session;
 pub mod tool_call;
+pub mod wire;

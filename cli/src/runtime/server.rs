@@ -10,7 +10,6 @@
 //!   rule) and `active_skills` (the loaded skills' instructions).
 
 use std::borrow::Cow;
-use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -18,29 +17,28 @@ use std::time::Instant;
 
 use base64::Engine as _;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, DIRECTORY_MIME_TYPE,
-    ErrorData, GetPromptRequestParams, GetPromptResponse, GetPromptResult, GetSkillRequestParams,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData,
+    GetPromptRequestParams, GetPromptResponse, GetPromptResult, GetSkillRequestParams,
     GetSkillResult, Implementation, JsonObject, ListPromptsResult, ListResourcesResult,
-    ListSkillsResult, ListToolsResult, PaginatedRequestParams, Prompt, PromptMessage,
-    ProtocolVersion, ReadResourceDirectoryRequestParams, ReadResourceDirectoryResult,
-    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
-    ResourceContents, Role, ServerCapabilities, ServerConfig, Tool,
+    ListSkillsResult, ListToolsResult, PaginatedRequestParams, PromptMessage, ProtocolVersion,
+    ReadResourceDirectoryRequestParams, ReadResourceDirectoryResult, ReadResourceRequestParams,
+    ReadResourceResponse, ResourceContents, Role, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{RoleServer, ServerHandler};
-use serde::Deserialize;
-use serde_json::{Value, json};
 use skillpkg_index::skill::model::Tool as SkillTool;
 use skillpkg_index::skill::prompt::{AvailableSkill, Prompt as SkillsPrompt};
 
 use super::audit::{AuditLog, AuditRecord, SkillInfo, TraceId};
-use super::catalog::{self, MAX_SKILL_BYTES, ServedCatalog, ServedSkill};
+use super::catalog::{self, ServedCatalog, ServedSkill};
+use super::resources;
 use super::run::{CallContext, RunConfig, RunScriptArguments};
-use super::session::{Mode, Session, SessionError};
+use super::session::{Session, SessionError};
 use super::tool_call::{
     ApprovalState, ElicitationAnswer, ErrorCode, Outcome, Redactor, SchemaCache, ToolError,
     ToolOutcome, confirmation_for, decide,
 };
+use super::wire::{self, LoadArguments, ReadArguments, UnloadArguments, parse};
 
 /// The largest file `skills_read` returns; larger ones are for scripts.
 pub const READ_LIMIT: u64 = 1024 * 1024;
@@ -512,127 +510,6 @@ fn session_error(error: &SessionError) -> CallToolResult {
     ToolError::new(code, error.to_string()).into_call_tool_result()
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct LoadArguments {
-    names: Vec<String>,
-    #[serde(default)]
-    mode: Mode,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct UnloadArguments {
-    names: Option<Vec<String>>,
-    #[serde(default)]
-    all: bool,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ReadArguments {
-    skill: Option<String>,
-    path: String,
-}
-
-fn parse<T: serde::de::DeserializeOwned>(
-    tool: &str,
-    arguments: Option<JsonObject>,
-) -> Result<T, CallToolResult> {
-    serde_json::from_value(Value::Object(arguments.unwrap_or_default())).map_err(|error| {
-        ToolError::new(
-            ErrorCode::InvalidArgument,
-            format!("invalid arguments for {tool}: {error}; see the tool's inputSchema"),
-        )
-        .into_call_tool_result()
-    })
-}
-
-/// The session tools, as `tools/list` shows them.
-fn session_tools() -> Vec<Tool> {
-    let tool = |name: &str, description: &str, schema: Value| {
-        let Value::Object(schema) = schema else {
-            unreachable!("tool schemas are objects")
-        };
-        Tool::new(name.to_owned(), description.to_owned(), Arc::new(schema))
-    };
-    vec![
-        tool(
-            "skills_load",
-            "Load skills by name so their instructions apply: returns each skill's SKILL.md instructions in <active_skills> and a receipt (location, root_dir, digest, properties). Call it before using any skill. mode \"replace\" (default) makes these the only loaded skills; \"add\" keeps the ones already loaded.",
-            json!({
-                "type": "object",
-                "properties": {
-                    "names": { "type": "array", "items": { "type": "string" }, "minItems": 1, "description": "Names of skills from <available_skills>." },
-                    "mode": { "type": "string", "enum": ["replace", "add"], "default": "replace" }
-                },
-                "required": ["names"],
-                "additionalProperties": false
-            }),
-        ),
-        tool(
-            "skills_unload",
-            "Unload skills whose instructions no longer apply: give names, or all: true.",
-            json!({
-                "type": "object",
-                "properties": {
-                    "names": { "type": "array", "items": { "type": "string" } },
-                    "all": { "type": "boolean" }
-                },
-                "additionalProperties": false
-            }),
-        ),
-        tool(
-            "skills_read",
-            "Read a file of a loaded skill, such as references/guide.md, by its path relative to the skill folder. skill defaults to the most recently loaded skill. Text comes back as text, other files as base64.",
-            json!({
-                "type": "object",
-                "properties": {
-                    "skill": { "type": "string", "description": "A loaded skill; defaults to the most recently loaded one." },
-                    "path": { "type": "string", "description": "Relative to the skill folder." }
-                },
-                "required": ["path"],
-                "additionalProperties": false
-            }),
-        ),
-        tool(
-            "skills_run_script",
-            "Run a script of a loaded skill, such as scripts/extract.py (under the skill's scripts/ folder; .py with python3, .sh with bash, .js/.mjs with node, else its #! line). It runs sandboxed with only the permissions the skill declares, in workdir (default: the project folder), with a timeout. Returns path, exit_code, stdout and stderr.",
-            json!({
-                "type": "object",
-                "properties": {
-                    "skill": { "type": "string", "description": "A loaded skill; defaults to the most recently loaded one." },
-                    "path": { "type": "string", "description": "Relative to the skill folder, under scripts/." },
-                    "args": { "type": "array", "items": { "type": "string" } },
-                    "env": { "type": "object", "additionalProperties": { "type": "string" } },
-                    "workdir": { "type": "string", "description": "Relative to the project folder, or absolute inside a root." }
-                },
-                "required": ["path"],
-                "additionalProperties": false
-            }),
-        ),
-    ]
-}
-
-fn prompts() -> Vec<Prompt> {
-    vec![
-        Prompt::new(
-            "available_skills",
-            Some(
-                "The skills this server serves, as <available_skills>, with the rule that a skill is loaded before it is used.",
-            ),
-            None,
-        ),
-        Prompt::new(
-            "active_skills",
-            Some(
-                "The instructions of the skills this session has loaded, as <active_skills>, in load order.",
-            ),
-            None,
-        ),
-    ]
-}
-
 impl ServerHandler for SkillServer {
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
         match self.transport {
@@ -662,7 +539,7 @@ impl ServerHandler for SkillServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let mut tools = session_tools();
+        let mut tools = wire::session_tools();
         tools.extend(self.session().listed_tools());
         Ok(ListToolsResult::with_all_items(tools))
     }
@@ -680,7 +557,7 @@ impl ServerHandler for SkillServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        Ok(ListPromptsResult::with_all_items(prompts()))
+        Ok(ListPromptsResult::with_all_items(wire::prompts()))
     }
 
     async fn get_prompt(
@@ -723,22 +600,9 @@ impl ServerHandler for SkillServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        // Each skill's SKILL.md, as SEP-2640 lists them; the other files are
-        // in skills/list and resources/directory/read.
-        Ok(ListResourcesResult::with_all_items(
-            self.shared
-                .catalog
-                .skills()
-                .iter()
-                .map(|skill| {
-                    let file = skill.file("SKILL.md").map_or(0, |file| file.size);
-                    Resource::new(skill.uri("SKILL.md"), skill.name.clone())
-                        .with_description(skill.frontmatter.description.clone())
-                        .with_mime_type("text/markdown")
-                        .with_size(file)
-                })
-                .collect(),
-        ))
+        Ok(ListResourcesResult::with_all_items(resources::list(
+            &self.shared.catalog,
+        )))
     }
 
     async fn read_resource(
@@ -746,31 +610,7 @@ impl ServerHandler for SkillServer {
         request: ReadResourceRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        let not_found =
-            || ErrorData::resource_not_found(format!("no skill file at {}", request.uri), None);
-        let (skill, path) = self
-            .shared
-            .catalog
-            .resolve_uri(&request.uri)
-            .ok_or_else(not_found)?;
-        let bytes = skill
-            .read(&path, MAX_SKILL_BYTES)
-            .map_err(|error| match error {
-                catalog::ReadError::NotInSkill { .. } => not_found(),
-                other => ErrorData::internal_error(format!("{other}; {}", other.hint()), None),
-            })?;
-        let contents = match std::str::from_utf8(&bytes) {
-            Ok(text) if !text.contains('\0') => ResourceContents::text(text, request.uri.clone()),
-            _ => ResourceContents::blob(
-                base64::engine::general_purpose::STANDARD.encode(&bytes),
-                request.uri.clone(),
-            ),
-        };
-        let contents = match mime_type(&path) {
-            Some(mime) => contents.with_mime_type(mime),
-            None => contents,
-        };
-        Ok(ReadResourceResult::new(vec![contents]).into())
+        resources::read(&self.shared.catalog, &request.uri).map(Into::into)
     }
 
     async fn list_skills(
@@ -814,75 +654,9 @@ impl ServerHandler for SkillServer {
         request: ReadResourceDirectoryRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceDirectoryResult, ErrorData> {
-        let not_a_directory = || {
-            ErrorData::invalid_params(format!("not a directory of a skill: {}", request.uri), None)
-        };
-        let (skill, path) = self
-            .shared
-            .catalog
-            .resolve_uri(&request.uri)
-            .ok_or_else(not_a_directory)?;
-        let children = directory(skill, &path).ok_or_else(not_a_directory)?;
-        Ok(ReadResourceDirectoryResult::with_all_items(children))
+        resources::directory(&self.shared.catalog, &request.uri)
+            .map(ReadResourceDirectoryResult::with_all_items)
     }
-}
-
-/// The direct children of the folder `path` of `skill` (`""` or a path
-/// with or without a trailing `/`), or `None` when it is not a folder.
-fn directory(skill: &ServedSkill, path: &str) -> Option<Vec<Resource>> {
-    let prefix = match path.trim_end_matches('/') {
-        "" => String::new(),
-        folder => format!("{folder}/"),
-    };
-    let mut folders = BTreeSet::new();
-    let mut children = Vec::new();
-    for file in &skill.files {
-        let Some(rest) = file.path.strip_prefix(&prefix) else {
-            continue;
-        };
-        match rest.split_once('/') {
-            Some((folder, _)) => {
-                folders.insert(folder.to_owned());
-            }
-            None => {
-                let mut resource =
-                    Resource::new(skill.uri(&file.path), rest.to_owned()).with_size(file.size);
-                resource.mime_type = mime_type(&file.path).map(Into::into);
-                children.push(resource);
-            }
-        }
-    }
-    if children.is_empty() && folders.is_empty() {
-        return None;
-    }
-    for folder in folders {
-        children.push(
-            Resource::new(skill.uri(&format!("{prefix}{folder}")), folder)
-                .with_mime_type(DIRECTORY_MIME_TYPE),
-        );
-    }
-    Some(children)
-}
-
-/// The MIME type of a skill file by its extension, for the common ones.
-fn mime_type(path: &str) -> Option<&'static str> {
-    let extension = path.rsplit_once('.')?.1.to_ascii_lowercase();
-    Some(match extension.as_str() {
-        "md" => "text/markdown",
-        "txt" => "text/plain",
-        "json" => "application/json",
-        "yaml" | "yml" => "application/yaml",
-        "py" => "text/x-python",
-        "sh" => "text/x-shellscript",
-        "js" | "mjs" => "text/javascript",
-        "html" => "text/html",
-        "csv" => "text/csv",
-        "png" => "image/png",
-        "jpg" | "jpeg" => "image/jpeg",
-        "svg" => "image/svg+xml",
-        "pdf" => "application/pdf",
-        _ => return None,
-    })
 }
 
 #[cfg(test)]

@@ -1,0 +1,134 @@
+//! The runtime's own tools and prompts as clients see them: names,
+//! descriptions, input schemas, and the arguments they take (spec 001's
+//! `skills.load`, `skills.unload`, `skills.read` and `skills.run_script`,
+//! with underscores on the wire).
+
+use std::sync::Arc;
+
+use rmcp::model::{CallToolResult, JsonObject, Prompt, Tool};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::session::Mode;
+use super::tool_call::{ErrorCode, ToolError};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoadArguments {
+    pub names: Vec<String>,
+    #[serde(default)]
+    pub mode: Mode,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UnloadArguments {
+    pub names: Option<Vec<String>>,
+    #[serde(default)]
+    pub all: bool,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReadArguments {
+    pub skill: Option<String>,
+    pub path: String,
+}
+
+pub fn parse<T: serde::de::DeserializeOwned>(
+    tool: &str,
+    arguments: Option<JsonObject>,
+) -> Result<T, CallToolResult> {
+    serde_json::from_value(Value::Object(arguments.unwrap_or_default())).map_err(|error| {
+        ToolError::new(
+            ErrorCode::InvalidArgument,
+            format!("invalid arguments for {tool}: {error}; see the tool's inputSchema"),
+        )
+        .into_call_tool_result()
+    })
+}
+
+/// The session tools, as `tools/list` shows them.
+pub fn session_tools() -> Vec<Tool> {
+    let tool = |name: &str, description: &str, schema: Value| {
+        let Value::Object(schema) = schema else {
+            unreachable!("tool schemas are objects")
+        };
+        Tool::new(name.to_owned(), description.to_owned(), Arc::new(schema))
+    };
+    vec![
+        tool(
+            "skills_load",
+            "Load skills by name so their instructions apply: returns each skill's SKILL.md instructions in <active_skills> and a receipt (location, root_dir, digest, properties). Call it before using any skill. mode \"replace\" (default) makes these the only loaded skills; \"add\" keeps the ones already loaded.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "names": { "type": "array", "items": { "type": "string" }, "minItems": 1, "description": "Names of skills from <available_skills>." },
+                    "mode": { "type": "string", "enum": ["replace", "add"], "default": "replace" }
+                },
+                "required": ["names"],
+                "additionalProperties": false
+            }),
+        ),
+        tool(
+            "skills_unload",
+            "Unload skills whose instructions no longer apply: give names, or all: true.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "names": { "type": "array", "items": { "type": "string" } },
+                    "all": { "type": "boolean" }
+                },
+                "additionalProperties": false
+            }),
+        ),
+        tool(
+            "skills_read",
+            "Read a file of a loaded skill, such as references/guide.md, by its path relative to the skill folder. skill defaults to the most recently loaded skill. Text comes back as text, other files as base64.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "skill": { "type": "string", "description": "A loaded skill; defaults to the most recently loaded one." },
+                    "path": { "type": "string", "description": "Relative to the skill folder." }
+                },
+                "required": ["path"],
+                "additionalProperties": false
+            }),
+        ),
+        tool(
+            "skills_run_script",
+            "Run a script of a loaded skill, such as scripts/extract.py (under the skill's scripts/ folder; .py with python3, .sh with bash, .js/.mjs with node, else its #! line). It runs sandboxed with only the permissions the skill declares, in workdir (default: the project folder), with a timeout. Returns path, exit_code, stdout and stderr.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "skill": { "type": "string", "description": "A loaded skill; defaults to the most recently loaded one." },
+                    "path": { "type": "string", "description": "Relative to the skill folder, under scripts/." },
+                    "args": { "type": "array", "items": { "type": "string" } },
+                    "env": { "type": "object", "additionalProperties": { "type": "string" } },
+                    "workdir": { "type": "string", "description": "Relative to the project folder, or absolute inside a root." }
+                },
+                "required": ["path"],
+                "additionalProperties": false
+            }),
+        ),
+    ]
+}
+
+pub fn prompts() -> Vec<Prompt> {
+    vec![
+        Prompt::new(
+            "available_skills",
+            Some(
+                "The skills this server serves, as <available_skills>, with the rule that a skill is loaded before it is used.",
+            ),
+            None,
+        ),
+        Prompt::new(
+            "active_skills",
+            Some(
+                "The instructions of the skills this session has loaded, as <active_skills>, in load order.",
+            ),
+            None,
+        ),
+    ]
+}

@@ -287,10 +287,12 @@ pub enum Command {
     /// match skills.lock, or it is not served. State is per connection.
     /// Diagnostics go to stderr; stdout carries only the protocol. Register
     /// it with an agent as shown in docs/runtime.md.
+    #[cfg(feature = "runtime")]
     #[command(after_help = MCP_EXAMPLES)]
     Mcp(McpArgs),
 }
 
+#[cfg(feature = "runtime")]
 const MCP_EXAMPLES: &str = "\
 Examples:
   skillpkg mcp                                    serve ./ for Claude Code's folders
@@ -299,6 +301,7 @@ Examples:
   skillpkg mcp --audit-log ~/.skillpkg-audit.jsonl  one JSON line per tool call
   claude mcp add skills -- skillpkg mcp           register with Claude Code";
 
+#[cfg(feature = "runtime")]
 #[derive(Debug, Args)]
 pub struct McpArgs {
     /// The project folder the agent works in (default: the current folder).

@@ -18,6 +18,7 @@ pub mod provenance;
 pub mod registries;
 pub mod registry_client;
 pub mod render;
+#[cfg(feature = "runtime")]
 pub mod runtime;
 pub mod search;
 pub mod settings;
@@ -57,6 +58,7 @@ pub fn run(cli: args::Cli, printer: &printer::Printer) -> anyhow::Result<ExitSta
         args::Command::Prompt(args) => commands::prompt::run(&args, printer),
         args::Command::Select(args) => commands::select::run(&args, printer),
         args::Command::Tools(args) => commands::tools::run(&args, printer),
+        #[cfg(feature = "runtime")]
         args::Command::Mcp(args) => commands::mcp::run(&args, printer),
     }
 }

@@ -7,6 +7,7 @@ pub mod install;
 pub mod key;
 pub mod list;
 pub mod login;
+#[cfg(feature = "runtime")]
 pub mod mcp;
 pub mod mirror;
 pub mod new;

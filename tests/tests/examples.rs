@@ -74,3 +74,52 @@ fn the_example_registry_is_what_the_build_script_makes() {
         );
     }
 }
+
+#[test]
+fn add_with_a_registry_url_in_a_project_without_one_installs_and_records_it() {
+    let sandbox = Sandbox::new();
+    let project = sandbox.path().join("project");
+    fs_err::create_dir_all(&project).unwrap();
+    let registry = workspace().join("examples/registry");
+    let skillpkg = |args: &[&str]| {
+        run(sandbox
+            .skillpkg()
+            .current_dir(&project)
+            .args(args)
+            .env("SKILLPKG_CONFIG_DIR", sandbox.path().join("config"))
+            .env("SKILLPKG_CACHE_DIR", sandbox.path().join("cache")))
+    };
+    let init = skillpkg(&["init", "--target", "claude"]);
+    assert_eq!(init.code, 0, "{init:?}");
+    let added = skillpkg(&[
+        "add",
+        "csv-insights",
+        "--registry",
+        registry.to_str().unwrap(),
+        "--allow-unsigned",
+    ]);
+    assert_eq!(added.code, 0, "{added:?}");
+    assert!(
+        project
+            .join(".claude/skills/csv-insights/SKILL.md")
+            .is_file()
+    );
+    // The project now names the registry, so a plain install elsewhere
+    // (a teammate's clone) reads the same one.
+    let manifest: toml::Table = fs_err::read_to_string(project.join("skills.toml"))
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(
+        manifest["registry"]["url"].as_str(),
+        Some(registry.to_str().unwrap())
+    );
+    fs_err::remove_dir_all(project.join(".claude")).unwrap();
+    let again = skillpkg(&["install", "--allow-unsigned"]);
+    assert_eq!(again.code, 0, "{again:?}");
+    assert!(
+        project
+            .join(".claude/skills/csv-insights/SKILL.md")
+            .is_file()
+    );
+}

@@ -34,18 +34,26 @@ pub fn run(args: &AddArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
     // `--registry` of a configured registry is where the added skills come
     // from, recorded in their entries; the URL of a registry that is not
     // configured stays what it always was, the default registry.
+    // A project that names no registry records the URL it was given, so
+    // that a teammate's plain `install` gets the same skills.
+    let mut record_registry = None;
     let (choice, install_registry) = match args.install.registry.registry.as_deref() {
         None => (RegistryChoice::Keep, None),
         Some(text) => {
             let manifest = manifest::read(&root)?;
             let registries = Registries::load(Environment::from_process(), Some(&manifest), None)?;
             let spec = registries.choose(text)?;
-            if spec.name == registries.default_name() {
-                (RegistryChoice::Default, None)
-            } else if spec.is_named() {
-                (RegistryChoice::Named(spec.name), None)
-            } else {
+            if !spec.is_named() {
+                let names_one = manifest.registry.is_some()
+                    || manifest.registries.contains_key(registries.default_name());
+                if !names_one {
+                    record_registry = Some(text);
+                }
                 (RegistryChoice::Keep, Some(text))
+            } else if spec.name == registries.default_name() {
+                (RegistryChoice::Default, None)
+            } else {
+                (RegistryChoice::Named(spec.name), None)
             }
         }
     };
@@ -70,7 +78,10 @@ pub fn run(args: &AddArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
         }
     }
     let before_install = |text: &str| -> anyhow::Result<String> {
-        let (text, _) = manifest::edit(text, &set, &[], &args.install.targets)?;
+        let (mut text, _) = manifest::edit(text, &set, &[], &args.install.targets)?;
+        if let Some(url) = record_registry {
+            text = manifest::set_registry_url(&text, url)?;
+        }
         if args.install.allow_unsigned {
             // Recorded, so the next plain `install` accepts them too.
             let names: Vec<_> = set.iter().map(|skill| skill.name.clone()).collect();

@@ -238,6 +238,20 @@ fn skills_table(document: &mut toml_edit::DocumentMut) -> anyhow::Result<&mut to
         .context("`skills` must be a table")
 }
 
+/// Returns the manifest `text` with `[registry] url = URL`: the project's
+/// default registry, recorded so that a plain `install` elsewhere (a
+/// teammate's clone) reads the same registry.
+pub fn set_registry_url(text: &str, url: &str) -> anyhow::Result<String> {
+    let mut document = load_document(text)?;
+    let registry = document
+        .entry("registry")
+        .or_insert(toml_edit::table())
+        .as_table_mut()
+        .context("`registry` must be a table")?;
+    registry.insert("url", toml_edit::value(url));
+    Ok(document.to_string())
+}
+
 /// Returns the manifest `text` with skills marked as allowed unsigned
 /// (`{ version = "...", allow-unsigned = true }`).
 pub fn allow_unsigned(text: &str, names: &[SkillName]) -> anyhow::Result<String> {

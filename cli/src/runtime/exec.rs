@@ -205,6 +205,18 @@ impl ExecError {
     }
 }
 
+/// Returns the interpreter of a script by its extension: `python3` for
+/// `.py`, `bash` for `.sh`, `node` for `.js` and `.mjs` (matched exactly,
+/// lowercase).
+pub fn interpreter_by_extension(script: &Path) -> Option<&'static str> {
+    match script.extension().and_then(|extension| extension.to_str()) {
+        Some("py") => Some("python3"),
+        Some("sh") => Some("bash"),
+        Some("js" | "mjs") => Some("node"),
+        _ => None,
+    }
+}
+
 /// Returns the command that runs `script`: `python3` for `.py`, `bash` for
 /// `.sh`, `node` for `.js` and `.mjs` (extensions are matched exactly,
 /// lowercase), followed by the script; for any other name, the script
@@ -212,13 +224,7 @@ impl ExecError {
 /// refused.
 pub fn interpreter_for(script: &Path) -> Result<Vec<OsString>, ExecError> {
     use std::os::unix::fs::PermissionsExt as _;
-    let interpreter = match script.extension().and_then(|extension| extension.to_str()) {
-        Some("py") => Some("python3"),
-        Some("sh") => Some("bash"),
-        Some("js" | "mjs") => Some("node"),
-        _ => None,
-    };
-    if let Some(interpreter) = interpreter {
+    if let Some(interpreter) = interpreter_by_extension(script) {
         return Ok(vec![interpreter.into(), script.into()]);
     }
     let executable = fs_err::metadata(script)

@@ -322,12 +322,7 @@ fn allowed_to_run_scripts(
     let path = path.trim_start_matches("./");
     let command = format!(
         "{} {path}",
-        match Path::new(path).extension().and_then(|e| e.to_str()) {
-            Some("py") => "python3",
-            Some("sh") => "bash",
-            Some("js" | "mjs") => "node",
-            _ => "",
-        }
+        exec::interpreter_by_extension(Path::new(path)).unwrap_or_default()
     );
     // What a pattern may match: the path, and the command line, each with
     // and without the arguments.

@@ -215,16 +215,14 @@ impl SkillServer {
         record: &mut AuditRecord,
     ) -> Result<CallToolResult, ErrorData> {
         let name = request.name.as_ref();
-        let tools_before = self.tool_names();
+        let tools_before = self.session().tool_wire_names();
         let outcome = match name {
-            "skills_load" => parse(name, request.arguments).map(|arguments: LoadArguments| {
+            wire::LOAD => parse(name, request.arguments).map(|arguments: LoadArguments| {
                 record.skill = single_skill(&self.shared.catalog, &arguments.names);
                 self.load(&arguments)
             }),
-            "skills_unload" => {
-                parse(name, request.arguments).map(|arguments| self.unload(&arguments))
-            }
-            "skills_read" => parse(name, request.arguments).map(|arguments: ReadArguments| {
+            wire::UNLOAD => parse(name, request.arguments).map(|arguments| self.unload(&arguments)),
+            wire::READ => parse(name, request.arguments).map(|arguments: ReadArguments| {
                 let result = self.read(&arguments);
                 record.skill = self
                     .session()
@@ -233,7 +231,7 @@ impl SkillServer {
                     .map(|skill| skill_info(skill));
                 result
             }),
-            "skills_run_script" => {
+            wire::RUN_SCRIPT => {
                 let arguments: RunScriptArguments = match parse(name, request.arguments) {
                     Ok(arguments) => arguments,
                     Err(invalid) => return Ok(invalid),
@@ -264,20 +262,11 @@ impl SkillServer {
             Ok(Err(error)) => session_error(&error),
             Err(invalid) => invalid,
         };
-        if self.tool_names() != tools_before {
+        if self.session().tool_wire_names() != tools_before {
             // A client that cannot be told keeps its list until it asks.
             let _ = context.peer.notify_tool_list_changed().await;
         }
         Ok(result)
-    }
-
-    /// The wire names of the session's skill tools, to notice a change.
-    fn tool_names(&self) -> Vec<String> {
-        self.session()
-            .listed_tools()
-            .into_iter()
-            .map(|tool| tool.name.into_owned())
-            .collect()
     }
 
     /// The folders the client lets scripts work in: its MCP roots, when it

@@ -11,14 +11,6 @@ use skillpkg_index::skill::prompt::{ActiveSkill, Prompt};
 use super::catalog::{ReadError, ServedCatalog, ServedSkill};
 use super::tool_call::{NameCollision, WireNames};
 
-/// The runtime's own tools, whose names no skill's tool may take.
-pub const RUNTIME_TOOLS: [&str; 4] = [
-    "skills_load",
-    "skills_unload",
-    "skills_read",
-    "skills_run_script",
-];
-
 /// How many skills a session may have loaded at once unless
 /// `--max-active` says otherwise.
 pub const DEFAULT_MAX_ACTIVE: usize = 8;
@@ -82,7 +74,7 @@ fn names_for<'a>(
     skills: impl Iterator<Item = &'a Arc<ServedSkill>>,
 ) -> Result<WireNames, NameCollision> {
     let mut names = WireNames::new();
-    for tool in RUNTIME_TOOLS {
+    for tool in super::wire::RUNTIME_TOOLS {
         names.reserve(tool);
     }
     for skill in skills {
@@ -209,6 +201,23 @@ impl Session {
         self.names = names_for(self.active.iter().map(|loaded| &loaded.skill))
             .expect("fewer skills than before cannot collide");
         Ok(())
+    }
+
+    /// The wire names of the loaded skills' tools, in load order: cheap
+    /// enough to compare before and after a call.
+    pub fn tool_wire_names(&self) -> Vec<String> {
+        self.active
+            .iter()
+            .flat_map(|loaded| {
+                loaded
+                    .skill
+                    .frontmatter
+                    .extensions
+                    .tools
+                    .iter()
+                    .map(|tool| super::tool_call::wire_name(&loaded.skill.name, tool.name.as_str()))
+            })
+            .collect()
     }
 
     /// The loaded skills' tools as `tools/list` shows them, in load order.

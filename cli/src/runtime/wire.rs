@@ -12,6 +12,16 @@ use serde_json::{Value, json};
 use super::session::Mode;
 use super::tool_call::{ErrorCode, ToolError};
 
+/// Spec 001's `skills.load`, `skills.unload`, `skills.read` and
+/// `skills.run_script` as MCP clients accept them: no dots.
+pub const LOAD: &str = "skills_load";
+pub const UNLOAD: &str = "skills_unload";
+pub const READ: &str = "skills_read";
+pub const RUN_SCRIPT: &str = "skills_run_script";
+
+/// The runtime's own tools, whose names no skill's tool may take.
+pub const RUNTIME_TOOLS: [&str; 4] = [LOAD, UNLOAD, READ, RUN_SCRIPT];
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LoadArguments {
@@ -58,7 +68,7 @@ pub fn session_tools() -> Vec<Tool> {
     };
     vec![
         tool(
-            "skills_load",
+            LOAD,
             "Load skills by name so their instructions apply: returns each skill's SKILL.md instructions in <active_skills> and a receipt (location, root_dir, digest, properties). Call it before using any skill. mode \"replace\" (default) makes these the only loaded skills; \"add\" keeps the ones already loaded.",
             json!({
                 "type": "object",
@@ -71,7 +81,7 @@ pub fn session_tools() -> Vec<Tool> {
             }),
         ),
         tool(
-            "skills_unload",
+            UNLOAD,
             "Unload skills whose instructions no longer apply: give names, or all: true.",
             json!({
                 "type": "object",
@@ -83,7 +93,7 @@ pub fn session_tools() -> Vec<Tool> {
             }),
         ),
         tool(
-            "skills_read",
+            READ,
             "Read a file of a loaded skill, such as references/guide.md, by its path relative to the skill folder. skill defaults to the most recently loaded skill. Text comes back as text, other files as base64.",
             json!({
                 "type": "object",
@@ -96,7 +106,7 @@ pub fn session_tools() -> Vec<Tool> {
             }),
         ),
         tool(
-            "skills_run_script",
+            RUN_SCRIPT,
             "Run a script of a loaded skill, such as scripts/extract.py (under the skill's scripts/ folder; .py with python3, .sh with bash, .js/.mjs with node, else its #! line). It runs sandboxed with only the permissions the skill declares, in workdir (default: the project folder), with a timeout. Returns path, exit_code, stdout and stderr.",
             json!({
                 "type": "object",

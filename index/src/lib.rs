@@ -11,11 +11,15 @@
 //! - [`registry`]: the static index a registry is (`docs/index-format.md`).
 //! - [`signing`]: minisign-compatible keys and signatures, provenance.
 //! - [`checksum`]: `sha256:` checksums.
+//! - [`fs`]: the one atomic file write; [`secret`]: the one type for a
+//!   value that is never shown.
 //!
 //! This crate never prints; callers render [`skill::Diagnostic`]s and errors.
 
 pub mod archive;
 pub mod checksum;
+pub mod fs;
 pub mod registry;
+pub mod secret;
 pub mod signing;
 pub mod skill;

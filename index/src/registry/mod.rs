@@ -198,6 +198,23 @@ impl KeysFile {
         }
     }
 
+    /// Parses `keys/<name>.json` as a registry serves it: the one parser
+    /// of keys files. A record whose `id` is not the id of its `key` is
+    /// refused, so the id a signer is matched by is always the key's own.
+    pub fn parse(bytes: &[u8]) -> Result<Self, KeysFileError> {
+        let file: Self = serde_json::from_slice(bytes).map_err(KeysFileError::Json)?;
+        for record in &file.keys {
+            let actual = record.key.id().to_string();
+            if record.id != actual {
+                return Err(KeysFileError::WrongId {
+                    id: record.id.clone(),
+                    actual,
+                });
+            }
+        }
+        Ok(file)
+    }
+
     /// Returns the public keys, in the file's order.
     pub fn public_keys(&self) -> Vec<crate::signing::PublicKey> {
         self.keys.iter().map(|record| record.key.clone()).collect()
@@ -218,6 +235,15 @@ pub struct KeyRecord {
     pub key: crate::signing::PublicKey,
     /// When it was registered, RFC 3339.
     pub added: String,
+}
+
+/// Why a keys file could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum KeysFileError {
+    #[error("the keys file is not valid JSON of its format")]
+    Json(#[source] serde_json::Error),
+    #[error("the keys file lists key id {id} for a key whose id is {actual}")]
+    WrongId { id: String, actual: String },
 }
 
 /// Why an index file could not be read.
@@ -392,6 +418,35 @@ pub fn render_json(value: &impl serde::Serialize) -> Vec<u8> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_keys_record_whose_id_is_not_its_key_s_is_refused() {
+        let one = crate::signing::SecretKey::generate().unwrap().public();
+        let two = crate::signing::SecretKey::generate().unwrap().public();
+        let record = |id: String, key: &crate::signing::PublicKey| {
+            format!(
+                r#"{{"id":"{id}","key":"{}","added":"2026-01-01T00:00:00Z"}}"#,
+                key.to_base64()
+            )
+        };
+        let good = format!(
+            r#"{{"v":1,"keys":[{}]}}"#,
+            record(one.id().to_string(), &one)
+        );
+        assert_eq!(
+            KeysFile::parse(good.as_bytes()).unwrap().public_keys(),
+            [one.clone()]
+        );
+        // The id of one key in front of another: a signer matched by id
+        // would be matched to the wrong key.
+        let lying = format!(
+            r#"{{"v":1,"keys":[{}]}}"#,
+            record(one.id().to_string(), &two)
+        );
+        let error = KeysFile::parse(lying.as_bytes()).unwrap_err();
+        assert!(matches!(error, KeysFileError::WrongId { .. }), "{error}");
+        assert!(KeysFile::parse(b"{\"v\":1}").is_err());
+    }
     use super::*;
 
     fn name(text: &str) -> SkillName {

@@ -5,7 +5,6 @@
 //! (a static server, a CDN origin pull, a `file://` client) sees the old file
 //! or the new one, never a part.
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use std::collections::BTreeMap;
@@ -15,10 +14,11 @@ use super::{
     RegistryConfig, SEARCH_PATH, SearchIndex, archive_path, index_file_path, keys_path,
     parse_index_file, provenance_path, render_index_file, render_json, signature_path,
 };
+use crate::fs::{WriteError, WriteOptions};
 use crate::skill::SkillName;
 
 /// The prefix of temporary files; never a served path.
-pub const TEMP_PREFIX: &str = ".skillpkg-tmp-";
+pub use crate::fs::TEMP_PREFIX;
 
 /// Why the tree could not be read or written.
 #[derive(Debug, thiserror::Error)]
@@ -39,6 +39,21 @@ pub enum TreeError {
     },
     #[error("{} already exists: a published version is never replaced", path.display())]
     Exists { path: PathBuf },
+    #[error("{} is not a valid keys file", path.display())]
+    Keys {
+        path: PathBuf,
+        #[source]
+        source: super::KeysFileError,
+    },
+}
+
+impl From<WriteError> for TreeError {
+    fn from(error: WriteError) -> Self {
+        TreeError::Io {
+            path: error.path,
+            source: error.source,
+        }
+    }
 }
 
 fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> TreeError + '_ {
@@ -219,9 +234,7 @@ impl StaticTree {
     pub fn read_keys(&self, name: &SkillName) -> Result<KeysFile, TreeError> {
         let path = self.path(&keys_path(name));
         match fs_err::read(&path) {
-            Ok(bytes) => {
-                serde_json::from_slice(&bytes).map_err(|source| TreeError::Json { path, source })
-            }
+            Ok(bytes) => KeysFile::parse(&bytes).map_err(|source| TreeError::Keys { path, source }),
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(KeysFile::empty()),
             Err(source) => Err(TreeError::Io { path, source }),
         }
@@ -394,60 +407,26 @@ impl StaticTree {
     }
 }
 
-fn temp_file_in(path: &Path) -> Result<tempfile::NamedTempFile, TreeError> {
-    let dir = path.parent().expect("tree paths have a parent");
-    fs_err::create_dir_all(dir).map_err(io_error(dir))?;
-    tempfile::Builder::new()
-        .prefix(TEMP_PREFIX)
-        .tempfile_in(dir)
-        .map_err(io_error(dir))
-}
-
-fn fill(file: &mut tempfile::NamedTempFile, path: &Path, bytes: &[u8]) -> Result<(), TreeError> {
-    file.write_all(bytes).map_err(io_error(path))?;
-    // Durable before it becomes visible: after a power cut a renamed file
-    // must not be empty.
-    file.as_file().sync_all().map_err(io_error(path))?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        file.as_file()
-            .set_permissions(std::fs::Permissions::from_mode(0o644))
-            .map_err(io_error(path))?;
-    }
-    Ok(())
-}
-
-/// Replaces `path` with `bytes` atomically.
+/// Replaces `path` with `bytes` atomically and durably (0644, synced).
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), TreeError> {
-    let mut file = temp_file_in(path)?;
-    fill(&mut file, path, bytes)?;
-    file.persist(path).map_err(|error| TreeError::Io {
-        path: path.to_owned(),
-        source: error.error,
-    })?;
+    crate::fs::write_atomic_with(path, bytes, &WriteOptions::default().create_parents())?;
     Ok(())
 }
 
 /// Creates `path` with `bytes` and the modification time `modified`
 /// atomically, failing if it exists.
 fn write_new(path: &Path, bytes: &[u8], modified: std::time::SystemTime) -> Result<(), TreeError> {
-    let mut file = temp_file_in(path)?;
-    fill(&mut file, path, bytes)?;
-    file.as_file()
-        .set_modified(modified)
-        .map_err(io_error(path))?;
-    file.persist_noclobber(path).map_err(|error| {
-        if error.error.kind() == std::io::ErrorKind::AlreadyExists {
+    let options = WriteOptions::default()
+        .create_parents()
+        .no_clobber()
+        .modified(modified);
+    crate::fs::write_atomic_with(path, bytes, &options).map_err(|error| {
+        if error.kind() == std::io::ErrorKind::AlreadyExists {
             TreeError::Exists {
                 path: path.to_owned(),
             }
         } else {
-            TreeError::Io {
-                path: path.to_owned(),
-                source: error.error,
-            }
+            error.into()
         }
-    })?;
-    Ok(())
+    })
 }

@@ -16,8 +16,9 @@
 //! cannot leak into an error message, a log line or a `{:?}` of the parsed
 //! arguments.
 
+use skillpkg_index::fs::{WriteOptions, write_atomic_with};
+use skillpkg_index::secret::{REDACTED, Secret};
 use std::fmt;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
@@ -26,18 +27,15 @@ use anyhow::Context as _;
 use crate::UserError;
 use crate::registry_client::RegistryUrl;
 
-/// What `Display` and `Debug` show instead of a token.
-const REDACTED: &str = "****";
-
 /// An API token. Its value is reachable only through [`Token::expose`].
 #[derive(Clone, PartialEq, Eq)]
-pub struct Token(String);
+pub struct Token(Secret);
 
 impl Token {
     /// Returns the secret itself, for an `Authorization` header or the
     /// credentials file. Never format it.
     pub fn expose(&self) -> &str {
-        &self.0
+        self.0.expose()
     }
 }
 
@@ -78,7 +76,7 @@ impl FromStr for Token {
         if let Some(position) = text.bytes().position(|byte| !byte.is_ascii_graphic()) {
             return Err(TokenError::InvalidCharacter { position });
         }
-        Ok(Self(text.to_owned()))
+        Ok(Self(Secret::new(text)))
     }
 }
 
@@ -180,32 +178,10 @@ impl Credentials {
 
 /// Replaces `path` with `bytes`, readable and writable by the owner only.
 fn write_private(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let parent = path
-        .parent()
-        .filter(|parent| !parent.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    fs_err::create_dir_all(parent)?;
-    // `tempfile` creates the file 0600 on Unix, so the token is private from
-    // the first byte; the explicit mode below documents it and survives a
-    // change of that default.
-    let mut file = tempfile::Builder::new()
-        .prefix(".credentials-")
-        .tempfile_in(parent)
-        .with_context(|| format!("cannot create a temporary file in {}", parent.display()))?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        file.as_file()
-            .set_permissions(std::fs::Permissions::from_mode(0o600))
-            .with_context(|| format!("cannot make {} private", path.display()))?;
-    }
-    file.write_all(bytes)
-        .and_then(|()| file.as_file().sync_all())
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    // The rename replaces any older file, whatever its mode was, with this
-    // 0600 one.
-    file.persist(path)
-        .with_context(|| format!("cannot write {}", path.display()))?;
+    // 0600 from the first byte; the rename replaces any older file,
+    // whatever its mode was, with this one.
+    let options = WriteOptions::private().create_parents();
+    write_atomic_with(path, bytes, &options)?;
     Ok(())
 }
 

@@ -8,6 +8,7 @@
 //! installer), output through the one [`printer::Printer`].
 
 pub mod args;
+pub mod client;
 pub mod commands;
 pub mod credentials;
 pub mod env_vars;

@@ -47,7 +47,7 @@ use crate::env_vars;
 use crate::project::manifest::Manifest;
 use crate::registry_client::TrustConfig;
 use crate::registry_client::{Registry, RegistryError, RegistryUrl, RegistryUrlError};
-use crate::settings::{self, Environment, SecretString};
+use crate::settings::{self, Environment};
 
 /// The name of the default registry when it has no other: an unnamed URL,
 /// or `[registries.default]`.
@@ -556,16 +556,16 @@ impl Registries {
             return Ok(Lookup::Found(token.clone(), "--token".into()));
         }
         let variable = env_vars::registry_token(&spec.name);
-        if let Some(SecretString(text)) = self.environment.registry_tokens.get(&variable) {
+        if let Some(text) = self.environment.registry_tokens.get(&variable) {
             return Ok(Lookup::Found(
-                parse_variable(text, &variable)?,
+                parse_variable(text.expose(), &variable)?,
                 format!("${variable}"),
             ));
         }
-        if let Some(SecretString(text)) = self.environment.token.as_ref().filter(|_| main) {
+        if let Some(text) = self.environment.token.as_ref().filter(|_| main) {
             let variable = env_vars::SKILLPKG_TOKEN;
             return Ok(Lookup::Found(
-                parse_variable(text, variable)?,
+                parse_variable(text.expose(), variable)?,
                 format!("${variable}"),
             ));
         }

@@ -16,6 +16,8 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use skillpkg_index::secret::Secret;
+
 use crate::UserError;
 use crate::credentials::Credentials;
 use crate::env_vars;
@@ -36,27 +38,17 @@ pub struct Environment {
     /// commands that need a registry).
     pub registry: Option<String>,
     /// `SKILLPKG_TOKEN`, unparsed, for the same reason; never shown.
-    pub token: Option<SecretString>,
+    pub token: Option<Secret>,
     /// Every `SKILLPKG_REGISTRY_<NAME>_TOKEN`, by variable name, unparsed;
     /// never shown.
-    pub registry_tokens: BTreeMap<String, SecretString>,
+    pub registry_tokens: BTreeMap<String, Secret>,
     /// The folder that holds `skillpkg/`: `SKILLPKG_CONFIG_DIR`, else the
     /// platform's user config folder (none on a system without a home).
     pub config_dir: Option<PathBuf>,
     /// `SKILLPKG_SIGNING_KEY`: a secret key file's text; never shown.
-    pub signing_key: Option<SecretString>,
+    pub signing_key: Option<Secret>,
     /// `SKILLPKG_KEY_PASSWORD`; never shown.
-    pub key_password: Option<SecretString>,
-}
-
-/// An environment variable's value that must never be shown.
-#[derive(Clone, Default)]
-pub struct SecretString(pub String);
-
-impl std::fmt::Debug for SecretString {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("****")
-    }
+    pub key_password: Option<Secret>,
 }
 
 impl Environment {
@@ -69,22 +61,22 @@ impl Environment {
         };
         Self {
             registry: var(env_vars::SKILLPKG_REGISTRY),
-            token: var(env_vars::SKILLPKG_TOKEN).map(SecretString),
+            token: var(env_vars::SKILLPKG_TOKEN).map(Secret::new),
             registry_tokens: std::env::vars_os()
                 .filter_map(|(name, value)| {
                     let name = name.into_string().ok()?;
                     let is_token = name.starts_with(env_vars::SKILLPKG_REGISTRY_TOKEN_PREFIX)
                         && name.ends_with(env_vars::SKILLPKG_REGISTRY_TOKEN_SUFFIX)
                         && !value.is_empty();
-                    is_token.then(|| (name, SecretString(value.to_string_lossy().into_owned())))
+                    is_token.then(|| (name, Secret::new(value.to_string_lossy().into_owned())))
                 })
                 .collect(),
             config_dir: std::env::var_os(env_vars::SKILLPKG_CONFIG_DIR)
                 .filter(|value| !value.is_empty())
                 .map(PathBuf::from)
                 .or_else(dirs::config_dir),
-            signing_key: var(env_vars::SKILLPKG_SIGNING_KEY).map(SecretString),
-            key_password: var(env_vars::SKILLPKG_KEY_PASSWORD).map(SecretString),
+            signing_key: var(env_vars::SKILLPKG_SIGNING_KEY).map(Secret::new),
+            key_password: var(env_vars::SKILLPKG_KEY_PASSWORD).map(Secret::new),
         }
     }
 
@@ -162,7 +154,7 @@ pub enum KeySource {
     /// `--key PATH`, `signing-key` in the config file, or the default path.
     File(PathBuf),
     /// `SKILLPKG_SIGNING_KEY`.
-    Environment(SecretString),
+    Environment(Secret),
 }
 
 /// Returns the secret signing key's source: the flag, else
@@ -232,10 +224,10 @@ mod tests {
     #[test]
     fn the_environment_never_shows_a_token() {
         let environment = Environment {
-            token: Some(SecretString("s3cret".into())),
+            token: Some(Secret::new("s3cret")),
             registry_tokens: BTreeMap::from([(
                 "SKILLPKG_REGISTRY_CORP_TOKEN".to_owned(),
-                SecretString("t0p-secret".into()),
+                Secret::new("t0p-secret"),
             )]),
             ..Environment::default()
         };

@@ -5,7 +5,8 @@
 //! terminal (without echo). When standard input is not a terminal nothing is
 //! ever asked: the command fails and names the variable to set.
 
-use std::io::{BufRead as _, IsTerminal as _, Write as _};
+use skillpkg_index::fs::{WriteOptions, write_atomic_with};
+use std::io::{BufRead as _, IsTerminal as _};
 use std::path::Path;
 
 use anyhow::Context as _;
@@ -36,7 +37,10 @@ pub fn load(
             })?;
             (text, path.display().to_string())
         }
-        KeySource::Environment(text) => (text.0, env_vars::SKILLPKG_SIGNING_KEY.to_owned()),
+        KeySource::Environment(text) => (
+            text.expose().to_owned(),
+            env_vars::SKILLPKG_SIGNING_KEY.to_owned(),
+        ),
     };
     let password = if SecretKey::is_encrypted(&text) {
         Some(password(
@@ -78,7 +82,7 @@ pub fn password(
     prompt: &str,
 ) -> anyhow::Result<String> {
     if let Some(password) = &environment.key_password {
-        return Ok(password.0.clone());
+        return Ok(password.expose().to_owned());
     }
     let stdin = std::io::stdin();
     if !stdin.is_terminal() {
@@ -110,26 +114,9 @@ pub fn write_new(path: &Path, contents: &str, mode: u32, force: bool) -> anyhow:
             .with_hint("pass --force to replace it (the old key is then lost), or --output to write elsewhere")
             .into());
     }
-    let parent = path
-        .parent()
-        .filter(|parent| !parent.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    fs_err::create_dir_all(parent)?;
-    let mut file = tempfile::NamedTempFile::new_in(parent)
-        .with_context(|| format!("cannot write into {}", parent.display()))?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        // Set before any byte of the key is written.
-        file.as_file()
-            .set_permissions(std::fs::Permissions::from_mode(mode))
-            .with_context(|| format!("cannot set the permissions of {}", path.display()))?;
-    }
-    let _ = mode;
-    file.write_all(contents.as_bytes())
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    file.persist(path)
-        .with_context(|| format!("cannot write {}", path.display()))?;
+    // The mode is set before any byte of the key is written.
+    let options = WriteOptions::default().mode(mode).create_parents();
+    write_atomic_with(path, contents.as_bytes(), &options)?;
     Ok(())
 }
 

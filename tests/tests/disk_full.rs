@@ -152,8 +152,16 @@ fn an_install_on_a_full_disk_fails_cleanly_and_succeeds_once_space_is_freed() {
     after.remove(Path::new(".skillpkg-lock"));
     assert_eq!(after, before, "a failed install changed the project");
     assert_no_leftovers(&disk.path);
-    // What the cache kept is whole: every archive hashes to its name.
+    // What the cache kept is whole: every archive hashes to its name, every
+    // signature record beside one is complete JSON.
     for (path, bytes) in files_below(&disk.path.join("cache")) {
+        let file_name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if file_name.ends_with(".sig.json") {
+            let record: serde_json::Value = serde_json::from_slice(&bytes)
+                .unwrap_or_else(|error| panic!("{} is torn: {error}", path.display()));
+            assert!(record["signature"].is_string() && record["key"].is_string());
+            continue;
+        }
         let name = path.file_stem().unwrap().to_string_lossy().into_owned();
         let digest = skillpkg_index::checksum::Checksum::of(&bytes);
         assert_eq!(digest.hex(), name, "{} is torn", path.display());

@@ -429,7 +429,7 @@ fn terminal_escapes_in_an_index_line_never_reach_the_terminal_through_an_error()
     assert!(
         output
             .stderr
-            .contains(r"but the index says \u{1b}]0;owned\u{7}\u{1b}[2J\u{9b}2J\r"),
+            .contains(r"but the index pins key \u{1b}]0;owned\u{7}\u{1b}[2J\u{9b}2J\r"),
         "{}",
         output.stderr
     );

@@ -45,7 +45,7 @@ pub fn run(args: &McpArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
             .filter(|value| !value.is_empty())
             .map(Into::into),
         allow_modified: args.allow_modified,
-        cache: crate::project::install::cache_dir().ok(),
+        cache: crate::client::Cache::open().ok(),
     };
     let catalog = Arc::new(ServedCatalog::load(&options)?);
     for note in &catalog.notes {

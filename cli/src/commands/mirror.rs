@@ -6,7 +6,8 @@
 //!    DEST already has the sha256 the snapshot lists, else fetched and
 //!    checked against the snapshot (without signed metadata: a conditional
 //!    request with the ETag of the last run).
-//! 3. Download every version DEST lacks, eight at a time: its sha256 checked
+//! 3. Download every version DEST lacks, eight at a time through
+//!    [`crate::client::fetch_verified`]: its sha256 checked
 //!    against the index line and its signature against the skill's keys,
 //!    before anything is written. Signature and provenance go first, the
 //!    archive last, each by an atomic rename: an archive in DEST is complete,
@@ -24,6 +25,7 @@
 use std::collections::BTreeMap;
 
 use anyhow::Context as _;
+use futures_util::{StreamExt as _, TryStreamExt as _};
 use skillpkg_index::checksum::Checksum;
 use skillpkg_index::registry::metadata::{ROOT_PATH, Snapshot, root_path};
 use skillpkg_index::registry::tree::StaticTree;
@@ -31,10 +33,11 @@ use skillpkg_index::registry::{
     DISCOVERY_PATH, IndexRecord, KeysFile, RegistryConfig, SEARCH_PATH, archive_path,
     index_file_path, keys_path, parse_index_file, provenance_path, signature_path,
 };
-use skillpkg_index::signing::{PublicKey, verify_skill};
+use skillpkg_index::signing::PublicKey;
 use skillpkg_index::skill::SkillName;
 
 use crate::args::MirrorArgs;
+use crate::client::{Expected, Source, fetch_verified};
 use crate::commands::registries_here;
 use crate::printer::Printer;
 use crate::registries::Access;
@@ -158,7 +161,7 @@ pub fn run(args: &MirrorArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
         let mut jobs = Vec::new();
         for (skill, keys) in &planned {
             let keys: Vec<PublicKey> = match keys {
-                Some(bytes) => serde_json::from_slice::<KeysFile>(bytes)
+                Some(bytes) => KeysFile::parse(bytes)
                     .map_err(|error| {
                         UserError::new(format!(
                             "the keys file of `{}` in {source} is not valid",
@@ -166,10 +169,7 @@ pub fn run(args: &MirrorArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
                         ))
                         .with_source(error)
                     })?
-                    .keys
-                    .into_iter()
-                    .map(|record| record.key)
-                    .collect(),
+                    .public_keys(),
                 None => Vec::new(),
             };
             for record in &skill.records {
@@ -180,21 +180,21 @@ pub fn run(args: &MirrorArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
             }
         }
         let bar = progress(printer, args.json, jobs.len());
-        for batch in jobs.chunks(PARALLEL_DOWNLOADS) {
-            let fetched =
-                futures_util::future::try_join_all(batch.iter().map(|(name, record, keys)| {
-                    copy_version(&registry, &dest, name, record, keys)
-                }))
-                .await?;
-            report.downloaded += batch.len();
-            for (bytes, files) in fetched {
-                report.bytes += bytes;
-                report.files += files;
-            }
+        // A bounded pool: a slow archive holds up no other.
+        let mut copies = futures_util::stream::iter(
+            jobs.iter()
+                .map(|(name, record, keys)| copy_version(&registry, &dest, name, record, keys)),
+        )
+        .buffer_unordered(PARALLEL_DOWNLOADS);
+        while let Some((bytes, files)) = copies.try_next().await? {
+            report.downloaded += 1;
+            report.bytes += bytes;
+            report.files += files;
             if let Some(bar) = &bar {
-                bar.inc(batch.len() as u64);
+                bar.inc(1);
             }
         }
+        drop(copies);
         if let Some(bar) = bar {
             bar.finish_and_clear();
         }
@@ -230,7 +230,7 @@ pub fn run(args: &MirrorArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
         anyhow::Ok(())
     })??;
     let bytes = serde_json::to_vec_pretty(&state).expect("the mirror state serialises");
-    skillpkg_index::registry::tree::write_atomically(&state_path, &bytes)?;
+    skillpkg_index::fs::write_atomic(&state_path, &bytes)?;
     if report.auth_required {
         printer.diagnostic(&format!(
             "warning: {} is a private registry (auth-required), so {} holds private skills: serve it only with `skillpkg-registry serve --root {} --read-only --auth-required` and tokens of its own (`skillpkg-registry token create --root {} --user NAME`), never with a static host, which cannot check tokens",
@@ -403,76 +403,38 @@ async fn copy_version(
     record: &IndexRecord,
     keys: &[PublicKey],
 ) -> anyhow::Result<(u64, usize)> {
-    let label = format!("{name}@{}", record.vers);
-    let url = registry.config().archive_url(name, &record.vers);
-    let (tarball, checksum) = registry
-        .download(&url)
-        .await
-        .with_context(|| format!("cannot download {label}"))?
-        .ok_or_else(|| {
-            UserError::new(format!(
-                "{label}: {} lists it but serves no archive",
-                registry.url()
-            ))
-        })?;
-    if checksum != record.cksum {
-        return Err(UserError::new(format!(
-            "{label}: the archive from {} has sha256 {checksum}, but its index line says {}; nothing of it was written",
-            registry.url(),
-            record.cksum
-        ))
-        .with_hint("the source serves changed or damaged archives: mirror from the origin registry")
-        .into());
-    }
-    let mut bytes = tarball.len() as u64;
+    // Checked against its index line before anything of it is written; a
+    // mirror keeps no second copy in the user's cache.
+    let archive = fetch_verified(
+        Source {
+            cache: None,
+            registry: Some(registry),
+            keys: Some(keys),
+            offline: false,
+        },
+        &Expected {
+            name,
+            version: &record.vers,
+            checksum: record.cksum,
+            signer: record.signer.as_deref(),
+            pinned_by: "its index line",
+        },
+    )
+    .await?;
+    let mut bytes = archive.bytes().len() as u64;
     let mut files = 1;
-    let signature = match &record.signer {
-        Some(signer) => {
-            let signature = registry
-                .file(&signature_path(name, &record.vers))
-                .await?
-                .ok_or_else(|| {
-                    UserError::new(format!(
-                        "{label}: its index line names signer {signer}, but {} serves no signature",
-                        registry.url()
-                    ))
-                })?;
-            let verified = verify_skill(
-                &tarball,
-                &String::from_utf8_lossy(&signature),
-                keys,
-                name,
-                &record.vers,
-            )
-            .map_err(|error| {
-                UserError::new(format!(
-                    "{label} failed verification; nothing of it was written"
-                ))
-                .with_source(error)
-            })?;
-            if &verified.key_id.to_string() != signer {
-                return Err(UserError::new(format!(
-                    "{label} is signed by {}, but its index line names {signer}",
-                    verified.key_id
-                ))
-                .into());
-            }
-            bytes += signature.len() as u64;
-            files += 1;
-            Some(signature)
-        }
-        None => None,
-    };
     let provenance = registry.file(&provenance_path(name, &record.vers)).await?;
-    if let Some(signature) = &signature {
-        dest.write_file(&signature_path(name, &record.vers), signature)?;
+    if let Some(signature) = archive.signature() {
+        bytes += signature.len() as u64;
+        files += 1;
+        dest.write_file(&signature_path(name, &record.vers), signature.as_bytes())?;
     }
     if let Some(provenance) = &provenance {
         bytes += provenance.len() as u64;
         files += 1;
         dest.write_file(&provenance_path(name, &record.vers), provenance)?;
     }
-    dest.write_file(&archive_path(name, &record.vers), &tarball)?;
+    dest.write_file(&archive_path(name, &record.vers), archive.bytes())?;
     Ok((bytes, files))
 }
 

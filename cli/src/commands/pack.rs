@@ -1,6 +1,6 @@
 //! `skillpkg pack`: validate a skill and write its deterministic tarball.
 
-use std::io::Write as _;
+use skillpkg_index::fs::write_atomic;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
@@ -20,7 +20,8 @@ pub fn run(args: &PackArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
         report,
     } = validate_and_pack(dir, args.version.as_ref(), args.json, printer)?;
     let output = output_path(args.output.as_deref(), &packed.file_name())?;
-    write_atomically(&output, &packed.tarball)?;
+    // 0644: a tarball is for others to read.
+    write_atomic(&output, &packed.tarball)?;
     if is_inside(&output, dir) && !is_own_tarball_at_root(&output, dir, &packed) {
         printer.diagnostic(&format!(
             "warning: {} is inside the skill folder; list it in {}/.skillignore so the next pack leaves it out",
@@ -157,27 +158,6 @@ fn parent_of(path: &Path) -> &Path {
     path.parent()
         .filter(|parent| !parent.as_os_str().is_empty())
         .unwrap_or(Path::new("."))
-}
-
-/// Writes `bytes` to a temporary file beside `path` and renames it into place,
-/// so a reader never sees half a tarball and a failure leaves no file.
-fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let parent = parent_of(path);
-    let mut file = tempfile::NamedTempFile::new_in(parent)
-        .with_context(|| format!("cannot write into {}", parent.display()))?;
-    file.write_all(bytes)
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    // Temporary files are created 0600; a tarball is for others to read.
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        file.as_file()
-            .set_permissions(std::fs::Permissions::from_mode(0o644))
-            .with_context(|| format!("cannot set the permissions of {}", path.display()))?;
-    }
-    file.persist(path)
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(())
 }
 
 fn is_inside(file: &Path, dir: &Path) -> bool {

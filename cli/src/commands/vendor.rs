@@ -14,9 +14,9 @@ use skillpkg_index::registry::tree::StaticTree;
 use skillpkg_index::registry::{KeysFile, RegistryConfig, keys_path, provenance_path};
 
 use crate::args::VendorArgs;
+use crate::client::{Cache, Expected, Source, fetch_verified};
 use crate::commands::install::project_root;
 use crate::printer::Printer;
-use crate::project::install::{archive_bytes, cache_dir};
 use crate::project::{lockfile, manifest};
 use crate::registries::{OpenRegistries, Registries};
 use crate::registry_client;
@@ -53,7 +53,7 @@ pub fn run(args: &VendorArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
         .tempdir_in(parent)
         .context("cannot create a temporary folder")?;
     let tree = StaticTree::new(staging.path());
-    let cache = cache_dir()?;
+    let cache = Cache::open()?;
     registry_client::block_on(async {
         let mut opened = OpenRegistries::new(&registries);
         if lock.skills.is_empty() {
@@ -71,48 +71,44 @@ pub fn run(args: &VendorArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
                         entry.name, entry.version
                     ))
                 })?;
-            let tarball = archive_bytes(&cache, entry, Some(registry), false).await?;
-            let signature = match &entry.signer {
-                Some(_) => {
-                    registry
-                        .file(&skillpkg_index::registry::signature_path(
-                            &entry.name,
-                            &entry.version,
-                        ))
-                        .await?
-                }
-                None => None,
-            };
+            let archive = fetch_verified(
+                Source {
+                    cache: Some(&cache),
+                    registry: Some(registry),
+                    keys: None,
+                    offline: false,
+                },
+                &Expected {
+                    name: &entry.name,
+                    version: &entry.version,
+                    checksum: entry.checksum,
+                    signer: entry.signer.as_deref(),
+                    pinned_by: "skills.lock",
+                },
+            )
+            .await?;
             tree.write_archive(
                 &entry.name,
                 &entry.version,
-                &tarball,
-                signature.as_deref(),
+                archive.bytes(),
+                archive.signature().map(str::as_bytes),
                 record.published,
             )?;
             if let Some(provenance) = registry
                 .file(&provenance_path(&entry.name, &entry.version))
                 .await?
             {
-                skillpkg_index::registry::tree::write_atomically(
-                    &tree
-                        .root()
-                        .join(provenance_path(&entry.name, &entry.version)),
-                    &provenance,
-                )?;
+                tree.write_file(&provenance_path(&entry.name, &entry.version), &provenance)?;
             }
             if let Some(keys) = registry.file(&keys_path(&entry.name)).await? {
-                let keys: KeysFile = serde_json::from_slice(&keys).map_err(|error| {
+                let keys = KeysFile::parse(&keys).map_err(|error| {
                     UserError::new(format!(
                         "{}: the registry's key file is not valid",
                         entry.name
                     ))
                     .with_source(error)
                 })?;
-                skillpkg_index::registry::tree::write_atomically(
-                    &tree.root().join(keys_path(&entry.name)),
-                    &skillpkg_index::registry::render_json(&keys),
-                )?;
+                tree.write_keys(&entry.name, &keys)?;
             }
             // Only the locked version: the vendored tree resolves to the lock.
             tree.write_index(&entry.name, std::slice::from_ref(record))?;

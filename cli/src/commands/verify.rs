@@ -8,13 +8,15 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 use skillpkg_index::checksum::Checksum;
-use skillpkg_index::registry::{IndexRecord, KeysFile, keys_path, provenance_path, signature_path};
+use skillpkg_index::registry::{IndexRecord, provenance_path};
 use skillpkg_index::signing::{
     Provenance, PublicKey, Signature, TrustedComment, verify_provenance, verify_skill,
 };
 use skillpkg_index::skill::SkillName;
 
 use crate::args::VerifyArgs;
+use crate::client::fetch::registry_keys;
+use crate::client::{Expected, Source, fetch_verified};
 use crate::commands::registries_here;
 use crate::printer::Printer;
 use crate::registries::{Access, Registries, RegistrySpec};
@@ -182,48 +184,35 @@ async fn verify_remote(
         };
         return Err(UserError::new(why).into());
     };
-    let missing =
-        |what: &str| UserError::new(format!("{label}: the registry does not serve its {what}"));
-    let tarball = registry
-        .file(&registry.config().archive_url(&name, &version))
-        .await?
-        .ok_or_else(|| missing("archive"))?;
-    if Checksum::of(&tarball) != record.cksum {
+    let keys = registry_keys(&registry, &name).await?;
+    if keys.is_empty() {
         return Err(UserError::new(format!(
-            "{label}: the archive's sha256 is {}, but the index says {}: it was changed after it was published",
-            Checksum::of(&tarball),
-            record.cksum
+            "{label}: the registry does not serve its publisher keys"
         ))
         .into());
     }
-    let signature = registry
-        .file(&signature_path(&name, &version))
-        .await?
-        .ok_or_else(|| missing("signature"))?;
-    let keys: KeysFile = match registry.file(&keys_path(&name)).await? {
-        Some(bytes) => serde_json::from_slice(&bytes).map_err(|error| {
-            UserError::new(format!("{label}: the registry's key file is not valid"))
-                .with_source(error)
-        })?,
-        None => return Err(missing("publisher keys").into()),
-    };
-    let keys: Vec<PublicKey> = keys.keys.into_iter().map(|record| record.key).collect();
-    let signature = String::from_utf8_lossy(&signature).into_owned();
-    let verified = match verify_skill(&tarball, &signature, &keys, &name, &version) {
-        Ok(verified) => verified,
-        Err(error) => return Err(refused(name.as_str(), &version.to_string(), error)),
-    };
-    if &verified.key_id.to_string() != signer {
-        return Err(UserError::new(format!(
-            "{label}: signed by {}, but the index says {signer}",
-            verified.key_id
-        ))
-        .into());
-    }
-    let key = keys
-        .into_iter()
-        .find(|key| key.id() == verified.key_id)
-        .expect("verify_skill found it");
+    // Always from the registry, never the cache: this checks what the
+    // registry serves now.
+    let archive = fetch_verified(
+        Source {
+            cache: None,
+            registry: Some(&registry),
+            keys: Some(&keys),
+            offline: false,
+        },
+        &Expected {
+            name: &name,
+            version: &version,
+            checksum: record.cksum,
+            signer: Some(signer),
+            pinned_by: "the index",
+        },
+    )
+    .await?;
+    let key = archive
+        .signer()
+        .expect("an archive verified against a signer has its key")
+        .clone();
     let provenance = match registry.file(&provenance_path(&name, &version)).await? {
         Some(bytes) => {
             match verify_provenance(&String::from_utf8_lossy(&bytes), &key, &record.cksum) {
@@ -254,20 +243,17 @@ pub async fn registry_provenance(
         .ok()??;
     let result = async {
         let signer = record.signer.as_ref().ok_or("the version is not signed")?;
-        let bytes = registry
-            .file(&keys_path(&record.name))
+        let keys = registry_keys(registry, &record.name)
             .await
-            .ok()
-            .flatten()
-            .ok_or("the registry serves no publisher keys")?;
-        let keys: KeysFile =
-            serde_json::from_slice(&bytes).map_err(|_| "the registry's key file is not valid")?;
+            .map_err(|_| "the registry's key file is not valid")?;
+        if keys.is_empty() {
+            return Err("the registry serves no publisher keys".to_owned());
+        }
         let key = keys
-            .keys
             .into_iter()
-            .find(|key| &key.id == signer)
+            .find(|key| &key.id().to_string() == signer)
             .ok_or("the signer's key is not among the registry's keys")?;
-        verify_provenance(&String::from_utf8_lossy(&text), &key.key, &record.cksum)
+        verify_provenance(&String::from_utf8_lossy(&text), &key, &record.cksum)
             .map_err(|error| error.to_string())
     };
     Some(result.await.map_err(|error: String| error))

@@ -19,10 +19,9 @@
 //! edited by hand in between is never overwritten; and only if both texts
 //! parse, since the journal is a project file like any other.
 
-use std::io::Write as _;
+use skillpkg_index::fs::{Sync, WriteOptions, write_atomic_with};
 use std::path::Path;
 
-use anyhow::Context as _;
 use skillpkg_index::checksum::Checksum;
 
 use super::lockfile::{self, LOCKFILE, Lockfile};
@@ -139,15 +138,8 @@ fn apply(root: &Path, journal: &Journal) -> anyhow::Result<()> {
 /// Writes `bytes` to `path` by rename, synced to disk with its folder, so
 /// that the journal is whole before either file it names is replaced.
 fn write_synced(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let parent = path.parent().expect("the journal is inside the project");
-    let mut file = tempfile::NamedTempFile::new_in(parent)
-        .with_context(|| format!("cannot write into {}", parent.display()))?;
-    file.write_all(bytes)
-        .and_then(|()| file.as_file().sync_all())
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    file.persist(path)
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    fs_err::File::open(parent)?.sync_all()?;
+    let options = WriteOptions::default().sync(Sync::FileAndFolder);
+    write_atomic_with(path, bytes, &options)?;
     Ok(())
 }
 

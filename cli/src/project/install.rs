@@ -8,11 +8,12 @@
 //!    comes from its registry (`registry = "NAME"` in the manifest, else the
 //!    default one), each dependency from the registry of the skill that
 //!    depends on it; the lock records the registry's name.
-//! 3. For each locked version: the archive from the content-addressed cache
-//!    (re-verified on read), else downloaded, its sha256 checked against the
+//! 3. For each locked version, through a bounded pool:
+//!    [`crate::client::fetch_verified`], the archive from the
+//!    content-addressed cache or downloaded, its sha256 checked against the
 //!    lock and its signature (prehashed Ed25519, trusted comment naming
-//!    exactly this name, version and sha256) checked against the pinned
-//!    signer, before anything is unpacked.
+//!    exactly this name, version and sha256) against the pinned signer,
+//!    before anything is unpacked.
 //! 4. Unpack once (hardened unpacker), check the tree hash against the lock
 //!    and that the tree is the skill it claims to be (a `SKILL.md` naming
 //!    it), copy into each target beside the final folder, swap it into place.
@@ -31,10 +32,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 use fs4::fs_std::FileExt as _;
-use skillpkg_index::archive::{self, Limits};
-use skillpkg_index::checksum::Checksum;
-use skillpkg_index::registry::{IndexRecord, KeysFile, keys_path, signature_path};
-use skillpkg_index::signing::{PublicKey, verify_skill};
+use futures_util::{StreamExt as _, TryStreamExt as _};
+use skillpkg_index::registry::IndexRecord;
 use skillpkg_index::skill::SkillName;
 
 use super::lockfile::{self, LockedSkill, Lockfile, registry_source};
@@ -42,11 +41,11 @@ use super::manifest::Manifest;
 use super::resolve;
 use super::targets::{InstalledSkill, Target, installed_tree};
 use crate::UserError;
+use crate::client::{Cache, Expected, Source, VerifiedArchive, fetch_verified};
 use crate::printer::Printer;
 use crate::registries::{OpenRegistries, Registries};
-use crate::registry_client::Registry;
 
-/// How many archives are downloaded at once.
+/// How many archives are fetched at once.
 const PARALLEL_DOWNLOADS: usize = 8;
 
 /// How to install.
@@ -132,25 +131,6 @@ pub fn lock_project(root: &Path, printer: &Printer) -> anyhow::Result<ProjectLoc
             .with_context(|| format!("cannot lock {}", path.display()))?;
     }
     Ok(ProjectLock { _file: file })
-}
-
-/// Returns the cache folder.
-pub fn cache_dir() -> anyhow::Result<PathBuf> {
-    std::env::var_os(crate::env_vars::SKILLPKG_CACHE_DIR)
-        .filter(|value| !value.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| dirs::cache_dir().map(|dir| dir.join("skillpkg")))
-        .ok_or_else(|| {
-            UserError::new("there is no user cache folder")
-                .with_hint(format!("set {}", crate::env_vars::SKILLPKG_CACHE_DIR))
-                .into()
-        })
-}
-
-fn cached_archive(cache: &Path, checksum: &Checksum) -> PathBuf {
-    cache
-        .join("archives")
-        .join(format!("{}.tgz", checksum.hex()))
 }
 
 /// Returns the name of the registry the manifest takes `requirement` from.
@@ -307,7 +287,7 @@ pub async fn install(
         report.lock = lock;
         return Ok(report);
     }
-    let cache = cache_dir()?;
+    let cache = Cache::open()?;
     let mut states = Vec::new();
     for target in targets {
         states.push(target.state()?);
@@ -352,7 +332,7 @@ pub async fn install(
     // Each registry is opened only if one of its archives is not cached.
     if !options.offline {
         for entry in &needed {
-            if !cached_archive(&cache, &entry.checksum).is_file() {
+            if !cache.has(&entry.checksum, entry.signer.is_some()) {
                 let registry = entry.require_registry()?;
                 opened.open(registry).await.with_context(|| {
                     format!(
@@ -363,19 +343,25 @@ pub async fn install(
             }
         }
     }
-    let mut archives: BTreeMap<SkillName, Vec<u8>> = BTreeMap::new();
+    // A bounded pool: a slow archive holds up no other.
     reporter.fetching(needed.len());
-    for batch in needed.chunks(PARALLEL_DOWNLOADS) {
-        let fetched = futures_util::future::try_join_all(batch.iter().map(|entry| {
-            let registry = entry.registry().and_then(|name| opened.get(name));
-            archive_bytes(&cache, entry, registry, options.offline)
+    let archives: BTreeMap<SkillName, VerifiedArchive> =
+        futures_util::stream::iter(needed.iter().map(|entry| {
+            let source = Source {
+                cache: Some(&cache),
+                registry: entry.registry().and_then(|name| opened.get(name)),
+                keys: None,
+                offline: options.offline,
+            };
+            async move {
+                let archive = fetch_verified(source, &expected(entry)).await?;
+                reporter.fetched(1);
+                anyhow::Ok((entry.name.clone(), archive))
+            }
         }))
+        .buffer_unordered(PARALLEL_DOWNLOADS)
+        .try_collect()
         .await?;
-        for (entry, bytes) in batch.iter().zip(fetched) {
-            archives.insert(entry.name.clone(), bytes);
-        }
-        reporter.fetched(batch.len());
-    }
     reporter.finished();
     let mut first_unpacked: BTreeMap<SkillName, PathBuf> = BTreeMap::new();
     let mut fresh: Vec<BTreeMap<SkillName, tempfile::TempDir>> = Vec::new();
@@ -395,11 +381,8 @@ pub async fn install(
                     copy_tree(source, &destination)?;
                 }
                 None => {
-                    let files = archive::unpack(
-                        archives[&entry.name].as_slice(),
-                        &destination,
-                        &Limits::default(),
-                    )
+                    let files = archives[&entry.name]
+                    .unpack(&destination)
                     .map_err(|error| {
                         UserError::new(format!("cannot unpack {}@{}", entry.name, entry.version))
                             .with_hint("the registry serves an archive that skillpkg refuses to unpack; nothing was installed; report it to the registry's operator or the skill's publisher")
@@ -772,102 +755,15 @@ fn new_lock(
     Ok(Lockfile { skills })
 }
 
-/// Returns the archive of a locked version: from the cache (re-verified),
-/// else downloaded and verified, then cached.
-pub async fn archive_bytes(
-    cache: &Path,
-    entry: &LockedSkill,
-    registry: Option<&Registry>,
-    offline: bool,
-) -> anyhow::Result<Vec<u8>> {
-    let label = format!("{}@{}", entry.name, entry.version);
-    let cached = cached_archive(cache, &entry.checksum);
-    if let Ok(bytes) = fs_err::read(&cached) {
-        if Checksum::of(&bytes) == entry.checksum {
-            return Ok(bytes);
-        }
-        // A damaged cache entry is dropped and fetched again.
-        let _ = fs_err::remove_file(&cached);
+/// What the lock says an archive must be.
+fn expected(entry: &LockedSkill) -> Expected<'_> {
+    Expected {
+        name: &entry.name,
+        version: &entry.version,
+        checksum: entry.checksum,
+        signer: entry.signer.as_deref(),
+        pinned_by: "skills.lock",
     }
-    if offline {
-        return Err(UserError::new(format!(
-            "{label} is not in the cache, and --offline forbids downloading it"
-        ))
-        .with_hint("run once without --offline")
-        .into());
-    }
-    let registry = registry.ok_or_else(|| {
-        UserError::new(format!(
-            "{label} is not in the cache, and its registry is not open"
-        ))
-    })?;
-    let url = registry.config().archive_url(&entry.name, &entry.version);
-    let (bytes, actual) = registry
-        .download(&url)
-        .await
-        .with_context(|| format!("cannot download {label}"))?
-        .ok_or_else(|| {
-            UserError::new(format!(
-                "{label}: the registry {} has no archive for it",
-                registry.url()
-            ))
-        })?;
-    if actual != entry.checksum {
-        return Err(UserError::new(format!(
-            "{label}: the archive from the registry {} has sha256 {actual}, but skills.lock says {}: it was changed or cut short",
-            registry.url(),
-            entry.checksum
-        ))
-        .with_hint("try again; if it persists, the registry or a proxy serves wrong bytes")
-        .into());
-    }
-    if let Some(signer) = &entry.signer {
-        let signature = registry
-            .file(&signature_path(&entry.name, &entry.version))
-            .await?
-            .ok_or_else(|| UserError::new(format!("{label}: the registry serves no signature for it, but skills.lock pins key {signer}")))?;
-        let keys: KeysFile = match registry.file(&keys_path(&entry.name)).await? {
-            Some(keys) => serde_json::from_slice(&keys).map_err(|error| {
-                UserError::new(format!("{label}: the registry's key file is not valid"))
-                    .with_source(error)
-            })?,
-            None => KeysFile::default(),
-        };
-        let keys: Vec<PublicKey> = keys.keys.into_iter().map(|record| record.key).collect();
-        let verified = verify_skill(
-            &bytes,
-            &String::from_utf8_lossy(&signature),
-            &keys,
-            &entry.name,
-            &entry.version,
-        )
-        .map_err(|error| {
-            UserError::new(format!("{label} failed verification")).with_source(error)
-        })?;
-        if &verified.key_id.to_string() != signer {
-            return Err(UserError::new(format!(
-                "{label} is signed by key {}, but skills.lock pins key {signer}",
-                verified.key_id
-            ))
-            .into());
-        }
-    }
-    // Atomic but not synced: a cache entry is verified on every read, so a
-    // torn one after a power cut is simply fetched again.
-    let parent = cached.parent().expect("cache paths have a parent");
-    fs_err::create_dir_all(parent)?;
-    write_unsynced(&cached, &bytes)?;
-    Ok(bytes)
-}
-
-fn write_unsynced(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    use std::io::Write as _;
-    let parent = path.parent().expect("cache paths have a parent");
-    let mut file = tempfile::NamedTempFile::new_in(parent)?;
-    file.write_all(bytes)?;
-    file.persist(path)
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(())
 }
 
 /// Moves the complete folder `source` (already inside `target`) to

@@ -1,6 +1,7 @@
 //! `skills.toml` (docs/manifest.md): read into a typed model, and edited in
 //! place with `toml_edit` so that `add` and `remove` keep comments and layout.
 
+use skillpkg_index::fs::{WriteOptions, write_atomic_with};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -367,23 +368,7 @@ pub fn edit(
 
 /// Replaces a file atomically.
 pub fn write(path: &Path, text: &str) -> anyhow::Result<()> {
-    use std::io::Write as _;
-    let parent = path
-        .parent()
-        .filter(|parent| !parent.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let mut file = tempfile::NamedTempFile::new_in(parent)
-        .with_context(|| format!("cannot write into {}", parent.display()))?;
-    file.write_all(text.as_bytes())
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        file.as_file()
-            .set_permissions(std::fs::Permissions::from_mode(0o644))?;
-    }
-    file.persist(path)
-        .with_context(|| format!("cannot write {}", path.display()))?;
+    write_atomic_with(path, text.as_bytes(), &WriteOptions::default())?;
     Ok(())
 }
 

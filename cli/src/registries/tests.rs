@@ -364,7 +364,7 @@ fn tokens_come_from_the_flag_the_variables_the_command_then_the_credentials_file
     );
 
     // SKILLPKG_TOKEN is the default registry's (corp) only.
-    environment.token = Some(SecretString("from-env".into()));
+    environment.token = Some(skillpkg_index::secret::Secret::new("from-env"));
     let registries = Registries::load(environment.clone(), None, None).unwrap();
     assert_eq!(
         token(&registries, "corp", None).as_deref(),
@@ -379,7 +379,7 @@ fn tokens_come_from_the_flag_the_variables_the_command_then_the_credentials_file
     ] {
         environment
             .registry_tokens
-            .insert(variable.into(), SecretString(value.into()));
+            .insert(variable.into(), skillpkg_index::secret::Secret::new(value));
     }
     let registries = Registries::load(environment.clone(), None, None).unwrap();
     assert_eq!(

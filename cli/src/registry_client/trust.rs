@@ -19,6 +19,7 @@
 use std::path::{Path, PathBuf};
 
 use jiff::Timestamp;
+use skillpkg_index::fs::WriteOptions;
 use skillpkg_index::registry::metadata::{
     self, MetadataError, Root, SNAPSHOT_PATH, Seen, Snapshot, TIMESTAMP_PATH, root_path,
 };
@@ -90,7 +91,7 @@ pub fn read_state(path: &Path) -> anyhow::Result<Option<TrustState>> {
 /// Writes the trust state atomically.
 pub fn write_state(path: &Path, state: &TrustState) -> anyhow::Result<()> {
     let bytes = serde_json::to_vec_pretty(state).expect("the trust state serialises");
-    skillpkg_index::registry::tree::write_atomically(path, &bytes)?;
+    skillpkg_index::fs::write_atomic_with(path, &bytes, &WriteOptions::default().create_parents())?;
     Ok(())
 }
 

@@ -24,7 +24,7 @@ use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, percent_decode_str, utf8_perc
 use rmcp::model::{JsonObject, Skill, SkillFrontmatter, SkillResource, SkillResources};
 use sha2::{Digest as _, Sha256};
 use skillpkg_index::archive::walk::{self, EntryKind};
-use skillpkg_index::archive::{self, FileDigest, Limits, tree_hash, tree_hash::hex};
+use skillpkg_index::archive::{FileDigest, tree_hash, tree_hash::hex};
 use skillpkg_index::skill::catalog::{self, Catalog};
 use skillpkg_index::skill::scope::Environment;
 use skillpkg_index::skill::{Frontmatter, Host, document};
@@ -62,7 +62,7 @@ pub struct Options {
     pub allow_modified: bool,
     /// Where downloaded archives are kept, to name a modified skill's
     /// changed files.
-    pub cache: Option<PathBuf>,
+    pub cache: Option<crate::client::Cache>,
 }
 
 /// The skills served, read once at start.
@@ -206,8 +206,7 @@ impl ServedCatalog {
                             // An archive never holds a link, so one in an
                             // installed skill was put there since.
                             if read.tree != entry.tree || !read.links.is_empty() {
-                                read.modified =
-                                    changed_files(&read, entry, options.cache.as_deref());
+                                read.modified = changed_files(&read, entry, options.cache.as_ref());
                                 read.modified.extend(
                                     read.links.iter().map(|link| format!("{link} (link added)")),
                                 );
@@ -510,27 +509,28 @@ fn sep_frontmatter(properties: &JsonObject, frontmatter: &Frontmatter) -> SkillF
 
 /// Names the files of `skill` that differ from the archive the lock pins,
 /// when that archive is in the cache (checked against the lock's checksum).
-fn changed_files(skill: &ServedSkill, locked: &LockedSkill, cache: Option<&Path>) -> Vec<String> {
+fn changed_files(
+    skill: &ServedSkill,
+    locked: &LockedSkill,
+    cache: Option<&crate::client::Cache>,
+) -> Vec<String> {
     let Some(cache) = cache else {
         return Vec::new();
     };
-    let archive = cache
-        .join("archives")
-        .join(format!("{}.tgz", locked.checksum.hex()));
-    let Ok(bytes) = fs_err::read(&archive) else {
+    let expected = crate::client::Expected {
+        name: &locked.name,
+        version: &locked.version,
+        checksum: locked.checksum,
+        signer: locked.signer.as_deref(),
+        pinned_by: "skills.lock",
+    };
+    let Some(archive) = crate::client::fetch::cached(cache, &expected) else {
         return Vec::new();
     };
-    if skillpkg_index::checksum::Checksum::of(&bytes) != locked.checksum {
-        return Vec::new();
-    }
     let Ok(scratch) = tempfile::tempdir() else {
         return Vec::new();
     };
-    let Ok(unpacked) = archive::unpack(
-        bytes.as_slice(),
-        &scratch.path().join("skill"),
-        &Limits::default(),
-    ) else {
+    let Ok(unpacked) = archive.unpack(&scratch.path().join("skill")) else {
         return Vec::new();
     };
     let locked_files: HashMap<&str, &[u8; 32]> = unpacked

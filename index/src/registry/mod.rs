@@ -433,10 +433,8 @@ mod tests {
             r#"{{"v":1,"keys":[{}]}}"#,
             record(one.id().to_string(), &one)
         );
-        assert_eq!(
-            KeysFile::parse(good.as_bytes()).unwrap().public_keys(),
-            [one.clone()]
-        );
+        let parsed = KeysFile::parse(good.as_bytes()).unwrap().public_keys();
+        assert!(parsed.len() == 1 && parsed[0] == one);
         // The id of one key in front of another: a signer matched by id
         // would be matched to the wrong key.
         let lying = format!(

@@ -24,7 +24,7 @@
 // Appendix B, compiled once: every `validate` of a skill with a
 // `tools.json` uses it.
 use crate::skill::extensions::TOOLS_VALIDATOR as SCHEMA;
-use std::io::{Read as _, Write as _};
+use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -369,22 +369,10 @@ pub fn apply_sync(dir: &Path, plan: &SyncPlan) -> Result<(), ToolsJsonError> {
         SyncPlan::UpToDate | SyncPlan::NoTools => Ok(()),
         SyncPlan::Remove { .. } => fs_err::remove_file(&path).map_err(io_error),
         SyncPlan::Create { contents } | SyncPlan::Replace { contents, .. } => {
-            let mut file = tempfile::Builder::new()
-                .prefix(".tools.json.")
-                .tempfile_in(dir)
-                .map_err(io_error)?;
-            file.write_all(contents.as_bytes()).map_err(io_error)?;
-            file.as_file().sync_all().map_err(io_error)?;
-            // Temporary files are created 0600; tools.json is for every reader.
-            #[cfg(unix)]
-            {
-                use std::os::unix::fs::PermissionsExt as _;
-                file.as_file()
-                    .set_permissions(std::fs::Permissions::from_mode(0o644))
-                    .map_err(io_error)?;
-            }
-            // Renaming replaces a symlink itself, never what it points to.
-            file.persist(&path).map_err(|error| io_error(error.error))?;
+            // 0644, synced, renamed over the old one (a symlink there is
+            // replaced, never followed).
+            crate::fs::write_atomic(&path, contents.as_bytes())
+                .map_err(|error| io_error(error.source))?;
             Ok(())
         }
     }

@@ -1,0 +1,450 @@
+//! The one path from a registry or the cache to a checked archive.
+//!
+//! [`fetch_verified`] reads an archive from the content-addressed cache or
+//! downloads it (under the registry's size cap, hashed while it streams),
+//! and hands it out only after:
+//!
+//! 1. its sha256 is the one expected (from skills.lock, or an index line);
+//! 2. when a signer is pinned: the registry's signature verifies over the
+//!    bytes (prehashed Ed25519), its trusted comment names exactly this
+//!    name, version and sha256, and it was made by a key whose id is the
+//!    pinned one and which the skill's keys file lists (or the caller's
+//!    keys, when it already holds them);
+//! 3. the verified archive is put into the cache with its signature, so a
+//!    later read is verified the same way, with no network.
+//!
+//! The result is a [`VerifiedArchive`], which only this module can build:
+//! code that holds one knows every check above passed. Install, vendor,
+//! mirror, `verify` and the runtime all come through here; nothing else
+//! reads an archive from the network or the cache.
+
+use semver::Version;
+use skillpkg_index::archive::{self, Limits, UnpackError, UnpackedSkill};
+use skillpkg_index::checksum::Checksum;
+use skillpkg_index::registry::{KeysFile, keys_path, signature_path};
+use skillpkg_index::signing::{PublicKey, verify_skill};
+use skillpkg_index::skill::SkillName;
+
+use super::cache::{Cache, SignatureRecord};
+use crate::UserError;
+use crate::registry_client::Registry;
+
+/// What an archive must be.
+#[derive(Clone, Debug)]
+pub struct Expected<'a> {
+    pub name: &'a SkillName,
+    pub version: &'a Version,
+    pub checksum: Checksum,
+    /// The id of the key that must have signed it; `None` for a version
+    /// the caller accepts unsigned (its policy decided that already).
+    pub signer: Option<&'a str>,
+    /// What pinned the checksum and signer, for messages: `skills.lock`,
+    /// `its index line`.
+    pub pinned_by: &'a str,
+}
+
+impl Expected<'_> {
+    fn label(&self) -> String {
+        format!("{}@{}", self.name, self.version)
+    }
+}
+
+/// Where an archive may come from.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Source<'a> {
+    /// The cache to read first and to fill; `None` bypasses it (a mirror
+    /// copies archives it has no reason to keep twice).
+    pub cache: Option<&'a Cache>,
+    /// The registry to download from; `None` when only the cache may be
+    /// used (`--offline`).
+    pub registry: Option<&'a Registry>,
+    /// The skill's keys when the caller already read them (a mirror reads
+    /// each keys file once); `None` reads the keys file from the registry.
+    pub keys: Option<&'a [PublicKey]>,
+    /// Why there is no registry, for the message when one is needed.
+    pub offline: bool,
+}
+
+/// An archive whose checksum, and signature when one was pinned, were
+/// verified by [`fetch_verified`]. It cannot be built anywhere else.
+#[derive(Debug)]
+pub struct VerifiedArchive {
+    name: SkillName,
+    version: Version,
+    checksum: Checksum,
+    bytes: Vec<u8>,
+    signature: Option<Signed>,
+}
+
+/// The signature an archive was verified with.
+#[derive(Debug)]
+struct Signed {
+    text: String,
+    key: PublicKey,
+}
+
+impl VerifiedArchive {
+    pub fn name(&self) -> &SkillName {
+        &self.name
+    }
+
+    pub fn version(&self) -> &Version {
+        &self.version
+    }
+
+    pub fn checksum(&self) -> &Checksum {
+        &self.checksum
+    }
+
+    /// The archive's bytes.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// The `.minisig` text it was verified with, when it is signed.
+    pub fn signature(&self) -> Option<&str> {
+        self.signature.as_ref().map(|signed| signed.text.as_str())
+    }
+
+    /// The key that signed it, when it is signed.
+    pub fn signer(&self) -> Option<&PublicKey> {
+        self.signature.as_ref().map(|signed| &signed.key)
+    }
+
+    /// Unpacks it with the hardened unpacker into `destination` (which
+    /// must not exist).
+    pub fn unpack(&self, destination: &std::path::Path) -> Result<UnpackedSkill, UnpackError> {
+        archive::unpack(self.bytes.as_slice(), destination, &Limits::default())
+    }
+}
+
+/// Returns the archive `expected` describes, from the cache (verified
+/// again) or downloaded from the registry and verified, then cached.
+pub async fn fetch_verified(
+    source: Source<'_>,
+    expected: &Expected<'_>,
+) -> anyhow::Result<VerifiedArchive> {
+    if let Some(cache) = source.cache
+        && let Some(archive) = from_cache(cache, expected)
+    {
+        return Ok(archive);
+    }
+    let label = expected.label();
+    let Some(registry) = source.registry else {
+        let error = if source.offline {
+            UserError::new(format!(
+                "{label} is not in the cache, and --offline forbids downloading it"
+            ))
+            .with_hint("run once without --offline")
+        } else {
+            UserError::new(format!(
+                "{label} is not in the cache, and its registry is not open"
+            ))
+            .with_hint("run the command again")
+        };
+        return Err(error.into());
+    };
+    let archive = download(registry, source.keys, expected).await?;
+    if let Some(cache) = source.cache {
+        let record = archive.signature.as_ref().map(|signed| SignatureRecord {
+            signature: signed.text.clone(),
+            key: signed.key.clone(),
+        });
+        cache.write(&archive.checksum, &archive.bytes, record.as_ref())?;
+    }
+    Ok(archive)
+}
+
+/// Returns the archive `expected` describes from the cache alone, verified
+/// again (signature included), or `None` when the cache has no good copy.
+pub fn cached(cache: &Cache, expected: &Expected<'_>) -> Option<VerifiedArchive> {
+    from_cache(cache, expected)
+}
+
+/// Reads and re-verifies a cache entry; a damaged or incomplete one is
+/// dropped (and fetched again by the caller).
+fn from_cache(cache: &Cache, expected: &Expected<'_>) -> Option<VerifiedArchive> {
+    let bytes = cache.read(&expected.checksum)?;
+    let checked = (|| {
+        if Checksum::of(&bytes) != expected.checksum {
+            return None;
+        }
+        let signature = match expected.signer {
+            None => None,
+            Some(signer) => {
+                let record = cache.read_signature(&expected.checksum)?;
+                let signed = check_signature(
+                    &bytes,
+                    record.signature,
+                    std::slice::from_ref(&record.key),
+                    expected,
+                    signer,
+                )
+                .ok()?;
+                Some(signed)
+            }
+        };
+        Some(signature)
+    })();
+    match checked {
+        Some(signature) => Some(VerifiedArchive {
+            name: expected.name.clone(),
+            version: expected.version.clone(),
+            checksum: expected.checksum,
+            bytes,
+            signature,
+        }),
+        None => {
+            cache.forget(&expected.checksum);
+            None
+        }
+    }
+}
+
+async fn download(
+    registry: &Registry,
+    keys: Option<&[PublicKey]>,
+    expected: &Expected<'_>,
+) -> anyhow::Result<VerifiedArchive> {
+    use anyhow::Context as _;
+    let label = expected.label();
+    let url = registry
+        .config()
+        .archive_url(expected.name, expected.version);
+    let (bytes, actual) = registry
+        .download(&url)
+        .await
+        .with_context(|| format!("cannot download {label}"))?
+        .ok_or_else(|| {
+            UserError::new(format!(
+                "{label}: the registry {} has no archive for it",
+                registry.url()
+            ))
+        })?;
+    if actual != expected.checksum {
+        return Err(UserError::new(format!(
+            "{label}: the archive from the registry {} has sha256 {actual}, but {} says {}: it was changed or cut short",
+            registry.url(),
+            expected.pinned_by,
+            expected.checksum
+        ))
+        .with_hint("try again; if it persists, the registry or a proxy serves wrong bytes")
+        .into());
+    }
+    let signature = match expected.signer {
+        None => None,
+        Some(signer) => {
+            let text = registry
+                .file(&signature_path(expected.name, expected.version))
+                .await?
+                .ok_or_else(|| {
+                    UserError::new(format!(
+                        "{label}: the registry serves no signature for it, but {} pins key {signer}",
+                        expected.pinned_by
+                    ))
+                })?;
+            let text = String::from_utf8_lossy(&text).into_owned();
+            let read;
+            let keys = match keys {
+                Some(keys) => keys,
+                None => {
+                    read = registry_keys(registry, expected.name).await?;
+                    read.as_slice()
+                }
+            };
+            Some(check_signature(&bytes, text, keys, expected, signer)?)
+        }
+    };
+    Ok(VerifiedArchive {
+        name: expected.name.clone(),
+        version: expected.version.clone(),
+        checksum: actual,
+        bytes,
+        signature,
+    })
+}
+
+/// Reads the keys a registry lists for `name` (none when it serves no keys
+/// file), through the one keys-file parser.
+pub async fn registry_keys(
+    registry: &Registry,
+    name: &SkillName,
+) -> anyhow::Result<Vec<PublicKey>> {
+    match registry.file(&keys_path(name)).await? {
+        Some(bytes) => Ok(KeysFile::parse(&bytes)
+            .map_err(|error| {
+                UserError::new(format!(
+                    "the keys file of `{name}` in the registry {} is not valid",
+                    registry.url()
+                ))
+                .with_source(error)
+            })?
+            .public_keys()),
+        None => Ok(Vec::new()),
+    }
+}
+
+/// The signature check every signed archive goes through: the signature
+/// verifies over `bytes` with one of `keys`, its trusted comment names
+/// exactly the expected name, version and sha256, and the key is `signer`.
+fn check_signature(
+    bytes: &[u8],
+    text: String,
+    keys: &[PublicKey],
+    expected: &Expected<'_>,
+    signer: &str,
+) -> anyhow::Result<Signed> {
+    let label = expected.label();
+    let verified =
+        verify_skill(bytes, &text, keys, expected.name, expected.version).map_err(|error| {
+            UserError::new(format!("{label} failed verification")).with_source(error)
+        })?;
+    if verified.key_id.to_string() != signer {
+        return Err(UserError::new(format!(
+            "{label} is signed by key {}, but {} pins key {signer}",
+            verified.key_id, expected.pinned_by
+        ))
+        .into());
+    }
+    let key = keys
+        .iter()
+        .find(|key| key.id() == verified.key_id)
+        .expect("verify_skill verified with one of these keys")
+        .clone();
+    Ok(Signed { text, key })
+}
+
+#[cfg(test)]
+mod tests {
+    use skillpkg_index::signing::{SecretKey, Signature, TrustedComment};
+
+    use super::*;
+
+    const NAME: &str = "pdf";
+
+    struct Entry {
+        name: SkillName,
+        version: Version,
+        bytes: Vec<u8>,
+        checksum: Checksum,
+    }
+
+    fn entry(bytes: &[u8]) -> Entry {
+        Entry {
+            name: NAME.parse().unwrap(),
+            version: "1.0.0".parse().unwrap(),
+            bytes: bytes.to_vec(),
+            checksum: Checksum::of(bytes),
+        }
+    }
+
+    fn signed(key: &SecretKey, entry: &Entry) -> SignatureRecord {
+        let comment = TrustedComment {
+            name: entry.name.clone(),
+            version: entry.version.clone(),
+            sha256: entry.checksum,
+        };
+        SignatureRecord {
+            signature: Signature::sign(key, &entry.bytes, &comment.to_string()).to_file(),
+            key: key.public(),
+        }
+    }
+
+    fn expected<'a>(entry: &'a Entry, signer: Option<&'a str>) -> Expected<'a> {
+        Expected {
+            name: &entry.name,
+            version: &entry.version,
+            checksum: entry.checksum,
+            signer,
+            pinned_by: "skills.lock",
+        }
+    }
+
+    #[test]
+    fn a_cached_signed_archive_is_verified_again_signature_included() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::at(dir.path());
+        let key = SecretKey::generate().unwrap();
+        let entry = entry(b"an archive");
+        let record = signed(&key, &entry);
+        cache
+            .write(&entry.checksum, &entry.bytes, Some(&record))
+            .unwrap();
+        let signer = key.public().id().to_string();
+        assert!(cache.has(&entry.checksum, true));
+
+        let archive = cached(&cache, &expected(&entry, Some(&signer))).expect("a good entry");
+        assert_eq!(archive.bytes(), entry.bytes);
+        assert_eq!(archive.signer(), Some(&key.public()));
+        assert_eq!(archive.signature(), Some(record.signature.as_str()));
+
+        // Pinned to another key: the entry is not handed out, and dropped.
+        let other = SecretKey::generate().unwrap().public().id().to_string();
+        assert!(cached(&cache, &expected(&entry, Some(&other))).is_none());
+        assert!(!cache.has(&entry.checksum, false));
+    }
+
+    #[test]
+    fn a_swapped_signature_record_or_changed_bytes_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::at(dir.path());
+        let publisher = SecretKey::generate().unwrap();
+        let attacker = SecretKey::generate().unwrap();
+        let entry = entry(b"an archive");
+        let signer = publisher.public().id().to_string();
+
+        // The attacker's own valid signature over the same bytes, with the
+        // attacker's key: the pinned id does not match.
+        let forged = signed(&attacker, &entry);
+        cache
+            .write(&entry.checksum, &entry.bytes, Some(&forged))
+            .unwrap();
+        assert!(cached(&cache, &expected(&entry, Some(&signer))).is_none());
+
+        // The publisher's record, but the attacker's key put beside it
+        // under the publisher's id is not possible: the key is the one the
+        // signature must verify with.
+        let mut mixed = signed(&publisher, &entry);
+        mixed.key = attacker.public();
+        cache
+            .write(&entry.checksum, &entry.bytes, Some(&mixed))
+            .unwrap();
+        assert!(cached(&cache, &expected(&entry, Some(&signer))).is_none());
+
+        // Bytes that no longer hash to their name.
+        let good = signed(&publisher, &entry);
+        cache
+            .write(&entry.checksum, b"other bytes", Some(&good))
+            .unwrap();
+        assert!(cached(&cache, &expected(&entry, Some(&signer))).is_none());
+        assert!(cached(&cache, &expected(&entry, None)).is_none());
+
+        // A signed entry with no signature record is not good enough.
+        cache.write(&entry.checksum, &entry.bytes, None).unwrap();
+        assert!(!cache.has(&entry.checksum, true));
+        assert!(cached(&cache, &expected(&entry, Some(&signer))).is_none());
+        // Unsigned (the caller's policy allows it): the checksum is enough.
+        cache.write(&entry.checksum, &entry.bytes, None).unwrap();
+        let archive = cached(&cache, &expected(&entry, None)).expect("an unsigned entry");
+        assert!(archive.signer().is_none());
+    }
+
+    #[tokio::test]
+    async fn with_no_registry_and_no_cache_entry_the_error_says_why() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::at(dir.path());
+        let entry = entry(b"an archive");
+        let source = Source {
+            cache: Some(&cache),
+            offline: true,
+            ..Source::default()
+        };
+        let error = fetch_verified(source, &expected(&entry, None))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "pdf@1.0.0 is not in the cache, and --offline forbids downloading it"
+        );
+    }
+}

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::credentials::Token;
+use crate::client::token::Token;
 use crate::spec::{SkillSpec, SkillVersion};
 
 /// A package manager for Agent Skills.

@@ -1,4 +1,7 @@
-//! Exit statuses and the errors that are the user's to fix.
+//! Exit statuses and the errors that are the user's to fix: the bottom
+//! of the crate, importing nothing of it, so every layer can use it.
+//! Which errors of the layers above count as the user's is decided by the
+//! binary, in `outcome`.
 
 use std::fmt;
 
@@ -72,45 +75,4 @@ impl std::error::Error for UserError {
             .as_deref()
             .map(|source| source as &(dyn std::error::Error + 'static))
     }
-}
-
-/// Returns the exit status for an error: 1 when the user can fix it, else 2.
-pub fn exit_status(error: &anyhow::Error) -> ExitStatus {
-    use skillpkg_index::archive::{PackError, UnpackError};
-
-    use crate::registry_client::RegistryError;
-    let is_user_error = error.chain().any(|cause| {
-        cause.is::<UserError>()
-            || cause
-                .downcast_ref::<PackError>()
-                .is_some_and(|error| error.hint().is_some())
-            || cause.is::<UnpackError>()
-            || cause.is::<crate::project::resolve::ResolveError>()
-            || cause
-                .downcast_ref::<RegistryError>()
-                .is_some_and(RegistryError::is_user_error)
-    });
-    if is_user_error {
-        ExitStatus::Failure
-    } else {
-        ExitStatus::Error
-    }
-}
-
-/// Returns the advice attached anywhere in the error's chain.
-pub fn hint(error: &anyhow::Error) -> Option<String> {
-    use skillpkg_index::archive::PackError;
-
-    use crate::registry_client::RegistryError;
-    error.chain().find_map(|cause| {
-        cause
-            .downcast_ref::<UserError>()
-            .and_then(|error| error.hint.clone())
-            .or_else(|| cause.downcast_ref::<PackError>().and_then(PackError::hint))
-            .or_else(|| {
-                cause
-                    .downcast_ref::<RegistryError>()
-                    .and_then(RegistryError::hint)
-            })
-    })
 }

@@ -4,7 +4,7 @@
 use std::process::ExitCode;
 
 use clap::Parser as _;
-use skillpkg::{args::Cli, error, printer::Printer};
+use skillpkg::{args::Cli, outcome, printer::Printer};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -13,8 +13,8 @@ fn main() -> ExitCode {
     match skillpkg::run(cli, &printer) {
         Ok(status) => status.into(),
         Err(error) => {
-            printer.error(&error, error::hint(&error).as_deref());
-            error::exit_status(&error).into()
+            printer.error(&error, outcome::hint(&error).as_deref());
+            outcome::exit_status(&error).into()
         }
     }
 }

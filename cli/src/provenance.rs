@@ -6,7 +6,8 @@ use std::process::Command;
 
 use skillpkg_index::signing::SourceInfo;
 
-use crate::{UserError, env_vars};
+use crate::env_vars;
+use crate::error::UserError;
 
 fn git(dir: &Path, args: &[&str]) -> Option<String> {
     let output = Command::new("git")

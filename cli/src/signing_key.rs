@@ -12,10 +12,10 @@ use std::path::Path;
 use anyhow::Context as _;
 use skillpkg_index::signing::{KeyError, PublicKey, SecretKey};
 
-use crate::UserError;
+use crate::client::settings::{self, Environment, KeySource};
 use crate::env_vars;
+use crate::error::UserError;
 use crate::printer::Printer;
-use crate::settings::{self, Environment, KeySource};
 use crate::terminal::EchoOff;
 
 /// Loads the signing key: `--key`, `SKILLPKG_SIGNING_KEY`, the config file's

@@ -7,7 +7,7 @@ use anyhow::Context as _;
 use skillpkg_index::archive::{self, Limits};
 use skillpkg_index::skill::{self, SkillName, ValidateOptions};
 
-use crate::UserError;
+use crate::error::UserError;
 
 /// A skill archive's identity.
 #[derive(Debug)]

@@ -14,7 +14,7 @@ use skillpkg_index::checksum::Checksum;
 use skillpkg_index::fs::{Sync, WriteOptions, write_atomic_with};
 use skillpkg_index::signing::PublicKey;
 
-use crate::UserError;
+use crate::error::UserError;
 
 /// The user's archive cache.
 #[derive(Clone, Debug)]

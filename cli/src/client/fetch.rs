@@ -26,8 +26,8 @@ use skillpkg_index::signing::{PublicKey, verify_skill};
 use skillpkg_index::skill::SkillName;
 
 use super::cache::{Cache, SignatureRecord};
-use crate::UserError;
-use crate::registry_client::Registry;
+use crate::client::registry::Registry;
+use crate::error::UserError;
 
 /// What an archive must be.
 #[derive(Clone, Debug)]

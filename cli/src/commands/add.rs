@@ -1,15 +1,15 @@
 //! `skillpkg add` and `skillpkg remove`: edit skills.toml, then install.
 
 use crate::args::{AddArgs, RemoveArgs};
+use crate::client::registries::Registries;
+use crate::client::settings::Environment;
 use crate::commands::install::{ManifestEdit, install_with, project_root};
+use crate::error::{ExitStatus, UserError};
 use crate::printer::Printer;
 use crate::project::lockfile::Lockfile;
 use crate::project::manifest;
 use crate::project::manifest::{RegistryChoice, SetSkill};
-use crate::registries::Registries;
-use crate::settings::Environment;
 use crate::spec::SkillSpec;
-use crate::{ExitStatus, UserError};
 
 pub fn run(args: &AddArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
     let root = project_root()?;
@@ -41,7 +41,11 @@ pub fn run(args: &AddArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
         None => (RegistryChoice::Keep, None),
         Some(text) => {
             let manifest = manifest::read(&root)?;
-            let registries = Registries::load(Environment::from_process(), Some(&manifest), None)?;
+            let registries = Registries::load(
+                Environment::from_process(),
+                Some(&manifest.registry_config()),
+                None,
+            )?;
             let spec = registries.choose(text)?;
             if !spec.is_named() {
                 let names_one = manifest.registry.is_some()

@@ -5,14 +5,15 @@ use skillpkg_index::archive::human_bytes;
 use skillpkg_index::registry::{IndexRecord, latest};
 
 use crate::args::InfoArgs;
+use crate::client::registries::{Access, Registries, RegistrySpec};
+use crate::client::registry;
+use crate::client::registry_url::RegistryUrl;
 use crate::commands::registries_here;
 use crate::commands::verify::{provenance_lines, registry_provenance};
+use crate::error::{ExitStatus, UserError};
 use crate::printer::Printer;
-use crate::registries::{Access, Registries, RegistrySpec};
-use crate::registry_client::{self, RegistryUrl};
 use crate::render::one_line;
 use crate::spec::SkillSpec;
-use crate::{ExitStatus, UserError};
 use skillpkg_index::signing::Provenance;
 
 pub fn run(args: &InfoArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
@@ -20,7 +21,7 @@ pub fn run(args: &InfoArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
     let spec = registries.default_registry()?;
     let registry_url = spec.index.clone();
     let (records, index, provenance) =
-        registry_client::block_on(records(&registries, spec, &args.skill))??;
+        registry::block_on(records(&registries, spec, &args.skill))??;
     let record = &records[index];
     if args.json {
         printer.json(&json!({

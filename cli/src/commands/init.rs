@@ -1,7 +1,7 @@
 //! `skillpkg init`: write skills.toml. Asks nothing.
 
-use crate::ExitStatus;
 use crate::args::InitArgs;
+use crate::error::ExitStatus;
 use crate::printer::Printer;
 use crate::project::{manifest, targets};
 

@@ -7,16 +7,16 @@ use serde_json::json;
 use skillpkg_index::skill::SkillName;
 
 use crate::args::{InstallArgs, InstallFlags, UpdateArgs};
+use crate::client::registries::Registries;
+use crate::client::registry;
+use crate::client::settings::Environment;
+use crate::error::{ExitStatus, UserError};
 use crate::printer::Printer;
 use crate::project::commit::{self, ManifestChange};
 use crate::project::install::{self, Options, Report};
 use crate::project::lockfile::Lockfile;
 use crate::project::manifest::{self, MANIFEST, Manifest};
 use crate::project::targets::{self, Target};
-use crate::registries::Registries;
-use crate::registry_client;
-use crate::settings::Environment;
-use crate::{ExitStatus, UserError};
 
 /// How a command changes skills.toml around an install (`add`, `remove`).
 /// Nothing is written until the install succeeds; then the manifest and the
@@ -135,7 +135,9 @@ pub fn install_with(
     printer: &Printer,
 ) -> anyhow::Result<ExitStatus> {
     let root = project_root()?;
-    let _lock = install::lock_project(&root, printer)?;
+    let _lock = install::lock_project(&root, || {
+        printer.status("Waiting", "for another skillpkg working in this project");
+    })?;
     if let Some(note) = commit::recover(&root)? {
         printer.status("Recovered", &note);
     }
@@ -156,7 +158,11 @@ pub fn install_with(
     for target in &targets {
         install::clean_leftovers(target)?;
     }
-    let registries = Registries::load(Environment::from_process(), Some(&manifest), registry)?;
+    let registries = Registries::load(
+        Environment::from_process(),
+        Some(&manifest.registry_config()),
+        registry,
+    )?;
     let options = Options {
         locked: flags.locked || flags.frozen,
         offline: flags.offline || flags.frozen,
@@ -167,7 +173,7 @@ pub fn install_with(
         lock_only,
     };
     let progress = Progress::new(printer, flags.json);
-    let report = registry_client::block_on(install::install(
+    let report = registry::block_on(install::install(
         &root,
         &manifest,
         &registries,

@@ -4,9 +4,10 @@ use serde_json::json;
 use skillpkg_index::signing::{PublicKey, SecretKey};
 
 use crate::args::{KeyCommand, KeyGenerateArgs, KeyShowArgs};
+use crate::client::settings::{self, Environment, KeySource};
+use crate::error::{ExitStatus, UserError};
 use crate::printer::Printer;
-use crate::settings::{self, Environment, KeySource};
-use crate::{ExitStatus, UserError, signing_key};
+use crate::signing_key;
 
 pub fn run(command: &KeyCommand, printer: &Printer) -> anyhow::Result<ExitStatus> {
     match command {

@@ -5,10 +5,10 @@ use serde_json::json;
 
 use crate::args::ListArgs;
 use crate::commands::install::{project_root, project_targets};
+use crate::error::{ExitStatus, UserError};
 use crate::printer::Printer;
 use crate::project::targets::installed_tree;
 use crate::project::{lockfile, manifest};
-use crate::{ExitStatus, UserError};
 
 /// One installed skill and what its files say.
 struct Row {

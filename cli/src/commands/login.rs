@@ -5,13 +5,14 @@ use std::io::{BufRead as _, IsTerminal as _};
 use anyhow::Context as _;
 
 use crate::args::LoginArgs;
+use crate::client::registries::{Access, Registries, RegistrySpec};
+use crate::client::registry::{self, Action};
+use crate::client::settings::Environment;
+use crate::client::token::{Token, TokenError};
 use crate::commands::registries_here;
-use crate::credentials::{Token, TokenError};
+use crate::error::{ExitStatus, UserError};
 use crate::printer::Printer;
-use crate::registries::{Access, Registries, RegistrySpec};
-use crate::registry_client::{self, Action};
-use crate::settings::Environment;
-use crate::{ExitStatus, UserError, env_vars, terminal};
+use crate::{env_vars, terminal};
 
 pub fn run(args: &LoginArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
     let environment = Environment::from_process();
@@ -35,7 +36,7 @@ pub fn run(args: &LoginArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
     // The token being checked is the one every read of this login uses.
     let registries = registries.with_token_flag(Some(token.clone()));
     let spec = registries.default_registry()?;
-    let user = registry_client::block_on(user(&registries, spec, &token))??;
+    let user = registry::block_on(user(&registries, spec, &token))??;
     credentials.store(&spec.index, &token)?;
     printer.status("Logged in", &format!("to {described} as {user}"));
     Ok(ExitStatus::Success)

@@ -14,6 +14,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::args::McpArgs;
 use crate::commands::scopes::DEFAULT_HOST;
+use crate::env_vars;
+use crate::error::{ExitStatus, UserError};
 use crate::printer::Printer;
 use crate::runtime::audit::AuditLog;
 use crate::runtime::catalog::{Options, ServedCatalog};
@@ -22,7 +24,6 @@ use crate::runtime::run::RunConfig;
 use crate::runtime::sandbox;
 use crate::runtime::server::{Shared, SkillServer, Transport};
 use crate::runtime::tool_call::Redactor;
-use crate::{ExitStatus, UserError, env_vars};
 
 pub fn run(args: &McpArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
     let project = match &args.project {

@@ -37,12 +37,13 @@ use skillpkg_index::signing::PublicKey;
 use skillpkg_index::skill::SkillName;
 
 use crate::args::MirrorArgs;
+use crate::client::registries::Access;
+use crate::client::registry::{self, Conditional, Registry};
+use crate::client::registry_url::RegistryUrl;
 use crate::client::{Expected, Source, fetch_verified};
 use crate::commands::registries_here;
+use crate::error::{ExitStatus, UserError};
 use crate::printer::Printer;
-use crate::registries::Access;
-use crate::registry_client::{self, Conditional, Registry, RegistryUrl};
-use crate::{ExitStatus, UserError};
 
 /// The mirror's own record, in DEST.
 const MIRROR_STATE: &str = skillpkg_index::registry::MIRROR_RECORD_PATH;
@@ -123,7 +124,7 @@ pub fn run(args: &MirrorArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
         dest: args.dest.display().to_string(),
         ..Report::default()
     };
-    registry_client::block_on(async {
+    registry::block_on(async {
         let registry = registries.open(&spec, Access::Write).await?;
         let snapshot = registry.snapshot().await?;
         report.signed_metadata = snapshot.is_some();

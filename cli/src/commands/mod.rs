@@ -26,9 +26,9 @@ pub mod vendor;
 pub mod verify;
 pub mod yank;
 
+use crate::client::registries::Registries;
+use crate::client::settings::Environment;
 use crate::project::manifest;
-use crate::registries::Registries;
-use crate::settings::Environment;
 
 /// Returns the registries a command outside a project's workflow (`info`,
 /// `search`, `publish`, ...) may use: the user's, and those of the project
@@ -38,5 +38,12 @@ pub fn registries_here(flag: Option<&str>) -> anyhow::Result<Registries> {
     let manifest = manifest::find_root(&cwd)
         .map(|root| manifest::read(&root))
         .transpose()?;
-    Registries::load(Environment::from_process(), manifest.as_ref(), flag)
+    Registries::load(
+        Environment::from_process(),
+        manifest
+            .as_ref()
+            .map(manifest::Manifest::registry_config)
+            .as_ref(),
+        flag,
+    )
 }

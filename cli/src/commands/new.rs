@@ -5,8 +5,8 @@ use skillpkg_index::skill::model::Runtime;
 use skillpkg_index::skill::scaffold::{self, ScaffoldError, ScaffoldOptions};
 
 use crate::args::NewArgs;
+use crate::error::{ExitStatus, UserError};
 use crate::printer::Printer;
-use crate::{ExitStatus, UserError};
 
 pub fn run(args: &NewArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
     let name: SkillName = args.name.parse().map_err(|error| {

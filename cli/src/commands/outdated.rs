@@ -4,13 +4,13 @@ use serde_json::json;
 use skillpkg_index::registry::latest;
 
 use crate::args::OutdatedArgs;
+use crate::client::registries::{OpenRegistries, Registries};
+use crate::client::registry;
+use crate::client::settings::Environment;
 use crate::commands::install::project_root;
+use crate::error::{ExitStatus, UserError};
 use crate::printer::Printer;
 use crate::project::{lockfile, manifest};
-use crate::registries::{OpenRegistries, Registries};
-use crate::registry_client;
-use crate::settings::Environment;
-use crate::{ExitStatus, UserError};
 
 pub fn run(args: &OutdatedArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
     let root = project_root()?;
@@ -20,10 +20,10 @@ pub fn run(args: &OutdatedArgs, printer: &Printer) -> anyhow::Result<ExitStatus>
     })?;
     let registries = Registries::load(
         Environment::from_process(),
-        Some(&manifest),
+        Some(&manifest.registry_config()),
         args.registry.registry.as_deref(),
     )?;
-    let rows = registry_client::block_on(async {
+    let rows = registry::block_on(async {
         let mut opened = OpenRegistries::new(&registries);
         let mut rows = Vec::new();
         for entry in &lock.skills {

@@ -10,8 +10,9 @@ use skillpkg_index::skill::{self, Frontmatter, SkillReport, ValidateOptions};
 
 use crate::args::PackArgs;
 use crate::commands::validate::report_json;
+use crate::error::{ExitStatus, UserError};
 use crate::printer::Printer;
-use crate::{ExitStatus, UserError, render};
+use crate::render;
 
 pub fn run(args: &PackArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
     let dir = &args.path;

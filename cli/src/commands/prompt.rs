@@ -5,8 +5,8 @@ use skillpkg_index::skill::prompt::{Prompt, PromptError};
 
 use crate::args::{PromptArgs, PromptFormat};
 use crate::commands::scopes::skills_from;
+use crate::error::{ExitStatus, UserError};
 use crate::printer::Printer;
-use crate::{ExitStatus, UserError};
 
 pub fn run(args: &PromptArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
     let catalog = skills_from(&args.source)?;

@@ -5,14 +5,16 @@ use skillpkg_index::archive::{PackedSkill, human_bytes, tree_hash::hex};
 use skillpkg_index::checksum::Checksum;
 
 use crate::args::PublishArgs;
+use crate::client::registries::{Access, Registries, RegistrySpec};
+use crate::client::registry::{self, Action, Attachments};
+use crate::client::registry_url::{RegistryUrl, redacted};
+use crate::client::settings::Environment;
+use crate::client::token::Token;
 use crate::commands::pack::{Packed, validate_and_pack};
 use crate::commands::registries_here;
-use crate::credentials::Token;
+use crate::error::ExitStatus;
 use crate::printer::Printer;
-use crate::registries::{Access, Registries, RegistrySpec};
-use crate::registry_client::{self, Action, Attachments, RegistryUrl, redacted};
-use crate::settings::Environment;
-use crate::{ExitStatus, provenance, signing_key};
+use crate::{provenance, signing_key};
 use skillpkg_index::signing::{SecretKey, Signature, TrustedComment, sign_provenance};
 
 pub fn run(args: &PublishArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
@@ -39,7 +41,7 @@ pub fn run(args: &PublishArgs, printer: &Printer) -> anyhow::Result<ExitStatus> 
     let Packed { skill: packed, .. } =
         validate_and_pack(&args.path, args.version.as_ref(), args.json, printer)?;
     let attachments = attachments(args, key.as_ref(), &packed)?;
-    registry_client::block_on(upload(
+    registry::block_on(upload(
         args,
         &registries,
         spec,

@@ -8,9 +8,10 @@ use skillpkg_index::skill::catalog::{self, Catalog, FoundSkill, SkillStatus};
 use skillpkg_index::skill::scope::AGENT_HOSTS;
 
 use crate::args::{ScopesArgs, ScopesHost, SkillSourceArgs};
+use crate::client::settings;
+use crate::error::{ExitStatus, UserError};
 use crate::printer::Printer;
 use crate::render::one_line;
-use crate::{ExitStatus, UserError, settings};
 
 /// The host `prompt` and `select` read when none is given.
 pub const DEFAULT_HOST: Host = Host::ClaudeCode;

@@ -3,12 +3,12 @@
 use serde_json::json;
 use skillpkg_index::registry::{SearchEntry, SearchIndex};
 
-use crate::ExitStatus;
 use crate::args::SearchArgs;
+use crate::client::registries::{Access, Registries, RegistrySpec};
+use crate::client::registry;
 use crate::commands::registries_here;
+use crate::error::ExitStatus;
 use crate::printer::Printer;
-use crate::registries::{Access, Registries, RegistrySpec};
-use crate::registry_client;
 use crate::render::{one_line, truncate};
 use crate::search::search;
 
@@ -22,7 +22,7 @@ pub fn run(args: &SearchArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
     let registries = registries_here(args.registry.registry.as_deref())?;
     let spec = registries.default_registry()?;
     let registry_url = &spec.index;
-    let index = registry_client::block_on(search_index(&registries, spec))??;
+    let index = registry::block_on(search_index(&registries, spec))??;
     let found = search(&index.skills, &args.query);
     let shown = &found[..found.len().min(args.limit)];
     if args.json {

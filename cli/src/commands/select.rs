@@ -6,9 +6,9 @@ use std::path::Path;
 use serde_json::json;
 use skillpkg_index::skill::select::{self, Candidate, Request, Scored};
 
-use crate::ExitStatus;
 use crate::args::SelectArgs;
 use crate::commands::scopes::skills_from;
+use crate::error::ExitStatus;
 use crate::printer::Printer;
 use crate::render::one_line;
 

@@ -7,9 +7,10 @@ use skillpkg_index::checksum::Checksum;
 use skillpkg_index::signing::{Signature, TrustedComment};
 
 use crate::args::SignArgs;
+use crate::client::settings::Environment;
+use crate::error::{ExitStatus, UserError};
 use crate::printer::Printer;
-use crate::settings::Environment;
-use crate::{ExitStatus, UserError, signing_key, skill_archive};
+use crate::{signing_key, skill_archive};
 
 pub fn run(args: &SignArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
     let environment = Environment::from_process();

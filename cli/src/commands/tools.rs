@@ -10,9 +10,9 @@ use skillpkg_index::skill::{self, ValidateOptions};
 
 use crate::args::{ToolsArgs, ToolsCommand, ToolsExportArgs, ToolsSyncArgs};
 use crate::commands::validate::report_json;
+use crate::error::{ExitStatus, UserError};
 use crate::printer::Printer;
 use crate::render::{self, one_line, printable, truncate};
-use crate::{ExitStatus, UserError};
 
 /// The width the tool list fits its descriptions into.
 const TABLE_WIDTH: usize = 100;

@@ -5,10 +5,10 @@ use skillpkg_index::skill::SkillName;
 
 use crate::args::TreeArgs;
 use crate::commands::install::project_root;
+use crate::error::{ExitStatus, UserError};
 use crate::printer::Printer;
 use crate::project::lockfile::Lockfile;
 use crate::project::{lockfile, manifest};
-use crate::{ExitStatus, UserError};
 
 pub fn run(args: &TreeArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
     let root = project_root()?;

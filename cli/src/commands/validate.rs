@@ -9,8 +9,9 @@ use serde_json::json;
 use skillpkg_index::skill::{self, Severity, SkillReport, ValidateOptions};
 
 use crate::args::{HostSelection, ValidateArgs};
+use crate::error::{ExitStatus, UserError};
 use crate::printer::Printer;
-use crate::{ExitStatus, UserError, render};
+use crate::render;
 
 pub fn run(args: &ValidateArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
     if let Some(code) = args
@@ -142,7 +143,7 @@ fn skill_dirs(path: &Path) -> anyhow::Result<Vec<PathBuf>> {
 /// once, so a name used in two of them is worth a warning; the scopes are
 /// read once for all skills.
 fn codex_catalog() -> anyhow::Result<Option<skill::catalog::Catalog>> {
-    let environment = crate::settings::agent_environment()?;
+    let environment = crate::client::settings::agent_environment()?;
     Ok(skill::catalog::discover(skill::Host::Codex, &environment).ok())
 }
 

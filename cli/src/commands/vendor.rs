@@ -14,14 +14,14 @@ use skillpkg_index::registry::tree::StaticTree;
 use skillpkg_index::registry::{KeysFile, RegistryConfig, keys_path, provenance_path};
 
 use crate::args::VendorArgs;
+use crate::client::registries::{OpenRegistries, Registries};
+use crate::client::registry;
+use crate::client::settings::Environment;
 use crate::client::{Cache, Expected, Source, fetch_verified};
 use crate::commands::install::project_root;
+use crate::error::{ExitStatus, UserError};
 use crate::printer::Printer;
 use crate::project::{lockfile, manifest};
-use crate::registries::{OpenRegistries, Registries};
-use crate::registry_client;
-use crate::settings::Environment;
-use crate::{ExitStatus, UserError};
 
 pub fn run(args: &VendorArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
     let root = project_root()?;
@@ -32,7 +32,7 @@ pub fn run(args: &VendorArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
     })?;
     let registries = Registries::load(
         Environment::from_process(),
-        Some(&manifest),
+        Some(&manifest.registry_config()),
         args.registry.registry.as_deref(),
     )?;
     let out = &args.dir;
@@ -54,7 +54,7 @@ pub fn run(args: &VendorArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
         .context("cannot create a temporary folder")?;
     let tree = StaticTree::new(staging.path());
     let cache = Cache::open()?;
-    registry_client::block_on(async {
+    registry::block_on(async {
         let mut opened = OpenRegistries::new(&registries);
         if lock.skills.is_empty() {
             opened.open(registries.default_name()).await?;

@@ -16,13 +16,14 @@ use skillpkg_index::skill::SkillName;
 
 use crate::args::VerifyArgs;
 use crate::client::fetch::registry_keys;
+use crate::client::registries::{Access, Registries, RegistrySpec};
+use crate::client::registry::{self, Registry};
 use crate::client::{Expected, Source, fetch_verified};
 use crate::commands::registries_here;
+use crate::error::{ExitStatus, UserError};
 use crate::printer::Printer;
-use crate::registries::{Access, Registries, RegistrySpec};
-use crate::registry_client::{self, Registry};
 use crate::spec::SkillSpec;
-use crate::{ExitStatus, UserError, signing_key, skill_archive};
+use crate::{signing_key, skill_archive};
 
 /// What a verification established.
 struct Outcome {
@@ -49,7 +50,7 @@ pub fn run(args: &VerifyArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
         })?;
         let registries = registries_here(args.registry.registry.as_deref())?;
         let registry = registries.default_registry()?;
-        registry_client::block_on(verify_remote(&registries, registry, spec))??
+        registry::block_on(verify_remote(&registries, registry, spec))??
     };
     report(&outcome, args.json, printer);
     Ok(ExitStatus::Success)

@@ -1,19 +1,19 @@
 //! `skillpkg yank`: yank a published version, or undo a yank.
 
-use crate::ExitStatus;
 use crate::args::YankArgs;
+use crate::client::registries::{Access, Registries, RegistrySpec};
+use crate::client::registry::{self, Action};
+use crate::client::token::Token;
 use crate::commands::registries_here;
-use crate::credentials::Token;
+use crate::error::ExitStatus;
 use crate::printer::Printer;
-use crate::registries::{Access, Registries, RegistrySpec};
-use crate::registry_client::{self, Action};
 
 pub fn run(args: &YankArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
     let registries = registries_here(args.registry.registry.as_deref())?
         .with_token_flag(args.token.token.clone());
     let spec = registries.default_registry()?;
     let token = registries.require_token(spec)?;
-    registry_client::block_on(yank(args, &registries, spec, token, printer))?
+    registry::block_on(yank(args, &registries, spec, token, printer))?
 }
 
 async fn yank(

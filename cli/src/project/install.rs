@@ -40,10 +40,9 @@ use super::lockfile::{self, LockedSkill, Lockfile, registry_source};
 use super::manifest::Manifest;
 use super::resolve;
 use super::targets::{InstalledSkill, Target, installed_tree};
-use crate::UserError;
+use crate::client::registries::{OpenRegistries, Registries};
 use crate::client::{Cache, Expected, Source, VerifiedArchive, fetch_verified};
-use crate::printer::Printer;
-use crate::registries::{OpenRegistries, Registries};
+use crate::error::UserError;
 
 /// How many archives are fetched at once.
 const PARALLEL_DOWNLOADS: usize = 8;
@@ -106,8 +105,9 @@ pub struct ProjectLock {
     _file: fs_err::File,
 }
 
-/// Takes the project lock, waiting (and saying so) if another skillpkg has it.
-pub fn lock_project(root: &Path, printer: &Printer) -> anyhow::Result<ProjectLock> {
+/// Takes the project lock, waiting if another skillpkg has it (after
+/// calling `waiting`, for the command to say so).
+pub fn lock_project(root: &Path, waiting: impl FnOnce()) -> anyhow::Result<ProjectLock> {
     use fs_err::os::unix::fs::OpenOptionsExt as _;
     let path = root.join(".skillpkg-lock");
     // Never through a symlink: a repository that commits `.skillpkg-lock`
@@ -125,7 +125,7 @@ pub fn lock_project(root: &Path, printer: &Printer) -> anyhow::Result<ProjectLoc
                 .with_source(error)
         })?;
     if !file.file().try_lock_exclusive().unwrap_or(false) {
-        printer.status("Waiting", "for another skillpkg working in this project");
+        waiting();
         file.file()
             .lock_exclusive()
             .with_context(|| format!("cannot lock {}", path.display()))?;
@@ -626,7 +626,7 @@ async fn fetch_indexes(
         let source = opened.open(&registry).await?;
         let versions = match source.index(&name).await {
             Ok(versions) => versions,
-            Err(crate::registry_client::RegistryError::NoSuchSkill { .. }) => Vec::new(),
+            Err(crate::client::registry::RegistryError::NoSuchSkill { .. }) => Vec::new(),
             Err(error) => return Err(error.into()),
         };
         check_distinct_versions(&name, &registry, &versions)?;

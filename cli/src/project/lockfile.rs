@@ -6,7 +6,7 @@ use std::path::Path;
 use skillpkg_index::checksum::Checksum;
 use skillpkg_index::skill::SkillName;
 
-use crate::UserError;
+use crate::error::UserError;
 
 /// The lockfile's file name.
 pub const LOCKFILE: &str = "skills.lock";

@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 use skillpkg_index::skill::SkillName;
 
-use crate::UserError;
-use crate::registries::{self, ConfigFile, RegistrySpec};
+use crate::client::registries::{self, ConfigFile, ProjectRegistries, RegistrySpec};
+use crate::error::UserError;
 
 /// The manifest's file name.
 pub const MANIFEST: &str = "skills.toml";
@@ -39,6 +39,16 @@ pub struct Manifest {
 }
 
 impl Manifest {
+    /// What the manifest says about registries, for
+    /// [`Registries::load`](crate::client::registries::Registries::load).
+    pub fn registry_config(&self) -> ProjectRegistries {
+        ProjectRegistries {
+            file: self.path.clone(),
+            default: self.registry.clone(),
+            specs: self.registries.clone(),
+        }
+    }
+
     /// Returns the project's folder.
     pub fn root(&self) -> &Path {
         self.path.parent().unwrap_or(Path::new("."))

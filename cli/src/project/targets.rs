@@ -21,7 +21,7 @@ use skillpkg_index::archive::{FileDigest, tree_hash};
 use skillpkg_index::checksum::Checksum;
 use skillpkg_index::skill::SkillName;
 
-use crate::UserError;
+use crate::error::UserError;
 
 /// The record of a target folder.
 pub const STATE_FILE: &str = ".skillpkg.json";

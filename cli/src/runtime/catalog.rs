@@ -164,7 +164,7 @@ impl ServedCatalog {
         };
         let found = catalog::discover(options.host, &env).map_err(|error| {
             let hint = error.hint();
-            crate::UserError::new(error.to_string()).with_hint(hint)
+            crate::error::UserError::new(error.to_string()).with_hint(hint)
         })?;
         let lock = match crate::project::manifest::find_root(&options.project) {
             Some(root) => lockfile::read(&root)?.map(|lock| (root, lock)),

@@ -25,7 +25,6 @@ pub mod walk;
 pub use pack::{
     PackError, PackedSkill, check_entries, leave_out_own_tarballs, pack_dir, package_entries,
 };
-pub(crate) use path::is_reserved_on_windows;
 pub use path::{PathProblem, check_portable_path, collision_key};
 pub use tree_hash::{FileDigest, TreeHash, tree_hash};
 pub(crate) use unpack::rename_no_replace;

@@ -12,7 +12,7 @@ use super::{
     FIXED_MTIME, FileDigest, Limits, PathProblem, TreeHash, check_portable_path, collision_key,
     tree_hash,
 };
-use crate::skill::{SKILL_MD, SkillName};
+use crate::name::{SKILL_MD, SkillName};
 
 /// The gzip compression level. Pinned with the backend (miniz_oxide, the
 /// `rust_backend` feature of flate2): another level or backend would give

@@ -2,6 +2,7 @@
 //! and Windows, cannot climb out of the folder it is unpacked into, and
 //! names nothing a version control tool would act on.
 
+use crate::name::is_reserved_on_windows;
 use unicode_normalization::UnicodeNormalization;
 
 use super::{Limits, vcs};
@@ -140,31 +141,6 @@ fn is_short_name(component: &str) -> bool {
 fn has_drive_prefix(path: &str) -> bool {
     let bytes = path.as_bytes();
     bytes.len() >= 2 && bytes[0].is_ascii_alphabetic() && bytes[1] == b':'
-}
-
-/// `CON`, `aux.txt`, `com1.log` and the like: Windows maps these names (with
-/// any extension) to devices.
-pub(crate) fn is_reserved_on_windows(component: &str) -> bool {
-    let stem = component
-        .split('.')
-        .next()
-        .unwrap_or(component)
-        .trim_end()
-        .to_ascii_uppercase();
-    if matches!(
-        stem.as_str(),
-        "CON" | "PRN" | "AUX" | "NUL" | "CONIN$" | "CONOUT$"
-    ) {
-        return true;
-    }
-    // COM0-COM9 and LPT0-LPT9, and the superscript digits Windows also
-    // treats as device numbers (`COM¹`).
-    let mut characters = stem.chars();
-    let prefix: String = characters.by_ref().take(3).collect();
-    let digit = characters.next();
-    (prefix == "COM" || prefix == "LPT")
-        && characters.next().is_none()
-        && digit.is_some_and(|digit| digit.is_ascii_digit() || matches!(digit, '¹' | '²' | '³'))
 }
 
 /// The key under which two paths collide on a case-insensitive or

@@ -41,7 +41,7 @@ use super::{
     FileDigest, Limits, PathProblem, TreeHash, check_portable_path, collision_key, human_bytes,
     tree_hash,
 };
-use crate::skill::SKILL_MD;
+use crate::name::SKILL_MD;
 
 /// Bytes of tar framing (headers, padding, end blocks, PAX records) allowed
 /// in the decompressed stream on top of the file contents: generous for any

@@ -29,7 +29,6 @@ pub mod document;
 pub mod extensions;
 mod lint;
 pub mod model;
-mod name;
 pub mod prompt;
 pub mod scaffold;
 pub mod scope;
@@ -42,15 +41,12 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
+pub use crate::name::{MAX_NAME_LEN, SKILL_MD, SkillName, SkillNameError};
 pub use diagnostic::{Code, Diagnostic, Location, Severity};
 pub use document::{DocumentError, SkillDocument};
-pub use name::{MAX_NAME_LEN, SkillName, SkillNameError};
 
 use crate::archive::walk::{self, EntryKind, Listing, WalkError};
 use crate::archive::{self, PackError};
-
-/// The file name the specification requires.
-pub const SKILL_MD: &str = "SKILL.md";
 
 /// The largest skill the Claude API accepts, in bytes.
 pub const CLAUDE_API_MAX_BYTES: u64 = 8 * 1024 * 1024;

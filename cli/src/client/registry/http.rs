@@ -36,8 +36,8 @@ use url::{Origin, Url};
 
 use super::error::RedirectProblem;
 use super::{RegistryError, redacted};
-use crate::UserError;
-use crate::credentials::Token;
+use crate::client::token::Token;
+use crate::error::UserError;
 
 /// The User-Agent of every request.
 const USER_AGENT: &str = concat!("skillpkg/", env!("CARGO_PKG_VERSION"));

@@ -10,7 +10,7 @@
 //!
 //! `<config dir>` is `$SKILLPKG_CONFIG_DIR`, else the platform's user config
 //! folder. The environment is read once, into an [`Environment`], so the
-//! rules here and in [`crate::registries`] (which registry, which token) are
+//! rules here and in `client::registries` (which registry, which token) are
 //! plain functions that tests call with any environment.
 
 use std::collections::BTreeMap;
@@ -18,9 +18,9 @@ use std::path::PathBuf;
 
 use skillpkg_index::secret::Secret;
 
-use crate::UserError;
-use crate::credentials::Credentials;
+use crate::client::credentials::Credentials;
 use crate::env_vars;
+use crate::error::UserError;
 
 /// The subfolder of the config folder that is skillpkg's.
 const APP_DIR: &str = "skillpkg";
@@ -143,7 +143,7 @@ pub struct UserConfig {
     /// The secret signing key's path.
     #[serde(rename = "signing-key")]
     pub signing_key: Option<PathBuf>,
-    /// `[registries.NAME]` tables, unparsed; `crate::registries` reads
+    /// `[registries.NAME]` tables, unparsed; `client::registries` reads
     /// them, refusing unknown keys.
     pub registries: Option<toml::Value>,
 }

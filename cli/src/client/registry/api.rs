@@ -23,7 +23,7 @@ use url::Url;
 
 use super::http::{self, Http, Limit, MAX_DOCUMENT_BYTES, shown};
 use super::{Action, RegistryError, RegistryUrl, redacted};
-use crate::credentials::Token;
+use crate::client::token::Token;
 
 /// The most of an unexpected (non-JSON) error body that is shown.
 const MAX_SHOWN_BODY: usize = 300;

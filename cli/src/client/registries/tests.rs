@@ -2,7 +2,7 @@
 //! default registry, and where tokens come from.
 
 use super::*;
-use crate::project::manifest;
+use crate::project::manifest::{self, Manifest};
 
 /// A temporary home: a user config folder and a project folder.
 struct Home {
@@ -43,7 +43,11 @@ impl Home {
     }
 
     fn load(&self, manifest: Option<&Manifest>, flag: Option<&str>) -> anyhow::Result<Registries> {
-        Registries::load(self.environment(), manifest, flag)
+        Registries::load(
+            self.environment(),
+            manifest.map(Manifest::registry_config).as_ref(),
+            flag,
+        )
     }
 }
 
@@ -63,7 +67,7 @@ fn parse(text: &str, kind: ConfigFile) -> anyhow::Result<BTreeMap<String, Regist
 fn message(error: &anyhow::Error) -> String {
     format!(
         "{error:#}\nhint: {}",
-        crate::error::hint(error).unwrap_or_default()
+        crate::outcome::hint(error).unwrap_or_default()
     )
 }
 
@@ -178,7 +182,12 @@ fn the_default_registry_is_the_flag_then_the_environment_then_the_manifest_then_
         "[registry]\nurl = \"project\"\n[registries.project]\nindex = \"https://project.example\"\n[registries.env]\nindex = \"https://env.example\"\nmirror = \"https://env-mirror.example\"\n",
     );
     let chosen = |environment: Environment, manifest: Option<&Manifest>, flag: Option<&str>| {
-        let registries = Registries::load(environment, manifest, flag).unwrap();
+        let registries = Registries::load(
+            environment,
+            manifest.map(Manifest::registry_config).as_ref(),
+            flag,
+        )
+        .unwrap();
         let spec = registries.default_registry().unwrap();
         (registries.default_name().to_owned(), spec.index.to_string())
     };
@@ -243,8 +252,8 @@ fn an_unknown_registry_name_lists_the_configured_ones() {
         message(&error)
     );
     assert_eq!(
-        crate::error::exit_status(&error),
-        crate::ExitStatus::Failure
+        crate::outcome::exit_status(&error),
+        crate::error::ExitStatus::Failure
     );
 }
 
@@ -255,7 +264,7 @@ fn no_default_registry_anywhere_names_every_way_to_configure_one() {
     assert_eq!(registries.default_name(), "default");
     let error = registries.default_registry().unwrap_err();
     assert_eq!(error.to_string(), "no registry is configured");
-    let hint = crate::error::hint(&error).unwrap();
+    let hint = crate::outcome::hint(&error).unwrap();
     assert!(hint.contains("--registry URL"), "{hint}");
     assert!(hint.contains("SKILLPKG_REGISTRY=URL"), "{hint}");
     assert!(
@@ -445,7 +454,7 @@ fn a_missing_token_says_how_to_give_one_for_that_registry() {
         error.to_string(),
         "no token for registry `corp-eu` (https://corp.example/)"
     );
-    let hint = crate::error::hint(&error).unwrap();
+    let hint = crate::outcome::hint(&error).unwrap();
     assert!(hint.contains("skillpkg login --registry corp-eu"), "{hint}");
     assert!(hint.contains("SKILLPKG_REGISTRY_CORP_EU_TOKEN"), "{hint}");
     assert!(hint.contains("token-command"), "{hint}");
@@ -459,7 +468,7 @@ fn a_missing_token_says_how_to_give_one_for_that_registry() {
         .unwrap_err();
     assert_eq!(error.to_string(), "no token for https://elsewhere.example/");
     assert_eq!(
-        crate::error::hint(&error).unwrap(),
+        crate::outcome::hint(&error).unwrap(),
         "run `skillpkg login --registry https://elsewhere.example/`, pass `--token TOKEN`, or set SKILLPKG_TOKEN"
     );
 }

@@ -41,13 +41,13 @@ use std::sync::Mutex;
 use anyhow::Context as _;
 use skillpkg_index::signing::PublicKey;
 
-use crate::UserError;
-use crate::credentials::{Token, TokenError};
+use crate::client::registry::TrustConfig;
+use crate::client::registry::{Registry, RegistryError};
+use crate::client::registry_url::{RegistryUrl, RegistryUrlError};
+use crate::client::settings::{self, Environment};
+use crate::client::token::{Token, TokenError};
 use crate::env_vars;
-use crate::project::manifest::Manifest;
-use crate::registry_client::TrustConfig;
-use crate::registry_client::{Registry, RegistryError, RegistryUrl, RegistryUrlError};
-use crate::settings::{self, Environment};
+use crate::error::UserError;
 
 /// The name of the default registry when it has no other: an unnamed URL,
 /// or `[registries.default]`.
@@ -338,13 +338,26 @@ pub struct Registries {
     command_tokens: Mutex<BTreeMap<String, Token>>,
 }
 
+/// What a project's skills.toml says about registries, as the project
+/// layer read it (this layer never reads skills.toml itself).
+#[derive(Clone, Debug, Default)]
+pub struct ProjectRegistries {
+    /// skills.toml's path; relative registry paths are relative to its
+    /// folder.
+    pub file: PathBuf,
+    /// `[registry] url`: a URL, a path or a registry name, unparsed.
+    pub default: Option<String>,
+    /// `[registries.NAME]` tables.
+    pub specs: BTreeMap<String, RegistrySpec>,
+}
+
 impl Registries {
     /// Reads the user config's registries and the project's (if there is a
     /// project), and chooses the default registry from `flag` (the value of
     /// `--registry`), the environment, the manifest and the user config.
     pub fn load(
         environment: Environment,
-        manifest: Option<&Manifest>,
+        project: Option<&ProjectRegistries>,
         flag: Option<&str>,
     ) -> anyhow::Result<Self> {
         let user = settings::user_config(&environment)?;
@@ -352,8 +365,8 @@ impl Registries {
             (Some(tables), Some(path)) => parse_tables(tables, path, ConfigFile::User)?,
             _ => BTreeMap::new(),
         };
-        if let Some(manifest) = manifest {
-            for (name, spec) in &manifest.registries {
+        if let Some(project) = project {
+            for (name, spec) in &project.specs {
                 let mut spec = spec.clone();
                 if let Some(user_spec) = specs.get(name).filter(|user| user.index == spec.index) {
                     spec.token_command.clone_from(&user_spec.token_command);
@@ -374,13 +387,13 @@ impl Registries {
                 base: None,
                 described: env_vars::SKILLPKG_REGISTRY.into(),
             })
-        } else if let Some((manifest, text)) =
-            manifest.and_then(|manifest| Some((manifest, manifest.registry.as_deref()?)))
+        } else if let Some((project, text)) =
+            project.and_then(|project| Some((project, project.default.as_deref()?)))
         {
             Some(Selection {
                 text,
-                base: Some(manifest.root().to_owned()),
-                described: format!("`[registry] url` in {}", manifest.path.display()),
+                base: project.file.parent().map(Path::to_owned),
+                described: format!("`[registry] url` in {}", project.file.display()),
             })
         } else if let (Some(text), Some(path)) = (&user.registry, &user.path) {
             Some(Selection {

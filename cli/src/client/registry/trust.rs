@@ -79,7 +79,7 @@ pub fn state_file(dir: &Path, id: &str) -> PathBuf {
 pub fn read_state(path: &Path) -> anyhow::Result<Option<TrustState>> {
     match fs_err::read(path) {
         Ok(bytes) => Ok(Some(serde_json::from_slice(&bytes).map_err(|error| {
-            crate::UserError::new(format!("the trust state {} is not valid", path.display()))
+            crate::error::UserError::new(format!("the trust state {} is not valid", path.display()))
                 .with_hint("delete it to trust the registry's current root again on first use")
                 .with_source(error)
         })?)),

@@ -36,7 +36,6 @@
 mod api;
 mod error;
 mod http;
-mod registry_url;
 pub mod trust;
 
 use std::future::Future;
@@ -57,9 +56,9 @@ pub use self::error::{Action, RedirectProblem, RegistryError};
 use self::http::{
     Answer, Bearer, Http, Limit, MAX_ARCHIVE_BYTES, MAX_DOCUMENT_BYTES, MAX_TREE_FILE_BYTES, shown,
 };
-pub use self::registry_url::{RegistryUrl, RegistryUrlError, redacted};
 pub use self::trust::TrustConfig;
-use crate::credentials::Token;
+use super::registry_url::{RegistryUrl, redacted};
+use crate::client::token::Token;
 use skillpkg_index::registry::metadata::{Snapshot, TIMESTAMP_PATH, in_snapshot};
 
 /// Runs `future` to completion on a current-thread runtime. The client makes
@@ -382,7 +381,10 @@ impl Registry {
     /// soon as it passes the registry's `max-skill-bytes` (or this client's
     /// own cap, when the registry claims more): a hostile or broken server
     /// cannot make the client read more. `None` for a 404.
-    pub async fn download(&self, path: &str) -> Result<Option<(Vec<u8>, Checksum)>, RegistryError> {
+    pub(in crate::client) async fn download(
+        &self,
+        path: &str,
+    ) -> Result<Option<(Vec<u8>, Checksum)>, RegistryError> {
         use sha2::Digest as _;
         let (url, _) = self.resolve(path)?;
         let limit = self.archive_limit();

@@ -1,8 +1,13 @@
 //! The skill name: the one identifier that is a folder name, an index path
-//! and a URL segment at once, so it is held to the strictest common rules.
+//! and a URL segment at once, so it is held to the strictest common rules;
+//! and the name of the skill file. The bottom of the crate: `archive` and
+//! `skill` both name skills, and this imports neither.
 
 use std::fmt;
 use std::str::FromStr;
+
+/// The file every skill folder has at its root.
+pub const SKILL_MD: &str = "SKILL.md";
 
 /// The longest name the Agent Skills specification allows, in characters.
 pub const MAX_NAME_LEN: usize = 64;
@@ -73,7 +78,7 @@ impl SkillName {
         let mut name: String = name.chars().take(MAX_NAME_LEN).collect();
         name.truncate(name.trim_end_matches('-').len());
         // `con` would be valid but for being a Windows device: `con-skill` is not one.
-        if crate::archive::is_reserved_on_windows(&name) {
+        if is_reserved_on_windows(&name) {
             name.push_str("-skill");
         }
         name.parse().ok()
@@ -111,7 +116,7 @@ impl FromStr for SkillName {
             return Err(SkillNameError::DoubleHyphen);
         }
         // The name is a folder name: the same rule as for archive paths.
-        if crate::archive::is_reserved_on_windows(name) {
+        if is_reserved_on_windows(name) {
             return Err(SkillNameError::ReservedOnWindows {
                 name: name.to_owned(),
             });
@@ -137,6 +142,31 @@ impl AsRef<str> for SkillName {
     fn as_ref(&self) -> &str {
         &self.0
     }
+}
+
+/// `CON`, `aux.txt`, `com1.log` and the like: Windows maps these names (with
+/// any extension) to devices.
+pub(crate) fn is_reserved_on_windows(component: &str) -> bool {
+    let stem = component
+        .split('.')
+        .next()
+        .unwrap_or(component)
+        .trim_end()
+        .to_ascii_uppercase();
+    if matches!(
+        stem.as_str(),
+        "CON" | "PRN" | "AUX" | "NUL" | "CONIN$" | "CONOUT$"
+    ) {
+        return true;
+    }
+    // COM0-COM9 and LPT0-LPT9, and the superscript digits Windows also
+    // treats as device numbers (`COM¹`).
+    let mut characters = stem.chars();
+    let prefix: String = characters.by_ref().take(3).collect();
+    let digit = characters.next();
+    (prefix == "COM" || prefix == "LPT")
+        && characters.next().is_none()
+        && digit.is_some_and(|digit| digit.is_ascii_digit() || matches!(digit, '¹' | '²' | '³'))
 }
 
 #[cfg(test)]

@@ -1,0 +1,46 @@
+//! How a failed command ends: the exit status and the hint for an error,
+//! whichever layer it came from. Only the binary uses this, so it may know
+//! the error types of every layer without any layer knowing it.
+
+use crate::error::{ExitStatus, UserError};
+
+/// Returns the exit status for an error: 1 when the user can fix it, else 2.
+pub fn exit_status(error: &anyhow::Error) -> ExitStatus {
+    use skillpkg_index::archive::{PackError, UnpackError};
+
+    use crate::client::registry::RegistryError;
+    let is_user_error = error.chain().any(|cause| {
+        cause.is::<UserError>()
+            || cause
+                .downcast_ref::<PackError>()
+                .is_some_and(|error| error.hint().is_some())
+            || cause.is::<UnpackError>()
+            || cause.is::<crate::project::resolve::ResolveError>()
+            || cause
+                .downcast_ref::<RegistryError>()
+                .is_some_and(RegistryError::is_user_error)
+    });
+    if is_user_error {
+        ExitStatus::Failure
+    } else {
+        ExitStatus::Error
+    }
+}
+
+/// Returns the advice attached anywhere in the error's chain.
+pub fn hint(error: &anyhow::Error) -> Option<String> {
+    use skillpkg_index::archive::PackError;
+
+    use crate::client::registry::RegistryError;
+    error.chain().find_map(|cause| {
+        cause
+            .downcast_ref::<UserError>()
+            .and_then(|error| error.hint.clone())
+            .or_else(|| cause.downcast_ref::<PackError>().and_then(PackError::hint))
+            .or_else(|| {
+                cause
+                    .downcast_ref::<RegistryError>()
+                    .and_then(RegistryError::hint)
+            })
+    })
+}

@@ -16,6 +16,7 @@ pub fn exit_status(error: &anyhow::Error) -> ExitStatus {
                 .is_some_and(|error| error.hint().is_some())
             || cause.is::<UnpackError>()
             || cause.is::<crate::project::resolve::ResolveError>()
+            || cause.is::<crate::project::resolve::Unmet>()
             || cause
                 .downcast_ref::<RegistryError>()
                 .is_some_and(RegistryError::is_user_error)
@@ -39,8 +40,31 @@ pub fn hint(error: &anyhow::Error) -> Option<String> {
             .or_else(|| cause.downcast_ref::<PackError>().and_then(PackError::hint))
             .or_else(|| {
                 cause
+                    .downcast_ref::<crate::project::resolve::Unmet>()
+                    .map(crate::project::resolve::Unmet::hint)
+            })
+            .or_else(|| {
+                cause
                     .downcast_ref::<RegistryError>()
                     .and_then(RegistryError::hint)
             })
+    })
+}
+
+/// The error as JSON, for a command run with `--json`: the message, the
+/// causes, the hint, and what a script can act on (`unmet`: the skill
+/// name or requirement that no version meets, with the registry's
+/// versions or close names).
+pub fn json_error(error: &anyhow::Error) -> serde_json::Value {
+    let unmet = error
+        .chain()
+        .find_map(|cause| cause.downcast_ref::<crate::project::resolve::Unmet>());
+    serde_json::json!({
+        "error": {
+            "message": error.to_string(),
+            "causes": error.chain().skip(1).map(ToString::to_string).collect::<Vec<_>>(),
+            "hint": hint(error),
+            "unmet": unmet,
+        }
     })
 }

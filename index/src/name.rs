@@ -169,6 +169,20 @@ pub(crate) fn is_reserved_on_windows(component: &str) -> bool {
         && digit.is_some_and(|digit| digit.is_ascii_digit() || matches!(digit, '¹' | '²' | '³'))
 }
 
+/// Returns up to three of `candidates` that look like `name` (a typo, a
+/// missing word), the closest first: for "did you mean" hints.
+pub fn closest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
+    let mut scored: Vec<(f64, &str)> = candidates
+        .into_iter()
+        .filter(|candidate| *candidate != name)
+        .map(|candidate| (strsim::jaro_winkler(candidate, name), candidate))
+        .filter(|(score, _)| *score > 0.8)
+        .collect();
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(b.1)));
+    scored.dedup_by(|a, b| a.1 == b.1);
+    scored.into_iter().take(3).map(|(_, name)| name).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -253,5 +267,22 @@ mod tests {
         assert!(error.to_string().contains("only lowercase"), "{error}");
         let name: SkillName = serde_json::from_str("\"ok-name\"").unwrap();
         assert_eq!(name.as_str(), "ok-name");
+    }
+
+    #[test]
+    fn close_names_come_closest_first_and_far_ones_not_at_all() {
+        let names = [
+            "pdf-processing",
+            "pdf-forms",
+            "docx",
+            "pdf-processor",
+            "spreadsheet",
+        ];
+        assert_eq!(
+            closest("pdf-procesing", names),
+            ["pdf-processing", "pdf-processor", "pdf-forms"]
+        );
+        assert!(closest("kubernetes", names).is_empty());
+        assert!(closest("docx", ["docx"]).is_empty());
     }
 }

@@ -126,7 +126,26 @@ pub fn install_project(
 /// Installs the project with `flags`, the default registry chosen by
 /// `registry` (which `add` may have taken for itself) instead of
 /// `--registry`, and the manifest changed by `edit`.
+/// With `--json`, a failure is also written to stdout as JSON
+/// ([`crate::outcome::json_error`]).
 pub fn install_with(
+    flags: &InstallFlags,
+    registry: Option<&str>,
+    update: Option<Vec<SkillName>>,
+    lock_only: bool,
+    edit: &ManifestEdit<'_>,
+    printer: &Printer,
+) -> anyhow::Result<ExitStatus> {
+    let result = install_or_fail(flags, registry, update, lock_only, edit, printer);
+    if flags.json
+        && let Err(error) = &result
+    {
+        printer.json(&crate::outcome::json_error(error));
+    }
+    result
+}
+
+fn install_or_fail(
     flags: &InstallFlags,
     registry: Option<&str>,
     update: Option<Vec<SkillName>>,
@@ -206,6 +225,7 @@ fn print_report(report: &Report, json: bool, printer: &Printer) {
         printer.json(&json!({
             "installed": report.installed.iter().map(|(name, version, target)| json!({"name": name, "version": version, "target": target})).collect::<Vec<_>>(),
             "removed": report.removed.iter().map(|(name, target)| json!({"name": name, "target": target})).collect::<Vec<_>>(),
+            "restored": report.restored,
             "unchanged": report.unchanged,
             "lock_changed": report.lock_changed,
         }));
@@ -217,11 +237,28 @@ fn print_report(report: &Report, json: bool, printer: &Printer) {
     for (name, target) in &report.removed {
         printer.status("Removed", &format!("{name} from {target}"));
     }
+    for restored in &report.restored {
+        // File names come from the user's folder.
+        printer.status(
+            "Restored",
+            &crate::render::printable(&format!(
+                "{} in {}: its files were changed by hand ({})",
+                restored.name,
+                restored.target,
+                restored.files.join(", ")
+            )),
+        );
+    }
     let plural = |count: usize| if count == 1 { "" } else { "s" };
     printer.result(&format!(
-        "{} installed, {} removed, {} already in place{}",
+        "{} installed, {} removed, {}{} already in place{}",
         report.installed.len(),
         report.removed.len(),
+        if report.restored.is_empty() {
+            String::new()
+        } else {
+            format!("{} restored, ", report.restored.len())
+        },
         report.unchanged,
         if report.lock_changed {
             "; skills.lock updated"

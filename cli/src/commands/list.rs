@@ -7,7 +7,7 @@ use crate::args::ListArgs;
 use crate::commands::install::{project_root, project_targets};
 use crate::error::{ExitStatus, UserError};
 use crate::printer::Printer;
-use crate::project::targets::installed_tree;
+use crate::project::plan::installed_tree;
 use crate::project::{lockfile, manifest};
 
 /// One installed skill and what its files say.

@@ -38,9 +38,10 @@ use skillpkg_index::skill::SkillName;
 
 use super::lockfile::{self, LockedSkill, Lockfile, registry_source};
 use super::manifest::Manifest;
+use super::plan;
 use super::resolve;
-use super::targets::{InstalledSkill, Target, installed_tree};
-use crate::client::registries::{OpenRegistries, Registries};
+use super::targets::{InstalledSkill, Target};
+use crate::client::registries::{OpenRegistries, Registries, RegistrySpec};
 use crate::client::{Cache, Expected, Source, VerifiedArchive, fetch_verified};
 use crate::error::UserError;
 
@@ -72,6 +73,9 @@ pub struct Report {
     pub installed: Vec<(String, String, String)>,
     /// (skill, target) removed.
     pub removed: Vec<(String, String)>,
+    /// Installed folders whose files were changed by hand, put back: the
+    /// skill, the target and the files that differed.
+    pub restored: Vec<Restored>,
     /// How many (skill, target) pairs were already in place.
     pub unchanged: usize,
     pub lock_changed: bool,
@@ -80,6 +84,15 @@ pub struct Report {
     /// `lock_changed`.
     #[serde(skip)]
     pub lock: Lockfile,
+}
+
+/// A folder put back as the lock has it.
+#[derive(Debug, serde::Serialize)]
+pub struct Restored {
+    pub name: String,
+    pub target: String,
+    /// `SKILL.md (changed)`, `notes.md (added)`, `run.sh (removed)`.
+    pub files: Vec<String>,
 }
 
 /// Hears about the progress of an install (the library never prints; the
@@ -242,6 +255,9 @@ pub async fn install(
         }
     }
     check_signature_policy(manifest, None, registries)?;
+    if let Some(names) = &options.update {
+        check_update_names(names, manifest, old_lock.as_ref())?;
+    }
     let mut opened = OpenRegistries::new(registries);
 
     let lock = match &old_lock {
@@ -268,6 +284,7 @@ pub async fn install(
                 None => true,
                 Some(names) => !names.is_empty() && !names.contains(name),
             };
+            check_requirements(&mut opened, manifest, &fetched, old_lock.as_ref(), &keep).await?;
             let resolved = resolve::resolve(manifest, &fetched.records, old_lock.as_ref(), &keep)?;
             new_lock(
                 &resolved,
@@ -288,45 +305,28 @@ pub async fn install(
         return Ok(report);
     }
     let cache = Cache::open()?;
-    let mut states = Vec::new();
+    // The plan: what each target needs, decided from the lock, the
+    // records and what is on disk, and refused (before anything changes)
+    // where a folder is not skillpkg's to replace.
+    let mut observed = Vec::new();
     for target in targets {
-        states.push(target.state()?);
+        let state = target.state()?;
+        let disk = plan::observe(&target.dir, &lock, &state)?;
+        observed.push(plan::Observed {
+            name: target.name.clone(),
+            dir: target.dir.clone(),
+            state,
+            disk,
+        });
     }
-    // What each target needs.
-    let todo: Vec<Vec<&LockedSkill>> = targets
-        .iter()
-        .zip(&states)
-        .map(|(target, state)| {
-            lock.skills
-                .iter()
-                .filter(|entry| {
-                    let in_place = state.skills.get(&entry.name).is_some_and(|installed| {
-                        installed.tree == entry.tree
-                            && installed.replacing.is_none()
-                            && installed.version == entry.version.to_string()
-                    });
-                    // --force reinstalls even what looks in place, restoring edited files.
-                    !(in_place && target.dir.join(entry.name.as_str()).is_dir() && !options.force)
-                })
-                .collect()
-        })
-        .collect();
-    // Check every target before changing any: a refusal leaves all as it
-    // was. `current[i][name]` is the tree of the folder an install replaces.
-    let mut current: Vec<BTreeMap<SkillName, String>> = Vec::new();
-    for ((target, state), todo) in targets.iter().zip(&states).zip(&todo) {
-        let mut trees = BTreeMap::new();
-        for entry in todo {
-            if let Some(tree) = check_replaceable(target, state, &entry.name, options.force)? {
-                trees.insert(entry.name.clone(), tree);
-            }
-        }
-        current.push(trees);
-    }
+    let plans = plan::plan(&lock, &observed, options.force)?;
     // Every archive fetched and verified, and unpacked into a temporary
     // folder inside each target, before any skill folder changes: a
     // download, checksum or signature failure changes nothing.
-    let mut needed: Vec<&LockedSkill> = todo.iter().flatten().copied().collect();
+    let mut needed: Vec<&LockedSkill> = plans
+        .iter()
+        .flat_map(|plan| plan.put.iter().map(|put| put.entry))
+        .collect();
     needed.sort_by(|a, b| a.name.cmp(&b.name));
     needed.dedup_by(|a, b| a.name == b.name);
     // Each registry is opened only if one of its archives is not cached.
@@ -363,27 +363,56 @@ pub async fn install(
         .try_collect()
         .await?;
     reporter.finished();
-    let mut first_unpacked: BTreeMap<SkillName, PathBuf> = BTreeMap::new();
-    let mut fresh: Vec<BTreeMap<SkillName, tempfile::TempDir>> = Vec::new();
-    for (target, todo) in targets.iter().zip(&todo) {
+    let staged = stage(targets, &plans, &archives)?;
+    for (((target, observed), plan), staged) in
+        targets.iter().zip(observed).zip(&plans).zip(&staged)
+    {
+        commit_target(target, observed.state, plan, staged, &mut report)?;
+    }
+    report.lock_changed = old_lock.as_ref() != Some(&lock);
+    report.lock = lock;
+    Ok(report)
+}
+
+/// A skill staged beside its target folder, ready to be renamed into
+/// place.
+struct Staged {
+    holder: tempfile::TempDir,
+    /// For a restore: the files that differed from the archive.
+    changed: Vec<String>,
+}
+
+/// Stages every skill the plans put: each archive is unpacked once (the
+/// hardened unpacker, then the tree hash and the skill's identity
+/// checked), straight into a temporary folder inside the first target that
+/// needs it, and copied from there for the others.
+fn stage(
+    targets: &[Target],
+    plans: &[plan::TargetPlan<'_>],
+    archives: &BTreeMap<SkillName, VerifiedArchive>,
+) -> anyhow::Result<Vec<BTreeMap<SkillName, Staged>>> {
+    let mut first: BTreeMap<SkillName, (PathBuf, Vec<skillpkg_index::archive::FileDigest>)> =
+        BTreeMap::new();
+    let mut staged = Vec::new();
+    for (target, plan) in targets.iter().zip(plans) {
         let mut prepared = BTreeMap::new();
-        if !todo.is_empty() {
+        if !plan.put.is_empty() {
             fs_err::create_dir_all(&target.dir)?;
         }
-        for entry in todo {
+        for put in &plan.put {
+            let entry = put.entry;
             let holder = tempfile::Builder::new()
                 .prefix(&format!(".skillpkg-new-{}-", entry.name))
                 .tempdir_in(&target.dir)?;
             let destination = holder.path().join(entry.name.as_str());
-            match first_unpacked.get(&entry.name) {
-                Some(source) => {
+            let digests = match first.get(&entry.name) {
+                Some((source, digests)) => {
                     fs_err::create_dir(&destination)?;
                     copy_tree(source, &destination)?;
+                    digests
                 }
                 None => {
-                    let files = archives[&entry.name]
-                    .unpack(&destination)
-                    .map_err(|error| {
+                    let files = archives[&entry.name].unpack(&destination).map_err(|error| {
                         UserError::new(format!("cannot unpack {}@{}", entry.name, entry.version))
                             .with_hint("the registry serves an archive that skillpkg refuses to unpack; nothing was installed; report it to the registry's operator or the skill's publisher")
                             .with_source(error)
@@ -396,146 +425,98 @@ pub async fn install(
                         .into());
                     }
                     check_is_the_skill(&destination, entry)?;
-                    first_unpacked.insert(entry.name.clone(), destination);
+                    let digests = files
+                        .files
+                        .into_iter()
+                        .map(|file| skillpkg_index::archive::FileDigest {
+                            path: file.path,
+                            sha256: file.sha256,
+                        })
+                        .collect();
+                    &first
+                        .entry(entry.name.clone())
+                        .or_insert((destination.clone(), digests))
+                        .1
                 }
-            }
-            prepared.insert(entry.name.clone(), holder);
+            };
+            let changed = match &put.why {
+                plan::Why::Restore { files, other } => plan::changed_files(files, other, digests),
+                _ => Vec::new(),
+            };
+            prepared.insert(entry.name.clone(), Staged { holder, changed });
         }
-        fresh.push(prepared);
+        staged.push(prepared);
     }
-    for ((((target, state), todo), prepared), current) in targets
-        .iter()
-        .zip(states.iter_mut())
-        .zip(&todo)
-        .zip(&fresh)
-        .zip(&current)
-    {
-        report.unchanged += lock.skills.len() - todo.len();
-        if !todo.is_empty() {
-            // Claimed in the record before any folder moves, with both the
-            // old tree and the new, so a crash in between leaves a folder
-            // the next run knows is its own (and, `replacing` being set,
-            // reinstalls).
-            for entry in todo {
-                state.skills.insert(
-                    entry.name.clone(),
-                    InstalledSkill {
-                        version: entry.version.to_string(),
-                        tree: entry.tree.clone(),
-                        replacing: current.get(&entry.name).cloned(),
-                    },
-                );
-            }
-            target.write_state(state)?;
-        }
-        for entry in todo {
-            let source = prepared[&entry.name].path().join(entry.name.as_str());
-            swap_into_place(&source, &target.dir, entry.name.as_str())?;
+    Ok(staged)
+}
+
+/// Commits one target's plan: the record claims the new folders first (so
+/// a crash in between leaves folders the next run knows are its own), each
+/// staged folder is renamed into place, what the lock no longer has is
+/// removed, and the record is written last.
+fn commit_target(
+    target: &Target,
+    mut state: super::targets::TargetState,
+    plan: &plan::TargetPlan<'_>,
+    staged: &BTreeMap<SkillName, Staged>,
+    report: &mut Report,
+) -> anyhow::Result<()> {
+    report.unchanged += plan.unchanged;
+    if !plan.put.is_empty() {
+        for put in &plan.put {
             state.skills.insert(
-                entry.name.clone(),
+                put.entry.name.clone(),
                 InstalledSkill {
-                    version: entry.version.to_string(),
-                    tree: entry.tree.clone(),
-                    replacing: None,
+                    version: put.entry.version.to_string(),
+                    tree: put.entry.tree.clone(),
+                    replacing: put.replacing.clone(),
                 },
             );
+        }
+        target.write_state(&state)?;
+    }
+    for put in &plan.put {
+        let entry = put.entry;
+        let staged = &staged[&entry.name];
+        let source = staged.holder.path().join(entry.name.as_str());
+        swap_into_place(&source, &target.dir, entry.name.as_str())?;
+        state.skills.insert(
+            entry.name.clone(),
+            InstalledSkill {
+                version: entry.version.to_string(),
+                tree: entry.tree.clone(),
+                replacing: None,
+            },
+        );
+        if let plan::Why::Restore { .. } = put.why {
+            report.restored.push(Restored {
+                name: entry.name.to_string(),
+                target: target.name.clone(),
+                files: staged.changed.clone(),
+            });
+        } else {
             report.installed.push((
                 entry.name.to_string(),
                 entry.version.to_string(),
                 target.name.clone(),
             ));
         }
-        // Remove what skillpkg installed and the lock no longer has; a
-        // folder whose files changed since is left where it is, no longer
-        // recorded, unless --force.
-        let stale: Vec<SkillName> = state
-            .skills
-            .keys()
-            .filter(|name| lock.get(name).is_none())
-            .cloned()
-            .collect();
-        for name in stale {
-            let installed = state.skills.remove(&name).expect("a recorded name");
-            let dir = target.dir.join(name.as_str());
-            match fs_err::symlink_metadata(&dir) {
-                Err(_) => {}
-                Ok(metadata) => {
-                    let tree = if metadata.is_dir() {
-                        installed_tree(&dir)?
-                    } else {
-                        None
-                    };
-                    if options.force || tree.is_some_and(|tree| installed.recognises(&tree)) {
-                        remove_atomically(&target.dir, &name)?;
-                    } else {
-                        report.warnings.push(format!(
-                            "left {} in place: its files changed since skillpkg installed it, so it is no longer managed (delete it yourself, or pass --force)",
-                            dir.display()
-                        ));
-                        continue;
-                    }
-                }
-            }
-            report.removed.push((name.to_string(), target.name.clone()));
+    }
+    for name in &plan.remove {
+        state.skills.remove(name);
+        if fs_err::symlink_metadata(target.dir.join(name.as_str())).is_ok() {
+            remove_atomically(&target.dir, name)?;
         }
-        if target.dir.exists() || !state.skills.is_empty() {
-            target.write_state(state)?;
-        }
+        report.removed.push((name.to_string(), target.name.clone()));
     }
-    report.lock_changed = old_lock.as_ref() != Some(&lock);
-    report.lock = lock;
-    Ok(report)
-}
-
-/// Decides whether the folder of `name` in `target` may be replaced, before
-/// anything changes: it may if there is none, if skillpkg installed it and
-/// its files still hash to what it installed, or with `force`. Returns the
-/// tree of the folder there is, for the record to recognise it by after a
-/// crash.
-fn check_replaceable(
-    target: &Target,
-    state: &super::targets::TargetState,
-    name: &SkillName,
-    force: bool,
-) -> anyhow::Result<Option<String>> {
-    let dir = target.dir.join(name.as_str());
-    let metadata = match fs_err::symlink_metadata(&dir) {
-        Ok(metadata) => metadata,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(error) => return Err(error.into()),
-    };
-    let tree = if metadata.is_dir() {
-        installed_tree(&dir)?
-    } else {
-        None
-    };
-    if force {
-        return Ok(tree);
+    for (name, warning) in &plan.abandon {
+        state.skills.remove(name);
+        report.warnings.push(warning.clone());
     }
-    let Some(installed) = state.skills.get(name) else {
-        return Err(UserError::new(format!(
-            "{} exists, and skillpkg did not install it",
-            dir.display()
-        ))
-        .with_hint("move it away, or pass --force to replace it")
-        .into());
-    };
-    match &tree {
-        Some(tree) if installed.recognises(tree) => Ok(Some(tree.clone())),
-        Some(_) => Err(UserError::new(format!(
-            "{} was changed since skillpkg installed it (or was never installed by it: its files are not the ones recorded in {})",
-            dir.display(),
-            target.dir.join(super::targets::STATE_FILE).display()
-        ))
-        .with_hint("`skillpkg verify` shows what changed; move the folder away to keep your changes, or pass --force to replace it")
-        .into()),
-        None => Err(UserError::new(format!(
-            "{} is not a folder (a symlink or a file), so skillpkg did not install it",
-            dir.display()
-        ))
-        .with_hint("move it away, or pass --force to replace it")
-        .into()),
+    if target.dir.exists() || !state.skills.is_empty() {
+        target.write_state(&state)?;
     }
+    Ok(())
 }
 
 /// Checks that an unpacked archive is the skill the lock says it is: a
@@ -569,6 +550,87 @@ fn check_is_the_skill(dir: &Path, entry: &LockedSkill) -> anyhow::Result<()> {
         ))),
         None => Err(refuse("its SKILL.md has no `name`".into())),
     }
+}
+
+/// Refuses `update NAME` for a name the project has neither in skills.toml
+/// nor in skills.lock.
+fn check_update_names(
+    names: &[SkillName],
+    manifest: &Manifest,
+    lock: Option<&Lockfile>,
+) -> anyhow::Result<()> {
+    let known = |name: &SkillName| {
+        manifest.skills.contains_key(name) || lock.is_some_and(|lock| lock.get(name).is_some())
+    };
+    let Some(unknown) = names.iter().find(|name| !known(name)) else {
+        return Ok(());
+    };
+    let mut candidates: Vec<&str> = manifest.skills.keys().map(SkillName::as_str).collect();
+    candidates.extend(
+        lock.iter()
+            .flat_map(|lock| &lock.skills)
+            .map(|entry| entry.name.as_str()),
+    );
+    let close = skillpkg_index::name::closest(unknown.as_str(), candidates);
+    let hint = match close.first() {
+        Some(close) => format!("did you mean `{close}`?"),
+        None => format!("`skillpkg add {unknown}` adds it to the project"),
+    };
+    Err(UserError::new(format!(
+        "`{unknown}` is not a skill of this project: skills.toml does not ask for it and skills.lock does not have it"
+    ))
+    .with_hint(hint)
+    .into())
+}
+
+/// Checks every requirement of skills.toml against its registry's index
+/// before resolving: an unknown name, or a range no version meets, is
+/// named with what the registry has (close names from its search index,
+/// or its versions with the yanked ones marked).
+async fn check_requirements(
+    opened: &mut OpenRegistries<'_>,
+    manifest: &Manifest,
+    fetched: &Fetched,
+    lock: Option<&Lockfile>,
+    keep: &dyn Fn(&SkillName) -> bool,
+) -> anyhow::Result<()> {
+    for (name, requirement) in &manifest.skills {
+        let registry = fetched
+            .registries
+            .get(name)
+            .cloned()
+            .unwrap_or_else(|| registry_of(requirement, opened.registries()).to_owned());
+        let locked = lock
+            .and_then(|lock| lock.get(name))
+            .filter(|_| keep(name))
+            .map(|entry| &entry.version);
+        let versions = fetched.records.get(name).map_or(&[][..], Vec::as_slice);
+        // Named as `--registry` takes it: its name, or an unnamed one's URL.
+        let shown = opened
+            .registries()
+            .find(&registry)
+            .map_or_else(|| registry.clone(), RegistrySpec::argument);
+        let Err(mut unmet) =
+            resolve::check_requirement(name, &requirement.requirement, &shown, versions, locked)
+        else {
+            continue;
+        };
+        if let resolve::Unmet::NoSuchSkill { suggestions, .. } = &mut unmet {
+            // Suggestions are a courtesy: a registry without a search index
+            // still gets the error, without them.
+            if let Ok(index) = opened.open(&registry).await?.search_index().await {
+                *suggestions = skillpkg_index::name::closest(
+                    name.as_str(),
+                    index.skills.iter().map(|entry| entry.name.as_str()),
+                )
+                .into_iter()
+                .map(str::to_owned)
+                .collect();
+            }
+        }
+        return Err(unmet.into());
+    }
+    Ok(())
 }
 
 /// The index files of every name reachable from the manifest, and the

@@ -5,5 +5,6 @@ pub mod commit;
 pub mod install;
 pub mod lockfile;
 pub mod manifest;
+pub mod plan;
 pub mod resolve;
 pub mod targets;

@@ -31,6 +31,131 @@ pub struct ResolveError {
     pub explanation: String,
 }
 
+/// A requirement of skills.toml that no version can meet, found before
+/// resolving so the message names the skill and what the registry has
+/// (pubgrub would only say that the set of versions is empty).
+#[derive(Debug, thiserror::Error, serde::Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Unmet {
+    #[error("no skill named `{name}` in registry `{registry}`")]
+    NoSuchSkill {
+        name: SkillName,
+        registry: String,
+        /// Close names from the registry's search index.
+        suggestions: Vec<String>,
+    },
+    #[error(
+        "no version of `{name}` in registry `{registry}` matches `{requirement}`; it has {}",
+        describe(versions)
+    )]
+    NoMatchingVersion {
+        name: SkillName,
+        registry: String,
+        requirement: String,
+        /// Every published version, oldest first.
+        versions: Vec<PublishedVersion>,
+    },
+}
+
+/// A published version, and whether it is yanked.
+#[derive(Debug, serde::Serialize)]
+pub struct PublishedVersion {
+    pub version: semver::Version,
+    pub yanked: bool,
+}
+
+fn describe(versions: &[PublishedVersion]) -> String {
+    versions
+        .iter()
+        .map(|published| {
+            if published.yanked {
+                format!("{} (yanked)", published.version)
+            } else {
+                published.version.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl Unmet {
+    /// What to do about it.
+    pub fn hint(&self) -> String {
+        match self {
+            Self::NoSuchSkill {
+                name,
+                registry,
+                suggestions,
+            } => match suggestions.as_slice() {
+                [] => format!(
+                    "check the name; `skillpkg search {name}` searches registry `{registry}`"
+                ),
+                names => format!(
+                    "did you mean {}?",
+                    names
+                        .iter()
+                        .map(|name| format!("`{name}`"))
+                        .collect::<Vec<_>>()
+                        .join(" or ")
+                ),
+            },
+            Self::NoMatchingVersion { name, versions, .. } => {
+                match versions.iter().rev().find(|published| !published.yanked) {
+                    Some(latest) => format!(
+                        "change the requirement of `{name}` in skills.toml, for example to \"^{}\" (`skillpkg add {name}@^{}`)",
+                        latest.version, latest.version
+                    ),
+                    None => format!(
+                        "every version of `{name}` is yanked: ask its publisher for a new one"
+                    ),
+                }
+            }
+        }
+    }
+}
+
+/// Checks each requirement of the manifest against its index (`versions`:
+/// what the registry has, empty when it has no such skill), before
+/// resolving. `locked` is the version skills.lock has, which satisfies a
+/// requirement even when yanked.
+pub fn check_requirement(
+    name: &SkillName,
+    requirement: &semver::VersionReq,
+    registry: &str,
+    versions: &[IndexRecord],
+    locked: Option<&semver::Version>,
+) -> Result<(), Unmet> {
+    if versions.is_empty() {
+        return Err(Unmet::NoSuchSkill {
+            name: name.clone(),
+            registry: registry.to_owned(),
+            suggestions: Vec::new(),
+        });
+    }
+    let usable = |record: &&IndexRecord| !record.yanked || Some(&record.vers) == locked;
+    if versions
+        .iter()
+        .filter(usable)
+        .any(|record| requirement.matches(&record.vers))
+    {
+        return Ok(());
+    }
+    let mut published: Vec<PublishedVersion> = versions
+        .iter()
+        .map(|record| PublishedVersion {
+            version: record.vers.clone(),
+            yanked: record.yanked,
+        })
+        .collect();
+    published.sort_by(|a, b| a.version.cmp(&b.version));
+    Err(Unmet::NoMatchingVersion {
+        name: name.clone(),
+        registry: registry.to_owned(),
+        requirement: requirement.to_string(),
+        versions: published,
+    })
+}
+
 fn matching(
     requirement: &semver::VersionReq,
     versions: &BTreeSet<semver::Version>,
@@ -134,5 +259,171 @@ fn attempt(
         Err(other) => Err(ResolveError {
             explanation: other.to_string(),
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::project::manifest::Requirement;
+
+    fn name(text: &str) -> SkillName {
+        text.parse().unwrap()
+    }
+
+    fn record(skill: &str, version: &str, yanked: bool, deps: &[(&str, &str)]) -> IndexRecord {
+        serde_json::from_value(serde_json::json!({
+            "v": 1,
+            "name": skill,
+            "vers": version,
+            "deps": deps.iter().map(|(name, req)| serde_json::json!({"name": name, "req": req})).collect::<Vec<_>>(),
+            "cksum": format!("sha256:{}", "0".repeat(64)),
+            "size": 1,
+            "tree": format!("h1:{}", "0".repeat(64)),
+            "files": 1,
+            "description": "",
+            "signer": null,
+            "yanked": yanked,
+            "published": "2026-01-01T00:00:00Z",
+        }))
+        .unwrap()
+    }
+
+    fn manifest(requirements: &[(&str, &str)]) -> Manifest {
+        Manifest {
+            skills: requirements
+                .iter()
+                .map(|(skill, req)| {
+                    (
+                        name(skill),
+                        Requirement {
+                            requirement: req.parse().unwrap(),
+                            allow_unsigned: true,
+                            registry: None,
+                        },
+                    )
+                })
+                .collect(),
+            ..Manifest::default()
+        }
+    }
+
+    fn versions(resolved: &[IndexRecord]) -> Vec<String> {
+        resolved
+            .iter()
+            .map(|record| format!("{}@{}", record.name, record.vers))
+            .collect()
+    }
+
+    #[test]
+    fn the_newest_matching_versions_win_and_yanked_ones_are_skipped() {
+        let indexes = BTreeMap::from([
+            (
+                name("pdf"),
+                vec![
+                    record("pdf", "1.0.0", false, &[("fonts", "^1")]),
+                    record("pdf", "1.2.0", true, &[("fonts", "^1")]),
+                    record("pdf", "1.1.0", false, &[("fonts", "^1.1")]),
+                    record("pdf", "2.0.0", false, &[]),
+                ],
+            ),
+            (
+                name("fonts"),
+                vec![
+                    record("fonts", "1.0.0", false, &[]),
+                    record("fonts", "1.1.0", false, &[]),
+                ],
+            ),
+        ]);
+        let resolved = resolve(&manifest(&[("pdf", "^1")]), &indexes, None, &|_| true).unwrap();
+        assert_eq!(versions(&resolved), ["fonts@1.1.0", "pdf@1.1.0"]);
+    }
+
+    #[test]
+    fn a_locked_version_is_kept_even_yanked_and_released_on_update() {
+        let indexes = BTreeMap::from([(
+            name("pdf"),
+            vec![
+                record("pdf", "1.0.0", true, &[]),
+                record("pdf", "1.1.0", false, &[]),
+            ],
+        )]);
+        let lock = crate::project::lockfile::parse(&format!(
+            "version = 1\n[[skill]]\nname = \"pdf\"\nversion = \"1.0.0\"\nsource = \"registry+default\"\nchecksum = \"sha256:{}\"\ntree = \"h1:{}\"\n",
+            "0".repeat(64),
+            "0".repeat(64)
+        ))
+        .unwrap();
+        let kept = resolve(&manifest(&[("pdf", "^1")]), &indexes, Some(&lock), &|_| {
+            true
+        })
+        .unwrap();
+        assert_eq!(versions(&kept), ["pdf@1.0.0"]);
+        let updated = resolve(&manifest(&[("pdf", "^1")]), &indexes, Some(&lock), &|_| {
+            false
+        })
+        .unwrap();
+        assert_eq!(versions(&updated), ["pdf@1.1.0"]);
+    }
+
+    #[test]
+    fn a_conflict_is_explained_naming_both_sides() {
+        let indexes = BTreeMap::from([
+            (
+                name("pdf"),
+                vec![record("pdf", "1.0.0", false, &[("fonts", "^2")])],
+            ),
+            (name("fonts"), vec![record("fonts", "1.0.0", false, &[])]),
+        ]);
+        let error = resolve(
+            &manifest(&[("pdf", "^1"), ("fonts", "^1")]),
+            &indexes,
+            None,
+            &|_| true,
+        )
+        .unwrap_err();
+        assert!(error.explanation.contains("pdf"), "{}", error.explanation);
+        assert!(error.explanation.contains("fonts"), "{}", error.explanation);
+    }
+
+    #[test]
+    fn an_unknown_name_or_a_range_nothing_matches_is_named_before_resolving() {
+        let pdf = name("pdf");
+        let unknown = check_requirement(&pdf, &"*".parse().unwrap(), "corp", &[], None);
+        assert_eq!(
+            unknown.unwrap_err().to_string(),
+            "no skill named `pdf` in registry `corp`"
+        );
+        let published = [
+            record("pdf", "2.0.0", true, &[]),
+            record("pdf", "1.0.0", false, &[]),
+        ];
+        let error =
+            check_requirement(&pdf, &"^2".parse().unwrap(), "corp", &published, None).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "no version of `pdf` in registry `corp` matches `^2`; it has 1.0.0, 2.0.0 (yanked)"
+        );
+        assert_eq!(
+            error.hint(),
+            "change the requirement of `pdf` in skills.toml, for example to \"^1.0.0\" (`skillpkg add pdf@^1.0.0`)"
+        );
+        let json = serde_json::to_value(&error).unwrap();
+        assert_eq!(json["kind"], "no-matching-version");
+        assert_eq!(json["versions"][1]["yanked"], true);
+        // Locked, a yanked version still meets the requirement.
+        let locked = "2.0.0".parse().unwrap();
+        assert!(
+            check_requirement(
+                &pdf,
+                &"^2".parse().unwrap(),
+                "corp",
+                &published,
+                Some(&locked)
+            )
+            .is_ok()
+        );
     }
 }

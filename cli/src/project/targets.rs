@@ -16,9 +16,6 @@
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 
-use skillpkg_index::archive::walk::{self, EntryKind};
-use skillpkg_index::archive::{FileDigest, tree_hash};
-use skillpkg_index::checksum::Checksum;
 use skillpkg_index::skill::SkillName;
 
 use crate::error::UserError;
@@ -205,25 +202,4 @@ impl Target {
         text.push('\n');
         super::manifest::write(&self.dir.join(STATE_FILE), &text)
     }
-}
-
-/// Recomputes the tree hash of an installed folder; `None` when there is no
-/// folder (a symlink is not one: it is never followed).
-pub fn installed_tree(dir: &Path) -> anyhow::Result<Option<String>> {
-    match fs_err::symlink_metadata(dir) {
-        Ok(metadata) if metadata.is_dir() => {}
-        _ => return Ok(None),
-    }
-    // Every file, as installed: nothing is ignored here.
-    let mut files = Vec::new();
-    for entry in walk::walk_all(dir)? {
-        if let EntryKind::File { .. } = entry.kind {
-            let bytes = fs_err::read(dir.join(&entry.path))?;
-            files.push(FileDigest {
-                path: entry.path,
-                sha256: *Checksum::of(&bytes).digest(),
-            });
-        }
-    }
-    Ok(Some(tree_hash(&files).to_string()))
 }

@@ -257,18 +257,12 @@ impl ServedCatalog {
         if let Some(reason) = self.refused.get(name) {
             return Err(reason.clone());
         }
-        let mut names: Vec<&str> = self
+        let names: Vec<&str> = self
             .skills
             .iter()
             .map(|skill| skill.name.as_str())
             .collect();
-        names.sort_unstable();
-        let close = names
-            .iter()
-            .filter(|candidate| strsim::jaro_winkler(candidate, name) > 0.8)
-            .take(3)
-            .copied()
-            .collect::<Vec<_>>();
+        let close = skillpkg_index::name::closest(name, names.iter().copied());
         Err(if names.is_empty() {
             format!("there is no skill named `{name}`: this server serves no skills")
         } else if close.is_empty() {

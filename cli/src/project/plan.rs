@@ -1,0 +1,564 @@
+//! The install plan: from the lock, each target's record and what is on
+//! disk, what goes where.
+//!
+//! [`plan`] is pure: it takes what [`observe`] read (or what a test wrote
+//! down) and decides, for every target and skill, whether the folder is in
+//! place, is installed new, replaces skillpkg's own older folder, restores
+//! a folder whose files were changed by hand, or is removed; and it refuses,
+//! before anything changes, to replace a folder skillpkg did not install.
+//! The installer then fetches what the plan needs, stages it and commits
+//! it ([`super::install`]).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use skillpkg_index::archive::walk::{self, EntryKind};
+use skillpkg_index::archive::{FileDigest, tree_hash};
+use skillpkg_index::checksum::Checksum;
+use skillpkg_index::skill::SkillName;
+
+use super::lockfile::{LockedSkill, Lockfile};
+use super::targets::{STATE_FILE, TargetState};
+use crate::error::UserError;
+
+/// What is at `<target>/<name>`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum OnDisk {
+    Missing,
+    /// A folder: its files' digests and their tree hash; `other` lists the
+    /// symlinks and special files in it (never part of an installed skill,
+    /// so their presence is a change).
+    Folder {
+        files: Vec<FileDigest>,
+        tree: String,
+        other: Vec<String>,
+    },
+    /// A file or a symlink where the folder would be.
+    NotAFolder,
+}
+
+impl OnDisk {
+    /// The tree hash of what is there, when it is a folder skillpkg could
+    /// have installed (no links in it).
+    fn tree(&self) -> Option<&str> {
+        match self {
+            Self::Folder { tree, other, .. } if other.is_empty() => Some(tree),
+            _ => None,
+        }
+    }
+}
+
+/// One target, as observed.
+#[derive(Clone, Debug)]
+pub struct Observed {
+    /// The target's name, for the report (`claude`).
+    pub name: String,
+    /// Its folder, for messages.
+    pub dir: PathBuf,
+    pub state: TargetState,
+    /// What is on disk for every name of the lock and of the record.
+    pub disk: BTreeMap<SkillName, OnDisk>,
+}
+
+/// Why a skill is put into a target.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Why {
+    /// Nothing was there.
+    New,
+    /// skillpkg's own folder of another version (or an interrupted
+    /// install) is replaced.
+    Replace,
+    /// skillpkg installed this very version, and its files were changed by
+    /// hand since: they are put back. `files` are the folder's files as
+    /// found, to name what changed once the archive is unpacked.
+    Restore {
+        files: Vec<FileDigest>,
+        other: Vec<String>,
+    },
+    /// `--force`.
+    Forced,
+}
+
+/// A skill to put into a target.
+#[derive(Clone, Debug)]
+pub struct Put<'lock> {
+    pub entry: &'lock LockedSkill,
+    /// The tree of the folder it replaces, for the record to recognise it
+    /// after a crash.
+    pub replacing: Option<String>,
+    pub why: Why,
+}
+
+/// What happens in one target.
+#[derive(Clone, Debug, Default)]
+pub struct TargetPlan<'lock> {
+    pub put: Vec<Put<'lock>>,
+    /// Recorded skills the lock no longer has, whose folders are
+    /// skillpkg's own (or gone): removed.
+    pub remove: Vec<SkillName>,
+    /// Recorded skills the lock no longer has whose folders were changed:
+    /// left in place and no longer recorded, with the warning to show.
+    pub abandon: Vec<(SkillName, String)>,
+    /// How many locked skills are in place already.
+    pub unchanged: usize,
+}
+
+/// Plans every target; refuses, before anything changes, a folder skillpkg
+/// may not replace.
+pub fn plan<'lock>(
+    lock: &'lock Lockfile,
+    targets: &[Observed],
+    force: bool,
+) -> anyhow::Result<Vec<TargetPlan<'lock>>> {
+    targets
+        .iter()
+        .map(|target| plan_target(lock, target, force))
+        .collect()
+}
+
+fn plan_target<'lock>(
+    lock: &'lock Lockfile,
+    target: &Observed,
+    force: bool,
+) -> anyhow::Result<TargetPlan<'lock>> {
+    let mut plan = TargetPlan::default();
+    for entry in &lock.skills {
+        let disk = target.disk.get(&entry.name).unwrap_or(&OnDisk::Missing);
+        let recorded = target.state.skills.get(&entry.name);
+        let same_version = recorded.is_some_and(|installed| {
+            installed.tree == entry.tree
+                && installed.replacing.is_none()
+                && installed.version == entry.version.to_string()
+        });
+        if same_version && !force && disk.tree() == Some(entry.tree.as_str()) {
+            plan.unchanged += 1;
+            continue;
+        }
+        let folder = target.dir.join(entry.name.as_str());
+        let (replacing, why) = match (disk, recorded) {
+            (OnDisk::Missing, _) => (None, Why::New),
+            (_, _) if force => (disk.tree().map(str::to_owned), Why::Forced),
+            (OnDisk::NotAFolder, _) => {
+                return Err(UserError::new(format!(
+                    "{} is not a folder (a symlink or a file), so skillpkg did not install it",
+                    folder.display()
+                ))
+                .with_hint("move it away, or pass --force to replace it")
+                .into());
+            }
+            (OnDisk::Folder { .. }, None) => {
+                return Err(UserError::new(format!(
+                    "{} exists, and skillpkg did not install it",
+                    folder.display()
+                ))
+                .with_hint("move it away, or pass --force to replace it")
+                .into());
+            }
+            (OnDisk::Folder { files, tree, other }, Some(installed)) => {
+                if other.is_empty() && installed.recognises(tree) {
+                    (Some(tree.clone()), Why::Replace)
+                } else if same_version {
+                    (
+                        Some(tree.clone()),
+                        Why::Restore {
+                            files: files.clone(),
+                            other: other.clone(),
+                        },
+                    )
+                } else {
+                    return Err(UserError::new(format!(
+                        "{} was changed since skillpkg installed it (or was never installed by it: its files are not the ones recorded in {})",
+                        folder.display(),
+                        target.dir.join(STATE_FILE).display()
+                    ))
+                    .with_hint("`skillpkg verify` shows what changed; move the folder away to keep your changes, or pass --force to replace it")
+                    .into());
+                }
+            }
+        };
+        plan.put.push(Put {
+            entry,
+            replacing,
+            why,
+        });
+    }
+    let locked: BTreeSet<&SkillName> = lock.skills.iter().map(|entry| &entry.name).collect();
+    for (name, installed) in &target.state.skills {
+        if locked.contains(name) {
+            continue;
+        }
+        let disk = target.disk.get(name).unwrap_or(&OnDisk::Missing);
+        let ours = match disk {
+            OnDisk::Missing => true,
+            _ => force || disk.tree().is_some_and(|tree| installed.recognises(tree)),
+        };
+        if ours {
+            plan.remove.push(name.clone());
+        } else {
+            plan.abandon.push((
+                name.clone(),
+                format!(
+                    "left {} in place: its files changed since skillpkg installed it, so it is no longer managed (delete it yourself, or pass --force)",
+                    target.dir.join(name.as_str()).display()
+                ),
+            ));
+        }
+    }
+    Ok(plan)
+}
+
+/// Reads what is on disk for every name of `lock` and of `state` in the
+/// target folder `dir`: one walk of each folder, every file hashed.
+pub fn observe(
+    dir: &Path,
+    lock: &Lockfile,
+    state: &TargetState,
+) -> anyhow::Result<BTreeMap<SkillName, OnDisk>> {
+    let names: BTreeSet<&SkillName> = lock
+        .skills
+        .iter()
+        .map(|entry| &entry.name)
+        .chain(state.skills.keys())
+        .collect();
+    let mut disk = BTreeMap::new();
+    for name in names {
+        disk.insert(name.clone(), read_folder(&dir.join(name.as_str()))?);
+    }
+    Ok(disk)
+}
+
+/// Recomputes the tree hash of an installed folder (its files; links are
+/// never followed); `None` when there is no folder.
+pub fn installed_tree(dir: &Path) -> anyhow::Result<Option<String>> {
+    Ok(match read_folder(dir)? {
+        OnDisk::Folder { tree, .. } => Some(tree),
+        _ => None,
+    })
+}
+
+/// What is at `path`.
+pub fn read_folder(path: &Path) -> anyhow::Result<OnDisk> {
+    match fs_err::symlink_metadata(path) {
+        Ok(metadata) if metadata.is_dir() => {}
+        Ok(_) => return Ok(OnDisk::NotAFolder),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(OnDisk::Missing),
+        Err(error) => return Err(error.into()),
+    }
+    let mut files = Vec::new();
+    let mut other = Vec::new();
+    for entry in walk::walk_all(path)? {
+        match entry.kind {
+            EntryKind::File { .. } => {
+                let bytes = fs_err::read(path.join(&entry.path))?;
+                files.push(FileDigest {
+                    path: entry.path,
+                    sha256: *Checksum::of(&bytes).digest(),
+                });
+            }
+            EntryKind::Directory => {}
+            EntryKind::Symlink | EntryKind::Special => other.push(entry.path),
+        }
+    }
+    let tree = tree_hash(&files).to_string();
+    Ok(OnDisk::Folder { files, tree, other })
+}
+
+/// Names the files of a folder (`found`, plus links and special files in
+/// `other`) that differ from the archive's (`archive`): `a.md (changed)`,
+/// `b.sh (added)`, `c.md (removed)`, sorted.
+pub fn changed_files(
+    found: &[FileDigest],
+    other: &[String],
+    archive: &[FileDigest],
+) -> Vec<String> {
+    let archived: BTreeMap<&str, &[u8; 32]> = archive
+        .iter()
+        .map(|file| (file.path.as_str(), &file.sha256))
+        .collect();
+    let present: BTreeSet<&str> = found.iter().map(|file| file.path.as_str()).collect();
+    let mut changed = Vec::new();
+    for file in found {
+        match archived.get(file.path.as_str()) {
+            Some(sha256) if **sha256 == file.sha256 => {}
+            Some(_) => changed.push(format!("{} (changed)", file.path)),
+            None => changed.push(format!("{} (added)", file.path)),
+        }
+    }
+    changed.extend(other.iter().map(|path| format!("{path} (added link)")));
+    for path in archived.keys() {
+        if !present.contains(path) {
+            changed.push(format!("{path} (removed)"));
+        }
+    }
+    changed.sort();
+    changed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::project::targets::InstalledSkill;
+
+    fn name(text: &str) -> SkillName {
+        text.parse().unwrap()
+    }
+
+    fn digest(path: &str, content: &str) -> FileDigest {
+        FileDigest {
+            path: path.to_owned(),
+            sha256: *Checksum::of(content.as_bytes()).digest(),
+        }
+    }
+
+    fn folder(files: &[(&str, &str)]) -> OnDisk {
+        let files: Vec<FileDigest> = files
+            .iter()
+            .map(|(path, content)| digest(path, content))
+            .collect();
+        let tree = tree_hash(&files).to_string();
+        OnDisk::Folder {
+            files,
+            tree,
+            other: Vec::new(),
+        }
+    }
+
+    fn tree_of(disk: &OnDisk) -> String {
+        disk.tree().unwrap().to_owned()
+    }
+
+    fn locked(skill: &str, version: &str, tree: &str) -> LockedSkill {
+        LockedSkill {
+            name: name(skill),
+            version: version.parse().unwrap(),
+            source: "registry+default".into(),
+            checksum: Checksum::of(b"archive"),
+            tree: tree.to_owned(),
+            signer: None,
+            dependencies: Vec::new(),
+        }
+    }
+
+    fn record(version: &str, tree: &str) -> InstalledSkill {
+        InstalledSkill {
+            version: version.to_owned(),
+            tree: tree.to_owned(),
+            replacing: None,
+        }
+    }
+
+    fn target(state: &[(&str, InstalledSkill)], disk: Vec<(&str, OnDisk)>) -> Observed {
+        Observed {
+            name: "claude".into(),
+            dir: PathBuf::from("/project/.claude/skills"),
+            state: TargetState {
+                v: 1,
+                skills: state
+                    .iter()
+                    .map(|(skill, installed)| (name(skill), installed.clone()))
+                    .collect(),
+            },
+            disk: disk
+                .into_iter()
+                .map(|(skill, disk)| (name(skill), disk))
+                .collect(),
+        }
+    }
+
+    fn summary(plan: &TargetPlan<'_>) -> Vec<String> {
+        let mut lines: Vec<String> = plan
+            .put
+            .iter()
+            .map(|put| {
+                let why = match &put.why {
+                    Why::New => "new",
+                    Why::Replace => "replace",
+                    Why::Restore { .. } => "restore",
+                    Why::Forced => "forced",
+                };
+                format!("put {}@{} ({why})", put.entry.name, put.entry.version)
+            })
+            .collect();
+        lines.extend(plan.remove.iter().map(|name| format!("remove {name}")));
+        lines.extend(
+            plan.abandon
+                .iter()
+                .map(|(name, _)| format!("abandon {name}")),
+        );
+        lines.push(format!("unchanged {}", plan.unchanged));
+        lines
+    }
+
+    #[test]
+    fn what_is_in_place_stays_what_is_new_or_older_is_put() {
+        let v1 = folder(&[("SKILL.md", "one")]);
+        let v2 = folder(&[("SKILL.md", "two")]);
+        let lock = Lockfile {
+            skills: vec![
+                locked("docx", "1.0.0", &tree_of(&v1)),
+                locked("pdf", "2.0.0", &tree_of(&v2)),
+                locked("xlsx", "1.0.0", &tree_of(&v1)),
+            ],
+        };
+        let observed = target(
+            &[
+                ("docx", record("1.0.0", &tree_of(&v1))),
+                ("pdf", record("1.0.0", &tree_of(&v1))),
+                ("old", record("1.0.0", &tree_of(&v1))),
+            ],
+            vec![
+                ("docx", v1.clone()),
+                ("pdf", v1.clone()),
+                ("old", v1.clone()),
+            ],
+        );
+        let plans = plan(&lock, &[observed], false).unwrap();
+        assert_eq!(
+            summary(&plans[0]),
+            [
+                "put pdf@2.0.0 (replace)",
+                "put xlsx@1.0.0 (new)",
+                "remove old",
+                "unchanged 1"
+            ]
+        );
+        assert_eq!(
+            plans[0].put[0].replacing.as_deref(),
+            Some(tree_of(&v1).as_str())
+        );
+    }
+
+    #[test]
+    fn a_folder_edited_by_hand_is_restored_and_names_its_changes() {
+        let installed = folder(&[("SKILL.md", "one"), ("scripts/run.sh", "echo")]);
+        let edited = folder(&[("SKILL.md", "one, edited"), ("notes.md", "mine")]);
+        let lock = Lockfile {
+            skills: vec![locked("pdf", "1.0.0", &tree_of(&installed))],
+        };
+        let observed = target(
+            &[("pdf", record("1.0.0", &tree_of(&installed)))],
+            vec![("pdf", edited)],
+        );
+        let plans = plan(&lock, &[observed], false).unwrap();
+        assert_eq!(
+            summary(&plans[0]),
+            ["put pdf@1.0.0 (restore)", "unchanged 0"]
+        );
+        let Why::Restore { files, other } = &plans[0].put[0].why else {
+            panic!("a restore");
+        };
+        let OnDisk::Folder {
+            files: archive_files,
+            ..
+        } = &installed
+        else {
+            unreachable!()
+        };
+        assert_eq!(
+            changed_files(files, other, archive_files),
+            [
+                "SKILL.md (changed)",
+                "notes.md (added)",
+                "scripts/run.sh (removed)"
+            ]
+        );
+        // A link added inside an installed folder is a change too.
+        let mut linked = installed.clone();
+        if let OnDisk::Folder { other, .. } = &mut linked {
+            other.push("escape".into());
+        }
+        let observed = target(
+            &[("pdf", record("1.0.0", &tree_of(&installed)))],
+            vec![("pdf", linked)],
+        );
+        let plans = plan(&lock, &[observed], false).unwrap();
+        assert_eq!(
+            summary(&plans[0]),
+            ["put pdf@1.0.0 (restore)", "unchanged 0"]
+        );
+    }
+
+    #[test]
+    fn folders_skillpkg_did_not_install_or_that_changed_before_an_upgrade_are_refused() {
+        let v1 = folder(&[("SKILL.md", "one")]);
+        let v2 = folder(&[("SKILL.md", "two")]);
+        let edited = folder(&[("SKILL.md", "one, edited")]);
+        let lock = Lockfile {
+            skills: vec![locked("pdf", "2.0.0", &tree_of(&v2))],
+        };
+        let foreign = target(&[], vec![("pdf", v1.clone())]);
+        let error = plan(&lock, std::slice::from_ref(&foreign), false).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "/project/.claude/skills/pdf exists, and skillpkg did not install it"
+        );
+        let changed = target(
+            &[("pdf", record("1.0.0", &tree_of(&v1)))],
+            vec![("pdf", edited)],
+        );
+        let error = plan(&lock, std::slice::from_ref(&changed), false).unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .starts_with("/project/.claude/skills/pdf was changed since skillpkg installed it"),
+            "{error}"
+        );
+        let link = target(&[], vec![("pdf", OnDisk::NotAFolder)]);
+        assert!(plan(&lock, std::slice::from_ref(&link), false).is_err());
+        // --force takes each of them over.
+        for observed in [foreign, changed, link] {
+            let plans = plan(&lock, &[observed], true).unwrap();
+            assert_eq!(
+                summary(&plans[0]),
+                ["put pdf@2.0.0 (forced)", "unchanged 0"]
+            );
+        }
+        // One refused target refuses the whole plan, before anything changes.
+        let fine = target(&[], vec![]);
+        let foreign = target(&[], vec![("pdf", v1)]);
+        assert!(plan(&lock, &[fine, foreign], false).is_err());
+    }
+
+    #[test]
+    fn a_removed_skill_whose_folder_changed_is_left_in_place_unless_forced() {
+        let v1 = folder(&[("SKILL.md", "one")]);
+        let edited = folder(&[("SKILL.md", "one, edited")]);
+        let lock = Lockfile::default();
+        let observed = target(
+            &[
+                ("edited", record("1.0.0", &tree_of(&v1))),
+                ("gone", record("1.0.0", &tree_of(&v1))),
+            ],
+            vec![("edited", edited)],
+        );
+        let plans = plan(&lock, std::slice::from_ref(&observed), false).unwrap();
+        assert_eq!(
+            summary(&plans[0]),
+            ["remove gone", "abandon edited", "unchanged 0"]
+        );
+        assert!(plans[0].abandon[0].1.contains("no longer managed"));
+        let plans = plan(&lock, &[observed], true).unwrap();
+        assert_eq!(
+            summary(&plans[0]),
+            ["remove edited", "remove gone", "unchanged 0"]
+        );
+    }
+
+    #[test]
+    fn an_interrupted_replace_is_finished() {
+        let v1 = folder(&[("SKILL.md", "one")]);
+        let v2 = folder(&[("SKILL.md", "two")]);
+        let lock = Lockfile {
+            skills: vec![locked("pdf", "2.0.0", &tree_of(&v2))],
+        };
+        // The record claims v2 while replacing v1, and v1 is still there.
+        let mut claim = record("2.0.0", &tree_of(&v2));
+        claim.replacing = Some(tree_of(&v1));
+        let observed = target(&[("pdf", claim)], vec![("pdf", v1)]);
+        let plans = plan(&lock, &[observed], false).unwrap();
+        assert_eq!(
+            summary(&plans[0]),
+            ["put pdf@2.0.0 (replace)", "unchanged 0"]
+        );
+    }
+}

@@ -309,7 +309,7 @@ fn reason_of(status: StatusCode) -> &'static str {
 
 /// The answer to a handler that panicked: `internal`, the panic's message
 /// for the log line only.
-pub(super) fn panicked(panic: Box<dyn std::any::Any + Send + 'static>) -> Response<Body> {
+pub(super) fn panicked(panic: &(dyn std::any::Any + Send)) -> Response<Body> {
     let message = panic
         .downcast_ref::<&str>()
         .map(|text| (*text).to_owned())
@@ -425,7 +425,7 @@ mod tests {
 
     #[test]
     fn a_panic_answers_internal_and_tells_only_the_log() {
-        let response = panicked(Box::new("index out of bounds at /srv/x"));
+        let response = panicked(&"index out of bounds at /srv/x");
         assert!(
             response
                 .extensions()

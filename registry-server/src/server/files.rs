@@ -51,7 +51,7 @@ enum Lookup {
     /// Opened, to be streamed; `len` is the length of the file opened.
     Large {
         etag: String,
-        file: std::fs::File,
+        file: fs_err::File,
         len: u64,
     },
 }
@@ -95,7 +95,7 @@ fn look_up(path: &std::path::Path, if_none_match: Option<&str>) -> Lookup {
     };
     Lookup::Large {
         etag,
-        file: file.into_parts().0,
+        file,
         len: opened.len(),
     }
 }
@@ -178,7 +178,7 @@ pub(super) async fn static_file(
         Lookup::Large { file, len, .. } => {
             response_headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
             response_headers.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
-            let file = tokio::fs::File::from_std(file);
+            let file = tokio::fs::File::from_std(file.into_parts().0);
             (StatusCode::OK, response_headers, stream(file)).into_response()
         }
     }

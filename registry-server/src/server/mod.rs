@@ -87,7 +87,9 @@ pub fn router(registry: Arc<Registry>, limits: Limits) -> Router {
         // the JSON endpoints read through their own, smaller one.
         .layer(DefaultBodyLimit::max(body_limit))
         .layer(middleware::map_response(error::type_errors))
-        .layer(CatchPanicLayer::custom(error::panicked))
+        .layer(CatchPanicLayer::custom(
+            |panic: Box<dyn std::any::Any + Send>| error::panicked(&*panic),
+        ))
         .layer(middleware::from_fn(log::access))
         .with_state(app)
 }

@@ -29,7 +29,7 @@ use skillpkg_index::signing::{PublicKey, Signature, TrustedComment};
 use skillpkg_index::skill::SkillName;
 
 use crate::publish::{Policy, PublishError, SignerKeys, Upload, verify_archive};
-use crate::registry::error_chain;
+use crate::report::error_chain;
 
 /// How to build.
 #[derive(Clone, Debug)]

@@ -19,6 +19,8 @@
 //! - [`build`]: the same tree from a folder of archives, with no server.
 //! - [`state`]: tokens and owners.
 //! - [`layout`]: where a data folder keeps its tree and its state.
+//! - [`metadata`]: the registry's keys and its signed metadata.
+//! - [`report`]: an error and its causes, told in one line.
 
 pub mod build;
 pub mod keys;
@@ -26,5 +28,6 @@ pub mod layout;
 pub mod metadata;
 pub mod publish;
 pub mod registry;
+pub mod report;
 pub mod server;
 pub mod state;

@@ -39,7 +39,12 @@ struct Cli {
 enum Command {
     /// Serve the static tree and the publish API.
     ///
-    /// Prints `listening on http://ADDR` once it accepts connections.
+    /// Prints `listening on http://ADDR` on stdout once it accepts
+    /// connections, and logs to stderr: a line a request (method, path,
+    /// status, bytes, duration), filtered by `RUST_LOG` (default `info`).
+    /// SIGINT or SIGTERM stops it: it drains the requests in flight and
+    /// exits 0. It exits 1 when it cannot start (the address is taken, a bad
+    /// option or `RUST_LOG`, a data folder it cannot open).
     Serve(ServeArgs),
     /// Write the static tree from a folder of `<name>-<version>.tgz` archives.
     ///
@@ -219,6 +224,10 @@ struct LimitArgs {
     /// before it is answered 503 with `Retry-After`.
     #[arg(long, value_name = "DURATION")]
     upload_wait: Option<jiff::SignedDuration>,
+    /// How long a shutdown (SIGINT, SIGTERM) waits for the requests in
+    /// flight to finish (`10s`, the default) before it drops them.
+    #[arg(long, value_name = "DURATION")]
+    drain_timeout: Option<jiff::SignedDuration>,
 }
 
 impl LimitArgs {
@@ -249,6 +258,7 @@ impl LimitArgs {
                 defaults.max_concurrent_uploads,
             ),
             upload_wait: duration("upload-wait", self.upload_wait, defaults.upload_wait)?,
+            drain_timeout: duration("drain-timeout", self.drain_timeout, defaults.drain_timeout)?,
         })
     }
 }
@@ -388,12 +398,15 @@ fn run(cli: Cli) -> anyhow::Result<()> {
 
 fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let limits = args.limits.limits()?;
-    init_logging();
+    init_logging()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("cannot start the runtime")?;
     runtime.block_on(async move {
+        // Before anything else, so a signal at any point of the start is a
+        // clean stop, never the default action's death by signal.
+        let shutdown = Shutdown::listen().context("cannot handle SIGINT and SIGTERM")?;
         let listener = tokio::net::TcpListener::bind(&args.listen)
             .await
             .with_context(|| format!("cannot listen on {}", args.listen))?;
@@ -412,11 +425,9 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             timestamp_lifetime: args.lifetime.metadata_lifetime,
             read_only: args.read_only || folder.is_mirror(),
         };
+        // Blocking, and before any request: nothing waits on these threads.
         let (registry, removed) = Registry::open(&folder, options)
             .with_context(|| format!("cannot open the registry in {}", args.root.display()))?;
-        for path in removed {
-            tracing::warn!("recovered: removed {path}, left by an interrupted publish");
-        }
         if folder.is_mirror() {
             tracing::info!(
                 "serving the mirror {} read-only{}",
@@ -427,6 +438,9 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
                     ""
                 }
             );
+        }
+        for path in removed {
+            tracing::warn!("recovered: removed {path}, left by an interrupted publish");
         }
         if registry.auth_required() && registry.state().list_tokens()?.is_empty() {
             tracing::warn!(
@@ -449,34 +463,46 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
                         tokio::task::spawn_blocking(move || registry.sign_metadata()).await;
                     if let Ok(Err(error)) = signed {
                         tracing::error!(
-                            error = skillpkg_registry::registry::error_chain(&error),
+                            error = skillpkg_registry::report::error_chain(&error),
                             "cannot re-sign the timestamp"
                         );
                     }
                 }
             });
         }
+        tracing::info!(%address, url = %public_url, "listening");
         println!("listening on {public_url}");
         let _ = std::io::stdout().flush();
         let app = skillpkg_registry::server::router(registry, limits);
-        skillpkg_registry::server::serve(listener, app, limits, shutdown()).await;
+        skillpkg_registry::server::serve(listener, app, limits, shutdown.wait()).await;
+        tracing::info!("stopped");
         Ok(())
     })
 }
 
-/// Logs to stderr: a line a request (method, path, status, time) and the
-/// causes of internal errors, which answers leave out.
-fn init_logging() {
-    use tracing::level_filters::LevelFilter;
+/// The variable that filters the log, with `tracing`'s directives
+/// (`info`, `warn,skillpkg_registry::access=info`, ...).
+const LOG_FILTER_VAR: &str = "RUST_LOG";
+
+/// The filter when [`LOG_FILTER_VAR`] is unset or empty: a line a request,
+/// start and stop, warnings and errors.
+const DEFAULT_LOG_FILTER: &str = "info";
+
+/// Logs to stderr, filtered by `RUST_LOG`: a line a request (method, path,
+/// status, bytes, duration, and the cause of a server failure, which the
+/// answer leaves out), and the server's own start, stop and warnings. A
+/// `RUST_LOG` that does not parse is a bad option: the server does not
+/// start.
+fn init_logging() -> anyhow::Result<()> {
     use tracing_subscriber::layer::SubscriberExt as _;
     use tracing_subscriber::util::SubscriberInitExt as _;
-    let filter = tracing_subscriber::filter::Targets::new()
-        .with_default(LevelFilter::WARN)
-        .with_target("skillpkg_registry", LevelFilter::INFO)
-        .with_target("tower_http", LevelFilter::INFO)
-        // A slowloris connection's header timeout is the client's doing:
-        // a line for each would let anyone fill the log.
-        .with_target("hyper", LevelFilter::ERROR);
+    let directives = std::env::var(LOG_FILTER_VAR)
+        .ok()
+        .filter(|value| !value.trim().is_empty())
+        .unwrap_or_else(|| DEFAULT_LOG_FILTER.to_owned());
+    let filter = tracing_subscriber::EnvFilter::builder()
+        .parse(&directives)
+        .with_context(|| format!("{LOG_FILTER_VAR}=`{directives}` is not a log filter; try `info` or `warn,skillpkg_registry::access=info`"))?;
     tracing_subscriber::registry()
         .with(
             tracing_subscriber::fmt::layer()
@@ -484,23 +510,49 @@ fn init_logging() {
                 .with_ansi(false),
         )
         .with(filter)
-        .init();
+        .try_init()
+        .context("cannot start the log")?;
+    Ok(())
 }
 
-async fn shutdown() {
-    let interrupt = tokio::signal::ctrl_c();
+/// SIGINT and SIGTERM, listened for from the moment they are set up.
+struct Shutdown {
     #[cfg(unix)]
-    {
-        let mut terminate =
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-                .expect("a SIGTERM handler");
-        tokio::select! {
-            _ = interrupt => {}
-            _ = terminate.recv() => {}
+    interrupt: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl Shutdown {
+    fn listen() -> std::io::Result<Self> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            Ok(Self {
+                interrupt: signal(SignalKind::interrupt())?,
+                terminate: signal(SignalKind::terminate())?,
+            })
+        }
+        #[cfg(not(unix))]
+        Ok(Self {})
+    }
+
+    /// Completes at the first of the signals.
+    async fn wait(mut self) {
+        #[cfg(unix)]
+        {
+            let signal = tokio::select! {
+                _ = self.interrupt.recv() => "SIGINT",
+                _ = self.terminate.recv() => "SIGTERM",
+            };
+            tracing::info!(signal, "stopping");
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = &mut self;
+            let _ = tokio::signal::ctrl_c().await;
         }
     }
-    #[cfg(not(unix))]
-    let _ = interrupt.await;
 }
 
 /// Returns the data folder `root` of a registry, refusing a mirror: its

@@ -13,13 +13,14 @@
 use std::path::{Path, PathBuf};
 
 use jiff::{SignedDuration, Timestamp};
+use skillpkg_index::fs::{WriteError, WriteOptions, write_atomic_with};
 use skillpkg_index::registry::metadata::{
     self, MetadataError, ROOT_PATH, Root, Seen, TIMESTAMP_PATH, TimestampFile, root_path,
 };
 use skillpkg_index::registry::tree::{StaticTree, TreeError};
 use skillpkg_index::signing::{KeyError, PublicKey, SecretKey};
 
-use crate::registry::{PUBLIC_DIR, STATE_DIR};
+use crate::layout::{PUBLIC_DIR, STATE_DIR};
 
 /// The online index key, in the state folder.
 pub const INDEX_KEY_FILE: &str = "index.key";
@@ -40,6 +41,8 @@ pub enum KeysError {
         #[source]
         source: std::io::Error,
     },
+    #[error(transparent)]
+    WriteKey(#[from] WriteError),
     #[error("{} is not a usable key", path.display())]
     BadKey {
         path: PathBuf,
@@ -95,29 +98,12 @@ fn public_path(path: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
+/// Creates `path` (and its folder) with `bytes`, readable by its owner only
+/// from the first byte, refusing to replace a file there: a key is never
+/// overwritten by another.
 fn write_new_private(path: &Path, bytes: &[u8]) -> Result<(), KeysError> {
-    use std::io::Write as _;
-    let io = |source| KeysError::ReadKey {
-        path: path.to_owned(),
-        source,
-    };
-    if let Some(parent) = path
-        .parent()
-        .filter(|parent| !parent.as_os_str().is_empty())
-    {
-        fs_err::create_dir_all(parent).map_err(io)?;
-    }
-    let mut options = fs_err::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use fs_err::os::unix::fs::OpenOptionsExt as _;
-        options.mode(0o600);
-    }
-    let mut file = options.open(path).map_err(io)?;
-    file.write_all(bytes)
-        .and_then(|()| file.sync_all())
-        .map_err(io)
+    let options = WriteOptions::private().no_clobber().create_parents();
+    Ok(write_atomic_with(path, bytes, &options)?)
 }
 
 /// The metadata signer of a served tree: its index key and how long what it

@@ -25,11 +25,10 @@ use skillpkg_index::skill::SkillName;
 
 use crate::keys::{self, KeyChangeError};
 use crate::layout::DataFolder;
-use crate::metadata::{KeysError, Signer};
+use crate::metadata::{DEFAULT_TIMESTAMP_LIFETIME, KeysError, Signer};
 use crate::publish::{Policy, PublishError, SignerKeys, Upload, verify_archive};
+use crate::report::error_chain;
 use crate::state::{OwnerChangeError, State, StateError};
-
-pub use crate::layout::{PUBLIC_DIR, STATE_DIR};
 
 /// How a registry is set up.
 #[derive(Clone, Debug)]
@@ -60,7 +59,7 @@ impl Default for Options {
             max_skill_bytes: DEFAULT_MAX_BYTES,
             require_signatures: false,
             auth_required: false,
-            timestamp_lifetime: crate::metadata::DEFAULT_TIMESTAMP_LIFETIME,
+            timestamp_lifetime: DEFAULT_TIMESTAMP_LIFETIME,
             read_only: false,
         }
     }
@@ -158,14 +157,6 @@ fn add_key_hint(name: &str) -> String {
     format!(
         "an owner can add a key with `PUT /api/v1/skills/{name}/keys` and the body {{\"add\":[\"<public key>\"]}}, or the registry's admin with `skillpkg-registry key add --skill {name} --key <public key>`; then publish again"
     )
-}
-
-/// Joins an error and its causes: `a: b: c`.
-pub fn error_chain(error: &dyn std::error::Error) -> String {
-    std::iter::successors(Some(error), |error| error.source())
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join(": ")
 }
 
 /// A registry on disk.

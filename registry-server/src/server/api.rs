@@ -20,9 +20,20 @@ use futures_util::StreamExt as _;
 use serde_json::json;
 
 use super::error::ApiError;
-use super::{App, JSON_BODY_BYTES};
+use super::limits::{JSON_BODY_BYTES, Limits, MULTIPART_SLACK};
 use crate::publish::MAX_ATTACHMENT_BYTES;
+use skillpkg_index::secret::Secret;
+
 use crate::registry::{PublishRequest, Registry, RegistryError};
+
+/// What the handlers share.
+#[derive(Debug)]
+pub(super) struct App {
+    pub(super) registry: Arc<Registry>,
+    pub(super) limits: Limits,
+    /// One permit a publish being received or checked.
+    pub(super) uploads: Arc<tokio::sync::Semaphore>,
+}
 
 /// How long a client refused for want of an upload slot is asked to wait.
 const RETRY_AFTER_SECONDS: u64 = 5;
@@ -31,8 +42,13 @@ const RETRY_AFTER_SECONDS: u64 = 5;
 /// and a version with pre-release and build parts a few dozen.
 const MAX_TEXT_PART_BYTES: usize = 256;
 
-/// Returns the user of the request's bearer token.
-pub(super) fn authenticate(registry: &Registry, headers: &HeaderMap) -> Result<String, ApiError> {
+/// Returns the user of the request's bearer token. The tokens are in
+/// memory; `tokens.json` is read again, off the async threads, only when it
+/// changed.
+pub(super) async fn authenticate(
+    registry: &Arc<Registry>,
+    headers: &HeaderMap,
+) -> Result<String, ApiError> {
     let value = headers.get(header::AUTHORIZATION).ok_or_else(|| {
         ApiError::unauthorized(
             "this request needs a token: send `Authorization: Bearer <token>` (`skillpkg login`)",
@@ -42,16 +58,23 @@ pub(super) fn authenticate(registry: &Registry, headers: &HeaderMap) -> Result<S
         .to_str()
         .ok()
         .and_then(|value| value.strip_prefix("Bearer "))
+        .map(|token| Secret::new(token.trim()))
         .ok_or_else(|| {
             ApiError::unauthorized("the Authorization header must be `Bearer <token>`")
         })?;
-    registry
-        .state()
-        .authenticate(token.trim())
-        .map_err(|error| ApiError::internal(&error))?
-        .ok_or_else(|| {
-            ApiError::unauthorized("the token is not valid: it is unknown or was revoked")
-        })
+    let user = match registry.state().authenticate_cached(&token) {
+        Some(user) => user,
+        None => {
+            let state = registry.state().clone();
+            tokio::task::spawn_blocking(move || state.authenticate(&token))
+                .await
+                .map_err(|error| ApiError::internal(&error))?
+                .map_err(|error| ApiError::internal(&error))?
+        }
+    };
+    user.ok_or_else(|| {
+        ApiError::unauthorized("the token is not valid: it is unknown or was revoked")
+    })
 }
 
 /// How long, at most, the body of a request refused from its head is read
@@ -125,10 +148,10 @@ pub(super) async fn publish(
 ) -> Result<Response, ApiError> {
     let registry = &app.registry;
     let limit = registry.max_skill_bytes();
-    let most = limit.saturating_add(super::MULTIPART_SLACK);
+    let most = limit.saturating_add(MULTIPART_SLACK);
     // Decided from the head, before a byte of the body is read: the body
     // of a refused upload is never kept.
-    let user = match authenticate(registry, request.headers()) {
+    let user = match authenticate(registry, request.headers()).await {
         Ok(user) => user,
         Err(error) => {
             let (parts, body) = request.into_parts();
@@ -349,12 +372,12 @@ pub(super) async fn unyank(
 /// Authenticates a request that carries a JSON body from its headers
 /// alone: a refusal leaves the body unread ([`refuse_unread`]), an
 /// acceptance hands it back to be read.
-fn authenticate_json(
+async fn authenticate_json(
     app: &App,
     headers: &HeaderMap,
     body: Body,
 ) -> Result<(String, Body), ApiError> {
-    match authenticate(&app.registry, headers) {
+    match authenticate(&app.registry, headers).await {
         Ok(user) => Ok((user, body)),
         Err(error) => Err(refuse_unread(
             app,
@@ -374,7 +397,7 @@ async fn set_yanked(
     version: String,
     yanked: bool,
 ) -> Result<Response, ApiError> {
-    let (user, body) = authenticate_json(app, headers, body)?;
+    let (user, body) = authenticate_json(app, headers, body).await?;
     let body: Option<YankBody> = read_json(app, headers, body, r#"{"reason":"..."}"#).await?;
     let reason = body.and_then(|body| body.reason);
     let registry = Arc::clone(&app.registry);
@@ -385,9 +408,9 @@ async fn set_yanked(
 
 /// Checks the token of a read of the API, when the registry is private:
 /// who owns a skill, and which keys it has, are as private as its files.
-fn authorize_read(app: &App, headers: &HeaderMap) -> Result<(), ApiError> {
+async fn authorize_read(app: &App, headers: &HeaderMap) -> Result<(), ApiError> {
     if app.registry.auth_required() {
-        authenticate(&app.registry, headers)?;
+        authenticate(&app.registry, headers).await?;
     }
     Ok(())
 }
@@ -397,7 +420,7 @@ pub(super) async fn owners(
     Path(name): Path<String>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    authorize_read(&app, &headers)?;
+    authorize_read(&app, &headers).await?;
     let registry = Arc::clone(&app.registry);
     let users = blocking(move || registry.owners(&name)).await?;
     Ok(Json(json!({ "users": users })).into_response())
@@ -420,7 +443,7 @@ async fn read_change(
     body: Body,
     example: &str,
 ) -> Result<(String, ListChange), ApiError> {
-    let (user, body) = authenticate_json(app, headers, body)?;
+    let (user, body) = authenticate_json(app, headers, body).await?;
     let change = read_json(app, headers, body, example)
         .await?
         .ok_or_else(|| ApiError::bad_request(format!("the body must be JSON like {example}")))?;
@@ -446,7 +469,7 @@ pub(super) async fn keys(
     Path(name): Path<String>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    authorize_read(&app, &headers)?;
+    authorize_read(&app, &headers).await?;
     let registry = Arc::clone(&app.registry);
     let keys = blocking(move || registry.keys(&name)).await?;
     Ok(Json(json!({ "keys": keys.keys })).into_response())
@@ -475,6 +498,6 @@ pub(super) async fn me(
     State(app): State<Arc<App>>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let user = authenticate(&app.registry, &headers)?;
+    let user = authenticate(&app.registry, &headers).await?;
     Ok(Json(json!({ "user": user })).into_response())
 }

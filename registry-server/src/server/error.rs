@@ -1,28 +1,73 @@
-//! API errors on the wire:
+//! Errors on the wire. Every error the server answers (the API's, the
+//! static tree's, a request the router does not know, a handler that
+//! panicked) has a JSON body of one shape:
 //!
 //! ```text
-//! {"errors":[{"code":"unauthorized","detail":"the token is not valid: ..."}]}
+//! {"code":"forbidden","message":"`bob` does not own `pdf`; ...",
+//!  "errors":[{"code":"not-owner","detail":"`bob` does not own `pdf`; ..."}]}
 //! ```
 //!
-//! `code` (since 0.1) is one of a fixed set, for scripts to match on;
-//! `detail` is a sentence for a person, which clients print as it is. A
-//! failure of the server itself (its tree or state unreadable, a task that
-//! panicked) answers `internal` and a generic sentence to whoever asked:
-//! its cause names the server's own files, so it goes to the server's log
-//! only, inside the request's span.
+//! - `code` (since 0.2): the kind of error, one of a fixed set of
+//!   snake_case words that follows from the status ([`code_of`]), for
+//!   scripts to match on.
+//! - `message` (since 0.2): a sentence for a person.
+//! - `errors` (since 0.1): the same sentence as `detail`, which clients
+//!   print as it is, and the finer reason as `code` in kebab-case
+//!   (`not-owner` and `forbidden` are both 403 `forbidden`).
+//!
+//! A failure of the server itself (its tree or state unreadable, a task
+//! that panicked) answers `internal` and a generic sentence to whoever
+//! asked: its cause names the server's own files, so it travels with the
+//! response only as far as the request's log line ([`Cause`]), never into
+//! the body.
 
 use axum::Json;
+use axum::body::Body;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
-use crate::registry::{RegistryError, error_chain};
+use crate::registry::RegistryError;
+use crate::report::error_chain;
 
 /// What `detail` says of an internal error.
 const INTERNAL_DETAIL: &str = "the registry failed to answer this request; its operator can find the cause in the server's log";
 
 /// What `detail` says when the registry's disk is full.
 const STORAGE_FULL_DETAIL: &str = "the registry has no storage space left, so nothing was written; try again later, or tell its operator";
+
+/// The most of an untyped error body (a rejection of the router's) kept as
+/// the message of the typed one.
+const MAX_UNTYPED_BODY: usize = 1024;
+
+/// Returns the machine `code` of an error status: a fixed set, one word
+/// for each kind of error, whatever the reason.
+pub(super) fn code_of(status: StatusCode) -> &'static str {
+    match status {
+        StatusCode::BAD_REQUEST => "bad_request",
+        StatusCode::UNAUTHORIZED => "unauthorized",
+        StatusCode::FORBIDDEN => "forbidden",
+        StatusCode::NOT_FOUND => "not_found",
+        StatusCode::METHOD_NOT_ALLOWED => "method_not_allowed",
+        StatusCode::REQUEST_TIMEOUT => "request_timeout",
+        StatusCode::CONFLICT => "conflict",
+        StatusCode::PAYLOAD_TOO_LARGE => "payload_too_large",
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => "unsupported_media_type",
+        StatusCode::SERVICE_UNAVAILABLE => "unavailable",
+        StatusCode::INSUFFICIENT_STORAGE => "insufficient_storage",
+        status if status.is_server_error() => "internal",
+        _ => "bad_request",
+    }
+}
+
+/// The cause of a server failure, carried from the handler to the
+/// request's log line in the response's extensions; never sent.
+#[derive(Clone, Debug)]
+pub(super) struct Cause(pub(super) String);
+
+/// Marks a response whose body is already a typed error.
+#[derive(Clone, Copy, Debug)]
+struct Typed;
 
 /// Returns true if and only if an I/O error in the chain of `error` says
 /// the disk or the quota is full.
@@ -42,11 +87,12 @@ fn is_storage_full(error: &(dyn std::error::Error + 'static)) -> bool {
     false
 }
 
-/// An API error: a status, a stable code and the sentence clients print.
+/// An API error: a status, a reason and the sentence clients print.
 #[derive(Debug)]
 pub(super) struct ApiError {
     status: StatusCode,
-    code: &'static str,
+    /// The finer reason, `errors[].code`.
+    reason: &'static str,
     detail: String,
     /// Seconds to send in `Retry-After`.
     retry_after: Option<u64>,
@@ -54,16 +100,19 @@ pub(super) struct ApiError {
     /// read (or not in full), so the connection cannot carry another
     /// request.
     close: bool,
+    /// What the log line says of a server failure.
+    cause: Option<String>,
 }
 
 impl ApiError {
-    pub(super) fn new(status: StatusCode, code: &'static str, detail: impl Into<String>) -> Self {
+    pub(super) fn new(status: StatusCode, reason: &'static str, detail: impl Into<String>) -> Self {
         Self {
             status,
-            code,
+            reason,
             detail: detail.into(),
             retry_after: None,
             close: false,
+            cause: None,
         }
     }
 
@@ -73,6 +122,10 @@ impl ApiError {
 
     pub(super) fn unauthorized(detail: impl Into<String>) -> Self {
         Self::new(StatusCode::UNAUTHORIZED, "unauthorized", detail)
+    }
+
+    pub(super) fn not_found(detail: impl Into<String>) -> Self {
+        Self::new(StatusCode::NOT_FOUND, "not-found", detail)
     }
 
     pub(super) fn too_large(detail: impl Into<String>) -> Self {
@@ -100,19 +153,30 @@ impl ApiError {
         }
     }
 
-    /// A failure of the server itself: logs `error` and its causes, and
-    /// answers a generic sentence. A full disk is told apart (507
-    /// `insufficient-storage`), since the client can do something about it:
-    /// wait, or tell the operator.
+    /// A failure of the server itself: answers a generic sentence, and
+    /// keeps `error` and its causes for the log line. A full disk is told
+    /// apart (507 `insufficient-storage`), since the client can do
+    /// something about it: wait, or tell the operator.
     pub(super) fn internal(error: &(dyn std::error::Error + 'static)) -> Self {
-        tracing::error!(error = error_chain(error), "internal error");
+        let cause = Some(error_chain(error));
         if is_storage_full(error) {
-            return Self::new(
-                StatusCode::INSUFFICIENT_STORAGE,
-                "insufficient-storage",
-                STORAGE_FULL_DETAIL,
-            );
+            return Self {
+                cause,
+                ..Self::new(
+                    StatusCode::INSUFFICIENT_STORAGE,
+                    "insufficient-storage",
+                    STORAGE_FULL_DETAIL,
+                )
+            };
         }
+        Self {
+            cause,
+            ..Self::failed()
+        }
+    }
+
+    /// The generic answer to a failure of the server, cause untold.
+    fn failed() -> Self {
         Self::new(
             StatusCode::INTERNAL_SERVER_ERROR,
             "internal",
@@ -137,7 +201,11 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = json!({ "errors": [{ "code": self.code, "detail": self.detail }] });
+        let body = json!({
+            "code": code_of(self.status),
+            "message": self.detail,
+            "errors": [{ "code": self.reason, "detail": self.detail }],
+        });
         let mut response = (self.status, Json(body)).into_response();
         let headers = response.headers_mut();
         if let Some(seconds) = self.retry_after {
@@ -146,13 +214,17 @@ impl IntoResponse for ApiError {
         if self.close {
             headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
         }
+        response.extensions_mut().insert(Typed);
+        if let Some(cause) = self.cause {
+            response.extensions_mut().insert(Cause(cause));
+        }
         response
     }
 }
 
 impl From<RegistryError> for ApiError {
     fn from(error: RegistryError) -> Self {
-        let (status, code) = match &error {
+        let (status, reason) = match &error {
             RegistryError::BadRequest(_) => (StatusCode::BAD_REQUEST, "bad-request"),
             RegistryError::TooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "too-large"),
             RegistryError::NotOwner { .. } => (StatusCode::FORBIDDEN, "not-owner"),
@@ -168,6 +240,202 @@ impl From<RegistryError> for ApiError {
                 return Self::internal(&error);
             }
         };
-        Self::new(status, code, error_chain(&error))
+        Self::new(status, reason, error_chain(&error))
+    }
+}
+
+/// Gives an error response that is not typed yet (a rejection of the
+/// router's or of an extractor, in plain text or empty) the typed body, its
+/// text as the message. The headers that describe the refusal (`Allow`,
+/// `Retry-After`, `Connection`) are kept; an untyped server failure's text
+/// goes to the log only.
+pub(super) async fn type_errors(response: Response) -> Response {
+    let status = response.status();
+    let is_error = status.is_client_error() || status.is_server_error();
+    if !is_error || response.extensions().get::<Typed>().is_some() {
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    let text = match axum::body::to_bytes(body, MAX_UNTYPED_BODY).await {
+        Ok(bytes) => String::from_utf8_lossy(&bytes).trim().to_owned(),
+        Err(_) => String::new(),
+    };
+    let error = if status.is_server_error() {
+        ApiError::untold(status, text)
+    } else {
+        let detail = if text.is_empty() {
+            status
+                .canonical_reason()
+                .unwrap_or("refused")
+                .to_lowercase()
+        } else {
+            text
+        };
+        ApiError::new(status, reason_of(status), detail)
+    };
+    let mut typed = error.into_response();
+    for name in [header::ALLOW, header::RETRY_AFTER, header::CONNECTION] {
+        if let Some(value) = parts.headers.get(&name) {
+            typed.headers_mut().insert(name, value.clone());
+        }
+    }
+    typed
+}
+
+impl ApiError {
+    /// A server failure whose text is not for the client.
+    fn untold(status: StatusCode, text: String) -> Self {
+        Self {
+            status,
+            cause: Some(text),
+            ..Self::failed()
+        }
+    }
+}
+
+/// The `errors[].code` of a status the router or an extractor answered.
+fn reason_of(status: StatusCode) -> &'static str {
+    match status {
+        StatusCode::UNAUTHORIZED => "unauthorized",
+        StatusCode::FORBIDDEN => "forbidden",
+        StatusCode::NOT_FOUND => "not-found",
+        StatusCode::METHOD_NOT_ALLOWED => "method-not-allowed",
+        StatusCode::REQUEST_TIMEOUT => "timeout",
+        StatusCode::PAYLOAD_TOO_LARGE => "too-large",
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => "unsupported-media-type",
+        _ => "bad-request",
+    }
+}
+
+/// The answer to a handler that panicked: `internal`, the panic's message
+/// for the log line only.
+pub(super) fn panicked(panic: &(dyn std::any::Any + Send)) -> Response<Body> {
+    let message = panic
+        .downcast_ref::<&str>()
+        .map(|text| (*text).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a handler panicked".to_owned());
+    ApiError::untold(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        format!("panicked: {message}"),
+    )
+    .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn body_of(response: Response) -> serde_json::Value {
+        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .unwrap();
+        serde_json::from_slice(&bytes).unwrap()
+    }
+
+    fn block_on<F: std::future::Future>(future: F) -> F::Output {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(future)
+    }
+
+    #[test]
+    fn every_error_status_has_a_stable_snake_case_code() {
+        let expected = [
+            (400, "bad_request"),
+            (401, "unauthorized"),
+            (403, "forbidden"),
+            (404, "not_found"),
+            (405, "method_not_allowed"),
+            (408, "request_timeout"),
+            (409, "conflict"),
+            (413, "payload_too_large"),
+            (415, "unsupported_media_type"),
+            (418, "bad_request"),
+            (500, "internal"),
+            (502, "internal"),
+            (503, "unavailable"),
+            (507, "insufficient_storage"),
+        ];
+        for (status, code) in expected {
+            assert_eq!(code_of(StatusCode::from_u16(status).unwrap()), code);
+        }
+    }
+
+    #[test]
+    fn an_internal_error_keeps_its_cause_out_of_the_body() {
+        let cause = std::io::Error::other("/srv/skills/state/owners.json: permission denied");
+        let response = ApiError::internal(&cause).into_response();
+        assert_eq!(response.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        let logged = response.extensions().get::<Cause>().unwrap().0.clone();
+        assert!(logged.contains("/srv/skills/state/owners.json"), "{logged}");
+        let body = block_on(body_of(response));
+        assert_eq!(body["code"], "internal");
+        assert_eq!(body["errors"][0]["code"], "internal");
+        assert_eq!(body["message"], INTERNAL_DETAIL);
+        assert_eq!(body["errors"][0]["detail"], INTERNAL_DETAIL);
+        assert!(!body.to_string().contains("/srv"), "{body}");
+
+        let full = std::io::Error::from(std::io::ErrorKind::StorageFull);
+        let response = ApiError::internal(&full).into_response();
+        assert_eq!(response.status(), StatusCode::INSUFFICIENT_STORAGE);
+        assert_eq!(block_on(body_of(response))["code"], "insufficient_storage");
+    }
+
+    #[test]
+    fn untyped_errors_get_the_typed_body_and_keep_their_allow_header() {
+        let plain = (
+            StatusCode::METHOD_NOT_ALLOWED,
+            [(header::ALLOW, "GET,HEAD")],
+            "",
+        )
+            .into_response();
+        let typed = block_on(type_errors(plain));
+        assert_eq!(typed.headers()[header::ALLOW], "GET,HEAD");
+        let body = block_on(body_of(typed));
+        assert_eq!(body["code"], "method_not_allowed");
+        assert_eq!(body["errors"][0]["code"], "method-not-allowed");
+        assert_eq!(body["message"], "method not allowed");
+
+        let rejection =
+            (StatusCode::BAD_REQUEST, "Invalid URL: bad percent-encoding").into_response();
+        let body = block_on(body_of(block_on(type_errors(rejection))));
+        assert_eq!(body["code"], "bad_request");
+        assert_eq!(body["message"], "Invalid URL: bad percent-encoding");
+
+        let failure = (StatusCode::BAD_GATEWAY, "/srv/skills/public: gone").into_response();
+        let typed = block_on(type_errors(failure));
+        assert_eq!(
+            typed.extensions().get::<Cause>().unwrap().0,
+            "/srv/skills/public: gone"
+        );
+        let body = block_on(body_of(typed));
+        assert_eq!(body["code"], "internal");
+        assert!(!body.to_string().contains("/srv"), "{body}");
+
+        let fine = (StatusCode::OK, "hello").into_response();
+        assert!(
+            block_on(type_errors(fine))
+                .extensions()
+                .get::<Typed>()
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn a_panic_answers_internal_and_tells_only_the_log() {
+        let response = panicked(&"index out of bounds at /srv/x");
+        assert!(
+            response
+                .extensions()
+                .get::<Cause>()
+                .unwrap()
+                .0
+                .contains("/srv/x")
+        );
+        let body = block_on(body_of(response));
+        assert_eq!(body["code"], "internal");
+        assert!(!body.to_string().contains("/srv"), "{body}");
     }
 }

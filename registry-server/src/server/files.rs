@@ -9,8 +9,12 @@
 //!
 //! Small files (index files, keys) are read whole; larger ones (archives)
 //! are streamed in pieces, so a crowd of downloads of the largest archive
-//! costs a piece each in memory, not an archive each.
+//! costs a piece each in memory, not an archive each. The stat and the read
+//! (or the open) run in one trip to the blocking pool, so a slow disk never
+//! stalls the async threads. Every refusal is a typed error
+//! ([`super::error`]): 404 `not_found`, 405 `method_not_allowed`.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::UNIX_EPOCH;
 
@@ -20,27 +24,80 @@ use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use tokio::io::AsyncReadExt as _;
 
-use super::App;
-use super::api::authenticate;
+use super::api::{App, authenticate};
 use super::error::ApiError;
 
-/// Files up to this size are read whole, on the async thread.
+/// Files up to this size are read whole.
 const SMALL_FILE: u64 = 64 * 1024;
 
 /// The piece larger files are streamed in.
 const PIECE: usize = 64 * 1024;
 
-fn plain(status: StatusCode, text: &'static str) -> Response {
-    (
-        status,
-        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-        text,
-    )
-        .into_response()
+fn not_found() -> Response {
+    ApiError::not_found("no such file in this registry").into_response()
 }
 
-fn not_found() -> Response {
-    plain(StatusCode::NOT_FOUND, "not found\n")
+/// What the file system had for a request, found off the async threads.
+enum Lookup {
+    Missing,
+    /// The client's copy is current.
+    NotModified {
+        etag: String,
+    },
+    Small {
+        etag: String,
+        bytes: Vec<u8>,
+    },
+    /// Opened, to be streamed; `len` is the length of the file opened.
+    Large {
+        etag: String,
+        file: fs_err::File,
+        len: u64,
+    },
+}
+
+/// Stats `path` and, unless the client's `If-None-Match` names its ETag,
+/// reads it (a small file) or opens it (a larger one): one trip to the
+/// blocking pool a request.
+fn look_up(path: &std::path::Path, if_none_match: Option<&str>) -> Lookup {
+    let Ok(metadata) = fs_err::metadata(path) else {
+        return Lookup::Missing;
+    };
+    if !metadata.is_file() {
+        return Lookup::Missing;
+    }
+    let modified = metadata
+        .modified()
+        .ok()
+        .and_then(|time| time.duration_since(UNIX_EPOCH).ok())
+        .map_or(0, |age| age.as_nanos());
+    let etag = format!("\"{modified:x}-{:x}\"", metadata.len());
+    let matches = if_none_match.is_some_and(|value| {
+        value
+            .split(',')
+            .any(|tag| tag.trim() == etag || tag.trim() == "*")
+    });
+    if matches {
+        return Lookup::NotModified { etag };
+    }
+    // Replaced or removed between the calls: the client retries.
+    if metadata.len() <= SMALL_FILE {
+        return match fs_err::read(path) {
+            Ok(bytes) => Lookup::Small { etag, bytes },
+            Err(_) => Lookup::Missing,
+        };
+    }
+    let Ok(file) = fs_err::File::open(path) else {
+        return Lookup::Missing;
+    };
+    let Ok(opened) = file.metadata() else {
+        return Lookup::Missing;
+    };
+    Lookup::Large {
+        etag,
+        file,
+        len: opened.len(),
+    }
 }
 
 /// Serves a file of the static tree.
@@ -51,11 +108,20 @@ pub(super) async fn static_file(
     headers: HeaderMap,
 ) -> Response {
     if method != Method::GET && method != Method::HEAD {
-        return plain(StatusCode::METHOD_NOT_ALLOWED, "method not allowed\n");
+        let refused = ApiError::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "method-not-allowed",
+            "the files of the tree are read with GET or HEAD",
+        );
+        let mut response = refused.into_response();
+        response
+            .headers_mut()
+            .insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
+        return response;
     }
     let registry = &app.registry;
     if registry.auth_required()
-        && let Err(error) = authenticate(registry, &headers)
+        && let Err(error) = authenticate(registry, &headers).await
     {
         if error.status() != StatusCode::UNAUTHORIZED {
             return error.into_response();
@@ -75,59 +141,47 @@ pub(super) async fn static_file(
     if !safe {
         return not_found();
     }
-    let path = registry.tree().root().join(relative);
-    // A stat of a cached file is cheaper than a trip to the blocking pool.
-    let Ok(metadata) = fs_err::metadata(&path) else {
-        return not_found();
+    let path: PathBuf = registry.tree().root().join(relative);
+    let if_none_match = headers
+        .get(header::IF_NONE_MATCH)
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_owned);
+    let lookup =
+        tokio::task::spawn_blocking(move || look_up(&path, if_none_match.as_deref())).await;
+    let lookup = match lookup {
+        Ok(lookup) => lookup,
+        Err(error) => return ApiError::internal(&error).into_response(),
     };
-    if !metadata.is_file() {
-        return not_found();
-    }
-    let modified = metadata
-        .modified()
-        .ok()
-        .and_then(|time| time.duration_since(UNIX_EPOCH).ok())
-        .map_or(0, |age| age.as_nanos());
-    let etag = format!("\"{modified:x}-{:x}\"", metadata.len());
     let (content_type, cache_control) = file_headers(relative);
     let mut response_headers = HeaderMap::new();
-    response_headers.insert(
-        header::ETAG,
-        HeaderValue::from_str(&etag).expect("an ETag is ASCII"),
-    );
     response_headers.insert(
         header::CACHE_CONTROL,
         HeaderValue::from_static(cache_control),
     );
-    let matches = headers
-        .get(header::IF_NONE_MATCH)
-        .and_then(|value| value.to_str().ok())
-        .is_some_and(|value| {
-            value
-                .split(',')
-                .any(|tag| tag.trim() == etag || tag.trim() == "*")
-        });
-    if matches {
-        return (StatusCode::NOT_MODIFIED, response_headers).into_response();
-    }
-    response_headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
-    // Index files are small and hot: read them in place.
-    if metadata.len() <= SMALL_FILE {
-        let Ok(bytes) = fs_err::read(&path) else {
-            // Replaced between the two calls: the client retries.
-            return not_found();
-        };
-        return (StatusCode::OK, response_headers, Body::from(bytes)).into_response();
-    }
-    let Ok(file) = tokio::fs::File::open(&path).await else {
-        return not_found();
+    let etag = match &lookup {
+        Lookup::Missing => return not_found(),
+        Lookup::NotModified { etag } | Lookup::Small { etag, .. } | Lookup::Large { etag, .. } => {
+            etag
+        }
     };
-    // The length of the file opened: what is streamed.
-    let Ok(opened) = file.metadata().await else {
-        return not_found();
-    };
-    response_headers.insert(header::CONTENT_LENGTH, HeaderValue::from(opened.len()));
-    (StatusCode::OK, response_headers, stream(file)).into_response()
+    response_headers.insert(
+        header::ETAG,
+        HeaderValue::from_str(etag).expect("an ETag is ASCII"),
+    );
+    match lookup {
+        Lookup::Missing => not_found(),
+        Lookup::NotModified { .. } => (StatusCode::NOT_MODIFIED, response_headers).into_response(),
+        Lookup::Small { bytes, .. } => {
+            response_headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+            (StatusCode::OK, response_headers, Body::from(bytes)).into_response()
+        }
+        Lookup::Large { file, len, .. } => {
+            response_headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+            response_headers.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
+            let file = tokio::fs::File::from_std(file.into_parts().0);
+            (StatusCode::OK, response_headers, stream(file)).into_response()
+        }
+    }
 }
 
 /// Streams `file` in pieces of [`PIECE`] bytes.

@@ -21,22 +21,22 @@ use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 
-use super::{Limits, MAX_HEADER_BYTES, MAX_HEADERS};
+use super::limits::{Limits, MAX_HEADER_BYTES, MAX_HEADERS};
 
 /// The largest read buffer of a connection.
 const READ_BUFFER_BYTES: usize = 64 * 1024;
 
-/// How long a shutdown waits for the requests in flight.
-const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
-
-/// Serves `router` on `listener` until `shutdown` completes, then waits up
-/// to [`SHUTDOWN_GRACE`] for the requests in flight.
+/// Serves `router` on `listener` until `shutdown` completes, then stops
+/// accepting and waits up to [`Limits::drain_timeout`] for the requests in
+/// flight: each connection finishes the request it is serving and closes,
+/// an idle one closes at once. Returns true if and only if every
+/// connection closed in time.
 pub async fn serve(
     listener: TcpListener,
     router: Router,
     limits: Limits,
     shutdown: impl Future<Output = ()>,
-) {
+) -> bool {
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
         .header_read_timeout(limits.header_timeout)
@@ -81,15 +81,20 @@ pub async fn serve(
         });
     }
     drop(listener);
-    if tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown())
+    tracing::info!(
+        connections = graceful.count(),
+        "shutting down: no new connections; draining the open ones"
+    );
+    let drained = tokio::time::timeout(limits.drain_timeout, graceful.shutdown())
         .await
-        .is_err()
-    {
+        .is_ok();
+    if !drained {
         tracing::warn!(
             "stopped with requests still in flight after {} seconds",
-            SHUTDOWN_GRACE.as_secs()
+            limits.drain_timeout.as_secs_f64()
         );
     }
+    drained
 }
 
 /// Waits after a failed accept: at once for a connection that was reset

@@ -1,5 +1,5 @@
 //! The registry: the static tree, the private state, and the operations that
-//! change them. The HTTP layer ([`crate::server`]) is a thin shell over this.
+//! change them. The HTTP layer (`server`) is a thin shell over this.
 //!
 //! Writes are serialised by one lock, so concurrent publishes of different
 //! versions all land and of the same version exactly one wins. The checks

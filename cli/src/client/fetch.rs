@@ -116,6 +116,12 @@ impl VerifiedArchive {
     pub fn unpack(&self, destination: &std::path::Path) -> Result<UnpackedSkill, UnpackError> {
         archive::unpack(self.bytes.as_slice(), destination, &Limits::default())
     }
+
+    /// Unpacks it with the hardened unpacker into `dir`, an empty staging
+    /// folder the caller made and renames into place.
+    pub fn unpack_into_empty(&self, dir: &std::path::Path) -> Result<UnpackedSkill, UnpackError> {
+        archive::unpack_into_empty(self.bytes.as_slice(), dir, &Limits::default())
+    }
 }
 
 /// Returns the archive `expected` describes, from the cache (verified

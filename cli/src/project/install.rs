@@ -365,7 +365,7 @@ pub async fn install(
     reporter.finished();
     let staged = stage(targets, &plans, &archives)?;
     for (((target, observed), plan), staged) in
-        targets.iter().zip(observed).zip(&plans).zip(&staged)
+        targets.iter().zip(observed).zip(&plans).zip(staged)
     {
         commit_target(target, observed.state, plan, staged, &mut report)?;
     }
@@ -401,18 +401,19 @@ fn stage(
         }
         for put in &plan.put {
             let entry = put.entry;
+            // The staging folder is the skill's folder itself, renamed
+            // into place at commit.
             let holder = tempfile::Builder::new()
                 .prefix(&format!(".skillpkg-new-{}-", entry.name))
                 .tempdir_in(&target.dir)?;
-            let destination = holder.path().join(entry.name.as_str());
+            let destination = holder.path().to_owned();
             let digests = match first.get(&entry.name) {
                 Some((source, digests)) => {
-                    fs_err::create_dir(&destination)?;
                     copy_tree(source, &destination)?;
                     digests
                 }
                 None => {
-                    let files = archives[&entry.name].unpack(&destination).map_err(|error| {
+                    let files = archives[&entry.name].unpack_into_empty(&destination).map_err(|error| {
                         UserError::new(format!("cannot unpack {}@{}", entry.name, entry.version))
                             .with_hint("the registry serves an archive that skillpkg refuses to unpack; nothing was installed; report it to the registry's operator or the skill's publisher")
                             .with_source(error)
@@ -458,7 +459,7 @@ fn commit_target(
     target: &Target,
     mut state: super::targets::TargetState,
     plan: &plan::TargetPlan<'_>,
-    staged: &BTreeMap<SkillName, Staged>,
+    mut staged: BTreeMap<SkillName, Staged>,
     report: &mut Report,
 ) -> anyhow::Result<()> {
     report.unchanged += plan.unchanged;
@@ -477,9 +478,12 @@ fn commit_target(
     }
     for put in &plan.put {
         let entry = put.entry;
-        let staged = &staged[&entry.name];
-        let source = staged.holder.path().join(entry.name.as_str());
-        swap_into_place(&source, &target.dir, entry.name.as_str())?;
+        let staged = staged
+            .remove(&entry.name)
+            .expect("every skill put was staged");
+        let source = staged.holder.keep();
+        let replace = put.why != plan::Why::New;
+        swap_into_place(&source, &target.dir, entry.name.as_str(), replace)?;
         state.skills.insert(
             entry.name.clone(),
             InstalledSkill {
@@ -492,7 +496,7 @@ fn commit_target(
             report.restored.push(Restored {
                 name: entry.name.to_string(),
                 target: target.name.clone(),
-                files: staged.changed.clone(),
+                files: staged.changed,
             });
         } else {
             report.installed.push((
@@ -830,10 +834,10 @@ fn expected(entry: &LockedSkill) -> Expected<'_> {
 
 /// Moves the complete folder `source` (already inside `target`) to
 /// `<target>/<name>`: the final folder is always either the old complete one
-/// or the new complete one.
-fn swap_into_place(source: &Path, target: &Path, name: &str) -> anyhow::Result<()> {
+/// or the new complete one. `replace` when the plan found a folder there.
+fn swap_into_place(source: &Path, target: &Path, name: &str, replace: bool) -> anyhow::Result<()> {
     let destination = target.join(name);
-    if fs_err::symlink_metadata(&destination).is_ok() {
+    if replace && fs_err::symlink_metadata(&destination).is_ok() {
         let old = tempfile::Builder::new()
             .prefix(&format!(".skillpkg-old-{name}-"))
             .tempdir_in(target)?

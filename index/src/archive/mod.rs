@@ -28,7 +28,7 @@ pub use pack::{
 pub use path::{PathProblem, check_portable_path, collision_key};
 pub use tree_hash::{FileDigest, TreeHash, tree_hash};
 pub(crate) use unpack::rename_no_replace;
-pub use unpack::{Ambiguity, UnpackError, UnpackedFile, UnpackedSkill, unpack};
+pub use unpack::{Ambiguity, UnpackError, UnpackedFile, UnpackedSkill, unpack, unpack_into_empty};
 pub use vcs::find_git_repository;
 
 /// The limits a skill archive must stay within.

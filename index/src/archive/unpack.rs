@@ -28,7 +28,7 @@
 //! `tar::Archive::unpack` is never used: it follows its own, looser rules.
 //! Callers verify the tarball's SHA-256 (and signature) before calling this.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::collections::hash_map::Entry;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
@@ -338,6 +338,28 @@ pub fn unpack(
     Ok(unpacked)
 }
 
+/// Unpacks the `.tgz` read from `tarball` into `dir`, an empty folder the
+/// caller made for this (a staging folder it renames into place once every
+/// check passed): the same checks as [`unpack`], without a second staging
+/// folder inside the caller's. On an error `dir` holds a part of the
+/// archive, and the caller removes it.
+pub fn unpack_into_empty(
+    tarball: impl Read,
+    dir: &Path,
+    limits: &Limits,
+) -> Result<UnpackedSkill, UnpackError> {
+    let io_error = |source| UnpackError::Io {
+        path: dir.to_owned(),
+        source,
+    };
+    if fs_err::read_dir(dir).map_err(io_error)?.next().is_some() {
+        return Err(UnpackError::TargetExists {
+            path: dir.to_owned(),
+        });
+    }
+    unpack_into(tarball, dir, limits)
+}
+
 fn unpack_into(
     tarball: impl Read,
     root: &Path,
@@ -362,9 +384,13 @@ fn unpack_into(
     };
     let mut archive = tar::Archive::new(decompressed);
     let mut seen: HashMap<String, Seen> = HashMap::new();
+    // The folders made so far (the root exists): each is made once, with
+    // no `mkdir` that fails because it exists and no `stat` to check.
+    let mut made: HashSet<PathBuf> = HashSet::from([root.to_owned()]);
     let mut files = Vec::new();
     let mut entry_count = 0_usize;
     let mut total_bytes = 0_u64;
+    let mut buffer = vec![0_u8; 64 * 1024];
 
     for entry in archive.entries().map_err(stream_error)? {
         let mut entry = entry.map_err(stream_error)?;
@@ -437,10 +463,7 @@ fn unpack_into(
         }
         let destination = root.join(&clean);
         if is_dir {
-            fs_err::create_dir_all(&destination).map_err(|source| UnpackError::Io {
-                path: destination,
-                source,
-            })?;
+            make_folders(&mut made, &destination)?;
             continue;
         }
         total_bytes = total_bytes.saturating_add(size);
@@ -451,7 +474,10 @@ fn unpack_into(
             });
         }
         let executable = entry.header().mode().map_err(UnpackError::Corrupt)? & 0o111 != 0;
-        let sha256 = write_file(&mut entry, &destination, executable)?;
+        if let Some(parent) = destination.parent() {
+            make_folders(&mut made, parent)?;
+        }
+        let sha256 = write_file(&mut entry, &destination, executable, &mut buffer)?;
         files.push(UnpackedFile {
             path: clean,
             size,
@@ -580,48 +606,71 @@ pub(crate) fn rename_no_replace(from: &Path, to: &Path) -> io::Result<()> {
     fs_err::rename(from, to)
 }
 
+/// Makes `dir` and every parent of it below the root that is not made yet.
+/// The archive's own order does not matter: a file may come before the
+/// entry of its folder, or with none.
+fn make_folders(made: &mut HashSet<PathBuf>, dir: &Path) -> Result<(), UnpackError> {
+    if made.contains(dir) {
+        return Ok(());
+    }
+    if let Some(parent) = dir.parent() {
+        make_folders(made, parent)?;
+    }
+    match fs_err::create_dir(dir) {
+        Ok(()) => {}
+        // A folder the archive lists after one of its files made it.
+        Err(error) if error.kind() == io::ErrorKind::AlreadyExists && dir.is_dir() => {}
+        Err(source) => {
+            return Err(UnpackError::Io {
+                path: dir.to_owned(),
+                source,
+            });
+        }
+    }
+    made.insert(dir.to_owned());
+    Ok(())
+}
+
 fn write_file(
     entry: &mut impl Read,
     destination: &Path,
     executable: bool,
+    buffer: &mut [u8],
 ) -> Result<[u8; 32], UnpackError> {
     let io_error = |source| UnpackError::Io {
         path: destination.to_owned(),
         source,
     };
-    if let Some(parent) = destination.parent() {
-        fs_err::create_dir_all(parent).map_err(io_error)?;
-    }
     let mut file = fs_err::OpenOptions::new()
         .write(true)
         .create_new(true)
         .open(destination)
         .map_err(io_error)?;
     let mut hasher = Sha256::new();
-    let mut buffer = vec![0_u8; 64 * 1024];
     loop {
-        let read = entry.read(&mut buffer).map_err(stream_error)?;
+        let read = entry.read(buffer).map_err(stream_error)?;
         if read == 0 {
             break;
         }
         hasher.update(&buffer[..read]);
         file.write_all(&buffer[..read]).map_err(io_error)?;
     }
-    set_mode(destination, executable).map_err(io_error)?;
+    set_mode(file.file(), executable).map_err(io_error)?;
     Ok(hasher.finalize().into())
 }
 
 /// Sets 0755 or 0644: setuid, setgid, sticky and group/world write bits from
 /// the archive are dropped, never applied.
 #[cfg(unix)]
-fn set_mode(path: &Path, executable: bool) -> io::Result<()> {
+fn set_mode(file: &std::fs::File, executable: bool) -> io::Result<()> {
     use std::os::unix::fs::PermissionsExt;
     let mode = if executable { 0o755 } else { 0o644 };
-    fs_err::set_permissions(path, std::fs::Permissions::from_mode(mode))
+    // On the open file (fchmod): no second path lookup.
+    file.set_permissions(std::fs::Permissions::from_mode(mode))
 }
 
 #[cfg(not(unix))]
-fn set_mode(_path: &Path, _executable: bool) -> io::Result<()> {
+fn set_mode(_file: &std::fs::File, _executable: bool) -> io::Result<()> {
     Ok(())
 }
 

@@ -101,12 +101,21 @@ impl Cache {
         bytes: &[u8],
         signature: Option<&SignatureRecord>,
     ) -> anyhow::Result<()> {
-        let options = WriteOptions::default().sync(Sync::None).create_parents();
+        // The folder is made once, when a write finds it missing, not
+        // checked before every write.
+        let write = |path: &Path, bytes: &[u8]| -> anyhow::Result<()> {
+            let options = WriteOptions::default().sync(Sync::None);
+            match write_atomic_with(path, bytes, &options) {
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                    write_atomic_with(path, bytes, &options.create_parents())?;
+                }
+                result => result?,
+            }
+            Ok(())
+        };
         if let Some(record) = signature {
-            let json = serde_json::to_vec(record)?;
-            write_atomic_with(&self.signature(checksum), &json, &options)?;
+            write(&self.signature(checksum), &serde_json::to_vec(record)?)?;
         }
-        write_atomic_with(&self.archive(checksum), bytes, &options)?;
-        Ok(())
+        write(&self.archive(checksum), bytes)
     }
 }

@@ -332,8 +332,9 @@ pub async fn install(
     // Each registry is opened only if one of its archives is not cached.
     if !options.offline {
         for entry in &needed {
-            if !cache.has(&entry.checksum, entry.signer.is_some()) {
-                let registry = entry.require_registry()?;
+            let registry = entry.require_registry()?;
+            if opened.get(registry).is_none() && !cache.has(&entry.checksum, entry.signer.is_some())
+            {
                 opened.open(registry).await.with_context(|| {
                     format!(
                         "skills.lock takes {}@{} from registry `{registry}`",
@@ -364,8 +365,7 @@ pub async fn install(
         .await?;
     reporter.finished();
     let staged = stage(targets, &plans, &archives)?;
-    for (((target, observed), plan), staged) in
-        targets.iter().zip(observed).zip(&plans).zip(staged)
+    for (((target, observed), plan), staged) in targets.iter().zip(observed).zip(&plans).zip(staged)
     {
         commit_target(target, observed.state, plan, staged, &mut report)?;
     }

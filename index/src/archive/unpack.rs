@@ -28,8 +28,8 @@
 //! `tar::Archive::unpack` is never used: it follows its own, looser rules.
 //! Callers verify the tarball's SHA-256 (and signature) before calling this.
 
-use std::collections::{HashMap, HashSet};
 use std::collections::hash_map::Entry;
+use std::collections::{HashMap, HashSet};
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 

@@ -655,14 +655,14 @@ fn write_file(
         hasher.update(&buffer[..read]);
         file.write_all(&buffer[..read]).map_err(io_error)?;
     }
-    set_mode(file.file(), executable).map_err(io_error)?;
+    set_mode(&file, executable).map_err(io_error)?;
     Ok(hasher.finalize().into())
 }
 
 /// Sets 0755 or 0644: setuid, setgid, sticky and group/world write bits from
 /// the archive are dropped, never applied.
 #[cfg(unix)]
-fn set_mode(file: &std::fs::File, executable: bool) -> io::Result<()> {
+fn set_mode(file: &fs_err::File, executable: bool) -> io::Result<()> {
     use std::os::unix::fs::PermissionsExt;
     let mode = if executable { 0o755 } else { 0o644 };
     // On the open file (fchmod): no second path lookup.
@@ -670,7 +670,7 @@ fn set_mode(file: &std::fs::File, executable: bool) -> io::Result<()> {
 }
 
 #[cfg(not(unix))]
-fn set_mode(_file: &std::fs::File, _executable: bool) -> io::Result<()> {
+fn set_mode(_file: &fs_err::File, _executable: bool) -> io::Result<()> {
     Ok(())
 }
 

@@ -14,7 +14,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 repo=$PWD
-cargo build --release --quiet --bins
+# The first build takes several minutes on a small machine; cargo shows
+# its progress.
+cargo build --release --bins
 skillpkg=$PWD/target/release/skillpkg
 registry=$PWD/target/release/skillpkg-registry
 work=$(mktemp -d)

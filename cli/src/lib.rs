@@ -1,11 +1,21 @@
 //! # skillpkg
 //!
-//! The command-line client. Each command is a thin file under [`commands`]:
-//! clap arguments ([`args`]) in, settings resolved from flags, environment
-//! ([`env_vars`]) and the user's files ([`settings`]; which registries and
-//! tokens, [`registries`]), a call into
-//! `skillpkg-index` or the [`registry_client`] (or, later, the resolver and
-//! installer), output through the one [`printer::Printer`].
+//! The command-line client, in layers that import only downwards
+//! (docs/architecture.md):
+//!
+//! - [`commands`]: one thin file per command: clap arguments ([`args`])
+//!   in, a library call, output through the one [`printer::Printer`];
+//!   [`outcome`] turns a failure into its exit status and hint.
+//! - [`project`]: skills.toml, skills.lock, resolution, and install as
+//!   plan, fetch, stage, commit; [`runtime`] (feature `runtime`): the MCP
+//!   skill runtime, `skillpkg mcp`.
+//! - [`client`]: registries and their configuration, credentials, the
+//!   archive cache, and [`client::fetch_verified`], the only path from the
+//!   network or the cache to a checked archive.
+//! - [`error`]: the errors that are the user's to fix, below everything.
+//!
+//! The formats both sides speak are in `skillpkg-index`; this crate never
+//! depends on the registry server, nor it on this one.
 
 pub mod args;
 pub mod client;

@@ -570,3 +570,78 @@ fn a_named_registry_pins_its_root_key_and_shares_what_it_saw_with_its_mirror() {
         lock
     );
 }
+
+#[test]
+fn a_vendor_folder_installs_locked_for_a_registry_that_pins_its_root_key_and_requires_signatures() {
+    let mut world = World::new(&[]);
+    world.publish("alpha", "1.0.0");
+    let root_key = fs_err::read_to_string(world.path("offline/root.key.pub")).unwrap();
+    let root_key = root_key.lines().nth(1).unwrap().to_owned();
+    let origin = world.server.url().to_owned();
+    let table = |index: &str| {
+        format!("index = \"{index}\"\nroot-key = \"{root_key}\"\nrequire-signatures = true\n")
+    };
+    corp_project(&world, "project", &table(&origin), &["alpha"]);
+    let installed = world.user("project", &["install"]);
+    assert_eq!(installed.code, 0, "{installed:?}");
+    let lock = fs_err::read_to_string(world.path("project/skills.lock")).unwrap();
+
+    let vendored = world.user("project", &["vendor", "vendor"]);
+    assert_eq!(vendored.code, 0, "{vendored:?}");
+    // The command it prints for a named registry: point its index at the
+    // folder, keeping `root-key` and `require-signatures` as they are.
+    assert!(
+        vendored
+            .stdout
+            .contains("and set `index = \"vendor\"` in `[registries.corp]`"),
+        "{}",
+        vendored.stdout
+    );
+    world.server.kill();
+    let manifest = world.path("project/skills.toml");
+    let text = fs_err::read_to_string(&manifest).unwrap();
+    fs_err::write(&manifest, text.replace(&table(&origin), &table("vendor"))).unwrap();
+    fs_err::remove_dir_all(world.path("project/.claude")).unwrap();
+    let offline = world.user_with("project", &["install", "--locked"], "empty-cache");
+    assert_eq!(offline.code, 0, "{offline:?}");
+    assert!(
+        world
+            .path("project/.claude/skills/alpha/SKILL.md")
+            .is_file()
+    );
+    assert_eq!(
+        fs_err::read_to_string(world.path("project/skills.lock")).unwrap(),
+        lock
+    );
+
+    // Neither pin is loosened: without --locked the index is read, and a
+    // folder with no signed metadata is refused for `corp`; a changed
+    // archive in the folder is refused by the lock's checksum.
+    fs_err::remove_dir_all(world.path("project/.claude")).unwrap();
+    let unlocked = world.user_with("project", &["update"], "empty-cache-2");
+    assert_eq!(unlocked.code, 2, "{unlocked:?}");
+    assert!(
+        unlocked.stderr.contains("registry `corp`"),
+        "{}",
+        unlocked.stderr
+    );
+    let archive = fs_err::read_dir(world.path("project/vendor/dl/alpha"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .flat_map(|dir| fs_err::read_dir(dir).unwrap())
+        .map(|entry| entry.unwrap().path())
+        .find(|path| path.extension().is_some_and(|extension| extension == "tgz"))
+        .expect("the vendored archive");
+    let mut bytes = fs_err::read(&archive).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
+    fs_err::write(&archive, bytes).unwrap();
+    let tampered = world.user_with("project", &["install", "--locked"], "empty-cache-3");
+    assert_eq!(tampered.code, 1, "{tampered:?}");
+    assert!(
+        tampered.stderr.contains("but skills.lock says"),
+        "{}",
+        tampered.stderr
+    );
+    assert!(!world.path("project/.claude/skills/alpha").exists());
+}

@@ -155,6 +155,13 @@ impl RegistrySpec {
 pub enum Access {
     /// Reads its tree: from the mirror, if it has one.
     Read,
+    /// Reads only archives a lockfile pins, with their signatures and
+    /// keys (`install --locked`): as [`Access::Read`], except that a local
+    /// tree without signed metadata (a `skillpkg vendor` folder) is
+    /// accepted even where `root-key` is pinned or metadata was seen
+    /// before. The metadata vouches for the index; a locked install reads
+    /// no index file, and every byte it installs is pinned by the lock.
+    Locked,
     /// Calls its API (publish, yank, login): always at `index`, since a
     /// mirror has no API of its own.
     Write,
@@ -655,13 +662,14 @@ impl Registries {
         let trust = TrustConfig {
             id: spec.is_named().then(|| spec.name.clone()),
             root_key: spec.root_key.clone(),
+            pinned_by_lock: access == Access::Locked,
         };
         Ok(self.open_either(spec, access).await?.with_trust(trust))
     }
 
     /// Opens the mirror or the index of `spec`, as [`Self::open`] says.
     async fn open_either(&self, spec: &RegistrySpec, access: Access) -> anyhow::Result<Registry> {
-        let mirror = spec.mirror.as_ref().filter(|_| access == Access::Read);
+        let mirror = spec.mirror.as_ref().filter(|_| access != Access::Write);
         let Some(mirror) = mirror else {
             let opened = self.open_at(spec, &spec.index).await;
             return if spec.is_named() {
@@ -846,6 +854,7 @@ fn is_unreachable(error: &anyhow::Error) -> bool {
 #[derive(Debug)]
 pub struct OpenRegistries<'registries> {
     registries: &'registries Registries,
+    access: Access,
     open: BTreeMap<String, Registry>,
 }
 
@@ -854,7 +863,16 @@ impl<'registries> OpenRegistries<'registries> {
     pub fn new(registries: &'registries Registries) -> Self {
         Self {
             registries,
+            access: Access::Read,
             open: BTreeMap::new(),
+        }
+    }
+
+    /// None open yet; each opens with [`Access::Locked`].
+    pub fn locked(registries: &'registries Registries) -> Self {
+        Self {
+            access: Access::Locked,
+            ..Self::new(registries)
         }
     }
 
@@ -868,7 +886,7 @@ impl<'registries> OpenRegistries<'registries> {
     pub async fn open(&mut self, name: &str) -> anyhow::Result<&Registry> {
         if !self.open.contains_key(name) {
             let spec = self.registries.get(name)?;
-            let registry = self.registries.open(spec, Access::Read).await?;
+            let registry = self.registries.open(spec, self.access).await?;
             self.open.insert(name.to_owned(), registry);
         }
         Ok(&self.open[name])

@@ -258,7 +258,13 @@ pub async fn install(
     if let Some(names) = &options.update {
         check_update_names(names, manifest, old_lock.as_ref())?;
     }
-    let mut opened = OpenRegistries::new(registries);
+    // With --locked only what the lock pins is read (or nothing at all,
+    // when the lock does not satisfy the manifest).
+    let mut opened = if options.locked {
+        OpenRegistries::locked(registries)
+    } else {
+        OpenRegistries::new(registries)
+    };
 
     let lock = match &old_lock {
         Some(lock) if options.update.is_none() && satisfies(lock, manifest, registries) => {

@@ -34,6 +34,9 @@ pub struct TrustConfig {
     /// The pinned root key (`root-key`): the registry must have signed
     /// metadata, and its first root must be signed by this key.
     pub root_key: Option<PublicKey>,
+    /// Only archives a lockfile pins are read: a local tree without signed
+    /// metadata is accepted ([`crate::client::registries::Access::Locked`]).
+    pub pinned_by_lock: bool,
 }
 
 /// What was trusted last time, kept in the user state.

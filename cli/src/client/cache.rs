@@ -3,7 +3,7 @@
 //! public key that verified it), so an archive read back from the cache is
 //! verified again, signature included, with no network.
 //!
-//! Only [`super::fetch`] reads and writes entries: the cache hands out
+//! Only `client::fetch` reads and writes entries: the cache hands out
 //! bytes to nobody else, and what it hands out is re-verified there. Files
 //! are written atomically but not synced: an entry is verified on every
 //! read, so one torn by a power cut is simply fetched again.

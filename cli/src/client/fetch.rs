@@ -179,7 +179,7 @@ fn from_cache(cache: &Cache, expected: &Expected<'_>) -> Option<VerifiedArchive>
             None => None,
             Some(signer) => {
                 let record = cache.read_signature(&expected.checksum)?;
-                let signed = check_signature(
+                let signed = check_signed(
                     &bytes,
                     record.signature,
                     std::slice::from_ref(&record.key),
@@ -258,7 +258,7 @@ async fn download(
                     read.as_slice()
                 }
             };
-            Some(check_signature(&bytes, text, keys, expected, signer)?)
+            Some(check_signed(&bytes, text, keys, expected, signer)?)
         }
     };
     Ok(VerifiedArchive {
@@ -290,10 +290,24 @@ pub async fn registry_keys(
     }
 }
 
-/// The signature check every signed archive goes through: the signature
-/// verifies over `bytes` with one of `keys`, its trusted comment names
-/// exactly the expected name, version and sha256, and the key is `signer`.
-fn check_signature(
+/// The signature check every signed archive goes through (also a local
+/// file `skillpkg verify` is given with `--key`): the signature verifies
+/// over `bytes` with one of `keys`, its trusted comment names exactly the
+/// expected name, version and sha256, and the key is the expected signer.
+/// Returns the key that signed.
+pub fn check_signature(
+    bytes: &[u8],
+    text: String,
+    keys: &[PublicKey],
+    expected: &Expected<'_>,
+) -> anyhow::Result<PublicKey> {
+    let signer = expected
+        .signer
+        .expect("a signature is checked against an expected signer");
+    Ok(check_signed(bytes, text, keys, expected, signer)?.key)
+}
+
+fn check_signed(
     bytes: &[u8],
     text: String,
     keys: &[PublicKey],

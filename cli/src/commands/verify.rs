@@ -10,12 +10,12 @@ use serde_json::json;
 use skillpkg_index::checksum::Checksum;
 use skillpkg_index::registry::{IndexRecord, provenance_path};
 use skillpkg_index::signing::{
-    Provenance, PublicKey, Signature, TrustedComment, verify_provenance, verify_skill,
+    Provenance, PublicKey, Signature, TrustedComment, verify_provenance,
 };
 use skillpkg_index::skill::SkillName;
 
 use crate::args::VerifyArgs;
-use crate::client::fetch::registry_keys;
+use crate::client::fetch::{check_signature, registry_keys};
 use crate::client::registries::{Access, Registries, RegistrySpec};
 use crate::client::registry::{self, Registry};
 use crate::client::{Expected, Source, fetch_verified};
@@ -99,14 +99,21 @@ fn verify_local(args: &VerifyArgs, file: &Path) -> anyhow::Result<Outcome> {
         .parse::<Signature>()
         .and_then(|parsed| parsed.trusted_comment().parse())
         .map_err(|error| refused(&file.display().to_string(), "?", error))?;
-    verify_skill(
+    // The one signature check every archive goes through, here with the
+    // key the user gave.
+    let signer = key.id().to_string();
+    check_signature(
         &tarball,
-        &signature,
+        signature,
         std::slice::from_ref(&key),
-        &claimed.name,
-        &claimed.version,
-    )
-    .map_err(|error| refused(claimed.name.as_str(), &claimed.version.to_string(), error))?;
+        &Expected {
+            name: &claimed.name,
+            version: &claimed.version,
+            checksum: Checksum::of(&tarball),
+            signer: Some(&signer),
+            pinned_by: "--key",
+        },
+    )?;
     // Only now: does the archive hold the skill the signature names?
     let identity = skill_archive::identify(&tarball, file)?;
     let declared = identity

@@ -164,7 +164,8 @@ fn parse_at(path: &Path, text: &str) -> anyhow::Result<Lockfile> {
 
 /// Writes the lockfile at `root` atomically.
 pub fn write(root: &Path, lockfile: &Lockfile) -> anyhow::Result<()> {
-    super::manifest::write(&root.join(LOCKFILE), &lockfile.render())
+    skillpkg_index::fs::write_atomic(&root.join(LOCKFILE), lockfile.render().as_bytes())?;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -308,7 +308,7 @@ pub struct SetSkill {
 /// Edits the manifest's `text`, keeping its comments and layout: sets or
 /// removes skills, adds targets. Returns the new text and the names to
 /// remove that it does not have. Writes nothing: the caller commits the
-/// manifest together with the lock ([`super::commit`]).
+/// manifest together with the lock (`project::commit`).
 pub fn edit(
     text: &str,
     set: &[SetSkill],

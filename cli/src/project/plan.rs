@@ -7,7 +7,7 @@
 //! a folder whose files were changed by hand, or is removed; and it refuses,
 //! before anything changes, to replace a folder skillpkg did not install.
 //! The installer then fetches what the plan needs, stages it and commits
-//! it ([`super::install`]).
+//! it (`project::install`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

@@ -10,6 +10,7 @@ use skillpkg_index::skill::prompt::{ActiveSkill, Prompt};
 
 use super::catalog::{ReadError, ServedCatalog, ServedSkill};
 use super::tool_call::{NameCollision, WireNames};
+pub use super::wire::Mode;
 
 /// How many skills a session may have loaded at once unless
 /// `--max-active` says otherwise.
@@ -19,16 +20,6 @@ pub const DEFAULT_MAX_ACTIVE: usize = 8;
 /// than `--max-active` can ever load, and few enough to check at once.
 pub const MAX_NAMES: usize = 256;
 
-/// `skills_load`'s `mode`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Mode {
-    /// The loaded set becomes `names` (spec 001's recommended default).
-    #[default]
-    Replace,
-    /// `names` join the loaded set; names already loaded keep their place.
-    Add,
-}
 
 /// Why a session call is refused; the text is what the model reads.
 #[derive(Debug, thiserror::Error)]

@@ -21,7 +21,7 @@
 //! Secrets are replaced by `[REDACTED:<NAME>]` ([`Redactor`]) in every
 //! string that leaves here: results, error messages, confirmation prompts.
 //! The server process, the sandbox and the audit line are elsewhere
-//! (`runtime::exec`, `runtime::sandbox`, [`super::audit`]).
+//! (`runtime::exec`, `runtime::sandbox`, `runtime::audit`).
 
 mod confirm;
 mod names;

@@ -9,8 +9,18 @@ use rmcp::model::{CallToolResult, JsonObject, Prompt, Tool};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::session::Mode;
 use super::tool_call::{ErrorCode, ToolError};
+
+/// `skills_load`'s `mode`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// The loaded set becomes `names` (spec 001's recommended default).
+    #[default]
+    Replace,
+    /// `names` join the loaded set; names already loaded keep their place.
+    Add,
+}
 
 /// Spec 001's `skills.load`, `skills.unload`, `skills.read` and
 /// `skills.run_script` as MCP clients accept them: no dots.

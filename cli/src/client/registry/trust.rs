@@ -35,7 +35,7 @@ pub struct TrustConfig {
     /// metadata, and its first root must be signed by this key.
     pub root_key: Option<PublicKey>,
     /// Only archives a lockfile pins are read: a local tree without signed
-    /// metadata is accepted ([`crate::client::registries::Access::Locked`]).
+    /// metadata is accepted (`registries::Access::Locked`).
     pub pinned_by_lock: bool,
 }
 

@@ -7,17 +7,17 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use skillpkg_tests::{Output, Sandbox, run};
+use skillpkg_tests::{Output, TestContext, run};
 
 /// A sandbox with a git repository at `work/repo`.
 struct Project {
-    sandbox: Sandbox,
+    sandbox: TestContext,
     root: PathBuf,
 }
 
 impl Project {
     fn new() -> Self {
-        let sandbox = Sandbox::new();
+        let sandbox = TestContext::new();
         let root = sandbox.path().join("work/repo");
         fs_err::create_dir_all(&root).unwrap();
         let git = run(Command::new("git").args(["init", "-q"]).current_dir(&root));
@@ -29,7 +29,7 @@ impl Project {
     fn run_in(&self, dir: &str, args: &[&str]) -> Output {
         let cwd = self.root.join(dir);
         fs_err::create_dir_all(&cwd).unwrap();
-        run(self.sandbox.skillpkg().args(args).current_dir(cwd))
+        run(self.sandbox.skillpkg_command().args(args).current_dir(cwd))
     }
 
     fn run(&self, args: &[&str]) -> Output {
@@ -138,7 +138,7 @@ fn codex_reads_from_the_working_folder_up_to_the_repository_root_then_codex_home
 
     let output = run(project
         .sandbox
-        .skillpkg()
+        .skillpkg_command()
         .args(["scopes", "--host", "codex", "--json"])
         .env("CODEX_HOME", project.home().join("codex-home"))
         .current_dir(project.root.join("pkg/app")));
@@ -184,12 +184,12 @@ fn codex_reads_from_the_working_folder_up_to_the_repository_root_then_codex_home
 
 #[test]
 fn codex_outside_a_repository_reads_only_the_working_folder_and_the_user() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     sandbox.skill("loose/.codex/skills/here", "here", "", "x\n");
     sandbox.skill("loose/sub/.codex/skills/below", "below", "", "x\n");
     sandbox.skill(".codex/skills/mine", "mine", "", "x\n");
     let output = run(sandbox
-        .skillpkg()
+        .skillpkg_command()
         .args(["scopes", "--host", "codex", "--json"])
         .current_dir(sandbox.path().join("loose")));
     let json = output.json();
@@ -314,10 +314,10 @@ fn active_skills_come_in_the_order_given_and_unknown_names_are_refused() {
 
 #[test]
 fn the_prompt_as_json_carries_the_same_data_and_a_folder_can_be_given() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     sandbox.skill("lib/b", "b", "", "B body\n");
     sandbox.skill("lib/a", "a", "", "A body\n");
-    let output = run(sandbox.skillpkg().args([
+    let output = run(sandbox.skillpkg_command().args([
         "prompt", "--skills", "lib", "--format", "json", "--active", "b",
     ]));
     assert_eq!(output.code, 0, "{output:?}");
@@ -335,7 +335,9 @@ fn the_prompt_as_json_carries_the_same_data_and_a_folder_can_be_given() {
             ],
         })
     );
-    let output = run(sandbox.skillpkg().args(["prompt", "--skills", "missing"]));
+    let output = run(sandbox
+        .skillpkg_command()
+        .args(["prompt", "--skills", "missing"]));
     assert_eq!(output.code, 1, "{output:?}");
     assert!(
         output.stderr.contains("`missing` is not a folder"),
@@ -347,8 +349,8 @@ fn the_prompt_as_json_carries_the_same_data_and_a_folder_can_be_given() {
 const PDF_TRIGGERS: &str = "when_to_use:\n  mentions: [ocr, scan]\n  file_types: [.pdf]\n  intents: [document_extraction]\n  priority: 2\n";
 const CSV_TRIGGERS: &str = "when_to_use:\n  mentions: [table, csv]\n  file_types: [.csv]\n";
 
-fn select_library() -> Sandbox {
-    let sandbox = Sandbox::new();
+fn select_library() -> TestContext {
+    let sandbox = TestContext::new();
     sandbox.skill("lib/pdf-processing", "pdf-processing", PDF_TRIGGERS, "x\n");
     sandbox.skill("lib/csv-insights", "csv-insights", CSV_TRIGGERS, "x\n");
     sandbox.skill("lib/notes", "notes", "", "x\n");
@@ -358,7 +360,7 @@ fn select_library() -> Sandbox {
 #[test]
 fn select_scores_each_skill_and_says_why() {
     let sandbox = select_library();
-    let output = run(sandbox.skillpkg().args([
+    let output = run(sandbox.skillpkg_command().args([
         "select",
         "Please OCR this and put it in a table",
         "--file",
@@ -387,7 +389,7 @@ below threshold notes           score 0
 #[test]
 fn select_finds_files_in_the_request_and_honours_the_threshold() {
     let sandbox = select_library();
-    let output = run(sandbox.skillpkg().args([
+    let output = run(sandbox.skillpkg_command().args([
         "select",
         "summarise \"q3.csv\" as a table; ocr and scan it first",
         "--threshold",
@@ -420,7 +422,7 @@ fn select_finds_files_in_the_request_and_honours_the_threshold() {
 #[test]
 fn naming_a_skill_selects_it_whatever_the_scores() {
     let sandbox = select_library();
-    let output = run(sandbox.skillpkg().args([
+    let output = run(sandbox.skillpkg_command().args([
         "select",
         "use $notes on report.pdf with ocr",
         "--skills",
@@ -550,8 +552,10 @@ fn a_thousand_skills_in_one_scope_are_listed_and_prompted_quickly() {
 
 #[test]
 fn hosts_without_skills_folders_are_refused_with_a_hint() {
-    let sandbox = Sandbox::new();
-    let output = run(sandbox.skillpkg().args(["scopes", "--host", "claude-api"]));
+    let sandbox = TestContext::new();
+    let output = run(sandbox
+        .skillpkg_command()
+        .args(["scopes", "--host", "claude-api"]));
     assert_eq!(output.code, 2, "{output:?}");
     assert!(
         output.stderr.contains("`claude-api` has no skills folders"),
@@ -559,7 +563,7 @@ fn hosts_without_skills_folders_are_refused_with_a_hint() {
         output.stderr
     );
     let output = run(sandbox
-        .skillpkg()
+        .skillpkg_command()
         .args(["prompt", "--host", "codex", "--skills", "."]));
     assert_eq!(output.code, 2, "{output:?}");
     assert!(

@@ -1,71 +1,53 @@
 //! The real client against the real server, and the same tree through
 //! nginx and `file://`: what a user of a registry sees.
 
-use skillpkg_tests::{Nginx, RegistryServer, Sandbox, create_token, run};
+use skillpkg_tests::{
+    Nginx, Output, RegistryServer, Skill, TestContext, TestRegistry, create_token, run,
+};
 
-/// A server with a token for alice, and a sandbox to run the client in.
+/// A registry server whose publisher, alice, is also the user of the
+/// client in these tests (one config folder, one signing key).
 struct World {
-    sandbox: Sandbox,
-    server: RegistryServer,
-    token: String,
+    registry: TestRegistry,
+    sandbox: TestContext,
 }
 
 impl World {
     fn new() -> Self {
-        let sandbox = Sandbox::new();
-        let data = sandbox.path().join("registry");
-        let token = create_token(&data, "alice");
-        let server = RegistryServer::start(&data, &[]);
-        let world = Self {
-            sandbox,
-            server,
-            token,
-        };
-        // alice signs what she publishes, with the default key.
-        let key = world.skillpkg(&["key", "generate", "--no-password"]);
-        assert_eq!(key.code, 0, "{key:?}");
-        world
+        let sandbox = TestContext::new();
+        let registry = TestRegistry::start(&sandbox);
+        Self { registry, sandbox }
     }
 
-    fn skillpkg(&self, args: &[&str]) -> skillpkg_tests::Output {
-        run(self
-            .sandbox
-            .skillpkg()
-            .args(args)
-            .env("SKILLPKG_CONFIG_DIR", self.sandbox.path().join("config")))
+    fn skillpkg(&self, args: &[&str]) -> Output {
+        self.registry.publisher(args)
     }
 
-    fn publish(&self, name: &str, version: &str, description: &str) -> skillpkg_tests::Output {
-        let dir = format!("skills/{name}-{version}/{name}");
-        self.sandbox.write(
-            &format!("{dir}/SKILL.md"),
-            format!(
-                "---\nname: {name}\ndescription: {description}\nversion: {version}\n---\n# {name}\n"
-            ),
-        );
-        let path = self.sandbox.path().join(&dir);
-        self.skillpkg(&[
-            "publish",
-            path.to_str().unwrap(),
-            "--registry",
-            self.server.url(),
-            "--token",
-            &self.token,
-        ])
+    fn publish(&self, name: &str, version: &str, description: &str) -> Output {
+        let skill = Skill::new(name, version)
+            .description(description)
+            .body(&format!("# {name}\n"));
+        self.registry.try_publish(&skill)
     }
 }
 
 #[test]
 fn login_then_publish_then_read_back_through_the_api_and_the_tree() {
     let world = World::new();
-    let url = world.server.url();
-    let login = world.skillpkg(&["login", "--registry", url, "--token", &world.token]);
+    let url = world.registry.url();
+    let login = world.skillpkg(&[
+        "login",
+        "--registry",
+        url,
+        "--token",
+        world.registry.token(),
+    ]);
     assert_eq!(login.code, 0, "{login:?}");
     assert!(login.stderr.contains("as alice"), "{}", login.stderr);
     let credentials = world
-        .sandbox
-        .path()
-        .join("config/skillpkg/credentials.toml");
+        .registry
+        .publisher_config()
+        .join("skillpkg/credentials.toml");
     use std::os::unix::fs::PermissionsExt;
     assert_eq!(
         fs_err::metadata(&credentials).unwrap().permissions().mode() & 0o777,
@@ -88,7 +70,7 @@ fn login_then_publish_then_read_back_through_the_api_and_the_tree() {
         "the registry stores the bytes pack makes"
     );
     let stored =
-        fs_err::read_to_string(world.server.public().join("index/pd/f-/pdf-processing")).unwrap();
+        fs_err::read_to_string(world.registry.public().join("index/pd/f-/pdf-processing")).unwrap();
     assert_eq!(
         serde_json::from_str::<serde_json::Value>(stored.trim()).unwrap(),
         line
@@ -113,7 +95,7 @@ fn the_server_words_reach_the_user_unchanged() {
         again.stderr
     );
 
-    let bob = create_token(&world.sandbox.path().join("registry"), "bob");
+    let bob = create_token(world.registry.data(), "bob");
     world.sandbox.write(
         "skills/bob/pdf/SKILL.md",
         "---\nname: pdf\ndescription: Mine now.\nversion: 2.0.0\n---\nbody\n",
@@ -123,7 +105,7 @@ fn the_server_words_reach_the_user_unchanged() {
         "publish",
         path.to_str().unwrap(),
         "--registry",
-        world.server.url(),
+        world.registry.url(),
         "--token",
         &bob,
     ]);
@@ -139,7 +121,7 @@ fn the_server_words_reach_the_user_unchanged() {
         "publish",
         path.to_str().unwrap(),
         "--registry",
-        world.server.url(),
+        world.registry.url(),
         "--token",
         "skp_bogus",
     ]);
@@ -158,7 +140,7 @@ fn the_server_words_reach_the_user_unchanged() {
 #[test]
 fn yank_and_undo_with_the_client() {
     let world = World::new();
-    let url = world.server.url();
+    let url = world.registry.url();
     assert_eq!(world.publish("pdf", "1.0.0", "Reads PDFs.").code, 0);
     assert_eq!(world.publish("pdf", "1.1.0", "Reads PDFs better.").code, 0);
     let yank = world.skillpkg(&[
@@ -169,7 +151,7 @@ fn yank_and_undo_with_the_client() {
         "--registry",
         url,
         "--token",
-        &world.token,
+        world.registry.token(),
     ]);
     assert_eq!(yank.code, 0, "{yank:?}");
     let info = world.skillpkg(&["info", "pdf", "--registry", url, "--json"]);
@@ -191,7 +173,7 @@ fn yank_and_undo_with_the_client() {
         "--registry",
         url,
         "--token",
-        &world.token,
+        world.registry.token(),
     ]);
     assert_eq!(undo.code, 0, "{undo:?}");
     assert_eq!(
@@ -232,16 +214,16 @@ fn search_and_info_answer_the_same_from_the_server_nginx_and_file() {
         "--reason",
         "slow",
         "--registry",
-        world.server.url(),
+        world.registry.url(),
         "--token",
-        &world.token,
+        world.registry.token(),
     ]);
     assert_eq!(yank.code, 0, "{yank:?}");
 
-    let nginx = Nginx::serve(&world.server.public());
-    let file = format!("file://{}/", world.server.public().display());
+    let nginx = Nginx::serve(&world.registry.public());
+    let file = format!("file://{}/", world.registry.public().display());
     let registries = [
-        format!("{}/", world.server.url()),
+        format!("{}/", world.registry.url()),
         format!("{}/", nginx.url()),
         file,
     ];
@@ -301,7 +283,7 @@ fn git(dir: &std::path::Path, args: &[&str]) {
 #[test]
 fn provenance_names_the_commit_and_a_dirty_tree_is_refused() {
     let world = World::new();
-    let url = world.server.url();
+    let url = world.registry.url();
     let repo = world.sandbox.path().join("repo");
     world.sandbox.write(
         "repo/pdf/SKILL.md",
@@ -330,7 +312,7 @@ fn provenance_names_the_commit_and_a_dirty_tree_is_refused() {
         "--registry",
         url,
         "--token",
-        &world.token,
+        world.registry.token(),
     ]);
     assert_eq!(dirty.code, 1, "{dirty:?}");
     assert!(
@@ -348,7 +330,7 @@ fn provenance_names_the_commit_and_a_dirty_tree_is_refused() {
         "--registry",
         url,
         "--token",
-        &world.token,
+        world.registry.token(),
     ]);
     assert_eq!(published.code, 0, "{published:?}");
     let head = std::process::Command::new("git")
@@ -377,7 +359,7 @@ fn provenance_names_the_commit_and_a_dirty_tree_is_refused() {
         info.stdout
     );
     let stored = world
-        .server
+        .registry
         .public()
         .join("dl/pdf/1.0.0/pdf-1.0.0.intoto.jsonl");
     assert!(stored.is_file());
@@ -385,12 +367,12 @@ fn provenance_names_the_commit_and_a_dirty_tree_is_refused() {
 
 #[test]
 fn a_private_registry_refuses_anonymous_reads_and_works_with_a_token() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let data = sandbox.path().join("registry");
     let token = create_token(&data, "alice");
     let server = RegistryServer::start(&data, &["--auth-required"]);
     let client = |args: &[&str], token: Option<&str>| {
-        let mut command = sandbox.skillpkg();
+        let mut command = sandbox.skillpkg_command();
         command
             .args(args)
             .env("SKILLPKG_CONFIG_DIR", sandbox.path().join("config"));
@@ -425,7 +407,7 @@ fn a_private_registry_refuses_anonymous_reads_and_works_with_a_token() {
 
 #[test]
 fn a_token_never_follows_a_redirect_to_another_origin() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let tree = sandbox.path().join("tree");
     sandbox.write("tree/config.json", r#"{"v":1,"dl":"dl/{name}/{version}/{name}-{version}.tgz","api":null,"auth-required":true,"max-skill-bytes":8388608}"#);
     sandbox.write("tree/search.json", r#"{"v":1,"skills":[]}"#);
@@ -433,7 +415,7 @@ fn a_token_never_follows_a_redirect_to_another_origin() {
     let origin = skillpkg_tests::FaultyServer::serve(&tree);
     origin.faults().redirect_to = Some(elsewhere.url().to_owned());
     let output = run(sandbox
-        .skillpkg()
+        .skillpkg_command()
         .args(["search", "pdf", "--registry", origin.url()])
         .env("SKILLPKG_CONFIG_DIR", sandbox.path().join("config"))
         .env("SKILLPKG_TOKEN", "skp_secret-token"));

@@ -9,7 +9,7 @@ use skillpkg_index::archive::{Limits, pack_dir};
 use skillpkg_index::checksum::Checksum;
 use skillpkg_index::registry::tree::StaticTree;
 use skillpkg_index::registry::{IndexDependency, IndexRecord, RegistryConfig};
-use skillpkg_tests::{Output, Sandbox, run};
+use skillpkg_tests::{Output, TestContext, run};
 
 /// A skill to put in the registry.
 struct Published<'a> {
@@ -62,7 +62,11 @@ const SKILLS: &[Published<'static>] = &[
 
 /// Writes a static tree at `<sandbox>/tree` holding `skills`, with
 /// `config` as its config.json, and returns its `file://` URL.
-fn static_registry(sandbox: &Sandbox, skills: &[Published<'_>], config: &RegistryConfig) -> String {
+fn static_registry(
+    sandbox: &TestContext,
+    skills: &[Published<'_>],
+    config: &RegistryConfig,
+) -> String {
     let tree = StaticTree::new(sandbox.path().join("tree"));
     tree.write_config(config).unwrap();
     let mut records: Vec<IndexRecord> = Vec::new();
@@ -138,8 +142,8 @@ fn with_api() -> RegistryConfig {
     }
 }
 
-fn skillpkg(sandbox: &Sandbox, args: &[&str]) -> Output {
-    run(sandbox.skillpkg().args(args))
+fn skillpkg(sandbox: &TestContext, args: &[&str]) -> Output {
+    run(sandbox.skillpkg_command().args(args))
 }
 
 /// Asserts an exit status, showing the whole output when it differs.
@@ -150,7 +154,7 @@ fn assert_code(output: &Output, code: i32) {
 
 #[test]
 fn search_ranks_name_matches_first_and_counts() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let registry = static_registry(&sandbox, SKILLS, &read_only());
     let output = skillpkg(&sandbox, &["search", "PDF", "--registry", &registry]);
     assert_code(&output, 0);
@@ -168,7 +172,7 @@ fn search_ranks_name_matches_first_and_counts() {
 
 #[test]
 fn search_needs_every_word_and_limit_says_how_many_more() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let registry = static_registry(&sandbox, SKILLS, &read_only());
     let output = skillpkg(&sandbox, &["search", "pdf tables", "--registry", &registry]);
     assert_code(&output, 0);
@@ -206,7 +210,7 @@ fn search_needs_every_word_and_limit_says_how_many_more() {
 
 #[test]
 fn search_json_lists_the_matching_entries() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let registry = static_registry(&sandbox, SKILLS, &read_only());
     let output = skillpkg(
         &sandbox,
@@ -229,7 +233,7 @@ fn search_json_lists_the_matching_entries() {
 
 #[test]
 fn search_fits_long_descriptions_into_80_columns() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let description = format!("Starts here. {}", "Very long words. ".repeat(20));
     let registry = static_registry(
         &sandbox,
@@ -245,7 +249,7 @@ fn search_fits_long_descriptions_into_80_columns() {
 
 #[test]
 fn info_shows_the_latest_version_that_is_not_yanked_and_every_version() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let registry = static_registry(&sandbox, SKILLS, &read_only());
     let output = skillpkg(
         &sandbox,
@@ -275,7 +279,7 @@ fn info_shows_the_latest_version_that_is_not_yanked_and_every_version() {
 
 #[test]
 fn info_of_a_yanked_version_says_why() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let registry = static_registry(&sandbox, SKILLS, &read_only());
     let output = skillpkg(
         &sandbox,
@@ -305,7 +309,7 @@ fn info_of_a_yanked_version_says_why() {
 
 #[test]
 fn info_json_has_the_record_and_every_version() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let registry = static_registry(&sandbox, SKILLS, &read_only());
     let output = skillpkg(
         &sandbox,
@@ -334,7 +338,7 @@ fn info_json_has_the_record_and_every_version() {
 
 #[test]
 fn info_of_an_unknown_skill_names_it_and_the_registry() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let registry = static_registry(&sandbox, SKILLS, &read_only());
     let output = skillpkg(
         &sandbox,
@@ -358,7 +362,7 @@ fn info_of_an_unknown_skill_names_it_and_the_registry() {
 
 #[test]
 fn info_of_an_unknown_version_lists_the_versions_there_are() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let registry = static_registry(&sandbox, SKILLS, &read_only());
     let output = skillpkg(
         &sandbox,
@@ -381,7 +385,7 @@ fn info_of_an_unknown_version_lists_the_versions_there_are() {
 
 #[test]
 fn a_bad_skill_argument_is_a_usage_error() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let output = skillpkg(
         &sandbox,
         &["info", "PDF@1", "--registry", "file:///nowhere"],
@@ -398,12 +402,12 @@ fn a_bad_skill_argument_is_a_usage_error() {
 
 #[test]
 fn publish_dry_run_shows_the_upload_and_needs_no_token() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let registry = static_registry(&sandbox, &[], &with_api());
     let skill = sandbox.skill("pdf", "pdf", "version: 2.0.0\n", "# PDF\n");
     let before = skillpkg_tests::files_below(&sandbox.path().join("tree"));
     let output = run(sandbox
-        .skillpkg()
+        .skillpkg_command()
         .args(["publish", "--dry-run", "--registry", &registry])
         .arg(&skill));
     assert_code(&output, 0);
@@ -435,7 +439,7 @@ fn publish_dry_run_shows_the_upload_and_needs_no_token() {
     assert_eq!(fs_err::read_dir(&skill).unwrap().count(), 1);
 
     let json = run(sandbox
-        .skillpkg()
+        .skillpkg_command()
         .args(["publish", "--dry-run", "--json", "--registry", &registry])
         .arg(&skill));
     assert_code(&json, 0);
@@ -450,11 +454,11 @@ fn publish_dry_run_shows_the_upload_and_needs_no_token() {
 
 #[test]
 fn publish_dry_run_refuses_what_pack_refuses() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let registry = static_registry(&sandbox, &[], &with_api());
     let skill = sandbox.skill("pdf", "pdf", "", "# PDF\n");
     let output = run(sandbox
-        .skillpkg()
+        .skillpkg_command()
         .args(["publish", "--dry-run", "--registry", &registry])
         .arg(&skill));
     assert_code(&output, 1);
@@ -468,7 +472,7 @@ fn publish_dry_run_refuses_what_pack_refuses() {
     );
 
     let output = run(sandbox
-        .skillpkg()
+        .skillpkg_command()
         .args([
             "publish",
             "--dry-run",
@@ -484,11 +488,11 @@ fn publish_dry_run_refuses_what_pack_refuses() {
 
 #[test]
 fn publish_to_a_read_only_registry_says_to_use_its_server() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let registry = static_registry(&sandbox, SKILLS, &read_only());
     let skill = sandbox.skill("pdf", "pdf", "version: 2.0.0\n", "# PDF\n");
     let output = run(sandbox
-        .skillpkg()
+        .skillpkg_command()
         .args([
             "publish",
             "--no-sign",
@@ -516,11 +520,11 @@ fn publish_to_a_read_only_registry_says_to_use_its_server() {
 
 #[test]
 fn publish_without_a_token_says_how_to_get_one() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let registry = static_registry(&sandbox, &[], &with_api());
     let skill = sandbox.skill("pdf", "pdf", "version: 2.0.0\n", "# PDF\n");
     let output = run(sandbox
-        .skillpkg()
+        .skillpkg_command()
         .args(["publish", "--registry", &registry])
         .arg(&skill));
     assert_code(&output, 1);
@@ -540,7 +544,7 @@ fn publish_without_a_token_says_how_to_get_one() {
 
 #[test]
 fn login_without_a_registry_lists_the_three_ways_to_give_one() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let output = skillpkg(&sandbox, &["login", "--token", "t0ken"]);
     assert_code(&output, 1);
     assert!(
@@ -560,7 +564,7 @@ fn login_without_a_registry_lists_the_three_ways_to_give_one() {
 
 #[test]
 fn login_to_a_read_only_registry_is_refused_and_stores_nothing() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let registry = static_registry(&sandbox, SKILLS, &read_only());
     let output = skillpkg(
         &sandbox,
@@ -581,10 +585,10 @@ fn login_to_a_read_only_registry_is_refused_and_stores_nothing() {
 
 #[test]
 fn a_missing_registry_setting_names_the_flag_the_variable_and_the_config_file() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let config_dir = sandbox.path().join("settings");
     let output = run(sandbox
-        .skillpkg()
+        .skillpkg_command()
         .env("SKILLPKG_CONFIG_DIR", &config_dir)
         .args(["search", "pdf"]));
     assert_code(&output, 1);
@@ -608,7 +612,7 @@ fn a_missing_registry_setting_names_the_flag_the_variable_and_the_config_file() 
 
 #[test]
 fn the_registry_comes_from_the_flag_then_the_environment_then_the_config_file() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let registry = static_registry(&sandbox, SKILLS, &read_only());
     let config_dir = sandbox.path().join("settings");
     sandbox.write(
@@ -616,7 +620,7 @@ fn the_registry_comes_from_the_flag_then_the_environment_then_the_config_file() 
         format!("registry = \"{registry}\"\n"),
     );
     let search = |env: Option<&str>, flag: Option<&str>| {
-        let mut command = sandbox.skillpkg();
+        let mut command = sandbox.skillpkg_command();
         command
             .env("SKILLPKG_CONFIG_DIR", &config_dir)
             .args(["search", "pdf", "--json"]);
@@ -648,7 +652,7 @@ fn the_registry_comes_from_the_flag_then_the_environment_then_the_config_file() 
 
 #[test]
 fn a_registry_of_a_newer_format_is_refused() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     sandbox.write("tree/config.json", r#"{"v":2,"something":"new"}"#);
     let registry = file_url(&sandbox.path().join("tree"));
     let output = skillpkg(&sandbox, &["search", "pdf", "--registry", &registry]);
@@ -667,7 +671,7 @@ fn a_registry_of_a_newer_format_is_refused() {
 
 #[test]
 fn a_password_in_the_registry_url_is_never_printed() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     // Port 9 (discard) on loopback: nothing listens, the connection fails.
     let output = skillpkg(
         &sandbox,

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use skillpkg_tests::static_registry::Registry;
-use skillpkg_tests::{Output, RegistryServer, Sandbox, create_token, files_below, run};
+use skillpkg_tests::{Output, RegistryServer, TestContext, create_token, files_below, run};
 
 /// A tmpfs of `mebibytes` MiB mounted at `path`, unmounted when dropped.
 struct SmallDisk {
@@ -83,7 +83,7 @@ fn noise(seed: u64, bytes: usize) -> String {
 }
 
 /// A skill folder `name` of about `bytes` bytes, in the sandbox.
-fn big_skill(sandbox: &Sandbox, name: &str, bytes: usize) -> PathBuf {
+fn big_skill(sandbox: &TestContext, name: &str, bytes: usize) -> PathBuf {
     let dir = sandbox.skill(
         &format!("src/{name}"),
         name,
@@ -112,7 +112,7 @@ fn assert_no_leftovers(root: &Path) {
 
 #[test]
 fn an_install_on_a_full_disk_fails_cleanly_and_succeeds_once_space_is_freed() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let mut registry = Registry::new(&sandbox);
     for name in ["alpha", "beta", "gamma"] {
         let dir = big_skill(&sandbox, name, 600 * 1024);
@@ -131,7 +131,7 @@ fn an_install_on_a_full_disk_fails_cleanly_and_succeeds_once_space_is_freed() {
     .unwrap();
     let skillpkg = |args: &[&str]| -> Output {
         run(sandbox
-            .skillpkg()
+            .skillpkg_command()
             .current_dir(&project)
             .args(args)
             .env("SKILLPKG_CONFIG_DIR", sandbox.path().join("config"))
@@ -173,13 +173,13 @@ fn an_install_on_a_full_disk_fails_cleanly_and_succeeds_once_space_is_freed() {
 
 #[test]
 fn a_publish_to_a_full_disk_fails_cleanly_and_succeeds_once_space_is_freed() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let disk = SmallDisk::mount(&sandbox.path().join("small"), 8);
     let data = disk.path.join("registry");
     let token = create_token(&data, "alice");
     let server = RegistryServer::start(&data, &[]);
     let publish = |dir: &Path| -> Output {
-        run(sandbox.skillpkg().args([
+        run(sandbox.skillpkg_command().args([
             "publish",
             dir.to_str().unwrap(),
             "--registry",
@@ -220,7 +220,7 @@ fn a_publish_to_a_full_disk_fails_cleanly_and_succeeds_once_space_is_freed() {
     let output = publish(&big);
     assert_eq!(output.code, 0, "{output:?}");
     let output = run(sandbox
-        .skillpkg()
+        .skillpkg_command()
         .args(["info", "big", "--registry", server.url()]));
     assert_eq!(output.code, 0, "{output:?}");
     assert!(output.stdout.contains("1.0.0"), "{}", output.stdout);

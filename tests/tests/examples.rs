@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use skillpkg_tests::{Sandbox, binary, run};
+use skillpkg_tests::{TestContext, binary, run};
 
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -15,9 +15,9 @@ fn workspace() -> PathBuf {
 
 #[test]
 fn the_example_skills_are_valid() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let output = run(sandbox
-        .skillpkg()
+        .skillpkg_command()
         .arg("validate")
         .arg(workspace().join("examples/skills")));
     assert_eq!(output.code, 0, "{output:?}");
@@ -30,12 +30,12 @@ fn the_example_skills_are_valid() {
 
 #[test]
 fn the_example_registry_is_what_the_build_script_makes() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let archives = sandbox.path().join("archives");
     fs_err::create_dir_all(&archives).unwrap();
     for skill in ["commit-messages", "csv-insights", "pdf-processing"] {
         let output = run(sandbox
-            .skillpkg()
+            .skillpkg_command()
             .arg("pack")
             .arg(workspace().join("examples/skills").join(skill))
             .arg("-o")
@@ -77,13 +77,13 @@ fn the_example_registry_is_what_the_build_script_makes() {
 
 #[test]
 fn add_with_a_registry_url_in_a_project_without_one_installs_and_records_it() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let project = sandbox.path().join("project");
     fs_err::create_dir_all(&project).unwrap();
     let registry = workspace().join("examples/registry");
     let skillpkg = |args: &[&str]| {
         run(sandbox
-            .skillpkg()
+            .skillpkg_command()
             .current_dir(&project)
             .args(args)
             .env("SKILLPKG_CONFIG_DIR", sandbox.path().join("config"))

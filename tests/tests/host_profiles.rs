@@ -1,7 +1,7 @@
 //! `validate --host`: each host profile's rules, and `--host all`, the
 //! table of which skill is portable to which host and why not.
 
-use skillpkg_tests::{Sandbox, run};
+use skillpkg_tests::{TestContext, run};
 
 const TOOL: &str = "tools:
   - name: fetch-page
@@ -11,7 +11,7 @@ const TOOL: &str = "tools:
     implementation: {runtime: bash, entrypoint: scripts/fetch.sh}
 ";
 
-fn online_skill(sandbox: &Sandbox) {
+fn online_skill(sandbox: &TestContext) {
     sandbox.skill(
         "skills/fetcher",
         "fetcher",
@@ -27,11 +27,11 @@ fn online_skill(sandbox: &Sandbox) {
 
 #[test]
 fn host_all_shows_which_host_refuses_a_skill_and_why() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     online_skill(&sandbox);
     sandbox.skill("skills/plain", "plain", "", "# Plain\n\nDo plain things.\n");
     let output = run(sandbox
-        .skillpkg()
+        .skillpkg_command()
         .args(["validate", "--host", "all", "skills"]));
     assert_eq!(output.code, 1, "{}{}", output.stdout, output.stderr);
     let lines: Vec<&str> = output.stdout.lines().collect();
@@ -79,7 +79,7 @@ fn host_all_shows_which_host_refuses_a_skill_and_why() {
     );
 
     let json = run(sandbox
-        .skillpkg()
+        .skillpkg_command()
         .args(["validate", "--host", "all", "--json", "skills"]))
     .json();
     let fetcher = &json["skills"][0]["hosts"];
@@ -98,10 +98,10 @@ fn host_all_shows_which_host_refuses_a_skill_and_why() {
 
 #[test]
 fn host_all_passes_when_every_skill_suits_every_host() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     sandbox.skill("skills/plain", "plain", "", "# Plain\n\nDo plain things.\n");
     let output = run(sandbox
-        .skillpkg()
+        .skillpkg_command()
         .args(["validate", "--host", "all", "skills"]));
     assert_eq!(output.code, 0, "{}{}", output.stdout, output.stderr);
     assert!(
@@ -115,7 +115,7 @@ fn host_all_passes_when_every_skill_suits_every_host() {
 
 #[test]
 fn an_error_every_host_shares_is_said_once() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     sandbox.skill(
         "skills/broken",
         "broken",
@@ -123,7 +123,7 @@ fn an_error_every_host_shares_is_said_once() {
         "# Broken\n",
     );
     let output = run(sandbox
-        .skillpkg()
+        .skillpkg_command()
         .args(["validate", "--host", "all", "skills"]));
     assert_eq!(output.code, 1);
     let said: Vec<&str> = output
@@ -141,10 +141,10 @@ fn an_error_every_host_shares_is_said_once() {
 
 #[test]
 fn the_universal_keys_are_not_portable_only_to_the_plain_specification() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     online_skill(&sandbox);
     let portable = run(sandbox
-        .skillpkg()
+        .skillpkg_command()
         .args(["validate", "--strict", "skills/fetcher"]));
     assert_eq!(portable.code, 1);
     assert!(
@@ -153,7 +153,7 @@ fn the_universal_keys_are_not_portable_only_to_the_plain_specification() {
         portable.stdout
     );
     for host in ["claude-code", "codex", "copilot", "mcp", "openai"] {
-        let output = run(sandbox.skillpkg().args([
+        let output = run(sandbox.skillpkg_command().args([
             "validate",
             "--strict",
             "--host",
@@ -166,9 +166,9 @@ fn the_universal_keys_are_not_portable_only_to_the_plain_specification() {
 
 #[test]
 fn an_unknown_host_lists_the_hosts() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let output = run(sandbox
-        .skillpkg()
+        .skillpkg_command()
         .args(["validate", "--host", "vscode", "."]));
     assert_eq!(output.code, 2, "{}", output.stderr);
     assert!(

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use skillpkg_tests::scripted::{
     PublishedTree, Request, ScriptedServer, redirect, respond, serve_file, stream_endlessly,
 };
-use skillpkg_tests::{Output, Sandbox, run};
+use skillpkg_tests::{Output, TestContext, run};
 
 /// A `config.json` of a public, read-only registry.
 const CONFIG: &str = r#"{"v":1,"dl":"dl/{name}/{version}/{name}-{version}.tgz","api":null,"auth-required":false,"max-skill-bytes":8388608}"#;
@@ -26,10 +26,10 @@ const CLIENT_TIMEOUT_SECONDS: &str = "1";
 
 /// Runs skillpkg in `sandbox` with a short read timeout and no waits
 /// between retries, and returns its output and how long it took.
-fn skillpkg(sandbox: &Sandbox, args: &[&str]) -> (Output, Duration) {
+fn skillpkg(sandbox: &TestContext, args: &[&str]) -> (Output, Duration) {
     let start = Instant::now();
     let output = run(sandbox
-        .skillpkg()
+        .skillpkg_command()
         .args(args)
         .env("SKILLPKG_CONFIG_DIR", sandbox.path().join("config"))
         .env("SKILLPKG_CACHE_DIR", sandbox.path().join("cache"))
@@ -74,7 +74,7 @@ const MIB: u64 = 1024 * 1024;
 
 #[test]
 fn an_endless_config_json_is_cut_off_at_one_mebibyte() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let (server, sent) = registry_answering("config.json", |stream| {
         stream_endlessly(stream, 64 * MIB, b' ')
     });
@@ -92,7 +92,7 @@ fn an_endless_config_json_is_cut_off_at_one_mebibyte() {
 
 #[test]
 fn an_endless_root_json_is_cut_off_at_one_mebibyte() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let (server, sent) = registry_answering("1.root.json", |stream| {
         stream_endlessly(stream, 64 * MIB, b'{')
     });
@@ -109,7 +109,7 @@ fn an_endless_root_json_is_cut_off_at_one_mebibyte() {
 
 #[test]
 fn an_endless_index_file_is_cut_off_at_64_mebibytes() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let (server, sent) = registry_answering("index/3/p/pdf", |stream| {
         stream_endlessly(stream, 160 * MIB, b'\n')
     });
@@ -135,7 +135,7 @@ fn declare_and_stall(stream: &mut std::net::TcpStream, length: u64) -> u64 {
 
 #[test]
 fn a_content_length_past_the_cap_is_refused_before_any_of_the_body() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let (server, _) =
         registry_answering("config.json", |stream| declare_and_stall(stream, 1 << 40));
     let (output, took) = skillpkg(&sandbox, &["search", "pdf", "--registry", &server.url()]);
@@ -148,7 +148,7 @@ fn a_content_length_past_the_cap_is_refused_before_any_of_the_body() {
 
 #[test]
 fn an_archive_is_capped_by_the_client_whatever_max_skill_bytes_the_registry_claims() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let tree = PublishedTree::new(&sandbox, &[]);
     let config = tree.config_with(&[("max-skill-bytes", 1_000_000_000_000_000_u64.into())]);
     let root = tree.root;
@@ -165,7 +165,7 @@ fn an_archive_is_capped_by_the_client_whatever_max_skill_bytes_the_registry_clai
     let in_project = |args: &[&str]| {
         let start = Instant::now();
         let output = run(sandbox
-            .skillpkg()
+            .skillpkg_command()
             .current_dir(sandbox.path().join("project"))
             .args(args)
             .env("SKILLPKG_CONFIG_DIR", sandbox.path().join("config"))
@@ -187,7 +187,7 @@ fn an_archive_is_capped_by_the_client_whatever_max_skill_bytes_the_registry_clai
 
 #[test]
 fn a_server_that_never_answers_is_given_up_on() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let (server, _) = registry_answering("config.json", |_| {
         std::thread::sleep(STALL);
         0
@@ -214,7 +214,7 @@ fn a_server_that_never_answers_is_given_up_on() {
 
 #[test]
 fn a_server_that_stalls_in_the_middle_of_a_body_is_given_up_on() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let (server, _) = registry_answering("search.json", |stream| {
         let head = "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 100\r\n\r\n{\"v\":1,";
         let _ = stream.write_all(head.as_bytes());
@@ -231,10 +231,10 @@ fn a_server_that_stalls_in_the_middle_of_a_body_is_given_up_on() {
 
 #[test]
 fn a_bad_timeout_setting_is_refused_naming_the_variable() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let (server, _) = registry_answering("none", |_| 0);
     let output = run(sandbox
-        .skillpkg()
+        .skillpkg_command()
         .args(["search", "pdf", "--registry", &server.url()])
         .env("SKILLPKG_HTTP_TIMEOUT", "soon"));
     assert_eq!(output.code, 1, "{output:?}");
@@ -250,7 +250,7 @@ fn a_bad_timeout_setting_is_refused_naming_the_variable() {
 #[test]
 fn a_gzip_bomb_is_never_inflated() {
     use flate2::write::GzEncoder;
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     // 1 GiB of spaces, about 1 MiB compressed.
     let mut encoder = GzEncoder::new(Vec::new(), flate2::Compression::best());
     let spaces = vec![b' '; MIB as usize];
@@ -295,7 +295,7 @@ fn malformed_content_lengths_fail_cleanly_and_quickly() {
         // Promises more than it sends, then closes.
         "Content-Length: 1000\r\n",
     ] {
-        let sandbox = Sandbox::new();
+        let sandbox = TestContext::new();
         let (server, _) = registry_answering("config.json", move |stream| {
             let answer = format!("HTTP/1.1 200 OK\r\nConnection: close\r\n{head}\r\n{CONFIG}");
             let _ = stream.write_all(answer.as_bytes());
@@ -322,7 +322,7 @@ fn assert_no_escapes(output: &Output) {
 
 #[test]
 fn terminal_escapes_from_a_registry_never_reach_the_terminal() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     // In a JSON string the parser's error message quotes, in a header, and
     // in an index line.
     let escapes = r"\u001b]0;owned\u0007\u001b[2J\u009b2J\r";
@@ -394,7 +394,7 @@ fn terminal_escapes_from_a_registry_never_reach_the_terminal() {
 
 #[test]
 fn terminal_escapes_in_an_index_line_never_reach_the_terminal_through_an_error() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let tree = PublishedTree::new(&sandbox, &[]);
     // The index line's `signer` is a string from the registry that an error
     // quotes when the signature's key differs from it. Served without
@@ -438,7 +438,7 @@ fn terminal_escapes_in_an_index_line_never_reach_the_terminal_through_an_error()
 
 #[test]
 fn a_registry_that_re_signs_between_the_timestamp_and_the_snapshot_is_read_again() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let tree = PublishedTree::new(&sandbox, &[]);
     let before = (
         fs_err::read(tree.root.join("timestamp.json")).unwrap(),

@@ -10,10 +10,10 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use skillpkg_tests::static_registry::Registry;
-use skillpkg_tests::{Output, Sandbox, run};
+use skillpkg_tests::{Output, TestContext, run};
 
 /// A project folder in the sandbox with `manifest` as its skills.toml.
-fn project(sandbox: &Sandbox, manifest: &str) -> PathBuf {
+fn project(sandbox: &TestContext, manifest: &str) -> PathBuf {
     let project = sandbox.path().join("project");
     fs_err::create_dir_all(&project).unwrap();
     fs_err::write(project.join("skills.toml"), manifest).unwrap();
@@ -25,8 +25,8 @@ fn manifest(url: &str, targets: &str, skills: &str) -> String {
 }
 
 /// A skillpkg command in `project`, with its own config and cache folders.
-fn command(sandbox: &Sandbox, project: &Path, args: &[&str]) -> std::process::Command {
-    let mut command = sandbox.skillpkg();
+fn command(sandbox: &TestContext, project: &Path, args: &[&str]) -> std::process::Command {
+    let mut command = sandbox.skillpkg_command();
     command
         .current_dir(project)
         .args(args)
@@ -35,12 +35,12 @@ fn command(sandbox: &Sandbox, project: &Path, args: &[&str]) -> std::process::Co
     command
 }
 
-fn skillpkg(sandbox: &Sandbox, project: &Path, args: &[&str]) -> Output {
+fn skillpkg(sandbox: &TestContext, project: &Path, args: &[&str]) -> Output {
     run(&mut command(sandbox, project, args))
 }
 
 /// A registry with `alpha@1.0.0`, and a project that wants it in `claude`.
-fn alpha_project(sandbox: &Sandbox) -> (Registry, PathBuf) {
+fn alpha_project(sandbox: &TestContext) -> (Registry, PathBuf) {
     let mut registry = Registry::new(sandbox);
     registry.publish(sandbox, "alpha", "1.0.0", "alpha one");
     let project = project(
@@ -77,7 +77,7 @@ fn assert_victim_intact(path: &Path) {
 
 #[test]
 fn a_target_record_naming_paths_cannot_make_skillpkg_delete_folders() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let (_registry, project) = alpha_project(&sandbox);
     let absolute = sandbox.path().join("absolute-victim");
     let climbing = sandbox.path().join("victim");
@@ -122,7 +122,7 @@ fn a_target_record_naming_paths_cannot_make_skillpkg_delete_folders() {
 
 #[test]
 fn a_target_record_cannot_claim_a_folder_the_user_made() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let mut registry = Registry::new(&sandbox);
     registry.publish(&sandbox, "alpha", "1.0.0", "alpha one");
     registry.publish(&sandbox, "helper", "1.0.0", "the published helper");
@@ -187,7 +187,7 @@ fn a_target_record_cannot_claim_a_folder_the_user_made() {
 
 #[test]
 fn an_edited_installed_skill_is_neither_replaced_nor_removed_without_force() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let mut registry = Registry::new(&sandbox);
     registry.publish(&sandbox, "alpha", "1.0.0", "alpha one");
     registry.publish(&sandbox, "alpha", "1.1.0", "alpha two");
@@ -220,7 +220,7 @@ fn an_edited_installed_skill_is_neither_replaced_nor_removed_without_force() {
 
 #[test]
 fn a_target_outside_the_project_needs_the_users_say_so() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let mut registry = Registry::new(&sandbox);
     registry.publish(&sandbox, "alpha", "1.0.0", "alpha one");
     let outside = sandbox.path().join("outside");
@@ -306,7 +306,7 @@ fn a_target_outside_the_project_needs_the_users_say_so() {
 
 #[test]
 fn an_archive_that_is_not_the_skill_it_claims_is_refused_at_install() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let mut registry = Registry::new(&sandbox);
     // No SKILL.md at all.
     registry.publish_files("empty", "1.0.0", &[("README.md", "not a skill\n")]);
@@ -338,7 +338,7 @@ fn an_archive_that_is_not_the_skill_it_claims_is_refused_at_install() {
 
 #[test]
 fn versions_that_differ_only_in_build_metadata_are_refused_not_confused() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let mut registry = Registry::new(&sandbox);
     registry.publish(&sandbox, "alpha", "1.0.0", "plain");
     registry.publish(&sandbox, "alpha", "1.0.0+build2", "build two");
@@ -358,7 +358,7 @@ fn versions_that_differ_only_in_build_metadata_are_refused_not_confused() {
 
 #[test]
 fn a_failed_add_leaves_skills_toml_as_it_was() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let mut registry = Registry::new(&sandbox);
     registry.publish(&sandbox, "alpha", "1.0.0", "alpha one");
     let project = project(&sandbox, &manifest(&registry.url(), "\"claude\"", ""));
@@ -370,7 +370,7 @@ fn a_failed_add_leaves_skills_toml_as_it_was() {
 
 #[test]
 fn a_killed_add_or_remove_leaves_skills_toml_and_skills_lock_in_step() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let mut registry = Registry::new(&sandbox);
     for index in 0..6 {
         let name = format!("skill-{index}");
@@ -433,7 +433,7 @@ fn a_killed_add_or_remove_leaves_skills_toml_and_skills_lock_in_step() {
 
 #[test]
 fn a_project_lock_symlink_cannot_make_skillpkg_create_a_file_elsewhere() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let (_registry, project) = alpha_project(&sandbox);
     let planted = sandbox.path().join("autostart/evil.desktop");
     fs_err::create_dir_all(planted.parent().unwrap()).unwrap();

@@ -13,7 +13,7 @@ use skillpkg_index::archive::{FileDigest, tree_hash};
 use skillpkg_index::checksum::Checksum;
 use skillpkg_index::registry::tree::StaticTree;
 use skillpkg_index::registry::{IndexRecord, RegistryConfig};
-use skillpkg_tests::{Output, RegistryServer, Sandbox, create_token, files_below, run};
+use skillpkg_tests::{Output, RegistryServer, TestContext, create_token, files_below, run};
 
 const SKILL_MD: &[u8] = b"---\nname: evil\ndescription: Looks helpful.\n---\n# Evil\n";
 
@@ -55,13 +55,13 @@ fn archive(entries: &[Entry<'_>]) -> Vec<u8> {
 /// Writes a static registry at `<sandbox>/tree` serving `evil@1.0.0` as
 /// `tarball`, with an index record whose checksum is the tarball's and whose
 /// tree hash is that of `files`, and returns its `file://` URL.
-fn registry_serving(sandbox: &Sandbox, tarball: &[u8], files: &[(&str, &[u8])]) -> String {
+fn registry_serving(sandbox: &TestContext, tarball: &[u8], files: &[(&str, &[u8])]) -> String {
     registry_serving_with(sandbox, tarball, files, "Looks helpful.", None)
 }
 
 /// [`registry_serving`] with the record's description and yank reason.
 fn registry_serving_with(
-    sandbox: &Sandbox,
+    sandbox: &TestContext,
     tarball: &[u8],
     files: &[(&str, &[u8])],
     description: &str,
@@ -107,7 +107,7 @@ fn registry_serving_with(
 }
 
 /// A project set up to install into `.claude/skills` from `registry`.
-fn project(sandbox: &Sandbox, registry: &str) -> PathBuf {
+fn project(sandbox: &TestContext, registry: &str) -> PathBuf {
     let project = sandbox.path().join("project");
     fs_err::create_dir_all(&project).unwrap();
     let init = user(
@@ -119,9 +119,9 @@ fn project(sandbox: &Sandbox, registry: &str) -> PathBuf {
     project
 }
 
-fn user(sandbox: &Sandbox, project: &Path, args: &[&str]) -> Output {
+fn user(sandbox: &TestContext, project: &Path, args: &[&str]) -> Output {
     run(sandbox
-        .skillpkg()
+        .skillpkg_command()
         .current_dir(project)
         .args(args)
         .env("SKILLPKG_CONFIG_DIR", sandbox.path().join("config"))
@@ -131,7 +131,7 @@ fn user(sandbox: &Sandbox, project: &Path, args: &[&str]) -> Output {
 /// Runs `skillpkg add evil` against a registry serving `tarball` and expects
 /// a refusal that names `needles`, with the project left as it was.
 fn add_is_refused(tarball: &[u8], files: &[(&str, &[u8])], needles: &[&str]) {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let registry = registry_serving(&sandbox, tarball, files);
     let project = project(&sandbox, &registry);
     // The empty file every install takes a lock on is no change.
@@ -288,9 +288,9 @@ fn assert_printable(output: &Output) {
 
 /// Runs skillpkg as in a terminal with colour forced, so that nothing
 /// between the command and the test strips escapes.
-fn in_terminal(sandbox: &Sandbox, args: &[&str]) -> Output {
+fn in_terminal(sandbox: &TestContext, args: &[&str]) -> Output {
     run(sandbox
-        .skillpkg()
+        .skillpkg_command()
         .args(args)
         .env_remove("NO_COLOR")
         .env("CLICOLOR_FORCE", "1"))
@@ -300,7 +300,7 @@ fn in_terminal(sandbox: &Sandbox, args: &[&str]) -> Output {
 fn search_and_info_never_print_control_characters_from_the_registry() {
     let tarball = archive(&[Entry::File("SKILL.md", SKILL_MD)]);
     let files: &[(&str, &[u8])] = &[("SKILL.md", SKILL_MD)];
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let registry = registry_serving_with(&sandbox, &tarball, files, HOSTILE_TEXT, None);
     let search = in_terminal(&sandbox, &["search", "helpful", "--registry", &registry]);
     assert_eq!(search.code, 0, "{search:#?}");
@@ -313,7 +313,7 @@ fn search_and_info_never_print_control_characters_from_the_registry() {
     );
 
     // Yanked, so that `info` shows the reason too.
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let registry =
         registry_serving_with(&sandbox, &tarball, files, HOSTILE_TEXT, Some(HOSTILE_TEXT));
     let info = in_terminal(&sandbox, &["info", "evil", "--registry", &registry]);
@@ -329,7 +329,7 @@ fn search_and_info_never_print_control_characters_from_the_registry() {
 /// entry): it is shown, not sent to the terminal.
 #[test]
 fn errors_never_print_control_characters_from_an_archive() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let files: &[(&str, &[u8])] = &[("SKILL.md", SKILL_MD), ("\u{1b}[2Jx\u{202e}", b"x")];
     let tarball = archive(&[
         Entry::File("SKILL.md", SKILL_MD),
@@ -338,7 +338,7 @@ fn errors_never_print_control_characters_from_an_archive() {
     let registry = registry_serving(&sandbox, &tarball, files);
     let project = project(&sandbox, &registry);
     let added = run(sandbox
-        .skillpkg()
+        .skillpkg_command()
         .current_dir(&project)
         .args(["add", "evil", "--allow-unsigned"])
         .env("SKILLPKG_CONFIG_DIR", sandbox.path().join("config"))

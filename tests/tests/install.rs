@@ -5,31 +5,24 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use skillpkg_tests::{
-    FaultyServer, Nginx, Output, RegistryServer, Sandbox, create_token, is_executable, run,
+    FaultyServer, Nginx, Output, Skill, TestContext, TestRegistry, is_executable, run,
 };
 
-/// A registry with signed skills, and a project folder.
+/// A registry with signed skills (the server requires signatures), and a
+/// project folder.
 struct World {
-    sandbox: Sandbox,
-    server: RegistryServer,
-    token: String,
+    registry: TestRegistry,
+    sandbox: TestContext,
 }
 
 impl World {
     fn new() -> Self {
-        let sandbox = Sandbox::new();
-        let data = sandbox.path().join("registry");
-        let token = create_token(&data, "alice");
-        let server = RegistryServer::start(&data, &["--require-signatures"]);
-        let world = Self {
-            sandbox,
-            server,
-            token,
-        };
-        let key = world.publisher(&["key", "generate", "--no-password"]);
-        assert_eq!(key.code, 0, "{key:?}");
-        fs_err::create_dir_all(world.project()).unwrap();
-        world
+        let sandbox = TestContext::new();
+        let registry = TestRegistry::builder(&sandbox)
+            .flags(&["--require-signatures"])
+            .start();
+        fs_err::create_dir_all(sandbox.path().join("project")).unwrap();
+        Self { registry, sandbox }
     }
 
     fn project(&self) -> PathBuf {
@@ -38,18 +31,14 @@ impl World {
 
     /// Runs skillpkg as the publisher.
     fn publisher(&self, args: &[&str]) -> Output {
-        run(self
-            .sandbox
-            .skillpkg()
-            .args(args)
-            .env("SKILLPKG_CONFIG_DIR", self.sandbox.path().join("publisher")))
+        self.registry.publisher(args)
     }
 
     /// Runs skillpkg in the project, as its user.
     fn user(&self, args: &[&str]) -> Output {
         run(self
             .sandbox
-            .skillpkg()
+            .skillpkg_command()
             .current_dir(self.project())
             .args(args)
             .env("SKILLPKG_CONFIG_DIR", self.sandbox.path().join("user"))
@@ -57,29 +46,18 @@ impl World {
             .env("SKILLPKG_TEST_NO_RETRY_DELAY", "1"))
     }
 
-    /// Publishes `name@version` (signed) depending on `deps`.
+    /// Publishes `name@version` (signed) depending on `deps`, with an
+    /// executable script.
     fn publish(&self, name: &str, version: &str, deps: &[&str]) {
-        let dir = format!("skills/{name}-{version}/{name}");
-        let deps: Vec<String> = deps.iter().map(|dep| format!("\"{dep}\"")).collect();
-        self.sandbox.write(
-            &format!("{dir}/SKILL.md"),
-            format!("---\nname: {name}\ndescription: {name} {version}.\nversion: {version}\ndepends_on: [{}]\n---\n# {name}\n", deps.join(", ")),
-        );
-        let script = self.sandbox.write(
-            &format!("{dir}/scripts/run.sh"),
-            format!("#!/bin/sh\necho {name} {version}\n"),
-        );
-        skillpkg_tests::set_executable(&script, true);
-        let path = self.sandbox.path().join(&dir);
-        let output = self.publisher(&[
-            "publish",
-            path.to_str().unwrap(),
-            "--registry",
-            self.server.url(),
-            "--token",
-            &self.token,
-        ]);
-        assert_eq!(output.code, 0, "{output:?}");
+        let skill = Skill::new(name, version)
+            .depends_on(deps)
+            .body(&format!("# {name}\n"))
+            .file(
+                "scripts/run.sh",
+                &format!("#!/bin/sh\necho {name} {version}\n"),
+                true,
+            );
+        self.registry.publish(&skill);
     }
 
     fn init(&self, registry: &str) {
@@ -139,7 +117,7 @@ impl World {
 fn add_installs_into_two_targets_locks_and_remove_undoes_it() {
     let world = World::new();
     world.publish("pdf", "1.0.0", &[]);
-    world.init(world.server.url());
+    world.init(world.registry.url());
     let added = world.user(&["add", "pdf"]);
     assert_eq!(added.code, 0, "{added:?}");
     for target in [".claude/skills", ".agents/skills"] {
@@ -164,7 +142,7 @@ fn add_installs_into_two_targets_locks_and_remove_undoes_it() {
         lock.contains("signer = \""),
         "the signer is pinned:\n{lock}"
     );
-    assert!(!lock.contains(world.server.url()), "no URL in the lock");
+    assert!(!lock.contains(world.registry.url()), "no URL in the lock");
     assert!(
         !world.project().join(".codex").exists() && !world.project().join(".github").exists(),
         "no folder for targets not chosen"
@@ -195,7 +173,7 @@ fn locked_installs_pass_or_fail_loudly_and_offline_uses_the_cache() {
     let world = World::new();
     world.publish("pdf", "1.0.0", &[]);
     world.publish("csv", "1.0.0", &[]);
-    world.init(world.server.url());
+    world.init(world.registry.url());
     assert_eq!(world.user(&["add", "pdf"]).code, 0);
     // Another checkout: only the manifest and the lock.
     for target in [".claude", ".agents"] {
@@ -227,13 +205,12 @@ fn locked_installs_pass_or_fail_loudly_and_offline_uses_the_cache() {
     }
     let World {
         sandbox,
-        mut server,
-        ..
+        mut registry,
     } = world;
-    server.kill();
+    registry.server_mut().kill();
     let project = sandbox.path().join("project");
     let offline = run(sandbox
-        .skillpkg()
+        .skillpkg_command()
         .current_dir(&project)
         .args(["install", "--frozen"])
         .env("SKILLPKG_CONFIG_DIR", sandbox.path().join("user"))
@@ -248,7 +225,7 @@ fn a_chain_of_three_dependencies_installs_whole() {
     world.publish("base", "1.2.0", &[]);
     world.publish("middle", "2.0.0", &["base@^1.1"]);
     world.publish("top", "0.4.0", &["middle@2"]);
-    world.init(world.server.url());
+    world.init(world.registry.url());
     let added = world.user(&["add", "top"]);
     assert_eq!(added.code, 0, "{added:?}");
     assert_eq!(
@@ -304,7 +281,7 @@ fn a_version_conflict_is_explained_and_changes_nothing() {
     world.publish("shared", "2.0.0", &[]);
     world.publish("old-user", "1.0.0", &["shared@^1"]);
     world.publish("new-user", "1.0.0", &["shared@^2"]);
-    world.init(world.server.url());
+    world.init(world.registry.url());
     assert_eq!(world.user(&["add", "old-user"]).code, 0);
     let before = world.state();
     let conflict = world.user(&["add", "new-user"]);
@@ -334,7 +311,7 @@ fn yanked_versions_are_not_chosen_anew_but_locked_ones_still_install() {
     let world = World::new();
     world.publish("pdf", "1.0.0", &[]);
     world.publish("pdf", "1.1.0", &[]);
-    world.init(world.server.url());
+    world.init(world.registry.url());
     assert_eq!(world.user(&["add", "pdf@^1"]).code, 0);
     assert!(world.lock().contains("version = \"1.1.0\""));
     let yank = world.publisher(&[
@@ -343,9 +320,9 @@ fn yanked_versions_are_not_chosen_anew_but_locked_ones_still_install() {
         "--reason",
         "broken",
         "--registry",
-        world.server.url(),
+        world.registry.url(),
         "--token",
-        &world.token,
+        world.registry.token(),
     ]);
     assert_eq!(yank.code, 0, "{yank:?}");
     // The locked (now yanked) version keeps installing.
@@ -367,7 +344,7 @@ fn yanked_versions_are_not_chosen_anew_but_locked_ones_still_install() {
 fn a_new_signer_is_refused_unless_allowed() {
     let world = World::new();
     world.publish("pdf", "1.0.0", &[]);
-    world.init(world.server.url());
+    world.init(world.registry.url());
     assert_eq!(world.user(&["add", "pdf"]).code, 0);
     // The publisher rotates to a new key, registered by the registry's admin.
     let old = world.publisher(&["key", "show", "--json"]).json()["key_id"]
@@ -392,7 +369,7 @@ fn a_new_signer_is_refused_unless_allowed() {
         .sandbox
         .registry()
         .args(["key", "add", "--skill", "pdf", "--key", &new, "--root"])
-        .arg(world.sandbox.path().join("registry")));
+        .arg(world.registry.data()));
     assert_eq!(added.code, 0, "{added:?}");
     world.publish("pdf", "1.1.0", &[]);
 
@@ -416,7 +393,7 @@ fn a_new_signer_is_refused_unless_allowed() {
 fn installs_through_nginx_serve_the_same_bytes() {
     let world = World::new();
     world.publish("pdf", "1.0.0", &[]);
-    let nginx = Nginx::serve(&world.server.public());
+    let nginx = Nginx::serve(&world.registry.public());
     world.init(nginx.url());
     let added = world.user(&["add", "pdf"]);
     assert_eq!(added.code, 0, "{added:?}");
@@ -429,7 +406,7 @@ fn faults_leave_the_installed_state_and_lock_intact() {
     let world = World::new();
     world.publish("pdf", "1.0.0", &[]);
     world.publish("pdf", "1.1.0", &[]);
-    let faulty = FaultyServer::serve(&world.server.public());
+    let faulty = FaultyServer::serve(&world.registry.public());
     world.init(faulty.url());
     let manifest = world.project().join("skills.toml");
     let text = fs_err::read_to_string(&manifest).unwrap();
@@ -464,7 +441,7 @@ fn faults_leave_the_installed_state_and_lock_intact() {
     faulty.faults().truncate_archives = false;
 
     // An archive whose sha256 differs from the index.
-    let archive = world.server.public().join("dl/pdf/1.1.0/pdf-1.1.0.tgz");
+    let archive = world.registry.public().join("dl/pdf/1.1.0/pdf-1.1.0.tgz");
     let original = fs_err::read(&archive).unwrap();
     let mut tampered = original.clone();
     let middle = tampered.len() / 2;
@@ -480,7 +457,7 @@ fn faults_leave_the_installed_state_and_lock_intact() {
 
     // A bad signature.
     let signature = world
-        .server
+        .registry
         .public()
         .join("dl/pdf/1.1.0/pdf-1.1.0.tgz.minisig");
     let good = fs_err::read_to_string(&signature).unwrap();
@@ -495,8 +472,8 @@ fn faults_leave_the_installed_state_and_lock_intact() {
 
 #[test]
 fn a_project_without_a_manifest_says_how_to_start() {
-    let sandbox = Sandbox::new();
-    let output = run(sandbox.skillpkg().args(["install"]));
+    let sandbox = TestContext::new();
+    let output = run(sandbox.skillpkg_command().args(["install"]));
     assert_eq!(output.code, 1, "{output:?}");
     assert!(
         output.stderr.contains("no skills.toml in"),
@@ -512,7 +489,7 @@ fn a_target_that_cannot_be_written_fails_and_changes_nothing() {
     let world = World::new();
     world.publish("pdf", "1.0.0", &[]);
     world.publish("csv", "1.0.0", &[]);
-    world.init(world.server.url());
+    world.init(world.registry.url());
     assert_eq!(world.user(&["add", "pdf"]).code, 0);
     let before = world.state();
     // Root ignores permissions, so a read-only folder would not stop it: the
@@ -544,7 +521,7 @@ fn two_installs_at_once_in_one_project_both_finish_consistent() {
     for index in 0..6 {
         world.publish(&format!("skill-{index}"), "1.0.0", &[]);
     }
-    world.init(world.server.url());
+    world.init(world.registry.url());
     let manifest = world.project().join("skills.toml");
     let mut text = fs_err::read_to_string(&manifest).unwrap();
     for index in 0..6 {
@@ -577,7 +554,7 @@ fn a_vendor_folder_installs_with_the_server_gone_and_an_empty_cache() {
     let world = World::new();
     world.publish("base", "1.0.0", &[]);
     world.publish("top", "1.0.0", &["base"]);
-    world.init(world.server.url());
+    world.init(world.registry.url());
     assert_eq!(world.user(&["add", "top"]).code, 0);
     let vendored = world.user(&["vendor", "vendor"]);
     assert_eq!(vendored.code, 0, "{vendored:?}");
@@ -596,17 +573,16 @@ fn a_vendor_folder_installs_with_the_server_gone_and_an_empty_cache() {
 
     let World {
         sandbox,
-        mut server,
-        ..
+        mut registry,
     } = world;
-    server.kill();
+    registry.server_mut().kill();
     let project = sandbox.path().join("project");
     for target in [".claude", ".agents"] {
         fs_err::remove_dir_all(project.join(target)).unwrap();
     }
     let lock_before = fs_err::read_to_string(project.join("skills.lock")).unwrap();
     let installed = run(sandbox
-        .skillpkg()
+        .skillpkg_command()
         .current_dir(&project)
         .args([
             "install",

@@ -11,12 +11,12 @@ use skillpkg_index::checksum::Checksum;
 use skillpkg_index::registry::tree::StaticTree;
 use skillpkg_index::registry::{IndexRecord, KeyRecord, KeysFile, RegistryConfig};
 use skillpkg_index::signing::{SecretKey, Signature, TrustedComment};
-use skillpkg_tests::{Sandbox, run};
+use skillpkg_tests::{TestContext, run};
 
 const SKILLS: usize = 20;
 
 /// A signed file:// registry of `SKILLS` skills of a few files each.
-fn registry(sandbox: &Sandbox) -> String {
+fn registry(sandbox: &TestContext) -> String {
     let tree = StaticTree::new(sandbox.path().join("tree"));
     let key = SecretKey::generate().unwrap();
     let published = "2026-11-22T00:00:00Z".parse().unwrap();
@@ -92,8 +92,8 @@ fn registry(sandbox: &Sandbox) -> String {
     format!("file://{}/", tree.root().display())
 }
 
-fn skillpkg(sandbox: &Sandbox, project: &Path) -> std::process::Command {
-    let mut command = sandbox.skillpkg();
+fn skillpkg(sandbox: &TestContext, project: &Path) -> std::process::Command {
+    let mut command = sandbox.skillpkg_command();
     command
         .current_dir(project)
         .env("SKILLPKG_CONFIG_DIR", sandbox.path().join("config"))
@@ -135,7 +135,7 @@ fn no_half_written_folder(project: &Path) {
 
 #[test]
 fn installs_killed_at_random_points_recover_and_verify() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let url = registry(&sandbox);
     let project = sandbox.path().join("project");
     fs_err::create_dir_all(&project).unwrap();

@@ -18,18 +18,18 @@ use rmcp::transport::TokioChildProcess;
 use rmcp::{RoleClient, ServiceExt as _};
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
-use skillpkg_tests::{Sandbox, run};
+use skillpkg_tests::{TestContext, run};
 
 type Client = RunningService<RoleClient, ()>;
 
 /// A project with skills for Claude Code, and a home of its own.
 struct Project {
-    sandbox: Sandbox,
+    sandbox: TestContext,
 }
 
 impl Project {
     fn new() -> Self {
-        let sandbox = Sandbox::new();
+        let sandbox = TestContext::new();
         fs_err::create_dir_all(sandbox.path().join("project")).unwrap();
         Self { sandbox }
     }
@@ -525,7 +525,7 @@ fn installed_project() -> Project {
     let skillpkg = |args: &[&str]| {
         let output = run(project
             .sandbox
-            .skillpkg()
+            .skillpkg_command()
             .current_dir(project.dir())
             .args(args)
             .env("SKILLPKG_CONFIG_DIR", project.sandbox.path().join("config"))

@@ -9,16 +9,16 @@ use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
-use skillpkg_tests::{Sandbox, mcp_python};
+use skillpkg_tests::{TestContext, mcp_python};
 
 struct Project {
-    sandbox: Sandbox,
+    sandbox: TestContext,
 }
 
 impl Project {
     /// pdf-processing (with a reference and a script) and data-analysis.
     fn new() -> Self {
-        let sandbox = Sandbox::new();
+        let sandbox = TestContext::new();
         let project = Self { sandbox };
         project.write(
             ".claude/skills/pdf-processing/SKILL.md",

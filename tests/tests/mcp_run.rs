@@ -6,7 +6,7 @@
 //! docs/runtime.md.
 
 use std::net::TcpListener;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -15,18 +15,18 @@ use rmcp::service::RunningService;
 use rmcp::transport::TokioChildProcess;
 use rmcp::{RoleClient, ServiceExt as _};
 use serde_json::{Value, json};
-use skillpkg_tests::Sandbox;
+use skillpkg_tests::{TestContext, wait_until};
 
 type Client = RunningService<RoleClient, ()>;
 
 struct Project {
-    sandbox: Sandbox,
+    sandbox: TestContext,
 }
 
 impl Project {
     fn new() -> Self {
         let project = Self {
-            sandbox: Sandbox::new(),
+            sandbox: TestContext::new(),
         };
         fs_err::create_dir_all(project.dir()).unwrap();
         project
@@ -59,6 +59,28 @@ impl Project {
             .unwrap();
         ().serve(transport).await.unwrap()
     }
+}
+
+/// Asserts that the process whose id a script wrote to `pid_file` ends
+/// (is gone, or is a zombie not yet reaped) within five seconds.
+fn assert_ends(pid_file: &Path, what: &str) {
+    let mut pid = String::new();
+    assert!(
+        wait_until(Duration::from_secs(5), || {
+            pid = fs_err::read_to_string(pid_file).unwrap_or_default();
+            pid.ends_with('\n')
+        }),
+        "{} was never written",
+        pid_file.display()
+    );
+    let stat = format!("/proc/{}/stat", pid.trim());
+    let ended = || match fs_err::read_to_string(&stat) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+    };
+    assert!(wait_until(Duration::from_secs(5), ended), "{what}: {stat}");
 }
 
 async fn call(client: &Client, tool: &str, arguments: Value) -> CallToolResult {
@@ -181,12 +203,17 @@ async fn a_script_cannot_reach_a_loopback_port_it_was_not_granted() {
 async fn a_script_is_killed_at_its_timeout_children_included_and_the_server_keeps_serving() {
     let project = Project::new();
     let marker = project.sandbox.path().join("project/output/late");
+    let child_pid = project.sandbox.path().join("project/output/child.pid");
     project.skill(
         "slow",
         "permissions:\n  filesystem:\n    write: [\"output/**\"]\n  processes:\n    allow_subprocess: true\n",
         &[(
             "scripts/hang.sh",
-            &format!("(sleep 3; echo late > {}) &\nsleep 30\n", marker.display()),
+            &format!(
+                "(sleep 3; echo late > {}) &\necho $! > {}\nsleep 30\n",
+                marker.display(),
+                child_pid.display()
+            ),
         )],
     );
     let client = project.connect(&["--timeout", "1"]).await;
@@ -202,8 +229,8 @@ async fn a_script_is_killed_at_its_timeout_children_included_and_the_server_keep
     // The server still answers.
     let read = call(&client, "skills_read", json!({"path": "SKILL.md"})).await;
     assert_eq!(read.is_error, Some(false));
-    tokio::time::sleep(Duration::from_secs(3)).await;
-    assert!(!marker.exists(), "the background child died with the group");
+    assert_ends(&child_pid, "the background child dies with the group");
+    assert!(!marker.exists(), "the background child never got to write");
     client.cancel().await.unwrap();
 }
 
@@ -501,12 +528,17 @@ async fn a_call_the_client_cancels_stops_its_script_and_is_audited() {
 
     let project = Project::new();
     let marker = project.sandbox.path().join("project/output/survived");
+    let script_pid = project.sandbox.path().join("project/output/script.pid");
     project.skill(
         "slow",
         "permissions:\n  filesystem:\n    write: [\"output/**\"]\n  processes:\n    allow_subprocess: true\n",
         &[(
             "scripts/wait.sh",
-            &format!("sleep 3\necho done > {}\n", marker.display()),
+            &format!(
+                "echo $$ > {}\nsleep 3\necho done > {}\n",
+                script_pid.display(),
+                marker.display()
+            ),
         )],
     );
     let audit = project.sandbox.path().join("audit.jsonl");
@@ -540,8 +572,8 @@ async fn a_call_the_client_cancels_stops_its_script_and_is_audited() {
     let read = call(&client, "skills_read", json!({"path": "SKILL.md"})).await;
     assert_eq!(read.is_error, Some(false));
     assert!(started.elapsed() < Duration::from_secs(2));
-    tokio::time::sleep(Duration::from_secs(3)).await;
-    assert!(!marker.exists(), "the cancelled script was killed");
+    assert_ends(&script_pid, "the cancelled script is killed");
+    assert!(!marker.exists(), "the cancelled script never got to write");
     client.cancel().await.unwrap();
 
     let text = fs_err::read_to_string(&audit).unwrap();

@@ -4,73 +4,37 @@
 //! or refuse it when it lies.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
-use skillpkg_tests::{FaultyServer, Output, RegistryServer, Sandbox, create_token, run};
+use skillpkg_tests::{
+    FaultyServer, Output, RegistryServer, Skill, TestContext, TestRegistry, run, wait_until,
+};
 
 /// A registry with signed metadata (one root key), a publisher, and a user.
 struct World {
-    sandbox: Sandbox,
-    server: RegistryServer,
-    token: String,
+    registry: TestRegistry,
+    sandbox: TestContext,
 }
 
 impl World {
     fn new(serve_args: &[&str]) -> Self {
-        let sandbox = Sandbox::new();
-        let data = sandbox.path().join("registry");
-        let generated = run(sandbox
-            .registry()
-            .args(["keys", "generate"])
-            .arg(sandbox.path().join("offline/root.key")));
-        assert_eq!(generated.code, 0, "{generated:?}");
-        let init = run(sandbox
-            .registry()
-            .args(["keys", "init", "--root"])
-            .arg(&data)
-            .arg("--root-key")
-            .arg(sandbox.path().join("offline/root.key")));
-        assert_eq!(init.code, 0, "{init:?}");
-        let token = create_token(&data, "alice");
-        let server = RegistryServer::start(&data, serve_args);
-        let world = Self {
-            sandbox,
-            server,
-            token,
-        };
-        let key = world.publisher(&["key", "generate", "--no-password"]);
-        assert_eq!(key.code, 0, "{key:?}");
-        world
+        let sandbox = TestContext::new();
+        let registry = TestRegistry::builder(&sandbox)
+            .flags(serve_args)
+            .signed_metadata()
+            .start();
+        Self { registry, sandbox }
     }
 
     fn path(&self, relative: &str) -> PathBuf {
         self.sandbox.path().join(relative)
     }
 
-    fn publisher(&self, args: &[&str]) -> Output {
-        run(self
-            .sandbox
-            .skillpkg()
-            .args(args)
-            .env("SKILLPKG_CONFIG_DIR", self.path("publisher")))
-    }
-
     /// Publishes `name@version`, signed.
     fn publish(&self, name: &str, version: &str) {
-        let dir = self.sandbox.skill(
-            &format!("skills/{name}-{version}/{name}"),
-            name,
-            &format!("version: {version}\n"),
-            &format!("# {name} {version}\n"),
-        );
-        let output = self.publisher(&[
-            "publish",
-            dir.to_str().unwrap(),
-            "--registry",
-            self.server.url(),
-            "--token",
-            &self.token,
-        ]);
-        assert_eq!(output.code, 0, "{output:?}");
+        let skill = Skill::new(name, version)
+            .description(&format!("Does {name} things. Use when testing."));
+        self.registry.publish(&skill);
     }
 
     /// Runs skillpkg as a user in `project` (created), with its own
@@ -84,7 +48,7 @@ impl World {
     fn user_with(&self, project: &str, args: &[&str], cache: &str) -> Output {
         run(self
             .sandbox
-            .skillpkg()
+            .skillpkg_command()
             .current_dir(self.path(project))
             .args(args)
             .env("SKILLPKG_CONFIG_DIR", self.path("user"))
@@ -97,7 +61,7 @@ impl World {
     fn mirror(&self, source: &str, dest: &Path) -> serde_json::Value {
         let output = run(self
             .sandbox
-            .skillpkg()
+            .skillpkg_command()
             .args(["mirror", source])
             .arg(dest)
             .args(["--all", "--json"])
@@ -165,7 +129,7 @@ fn a_mirror_of_100_skills_installs_the_same_lock_and_updates_incrementally() {
         world.publish(name, "1.0.0");
     }
     // The origin's tree, served by a static server that counts requests.
-    let origin = FaultyServer::serve(&world.server.public());
+    let origin = FaultyServer::serve(&world.registry.public());
     let mirror = world.path("mirror");
     let first = world.mirror(origin.url(), &mirror);
     assert_eq!(first["skills"], 100);
@@ -177,7 +141,7 @@ fn a_mirror_of_100_skills_installs_the_same_lock_and_updates_incrementally() {
     // The same lock from the origin and from the mirror (served by the
     // registry server itself, from a copy of the mirror as its public/).
     let some: Vec<&str> = names.iter().step_by(10).map(String::as_str).collect();
-    let from_origin = world.install("origin-project", world.server.url(), &some);
+    let from_origin = world.install("origin-project", world.registry.url(), &some);
     let mirror_server_root = world.path("mirror-server");
     copy_tree(&mirror, &mirror_server_root.join("public"));
     let mirror_server = RegistryServer::start(&mirror_server_root, &[]);
@@ -248,11 +212,11 @@ fn with_the_origin_stopped_installs_go_through_the_mirror_vendor_and_cache() {
     world.publish("alpha", "1.0.0");
     world.publish("beta", "2.0.0");
     let mirror = world.path("mirror");
-    world.mirror(world.server.url(), &mirror);
-    let lock = world.install("project", world.server.url(), &["alpha", "beta"]);
+    world.mirror(world.registry.url(), &mirror);
+    let lock = world.install("project", world.registry.url(), &["alpha", "beta"]);
     let vendored = world.user("project", &["vendor", "vendor"]);
     assert_eq!(vendored.code, 0, "{vendored:?}");
-    world.server.kill();
+    world.registry.server_mut().kill();
 
     let mirror_url = url_of(&mirror);
     for (registry, cache) in [(mirror_url.as_str(), "empty-1"), ("vendor", "empty-2")] {
@@ -286,12 +250,12 @@ fn mirrors_that_lie_are_refused_naming_the_registry_and_installing_nothing() {
     world.publish("alpha", "1.0.0");
     world.publish("beta", "1.0.0");
     let mirror = world.path("mirror");
-    world.mirror(world.server.url(), &mirror);
+    world.mirror(world.registry.url(), &mirror);
     // An older copy, then a newer state of the mirror.
     let stale = world.path("stale");
     copy_tree(&mirror, &stale);
     world.publish("alpha", "1.1.0");
-    world.mirror(world.server.url(), &mirror);
+    world.mirror(world.registry.url(), &mirror);
     let mirror_url = url_of(&mirror);
     // The user trusts the mirror's current metadata.
     let seen = world.install("seen", &mirror_url, &["beta"]);
@@ -380,19 +344,31 @@ fn a_frozen_mirror_is_refused_once_its_timestamp_expires() {
     let world = World::new(&["--metadata-lifetime", "3s"]);
     world.publish("alpha", "1.0.0");
     let mirror = world.path("mirror");
-    world.mirror(world.server.url(), &mirror);
-    std::thread::sleep(std::time::Duration::from_secs(4));
+    world.mirror(world.registry.url(), &mirror);
+    // Until the clock passes the copy's timestamp.json, and no longer.
+    use skillpkg_index::registry::metadata::{self, TimestampFile};
+    let timestamp = fs_err::read(mirror.join("timestamp.json")).unwrap();
+    let expires = metadata::parse::<TimestampFile>("timestamp.json", "timestamp", &timestamp)
+        .unwrap()
+        .signed
+        .expires;
+    assert!(
+        wait_until(Duration::from_secs(10), || {
+            std::time::SystemTime::now() > std::time::SystemTime::from(expires)
+        }),
+        "the 3 s lifetime has not run out after 10 s: expires {expires}"
+    );
     let refused = world.install_refused("p", &mirror, &["alpha"]);
     world.assert_refused(&refused, "p", &url_of(&mirror), "timestamp.json expired");
     // The origin keeps re-signing, so it still installs.
-    world.install("fresh", world.server.url(), &["alpha"]);
+    world.install("fresh", world.registry.url(), &["alpha"]);
 }
 
 #[test]
 fn key_rotations_keep_clients_working_and_a_weak_root_rotation_is_refused() {
     let world = World::new(&[]);
     world.publish("alpha", "1.0.0");
-    let first = world.install("before", world.server.url(), &["alpha"]);
+    let first = world.install("before", world.registry.url(), &["alpha"]);
     assert!(first.contains("alpha"));
     let data = world.path("registry");
     // Two new root keys with threshold 2, signed by the old and both new.
@@ -450,7 +426,7 @@ fn key_rotations_keep_clients_working_and_a_weak_root_rotation_is_refused() {
     // A 4.root.json signed by one of the two root keys: a mirror that
     // offers it is refused.
     let mirror = world.path("mirror");
-    world.mirror(world.server.url(), &mirror);
+    world.mirror(world.registry.url(), &mirror);
     let forged = forge_root(&mirror, &offline("root-b.key"));
     fs_err::write(mirror.join("4.root.json"), forged).unwrap();
     let refused = world.install_refused("weak", &mirror, &["alpha"]);
@@ -502,7 +478,7 @@ fn a_named_registry_pins_its_root_key_and_shares_what_it_saw_with_its_mirror() {
     let world = World::new(&[]);
     world.publish("alpha", "1.0.0");
     let mirror = world.path("mirror");
-    world.mirror(world.server.url(), &mirror);
+    world.mirror(world.registry.url(), &mirror);
     world.publish("alpha", "1.1.0");
     let root_key = fs_err::read_to_string(world.path("offline/root.key.pub")).unwrap();
     let root_key = root_key.lines().nth(1).unwrap();
@@ -515,7 +491,7 @@ fn a_named_registry_pins_its_root_key_and_shares_what_it_saw_with_its_mirror() {
         .arg(world.path("offline/other.key")));
     assert_eq!(other.code, 0, "{other:?}");
     let wrong = other.stdout.trim().to_owned();
-    let origin = world.server.url();
+    let origin = world.registry.url();
     corp_project(
         &world,
         "pinned-wrong",
@@ -562,7 +538,7 @@ fn a_named_registry_pins_its_root_key_and_shares_what_it_saw_with_its_mirror() {
     );
 
     // Synced again, the mirror installs the same lock as the origin.
-    world.mirror(world.server.url(), &mirror);
+    world.mirror(world.registry.url(), &mirror);
     let synced = world.user("via-stale-mirror", &["install"]);
     assert_eq!(synced.code, 0, "{synced:?}");
     assert_eq!(

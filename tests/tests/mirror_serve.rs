@@ -4,10 +4,10 @@
 
 use std::path::Path;
 
-use skillpkg_tests::{Output, RegistryServer, Sandbox, create_token, run};
+use skillpkg_tests::{Output, RegistryServer, TestContext, create_token, run};
 
 /// Publishes an unsigned `name@1.0.0` to `server` with `token`.
-fn publish(sandbox: &Sandbox, server: &RegistryServer, token: &str, name: &str) {
+fn publish(sandbox: &TestContext, server: &RegistryServer, token: &str, name: &str) {
     let dir = sandbox.skill(
         &format!("skills/{name}"),
         name,
@@ -15,7 +15,7 @@ fn publish(sandbox: &Sandbox, server: &RegistryServer, token: &str, name: &str) 
         &format!("# {name}\n"),
     );
     let output = run(sandbox
-        .skillpkg()
+        .skillpkg_command()
         .args(["publish", dir.to_str().unwrap(), "--no-sign", "--registry"])
         .arg(server.url())
         .args(["--token", token]));
@@ -23,8 +23,8 @@ fn publish(sandbox: &Sandbox, server: &RegistryServer, token: &str, name: &str) 
 }
 
 /// Runs `skillpkg mirror SOURCE DEST --all` with `token`.
-fn mirror(sandbox: &Sandbox, source: &str, dest: &Path, token: Option<&str>) -> Output {
-    let mut command = sandbox.skillpkg();
+fn mirror(sandbox: &TestContext, source: &str, dest: &Path, token: Option<&str>) -> Output {
+    let mut command = sandbox.skillpkg_command();
     command
         .args(["mirror", source])
         .arg(dest)
@@ -72,7 +72,7 @@ fn get(server: &RegistryServer, path: &str, token: Option<&str>) -> (u16, Vec<u8
 
 #[test]
 fn a_mirror_of_a_private_registry_stays_private_and_is_served_read_only_in_place() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let data = sandbox.path().join("registry");
     let alice = create_token(&data, "alice");
     let origin = RegistryServer::start(&data, &["--auth-required"]);
@@ -137,7 +137,7 @@ fn a_mirror_of_a_private_registry_stays_private_and_is_served_read_only_in_place
 
         // A client installs through it with the mirror's token.
         let search = run(sandbox
-            .skillpkg()
+            .skillpkg_command()
             .args(["search", "pdf", "--registry", mirror_server.url()])
             .env("SKILLPKG_CONFIG_DIR", sandbox.path().join("user-config"))
             .env("SKILLPKG_TOKEN", &ci));
@@ -150,7 +150,7 @@ fn a_mirror_of_a_private_registry_stays_private_and_is_served_read_only_in_place
 
 #[test]
 fn a_public_mirror_is_served_read_only_in_place_and_refuses_auth_required() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let data = sandbox.path().join("registry");
     let alice = create_token(&data, "alice");
     let origin = RegistryServer::start(&data, &[]);

@@ -5,7 +5,7 @@ use std::io::Write as _;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use skillpkg_tests::{Output, Sandbox, run};
+use skillpkg_tests::{Output, TestContext, run};
 
 /// The hosts whose rules a skill with a tool must pass.
 const HOSTS: &[&str] = &[
@@ -62,8 +62,8 @@ fn run_script(path: &Path, input: &str) -> Output {
 
 #[test]
 fn a_new_skill_passes_strict_validation() {
-    let sandbox = Sandbox::new();
-    let output = run(sandbox.skillpkg().args(["new", "pdf-forms"]));
+    let sandbox = TestContext::new();
+    let output = run(sandbox.skillpkg_command().args(["new", "pdf-forms"]));
     assert_eq!(output.code, 0, "{output:?}");
     assert!(
         output.stderr.contains("Created pdf-forms (SKILL.md)"),
@@ -80,7 +80,7 @@ fn a_new_skill_passes_strict_validation() {
     );
 
     let output = run(sandbox
-        .skillpkg()
+        .skillpkg_command()
         .args(["validate", "--strict", "pdf-forms"]));
     assert_eq!(output.code, 0, "{output:?}");
     assert_eq!(output.stdout, "1 valid, 0 invalid, 0 warnings\n");
@@ -89,8 +89,8 @@ fn a_new_skill_passes_strict_validation() {
 #[test]
 fn a_new_skill_with_a_tool_passes_strict_validation_on_every_host() {
     for runtime in ["python", "node", "bash"] {
-        let sandbox = Sandbox::new();
-        let output = run(sandbox.skillpkg().args([
+        let sandbox = TestContext::new();
+        let output = run(sandbox.skillpkg_command().args([
             "new",
             "word-tools",
             "--tools",
@@ -101,7 +101,7 @@ fn a_new_skill_with_a_tool_passes_strict_validation_on_every_host() {
         ]));
         assert_eq!(output.code, 0, "{runtime}: {output:?}");
         for host in HOSTS {
-            let output = run(sandbox.skillpkg().args([
+            let output = run(sandbox.skillpkg_command().args([
                 "validate",
                 "--strict",
                 "--json",
@@ -126,7 +126,7 @@ fn a_new_skill_with_a_tool_passes_strict_validation_on_every_host() {
                 .collect();
             assert!(others.is_empty(), "{runtime} on {host}: {others:#?}");
             // With those keys allowed, nothing at all is reported.
-            let output = run(sandbox.skillpkg().args([
+            let output = run(sandbox.skillpkg_command().args([
                 "validate",
                 "--strict",
                 "--json",
@@ -150,11 +150,14 @@ fn each_runtimes_script_reads_json_and_writes_json() {
         ("node", "count-words.mjs"),
         ("bash", "count-words.sh"),
     ] {
-        let sandbox = Sandbox::new();
-        let output =
-            run(sandbox
-                .skillpkg()
-                .args(["new", "counter", "--tools", "--runtime", runtime]));
+        let sandbox = TestContext::new();
+        let output = run(sandbox.skillpkg_command().args([
+            "new",
+            "counter",
+            "--tools",
+            "--runtime",
+            runtime,
+        ]));
         assert_eq!(output.code, 0, "{runtime}: {output:?}");
         let path = sandbox.path().join("counter/scripts").join(script);
         assert!(skillpkg_tests::is_executable(&path), "{runtime}");
@@ -180,8 +183,8 @@ fn each_runtimes_script_reads_json_and_writes_json() {
 
 #[test]
 fn an_invalid_name_is_refused_with_the_name_it_meant() {
-    let sandbox = Sandbox::new();
-    let output = run(sandbox.skillpkg().args(["new", "PDF Forms"]));
+    let sandbox = TestContext::new();
+    let output = run(sandbox.skillpkg_command().args(["new", "PDF Forms"]));
     assert_eq!(output.code, 1, "{output:?}");
     assert!(
         output
@@ -201,11 +204,12 @@ fn an_invalid_name_is_refused_with_the_name_it_meant() {
 
 #[test]
 fn an_existing_folder_is_refused_and_left_alone() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     sandbox.write("skills/pdf-forms/notes.txt", "mine\n");
-    let output = run(sandbox
-        .skillpkg()
-        .args(["new", "pdf-forms", "--tools", "--path", "skills"]));
+    let output =
+        run(sandbox
+            .skillpkg_command()
+            .args(["new", "pdf-forms", "--tools", "--path", "skills"]));
     assert_eq!(output.code, 1, "{output:?}");
     assert!(
         output
@@ -228,11 +232,13 @@ fn an_existing_folder_is_refused_and_left_alone() {
 
 #[test]
 fn a_description_that_would_make_the_skill_invalid_writes_nothing() {
-    let sandbox = Sandbox::new();
-    let output =
-        run(sandbox
-            .skillpkg()
-            .args(["new", "pdf-forms", "--description", &"x".repeat(1025)]));
+    let sandbox = TestContext::new();
+    let output = run(sandbox.skillpkg_command().args([
+        "new",
+        "pdf-forms",
+        "--description",
+        &"x".repeat(1025),
+    ]));
     assert_eq!(output.code, 1, "{output:?}");
     assert!(
         output
@@ -247,9 +253,9 @@ fn a_description_that_would_make_the_skill_invalid_writes_nothing() {
 
 #[test]
 fn the_description_is_kept_as_given() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let text = "Fill forms: \"quoted\" # kept - all of it";
-    let output = run(sandbox.skillpkg().args([
+    let output = run(sandbox.skillpkg_command().args([
         "new",
         "pdf-forms",
         "--path",

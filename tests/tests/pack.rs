@@ -4,10 +4,10 @@
 use std::path::Path;
 use std::process::Command;
 
-use skillpkg_tests::{Sandbox, is_executable, run, set_executable};
+use skillpkg_tests::{TestContext, is_executable, run, set_executable};
 
 /// A skill with a script, a nested reference and an empty folder.
-fn example_skill(sandbox: &Sandbox, parent: &str) -> std::path::PathBuf {
+fn example_skill(sandbox: &TestContext, parent: &str) -> std::path::PathBuf {
     let dir = sandbox.skill(
         &format!("{parent}/pdf"),
         "pdf",
@@ -28,9 +28,9 @@ fn example_skill(sandbox: &Sandbox, parent: &str) -> std::path::PathBuf {
     dir
 }
 
-fn pack(sandbox: &Sandbox, dir: &Path, output: &Path) -> skillpkg_tests::Output {
+fn pack(sandbox: &TestContext, dir: &Path, output: &Path) -> skillpkg_tests::Output {
     run(sandbox
-        .skillpkg()
+        .skillpkg_command()
         .arg("pack")
         .arg(dir)
         .arg("-o")
@@ -55,7 +55,7 @@ fn shell_tree_hash(dir: &Path) -> String {
 
 #[test]
 fn packing_twice_and_from_another_place_gives_identical_bytes() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let first = example_skill(&sandbox, "one");
     let a = pack(&sandbox, &first, &sandbox.path().join("a.tgz"));
     assert_eq!(a.code, 0, "{a:?}");
@@ -93,7 +93,7 @@ fn packing_twice_and_from_another_place_gives_identical_bytes() {
 
 #[test]
 fn gnu_tar_sees_sorted_entries_with_fixed_owners_modes_and_times() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let dir = example_skill(&sandbox, "src");
     sandbox.write("src/pdf/.git/HEAD", "ref: x");
     sandbox.write("src/pdf/scripts/__pycache__/x.pyc", "x");
@@ -160,7 +160,7 @@ fn gnu_tar_sees_sorted_entries_with_fixed_owners_modes_and_times() {
 
 #[test]
 fn unpacking_gives_back_every_file_its_bytes_exec_bit_and_tree_hash() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let dir = example_skill(&sandbox, "src");
     let tarball = sandbox.path().join("pdf.tgz");
     let output = pack(&sandbox, &dir, &tarball);
@@ -239,9 +239,9 @@ fn unpacking_gives_back_every_file_its_bytes_exec_bit_and_tree_hash() {
 
 #[test]
 fn human_output_names_every_figure() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let dir = example_skill(&sandbox, "src");
-    let output = run(sandbox.skillpkg().arg("pack").arg(&dir));
+    let output = run(sandbox.skillpkg_command().arg("pack").arg(&dir));
     assert_eq!(output.code, 0, "{output:?}");
     for label in [
         "name:     pdf",
@@ -272,10 +272,15 @@ fn human_output_names_every_figure() {
 
 /// Asserts that a pack failed with status 1, a message containing `needle`,
 /// and left no tarball behind.
-fn assert_refused(sandbox: &Sandbox, dir: &Path, needle: &str) -> String {
+fn assert_refused(sandbox: &TestContext, dir: &Path, needle: &str) -> String {
     let out = sandbox.path().join("out");
     fs_err::create_dir_all(&out).unwrap();
-    let output = run(sandbox.skillpkg().arg("pack").arg(dir).arg("-o").arg(&out));
+    let output = run(sandbox
+        .skillpkg_command()
+        .arg("pack")
+        .arg(dir)
+        .arg("-o")
+        .arg(&out));
     assert_eq!(output.code, 1, "{output:?}");
     assert!(
         output.stderr.contains(needle),
@@ -292,7 +297,7 @@ fn assert_refused(sandbox: &Sandbox, dir: &Path, needle: &str) -> String {
 
 #[test]
 fn a_symlink_is_refused_by_name() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let dir = sandbox.skill("pdf", "pdf", "version: 1.0.0\n", "body\n");
     std::os::unix::fs::symlink("/etc/passwd", dir.join("passwd")).unwrap();
     let stderr = assert_refused(
@@ -305,7 +310,7 @@ fn a_symlink_is_refused_by_name() {
 
 #[test]
 fn a_skill_over_the_size_limit_unpacked_is_refused_with_its_largest_files() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let dir = sandbox.skill("big", "big", "version: 1.0.0\n", "body\n");
     for (index, mebibytes) in [1_usize, 2, 3, 1, 1, 1].iter().enumerate() {
         sandbox.write(
@@ -333,7 +338,7 @@ fn a_skill_over_the_size_limit_unpacked_is_refused_with_its_largest_files() {
 
 #[test]
 fn a_skill_over_the_size_limit_packed_is_refused() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let dir = sandbox.skill("noise", "noise", "version: 1.0.0\n", "body\n");
     // Incompressible bytes just under the unpacked limit: tar and gzip
     // framing push the tarball over it.
@@ -354,7 +359,7 @@ fn a_skill_over_the_size_limit_packed_is_refused() {
 
 #[test]
 fn more_than_ten_thousand_entries_are_refused() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let dir = sandbox.skill("many", "many", "version: 1.0.0\n", "body\n");
     for folder in 0..10 {
         let folder = dir.join(format!("assets/{folder}"));
@@ -372,7 +377,7 @@ fn more_than_ten_thousand_entries_are_refused() {
 
 #[test]
 fn a_path_that_is_not_portable_is_refused() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let dir = sandbox.skill("pdf", "pdf", "version: 1.0.0\n", "body\n");
     sandbox.write("pdf/assets/aux.txt", "x");
     assert_refused(&sandbox, &dir, "`assets/aux.txt` is not a portable path");
@@ -388,7 +393,7 @@ fn a_path_that_is_not_portable_is_refused() {
 
 #[test]
 fn a_skill_without_a_version_is_refused_until_one_is_given() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let dir = sandbox.skill("pdf", "pdf", "metadata:\n  version: \"1.0\"\n", "body\n");
     let stderr = assert_refused(&sandbox, &dir, "cannot pack");
     assert!(stderr.contains("the skill has no version"), "{stderr}");
@@ -396,19 +401,18 @@ fn a_skill_without_a_version_is_refused_until_one_is_given() {
         stderr.contains("`metadata.version` is \"1.0\", which is not a semantic version"),
         "{stderr}"
     );
-    let output =
-        run(sandbox
-            .skillpkg()
-            .arg("pack")
-            .arg(&dir)
-            .args(["--version", "1.0.0", "--json"]));
+    let output = run(sandbox.skillpkg_command().arg("pack").arg(&dir).args([
+        "--version",
+        "1.0.0",
+        "--json",
+    ]));
     assert_eq!(output.code, 0, "{output:?}");
     assert_eq!(output.json()["version"], "1.0.0");
 }
 
 #[test]
 fn an_invalid_skill_is_not_packed() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let dir = sandbox.skill("pdf", "other", "version: 1.0.0\n", "body\n");
     let stderr = assert_refused(&sandbox, &dir, "error[name-mismatch]");
     assert!(stderr.contains("the skill has 1 error"), "{stderr}");
@@ -416,15 +420,15 @@ fn an_invalid_skill_is_not_packed() {
 
 #[test]
 fn packing_from_inside_the_skill_folder_twice_gives_the_same_bytes() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let dir = example_skill(&sandbox, "src");
     let first = run(sandbox
-        .skillpkg()
+        .skillpkg_command()
         .current_dir(&dir)
         .args(["pack", "--json"]));
     assert_eq!(first.code, 0, "{first:?}");
     let second = run(sandbox
-        .skillpkg()
+        .skillpkg_command()
         .current_dir(&dir)
         .args(["pack", "--json"]));
     assert_eq!(second.code, 0, "{second:?}");
@@ -452,7 +456,7 @@ const EXAMPLE_SKILL_SHA256: &str =
 
 #[test]
 fn the_bytes_of_a_known_skill_are_pinned() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let dir = example_skill(&sandbox, "src");
     let output = pack(&sandbox, &dir, &sandbox.path().join("pdf.tgz"));
     assert_eq!(output.code, 0, "{output:?}");
@@ -461,7 +465,7 @@ fn the_bytes_of_a_known_skill_are_pinned() {
 
 #[test]
 fn a_skill_file_that_would_not_be_packed_is_refused() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let dir = sandbox.skill("pdf", "pdf", "version: 1.0.0\n", "body\n");
     sandbox.write("pdf/.skillignore", "*.md\n");
     let stderr = assert_refused(&sandbox, &dir, "error[skill-md-ignored]");
@@ -486,10 +490,10 @@ fn a_skill_file_that_would_not_be_packed_is_refused() {
 
 #[test]
 fn a_version_flag_that_contradicts_the_frontmatter_is_refused() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let dir = sandbox.skill("pdf", "pdf", "version: 1.0.0\n", "body\n");
     let stderr = run(sandbox
-        .skillpkg()
+        .skillpkg_command()
         .arg("pack")
         .arg(&dir)
         .args(["--version", "2.0.0"]))
@@ -500,7 +504,7 @@ fn a_version_flag_that_contradicts_the_frontmatter_is_refused() {
     );
     assert!(!sandbox.path().join("pdf-2.0.0.tgz").exists());
     let agreeing = run(sandbox
-        .skillpkg()
+        .skillpkg_command()
         .arg("pack")
         .arg(&dir)
         .args(["--version", "1.0.0"]));
@@ -509,9 +513,13 @@ fn a_version_flag_that_contradicts_the_frontmatter_is_refused() {
 
 #[test]
 fn json_output_of_an_invalid_skill_carries_its_diagnostics() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let dir = sandbox.skill("pdf", "other", "version: 1.0.0\n", "body\n");
-    let output = run(sandbox.skillpkg().arg("pack").arg(&dir).arg("--json"));
+    let output = run(sandbox
+        .skillpkg_command()
+        .arg("pack")
+        .arg(&dir)
+        .arg("--json"));
     assert_eq!(output.code, 1, "{output:?}");
     let json = output.json();
     assert_eq!(json["skill"]["valid"], false);
@@ -520,10 +528,10 @@ fn json_output_of_an_invalid_skill_carries_its_diagnostics() {
 
 #[test]
 fn an_output_folder_that_does_not_exist_is_a_clear_error() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let dir = sandbox.skill("pdf", "pdf", "version: 1.0.0\n", "body\n");
     let output = run(sandbox
-        .skillpkg()
+        .skillpkg_command()
         .arg("pack")
         .arg(&dir)
         .args(["-o", "dist/pdf.tgz"]));

@@ -14,11 +14,11 @@ use std::path::PathBuf;
 use skillpkg_tests::scripted::{
     PublishedTree, Request, ScriptedServer, redirect, respond, serve_file,
 };
-use skillpkg_tests::{Output, Sandbox, run};
+use skillpkg_tests::{Output, TestContext, run};
 
 /// A sandbox with a published tree, and a project to install into.
 struct World {
-    sandbox: Sandbox,
+    sandbox: TestContext,
     tree: PublishedTree,
 }
 
@@ -26,7 +26,7 @@ impl World {
     /// A tree whose `config.json` says `auth-required`, so that every read
     /// carries the token.
     fn private() -> Self {
-        let sandbox = Sandbox::new();
+        let sandbox = TestContext::new();
         let tree = PublishedTree::new(&sandbox, &["--auth-required"]);
         fs_err::create_dir_all(sandbox.path().join("project")).unwrap();
         Self { sandbox, tree }
@@ -41,7 +41,7 @@ impl World {
     fn user(&self, args: &[&str]) -> Output {
         run(self
             .sandbox
-            .skillpkg()
+            .skillpkg_command()
             .current_dir(self.sandbox.path().join("project"))
             .args(args)
             .env("SKILLPKG_CONFIG_DIR", self.sandbox.path().join("user"))

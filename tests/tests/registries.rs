@@ -5,87 +5,45 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use skillpkg_tests::{Output, RegistryServer, Sandbox, create_token, files_below, free_port, run};
+use skillpkg_tests::{Output, Skill, TestContext, TestRegistry, files_below, free_port, run};
 
-/// A registry server and the token of its publisher.
-struct Server {
-    label: &'static str,
-    server: RegistryServer,
-    token: String,
-}
-
-/// Two registry servers (`main`, the default, and `corp`), a publisher with
-/// a signing key, and a project folder.
+/// Two registry servers (`main`, the default, and `corp`), one publisher
+/// with a signing key for both, and a project folder.
 struct World {
-    sandbox: Sandbox,
-    main: Server,
-    corp: Server,
+    main: TestRegistry,
+    corp: TestRegistry,
+    sandbox: TestContext,
 }
 
 impl World {
     /// `corp_flags` are the extra flags of the corp server (`--auth-required`).
     fn new(corp_flags: &[&str]) -> Self {
-        let sandbox = Sandbox::new();
-        let start = |label: &'static str, flags: &[&str]| {
-            let data = sandbox.path().join(format!("{label}-data"));
-            let token = create_token(&data, "alice");
-            Server {
-                label,
-                server: RegistryServer::start(&data, flags),
-                token,
-            }
-        };
-        let main = start("main", &[]);
-        let corp = start("corp", corp_flags);
-        let world = Self {
-            sandbox,
+        let sandbox = TestContext::new();
+        let main = TestRegistry::builder(&sandbox).data("main-data").start();
+        let corp = TestRegistry::builder(&sandbox)
+            .data("corp-data")
+            .flags(corp_flags)
+            .start();
+        fs_err::create_dir_all(sandbox.path().join("project")).unwrap();
+        Self {
             main,
             corp,
-        };
-        let key = world.publisher(&["key", "generate", "--no-password"]);
-        assert_eq!(key.code, 0, "{key:?}");
-        fs_err::create_dir_all(world.project()).unwrap();
-        world
+            sandbox,
+        }
     }
 
     fn project(&self) -> PathBuf {
         self.sandbox.path().join("project")
     }
 
-    fn publisher(&self, args: &[&str]) -> Output {
-        run(self
-            .sandbox
-            .skillpkg()
-            .args(args)
-            .env("SKILLPKG_CONFIG_DIR", self.sandbox.path().join("publisher")))
-    }
-
-    /// Publishes `name@version`, depending on `deps`, to `server`.
-    fn publish(&self, server: &Server, name: &str, version: &str, deps: &[&str]) {
-        let dir = format!("skills/{}/{name}-{version}/{name}", server.label);
-        let deps: Vec<String> = deps.iter().map(|dep| format!("\"{dep}\"")).collect();
-        self.sandbox.write(
-            &format!("{dir}/SKILL.md"),
-            format!(
-                "---\nname: {name}\ndescription: {name} {version}.\nversion: {version}\ndepends_on: [{}]\n---\n# {name} {version}\n",
-                deps.join(", ")
-            ),
-        );
-        let path = self.sandbox.path().join(&dir);
-        let output = self.publisher(&[
-            "publish",
-            path.to_str().unwrap(),
-            "--registry",
-            server.server.url(),
-            "--token",
-            &server.token,
-        ]);
-        assert_eq!(output.code, 0, "{output:?}");
+    /// Publishes `name@version`, depending on `deps`, to `registry`.
+    fn publish(&self, registry: &TestRegistry, name: &str, version: &str, deps: &[&str]) {
+        registry.publish(&Skill::new(name, version).depends_on(deps));
     }
 
     /// Runs skillpkg in the project as its user, with `env` added.
     fn user(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
-        let mut command = self.sandbox.skillpkg();
+        let mut command = self.sandbox.skillpkg_command();
         command
             .current_dir(self.project())
             .args(args)
@@ -171,8 +129,8 @@ fn a_project_takes_each_skill_from_its_registry_and_the_lock_names_them() {
     world.publish(&world.main, "docs", "0.3.0", &[]);
     world.write_manifest(&format!(
         "[registry]\nurl = \"{}\"\n\n[registries.corp]\nindex = \"{}\"\n\n[install]\ntargets = [\"claude\"]\n\n[skills]\npdf = \"^1\"\nstyle = {{ version = \"^1\", registry = \"corp\" }}\n",
-        world.main.server.url(),
-        world.corp.server.url()
+        world.main.url(),
+        world.corp.url()
     ));
 
     let installed = world.user(&["install"], &[]);
@@ -201,7 +159,7 @@ fn a_project_takes_each_skill_from_its_registry_and_the_lock_names_them() {
     // `add --registry NAME` records the registry; the default keeps the short form.
     let added = world.user(&["add", "extra", "--registry", "corp"], &[]);
     assert_eq!(added.code, 0, "{added:?}");
-    let added = world.user(&["add", "docs", "--registry", world.main.server.url()], &[]);
+    let added = world.user(&["add", "docs", "--registry", world.main.url()], &[]);
     assert_eq!(added.code, 0, "{added:?}");
     let manifest = world.manifest();
     assert!(
@@ -264,20 +222,20 @@ fn pointing_a_registry_at_a_static_copy_changes_nothing_in_the_lock() {
     let manifest = |corp_index: &str| {
         format!(
             "[registry]\nurl = \"{}\"\n\n[registries.corp]\nindex = \"{corp_index}\"\n\n[install]\ntargets = [\"claude\"]\n\n[skills]\npdf = \"^1\"\nstyle = {{ version = \"^1\", registry = \"corp\" }}\n",
-            world.main.server.url(),
+            world.main.url(),
         )
     };
-    world.write_manifest(&manifest(world.corp.server.url()));
+    world.write_manifest(&manifest(world.corp.url()));
     let installed = world.user(&["install"], &[]);
     assert_eq!(installed.code, 0, "{installed:?}");
     let lock = fs_err::read(world.project().join("skills.lock")).unwrap();
 
     // The copy is a plain path, relative to the project; the server is gone.
     copy_tree(
-        &world.corp.server.public(),
+        &world.corp.public(),
         &world.sandbox.path().join("corp-copy"),
     );
-    world.corp.server.kill();
+    world.corp.server_mut().kill();
     world.write_manifest(&manifest("../corp-copy"));
     world.forget_downloads();
     let from_copy = world.user(&["install", "--locked"], &[]);
@@ -295,7 +253,7 @@ fn pointing_a_registry_at_a_static_copy_changes_nothing_in_the_lock() {
     // The same through a file:// URL, read as corp's mirror.
     let copy = url::Url::from_directory_path(world.sandbox.path().join("corp-copy")).unwrap();
     world.write_manifest(
-        &manifest(world.corp.server.url())
+        &manifest(world.corp.url())
             .replace("[install]", &format!("mirror = \"{copy}\"\n\n[install]")),
     );
     world.forget_downloads();
@@ -311,8 +269,8 @@ fn pointing_a_registry_at_a_static_copy_changes_nothing_in_the_lock() {
 fn a_private_registry_installs_with_its_token_and_without_one_says_how_to_give_it() {
     let world = World::new(&["--auth-required"]);
     world.publish(&world.corp, "style", "1.0.0", &[]);
-    let token = world.corp.token.clone();
-    let corp = world.corp.server.url().to_owned();
+    let token = world.corp.token().to_owned();
+    let corp = world.corp.url().to_owned();
     // Only corp is configured: the project needs no default registry.
     world.write_manifest(&format!(
         "[registries.corp]\nindex = \"{corp}\"\n\n[install]\ntargets = [\"claude\"]\n\n[skills]\nstyle = {{ version = \"^1\", registry = \"corp\" }}\n"
@@ -417,7 +375,7 @@ fn a_mirror_that_is_down_fails_unless_fallback_to_origin_reads_the_index() {
     let manifest = |fallback: bool| {
         format!(
             "[registries.corp]\nindex = \"{}\"\nmirror = \"{dead}\"\nfallback-to-origin = {fallback}\n\n[install]\ntargets = [\"claude\"]\n\n[skills]\nstyle = {{ version = \"^1\", registry = \"corp\" }}\n",
-            world.corp.server.url()
+            world.corp.url()
         )
     };
     world.write_manifest(&manifest(false));

@@ -6,7 +6,7 @@ use std::io::{Read as _, Write as _};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use skillpkg_tests::{RegistryServer, create_token};
+use skillpkg_tests::{RegistryServer, create_token, wait_until};
 
 const BOUNDARY: &str = "skillpkg-dos-boundary";
 
@@ -110,6 +110,23 @@ fn time_to_close(stream: &mut TcpStream, limit: Duration) -> Option<Duration> {
         }
     }
     None
+}
+
+/// How many bytes sent on `stream` the server has not read yet: the receive
+/// queue of the server's end, from `/proc/net/tcp` (None when not found).
+fn unread_by_server(stream: &TcpStream) -> Option<u64> {
+    let client = stream.local_addr().ok()?.port();
+    let server = stream.peer_addr().ok()?.port();
+    let port = |address: &str| u16::from_str_radix(address.rsplit(':').next()?, 16).ok();
+    let table = fs_err::read_to_string("/proc/net/tcp").ok()?;
+    table.lines().skip(1).find_map(|line| {
+        // sl, local address, remote address, state, tx_queue:rx_queue, ...
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        if port(fields.get(1)?)? != server || port(fields.get(2)?)? != client {
+            return None;
+        }
+        u64::from_str_radix(fields.get(4)?.split(':').nth(1)?, 16).ok()
+    })
 }
 
 /// The server's peak resident memory so far, in MiB (VmHWM).
@@ -290,9 +307,15 @@ fn uploads_past_the_concurrency_cap_wait_unread_then_get_503_with_retry_after() 
     // The first upload sends its head and a little of its body, and holds
     // the one slot.
     let mut holder = fixture.connect();
-    holder.write_all(head.as_bytes()).unwrap();
-    holder.write_all(&body[..1000]).unwrap();
-    std::thread::sleep(Duration::from_millis(300));
+    // One write, so that the server reads head and start of body at once.
+    holder
+        .write_all(&[head.as_bytes(), &body[..1000]].concat())
+        .unwrap();
+    assert!(
+        wait_until(Duration::from_secs(10), || unread_by_server(&holder)
+            == Some(0)),
+        "the server has not read the first upload's head after 10 s"
+    );
 
     // The next one waits for the slot, then is turned away.
     let mut second = fixture.connect();
@@ -316,7 +339,11 @@ fn uploads_past_the_concurrency_cap_wait_unread_then_get_503_with_retry_after() 
     // client gives up) goes through.
     let mut third = fixture.connect();
     third.write_all(head.as_bytes()).unwrap();
-    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        wait_until(Duration::from_secs(10), || unread_by_server(&third)
+            == Some(0)),
+        "the server has not read the third upload's head after 10 s"
+    );
     drop(holder);
     third.write_all(&body).unwrap();
     let (answer, text) = read_response(&mut third);
@@ -434,8 +461,17 @@ fn a_client_that_stops_reading_is_disconnected_at_the_send_timeout() {
         .write_all(b"GET /large.json HTTP/1.1\r\nHost: test\r\n\r\n")
         .unwrap();
     // It reads nothing, and holds the only connection slot until the send
-    // timeout frees it: then the next client is served.
-    std::thread::sleep(Duration::from_millis(200));
+    // timeout frees it: then the next client is served. The slot is taken
+    // once the answer has started to arrive.
+    stalled
+        .set_read_timeout(Some(Duration::from_millis(50)))
+        .unwrap();
+    assert!(
+        wait_until(Duration::from_secs(10), || {
+            stalled.peek(&mut [0; 1]).is_ok_and(|read| read > 0)
+        }),
+        "the server has not started answering after 10 s"
+    );
     let mut next = TcpStream::connect(server.address()).unwrap();
     next.set_read_timeout(Some(Duration::from_secs(10)))
         .unwrap();
@@ -467,7 +503,7 @@ fn a_large_publish_with_a_bad_token_is_told_why_not_cut_off() {
     // The server answers 401 from the head and closes without reading the
     // body: the skillpkg client, which reads while it sends, prints the
     // answer rather than a broken connection.
-    let sandbox = skillpkg_tests::Sandbox::new();
+    let sandbox = skillpkg_tests::TestContext::new();
     let data = sandbox.path().join("registry");
     fs_err::create_dir_all(&data).unwrap();
     let server = RegistryServer::start(&data, &[]);
@@ -489,7 +525,7 @@ fn a_large_publish_with_a_bad_token_is_told_why_not_cut_off() {
     for _ in 0..3 {
         let output = skillpkg_tests::run(
             sandbox
-                .skillpkg()
+                .skillpkg_command()
                 .args(["publish", dir.to_str().unwrap(), "--no-sign", "--registry"])
                 .arg(server.url())
                 .args(["--token", "skp_made-up"]),
@@ -516,7 +552,9 @@ fn connections_past_the_cap_wait_in_the_kernel_queue_not_in_the_server() {
     let before = open_files();
     // Twenty connections that send nothing: the server takes four of them.
     let idle: Vec<TcpStream> = (0..20).map(|_| fixture.connect()).collect();
-    std::thread::sleep(Duration::from_millis(300));
+    // Once it holds its four, a server that took more would have taken
+    // them in the same breath.
+    let _ = wait_until(Duration::from_secs(2), || open_files() >= before + 4);
     let during = open_files();
     assert!(
         during <= before + 4,

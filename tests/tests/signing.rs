@@ -10,7 +10,7 @@ use skillpkg_index::checksum::Checksum;
 use skillpkg_index::registry::tree::StaticTree;
 use skillpkg_index::registry::{IndexRecord, RegistryConfig};
 use skillpkg_index::signing::{SecretKey, SourceInfo, sign_provenance};
-use skillpkg_tests::{Output, Sandbox, run};
+use skillpkg_tests::{Output, TestContext, run};
 
 fn minisign() -> Command {
     let path = ["/usr/bin/minisign", "/usr/local/bin/minisign"]
@@ -32,7 +32,7 @@ fn ok(command: &mut Command) -> String {
 }
 
 /// A sandbox with a packed skill `pdf@1.0.0` at `pdf-1.0.0.tgz`.
-fn packed(sandbox: &Sandbox) -> PathBuf {
+fn packed(sandbox: &TestContext) -> PathBuf {
     let dir = sandbox.skill("src/pdf", "pdf", "version: 1.0.0\n", "# PDF\n");
     let path = sandbox.path().join("pdf-1.0.0.tgz");
     let bytes = pack_dir(
@@ -47,9 +47,9 @@ fn packed(sandbox: &Sandbox) -> PathBuf {
     path
 }
 
-fn skillpkg(sandbox: &Sandbox, args: &[&str]) -> Output {
+fn skillpkg(sandbox: &TestContext, args: &[&str]) -> Output {
     run(sandbox
-        .skillpkg()
+        .skillpkg_command()
         .args(args)
         .env("SKILLPKG_CONFIG_DIR", sandbox.path().join("config")))
 }
@@ -60,7 +60,7 @@ fn comment(name: &str, version: &str, sha256: &Checksum) -> String {
 
 #[test]
 fn a_skillpkg_signature_verifies_with_minisign() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let tarball = packed(&sandbox);
     let generated = skillpkg(&sandbox, &["key", "generate", "--no-password", "--json"]);
     assert_eq!(generated.code, 0, "{generated:?}");
@@ -100,7 +100,7 @@ fn a_skillpkg_signature_verifies_with_minisign() {
 
 #[test]
 fn minisign_keys_and_signatures_verify_in_skillpkg() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let tarball = packed(&sandbox);
     let (public, secret) = (sandbox.path().join("m.pub"), sandbox.path().join("m.key"));
     ok(minisign()
@@ -166,7 +166,7 @@ fn minisign_keys_and_signatures_verify_in_skillpkg() {
 
 #[test]
 fn a_password_protected_minisign_key_signs_with_the_password_from_the_environment() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let tarball = packed(&sandbox);
     let (public, secret) = (sandbox.path().join("e.pub"), sandbox.path().join("e.key"));
     let mut generate = minisign()
@@ -203,7 +203,7 @@ fn a_password_protected_minisign_key_signs_with_the_password_from_the_environmen
         refused.stderr
     );
     let signed = run(sandbox
-        .skillpkg()
+        .skillpkg_command()
         .args([
             "sign",
             tarball.to_str().unwrap(),
@@ -222,7 +222,7 @@ fn a_password_protected_minisign_key_signs_with_the_password_from_the_environmen
 
 #[test]
 fn generating_a_key_without_a_terminal_asks_nothing() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let output = skillpkg(&sandbox, &["key", "generate"]);
     assert_eq!(output.code, 1, "{output:?}");
     assert!(
@@ -235,7 +235,7 @@ fn generating_a_key_without_a_terminal_asks_nothing() {
 
 /// A signed `pdf-1.0.0.tgz`, the signer's public key file, and a second key.
 struct Signed {
-    sandbox: Sandbox,
+    sandbox: TestContext,
     tarball: PathBuf,
     key: SecretKey,
     public: PathBuf,
@@ -243,7 +243,7 @@ struct Signed {
 
 impl Signed {
     fn new() -> Self {
-        let sandbox = Sandbox::new();
+        let sandbox = TestContext::new();
         let tarball = packed(&sandbox);
         let key = SecretKey::generate().unwrap();
         let public = sandbox.write("signer.pub", key.public().to_file());
@@ -433,7 +433,7 @@ fn a_provenance_for_another_archive_is_refused() {
 
 #[test]
 fn an_unsigned_version_from_a_registry_that_requires_signatures_is_refused() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let tree = StaticTree::new(sandbox.path().join("tree"));
     let dir = sandbox.skill("src/pdf", "pdf", "", "body\n");
     let packed = pack_dir(
@@ -497,10 +497,10 @@ fn an_unsigned_version_from_a_registry_that_requires_signatures_is_refused() {
 
 #[test]
 fn a_password_protected_skillpkg_key_opens_in_minisign() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let tarball = packed(&sandbox);
     let generated = run(sandbox
-        .skillpkg()
+        .skillpkg_command()
         .args(["key", "generate", "--json"])
         .env("SKILLPKG_CONFIG_DIR", sandbox.path().join("config"))
         .env("SKILLPKG_KEY_PASSWORD", "tr0ub4dor"));

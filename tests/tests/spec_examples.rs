@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use skillpkg_index::skill::{Host, Severity, ValidateOptions, validate_skill};
-use skillpkg_tests::{Sandbox, run};
+use skillpkg_tests::{TestContext, run};
 
 fn examples() -> Vec<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/spec-examples");
@@ -78,7 +78,7 @@ fn the_extended_example_yields_its_typed_model() {
 
 #[test]
 fn the_cli_accepts_the_spec_examples_under_every_named_host() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/spec-examples");
     for host in [
         "claude-api",
@@ -89,7 +89,7 @@ fn the_cli_accepts_the_spec_examples_under_every_named_host() {
         "openai",
     ] {
         let output = run(sandbox
-            .skillpkg()
+            .skillpkg_command()
             .arg("validate")
             .arg("--host")
             .arg(host)

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 use serde_json::{Value, json};
-use skillpkg_tests::{Sandbox, mcp_python, run, set_executable};
+use skillpkg_tests::{TestContext, mcp_python, run, set_executable};
 
 /// Three tools: two from spec 003's examples (`extract-text` and
 /// `delete-output`, both strict) and one that breaks the strict profile in
@@ -68,7 +68,7 @@ const TOOLS: &str = r#"tools:
 "#;
 
 /// Writes the skill `pdf` with [`TOOLS`] and its scripts.
-fn pdf_skill(sandbox: &Sandbox) -> PathBuf {
+fn pdf_skill(sandbox: &TestContext) -> PathBuf {
     let dir = sandbox.skill("pdf", "pdf", TOOLS, "# PDF\n\nUse the tools.\n");
     write_scripts(
         sandbox,
@@ -84,7 +84,7 @@ fn pdf_skill(sandbox: &Sandbox) -> PathBuf {
 
 /// Writes executable `scripts` into the skill folder `dir`: entrypoints
 /// must exist for a skill to validate.
-fn write_scripts(sandbox: &Sandbox, dir: &str, scripts: &[&str]) {
+fn write_scripts(sandbox: &TestContext, dir: &str, scripts: &[&str]) {
     for script in scripts {
         let path = sandbox.write(&format!("{dir}/{script}"), "#!/usr/bin/env sh\n");
         set_executable(&path, true);
@@ -136,17 +136,17 @@ fn fetch_page_input() -> Value {
     })
 }
 
-fn export(sandbox: &Sandbox, format: &str) -> skillpkg_tests::Output {
+fn export(sandbox: &TestContext, format: &str) -> skillpkg_tests::Output {
     run(sandbox
-        .skillpkg()
+        .skillpkg_command()
         .args(["tools", "export", "pdf", "--format", format]))
 }
 
 #[test]
 fn the_list_shows_name_runtime_entrypoint_and_description() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     pdf_skill(&sandbox);
-    let output = run(sandbox.skillpkg().args(["tools", "pdf"]));
+    let output = run(sandbox.skillpkg_command().args(["tools", "pdf"]));
     assert_eq!(output.code, 0, "{output:?}");
     assert_eq!(
         output.stdout,
@@ -159,7 +159,7 @@ fetch-page     node    scripts/fetch.mjs            Fetch a web page to read.
     );
 
     let output = run(sandbox
-        .skillpkg()
+        .skillpkg_command()
         .args(["tools", "--json"])
         .current_dir(sandbox.path().join("pdf")));
     assert_eq!(output.code, 0, "{output:?}");
@@ -182,7 +182,7 @@ fetch-page     node    scripts/fetch.mjs            Fetch a web page to read.
 
 #[test]
 fn mcp_export_maps_schemas_and_behaviour_hints() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     pdf_skill(&sandbox);
     let output = export(&sandbox, "mcp");
     assert_eq!(output.code, 0, "{output:?}");
@@ -214,7 +214,7 @@ fn mcp_export_maps_schemas_and_behaviour_hints() {
 
 #[test]
 fn openai_export_is_strict_where_it_can_be_and_says_why_not_elsewhere() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     pdf_skill(&sandbox);
     let output = export(&sandbox, "openai");
     assert_eq!(output.code, 0, "{output:?}");
@@ -273,7 +273,7 @@ fn openai_export_is_strict_where_it_can_be_and_says_why_not_elsewhere() {
 
 #[test]
 fn openai_strict_export_prints_nothing_when_a_schema_is_not_strict() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     pdf_skill(&sandbox);
     let output = export(&sandbox, "openai-strict");
     assert_eq!(output.code, 1, "{output:?}");
@@ -311,7 +311,7 @@ fn openai_strict_export_prints_nothing_when_a_schema_is_not_strict() {
 
 #[test]
 fn claude_export_has_name_description_and_input_schema() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     pdf_skill(&sandbox);
     let output = export(&sandbox, "claude");
     assert_eq!(output.code, 0, "{output:?}");
@@ -327,7 +327,7 @@ fn claude_export_has_name_description_and_input_schema() {
 
 #[test]
 fn tools_json_is_the_frontmatter_tools_and_sync_writes_the_same_bytes() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let dir = pdf_skill(&sandbox);
     let exported = export(&sandbox, "tools-json");
     assert_eq!(exported.code, 0, "{exported:?}");
@@ -350,7 +350,7 @@ fn tools_json_is_the_frontmatter_tools_and_sync_writes_the_same_bytes() {
         exported.stdout
     );
 
-    let output = run(sandbox.skillpkg().args(["tools", "sync", "pdf"]));
+    let output = run(sandbox.skillpkg_command().args(["tools", "sync", "pdf"]));
     assert_eq!(output.code, 0, "{output:?}");
     assert!(
         output.stderr.contains("Wrote pdf/tools.json (3 tools)"),
@@ -375,14 +375,18 @@ fn tools_json_is_the_frontmatter_tools_and_sync_writes_the_same_bytes() {
             "scripts/fetch.mjs",
         ],
     );
-    let output = run(sandbox.skillpkg().args(["tools", "sync", "other/pdf"]));
+    let output = run(sandbox
+        .skillpkg_command()
+        .args(["tools", "sync", "other/pdf"]));
     assert_eq!(output.code, 0, "{output:?}");
     assert_eq!(
         fs_err::read_to_string(other.join("tools.json")).unwrap(),
         written
     );
 
-    let output = run(sandbox.skillpkg().args(["validate", "pdf", "--json"]));
+    let output = run(sandbox
+        .skillpkg_command()
+        .args(["validate", "pdf", "--json"]));
     assert_eq!(output.code, 0, "a fresh tools.json is valid: {output:?}");
 }
 
@@ -395,15 +399,17 @@ fn inode(path: &Path) -> u64 {
 #[test]
 #[cfg(unix)]
 fn sync_leaves_an_unchanged_file_alone_and_normalises_a_reformatted_one() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let dir = pdf_skill(&sandbox);
     let tools_json = dir.join("tools.json");
     assert_eq!(
-        run(sandbox.skillpkg().args(["tools", "sync", "pdf"])).code,
+        run(sandbox.skillpkg_command().args(["tools", "sync", "pdf"])).code,
         0
     );
     let before = inode(&tools_json);
-    let output = run(sandbox.skillpkg().args(["tools", "sync", "pdf", "--json"]));
+    let output = run(sandbox
+        .skillpkg_command()
+        .args(["tools", "sync", "pdf", "--json"]));
     assert_eq!(output.code, 0, "{output:?}");
     assert_eq!(output.json()["changed"], false);
     assert_eq!(output.json()["action"], "none");
@@ -417,14 +423,19 @@ fn sync_leaves_an_unchanged_file_alone_and_normalises_a_reformatted_one() {
     let value: Value = serde_json::from_str(&fs_err::read_to_string(&tools_json).unwrap()).unwrap();
     let canonical = fs_err::read_to_string(&tools_json).unwrap();
     fs_err::write(&tools_json, value.to_string()).unwrap();
-    assert_eq!(run(sandbox.skillpkg().args(["validate", "pdf"])).code, 0);
-    let output = run(sandbox.skillpkg().args(["tools", "sync", "pdf", "--check"]));
+    assert_eq!(
+        run(sandbox.skillpkg_command().args(["validate", "pdf"])).code,
+        0
+    );
+    let output = run(sandbox
+        .skillpkg_command()
+        .args(["tools", "sync", "pdf", "--check"]));
     assert_eq!(output.code, 1, "{output:?}");
     assert_eq!(
         fs_err::read_to_string(&tools_json).unwrap(),
         value.to_string()
     );
-    let output = run(sandbox.skillpkg().args(["tools", "sync", "pdf"]));
+    let output = run(sandbox.skillpkg_command().args(["tools", "sync", "pdf"]));
     assert_eq!(output.code, 0, "{output:?}");
     assert!(
         output.stderr.contains("Updated pdf/tools.json"),
@@ -440,10 +451,10 @@ fn sync_leaves_an_unchanged_file_alone_and_normalises_a_reformatted_one() {
 
 #[test]
 fn validate_reports_a_stale_tools_json_with_a_diff_and_sync_repairs_it() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let dir = pdf_skill(&sandbox);
     assert_eq!(
-        run(sandbox.skillpkg().args(["tools", "sync", "pdf"])).code,
+        run(sandbox.skillpkg_command().args(["tools", "sync", "pdf"])).code,
         0
     );
     let old = fs_err::read_to_string(dir.join("tools.json")).unwrap();
@@ -453,7 +464,9 @@ fn validate_reports_a_stale_tools_json_with_a_diff_and_sync_repairs_it() {
     );
     sandbox.skill("pdf", "pdf", &changed, "# PDF\n");
 
-    let output = run(sandbox.skillpkg().args(["validate", "pdf", "--json"]));
+    let output = run(sandbox
+        .skillpkg_command()
+        .args(["validate", "pdf", "--json"]));
     assert_eq!(output.code, 1, "{output:?}");
     let report = output.json();
     let stale: Vec<&Value> = report["skills"][0]["diagnostics"]
@@ -475,7 +488,9 @@ fn validate_reports_a_stale_tools_json_with_a_diff_and_sync_repairs_it() {
     );
 
     // --check writes nothing and shows the same change.
-    let output = run(sandbox.skillpkg().args(["tools", "sync", "--check", "pdf"]));
+    let output = run(sandbox
+        .skillpkg_command()
+        .args(["tools", "sync", "--check", "pdf"]));
     assert_eq!(output.code, 1, "{output:?}");
     assert!(
         output
@@ -494,24 +509,26 @@ fn validate_reports_a_stale_tools_json_with_a_diff_and_sync_repairs_it() {
     assert_eq!(fs_err::read_to_string(dir.join("tools.json")).unwrap(), old);
 
     // A stale tools.json does not stop sync: sync is how it is repaired.
-    let output = run(sandbox.skillpkg().args(["tools", "sync", "pdf"]));
+    let output = run(sandbox.skillpkg_command().args(["tools", "sync", "pdf"]));
     assert_eq!(output.code, 0, "{output:?}");
-    let output = run(sandbox.skillpkg().args(["tools", "sync", "--check", "pdf"]));
+    let output = run(sandbox
+        .skillpkg_command()
+        .args(["tools", "sync", "--check", "pdf"]));
     assert_eq!(output.code, 0, "{output:?}");
-    let output = run(sandbox.skillpkg().args(["validate", "pdf"]));
+    let output = run(sandbox.skillpkg_command().args(["validate", "pdf"]));
     assert_eq!(output.code, 0, "{output:?}");
 }
 
 #[test]
 fn a_skill_without_tools_has_no_tools_json() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let dir = sandbox.skill("plain", "plain", "", "# Plain\n");
-    let output = run(sandbox.skillpkg().args(["tools", "sync", "plain"]));
+    let output = run(sandbox.skillpkg_command().args(["tools", "sync", "plain"]));
     assert_eq!(output.code, 0, "{output:?}");
     assert!(!dir.join("tools.json").exists());
 
     sandbox.write("plain/tools.json", "[]\n");
-    let output = run(sandbox.skillpkg().args(["validate", "plain"]));
+    let output = run(sandbox.skillpkg_command().args(["validate", "plain"]));
     assert_eq!(output.code, 1, "{output:?}");
     assert!(
         output
@@ -520,7 +537,7 @@ fn a_skill_without_tools_has_no_tools_json() {
         "{}",
         output.stdout
     );
-    let output = run(sandbox.skillpkg().args(["tools", "sync", "plain"]));
+    let output = run(sandbox.skillpkg_command().args(["tools", "sync", "plain"]));
     assert_eq!(output.code, 0, "{output:?}");
     assert!(
         output.stderr.contains("Removed plain/tools.json"),
@@ -528,20 +545,20 @@ fn a_skill_without_tools_has_no_tools_json() {
         output.stderr
     );
     assert!(!dir.join("tools.json").exists());
-    let output = run(sandbox.skillpkg().args(["tools", "plain"]));
+    let output = run(sandbox.skillpkg_command().args(["tools", "plain"]));
     assert_eq!(output.stdout, "plain declares no tools\n");
 }
 
 #[test]
 fn an_invalid_skill_is_refused_and_nothing_is_written() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let dir = sandbox.skill("pdf-tools", "pdf", TOOLS, "# PDF\n");
     for args in [
         &["tools", "sync", "pdf-tools"][..],
         &["tools", "export", "pdf-tools", "--format", "mcp"],
         &["tools", "pdf-tools"],
     ] {
-        let output = run(sandbox.skillpkg().args(args));
+        let output = run(sandbox.skillpkg_command().args(args));
         assert_eq!(output.code, 1, "{args:?}: {output:?}");
         assert_eq!(output.stdout, "", "{args:?}");
         assert!(
@@ -559,7 +576,7 @@ fn an_invalid_skill_is_refused_and_nothing_is_written() {
     }
     assert!(!dir.join("tools.json").exists());
     let output = run(sandbox
-        .skillpkg()
+        .skillpkg_command()
         .args(["tools", "export", "missing", "--format", "mcp"]));
     assert_eq!(output.code, 1, "{output:?}");
     assert!(
@@ -567,16 +584,17 @@ fn an_invalid_skill_is_refused_and_nothing_is_written() {
         "{}",
         output.stderr
     );
-    let output = run(sandbox
-        .skillpkg()
-        .args(["tools", "export", "pdf-tools", "--format", "yaml"]));
+    let output =
+        run(sandbox
+            .skillpkg_command()
+            .args(["tools", "export", "pdf-tools", "--format", "yaml"]));
     assert_eq!(output.code, 2, "a usage error: {output:?}");
     assert!(output.stderr.contains("openai-strict"), "{}", output.stderr);
 }
 
 #[test]
 fn a_tool_that_does_not_fit_the_model_is_refused_not_dropped() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let dir = sandbox.skill(
         "half",
         "half",
@@ -588,7 +606,7 @@ fn a_tool_that_does_not_fit_the_model_is_refused_not_dropped() {
         &["tools", "sync", "half"][..],
         &["tools", "export", "half", "--format", "mcp"],
     ] {
-        let output = run(sandbox.skillpkg().args(args));
+        let output = run(sandbox.skillpkg_command().args(args));
         assert_eq!(output.code, 1, "{args:?}: {output:?}");
         assert_eq!(output.stdout, "", "{args:?}");
         assert!(
@@ -605,13 +623,13 @@ fn a_tool_that_does_not_fit_the_model_is_refused_not_dropped() {
 
 #[test]
 fn help_shows_examples() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     for args in [
         &["tools", "--help"][..],
         &["tools", "export", "--help"],
         &["tools", "sync", "--help"],
     ] {
-        let output = run(sandbox.skillpkg().args(args));
+        let output = run(sandbox.skillpkg_command().args(args));
         assert_eq!(output.code, 0, "{output:?}");
         assert!(
             output.stdout.contains("Examples:\n  skillpkg tools"),
@@ -622,8 +640,8 @@ fn help_shows_examples() {
 }
 
 /// Runs `validate --json` on `dir` and returns the codes it reports.
-fn validate_codes(sandbox: &Sandbox, dir: &str) -> (i32, Vec<String>, String) {
-    let output = run(sandbox.skillpkg().args(["validate", "--json", dir]));
+fn validate_codes(sandbox: &TestContext, dir: &str) -> (i32, Vec<String>, String) {
+    let output = run(sandbox.skillpkg_command().args(["validate", "--json", dir]));
     let report = output.json();
     let diagnostics = report["skills"][0]["diagnostics"]
         .as_array()
@@ -643,7 +661,7 @@ fn validate_codes(sandbox: &Sandbox, dir: &str) -> (i32, Vec<String>, String) {
 
 #[test]
 fn hostile_tools_json_files_are_diagnosed_not_crashed_on() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let cases: [(&str, Vec<u8>, &str); 5] = [
         ("not-an-array", br#"{"tools": []}"#.to_vec(), "is not of type \"array\""),
         (
@@ -697,7 +715,7 @@ fn hostile_tools_json_files_are_diagnosed_not_crashed_on() {
             codes.contains(&"tools-json-invalid".to_owned()),
             "{codes:?}"
         );
-        let output = run(sandbox.skillpkg().args(["tools", "sync", "device"]));
+        let output = run(sandbox.skillpkg_command().args(["tools", "sync", "device"]));
         assert_eq!(
             output.code, 1,
             "a symlinked tools.json is not replaced: {output:?}"
@@ -725,12 +743,12 @@ fn deep_tool(levels: usize) -> String {
 
 #[test]
 fn deeply_nested_tool_schemas_are_diagnosed_not_crashed_on() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     // Eleven object levels: one more than OpenAI's strict mode allows.
     sandbox.skill("deep", "deep", &deep_tool(11), "# Deep\n");
     write_scripts(&sandbox, "deep", &["scripts/deep.sh"]);
     let output = run(sandbox
-        .skillpkg()
+        .skillpkg_command()
         .args(["tools", "export", "deep", "--format", "openai"]));
     assert_eq!(output.code, 0, "{output:?}");
     assert_eq!(output.json()[0]["strict"], false);
@@ -745,17 +763,20 @@ fn deeply_nested_tool_schemas_are_diagnosed_not_crashed_on() {
     // Ten levels are fine.
     sandbox.skill("deep", "deep", &deep_tool(10), "# Deep\n");
     write_scripts(&sandbox, "deep", &["scripts/deep.sh"]);
-    let output =
-        run(sandbox
-            .skillpkg()
-            .args(["tools", "export", "deep", "--format", "openai-strict"]));
+    let output = run(sandbox.skillpkg_command().args([
+        "tools",
+        "export",
+        "deep",
+        "--format",
+        "openai-strict",
+    ]));
     assert_eq!(output.code, 0, "{output:?}");
 
     // Deeper than a frontmatter may nest: the skill is invalid, and refused.
     sandbox.skill("deeper", "deeper", &deep_tool(40), "# Deeper\n");
     write_scripts(&sandbox, "deeper", &["scripts/deep.sh"]);
     let output = run(sandbox
-        .skillpkg()
+        .skillpkg_command()
         .args(["tools", "export", "deeper", "--format", "mcp"]));
     assert_eq!(output.code, 1, "{output:?}");
     assert_eq!(output.stdout, "");
@@ -768,7 +789,7 @@ fn deeply_nested_tool_schemas_are_diagnosed_not_crashed_on() {
 
 #[test]
 fn the_rust_mcp_sdk_accepts_the_mcp_export() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     pdf_skill(&sandbox);
     let output = export(&sandbox, "mcp");
     assert_eq!(output.code, 0, "{output:?}");
@@ -811,7 +832,7 @@ print(f"{len(tools)} tools valid")
 
 #[test]
 fn the_python_mcp_sdk_accepts_the_mcp_export() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     pdf_skill(&sandbox);
     let output = export(&sandbox, "mcp");
     assert_eq!(output.code, 0, "{output:?}");

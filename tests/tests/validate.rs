@@ -1,21 +1,21 @@
 //! `skillpkg validate` end to end: the real binary on real folders.
 
-use skillpkg_tests::{Sandbox, run};
+use skillpkg_tests::{TestContext, run};
 
 #[test]
 fn a_valid_skill_passes_with_a_one_line_summary() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     sandbox.skill("pdf", "pdf", "", "# Use it\n");
-    let output = run(sandbox.skillpkg().args(["validate", "pdf"]));
+    let output = run(sandbox.skillpkg_command().args(["validate", "pdf"]));
     assert_eq!(output.code, 0, "{output:?}");
     assert_eq!(output.stdout, "1 valid, 0 invalid, 0 warnings\n");
 }
 
 #[test]
 fn a_problem_is_shown_with_its_code_place_and_a_caret_under_it() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     sandbox.skill("pdf-tools", "pdf", "", "body\n");
-    let output = run(sandbox.skillpkg().args(["validate", "pdf-tools"]));
+    let output = run(sandbox.skillpkg_command().args(["validate", "pdf-tools"]));
     assert_eq!(output.code, 1, "{output:?}");
     let expected = "\
 error[name-mismatch]: `name` is `pdf` but the folder is `pdf-tools`
@@ -39,7 +39,7 @@ error[name-mismatch]: `name` is `pdf` but the folder is `pdf-tools`
 
 #[test]
 fn a_folder_of_skills_is_searched_and_summarised() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     sandbox.skill("skills/good", "good", "", "body\n");
     sandbox.skill(
         "skills/warned",
@@ -50,7 +50,7 @@ fn a_folder_of_skills_is_searched_and_summarised() {
     sandbox.skill("skills/broken", "Broken Skill", "", "body\n");
     sandbox.skill("skills/good/nested", "nested", "", "body\n");
     sandbox.write("skills/.git/x/SKILL.md", "not a skill");
-    let output = run(sandbox.skillpkg().args(["validate", "skills"]));
+    let output = run(sandbox.skillpkg_command().args(["validate", "skills"]));
     assert_eq!(output.code, 1, "{output:?}");
     assert!(
         output.stdout.contains("error[name-invalid]"),
@@ -78,12 +78,12 @@ fn a_folder_of_skills_is_searched_and_summarised() {
 
 #[test]
 fn several_paths_are_validated_in_one_run() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     sandbox.skill("a", "a", "", "body\n");
     sandbox.skill("b", "b", "", "body\n");
     let skill_md = sandbox.path().join("b/SKILL.md");
     let output = run(sandbox
-        .skillpkg()
+        .skillpkg_command()
         .arg("validate")
         .arg("a")
         .arg(&skill_md)
@@ -97,9 +97,9 @@ fn several_paths_are_validated_in_one_run() {
 
 #[test]
 fn strict_turns_every_warning_into_an_error() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     sandbox.skill("pdf", "pdf", "homepage: https://example.com\n", "body\n");
-    let relaxed = run(sandbox.skillpkg().args(["validate", "pdf"]));
+    let relaxed = run(sandbox.skillpkg_command().args(["validate", "pdf"]));
     assert_eq!(relaxed.code, 0, "{relaxed:?}");
     assert!(
         relaxed
@@ -108,7 +108,9 @@ fn strict_turns_every_warning_into_an_error() {
         "{}",
         relaxed.stdout
     );
-    let strict = run(sandbox.skillpkg().args(["validate", "--strict", "pdf"]));
+    let strict = run(sandbox
+        .skillpkg_command()
+        .args(["validate", "--strict", "pdf"]));
     assert_eq!(strict.code, 1, "{strict:?}");
     assert!(
         strict.stdout.contains("error[unknown-key]"),
@@ -124,21 +126,26 @@ fn strict_turns_every_warning_into_an_error() {
 
 #[test]
 fn allow_silences_a_warning_code() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     sandbox.skill("pdf", "pdf", "homepage: https://example.com\n", "body\n");
-    let output =
-        run(sandbox
-            .skillpkg()
-            .args(["validate", "--strict", "--allow", "unknown-key", "pdf"]));
+    let output = run(sandbox.skillpkg_command().args([
+        "validate",
+        "--strict",
+        "--allow",
+        "unknown-key",
+        "pdf",
+    ]));
     assert_eq!(output.code, 0, "{output:?}");
     sandbox.skill("bad", "wrong", "", "body\n");
-    let output = run(sandbox
-        .skillpkg()
-        .args(["validate", "--allow", "name-mismatch", "bad"]));
+    let output =
+        run(sandbox
+            .skillpkg_command()
+            .args(["validate", "--allow", "name-mismatch", "bad"]));
     assert_eq!(output.code, 1, "{output:?}");
-    let output = run(sandbox
-        .skillpkg()
-        .args(["validate", "--allow", "no-such-code", "pdf"]));
+    let output =
+        run(sandbox
+            .skillpkg_command()
+            .args(["validate", "--allow", "no-such-code", "pdf"]));
     assert_eq!(output.code, 2, "{output:?}");
     assert!(
         output
@@ -151,10 +158,12 @@ fn allow_silences_a_warning_code() {
 
 #[test]
 fn json_output_gives_codes_severities_and_positions() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     sandbox.skill("pdf", "pdf", "license: 3\nhomepage: x\n", "body\n");
     sandbox.skill("ok", "ok", "", "body\n");
-    let output = run(sandbox.skillpkg().args(["validate", "--json", "pdf", "ok"]));
+    let output = run(sandbox
+        .skillpkg_command()
+        .args(["validate", "--json", "pdf", "ok"]));
     assert_eq!(output.code, 1, "{output:?}");
     let json = output.json();
     assert_eq!(
@@ -196,16 +205,18 @@ fn json_output_gives_codes_severities_and_positions() {
 
 #[test]
 fn the_claude_api_host_adds_its_rules() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     sandbox.write(
         "claude-helper/SKILL.md",
         "---\nname: claude-helper\ndescription: Helps with <b>bold</b> text.\n---\nbody\n",
     );
-    let portable = run(sandbox.skillpkg().args(["validate", "claude-helper"]));
+    let portable = run(sandbox
+        .skillpkg_command()
+        .args(["validate", "claude-helper"]));
     assert_eq!(portable.code, 0, "{portable:?}");
     let output =
         run(sandbox
-            .skillpkg()
+            .skillpkg_command()
             .args(["validate", "--host", "claude-api", "claude-helper"]));
     assert_eq!(output.code, 1, "{output:?}");
     assert!(
@@ -222,9 +233,10 @@ fn the_claude_api_host_adds_its_rules() {
         "{}",
         output.stdout
     );
-    let unknown = run(sandbox
-        .skillpkg()
-        .args(["validate", "--host", "emacs", "claude-helper"]));
+    let unknown =
+        run(sandbox
+            .skillpkg_command()
+            .args(["validate", "--host", "emacs", "claude-helper"]));
     assert_eq!(unknown.code, 2);
     assert!(
         unknown
@@ -237,9 +249,9 @@ fn the_claude_api_host_adds_its_rules() {
 
 #[test]
 fn the_claude_code_host_accepts_its_own_keys() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     sandbox.skill("pdf", "pdf", "argument-hint: \"[file]\"\n", "body\n");
-    let portable = run(sandbox.skillpkg().args(["validate", "pdf"]));
+    let portable = run(sandbox.skillpkg_command().args(["validate", "pdf"]));
     assert!(
         portable
             .stdout
@@ -247,21 +259,24 @@ fn the_claude_code_host_accepts_its_own_keys() {
         "{}",
         portable.stdout
     );
-    let claude_code =
-        run(sandbox
-            .skillpkg()
-            .args(["validate", "--strict", "--host", "claude-code", "pdf"]));
+    let claude_code = run(sandbox.skillpkg_command().args([
+        "validate",
+        "--strict",
+        "--host",
+        "claude-code",
+        "pdf",
+    ]));
     assert_eq!(claude_code.code, 0, "{claude_code:?}");
 }
 
 #[test]
 fn a_lowercase_skill_md_is_read_with_a_warning() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     sandbox.write(
         "pdf/skill.md",
         "---\nname: pdf\ndescription: Reads PDFs.\n---\nbody\n",
     );
-    let output = run(sandbox.skillpkg().args(["validate", "pdf"]));
+    let output = run(sandbox.skillpkg_command().args(["validate", "pdf"]));
     assert_eq!(output.code, 0, "{output:?}");
     assert!(
         output
@@ -274,19 +289,21 @@ fn a_lowercase_skill_md_is_read_with_a_warning() {
 
 #[test]
 fn crlf_line_ends_and_a_byte_order_mark_are_accepted() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     sandbox.write(
         "pdf/SKILL.md",
         "\u{feff}---\r\nname: pdf\r\ndescription: |\r\n  Reads PDFs.\r\n  Use for PDFs.\r\nmetadata:\r\n  author: me\r\n---\r\nbody\r\n",
     );
-    let output = run(sandbox.skillpkg().args(["validate", "--strict", "pdf"]));
+    let output = run(sandbox
+        .skillpkg_command()
+        .args(["validate", "--strict", "pdf"]));
     assert_eq!(output.code, 0, "{output:?}");
 }
 
 #[test]
 fn a_path_that_does_not_exist_is_a_clear_error() {
-    let sandbox = Sandbox::new();
-    let output = run(sandbox.skillpkg().args(["validate", "nowhere"]));
+    let sandbox = TestContext::new();
+    let output = run(sandbox.skillpkg_command().args(["validate", "nowhere"]));
     assert_eq!(output.code, 1, "{output:?}");
     assert_eq!(
         output.stderr,
@@ -296,9 +313,9 @@ fn a_path_that_does_not_exist_is_a_clear_error() {
 
 #[test]
 fn a_folder_without_any_skill_is_invalid() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     sandbox.write("empty/README.md", "nothing here");
-    let output = run(sandbox.skillpkg().args(["validate", "empty"]));
+    let output = run(sandbox.skillpkg_command().args(["validate", "empty"]));
     assert_eq!(output.code, 1, "{output:?}");
     assert!(
         output
@@ -311,12 +328,14 @@ fn a_folder_without_any_skill_is_invalid() {
 
 #[test]
 fn broken_yaml_points_at_the_line() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     sandbox.write(
         "pdf/SKILL.md",
         "---\nname: pdf\ndescription: a: b: [c\n---\nbody\n",
     );
-    let output = run(sandbox.skillpkg().args(["validate", "--json", "pdf"]));
+    let output = run(sandbox
+        .skillpkg_command()
+        .args(["validate", "--json", "pdf"]));
     assert_eq!(output.code, 1, "{output:?}");
     let diagnostic = &output.json()["skills"][0]["diagnostics"][0];
     assert_eq!(diagnostic["code"], "yaml-syntax");
@@ -325,12 +344,12 @@ fn broken_yaml_points_at_the_line() {
 
 #[test]
 fn validate_reports_what_pack_would_refuse() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     let dir = sandbox.skill("pdf", "pdf", "", "See [the notes](notes.md).\n");
     std::os::unix::fs::symlink("/etc/passwd", dir.join("passwd")).unwrap();
     sandbox.write("pdf/notes.md", "left out");
     sandbox.write("pdf/.skillignore", "notes.md\n");
-    let output = run(sandbox.skillpkg().args(["validate", "pdf"]));
+    let output = run(sandbox.skillpkg_command().args(["validate", "pdf"]));
     assert_eq!(output.code, 1, "{output:?}");
     assert!(
         output
@@ -350,16 +369,16 @@ fn validate_reports_what_pack_would_refuse() {
 
 #[test]
 fn dot_dot_and_hidden_agent_folders_resolve_to_real_names() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     sandbox.skill("repo/.claude/skills/pdf", "pdf", "", "body\n");
     sandbox.skill("repo/.agents/skills/csv", "csv", "", "body\n");
-    let output = run(sandbox.skillpkg().args(["validate", "repo"]));
+    let output = run(sandbox.skillpkg_command().args(["validate", "repo"]));
     assert_eq!(output.code, 0, "{output:?}");
     assert_eq!(output.stdout, "2 valid, 0 invalid, 0 warnings\n");
     let inner = sandbox.path().join("repo/.claude/skills/pdf/scripts");
     fs_err::create_dir_all(&inner).unwrap();
     let output = run(sandbox
-        .skillpkg()
+        .skillpkg_command()
         .current_dir(&inner)
         .args(["validate", ".."]));
     assert_eq!(output.code, 0, "`..` is the folder `pdf`: {output:?}");
@@ -367,11 +386,12 @@ fn dot_dot_and_hidden_agent_folders_resolve_to_real_names() {
 
 #[test]
 fn allowing_an_error_code_is_refused() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     sandbox.skill("pdf", "pdf", "", "body\n");
-    let output = run(sandbox
-        .skillpkg()
-        .args(["validate", "--allow", "name-mismatch", "pdf"]));
+    let output =
+        run(sandbox
+            .skillpkg_command()
+            .args(["validate", "--allow", "name-mismatch", "pdf"]));
     assert_eq!(output.code, 1, "{output:?}");
     assert!(
         output
@@ -387,13 +407,13 @@ fn allowing_an_error_code_is_refused() {
 /// the control picture `␛`, with the caret still under it.
 #[test]
 fn a_control_character_is_shown_not_sent() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     sandbox.write(
         "pdf/SKILL.md",
         "---\nname: pdf\ndescription: Reads PDFs.\u{1b}[2J\n---\nbody\n",
     );
     let output = run(sandbox
-        .skillpkg()
+        .skillpkg_command()
         .args(["validate", "pdf"])
         .env_remove("NO_COLOR")
         .env("CLICOLOR_FORCE", "1"));
@@ -406,7 +426,7 @@ fn a_control_character_is_shown_not_sent() {
         "{:?}",
         output.stdout
     );
-    let plain = run(sandbox.skillpkg().args(["validate", "pdf"]));
+    let plain = run(sandbox.skillpkg_command().args(["validate", "pdf"]));
     let expected = "\
 error[control-character]: the frontmatter contains U+001B (ESC), a control character
  --> pdf/SKILL.md:3:25
@@ -435,7 +455,7 @@ fn codes_and_files(skill: &serde_json::Value) -> Vec<(String, String)> {
 #[cfg(unix)]
 #[test]
 fn a_skill_reached_through_a_symlinked_folder_is_named_after_the_link() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     sandbox.skill("repo/vendor/pdf-v2", "pdf", "", "body\n");
     fs_err::create_dir_all(sandbox.path().join("repo/.claude/skills")).unwrap();
     std::os::unix::fs::symlink(
@@ -444,15 +464,17 @@ fn a_skill_reached_through_a_symlinked_folder_is_named_after_the_link() {
     )
     .unwrap();
 
-    let output = run(sandbox
-        .skillpkg()
-        .args(["validate", "--strict", "repo/.claude/skills/pdf"]));
+    let output =
+        run(sandbox
+            .skillpkg_command()
+            .args(["validate", "--strict", "repo/.claude/skills/pdf"]));
     assert_eq!(output.code, 0, "the host sees the folder `pdf`: {output:?}");
     assert_eq!(output.stdout, "1 valid, 0 invalid, 0 warnings\n");
 
-    let output = run(sandbox
-        .skillpkg()
-        .args(["validate", "--json", "repo/.claude/skills"]));
+    let output =
+        run(sandbox
+            .skillpkg_command()
+            .args(["validate", "--json", "repo/.claude/skills"]));
     assert_eq!(
         output.code, 0,
         "a linked skill is found by search: {output:?}"
@@ -464,7 +486,7 @@ fn a_skill_reached_through_a_symlinked_folder_is_named_after_the_link() {
 
     // The folder itself is still `pdf-v2`, which `name` does not match.
     let output = run(sandbox
-        .skillpkg()
+        .skillpkg_command()
         .args(["validate", "--json", "repo/vendor/pdf-v2"]));
     assert_eq!(output.code, 1, "{output:?}");
     assert_eq!(
@@ -476,11 +498,13 @@ fn a_skill_reached_through_a_symlinked_folder_is_named_after_the_link() {
 #[cfg(unix)]
 #[test]
 fn a_symlink_to_an_ancestor_does_not_make_the_search_endless() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     sandbox.skill("skills/pdf", "pdf", "", "body\n");
     std::os::unix::fs::symlink("..", sandbox.path().join("skills/pdf/up")).unwrap();
     std::os::unix::fs::symlink(".", sandbox.path().join("skills/here")).unwrap();
-    let output = run(sandbox.skillpkg().args(["validate", "--json", "skills"]));
+    let output = run(sandbox
+        .skillpkg_command()
+        .args(["validate", "--json", "skills"]));
     let json = output.json();
     let paths: Vec<&str> = json["skills"]
         .as_array()
@@ -499,7 +523,7 @@ fn a_symlink_to_an_ancestor_does_not_make_the_search_endless() {
 #[cfg(unix)]
 #[test]
 fn only_programs_in_scripts_need_a_shebang_and_the_exec_bit() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     sandbox.skill("docx", "docx", "", "body\n");
     // Data files that real skills keep beside their scripts.
     sandbox.write("docx/scripts/ooxml/schemas/wml.xsd", "<xs:schema/>\n");
@@ -514,7 +538,9 @@ fn only_programs_in_scripts_need_a_shebang_and_the_exec_bit() {
     let ready = sandbox.write("docx/scripts/ready.mjs", "#!/usr/bin/env node\n");
     skillpkg_tests::set_executable(&ready, true);
 
-    let output = run(sandbox.skillpkg().args(["validate", "--json", "docx"]));
+    let output = run(sandbox
+        .skillpkg_command()
+        .args(["validate", "--json", "docx"]));
     assert_eq!(output.code, 0, "warnings only: {output:?}");
     let mut found = codes_and_files(&output.json()["skills"][0]);
     found.sort();
@@ -531,14 +557,16 @@ fn only_programs_in_scripts_need_a_shebang_and_the_exec_bit() {
 
 #[test]
 fn an_email_autolink_is_not_a_link_to_a_file() {
-    let sandbox = Sandbox::new();
+    let sandbox = TestContext::new();
     sandbox.skill(
         "mail",
         "mail",
         "",
         "Write to <help@example.com>, or read [the guide](guide.md).\n",
     );
-    let output = run(sandbox.skillpkg().args(["validate", "--json", "mail"]));
+    let output = run(sandbox
+        .skillpkg_command()
+        .args(["validate", "--json", "mail"]));
     assert_eq!(output.code, 0, "{output:?}");
     let json = output.json();
     assert_eq!(

@@ -10,10 +10,7 @@ use skillpkg_index::archive::{Limits, pack_dir};
 use skillpkg_index::registry::{IndexRecord, parse_index_file};
 use skillpkg_tests::{Nginx, RegistryServer, create_token};
 
-// Signed publishing, in its own file to keep this one short. `#[path]`,
-// because a crate root's modules are looked up beside it, where
-// `tests/signing.rs` is another test crate.
-#[path = "registry/signing.rs"]
+// Signed publishing, in its own file to keep this one short.
 mod signing;
 
 /// A registry with a server and a token for `alice`.

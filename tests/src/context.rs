@@ -108,9 +108,10 @@ impl TestContext {
     }
 
     /// Returns `text` with what differs from run to run replaced, for a
-    /// snapshot: this home as `[HOME]`, any other temporary folder as
-    /// `[TEMP]`, loopback ports as `[PORT]`, measured durations and clock
-    /// times as `[TIME]`.
+    /// snapshot: this home as `[HOME]`, the repository as `[REPO]`, any
+    /// other temporary folder as `[TEMP]`, the random part of skillpkg's
+    /// temporary names as `[RANDOM]`, loopback ports as `[PORT]`, measured
+    /// durations and clock times as `[TIME]`.
     pub fn redact(&self, text: &str) -> String {
         apply(&TIMES, &self.redact_paths(text))
     }
@@ -135,6 +136,23 @@ impl TestContext {
     }
 }
 
+/// The checkout the tests run from, shown as `[REPO]` (fixtures live there).
+static REPOSITORY: LazyLock<String> = LazyLock::new(|| {
+    let tests = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = tests.parent().expect("tests/ is in the repository");
+    root.canonicalize()
+        .unwrap_or_else(|_| root.to_owned())
+        .display()
+        .to_string()
+});
+
+/// [`TestContext::redact`] for the output of a command run outside any
+/// test home (a `skillpkg-registry` admin command on a data folder of its
+/// own): temporary folders become `[TEMP]`.
+pub fn redact(text: &str) -> String {
+    apply(&TIMES, &apply(&PATHS, text))
+}
+
 type Filters = LazyLock<Vec<(Regex, &'static str)>>;
 
 fn apply(filters: &Filters, text: &str) -> String {
@@ -157,8 +175,14 @@ static PATHS: Filters = LazyLock::new(|| {
     let temp = regex::escape(&std::env::temp_dir().display().to_string());
     let temp = temp.trim_end_matches('/');
     compile(vec![
+        (regex::escape(&REPOSITORY), "[REPO]"),
         // tempfile's folders: `.tmp` and six random characters.
         (format!(r"{temp}/\.tmp[0-9A-Za-z]{{6}}"), "[TEMP]"),
+        // skillpkg's own temporary names: a random suffix of six.
+        (
+            r"(\.skillpkg-[a-z0-9-]*-)[0-9A-Za-z]{6}\b".to_owned(),
+            "$1[RANDOM]",
+        ),
         (
             r"(127\.0\.0\.1|localhost|\[::1\]):\d{2,5}".to_owned(),
             "$1:[PORT]",

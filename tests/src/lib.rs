@@ -23,7 +23,7 @@ pub mod registry;
 pub mod scripted;
 pub mod static_registry;
 
-pub use context::TestContext;
+pub use context::{TestContext, redact};
 pub use registry::{RegistryServer, Skill, TestRegistry, create_token};
 pub use scripted::{Faults, FaultyServer};
 

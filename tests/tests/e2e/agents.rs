@@ -302,13 +302,10 @@ fn active_skills_come_in_the_order_given_and_unknown_names_are_refused() {
 
     let output = project.run(&["prompt", "--active", "alpha,gamma"]);
     assert_eq!(output.code, 1, "{output:?}");
-    assert!(
-        output
-            .stderr
-            .contains("there is no skill named `gamma` here; available: alpha, beta"),
-        "{}",
-        output.stderr
-    );
+    insta::assert_snapshot!(project.sandbox.redact(&output.stderr), @"
+    error: there is no skill named `gamma` here; available: alpha, beta
+    hint: run `skillpkg scopes` to see every skill, and why one is shadowed or skipped
+    ");
     assert!(output.stdout.is_empty(), "{}", output.stdout);
 }
 
@@ -339,11 +336,10 @@ fn the_prompt_as_json_carries_the_same_data_and_a_folder_can_be_given() {
         .skillpkg_command()
         .args(["prompt", "--skills", "missing"]));
     assert_eq!(output.code, 1, "{output:?}");
-    assert!(
-        output.stderr.contains("`missing` is not a folder"),
-        "{}",
-        output.stderr
-    );
+    insta::assert_snapshot!(sandbox.redact(&output.stderr), @"
+    error: `missing` is not a folder
+    hint: give the folder whose subfolders are skills, such as .claude/skills
+    ");
 }
 
 const PDF_TRIGGERS: &str = "when_to_use:\n  mentions: [ocr, scan]\n  file_types: [.pdf]\n  intents: [document_extraction]\n  priority: 2\n";
@@ -436,13 +432,14 @@ fn naming_a_skill_selects_it_whatever_the_scores() {
         "{}",
         output.stdout
     );
-    assert!(
-        output
-            .stdout
-            .contains("not named       pdf-processing  score 5, priority 2\n"),
-        "{}",
-        output.stdout
-    );
+    insta::assert_snapshot!(sandbox.redact(&output.stdout), @r#"
+    selected        notes           score 0 (the request names it)
+    not named       pdf-processing  score 5, priority 2
+        +3 file_type .pdf (report.pdf, in the request)
+        +2 mention "ocr"
+    not named       csv-insights    score 0
+    1 selected: named in the request, so scores do not decide
+    "#);
     assert!(
         output
             .stdout
@@ -466,13 +463,36 @@ fn symlinked_folders_count_under_their_link_name_and_loops_are_skipped() {
     symlink("b", skills.join("a")).unwrap();
     let output = project.run(&["scopes"]);
     assert_eq!(output.code, 0, "{output:?}");
-    assert!(
-        output
-            .stdout
-            .contains(&format!("    active    shared  (-> {})", library.display())),
-        "{}",
-        output.stdout
-    );
+    insta::assert_snapshot!(project.sandbox.redact(&output.stdout), @"
+    claude-code
+      project [HOME]/work/repo/.claude/skills
+        skipped   a       unreadable-file: the symlink cannot be followed: failed to query resolved metadata `[HOME]/work/repo/.claude/skills/a`: Too many levels of symbolic links (os error 40)  (-> b)
+        skipped   b       unreadable-file: the symlink cannot be followed: failed to query resolved metadata `[HOME]/work/repo/.claude/skills/b`: Too many levels of symbolic links (os error 40)  (-> a)
+        skipped   loop    unreadable-file: the symlink cannot be followed: failed to query resolved metadata `[HOME]/work/repo/.claude/skills/loop`: Too many levels of symbolic links (os error 40)  (-> loop)
+        active    shared  (-> [HOME]/library/real-folder)
+      user    [HOME]/.claude/skills: not present
+    1 active, 0 shadowed, 3 skipped
+
+    codex
+      repo [HOME]/work/repo/.codex/skills: not present
+      repo [HOME]/work/repo/.agents/skills: not present
+      user [HOME]/.codex/skills: not present
+      user [HOME]/.agents/skills: not present
+    0 active, 0 shadowed, 0 skipped
+
+    copilot
+      project [HOME]/work/repo/.github/skills: not present
+      project [HOME]/work/repo/.agents/skills: not present
+      project [HOME]/work/repo/.claude/skills
+        skipped   a       unreadable-file: the symlink cannot be followed: failed to query resolved metadata `[HOME]/work/repo/.claude/skills/a`: Too many levels of symbolic links (os error 40)  (-> b)
+        skipped   b       unreadable-file: the symlink cannot be followed: failed to query resolved metadata `[HOME]/work/repo/.claude/skills/b`: Too many levels of symbolic links (os error 40)  (-> a)
+        skipped   loop    unreadable-file: the symlink cannot be followed: failed to query resolved metadata `[HOME]/work/repo/.claude/skills/loop`: Too many levels of symbolic links (os error 40)  (-> loop)
+        active    shared  (-> [HOME]/library/real-folder)
+      user    [HOME]/.copilot/skills: not present
+      user    [HOME]/.agents/skills: not present
+      user    [HOME]/.claude/skills: not present
+    1 active, 0 shadowed, 3 skipped
+    ");
     for name in ["a", "b", "loop"] {
         let line =
             format!("    skipped   {name:6}  unreadable-file: the symlink cannot be followed");
@@ -483,14 +503,15 @@ fn symlinked_folders_count_under_their_link_name_and_loops_are_skipped() {
         );
     }
     let prompt = project.run(&["prompt"]);
-    assert!(
-        prompt.stdout.contains(&format!(
-            "<location>{}</location>",
-            skills.join("shared/SKILL.md").display()
-        )),
-        "{}",
-        prompt.stdout
-    );
+    insta::assert_snapshot!(project.sandbox.redact(&prompt.stdout), @"
+    <available_skills>
+      <skill>
+        <name>shared</name>
+        <description>Does shared things. Use when testing.</description>
+        <location>[HOME]/work/repo/.claude/skills/shared/SKILL.md</location>
+      </skill>
+    </available_skills>
+    ");
 }
 
 #[cfg(unix)]
@@ -506,11 +527,32 @@ fn an_unreadable_skill_folder_is_skipped_and_the_rest_still_listed() {
     let output = project.run(&["scopes"]);
     fs_err::set_permissions(&locked, std::fs::Permissions::from_mode(0o755)).unwrap();
     assert_eq!(output.code, 0, "{output:?}");
-    assert!(
-        output.stdout.contains("    active    open"),
-        "{}",
-        output.stdout
-    );
+    insta::assert_snapshot!(project.sandbox.redact(&output.stdout), @"
+    claude-code
+      project [HOME]/work/repo/.claude/skills
+        active    locked
+        active    open
+      user    [HOME]/.claude/skills: not present
+    2 active, 0 shadowed, 0 skipped
+
+    codex
+      repo [HOME]/work/repo/.codex/skills: not present
+      repo [HOME]/work/repo/.agents/skills: not present
+      user [HOME]/.codex/skills: not present
+      user [HOME]/.agents/skills: not present
+    0 active, 0 shadowed, 0 skipped
+
+    copilot
+      project [HOME]/work/repo/.github/skills: not present
+      project [HOME]/work/repo/.agents/skills: not present
+      project [HOME]/work/repo/.claude/skills
+        active    locked
+        active    open
+      user    [HOME]/.copilot/skills: not present
+      user    [HOME]/.agents/skills: not present
+      user    [HOME]/.claude/skills: not present
+    2 active, 0 shadowed, 0 skipped
+    ");
     let locked_line = if blocked {
         "    skipped   locked  unreadable-file: the folder cannot be read"
     } else {
@@ -557,18 +599,20 @@ fn hosts_without_skills_folders_are_refused_with_a_hint() {
         .skillpkg_command()
         .args(["scopes", "--host", "claude-api"]));
     assert_eq!(output.code, 2, "{output:?}");
-    assert!(
-        output.stderr.contains("`claude-api` has no skills folders"),
-        "{}",
-        output.stderr
-    );
+    insta::assert_snapshot!(sandbox.redact(&output.stderr), @"
+    error: invalid value 'claude-api' for '--host <HOST>': `claude-api` has no skills folders; expected claude-code, codex or copilot
+
+    For more information, try '--help'.
+    ");
     let output = run(sandbox
         .skillpkg_command()
         .args(["prompt", "--host", "codex", "--skills", "."]));
     assert_eq!(output.code, 2, "{output:?}");
-    assert!(
-        output.stderr.contains("cannot be used with"),
-        "{}",
-        output.stderr
-    );
+    insta::assert_snapshot!(sandbox.redact(&output.stderr), @"
+    error: the argument '--host <HOST>' cannot be used with '--skills <DIR>'
+
+    Usage: skillpkg prompt --host <HOST>
+
+    For more information, try '--help'.
+    ");
 }

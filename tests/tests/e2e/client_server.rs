@@ -43,7 +43,7 @@ fn login_then_publish_then_read_back_through_the_api_and_the_tree() {
         world.registry.token(),
     ]);
     assert_eq!(login.code, 0, "{login:?}");
-    assert!(login.stderr.contains("as alice"), "{}", login.stderr);
+    insta::assert_snapshot!(world.sandbox.redact(&login.stderr), @"   Logged in to http://127.0.0.1:[PORT]/ as alice");
     let credentials = world
         .registry
         .publisher_config()
@@ -87,13 +87,17 @@ fn the_server_words_reach_the_user_unchanged() {
     assert_eq!(world.publish("pdf", "1.0.0", "Reads PDFs.").code, 0);
     let again = world.publish("pdf", "1.0.0", "Reads PDFs.");
     assert_eq!(again.code, 1, "{again:?}");
-    assert!(
-        again.stderr.contains(
-            "pdf@1.0.0 is already published; versions are immutable, publish a new version"
-        ),
-        "{}",
-        again.stderr
-    );
+    insta::assert_snapshot!(world.sandbox.redact(&again.stderr), @"
+    warning[non-portable-key]: `version` is a key of the Universal Agent Skill extensions, not of the Agent Skills specification
+     --> [HOME]/skills/registry/pdf-1.0.0/pdf/SKILL.md:4:1
+      |
+    4 | version: 1.0.0
+      | ^^^^^^^
+      = hint: other agents ignore it; keep it only if your users need it
+
+    error: the registry refused the publish: pdf@1.0.0 is already published; versions are immutable, publish a new version
+    hint: published versions are immutable, even when yanked: raise `version` in SKILL.md and publish again
+    ");
 
     let bob = create_token(world.registry.data(), "bob");
     world.sandbox.write(
@@ -110,13 +114,17 @@ fn the_server_words_reach_the_user_unchanged() {
         &bob,
     ]);
     assert_eq!(foreign.code, 1, "{foreign:?}");
-    assert!(
-        foreign
-            .stderr
-            .contains("`bob` does not own `pdf`; ask an owner (alice) to add you"),
-        "{}",
-        foreign.stderr
-    );
+    insta::assert_snapshot!(world.sandbox.redact(&foreign.stderr), @"
+    warning[non-portable-key]: `version` is a key of the Universal Agent Skill extensions, not of the Agent Skills specification
+     --> [HOME]/skills/bob/pdf/SKILL.md:4:1
+      |
+    4 | version: 2.0.0
+      | ^^^^^^^
+      = hint: other agents ignore it; keep it only if your users need it
+
+    error: the registry refused the publish: `bob` does not own `pdf`; ask an owner (alice) to add you
+    hint: only the skill's owners may do this; ask an owner to add you
+    ");
     let bogus = world.skillpkg(&[
         "publish",
         path.to_str().unwrap(),
@@ -126,11 +134,17 @@ fn the_server_words_reach_the_user_unchanged() {
         "skp_bogus",
     ]);
     assert_eq!(bogus.code, 1, "{bogus:?}");
-    assert!(
-        bogus.stderr.contains("the token is not valid"),
-        "{}",
-        bogus.stderr
-    );
+    insta::assert_snapshot!(world.sandbox.redact(&bogus.stderr), @"
+    warning[non-portable-key]: `version` is a key of the Universal Agent Skill extensions, not of the Agent Skills specification
+     --> [HOME]/skills/bob/pdf/SKILL.md:4:1
+      |
+    4 | version: 2.0.0
+      | ^^^^^^^
+      = hint: other agents ignore it; keep it only if your users need it
+
+    error: the registry refused the publish: the token is not valid: it is unknown or was revoked
+    hint: the token is missing, unknown or revoked: run `skillpkg login --registry http://127.0.0.1:[PORT]/` with a valid one, or check --token and SKILLPKG_TOKEN
+    ");
     assert!(
         !bogus.stderr.contains("skp_bogus"),
         "the token is never printed"
@@ -161,11 +175,23 @@ fn yank_and_undo_with_the_client() {
         "the latest version that is not yanked"
     );
     let human = world.skillpkg(&["info", "pdf", "--registry", url]);
-    assert!(
-        human.stdout.contains("yanked: corrupts output"),
-        "{}",
-        human.stdout
-    );
+    insta::assert_snapshot!(world.sandbox.redact_ids(&human.stdout), @"
+    pdf 1.0.0
+    Reads PDFs.
+
+    size:       148 B (148 bytes)
+    checksum:   sha256:[SHA256]
+    tree:       h1:Dy8KvkzHA/mzz7WrtAWjpcc55FHe96C9y8tlVeXVVYE=
+    files:      1
+    depends on: none
+    signer:     [KEYID]
+    published:  [TIME]
+    provenance: none
+
+    versions:
+      1.1.0  (yanked: corrupts output)
+      1.0.0
+    ");
     let undo = world.skillpkg(&[
         "yank",
         "pdf@1.1.0",
@@ -315,12 +341,17 @@ fn provenance_names_the_commit_and_a_dirty_tree_is_refused() {
         world.registry.token(),
     ]);
     assert_eq!(dirty.code, 1, "{dirty:?}");
-    assert!(
-        dirty.stderr.contains("has changes that are not committed"),
-        "{}",
-        dirty.stderr
-    );
-    assert!(dirty.stderr.contains("--allow-dirty"), "{}", dirty.stderr);
+    insta::assert_snapshot!(world.sandbox.redact(&dirty.stderr), @"
+    warning[non-portable-key]: `version` is a key of the Universal Agent Skill extensions, not of the Agent Skills specification
+     --> [HOME]/repo/pdf/SKILL.md:4:1
+      |
+    4 | version: 1.0.0
+      | ^^^^^^^
+      = hint: other agents ignore it; keep it only if your users need it
+
+    error: [HOME]/repo/pdf has changes that are not committed
+    hint: commit them so the provenance names what was published, or pass --allow-dirty (the provenance then says the tree was dirty)
+    ");
     fs_err::remove_file(repo.join("pdf/notes.md")).unwrap();
 
     let published = world.skillpkg(&[
@@ -351,13 +382,27 @@ fn provenance_names_the_commit_and_a_dirty_tree_is_refused() {
     assert_eq!(provenance["commit"], head);
     assert_eq!(provenance["dirty"], false);
     let info = world.skillpkg(&["info", "pdf", "--registry", url]);
-    assert!(
-        info.stdout.contains(&format!(
-            "source:     git+https://example.com/acme/skills.git @ {head}"
-        )),
-        "{}",
-        info.stdout
-    );
+    let said = world
+        .sandbox
+        .redact_ids(&info.stdout)
+        .replace(&head, "[HEAD]");
+    insta::assert_snapshot!(said, @"
+    pdf 1.0.0
+    Reads PDFs.
+
+    size:       149 B (149 bytes)
+    checksum:   sha256:[SHA256]
+    tree:       h1:r8t0CSH6lVv9GkjSK8JKnqTj2fW4IQn+Y7KUDz56BBI=
+    files:      1
+    depends on: none
+    signer:     [KEYID]
+    published:  [TIME]
+    source:     git+https://example.com/acme/skills.git @ [HEAD]
+    built by:   skillpkg/0.1.0 (local)
+
+    versions:
+      1.0.0
+    ");
     let stored = world
         .registry
         .public()
@@ -383,18 +428,11 @@ fn a_private_registry_refuses_anonymous_reads_and_works_with_a_token() {
     };
     let anonymous = client(&["search", "pdf", "--registry", server.url()], None);
     assert_eq!(anonymous.code, 1, "{anonymous:?}");
-    assert!(
-        anonymous
-            .stderr
-            .contains(&format!("{}/config.json answered HTTP 401", server.url())),
-        "{}",
-        anonymous.stderr
-    );
-    assert!(
-        anonymous.stderr.contains("skillpkg login"),
-        "{}",
-        anonymous.stderr
-    );
+    insta::assert_snapshot!(sandbox.redact(&anonymous.stderr), @"
+    error: http://127.0.0.1:[PORT]/ needs a token, and none is configured
+      Caused by: http://127.0.0.1:[PORT]/config.json answered HTTP 401
+    hint: run `skillpkg login --registry http://127.0.0.1:[PORT]/`, or set SKILLPKG_TOKEN
+    ");
     let with_token = client(&["search", "pdf", "--registry", server.url()], Some(&token));
     assert_eq!(with_token.code, 0, "{with_token:?}");
     assert!(

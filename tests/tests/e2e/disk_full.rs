@@ -143,11 +143,12 @@ fn an_install_on_a_full_disk_fails_cleanly_and_succeeds_once_space_is_freed() {
 
     let output = skillpkg(&["install"]);
     assert_eq!(output.code, 1, "{output:?}");
-    assert!(
-        output.stderr.contains("No space left on device"),
-        "{}",
-        output.stderr
-    );
+    insta::assert_snapshot!(sandbox.redact(&output.stderr), @"
+    error: cannot unpack beta@1.0.0
+      Caused by: I/O error on [HOME]/small/project/.claude/skills/.skillpkg-new-beta-[RANDOM]/.skillpkg-unpack-[RANDOM]/references/data.md
+      Caused by: failed to write to file `[HOME]/small/project/.claude/skills/.skillpkg-new-beta-[RANDOM]/.skillpkg-unpack-[RANDOM]/references/data.md`: No space left on device (os error 28)
+    hint: the registry serves an archive that skillpkg refuses to unpack; nothing was installed; report it to the registry's operator or the skill's publisher
+    ");
     let mut after = files_below(&project);
     after.remove(Path::new(".skillpkg-lock"));
     assert_eq!(after, before, "a failed install changed the project");
@@ -164,11 +165,7 @@ fn an_install_on_a_full_disk_fails_cleanly_and_succeeds_once_space_is_freed() {
     assert_eq!(output.code, 0, "{output:?}");
     let output = skillpkg(&["verify"]);
     assert_eq!(output.code, 0, "{output:?}");
-    assert!(
-        output.stdout.contains("6 verified, 0 changed"),
-        "{}",
-        output.stdout
-    );
+    insta::assert_snapshot!(sandbox.redact(&output.stdout), @"6 verified, 0 changed");
 }
 
 #[test]
@@ -199,11 +196,16 @@ fn a_publish_to_a_full_disk_fails_cleanly_and_succeeds_once_space_is_freed() {
     let output = publish(&big);
     // A failing server is exit status 2, as every server failure is.
     assert_eq!(output.code, 2, "{output:?}");
-    assert!(
-        output.stderr.contains("HTTP 507") && output.stderr.contains("no storage space left"),
-        "{}",
-        output.stderr
-    );
+    insta::assert_snapshot!(sandbox.redact(&output.stderr), @"
+    warning[non-portable-key]: `version` is a key of the Universal Agent Skill extensions, not of the Agent Skills specification
+     --> [HOME]/src/big/SKILL.md:4:1
+      |
+    4 | version: 1.0.0
+      | ^^^^^^^
+      = hint: other agents ignore it; keep it only if your users need it
+
+    error: the registry failed the publish (HTTP 507 from http://127.0.0.1:[PORT]/api/v1/skills): the registry has no storage space left, so nothing was written; try again later, or tell its operator
+    ");
     assert!(
         !output.stderr.contains(data.to_str().unwrap()),
         "the server's paths reached the client: {}",
@@ -223,5 +225,20 @@ fn a_publish_to_a_full_disk_fails_cleanly_and_succeeds_once_space_is_freed() {
         .skillpkg_command()
         .args(["info", "big", "--registry", server.url()]));
     assert_eq!(output.code, 0, "{output:?}");
-    assert!(output.stdout.contains("1.0.0"), "{}", output.stdout);
+    insta::assert_snapshot!(sandbox.redact(&output.stdout), @"
+    big 1.0.0
+    Does big things. Use when testing.
+
+    size:       1.6 MiB (1728446 bytes)
+    checksum:   sha256:61f8fe4ba310060d10bde5bdce8c849018f6bf6a4d155936b04f2f561b00b8fc
+    tree:       h1:VO13hGSy4sfKdELdW09SSDZtrnMHH6SkU8y9Ij/Rtuk=
+    files:      2
+    depends on: none
+    signer:     none (unsigned)
+    published:  [TIME]
+    provenance: none
+
+    versions:
+      1.0.0
+    ");
 }

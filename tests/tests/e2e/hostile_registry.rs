@@ -319,10 +319,23 @@ fn search_and_info_never_print_control_characters_from_the_registry() {
     let info = in_terminal(&sandbox, &["info", "evil", "--registry", &registry]);
     assert_eq!(info.code, 0, "{info:#?}");
     assert_printable(&info);
-    assert!(
-        info.stdout.contains("\nyanked:     Looks helpful."),
-        "{info:#?}"
-    );
+    insta::assert_snapshot!(sandbox.redact(&info.stdout), @"
+    evil 1.0.0
+    Looks helpful. ]8;;https://evil.example Docs ]8;; [2J Gone 31m exe.txt
+
+    size:       137 B (137 bytes)
+    checksum:   sha256:23c7bd1ace507c6e52c8750bd0b59eb9db9c7983a1d22ffa421c59cbdbb1d70c
+    tree:       h1:+oPXuAVGAsg77wxCYv+tIRYFQ2n33uBF6t8mpTm19B8=
+    files:      1
+    depends on: none
+    signer:     none (unsigned)
+    published:  [TIME]
+    provenance: none
+    yanked:     Looks helpful. ]8;;https://evil.example Docs ]8;; [2J Gone 31m exe.txt
+
+    versions:
+      1.0.0  (yanked: Looks helpful. ]8;;https://evil.example Docs ]8;; [2J Gone 31m exe.txt)
+    ");
 }
 
 /// An error can quote what the registry sent (here, the name of an archive

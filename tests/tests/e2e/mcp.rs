@@ -707,6 +707,10 @@ async fn an_audit_log_that_is_not_a_regular_file_stops_the_server_before_it_serv
         .into_std()
         .stdin(Stdio::null()));
     assert_eq!(output.code, 1, "{output:?}");
-    assert!(output.stderr.contains("/dev/stdout"), "{}", output.stderr);
+    insta::assert_snapshot!(project.sandbox.redact(&output.stderr), @"
+         Serving 2 skill(s) claude-code would use from [HOME]/project over MCP on stdio
+    error: the audit log /dev/stdout is not a regular file; give the path of a file, which is created if missing
+    hint: give --audit-log a regular file in a folder you can write to
+    ");
     assert_eq!(output.stdout, "", "nothing reached the protocol stream");
 }

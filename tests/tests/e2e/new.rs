@@ -65,10 +65,10 @@ fn a_new_skill_passes_strict_validation() {
     let sandbox = TestContext::new();
     let output = run(sandbox.skillpkg_command().args(["new", "pdf-forms"]));
     assert_eq!(output.code, 0, "{output:?}");
-    assert!(
-        output.stderr.contains("Created pdf-forms (SKILL.md)"),
-        "{output:?}"
-    );
+    insta::assert_snapshot!(sandbox.redact(&output.stderr), @"
+    Created pdf-forms (SKILL.md)
+       Next fill in pdf-forms/SKILL.md, then run `skillpkg validate pdf-forms`
+    ");
     let skill_md = fs_err::read_to_string(sandbox.path().join("pdf-forms/SKILL.md")).unwrap();
     assert!(
         skill_md.starts_with("---\nname: pdf-forms\ndescription: "),
@@ -186,18 +186,11 @@ fn an_invalid_name_is_refused_with_the_name_it_meant() {
     let sandbox = TestContext::new();
     let output = run(sandbox.skillpkg_command().args(["new", "PDF Forms"]));
     assert_eq!(output.code, 1, "{output:?}");
-    assert!(
-        output
-            .stderr
-            .contains("error: `PDF Forms` is not a valid skill name"),
-        "{}",
-        output.stderr
-    );
-    assert!(
-        output.stderr.contains("hint: use `pdf-forms`"),
-        "{}",
-        output.stderr
-    );
+    insta::assert_snapshot!(sandbox.redact(&output.stderr), @"
+    error: `PDF Forms` is not a valid skill name
+      Caused by: the name contains 'P' at position 1; only lowercase letters a-z, digits and `-` are allowed
+    hint: use `pdf-forms`: lowercase letters, digits and single `-` inside
+    ");
     let left: Vec<_> = fs_err::read_dir(sandbox.path()).unwrap().collect();
     assert!(left.is_empty(), "nothing is written: {left:?}");
 }
@@ -211,13 +204,10 @@ fn an_existing_folder_is_refused_and_left_alone() {
             .skillpkg_command()
             .args(["new", "pdf-forms", "--tools", "--path", "skills"]));
     assert_eq!(output.code, 1, "{output:?}");
-    assert!(
-        output
-            .stderr
-            .contains("error: `skills/pdf-forms` already exists"),
-        "{}",
-        output.stderr
-    );
+    insta::assert_snapshot!(sandbox.redact(&output.stderr), @"
+    error: `skills/pdf-forms` already exists
+    hint: choose another name or --path; nothing was written
+    ");
     let names: Vec<String> = fs_err::read_dir(sandbox.path().join("skills"))
         .unwrap()
         .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
@@ -240,13 +230,10 @@ fn a_description_that_would_make_the_skill_invalid_writes_nothing() {
         &"x".repeat(1025),
     ]));
     assert_eq!(output.code, 1, "{output:?}");
-    assert!(
-        output
-            .stderr
-            .contains("`description` is 1025 characters long; the limit is 1024"),
-        "{}",
-        output.stderr
-    );
+    insta::assert_snapshot!(sandbox.redact(&output.stderr), @"
+    error: the skill would not be valid: `description` is 1025 characters long; the limit is 1024
+    hint: move the details into the body, which is read only when the skill is used; nothing was written
+    ");
     let left: Vec<_> = fs_err::read_dir(sandbox.path()).unwrap().collect();
     assert!(left.is_empty(), "nothing is written: {left:?}");
 }

@@ -259,11 +259,16 @@ fn human_output_names_every_figure() {
             output.stdout
         );
     }
-    assert!(
-        output.stderr.contains("Packed pdf 1.2.3 to pdf-1.2.3.tgz"),
-        "{}",
-        output.stderr
-    );
+    insta::assert_snapshot!(sandbox.redact(&output.stderr), @"
+    warning[non-portable-key]: `version` is a key of the Universal Agent Skill extensions, not of the Agent Skills specification
+     --> [HOME]/src/pdf/SKILL.md:4:1
+      |
+    4 | version: 1.2.3
+      | ^^^^^^^
+      = hint: other agents ignore it; keep it only if your users need it
+
+          Packed pdf 1.2.3 to pdf-1.2.3.tgz
+    ");
     assert!(
         sandbox.path().join("pdf-1.2.3.tgz").is_file(),
         "written to the current folder by default"
@@ -305,7 +310,21 @@ fn a_symlink_is_refused_by_name() {
         &dir,
         "`passwd` is a symlink; skills cannot contain symlinks",
     );
-    assert!(stderr.contains("hint: replace the symlink"), "{stderr}");
+    insta::assert_snapshot!(sandbox.redact(&stderr), @"
+    warning[non-portable-key]: `version` is a key of the Universal Agent Skill extensions, not of the Agent Skills specification
+     --> [HOME]/pdf/SKILL.md:4:1
+      |
+    4 | version: 1.0.0
+      | ^^^^^^^
+      = hint: other agents ignore it; keep it only if your users need it
+
+    error[symlink]: `passwd` is a symlink; skills cannot contain symlinks
+     --> [HOME]/pdf/passwd
+      = hint: replace the symlink with a copy of its target, or list it in `.skillignore`
+
+    error: cannot pack `[HOME]/pdf`: the skill has 1 error
+    hint: fix them; `skillpkg validate [HOME]/pdf` lists them
+    ");
 }
 
 #[test]
@@ -319,7 +338,22 @@ fn a_skill_over_the_size_limit_unpacked_is_refused_with_its_largest_files() {
         );
     }
     let stderr = assert_refused(&sandbox, &dir, "unpacked");
-    assert!(stderr.contains("over the 8.0 MiB limit"), "{stderr}");
+    insta::assert_snapshot!(sandbox.redact(&stderr), @"
+    warning[non-portable-key]: `version` is a key of the Universal Agent Skill extensions, not of the Agent Skills specification
+     --> [HOME]/big/SKILL.md:4:1
+      |
+    4 | version: 1.0.0
+      | ^^^^^^^
+      = hint: other agents ignore it; keep it only if your users need it
+
+    warning[too-large]: the skill is 9.0 MiB unpacked (9437270 bytes), 1.0 MiB over the 8.0 MiB limit
+     --> [HOME]/big/
+      = hint: the largest files are: assets/file2.bin (3.0 MiB), assets/file1.bin (2.0 MiB), assets/file0.bin (1.0 MiB), assets/file3.bin (1.0 MiB), assets/file4.bin (1.0 MiB); list what the skill does not need in `.skillignore`
+
+    error: cannot pack `[HOME]/big`
+      Caused by: the skill is 9.0 MiB unpacked (9437270 bytes), 1.0 MiB over the 8.0 MiB limit
+    hint: the largest files are: assets/file2.bin (3.0 MiB), assets/file1.bin (2.0 MiB), assets/file0.bin (1.0 MiB), assets/file3.bin (1.0 MiB), assets/file4.bin (1.0 MiB); list what the skill does not need in `.skillignore`
+    ");
     for largest in [
         "assets/file2.bin (3.0 MiB)",
         "assets/file1.bin (2.0 MiB)",
@@ -354,7 +388,18 @@ fn a_skill_over_the_size_limit_packed_is_refused() {
         .collect();
     sandbox.write("noise/assets/noise.bin", noise);
     let stderr = assert_refused(&sandbox, &dir, "packed (");
-    assert!(stderr.contains("assets/noise.bin"), "{stderr}");
+    insta::assert_snapshot!(sandbox.redact(&stderr), @"
+    warning[non-portable-key]: `version` is a key of the Universal Agent Skill extensions, not of the Agent Skills specification
+     --> [HOME]/noise/SKILL.md:4:1
+      |
+    4 | version: 1.0.0
+      | ^^^^^^^
+      = hint: other agents ignore it; keep it only if your users need it
+
+    error: cannot pack `[HOME]/noise`
+      Caused by: the skill is 8.0 MiB packed (8390136 bytes), 1.5 KiB over the 8.0 MiB limit
+    hint: the largest files are: assets/noise.bin (8.0 MiB), SKILL.md (90 B); list what the skill does not need in `.skillignore`
+    ");
 }
 
 #[test]
@@ -396,11 +441,10 @@ fn a_skill_without_a_version_is_refused_until_one_is_given() {
     let sandbox = TestContext::new();
     let dir = sandbox.skill("pdf", "pdf", "metadata:\n  version: \"1.0\"\n", "body\n");
     let stderr = assert_refused(&sandbox, &dir, "cannot pack");
-    assert!(stderr.contains("the skill has no version"), "{stderr}");
-    assert!(
-        stderr.contains("`metadata.version` is \"1.0\", which is not a semantic version"),
-        "{stderr}"
-    );
+    insta::assert_snapshot!(sandbox.redact(&stderr), @r#"
+    error: cannot pack `[HOME]/pdf`: the skill has no version
+    hint: `metadata.version` is "1.0", which is not a semantic version: write it as MAJOR.MINOR.PATCH, like `1.0.0`
+    "#);
     let output = run(sandbox.skillpkg_command().arg("pack").arg(&dir).args([
         "--version",
         "1.0.0",
@@ -415,7 +459,24 @@ fn an_invalid_skill_is_not_packed() {
     let sandbox = TestContext::new();
     let dir = sandbox.skill("pdf", "other", "version: 1.0.0\n", "body\n");
     let stderr = assert_refused(&sandbox, &dir, "error[name-mismatch]");
-    assert!(stderr.contains("the skill has 1 error"), "{stderr}");
+    insta::assert_snapshot!(sandbox.redact(&stderr), @"
+    error[name-mismatch]: `name` is `other` but the folder is `pdf`
+     --> [HOME]/pdf/SKILL.md:2:7
+      |
+    2 | name: other
+      |       ^^^^^
+      = hint: rename the folder to `other` or set `name: pdf`
+
+    warning[non-portable-key]: `version` is a key of the Universal Agent Skill extensions, not of the Agent Skills specification
+     --> [HOME]/pdf/SKILL.md:4:1
+      |
+    4 | version: 1.0.0
+      | ^^^^^^^
+      = hint: other agents ignore it; keep it only if your users need it
+
+    error: cannot pack `[HOME]/pdf`: the skill has 1 error
+    hint: fix them; `skillpkg validate [HOME]/pdf` lists them
+    ");
 }
 
 #[test]
@@ -469,10 +530,21 @@ fn a_skill_file_that_would_not_be_packed_is_refused() {
     let dir = sandbox.skill("pdf", "pdf", "version: 1.0.0\n", "body\n");
     sandbox.write("pdf/.skillignore", "*.md\n");
     let stderr = assert_refused(&sandbox, &dir, "error[skill-md-ignored]");
-    assert!(
-        stderr.contains("remove the pattern that matches `SKILL.md`"),
-        "{stderr}"
-    );
+    insta::assert_snapshot!(sandbox.redact(&stderr), @"
+    warning[non-portable-key]: `version` is a key of the Universal Agent Skill extensions, not of the Agent Skills specification
+     --> [HOME]/pdf/SKILL.md:4:1
+      |
+    4 | version: 1.0.0
+      | ^^^^^^^
+      = hint: other agents ignore it; keep it only if your users need it
+
+    error[skill-md-ignored]: `SKILL.md` is left out by a `.skillignore` pattern
+     --> [HOME]/pdf/SKILL.md
+      = hint: remove the pattern that matches `SKILL.md` from `.skillignore`
+
+    error: cannot pack `[HOME]/pdf`: the skill has 1 error
+    hint: fix them; `skillpkg validate [HOME]/pdf` lists them
+    ");
 
     let lower = sandbox.path().join("lower/pdf");
     fs_err::create_dir_all(&lower).unwrap();
@@ -482,10 +554,22 @@ fn a_skill_file_that_would_not_be_packed_is_refused() {
         &lower,
         "the skill file is `skill.md`; a package needs it named `SKILL.md`",
     );
-    assert!(
-        stderr.contains("hint: rename `skill.md` to `SKILL.md`"),
-        "{stderr}"
-    );
+    insta::assert_snapshot!(sandbox.redact(&stderr), @"
+    warning[skill-md-case]: the skill file is named `skill.md`, not `SKILL.md`
+     --> [HOME]/lower/pdf/skill.md
+      = hint: rename it to `SKILL.md`: agents on case-sensitive file systems will not find it
+
+    warning[non-portable-key]: `version` is a key of the Universal Agent Skill extensions, not of the Agent Skills specification
+     --> [HOME]/lower/pdf/skill.md:4:1
+      |
+    4 | version: 1.0.0
+      | ^^^^^^^
+      = hint: other agents ignore it; keep it only if your users need it
+
+    error: cannot pack `[HOME]/lower/pdf`
+      Caused by: the skill file is `skill.md`; a package needs it named `SKILL.md`
+    hint: rename `skill.md` to `SKILL.md`
+    ");
 }
 
 #[test]
@@ -498,10 +582,17 @@ fn a_version_flag_that_contradicts_the_frontmatter_is_refused() {
         .arg(&dir)
         .args(["--version", "2.0.0"]))
     .stderr;
-    assert!(
-        stderr.contains("`--version 2.0.0` contradicts the version 1.0.0"),
-        "{stderr}"
-    );
+    insta::assert_snapshot!(sandbox.redact(&stderr), @"
+    warning[non-portable-key]: `version` is a key of the Universal Agent Skill extensions, not of the Agent Skills specification
+     --> [HOME]/pdf/SKILL.md:4:1
+      |
+    4 | version: 1.0.0
+      | ^^^^^^^
+      = hint: other agents ignore it; keep it only if your users need it
+
+    error: `--version 2.0.0` contradicts the version 1.0.0 that `[HOME]/pdf` declares
+    hint: change the version in SKILL.md, or drop `--version`
+    ");
     assert!(!sandbox.path().join("pdf-2.0.0.tgz").exists());
     let agreeing = run(sandbox
         .skillpkg_command()
@@ -536,16 +627,15 @@ fn an_output_folder_that_does_not_exist_is_a_clear_error() {
         .arg(&dir)
         .args(["-o", "dist/pdf.tgz"]));
     assert_eq!(output.code, 1, "{output:?}");
-    assert!(
-        output.stderr.contains("the folder dist does not exist"),
-        "{}",
-        output.stderr
-    );
-    assert!(
-        output
-            .stderr
-            .contains("hint: create it first: `mkdir -p dist`"),
-        "{}",
-        output.stderr
-    );
+    insta::assert_snapshot!(sandbox.redact(&output.stderr), @"
+    warning[non-portable-key]: `version` is a key of the Universal Agent Skill extensions, not of the Agent Skills specification
+     --> [HOME]/pdf/SKILL.md:4:1
+      |
+    4 | version: 1.0.0
+      | ^^^^^^^
+      = hint: other agents ignore it; keep it only if your users need it
+
+    error: cannot write dist/pdf.tgz: the folder dist does not exist
+    hint: create it first: `mkdir -p dist`
+    ");
 }

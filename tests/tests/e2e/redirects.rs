@@ -331,6 +331,7 @@ fn login_publish_and_yank_follow_no_redirect_so_no_token_leaves_the_api() {
     let skill = world
         .sandbox
         .skill("skills/pdf", "pdf", "version: 1.0.1\n", "# pdf\n");
+    let mut said = Vec::new();
     for args in [
         &["login", "--registry", &url, "--token", &token][..],
         &["yank", "pdf@1.0.0", "--registry", &url, "--token", &token],
@@ -355,16 +356,30 @@ fn login_publish_and_yank_follow_no_redirect_so_no_token_leaves_the_api() {
     ] {
         let output = world.user(args);
         assert_eq!(output.code, 2, "{args:?}: {output:?}");
-        assert!(
-            output.stderr.contains("with a redirect to")
-                && output
-                    .stderr
-                    .contains(&format!("{}/hop/api/v1/", elsewhere.url())),
-            "{args:?}: {}",
-            output.stderr
-        );
+        let stderr = output.stderr.replace(&elsewhere.url(), "[ELSEWHERE]");
+        said.push(world.sandbox.redact(&stderr));
         assert_no_token(&output, &token);
     }
+    insta::assert_snapshot!(said.join("---\n"), @"
+    error: http://127.0.0.1:[PORT]/api/v1/me answered the login with a redirect to [ELSEWHERE]/hop/api/v1/me, which skillpkg does not follow for API calls: neither the request nor its token went there
+    hint: if the API moved, the registry's config.json must name its new URL in `api`
+    ---
+    error: http://127.0.0.1:[PORT]/api/v1/skills/pdf/1.0.0/yank answered the yank with a redirect to [ELSEWHERE]/hop/api/v1/skills/pdf/1.0.0/yank, which skillpkg does not follow for API calls: neither the request nor its token went there
+    hint: if the API moved, the registry's config.json must name its new URL in `api`
+    ---
+    error: http://127.0.0.1:[PORT]/api/v1/skills/pdf/1.0.0/unyank answered the unyank with a redirect to [ELSEWHERE]/hop/api/v1/skills/pdf/1.0.0/unyank, which skillpkg does not follow for API calls: neither the request nor its token went there
+    hint: if the API moved, the registry's config.json must name its new URL in `api`
+    ---
+    warning[non-portable-key]: `version` is a key of the Universal Agent Skill extensions, not of the Agent Skills specification
+     --> [HOME]/skills/pdf/SKILL.md:4:1
+      |
+    4 | version: 1.0.1
+      | ^^^^^^^
+      = hint: other agents ignore it; keep it only if your users need it
+
+    error: http://127.0.0.1:[PORT]/api/v1/skills answered the publish with a redirect to [ELSEWHERE]/hop/api/v1/skills, which skillpkg does not follow for API calls: neither the request nor its token went there
+    hint: if the API moved, the registry's config.json must name its new URL in `api`
+    ");
     assert_never_authorized(&elsewhere.requests(), "the origin the API redirected to");
     assert!(
         elsewhere.requests().is_empty(),
@@ -407,14 +422,10 @@ fn a_redirect_loop_stops_at_once_with_a_clear_error() {
     });
     let output = search(&world, &registry.url());
     assert_eq!(output.code, 2, "{output:?}");
-    assert!(
-        output.stderr.contains(&format!(
-            "{0}/search.json redirected in a loop, back to {0}/search.json",
-            registry.url()
-        )),
-        "{}",
-        output.stderr
-    );
+    insta::assert_snapshot!(world.sandbox.redact(&output.stderr), @"
+    error: http://127.0.0.1:[PORT]/search.json redirected in a loop, back to http://127.0.0.1:[PORT]/search.json
+    hint: the registry (or something between it and you) is broken or hostile; nothing it sent was used
+    ");
     let tries = registry
         .requests()
         .iter()
@@ -440,14 +451,10 @@ fn a_redirect_chain_of_more_than_ten_hops_stops_with_a_clear_error() {
     });
     let output = search(&world, &registry.url());
     assert_eq!(output.code, 2, "{output:?}");
-    assert!(
-        output.stderr.contains(&format!(
-            "{}/search.json redirected more than 10 times",
-            registry.url()
-        )),
-        "{}",
-        output.stderr
-    );
+    insta::assert_snapshot!(world.sandbox.redact(&output.stderr), @"
+    error: http://127.0.0.1:[PORT]/search.json redirected more than 10 times; the redirects were stopped
+    hint: the registry (or something between it and you) is broken or hostile; nothing it sent was used
+    ");
     let requests = registry
         .requests()
         .iter()
@@ -460,25 +467,29 @@ fn a_redirect_chain_of_more_than_ten_hops_stops_with_a_clear_error() {
 fn a_redirect_to_a_file_url_or_another_scheme_is_refused() {
     let world = World::private();
     let secret = world.sandbox.write("secret.json", r#"{"v":1,"skills":[]}"#);
+    let mut said = Vec::new();
     for location in [
         url::Url::from_file_path(&secret).unwrap().to_string(),
         "ftp://127.0.0.1/search.json".to_owned(),
         "data:application/json,{}".to_owned(),
     ] {
-        let shown = location.clone();
         let registry = search_json_answers(world.root(), move |_, stream| {
             redirect(stream, "302 Found", &location);
         });
         let output = search(&world, &registry.url());
         assert_eq!(output.code, 2, "{output:?}");
-        assert!(
-            output.stderr.contains(&format!(
-                "redirected to {shown}, which was refused: skillpkg follows redirects to http:// and https:// only"
-            )),
-            "{}",
-            output.stderr
-        );
+        said.push(world.sandbox.redact(&output.stderr));
     }
+    insta::assert_snapshot!(said.join("---\n"), @"
+    error: http://127.0.0.1:[PORT]/search.json redirected to file://[HOME]/secret.json, which was refused: skillpkg follows redirects to http:// and https:// only
+    hint: the registry (or something between it and you) is broken or hostile; nothing it sent was used
+    ---
+    error: http://127.0.0.1:[PORT]/search.json redirected to ftp://127.0.0.1/search.json, which was refused: skillpkg follows redirects to http:// and https:// only
+    hint: the registry (or something between it and you) is broken or hostile; nothing it sent was used
+    ---
+    error: http://127.0.0.1:[PORT]/search.json redirected to data:application/json,{}, which was refused: skillpkg follows redirects to http:// and https:// only
+    hint: the registry (or something between it and you) is broken or hostile; nothing it sent was used
+    ");
 }
 
 #[test]
@@ -488,6 +499,7 @@ fn the_token_is_never_printed_even_when_a_redirect_echoes_it() {
     // A hostile registry that has the token puts it in the Location, as
     // user information and in the query, where an error message (and a CI
     // log) would show it.
+    let mut said = Vec::new();
     for location in [
         format!("ftp://alice:{token}@127.0.0.1/search.json?token={token}"),
         format!("/search.json?token={token}"),
@@ -502,9 +514,23 @@ fn the_token_is_never_printed_even_when_a_redirect_echoes_it() {
         });
         let output = search(&world, &registry.url());
         assert_ne!(output.code, 0, "{output:?}");
-        assert!(output.stderr.contains("redirect"), "{}", output.stderr);
+        said.push(world.sandbox.redact(&output.stderr));
         assert_no_token(&output, &token);
     }
+    insta::assert_snapshot!(said.join("---\n"), @"
+    error: http://127.0.0.1:[PORT]/search.json redirected to ftp://****@127.0.0.1/search.json?token=****, which was refused: skillpkg follows redirects to http:// and https:// only
+    hint: the registry (or something between it and you) is broken or hostile; nothing it sent was used
+    ---
+    error: http://127.0.0.1:[PORT]/search.json redirected in a loop, back to http://127.0.0.1:[PORT]/search.json?token=****
+    hint: the registry (or something between it and you) is broken or hostile; nothing it sent was used
+    ---
+    error: cannot reach https://****@127.0.0.1:1/search.json (where http://127.0.0.1:[PORT]/search.json redirected)
+      Caused by: error sending request
+      Caused by: client error (Connect)
+      Caused by: tcp connect error
+      Caused by: Connection refused (os error 111)
+    hint: check the registry URL and your network, and that the registry is running
+    ");
     // The registry URL itself with the token as its password.
     let registry = search_json_answers(world.root(), |_, stream| {
         redirect(stream, "302 Found", "/search.json");
@@ -514,11 +540,10 @@ fn the_token_is_never_printed_even_when_a_redirect_echoes_it() {
         .replace("http://", &format!("http://alice:{token}@"));
     let output = search(&world, &with_password);
     assert_eq!(output.code, 2, "{output:?}");
-    assert!(
-        output.stderr.contains("http://****@127.0.0.1:"),
-        "{}",
-        output.stderr
-    );
+    insta::assert_snapshot!(world.sandbox.redact(&output.stderr), @"
+    error: http://****@127.0.0.1:[PORT]/search.json redirected in a loop, back to http://****@127.0.0.1:[PORT]/search.json
+    hint: the registry (or something between it and you) is broken or hostile; nothing it sent was used
+    ");
     assert_no_token(&output, &token);
 }
 
@@ -528,6 +553,7 @@ fn a_registry_cannot_point_the_client_at_local_files() {
     let secret = world.sandbox.write("secret.tgz", b"not for the registry");
     // An http registry whose `dl` names a file of the user's disk, or a
     // file URL of another host.
+    let mut said = Vec::new();
     for dl in [
         url::Url::from_file_path(&secret).unwrap().to_string(),
         "file://elsewhere.example/dl/{name}-{version}.tgz".to_owned(),
@@ -547,21 +573,28 @@ fn a_registry_cannot_point_the_client_at_local_files() {
         assert_eq!(init.code, 0, "{init:?}");
         let output = world.user(&["add", "pdf"]);
         assert_eq!(output.code, 2, "{output:?}");
-        assert!(
-            output
-                .stderr
-                .contains("which was refused: an http:// or https:// registry may only name http:// or https:// URLs"),
-            "{}",
-            output.stderr
-        );
+        said.push(world.sandbox.redact(&output.stderr));
         let verify = world.user(&["verify", "pdf@1.0.0", "--registry", &registry.url()]);
         assert_eq!(verify.code, 2, "{verify:?}");
-        assert!(
-            verify.stderr.contains("which was refused"),
-            "{}",
-            verify.stderr
-        );
+        said.push(world.sandbox.redact(&verify.stderr));
     }
+    insta::assert_snapshot!(said.join("---\n"), @"
+          Adding pdf *
+    error: cannot download pdf@1.0.0
+      Caused by: registry http://127.0.0.1:[PORT]/ points at file://[HOME]/secret.tgz, which was refused: an http:// or https:// registry may only name http:// or https:// URLs
+    hint: the registry (or something between it and you) is broken or hostile; nothing it sent was used
+    ---
+    error: registry http://127.0.0.1:[PORT]/ points at file://[HOME]/secret.tgz, which was refused: an http:// or https:// registry may only name http:// or https:// URLs
+    hint: the registry (or something between it and you) is broken or hostile; nothing it sent was used
+    ---
+          Adding pdf *
+    error: cannot download pdf@1.0.0
+      Caused by: registry http://127.0.0.1:[PORT]/ points at file://elsewhere.example/dl/pdf-1.0.0.tgz, which was refused: an http:// or https:// registry may only name http:// or https:// URLs
+    hint: the registry (or something between it and you) is broken or hostile; nothing it sent was used
+    ---
+    error: registry http://127.0.0.1:[PORT]/ points at file://elsewhere.example/dl/pdf-1.0.0.tgz, which was refused: an http:// or https:// registry may only name http:// or https:// URLs
+    hint: the registry (or something between it and you) is broken or hostile; nothing it sent was used
+    ");
 }
 
 #[test]
@@ -583,15 +616,11 @@ fn a_401_from_another_origin_blames_the_redirect_not_the_token() {
     });
     let output = search(&world, &registry.url());
     assert_eq!(output.code, 1, "{output:?}");
-    assert!(
-        output.stderr.contains(&format!(
-            "{0}/search.json redirected to {1}/search.json, another origin, which answered HTTP 401: a token is never sent to another origin than its registry's",
-            registry.url(),
-            elsewhere.url()
-        )),
-        "{}",
-        output.stderr
-    );
+    let stderr = output.stderr.replace(&elsewhere.url(), "[ELSEWHERE]");
+    insta::assert_snapshot!(world.sandbox.redact(&stderr), @"
+    error: http://127.0.0.1:[PORT]/search.json redirected to [ELSEWHERE]/search.json, another origin, which answered HTTP 401: a token is never sent to another origin than its registry's
+    hint: if the registry moved to [ELSEWHERE]/search.json, use that URL as the registry and give its token for it
+    ");
     assert!(
         !output.stderr.contains("refused the token"),
         "the token was never sent, so it was not refused: {}",

@@ -52,23 +52,23 @@ fn a_folder_of_skills_is_searched_and_summarised() {
     sandbox.write("skills/.git/x/SKILL.md", "not a skill");
     let output = run(sandbox.skillpkg_command().args(["validate", "skills"]));
     assert_eq!(output.code, 1, "{output:?}");
-    assert!(
-        output.stdout.contains("error[name-invalid]"),
-        "{}",
-        output.stdout
-    );
-    assert!(
-        output
-            .stdout
-            .contains("a valid name would be `broken-skill`"),
-        "{}",
-        output.stdout
-    );
-    assert!(
-        output.stdout.contains("warning[unknown-key]"),
-        "{}",
-        output.stdout
-    );
+    insta::assert_snapshot!(sandbox.redact(&output.stdout), @r#"
+    error[name-invalid]: `name` "Broken Skill" is invalid: the name contains 'B' at position 1; only lowercase letters a-z, digits and `-` are allowed
+     --> skills/broken/SKILL.md:2:7
+      |
+    2 | name: Broken Skill
+      |       ^^^^^^^^^^^^
+      = hint: a valid name would be `broken-skill`
+
+    warning[unknown-key]: unknown frontmatter key `homepage`
+     --> skills/warned/SKILL.md:4:1
+      |
+    4 | homepage: https://example.com
+      | ^^^^^^^^
+      = hint: agents ignore unknown keys; move custom data under `metadata`
+
+    3 valid, 1 invalid, 1 warning
+    "#);
     assert!(
         output.stdout.ends_with("3 valid, 1 invalid, 1 warning\n"),
         "{}",
@@ -101,22 +101,30 @@ fn strict_turns_every_warning_into_an_error() {
     sandbox.skill("pdf", "pdf", "homepage: https://example.com\n", "body\n");
     let relaxed = run(sandbox.skillpkg_command().args(["validate", "pdf"]));
     assert_eq!(relaxed.code, 0, "{relaxed:?}");
-    assert!(
-        relaxed
-            .stdout
-            .contains("warning[unknown-key]: unknown frontmatter key `homepage`"),
-        "{}",
-        relaxed.stdout
-    );
+    insta::assert_snapshot!(sandbox.redact(&relaxed.stdout), @"
+    warning[unknown-key]: unknown frontmatter key `homepage`
+     --> pdf/SKILL.md:4:1
+      |
+    4 | homepage: https://example.com
+      | ^^^^^^^^
+      = hint: agents ignore unknown keys; move custom data under `metadata`
+
+    1 valid, 0 invalid, 1 warning
+    ");
     let strict = run(sandbox
         .skillpkg_command()
         .args(["validate", "--strict", "pdf"]));
     assert_eq!(strict.code, 1, "{strict:?}");
-    assert!(
-        strict.stdout.contains("error[unknown-key]"),
-        "{}",
-        strict.stdout
-    );
+    insta::assert_snapshot!(sandbox.redact(&strict.stdout), @"
+    error[unknown-key]: unknown frontmatter key `homepage`
+     --> pdf/SKILL.md:4:1
+      |
+    4 | homepage: https://example.com
+      | ^^^^^^^^
+      = hint: agents ignore unknown keys; move custom data under `metadata`
+
+    0 valid, 1 invalid, 0 warnings
+    ");
     assert!(
         strict.stdout.ends_with("0 valid, 1 invalid, 0 warnings\n"),
         "{}",
@@ -147,13 +155,11 @@ fn allow_silences_a_warning_code() {
             .skillpkg_command()
             .args(["validate", "--allow", "no-such-code", "pdf"]));
     assert_eq!(output.code, 2, "{output:?}");
-    assert!(
-        output
-            .stderr
-            .contains("unknown diagnostic code `no-such-code`"),
-        "{}",
-        output.stderr
-    );
+    insta::assert_snapshot!(sandbox.redact(&output.stderr), @"
+    error: invalid value 'no-such-code' for '--allow <CODE>': unknown diagnostic code `no-such-code`; the codes are listed in docs/skill-format.md
+
+    For more information, try '--help'.
+    ");
 }
 
 #[test]
@@ -219,32 +225,31 @@ fn the_claude_api_host_adds_its_rules() {
             .skillpkg_command()
             .args(["validate", "--host", "claude-api", "claude-helper"]));
     assert_eq!(output.code, 1, "{output:?}");
-    assert!(
-        output
-            .stdout
-            .contains("error[host-reserved-word]: `name` contains the reserved word `claude`"),
-        "{}",
-        output.stdout
-    );
-    assert!(
-        output
-            .stdout
-            .contains("error[host-xml-tag]: `description` contains the XML tag `<b>`"),
-        "{}",
-        output.stdout
-    );
+    insta::assert_snapshot!(sandbox.redact(&output.stdout), @"
+    error[host-reserved-word]: `name` contains the reserved word `claude`, which the Claude API refuses
+     --> claude-helper/SKILL.md:2:7
+      |
+    2 | name: claude-helper
+      |       ^^^^^^^^^^^^^
+
+    error[host-xml-tag]: `description` contains the XML tag `<b>`, which the Claude API refuses
+     --> claude-helper/SKILL.md:3:14
+      |
+    3 | description: Helps with <b>bold</b> text.
+      |              ^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+
+    0 valid, 1 invalid, 0 warnings
+    ");
     let unknown =
         run(sandbox
             .skillpkg_command()
             .args(["validate", "--host", "emacs", "claude-helper"]));
     assert_eq!(unknown.code, 2);
-    assert!(
-        unknown
-            .stderr
-            .contains("expected one of: portable, claude-api, claude-code"),
-        "{}",
-        unknown.stderr
-    );
+    insta::assert_snapshot!(sandbox.redact(&unknown.stderr), @"
+    error: invalid value 'emacs' for '--host <HOST>': unknown host `emacs`; expected one of: portable, claude-api, claude-code, codex, copilot, mcp, openai, all
+
+    For more information, try '--help'.
+    ");
 }
 
 #[test]
@@ -252,13 +257,16 @@ fn the_claude_code_host_accepts_its_own_keys() {
     let sandbox = TestContext::new();
     sandbox.skill("pdf", "pdf", "argument-hint: \"[file]\"\n", "body\n");
     let portable = run(sandbox.skillpkg_command().args(["validate", "pdf"]));
-    assert!(
-        portable
-            .stdout
-            .contains("warning[non-portable-key]: `argument-hint` is a key of Claude Code"),
-        "{}",
-        portable.stdout
-    );
+    insta::assert_snapshot!(sandbox.redact(&portable.stdout), @r#"
+    warning[non-portable-key]: `argument-hint` is a key of Claude Code, not of the Agent Skills specification
+     --> pdf/SKILL.md:4:1
+      |
+    4 | argument-hint: "[file]"
+      | ^^^^^^^^^^^^^
+      = hint: other agents ignore it; keep it only if your users need it
+
+    1 valid, 0 invalid, 1 warning
+    "#);
     let claude_code = run(sandbox.skillpkg_command().args([
         "validate",
         "--strict",
@@ -278,13 +286,13 @@ fn a_lowercase_skill_md_is_read_with_a_warning() {
     );
     let output = run(sandbox.skillpkg_command().args(["validate", "pdf"]));
     assert_eq!(output.code, 0, "{output:?}");
-    assert!(
-        output
-            .stdout
-            .contains("warning[skill-md-case]: the skill file is named `skill.md`, not `SKILL.md`"),
-        "{}",
-        output.stdout
-    );
+    insta::assert_snapshot!(sandbox.redact(&output.stdout), @"
+    warning[skill-md-case]: the skill file is named `skill.md`, not `SKILL.md`
+     --> pdf/skill.md
+      = hint: rename it to `SKILL.md`: agents on case-sensitive file systems will not find it
+
+    1 valid, 0 invalid, 1 warning
+    ");
 }
 
 #[test]
@@ -317,13 +325,13 @@ fn a_folder_without_any_skill_is_invalid() {
     sandbox.write("empty/README.md", "nothing here");
     let output = run(sandbox.skillpkg_command().args(["validate", "empty"]));
     assert_eq!(output.code, 1, "{output:?}");
-    assert!(
-        output
-            .stdout
-            .contains("error[skill-md-missing]: empty has no `SKILL.md`"),
-        "{}",
-        output.stdout
-    );
+    insta::assert_snapshot!(sandbox.redact(&output.stdout), @"
+    error[skill-md-missing]: empty has no `SKILL.md`
+     --> empty/SKILL.md
+      = hint: a skill is a folder with a SKILL.md file; check the path
+
+    0 valid, 1 invalid, 0 warnings
+    ");
 }
 
 #[test]
@@ -351,20 +359,20 @@ fn validate_reports_what_pack_would_refuse() {
     sandbox.write("pdf/.skillignore", "notes.md\n");
     let output = run(sandbox.skillpkg_command().args(["validate", "pdf"]));
     assert_eq!(output.code, 1, "{output:?}");
-    assert!(
-        output
-            .stdout
-            .contains("error[symlink]: `passwd` is a symlink"),
-        "{}",
-        output.stdout
-    );
-    assert!(
-        output.stdout.contains(
-            "warning[broken-link]: the link `notes.md` points to a file that is not in the skill"
-        ),
-        "{}",
-        output.stdout
-    );
+    insta::assert_snapshot!(sandbox.redact(&output.stdout), @"
+    warning[broken-link]: the link `notes.md` points to a file that is not in the skill
+     --> pdf/SKILL.md:5:5
+      |
+    5 | See [the notes](notes.md).
+      |     ^^^^^^^^^^^^^^^^^^^^^
+      = hint: check the spelling and case; files left out by `.skillignore` are not installed
+
+    error[symlink]: `passwd` is a symlink; skills cannot contain symlinks
+     --> pdf/passwd
+      = hint: replace the symlink with a copy of its target, or list it in `.skillignore`
+
+    0 valid, 1 invalid, 1 warning
+    ");
 }
 
 #[test]
@@ -393,13 +401,10 @@ fn allowing_an_error_code_is_refused() {
             .skillpkg_command()
             .args(["validate", "--allow", "name-mismatch", "pdf"]));
     assert_eq!(output.code, 1, "{output:?}");
-    assert!(
-        output
-            .stderr
-            .contains("`--allow name-mismatch` names an error; only warnings can be allowed"),
-        "{}",
-        output.stderr
-    );
+    insta::assert_snapshot!(sandbox.redact(&output.stderr), @"
+    error: `--allow name-mismatch` names an error; only warnings can be allowed
+    hint: fix the error instead: an invalid skill cannot be packed or installed
+    ");
 }
 
 /// The diagnostic shows the line it refuses; a terminal must not act on the
@@ -419,13 +424,18 @@ fn a_control_character_is_shown_not_sent() {
         .env("CLICOLOR_FORCE", "1"));
     assert_eq!(output.code, 1, "{output:?}");
     assert!(!output.stdout.contains("\u{1b}[2J"), "{:?}", output.stdout);
-    assert!(
-        output
-            .stdout
-            .contains("description: Reads PDFs.\u{241b}[2J"),
-        "{:?}",
-        output.stdout
-    );
+    // Colour escapes shown as `<ESC>`: the only ones are skillpkg's own.
+    let said = sandbox.redact(&output.stdout).replace('\u{1b}', "<ESC>");
+    insta::assert_snapshot!(said, @"
+    <ESC>[1m<ESC>[31merror[control-character]<ESC>[0m<ESC>[1m: the frontmatter contains U+001B (ESC), a control character<ESC>[0m
+     <ESC>[1m<ESC>[34m--><ESC>[0m pdf/SKILL.md:3:25
+      <ESC>[1m<ESC>[34m|<ESC>[0m
+    <ESC>[1m<ESC>[34m3<ESC>[0m <ESC>[1m<ESC>[34m|<ESC>[0m description: Reads PDFs.␛[2J
+      <ESC>[1m<ESC>[34m|<ESC>[0m                         <ESC>[1m<ESC>[31m^<ESC>[0m
+      <ESC>[1m<ESC>[34m=<ESC>[0m <ESC>[1mhint<ESC>[0m: remove it: terminals and indexes that show this text act on control characters (ESC starts sequences that rewrite the screen or hide links; CR overwrites the line)
+
+    0 valid, 1 invalid, 0 warnings
+    ");
     let plain = run(sandbox.skillpkg_command().args(["validate", "pdf"]));
     let expected = "\
 error[control-character]: the frontmatter contains U+001B (ESC), a control character

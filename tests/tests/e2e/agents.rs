@@ -79,28 +79,38 @@ fn claude_code_project_skills_shadow_user_skills_and_invalid_ones_are_skipped() 
 
     let output = project.run(&["scopes"]);
     assert_eq!(output.code, 0, "{output:?}");
-    let root = project.root.display().to_string();
-    let home = project.home().display().to_string();
-    let expected = format!(
-        "claude-code
-  project {root}/.claude/skills
-    skipped   broken  name-invalid: "
-    );
-    assert!(output.stdout.starts_with(&expected), "{}", output.stdout);
-    for line in [
-        "    active    pdf\n".to_owned(),
-        format!("  user    {home}/.claude/skills\n"),
-        "    active    notes\n".to_owned(),
-        format!("    shadowed  pdf     by {root}/.claude/skills/pdf/SKILL.md\n"),
-        "2 active, 1 shadowed, 1 skipped\n".to_owned(),
-    ] {
-        assert!(
-            output.stdout.contains(&line),
-            "{line:?} in\n{}",
-            output.stdout
-        );
-    }
+    insta::assert_snapshot!(project.sandbox.redact(&output.stdout), @r#"
+    claude-code
+      project [HOME]/work/repo/.claude/skills
+        skipped   broken  name-invalid: `name` "Broken" is invalid: the name contains 'B' at position 1; only lowercase letters a-z, digits and `-` are allowed
+        active    pdf
+      user    [HOME]/.claude/skills
+        active    notes
+        shadowed  pdf     by [HOME]/work/repo/.claude/skills/pdf/SKILL.md
+    2 active, 1 shadowed, 1 skipped
 
+    codex
+      repo [HOME]/work/repo/.codex/skills: not present
+      repo [HOME]/work/repo/.agents/skills: not present
+      user [HOME]/.codex/skills: not present
+      user [HOME]/.agents/skills: not present
+    0 active, 0 shadowed, 0 skipped
+
+    copilot
+      project [HOME]/work/repo/.github/skills: not present
+      project [HOME]/work/repo/.agents/skills: not present
+      project [HOME]/work/repo/.claude/skills
+        skipped   broken  name-invalid: `name` "Broken" is invalid: the name contains 'B' at position 1; only lowercase letters a-z, digits and `-` are allowed
+        active    pdf
+      user    [HOME]/.copilot/skills: not present
+      user    [HOME]/.agents/skills: not present
+      user    [HOME]/.claude/skills
+        active    notes
+        shadowed  pdf     by [HOME]/work/repo/.claude/skills/pdf/SKILL.md
+    2 active, 1 shadowed, 1 skipped
+    "#);
+
+    let root = project.root.display().to_string();
     let json = project.run(&["scopes", "--json"]).json();
     assert_eq!(
         statuses(&json, 0),
@@ -493,15 +503,6 @@ fn symlinked_folders_count_under_their_link_name_and_loops_are_skipped() {
       user    [HOME]/.claude/skills: not present
     1 active, 0 shadowed, 3 skipped
     ");
-    for name in ["a", "b", "loop"] {
-        let line =
-            format!("    skipped   {name:6}  unreadable-file: the symlink cannot be followed");
-        assert!(
-            output.stdout.contains(&line),
-            "{line:?} in\n{}",
-            output.stdout
-        );
-    }
     let prompt = project.run(&["prompt"]);
     insta::assert_snapshot!(project.sandbox.redact(&prompt.stdout), @"
     <available_skills>
@@ -527,32 +528,13 @@ fn an_unreadable_skill_folder_is_skipped_and_the_rest_still_listed() {
     let output = project.run(&["scopes"]);
     fs_err::set_permissions(&locked, std::fs::Permissions::from_mode(0o755)).unwrap();
     assert_eq!(output.code, 0, "{output:?}");
-    insta::assert_snapshot!(project.sandbox.redact(&output.stdout), @"
-    claude-code
-      project [HOME]/work/repo/.claude/skills
-        active    locked
-        active    open
-      user    [HOME]/.claude/skills: not present
-    2 active, 0 shadowed, 0 skipped
-
-    codex
-      repo [HOME]/work/repo/.codex/skills: not present
-      repo [HOME]/work/repo/.agents/skills: not present
-      user [HOME]/.codex/skills: not present
-      user [HOME]/.agents/skills: not present
-    0 active, 0 shadowed, 0 skipped
-
-    copilot
-      project [HOME]/work/repo/.github/skills: not present
-      project [HOME]/work/repo/.agents/skills: not present
-      project [HOME]/work/repo/.claude/skills
-        active    locked
-        active    open
-      user    [HOME]/.copilot/skills: not present
-      user    [HOME]/.agents/skills: not present
-      user    [HOME]/.claude/skills: not present
-    2 active, 0 shadowed, 0 skipped
-    ");
+    // Not a snapshot: what it says of `locked` depends on whether the
+    // tests run as root.
+    assert!(
+        output.stdout.contains("    active    open"),
+        "{}",
+        output.stdout
+    );
     let locked_line = if blocked {
         "    skipped   locked  unreadable-file: the folder cannot be read"
     } else {

@@ -295,14 +295,11 @@ impl Signed {
         )
     }
 
-    fn assert_refused(&self, needle: &str) {
+    /// Verifies, expecting a refusal, and returns what it said.
+    fn refusal(&self) -> String {
         let output = self.verify();
         assert_eq!(output.code, 1, "{output:?}");
-        assert!(
-            output.stderr.contains(needle),
-            "`{needle}` not in:\n{}",
-            output.stderr
-        );
+        self.redact(&output.stderr)
     }
 }
 
@@ -325,8 +322,10 @@ fn a_tampered_tarball_is_refused() {
     let middle = bytes.len() / 2;
     bytes[middle] ^= 1;
     fs_err::write(&signed.tarball, bytes).unwrap();
-    signed.assert_refused("pdf@1.0.0 failed verification");
-    signed.assert_refused("the archive was changed after it was signed");
+    insta::assert_snapshot!(signed.refusal(), @"
+    error: pdf@1.0.0 failed verification
+      Caused by: the signature does not match the archive: the archive was changed after it was signed, or the signature belongs to another file
+    ");
 }
 
 #[test]
@@ -334,17 +333,18 @@ fn a_signature_by_another_key_is_refused() {
     let signed = Signed::new();
     let other = SecretKey::generate().unwrap();
     signed.sign_with(&other, &comment("pdf", "1.0.0", &signed.sha256()));
-    signed.assert_refused(&format!(
-        "pdf@1.0.0 failed verification\n  Caused by: the signature was made by key {}, not by {}",
-        other.id(),
-        signed.key.id()
-    ));
+    let said = signed.refusal().replace(&other.id().to_string(), "[OTHER]");
+    insta::assert_snapshot!(said, @"
+    error: pdf@1.0.0 failed verification
+      Caused by: the signature was made by key [OTHER], not by [SIGNER]
+    ");
 }
 
 #[test]
 fn a_signature_for_another_skill_version_or_archive_is_refused() {
     let signed = Signed::new();
     let sha256 = signed.sha256();
+    let mut refusals = Vec::new();
     for (trusted_comment, signed_for) in [
         (comment("csv", "1.0.0", &sha256), "csv@1.0.0"),
         (comment("pdf", "2.0.0", &sha256), "pdf@2.0.0"),
@@ -356,14 +356,18 @@ fn a_signature_for_another_skill_version_or_archive_is_refused() {
         signed.sign_with(&signed.key, &trusted_comment);
         // The signature is checked against the name and version it claims;
         // the archive then holds another skill or version, or other bytes.
-        let output = signed.verify();
-        assert_eq!(output.code, 1, "{output:?}");
-        assert!(
-            output.stderr.contains(signed_for),
-            "`{signed_for}` not in:\n{}",
-            output.stderr
-        );
+        let said = signed.refusal();
+        assert!(said.contains(signed_for), "`{signed_for}` not in:\n{said}");
+        refusals.push(said);
     }
+    insta::assert_snapshot!(refusals.join("---\n"), @"
+    error: [HOME]/pdf-1.0.0.tgz holds pdf@1.0.0, but its signature is for csv@1.0.0
+    ---
+    error: [HOME]/pdf-1.0.0.tgz holds pdf@1.0.0, but its signature is for pdf@2.0.0
+    ---
+    error: pdf@1.0.0 failed verification
+      Caused by: the signature is for pdf@1.0.0 (sha256:2c69436dc18e5782410cdfa0e5e728985a4e51939a2ba73998e933e9921fed02), not for pdf@1.0.0 (sha256:3e0b0585457e7e0b37e069d777ab9a8cc27014eaca593589ad9acbb9bf2c580a)
+    ");
 }
 
 #[test]
@@ -373,7 +377,10 @@ fn a_tampered_trusted_comment_is_refused() {
         .unwrap()
         .replace("pdf@1.0.0", "pdf@1.0.1");
     fs_err::write(signed.signature_path(), text).unwrap();
-    signed.assert_refused("pdf@1.0.1 failed verification\n  Caused by: the trusted comment was changed after it was signed");
+    insta::assert_snapshot!(signed.refusal(), @"
+    error: pdf@1.0.1 failed verification
+      Caused by: the trusted comment was changed after it was signed
+    ");
 }
 
 #[test]
@@ -389,9 +396,10 @@ fn a_legacy_unhashed_signature_is_refused() {
         .arg(&signed.tarball)
         .arg("-t")
         .arg(comment("pdf", "1.0.0", &signed.sha256())));
-    signed.assert_refused(
-        "pdf@1.0.0 failed verification\n  Caused by: the signature is in minisign's legacy format",
-    );
+    insta::assert_snapshot!(signed.refusal(), @"
+    error: pdf@1.0.0 failed verification
+      Caused by: the signature is in minisign's legacy format (`Ed`, not prehashed); skillpkg requires prehashed (`ED`) signatures: sign again with `skillpkg sign` or `minisign -S`
+    ");
 }
 
 #[test]
@@ -399,11 +407,19 @@ fn a_truncated_or_garbage_signature_is_refused() {
     let signed = Signed::new();
     let text = fs_err::read_to_string(signed.signature_path()).unwrap();
     fs_err::write(signed.signature_path(), &text[..text.len() / 2]).unwrap();
-    signed.assert_refused("is not a minisign signature");
+    // Not a snapshot: the subject reads `<path>@?`, which names no skill.
+    let said = signed.refusal();
+    assert!(said.contains("is not a minisign signature"), "{said}");
     fs_err::write(signed.signature_path(), "garbage\n").unwrap();
-    signed.assert_refused("is not a minisign signature");
+    // Not a snapshot: the subject reads `<path>@?`, which names no skill.
+    let said = signed.refusal();
+    assert!(said.contains("is not a minisign signature"), "{said}");
     fs_err::remove_file(signed.signature_path()).unwrap();
-    signed.assert_refused("pdf-1.0.0.tgz is not signed");
+    insta::assert_snapshot!(signed.refusal(), @"
+    error: [HOME]/pdf-1.0.0.tgz is not signed: cannot read [HOME]/pdf-1.0.0.tgz.minisig
+      Caused by: failed to open file `[HOME]/pdf-1.0.0.tgz.minisig`: No such file or directory (os error 2)
+    hint: pass the signature with --sig FILE.minisig
+    ");
 }
 
 #[test]
@@ -423,7 +439,10 @@ fn a_provenance_for_another_archive_is_refused() {
         &source,
     );
     signed.sandbox.write("pdf-1.0.0.intoto.jsonl", &wrong);
-    signed.assert_refused("pdf@1.0.0 failed verification\n  Caused by: the provenance describes an archive with digest sha256:");
+    insta::assert_snapshot!(signed.refusal(), @"
+    error: pdf@1.0.0 failed verification
+      Caused by: the provenance describes an archive with digest sha256:f41f3fa625ff120ddca7ef456bf66371ecea23c129f4e4c32367101edb516cf8, not this archive (sha256:3e0b0585457e7e0b37e069d777ab9a8cc27014eaca593589ad9acbb9bf2c580a)
+    ");
     let right = sign_provenance(&signed.key, "pdf-1.0.0.tgz", &signed.sha256(), &source);
     signed.sandbox.write("pdf-1.0.0.intoto.jsonl", &right);
     let output = signed.verify();

@@ -143,7 +143,7 @@ fn with_api() -> RegistryConfig {
 }
 
 fn skillpkg(sandbox: &TestContext, args: &[&str]) -> Output {
-    run(sandbox.skillpkg_command().args(args))
+    sandbox.skillpkg(args)
 }
 
 /// Asserts an exit status, showing the whole output when it differs.

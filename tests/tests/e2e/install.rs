@@ -472,7 +472,7 @@ fn faults_leave_the_installed_state_and_lock_intact() {
 #[test]
 fn a_project_without_a_manifest_says_how_to_start() {
     let sandbox = TestContext::new();
-    let output = run(sandbox.skillpkg_command().args(["install"]));
+    let output = sandbox.skillpkg(["install"]);
     assert_eq!(output.code, 1, "{output:?}");
     insta::assert_snapshot!(sandbox.redact(&output.stderr), @"
     error: no skills.toml in [HOME] or any folder above it

@@ -63,7 +63,7 @@ fn run_script(path: &Path, input: &str) -> Output {
 #[test]
 fn a_new_skill_passes_strict_validation() {
     let sandbox = TestContext::new();
-    let output = run(sandbox.skillpkg_command().args(["new", "pdf-forms"]));
+    let output = sandbox.skillpkg(["new", "pdf-forms"]);
     assert_eq!(output.code, 0, "{output:?}");
     insta::assert_snapshot!(sandbox.redact(&output.stderr), @"
     Created pdf-forms (SKILL.md)
@@ -184,7 +184,7 @@ fn each_runtimes_script_reads_json_and_writes_json() {
 #[test]
 fn an_invalid_name_is_refused_with_the_name_it_meant() {
     let sandbox = TestContext::new();
-    let output = run(sandbox.skillpkg_command().args(["new", "PDF Forms"]));
+    let output = sandbox.skillpkg(["new", "PDF Forms"]);
     assert_eq!(output.code, 1, "{output:?}");
     insta::assert_snapshot!(sandbox.redact(&output.stderr), @"
     error: `PDF Forms` is not a valid skill name

@@ -146,7 +146,7 @@ fn export(sandbox: &TestContext, format: &str) -> skillpkg_tests::Output {
 fn the_list_shows_name_runtime_entrypoint_and_description() {
     let sandbox = TestContext::new();
     pdf_skill(&sandbox);
-    let output = run(sandbox.skillpkg_command().args(["tools", "pdf"]));
+    let output = sandbox.skillpkg(["tools", "pdf"]);
     assert_eq!(output.code, 0, "{output:?}");
     assert_eq!(
         output.stdout,
@@ -344,7 +344,7 @@ fn tools_json_is_the_frontmatter_tools_and_sync_writes_the_same_bytes() {
         exported.stdout
     );
 
-    let output = run(sandbox.skillpkg_command().args(["tools", "sync", "pdf"]));
+    let output = sandbox.skillpkg(["tools", "sync", "pdf"]);
     assert_eq!(output.code, 0, "{output:?}");
     insta::assert_snapshot!(sandbox.redact(&output.stderr), @"       Wrote pdf/tools.json (3 tools)");
     let written = fs_err::read_to_string(dir.join("tools.json")).unwrap();
@@ -392,10 +392,7 @@ fn sync_leaves_an_unchanged_file_alone_and_normalises_a_reformatted_one() {
     let sandbox = TestContext::new();
     let dir = pdf_skill(&sandbox);
     let tools_json = dir.join("tools.json");
-    assert_eq!(
-        run(sandbox.skillpkg_command().args(["tools", "sync", "pdf"])).code,
-        0
-    );
+    assert_eq!(sandbox.skillpkg(["tools", "sync", "pdf"]).code, 0);
     let before = inode(&tools_json);
     let output = run(sandbox
         .skillpkg_command()
@@ -413,10 +410,7 @@ fn sync_leaves_an_unchanged_file_alone_and_normalises_a_reformatted_one() {
     let value: Value = serde_json::from_str(&fs_err::read_to_string(&tools_json).unwrap()).unwrap();
     let canonical = fs_err::read_to_string(&tools_json).unwrap();
     fs_err::write(&tools_json, value.to_string()).unwrap();
-    assert_eq!(
-        run(sandbox.skillpkg_command().args(["validate", "pdf"])).code,
-        0
-    );
+    assert_eq!(sandbox.skillpkg(["validate", "pdf"]).code, 0);
     let output = run(sandbox
         .skillpkg_command()
         .args(["tools", "sync", "pdf", "--check"]));
@@ -425,7 +419,7 @@ fn sync_leaves_an_unchanged_file_alone_and_normalises_a_reformatted_one() {
         fs_err::read_to_string(&tools_json).unwrap(),
         value.to_string()
     );
-    let output = run(sandbox.skillpkg_command().args(["tools", "sync", "pdf"]));
+    let output = sandbox.skillpkg(["tools", "sync", "pdf"]);
     assert_eq!(output.code, 0, "{output:?}");
     insta::assert_snapshot!(sandbox.redact(&output.stderr), @"     Updated pdf/tools.json (3 tools)");
     assert_eq!(fs_err::read_to_string(&tools_json).unwrap(), canonical);
@@ -439,10 +433,7 @@ fn sync_leaves_an_unchanged_file_alone_and_normalises_a_reformatted_one() {
 fn validate_reports_a_stale_tools_json_with_a_diff_and_sync_repairs_it() {
     let sandbox = TestContext::new();
     let dir = pdf_skill(&sandbox);
-    assert_eq!(
-        run(sandbox.skillpkg_command().args(["tools", "sync", "pdf"])).code,
-        0
-    );
+    assert_eq!(sandbox.skillpkg(["tools", "sync", "pdf"]).code, 0);
     let old = fs_err::read_to_string(dir.join("tools.json")).unwrap();
     let changed = TOOLS.replace(
         "Delete generated output files.",
@@ -498,13 +489,13 @@ fn validate_reports_a_stale_tools_json_with_a_diff_and_sync_repairs_it() {
     assert_eq!(fs_err::read_to_string(dir.join("tools.json")).unwrap(), old);
 
     // A stale tools.json does not stop sync: sync is how it is repaired.
-    let output = run(sandbox.skillpkg_command().args(["tools", "sync", "pdf"]));
+    let output = sandbox.skillpkg(["tools", "sync", "pdf"]);
     assert_eq!(output.code, 0, "{output:?}");
     let output = run(sandbox
         .skillpkg_command()
         .args(["tools", "sync", "--check", "pdf"]));
     assert_eq!(output.code, 0, "{output:?}");
-    let output = run(sandbox.skillpkg_command().args(["validate", "pdf"]));
+    let output = sandbox.skillpkg(["validate", "pdf"]);
     assert_eq!(output.code, 0, "{output:?}");
 }
 
@@ -512,12 +503,12 @@ fn validate_reports_a_stale_tools_json_with_a_diff_and_sync_repairs_it() {
 fn a_skill_without_tools_has_no_tools_json() {
     let sandbox = TestContext::new();
     let dir = sandbox.skill("plain", "plain", "", "# Plain\n");
-    let output = run(sandbox.skillpkg_command().args(["tools", "sync", "plain"]));
+    let output = sandbox.skillpkg(["tools", "sync", "plain"]);
     assert_eq!(output.code, 0, "{output:?}");
     assert!(!dir.join("tools.json").exists());
 
     sandbox.write("plain/tools.json", "[]\n");
-    let output = run(sandbox.skillpkg_command().args(["validate", "plain"]));
+    let output = sandbox.skillpkg(["validate", "plain"]);
     assert_eq!(output.code, 1, "{output:?}");
     insta::assert_snapshot!(sandbox.redact(&output.stdout), @"
     error[tools-json-stale]: `tools.json` is stale: SKILL.md declares no tools
@@ -530,11 +521,11 @@ fn a_skill_without_tools_has_no_tools_json() {
 
     0 valid, 1 invalid, 0 warnings
     ");
-    let output = run(sandbox.skillpkg_command().args(["tools", "sync", "plain"]));
+    let output = sandbox.skillpkg(["tools", "sync", "plain"]);
     assert_eq!(output.code, 0, "{output:?}");
     insta::assert_snapshot!(sandbox.redact(&output.stderr), @"     Removed plain/tools.json: plain declares no tools");
     assert!(!dir.join("tools.json").exists());
-    let output = run(sandbox.skillpkg_command().args(["tools", "plain"]));
+    let output = sandbox.skillpkg(["tools", "plain"]);
     assert_eq!(output.stdout, "plain declares no tools\n");
 }
 
@@ -548,7 +539,7 @@ fn an_invalid_skill_is_refused_and_nothing_is_written() {
         &["tools", "export", "pdf-tools", "--format", "mcp"],
         &["tools", "pdf-tools"],
     ] {
-        let output = run(sandbox.skillpkg_command().args(args));
+        let output = sandbox.skillpkg(args);
         assert_eq!(output.code, 1, "{args:?}: {output:?}");
         assert_eq!(output.stdout, "", "{args:?}");
         said.push(sandbox.redact(&output.stderr));
@@ -704,7 +695,7 @@ fn a_tool_that_does_not_fit_the_model_is_refused_not_dropped() {
         &["tools", "sync", "half"][..],
         &["tools", "export", "half", "--format", "mcp"],
     ] {
-        let output = run(sandbox.skillpkg_command().args(args));
+        let output = sandbox.skillpkg(args);
         assert_eq!(output.code, 1, "{args:?}: {output:?}");
         assert_eq!(output.stdout, "", "{args:?}");
         said.push(sandbox.redact(&output.stderr));
@@ -759,7 +750,7 @@ fn help_shows_examples() {
         &["tools", "export", "--help"],
         &["tools", "sync", "--help"],
     ] {
-        let output = run(sandbox.skillpkg_command().args(args));
+        let output = sandbox.skillpkg(args);
         assert_eq!(output.code, 0, "{output:?}");
         said.push(sandbox.redact(&output.stdout));
     }
@@ -890,7 +881,7 @@ fn help_shows_examples() {
 
 /// Runs `validate --json` on `dir` and returns the codes it reports.
 fn validate_codes(sandbox: &TestContext, dir: &str) -> (i32, Vec<String>, String) {
-    let output = run(sandbox.skillpkg_command().args(["validate", "--json", dir]));
+    let output = sandbox.skillpkg(["validate", "--json", dir]);
     let report = output.json();
     let diagnostics = report["skills"][0]["diagnostics"]
         .as_array()
@@ -964,7 +955,7 @@ fn hostile_tools_json_files_are_diagnosed_not_crashed_on() {
             codes.contains(&"tools-json-invalid".to_owned()),
             "{codes:?}"
         );
-        let output = run(sandbox.skillpkg_command().args(["tools", "sync", "device"]));
+        let output = sandbox.skillpkg(["tools", "sync", "device"]);
         assert_eq!(
             output.code, 1,
             "a symlinked tools.json is not replaced: {output:?}"

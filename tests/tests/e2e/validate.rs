@@ -6,7 +6,7 @@ use skillpkg_tests::{TestContext, run};
 fn a_valid_skill_passes_with_a_one_line_summary() {
     let sandbox = TestContext::new();
     sandbox.skill("pdf", "pdf", "", "# Use it\n");
-    let output = run(sandbox.skillpkg_command().args(["validate", "pdf"]));
+    let output = sandbox.skillpkg(["validate", "pdf"]);
     assert_eq!(output.code, 0, "{output:?}");
     assert_eq!(output.stdout, "1 valid, 0 invalid, 0 warnings\n");
 }
@@ -15,7 +15,7 @@ fn a_valid_skill_passes_with_a_one_line_summary() {
 fn a_problem_is_shown_with_its_code_place_and_a_caret_under_it() {
     let sandbox = TestContext::new();
     sandbox.skill("pdf-tools", "pdf", "", "body\n");
-    let output = run(sandbox.skillpkg_command().args(["validate", "pdf-tools"]));
+    let output = sandbox.skillpkg(["validate", "pdf-tools"]);
     assert_eq!(output.code, 1, "{output:?}");
     let expected = "\
 error[name-mismatch]: `name` is `pdf` but the folder is `pdf-tools`
@@ -50,7 +50,7 @@ fn a_folder_of_skills_is_searched_and_summarised() {
     sandbox.skill("skills/broken", "Broken Skill", "", "body\n");
     sandbox.skill("skills/good/nested", "nested", "", "body\n");
     sandbox.write("skills/.git/x/SKILL.md", "not a skill");
-    let output = run(sandbox.skillpkg_command().args(["validate", "skills"]));
+    let output = sandbox.skillpkg(["validate", "skills"]);
     assert_eq!(output.code, 1, "{output:?}");
     insta::assert_snapshot!(sandbox.redact(&output.stdout), @r#"
     error[name-invalid]: `name` "Broken Skill" is invalid: the name contains 'B' at position 1; only lowercase letters a-z, digits and `-` are allowed
@@ -99,7 +99,7 @@ fn several_paths_are_validated_in_one_run() {
 fn strict_turns_every_warning_into_an_error() {
     let sandbox = TestContext::new();
     sandbox.skill("pdf", "pdf", "homepage: https://example.com\n", "body\n");
-    let relaxed = run(sandbox.skillpkg_command().args(["validate", "pdf"]));
+    let relaxed = sandbox.skillpkg(["validate", "pdf"]);
     assert_eq!(relaxed.code, 0, "{relaxed:?}");
     insta::assert_snapshot!(sandbox.redact(&relaxed.stdout), @"
     warning[unknown-key]: unknown frontmatter key `homepage`
@@ -256,7 +256,7 @@ fn the_claude_api_host_adds_its_rules() {
 fn the_claude_code_host_accepts_its_own_keys() {
     let sandbox = TestContext::new();
     sandbox.skill("pdf", "pdf", "argument-hint: \"[file]\"\n", "body\n");
-    let portable = run(sandbox.skillpkg_command().args(["validate", "pdf"]));
+    let portable = sandbox.skillpkg(["validate", "pdf"]);
     insta::assert_snapshot!(sandbox.redact(&portable.stdout), @r#"
     warning[non-portable-key]: `argument-hint` is a key of Claude Code, not of the Agent Skills specification
      --> pdf/SKILL.md:4:1
@@ -284,7 +284,7 @@ fn a_lowercase_skill_md_is_read_with_a_warning() {
         "pdf/skill.md",
         "---\nname: pdf\ndescription: Reads PDFs.\n---\nbody\n",
     );
-    let output = run(sandbox.skillpkg_command().args(["validate", "pdf"]));
+    let output = sandbox.skillpkg(["validate", "pdf"]);
     assert_eq!(output.code, 0, "{output:?}");
     insta::assert_snapshot!(sandbox.redact(&output.stdout), @"
     warning[skill-md-case]: the skill file is named `skill.md`, not `SKILL.md`
@@ -311,7 +311,7 @@ fn crlf_line_ends_and_a_byte_order_mark_are_accepted() {
 #[test]
 fn a_path_that_does_not_exist_is_a_clear_error() {
     let sandbox = TestContext::new();
-    let output = run(sandbox.skillpkg_command().args(["validate", "nowhere"]));
+    let output = sandbox.skillpkg(["validate", "nowhere"]);
     assert_eq!(output.code, 1, "{output:?}");
     assert_eq!(
         output.stderr,
@@ -323,7 +323,7 @@ fn a_path_that_does_not_exist_is_a_clear_error() {
 fn a_folder_without_any_skill_is_invalid() {
     let sandbox = TestContext::new();
     sandbox.write("empty/README.md", "nothing here");
-    let output = run(sandbox.skillpkg_command().args(["validate", "empty"]));
+    let output = sandbox.skillpkg(["validate", "empty"]);
     assert_eq!(output.code, 1, "{output:?}");
     insta::assert_snapshot!(sandbox.redact(&output.stdout), @"
     error[skill-md-missing]: empty has no `SKILL.md`
@@ -357,7 +357,7 @@ fn validate_reports_what_pack_would_refuse() {
     std::os::unix::fs::symlink("/etc/passwd", dir.join("passwd")).unwrap();
     sandbox.write("pdf/notes.md", "left out");
     sandbox.write("pdf/.skillignore", "notes.md\n");
-    let output = run(sandbox.skillpkg_command().args(["validate", "pdf"]));
+    let output = sandbox.skillpkg(["validate", "pdf"]);
     assert_eq!(output.code, 1, "{output:?}");
     insta::assert_snapshot!(sandbox.redact(&output.stdout), @"
     warning[broken-link]: the link `notes.md` points to a file that is not in the skill
@@ -380,7 +380,7 @@ fn dot_dot_and_hidden_agent_folders_resolve_to_real_names() {
     let sandbox = TestContext::new();
     sandbox.skill("repo/.claude/skills/pdf", "pdf", "", "body\n");
     sandbox.skill("repo/.agents/skills/csv", "csv", "", "body\n");
-    let output = run(sandbox.skillpkg_command().args(["validate", "repo"]));
+    let output = sandbox.skillpkg(["validate", "repo"]);
     assert_eq!(output.code, 0, "{output:?}");
     assert_eq!(output.stdout, "2 valid, 0 invalid, 0 warnings\n");
     let inner = sandbox.path().join("repo/.claude/skills/pdf/scripts");
@@ -436,7 +436,7 @@ fn a_control_character_is_shown_not_sent() {
 
     0 valid, 1 invalid, 0 warnings
     ");
-    let plain = run(sandbox.skillpkg_command().args(["validate", "pdf"]));
+    let plain = sandbox.skillpkg(["validate", "pdf"]);
     let expected = "\
 error[control-character]: the frontmatter contains U+001B (ESC), a control character
  --> pdf/SKILL.md:3:25

@@ -129,8 +129,8 @@ fn user(sandbox: &TestContext, project: &Path, args: &[&str]) -> Output {
 }
 
 /// Runs `skillpkg add evil` against a registry serving `tarball` and expects
-/// a refusal that names `needles`, with the project left as it was.
-fn add_is_refused(tarball: &[u8], files: &[(&str, &[u8])], needles: &[&str]) {
+/// a refusal, with the project left as it was; returns what it said.
+fn add_refusal(tarball: &[u8], files: &[(&str, &[u8])]) -> String {
     let sandbox = TestContext::new();
     let registry = registry_serving(&sandbox, tarball, files);
     let project = project(&sandbox, &registry);
@@ -141,14 +141,9 @@ fn add_is_refused(tarball: &[u8], files: &[(&str, &[u8])], needles: &[&str]) {
     let added = user(&sandbox, &project, &["add", "evil", "--allow-unsigned"]);
 
     assert_ne!(added.code, 0, "{added:#?}");
-    for needle in needles {
-        assert!(
-            added.stderr.contains(needle),
-            "`{needle}` not in {added:#?}"
-        );
-    }
     assert_eq!(files_below(&project), before, "the project changed");
     assert!(!project.join(".claude/skills/evil").exists());
+    sandbox.redact(&added.stderr)
 }
 
 #[test]
@@ -165,11 +160,13 @@ fn installing_an_archive_carrying_git_config_is_refused_and_changes_nothing() {
         Entry::File(".git/HEAD", b"ref: refs/heads/main\n"),
         Entry::File(".git/config", config.as_bytes()),
     ]);
-    add_is_refused(
-        &tarball,
-        files,
-        &["cannot unpack evil@1.0.0", "`.git/HEAD`", "Git"],
-    );
+    insta::assert_snapshot!(add_refusal(&tarball, files), @"
+          Adding evil *
+    error: cannot unpack evil@1.0.0
+      Caused by: entry `.git/HEAD` has an unsafe path
+      Caused by: `.git` is Git metadata, which Git reads and may act on (running hooks or commands) in the folder a skill is installed in
+    hint: the registry serves an archive that skillpkg refuses to unpack; nothing was installed; report it to the registry's operator or the skill's publisher
+    ");
 }
 
 /// GNU tar and Python's `tarfile` apply a global header's `path` to the
@@ -181,11 +178,12 @@ fn installing_an_archive_with_a_pax_global_header_is_refused_and_changes_nothing
         Entry::GlobalHeader(records),
         Entry::File("SKILL.md", SKILL_MD),
     ]);
-    add_is_refused(
-        &tarball,
-        &[("SKILL.md", SKILL_MD)],
-        &["cannot unpack evil@1.0.0", "PAX global header"],
-    );
+    insta::assert_snapshot!(add_refusal(&tarball, &[("SKILL.md", SKILL_MD)]), @"
+          Adding evil *
+    error: cannot unpack evil@1.0.0
+      Caused by: entry `pax_global_header` is a PAX global header; only regular files and directories are allowed
+    hint: the registry serves an archive that skillpkg refuses to unpack; nothing was installed; report it to the registry's operator or the skill's publisher
+    ");
 }
 
 // The same archives, published to the real server.

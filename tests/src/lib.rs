@@ -1,5 +1,14 @@
-//! Shared support for the end-to-end tests: find the real binaries, run them
-//! in a temporary home with a clean environment, and build skill folders.
+//! The test kit of the end-to-end tests, which run the real binaries:
+//!
+//! - [`TestContext`]: a temporary home, `skillpkg` run in it with a clean
+//!   environment, and the redactions that make its output fit a snapshot;
+//! - [`TestRegistry`]: the real `skillpkg-registry` on a loopback port with
+//!   a publisher of signed skills ([`RegistryServer`] is its process);
+//! - [`scripted`]: servers whose every answer the test writes, among them
+//!   [`FaultyServer`], which misbehaves in front of a registry's tree;
+//! - [`static_registry`]: a signed `file://` registry written directly;
+//! - [`Nginx`], and [`wait_until`] for waiting on a condition, never a
+//!   fixed time.
 //!
 //! The binaries are the ones `cargo test --workspace` builds next to the test
 //! executables (the `skillpkg` and `skillpkg-registry` packages each have an
@@ -7,9 +16,16 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::{Duration, Instant};
 
+pub mod context;
+pub mod registry;
 pub mod scripted;
 pub mod static_registry;
+
+pub use context::{TestContext, redact};
+pub use registry::{RegistryServer, Skill, TestRegistry, create_token};
+pub use scripted::{Faults, FaultyServer};
 
 /// Returns the path of a workspace binary built by this `cargo test` run.
 pub fn binary(name: &str) -> PathBuf {
@@ -69,89 +85,6 @@ impl Output {
     }
 }
 
-/// A sandbox: a temporary folder that is the home, the working folder and
-/// the place for test files of one test.
-#[derive(Debug)]
-pub struct Sandbox {
-    dir: tempfile::TempDir,
-}
-
-impl Default for Sandbox {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl Sandbox {
-    /// Creates an empty sandbox.
-    pub fn new() -> Self {
-        Self {
-            dir: tempfile::tempdir().expect("temporary folder"),
-        }
-    }
-
-    /// Returns the sandbox's root.
-    pub fn path(&self) -> &Path {
-        self.dir.path()
-    }
-
-    /// Returns a `skillpkg` command that runs in the sandbox with a clean
-    /// environment (no colour, home in the sandbox).
-    pub fn skillpkg(&self) -> Command {
-        self.command(&binary("skillpkg"))
-    }
-
-    /// Returns a `skillpkg-registry` command set up like [`Self::skillpkg`].
-    pub fn registry(&self) -> Command {
-        self.command(&binary("skillpkg-registry"))
-    }
-
-    /// Returns `skillpkg mcp --project <sandbox>/project EXTRA...`, with
-    /// its home, config and cache folders in the sandbox.
-    pub fn mcp(&self, extra: &[&str]) -> Command {
-        let mut command = self.skillpkg();
-        command
-            .arg("mcp")
-            .arg("--project")
-            .arg(self.path().join("project"))
-            .args(extra)
-            .env("HOME", self.path().join("home"))
-            .env("SKILLPKG_CONFIG_DIR", self.path().join("config"))
-            .env("SKILLPKG_CACHE_DIR", self.path().join("cache"));
-        command
-    }
-
-    fn command(&self, program: &Path) -> Command {
-        let mut command = Command::new(program);
-        command
-            .current_dir(self.path())
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", self.path())
-            .env("NO_COLOR", "1");
-        command
-    }
-
-    /// Writes `contents` to `relative` under the sandbox, creating folders.
-    pub fn write(&self, relative: &str, contents: impl AsRef<[u8]>) -> PathBuf {
-        let path = self.path().join(relative);
-        fs_err::create_dir_all(path.parent().expect("a file has a parent"))
-            .expect("create folders");
-        fs_err::write(&path, contents).expect("write file");
-        path
-    }
-
-    /// Writes a skill folder `relative` whose SKILL.md has `name`,
-    /// a description, the `extra` frontmatter lines and `body`.
-    pub fn skill(&self, relative: &str, name: &str, extra: &str, body: &str) -> PathBuf {
-        let text = format!(
-            "---\nname: {name}\ndescription: Does {name} things. Use when testing.\n{extra}---\n{body}"
-        );
-        self.write(&format!("{relative}/SKILL.md"), text);
-        self.path().join(relative)
-    }
-}
-
 /// Runs `command` to completion.
 pub fn run(command: &mut Command) -> Output {
     let output = command
@@ -177,111 +110,6 @@ pub fn set_executable(path: &Path, executable: bool) {
 pub fn is_executable(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     fs_err::metadata(path).expect("stat").permissions().mode() & 0o111 != 0
-}
-
-/// A `skillpkg-registry serve` process on a free loopback port, stopped
-/// (SIGKILL) when dropped.
-#[derive(Debug)]
-pub struct RegistryServer {
-    child: std::process::Child,
-    root: PathBuf,
-    url: String,
-}
-
-impl RegistryServer {
-    /// Starts a server on the data folder `root` with extra arguments.
-    pub fn start(root: &Path, extra: &[&str]) -> Self {
-        use std::io::BufRead as _;
-        let mut child = Command::new(binary("skillpkg-registry"))
-            .arg("serve")
-            .arg("--root")
-            .arg(root)
-            .args(["--listen", "127.0.0.1:0"])
-            .args(extra)
-            .stdout(std::process::Stdio::piped())
-            .stderr(
-                fs_err::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(root.join("server.log"))
-                    .expect("open server.log")
-                    .into_parts()
-                    .0,
-            )
-            .spawn()
-            .expect("start skillpkg-registry");
-        let stdout = child.stdout.take().expect("piped stdout");
-        let mut line = String::new();
-        std::io::BufReader::new(stdout)
-            .read_line(&mut line)
-            .expect("read the listening line");
-        let url = line
-            .trim()
-            .strip_prefix("listening on ")
-            .unwrap_or_else(|| panic!("unexpected first line from the server: {line:?}"))
-            .to_owned();
-        Self {
-            child,
-            root: root.to_owned(),
-            url,
-        }
-    }
-
-    /// Returns the base URL, `http://127.0.0.1:PORT`.
-    pub fn url(&self) -> &str {
-        &self.url
-    }
-
-    /// Returns the address it listens on, `127.0.0.1:PORT`.
-    pub fn address(&self) -> &str {
-        self.url.trim_start_matches("http://")
-    }
-
-    /// Returns the server's process id.
-    pub fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    /// Returns what the server (and earlier ones on the same folder) wrote
-    /// to stderr.
-    pub fn log(&self) -> String {
-        fs_err::read_to_string(self.root.join("server.log")).unwrap_or_default()
-    }
-
-    /// Returns the served tree's folder.
-    pub fn public(&self) -> PathBuf {
-        self.root.join("public")
-    }
-
-    /// Kills the server at once, as a crash would.
-    pub fn kill(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for RegistryServer {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
-/// Creates a token for `user` in the registry data folder `root`.
-pub fn create_token(root: &Path, user: &str) -> String {
-    let output = Command::new(binary("skillpkg-registry"))
-        .args(["token", "create", "--user", user, "--root"])
-        .arg(root)
-        .output()
-        .expect("run skillpkg-registry token create");
-    assert!(
-        output.status.success(),
-        "token create failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout)
-        .expect("UTF-8")
-        .trim()
-        .to_owned()
 }
 
 /// An nginx serving a folder on a free loopback port, from a generated
@@ -373,111 +201,30 @@ pub fn free_port() -> u16 {
 
 /// Waits (up to ten seconds) until something accepts connections on `port`.
 pub fn wait_for_port(port: u16) {
-    for _ in 0..200 {
-        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return;
+    assert!(
+        wait_until(Duration::from_secs(10), || {
+            std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+        }),
+        "nothing listens on port {port} after ten seconds"
+    );
+}
+
+/// Checks `condition` until it holds or `deadline` has passed, and returns
+/// whether it held. This is how a test waits for something another process
+/// does: a fixed sleep is either too short on a loaded machine or longer
+/// than needed everywhere else.
+#[must_use]
+pub fn wait_until(deadline: Duration, mut condition: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    loop {
+        if condition() {
+            return true;
         }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    panic!("nothing listens on port {port} after ten seconds");
-}
-
-/// Faults a [`FaultyServer`] injects.
-#[derive(Debug, Default)]
-pub struct Faults {
-    /// Answer this many requests with 500 before serving again.
-    pub fail_next: usize,
-    /// Cut every archive (`.tgz`) body short, in the middle.
-    pub truncate_archives: bool,
-    /// Requests served so far, by path.
-    pub served: Vec<String>,
-    /// The `Authorization` header of each request (None when absent).
-    pub authorization: Vec<Option<String>>,
-    /// Redirect every request but `config.json` to this base URL.
-    pub redirect_to: Option<String>,
-}
-
-/// A minimal static file server on loopback, for fault injection through a
-/// real socket: GET only, one request a connection. (The product's own
-/// server and nginx serve the real tests; this one only misbehaves.)
-#[derive(Debug)]
-pub struct FaultyServer {
-    url: String,
-    faults: std::sync::Arc<std::sync::Mutex<Faults>>,
-}
-
-impl FaultyServer {
-    /// Serves the files below `root`.
-    pub fn serve(root: &Path) -> Self {
-        use std::io::{BufRead as _, Write as _};
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-        let url = format!("http://{}", listener.local_addr().expect("address"));
-        let faults = std::sync::Arc::new(std::sync::Mutex::new(Faults::default()));
-        let (root, shared) = (root.to_owned(), faults.clone());
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(mut stream) = stream else { continue };
-                let mut reader = std::io::BufReader::new(stream.try_clone().expect("clone"));
-                let mut request_line = String::new();
-                if reader.read_line(&mut request_line).is_err() {
-                    continue;
-                }
-                let mut authorization = None;
-                loop {
-                    let mut header = String::new();
-                    if reader.read_line(&mut header).map_or(true, |read| read == 0)
-                        || header == "\r\n"
-                    {
-                        break;
-                    }
-                    if let Some((name, value)) = header.split_once(':')
-                        && name.eq_ignore_ascii_case("authorization")
-                    {
-                        authorization = Some(value.trim().to_owned());
-                    }
-                }
-                let path = request_line
-                    .split_whitespace()
-                    .nth(1)
-                    .unwrap_or("/")
-                    .trim_start_matches('/')
-                    .to_owned();
-                let mut faults = shared.lock().expect("faults");
-                faults.served.push(path.clone());
-                faults.authorization.push(authorization);
-                let redirect = faults.redirect_to.clone().filter(|_| path != "config.json");
-                let response: Vec<u8> = if let Some(base) = redirect {
-                    format!("HTTP/1.1 302 Found\r\nLocation: {base}/{path}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n").into_bytes()
-                } else if faults.fail_next > 0 {
-                    faults.fail_next -= 1;
-                    b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".to_vec()
-                } else {
-                    match fs_err::read(root.join(&path)) {
-                        Ok(body) => {
-                            let sent = if faults.truncate_archives && path.ends_with(".tgz") { &body[..body.len() / 2] } else { &body[..] };
-                            let mut response = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len()).into_bytes();
-                            response.extend_from_slice(sent);
-                            response
-                        }
-                        Err(_) => b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".to_vec(),
-                    }
-                };
-                drop(faults);
-                let _ = stream.write_all(&response);
-                let _ = stream.shutdown(std::net::Shutdown::Both);
-            }
-        });
-        Self { url, faults }
-    }
-
-    /// Returns the base URL.
-    pub fn url(&self) -> &str {
-        &self.url
-    }
-
-    /// Changes the faults.
-    pub fn faults(&self) -> std::sync::MutexGuard<'_, Faults> {
-        self.faults.lock().expect("faults")
+        if start.elapsed() >= deadline {
+            return false;
+        }
+        // Between checks: short, so the wait ends soon after the condition.
+        std::thread::sleep(Duration::from_millis(10));
     }
 }
 

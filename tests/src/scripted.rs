@@ -12,6 +12,7 @@
 use std::io::{BufRead as _, Read as _, Write as _};
 use std::net::TcpStream;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// One request as the server received it.
@@ -47,11 +48,14 @@ impl Request {
 
 type Answer = dyn Fn(&Request, &mut TcpStream) + Send + Sync;
 
-/// A scripted server on `127.0.0.1:0`. Its threads end with the process.
-#[derive(Clone)]
+/// A scripted server on `127.0.0.1:0`. Dropping it closes its port: the
+/// accepting thread is stopped and joined. An answer still being written
+/// (a deliberate stall) finishes on its own thread.
 pub struct ScriptedServer {
     port: u16,
     requests: Arc<Mutex<Vec<Request>>>,
+    stopping: Arc<AtomicBool>,
+    acceptor: Option<std::thread::JoinHandle<()>>,
 }
 
 impl std::fmt::Debug for ScriptedServer {
@@ -67,10 +71,14 @@ impl ScriptedServer {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
         let port = listener.local_addr().expect("address").port();
         let requests = Arc::new(Mutex::new(Vec::new()));
+        let stopping = Arc::new(AtomicBool::new(false));
         let answer: Arc<Answer> = Arc::new(answer);
-        let recorded = requests.clone();
-        std::thread::spawn(move || {
+        let (recorded, stop) = (requests.clone(), stopping.clone());
+        let acceptor = std::thread::spawn(move || {
             for stream in listener.incoming() {
+                if stop.load(Ordering::SeqCst) {
+                    return;
+                }
                 let Ok(mut stream) = stream else { continue };
                 let (answer, recorded) = (answer.clone(), recorded.clone());
                 std::thread::spawn(move || {
@@ -84,7 +92,12 @@ impl ScriptedServer {
                 });
             }
         });
-        Self { port, requests }
+        Self {
+            port,
+            requests,
+            stopping,
+            acceptor: Some(acceptor),
+        }
     }
 
     /// Returns the base URL, `http://127.0.0.1:PORT` (no trailing `/`).
@@ -100,6 +113,100 @@ impl ScriptedServer {
     /// Returns every request received so far, in order.
     pub fn requests(&self) -> Vec<Request> {
         self.requests.lock().expect("requests").clone()
+    }
+}
+
+impl Drop for ScriptedServer {
+    fn drop(&mut self) {
+        self.stopping.store(true, Ordering::SeqCst);
+        // The acceptor is blocked in accept(): one last connection wakes it
+        // to see the flag, and it returns, closing the listener.
+        let _ = TcpStream::connect(("127.0.0.1", self.port));
+        if let Some(acceptor) = self.acceptor.take() {
+            let _ = acceptor.join();
+        }
+    }
+}
+
+/// Faults a [`FaultyServer`] injects.
+#[derive(Debug, Default)]
+pub struct Faults {
+    /// Answer this many requests with 500 before serving again.
+    pub fail_next: usize,
+    /// Cut every archive (`.tgz`) body short, in the middle.
+    pub truncate_archives: bool,
+    /// Requests served so far, by path.
+    pub served: Vec<String>,
+    /// The `Authorization` header of each request (None when absent).
+    pub authorization: Vec<Option<String>>,
+    /// Redirect every request but `config.json` to this base URL.
+    pub redirect_to: Option<String>,
+}
+
+/// A static file server in front of a registry's tree (for instance
+/// [`crate::TestRegistry::public`]) that misbehaves on demand: the faults
+/// are injected through a real socket, into what the real client reads.
+/// Stops when dropped.
+#[derive(Debug)]
+pub struct FaultyServer {
+    // Held for its Drop: the server stops with this value.
+    _server: ScriptedServer,
+    url: String,
+    faults: Arc<Mutex<Faults>>,
+}
+
+impl FaultyServer {
+    /// Serves the files below `root`.
+    pub fn serve(root: &Path) -> Self {
+        let faults = Arc::new(Mutex::new(Faults::default()));
+        let (root, shared) = (root.to_owned(), faults.clone());
+        let server = ScriptedServer::start(move |request, stream| {
+            let path = request.path.as_str();
+            let mut faults = shared.lock().expect("faults");
+            faults.served.push(path.to_owned());
+            faults
+                .authorization
+                .push(request.authorization().map(str::to_owned));
+            if let Some(base) = faults.redirect_to.clone().filter(|_| path != "config.json") {
+                drop(faults);
+                return redirect(stream, "302 Found", &format!("{base}/{path}"));
+            }
+            if faults.fail_next > 0 {
+                faults.fail_next -= 1;
+                drop(faults);
+                return respond(stream, "500 Internal Server Error", &[], b"");
+            }
+            let truncate = faults.truncate_archives && path.ends_with(".tgz");
+            drop(faults);
+            match fs_err::read(root.join(path)) {
+                Ok(body) if truncate => {
+                    // The whole length announced, half the bytes sent.
+                    let head = format!(
+                        "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: {}\r\n\r\n",
+                        body.len()
+                    );
+                    let _ = stream.write_all(head.as_bytes());
+                    let _ = stream.write_all(&body[..body.len() / 2]);
+                }
+                Ok(body) => respond(stream, "200 OK", &[], &body),
+                Err(_) => respond(stream, "404 Not Found", &[], b""),
+            }
+        });
+        Self {
+            url: server.url(),
+            _server: server,
+            faults,
+        }
+    }
+
+    /// Returns the base URL.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Changes the faults.
+    pub fn faults(&self) -> std::sync::MutexGuard<'_, Faults> {
+        self.faults.lock().expect("faults")
     }
 }
 
@@ -211,57 +318,23 @@ pub struct PublishedTree {
 
 impl PublishedTree {
     /// Publishes `pdf` 1.0.0, signed, to a real server started with
-    /// `server_flags` in `sandbox`, then stops the server.
-    pub fn new(sandbox: &crate::Sandbox, server_flags: &[&str]) -> Self {
-        let data = sandbox.path().join("registry");
-        let root_key = sandbox.path().join("offline/root.key");
-        for args in [
-            &[
-                std::ffi::OsStr::new("keys"),
-                "generate".as_ref(),
-                root_key.as_ref(),
-            ][..],
-            &[
-                "keys".as_ref(),
-                "init".as_ref(),
-                "--root".as_ref(),
-                data.as_ref(),
-                "--root-key".as_ref(),
-                root_key.as_ref(),
-            ],
-        ] {
-            let output = crate::run(sandbox.registry().args(args));
-            assert_eq!(output.code, 0, "{output:?}");
-        }
-        let token = crate::create_token(&data, "alice");
-        let server = crate::RegistryServer::start(&data, server_flags);
-        let publisher = |args: &[&str]| {
-            let output = crate::run(
-                sandbox
-                    .skillpkg()
-                    .args(args)
-                    .env("SKILLPKG_CONFIG_DIR", sandbox.path().join("publisher")),
-            );
-            assert_eq!(output.code, 0, "{output:?}");
-        };
-        publisher(&["key", "generate", "--no-password"]);
-        let skill = sandbox.skill(
+    /// `server_flags` in `ctx`, then stops the server.
+    pub fn new(ctx: &crate::TestContext, server_flags: &[&str]) -> Self {
+        let registry = crate::TestRegistry::builder(ctx)
+            .flags(server_flags)
+            .signed_metadata()
+            .start();
+        let skill = ctx.skill(
             "skills/pdf",
             "pdf",
             "version: 1.0.0\n",
             "# pdf\n\nFills in forms.\n",
         );
-        publisher(&[
-            "publish",
-            skill.to_str().expect("UTF-8 path"),
-            "--registry",
-            server.url(),
-            "--token",
-            &token,
-        ]);
+        let published = registry.publish_dir(&skill);
+        assert_eq!(published.code, 0, "{published:?}");
         Self {
-            root: server.public(),
-            token,
+            root: registry.public(),
+            token: registry.token().to_owned(),
         }
     }
 

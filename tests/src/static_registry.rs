@@ -11,9 +11,9 @@ use skillpkg_index::registry::tree::StaticTree;
 use skillpkg_index::registry::{IndexRecord, KeyRecord, KeysFile, RegistryConfig};
 use skillpkg_index::signing::{SecretKey, Signature, TrustedComment};
 
-use crate::Sandbox;
+use crate::TestContext;
 
-/// A signed static registry (a `file://` tree) built in a sandbox.
+/// A signed static registry (a `file://` tree) built in a test home.
 #[derive(Debug)]
 pub struct Registry {
     tree: StaticTree,
@@ -22,8 +22,8 @@ pub struct Registry {
 }
 
 impl Registry {
-    pub fn new(sandbox: &Sandbox) -> Self {
-        let tree = StaticTree::new(sandbox.path().join("registry"));
+    pub fn new(ctx: &TestContext) -> Self {
+        let tree = StaticTree::new(ctx.path().join("registry"));
         tree.write_config(&RegistryConfig::read_only(8 * 1024 * 1024))
             .unwrap();
         Self {
@@ -141,8 +141,8 @@ impl Registry {
     }
 
     /// Publishes a valid skill `name@version` whose SKILL.md says `marker`.
-    pub fn publish(&mut self, sandbox: &Sandbox, name: &str, version: &str, marker: &str) {
-        let dir = sandbox.skill(
+    pub fn publish(&mut self, ctx: &TestContext, name: &str, version: &str, marker: &str) {
+        let dir = ctx.skill(
             &format!("src/{name}-{version}/{name}"),
             name,
             &format!("version: {version}\n"),

@@ -4,7 +4,6 @@
 
 use std::sync::Arc;
 
-use serde::Deserialize;
 use serde_json::{Value, json};
 use skillpkg_index::skill::prompt::{ActiveSkill, Prompt};
 

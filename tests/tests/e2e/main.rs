@@ -1,0 +1,39 @@
+//! The end-to-end tests: the real `skillpkg` and `skillpkg-registry`
+//! binaries, driven through the kit in `tests/src`. One module a subject.
+//!
+//! They are one test binary rather than one per file: each binary links the
+//! kit and its dependencies again, and linking dominated building the tests.
+//! Run one subject with `cargo test --workspace --test e2e -- install::`.
+//! `tests/tests/fuzz.rs` stays a binary of its own: it builds and runs the
+//! fuzz targets with cargo-fuzz, for minutes, and is run on its own as
+//! `--test fuzz`.
+
+mod agents;
+mod client_server;
+mod client_static;
+mod disk_full;
+mod examples;
+mod host_profiles;
+mod hostile_http;
+mod hostile_project;
+mod hostile_registry;
+mod install;
+mod install_crash;
+mod install_plan;
+mod mcp;
+mod mcp_python;
+mod mcp_run;
+mod mirror;
+mod mirror_serve;
+mod new;
+mod pack;
+mod redirects;
+mod registries;
+mod registry;
+mod server_dos;
+mod server_hostile;
+mod server_ops;
+mod signing;
+mod spec_examples;
+mod tools;
+mod validate;

@@ -1,0 +1,749 @@
+//! Scripts and skill tools through `skillpkg mcp`, driven by rmcp's client:
+//! the sandbox as an agent meets it (a script cannot read a secret file,
+//! write outside its grant, reach a loopback port, or outlive its
+//! timeout), `allowed-tools` gating, and spec 003's tool calls with their
+//! error envelopes. Expectations come from spec 001, spec 003 and
+//! docs/runtime.md.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::RunningService;
+use rmcp::transport::TokioChildProcess;
+use rmcp::{RoleClient, ServiceExt as _};
+use serde_json::{Value, json};
+use skillpkg_tests::{TestContext, wait_until};
+
+type Client = RunningService<RoleClient, ()>;
+
+struct Project {
+    sandbox: TestContext,
+}
+
+impl Project {
+    fn new() -> Self {
+        let project = Self {
+            sandbox: TestContext::new(),
+        };
+        fs_err::create_dir_all(project.dir()).unwrap();
+        project
+    }
+
+    fn dir(&self) -> PathBuf {
+        self.sandbox.path().join("project")
+    }
+
+    /// A skill with `frontmatter` lines after name and description, and
+    /// `files` (path, contents).
+    fn skill(&self, name: &str, frontmatter: &str, files: &[(&str, &str)]) {
+        self.sandbox.write(
+            &format!("project/.claude/skills/{name}/SKILL.md"),
+            format!(
+                "---\nname: {name}\ndescription: Test skill {name}.\n{frontmatter}---\n# {name}\n"
+            ),
+        );
+        for (path, contents) in files {
+            self.sandbox
+                .write(&format!("project/.claude/skills/{name}/{path}"), contents);
+        }
+    }
+
+    async fn connect(&self, extra: &[&str]) -> Client {
+        let command = tokio::process::Command::from(self.sandbox.mcp(extra));
+        let (transport, _) = TokioChildProcess::builder(command)
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        ().serve(transport).await.unwrap()
+    }
+}
+
+/// Asserts that the process whose id a script wrote to `pid_file` ends
+/// (is gone, or is a zombie not yet reaped) within five seconds.
+fn assert_ends(pid_file: &Path, what: &str) {
+    let mut pid = String::new();
+    assert!(
+        wait_until(Duration::from_secs(5), || {
+            pid = fs_err::read_to_string(pid_file).unwrap_or_default();
+            pid.ends_with('\n')
+        }),
+        "{} was never written",
+        pid_file.display()
+    );
+    let stat = format!("/proc/{}/stat", pid.trim());
+    let ended = || match fs_err::read_to_string(&stat) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+    };
+    assert!(wait_until(Duration::from_secs(5), ended), "{what}: {stat}");
+}
+
+async fn call(client: &Client, tool: &str, arguments: Value) -> CallToolResult {
+    let Value::Object(arguments) = arguments else {
+        panic!("an object")
+    };
+    client
+        .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments))
+        .await
+        .unwrap()
+}
+
+fn structured(result: &CallToolResult) -> Value {
+    result
+        .structured_content
+        .clone()
+        .expect("structured content")
+}
+
+/// Loads `skill` and runs its `script` with `args`.
+async fn run_script(client: &Client, skill: &str, script: &str, args: &[&str]) -> Value {
+    let loaded = call(client, "skills_load", json!({"names": [skill]})).await;
+    assert_eq!(loaded.is_error, Some(false), "{loaded:?}");
+    structured(
+        &call(
+            client,
+            "skills_run_script",
+            json!({"path": script, "args": args}),
+        )
+        .await,
+    )
+}
+
+#[tokio::test]
+async fn a_script_reads_and_writes_only_what_its_skill_declares() {
+    let project = Project::new();
+    let key = project.sandbox.write(
+        "home/.ssh/id_ed25519",
+        "-----BEGIN OPENSSH PRIVATE KEY-----\n",
+    );
+    project
+        .sandbox
+        .write("project/docs/report.pdf", "%PDF-1.7 report\n");
+    project.skill(
+        "reader",
+        "permissions:\n  filesystem:\n    read: [\"docs/**\"]\n    write: [\"output/**\"]\n",
+        &[(
+            "scripts/touch.sh",
+            r#"{ read -r first < "$1"; } 2>/dev/null && echo "read $1" || echo "denied read $1"
+{ echo x > "$2"; } 2>/dev/null && echo "wrote $2" || echo "denied write $2"
+"#,
+        )],
+    );
+    let client = project.connect(&[]).await;
+    let granted = run_script(
+        &client,
+        "reader",
+        "scripts/touch.sh",
+        &[
+            project.dir().join("docs/report.pdf").to_str().unwrap(),
+            project.dir().join("output/out.txt").to_str().unwrap(),
+        ],
+    )
+    .await;
+    assert_eq!(granted["exit_code"], 0, "{granted}");
+    let stdout = granted["stdout"].as_str().unwrap();
+    assert!(stdout.contains("read "), "{stdout}");
+    assert!(!stdout.contains("denied"), "{stdout}");
+    assert_eq!(
+        fs_err::read_to_string(project.dir().join("output/out.txt")).unwrap(),
+        "x\n"
+    );
+
+    let refused = structured(
+        &call(
+            &client,
+            "skills_run_script",
+            json!({"path": "scripts/touch.sh", "args": [key.to_str().unwrap(), project.dir().join("notes.txt").to_str().unwrap()]}),
+        )
+        .await,
+    );
+    let stdout = refused["stdout"].as_str().unwrap();
+    assert!(
+        stdout.contains(&format!("denied read {}", key.display())),
+        "{stdout}"
+    );
+    assert!(stdout.contains("denied write"), "{stdout}");
+    assert!(!project.dir().join("notes.txt").exists());
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_script_cannot_reach_a_loopback_port_it_was_not_granted() {
+    let project = Project::new();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    project.skill(
+        "net",
+        "",
+        &[(
+            "scripts/connect.py",
+            "import socket, sys\ntry:\n    socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=2)\n    print('connected')\nexcept OSError as error:\n    print('refused', error.errno)\n",
+        )],
+    );
+    let client = project.connect(&[]).await;
+    let ran = run_script(&client, "net", "scripts/connect.py", &[&port.to_string()]).await;
+    assert!(
+        ran["stdout"].as_str().unwrap().starts_with("refused"),
+        "{ran}"
+    );
+    assert!(
+        listener.accept().is_err(),
+        "no connection reached the listener"
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_script_is_killed_at_its_timeout_children_included_and_the_server_keeps_serving() {
+    let project = Project::new();
+    let marker = project.sandbox.path().join("project/output/late");
+    let child_pid = project.sandbox.path().join("project/output/child.pid");
+    project.skill(
+        "slow",
+        "permissions:\n  filesystem:\n    write: [\"output/**\"]\n  processes:\n    allow_subprocess: true\n",
+        &[(
+            "scripts/hang.sh",
+            &format!(
+                "(sleep 3; echo late > {}) &\necho $! > {}\nsleep 30\n",
+                marker.display(),
+                child_pid.display()
+            ),
+        )],
+    );
+    let client = project.connect(&["--timeout", "1"]).await;
+    let started = Instant::now();
+    let ran = run_script(&client, "slow", "scripts/hang.sh", &[]).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(ran["timed_out"], true, "{ran}");
+    assert_eq!(ran["exit_code"], Value::Null, "{ran}");
+    // The server still answers.
+    let read = call(&client, "skills_read", json!({"path": "SKILL.md"})).await;
+    assert_eq!(read.is_error, Some(false));
+    assert_ends(&child_pid, "the background child dies with the group");
+    assert!(!marker.exists(), "the background child never got to write");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_flood_is_capped_and_flagged() {
+    let project = Project::new();
+    project.skill(
+        "flood",
+        "",
+        &[(
+            "scripts/flood.py",
+            "import sys\nfor _ in range(5000):\n    sys.stdout.write('x' * 1000)\n",
+        )],
+    );
+    let client = project.connect(&[]).await;
+    let ran = run_script(&client, "flood", "scripts/flood.py", &[]).await;
+    assert_eq!(ran["stdout_truncated"], true, "{}", ran["exit_code"]);
+    assert_eq!(ran["stdout"].as_str().unwrap().len(), 1024 * 1024);
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_script_runs_no_other_program_unless_its_skill_allows_subprocesses() {
+    let project = Project::new();
+    let script = (
+        "scripts/ls.sh",
+        "/usr/bin/env true && echo ran || echo refused\n",
+    );
+    project.skill("plain", "", &[script]);
+    project.skill(
+        "spawner",
+        "permissions:\n  processes:\n    allow_subprocess: true\n",
+        &[script],
+    );
+    let client = project.connect(&[]).await;
+    let plain = run_script(&client, "plain", "scripts/ls.sh", &[]).await;
+    assert_eq!(plain["stdout"], "refused\n", "{plain}");
+    assert!(
+        plain["stderr"]
+            .as_str()
+            .unwrap()
+            .contains("Permission denied"),
+        "{plain}"
+    );
+    let spawner = run_script(&client, "spawner", "scripts/ls.sh", &[]).await;
+    assert_eq!(spawner["stdout"], "ran\n", "{spawner}");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn allowed_tools_gate_scripts_and_only_scripts_run() {
+    let project = Project::new();
+    project.skill(
+        "read-only",
+        "allowed-tools: Read Grep\n",
+        &[
+            ("scripts/run.sh", "echo ran\n"),
+            ("references/run.sh", "echo ran\n"),
+        ],
+    );
+    project.skill(
+        "git-only",
+        "allowed-tools: Bash(scripts/git-*:*)\n",
+        &[
+            ("scripts/git-log.sh", "echo log\n"),
+            ("scripts/other.sh", "echo other\n"),
+        ],
+    );
+    let audit = project.sandbox.path().join("audit.jsonl");
+    let client = project
+        .connect(&["--audit-log", audit.to_str().unwrap()])
+        .await;
+    call(
+        &client,
+        "skills_load",
+        json!({"names": ["read-only", "git-only"]}),
+    )
+    .await;
+    let refused = structured(
+        &call(
+            &client,
+            "skills_run_script",
+            json!({"skill": "read-only", "path": "scripts/run.sh"}),
+        )
+        .await,
+    );
+    assert_eq!(refused["error"]["code"], "PERMISSION_DENIED", "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("does not allow running scripts: its allowed-tools are Read, Grep"),
+        "{refused}"
+    );
+    let allowed = structured(
+        &call(
+            &client,
+            "skills_run_script",
+            json!({"skill": "git-only", "path": "scripts/git-log.sh"}),
+        )
+        .await,
+    );
+    assert_eq!(allowed["stdout"], "log\n", "{allowed}");
+    let other = structured(
+        &call(
+            &client,
+            "skills_run_script",
+            json!({"skill": "git-only", "path": "scripts/other.sh"}),
+        )
+        .await,
+    );
+    assert_eq!(other["error"]["code"], "PERMISSION_DENIED", "{other}");
+
+    for path in [
+        "references/run.sh",
+        "../read-only/scripts/run.sh",
+        "/bin/sh",
+        "scripts/missing.sh",
+    ] {
+        let outside = structured(
+            &call(
+                &client,
+                "skills_run_script",
+                json!({"skill": "git-only", "path": path}),
+            )
+            .await,
+        );
+        assert!(
+            ["PERMISSION_DENIED"].contains(&outside["error"]["code"].as_str().unwrap()),
+            "{path}: {outside}"
+        );
+    }
+    client.cancel().await.unwrap();
+
+    // Each refusal is in the audit log as a denial; a run that went ahead
+    // has none.
+    let lines: Vec<Value> = fs_err::read_to_string(&audit)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .filter(|line| line["tool"] == "skills_run_script")
+        .collect();
+    assert_eq!(lines.len(), 7);
+    assert!(
+        lines[0]["denials"][0]
+            .as_str()
+            .unwrap()
+            .contains("does not allow running scripts"),
+        "{}",
+        lines[0]
+    );
+    assert_eq!(lines[1]["denials"], json!([]), "{}", lines[1]);
+    assert_eq!(lines[1]["exit_code"], 0);
+}
+
+const TOOL_SKILL: &str = r#"tools:
+  - name: word-count
+    description: Count the words of a text.
+    input_schema:
+      type: object
+      additionalProperties: false
+      properties:
+        text: { type: string }
+        mode: { type: string, enum: [words, lines] }
+      required: [text]
+    output_schema:
+      type: object
+      additionalProperties: false
+      properties:
+        count: { type: integer }
+      required: [count]
+    implementation:
+      runtime: python
+      entrypoint: scripts/count.py
+  - name: broken
+    description: Prints what its output schema forbids.
+    input_schema: { type: object, additionalProperties: false }
+    output_schema:
+      type: object
+      properties:
+        count: { type: integer }
+      required: [count]
+    implementation:
+      runtime: bash
+      entrypoint: scripts/broken.sh
+"#;
+
+#[tokio::test]
+async fn a_skills_tools_are_listed_after_a_load_and_called_as_spec_003_says() {
+    let project = Project::new();
+    project.skill(
+        "text-tools",
+        TOOL_SKILL,
+        &[
+            (
+                "scripts/count.py",
+                "import json, sys\nargs = json.load(sys.stdin)\nprint(json.dumps({'count': len(args['text'].split())}))\n",
+            ),
+            ("scripts/broken.sh", "read line\necho '{\"count\": \"many\"}'\n"),
+        ],
+    );
+    let client = project.connect(&[]).await;
+    let names = |tools: Vec<rmcp::model::Tool>| -> Vec<String> {
+        tools
+            .into_iter()
+            .map(|tool| tool.name.into_owned())
+            .collect()
+    };
+    let before = names(client.list_all_tools().await.unwrap());
+    assert!(
+        !before.iter().any(|name| name.starts_with("text-tools__")),
+        "{before:?}"
+    );
+    call(&client, "skills_load", json!({"names": ["text-tools"]})).await;
+    let tools = client.list_all_tools().await.unwrap();
+    let count = tools
+        .iter()
+        .find(|tool| tool.name == "text-tools__word-count")
+        .expect("listed under <skill>__<tool>");
+    assert_eq!(count.input_schema["required"], json!(["text"]));
+    assert!(count.output_schema.is_some());
+
+    let counted = call(
+        &client,
+        "text-tools__word-count",
+        json!({"text": "one two three"}),
+    )
+    .await;
+    assert_eq!(counted.is_error, Some(false), "{counted:?}");
+    assert_eq!(structured(&counted), json!({"count": 3}));
+
+    let invalid = structured(
+        &call(
+            &client,
+            "text-tools__word-count",
+            json!({"text": 3, "extra": 1}),
+        )
+        .await,
+    );
+    assert_eq!(invalid["status"], "error");
+    assert_eq!(invalid["error"]["code"], "INVALID_ARGUMENT", "{invalid}");
+    assert_eq!(invalid["error"]["retriable"], false);
+
+    let broken = structured(&call(&client, "text-tools__broken", json!({})).await);
+    assert_eq!(broken["error"]["code"], "OUTPUT_INVALID", "{broken}");
+
+    call(&client, "skills_unload", json!({"all": true})).await;
+    let after = names(client.list_all_tools().await.unwrap());
+    assert_eq!(after, before);
+    let gone = client
+        .call_tool(CallToolRequestParams::new("text-tools__word-count"))
+        .await;
+    assert!(
+        gone.is_err(),
+        "an unloaded skill's tool is not there: {gone:?}"
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_tool_that_needs_confirmation_is_denied_when_the_client_cannot_ask() {
+    let project = Project::new();
+    project.skill(
+        "cleanup",
+        r#"tools:
+  - name: delete-output
+    description: Delete generated output files.
+    confirmation:
+      level: destructive_writes
+      prompt: "This will delete files under output/**."
+    input_schema:
+      type: object
+      additionalProperties: false
+      properties:
+        dry_run: { type: boolean }
+      required: [dry_run]
+    implementation:
+      runtime: bash
+      entrypoint: scripts/delete.sh
+"#,
+        &[("scripts/delete.sh", "read line\necho '{\"deleted\": 0}'\n")],
+    );
+    let client = project.connect(&[]).await;
+    call(&client, "skills_load", json!({"names": ["cleanup"]})).await;
+    let denied =
+        structured(&call(&client, "cleanup__delete-output", json!({"dry_run": false})).await);
+    assert_eq!(denied["error"]["code"], "APPROVAL_DENIED", "{denied}");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_call_the_client_cancels_stops_its_script_and_is_audited() {
+    use rmcp::model::{CallToolRequest, ClientRequest};
+    use rmcp::service::PeerRequestOptions;
+
+    let project = Project::new();
+    let marker = project.sandbox.path().join("project/output/survived");
+    let script_pid = project.sandbox.path().join("project/output/script.pid");
+    project.skill(
+        "slow",
+        "permissions:\n  filesystem:\n    write: [\"output/**\"]\n  processes:\n    allow_subprocess: true\n",
+        &[(
+            "scripts/wait.sh",
+            &format!(
+                "echo $$ > {}\nsleep 3\necho done > {}\n",
+                script_pid.display(),
+                marker.display()
+            ),
+        )],
+    );
+    let audit = project.sandbox.path().join("audit.jsonl");
+    let client = project
+        .connect(&["--audit-log", audit.to_str().unwrap()])
+        .await;
+    call(&client, "skills_load", json!({"names": ["slow"]})).await;
+    let Value::Object(arguments) = json!({"path": "scripts/wait.sh"}) else {
+        unreachable!()
+    };
+    let mut options = PeerRequestOptions::default();
+    // The client gives up after 500 ms and sends notifications/cancelled.
+    options.timeout = Some(Duration::from_millis(500));
+    let handle = client
+        .peer()
+        .send_cancellable_request(
+            ClientRequest::CallToolRequest(CallToolRequest::new(
+                CallToolRequestParams::new("skills_run_script").with_arguments(arguments),
+            )),
+            options,
+        )
+        .await
+        .unwrap();
+    assert!(
+        handle.await_response().await.is_err(),
+        "timed out client-side"
+    );
+    // The server stops the script: the next call is answered at once, and
+    // the script never gets to write its marker.
+    let started = Instant::now();
+    let read = call(&client, "skills_read", json!({"path": "SKILL.md"})).await;
+    assert_eq!(read.is_error, Some(false));
+    assert!(started.elapsed() < Duration::from_secs(2));
+    assert_ends(&script_pid, "the cancelled script is killed");
+    assert!(!marker.exists(), "the cancelled script never got to write");
+    client.cancel().await.unwrap();
+
+    let text = fs_err::read_to_string(&audit).unwrap();
+    let line: Value = text
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .find(|line| line["tool"] == "skills_run_script")
+        .expect("the cancelled call has its audit line");
+    assert_eq!(line["outcome"], "error", "{line}");
+    assert!(line["duration_ms"].as_u64().unwrap() < 2500, "{line}");
+}
+
+#[tokio::test]
+async fn a_skills_own_shebang_and_links_grant_nothing_beyond_its_permissions() {
+    let project = Project::new();
+    let secret = project
+        .sandbox
+        .write("elsewhere/secret.txt", "top secret\n");
+    let skill = project.dir().join(".claude/skills/esc");
+    project.skill("esc", "", &[]);
+    std::os::unix::fs::symlink("/", skill.join("L")).unwrap();
+    let probe = format!(
+        "{{ read -r line < {}; }} 2>/dev/null && echo LEAKED || echo denied\n",
+        secret.display()
+    );
+    // Through the skill's link to `/`, absolute and relative.
+    let absolute = project.sandbox.write(
+        "project/.claude/skills/esc/scripts/absolute",
+        format!("#!{}/L/bin/bash\n{probe}", skill.display()),
+    );
+    let relative = project.sandbox.write(
+        "project/.claude/skills/esc/scripts/relative",
+        format!("#!.claude/skills/esc/L/bin/bash\n{probe}"),
+    );
+    skillpkg_tests::set_executable(&absolute, true);
+    skillpkg_tests::set_executable(&relative, true);
+    let client = project.connect(&[]).await;
+    let ran = run_script(&client, "esc", "scripts/absolute", &[]).await;
+    assert_eq!(ran["stdout"], "denied\n", "{ran}");
+    let refused = structured(
+        &call(
+            &client,
+            "skills_run_script",
+            json!({"path": "scripts/relative"}),
+        )
+        .await,
+    );
+    assert_eq!(refused["error"]["code"], "INVALID_ARGUMENT", "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("not an absolute path"),
+        "{refused}"
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_client_cannot_set_variables_that_make_the_interpreter_run_its_code() {
+    let project = Project::new();
+    project.skill("hi", "", &[("scripts/hi.sh", "echo hi\n")]);
+    let client = project.connect(&[]).await;
+    call(&client, "skills_load", json!({"names": ["hi"]})).await;
+    for name in [
+        "SHELLOPTS",
+        "PS4",
+        "BASHOPTS",
+        "BASH_FUNC_echo%%",
+        "PYTHONUSERBASE",
+        "NODE_PATH",
+        "PERL5OPT",
+        "GLIBC_TUNABLES",
+        "JAVA_TOOL_OPTIONS",
+        "LD_PRELOAD",
+    ] {
+        let refused = structured(
+            &call(
+                &client,
+                "skills_run_script",
+                json!({"path": "scripts/hi.sh", "env": {name: "x"}}),
+            )
+            .await,
+        );
+        assert_eq!(
+            refused["error"]["code"], "INVALID_ARGUMENT",
+            "{name}: {refused}"
+        );
+    }
+    let fine = structured(
+        &call(
+            &client,
+            "skills_run_script",
+            json!({"path": "scripts/hi.sh", "env": {"MODE": "fast"}}),
+        )
+        .await,
+    );
+    assert_eq!(fine["stdout"], "hi\n", "{fine}");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn only_files_the_skill_had_at_start_run_never_through_a_link() {
+    let project = Project::new();
+    project.skill("ok", "", &[("scripts/run.sh", "echo checked\n")]);
+    project.sandbox.write("outside/evil.sh", "echo evil\n");
+    project.skill("linked", "", &[]);
+    std::os::unix::fs::symlink(
+        project.sandbox.path().join("outside"),
+        project.dir().join(".claude/skills/linked/scripts"),
+    )
+    .unwrap();
+    let client = project.connect(&["--unsandboxed"]).await;
+    // A script written after the server read the skill.
+    project
+        .sandbox
+        .write("project/.claude/skills/ok/scripts/added.sh", "echo added\n");
+    call(&client, "skills_load", json!({"names": ["ok", "linked"]})).await;
+    for (skill, path) in [("ok", "scripts/added.sh"), ("linked", "scripts/evil.sh")] {
+        let refused = structured(
+            &call(
+                &client,
+                "skills_run_script",
+                json!({"skill": skill, "path": path}),
+            )
+            .await,
+        );
+        assert_eq!(
+            refused["error"]["code"], "PERMISSION_DENIED",
+            "{path}: {refused}"
+        );
+    }
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_load_of_thousands_of_names_is_refused_at_once() {
+    let project = Project::new();
+    project.skill("one", "", &[]);
+    let client = project.connect(&[]).await;
+    let names: Vec<String> = (0..60_000).map(|i| format!("skill-{i}")).collect();
+    let started = Instant::now();
+    let refused = structured(&call(&client, "skills_load", json!({"names": names})).await);
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_eq!(refused["error"]["code"], "INVALID_ARGUMENT", "{refused}");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_bash_pattern_with_arguments_allows_that_script_and_no_longer_name() {
+    let project = Project::new();
+    project.skill(
+        "narrow",
+        "allowed-tools: Bash(scripts/log.sh:*)\n",
+        &[
+            ("scripts/log.sh", "echo log \"$@\"\n"),
+            ("scripts/log.sh.py", "print('other')\n"),
+        ],
+    );
+    let client = project.connect(&[]).await;
+    let ran = run_script(&client, "narrow", "scripts/log.sh", &["--all"]).await;
+    assert_eq!(ran["stdout"], "log --all\n", "{ran}");
+    let refused = structured(
+        &call(
+            &client,
+            "skills_run_script",
+            json!({"path": "scripts/log.sh.py"}),
+        )
+        .await,
+    );
+    assert_eq!(refused["error"]["code"], "PERMISSION_DENIED", "{refused}");
+    client.cancel().await.unwrap();
+}

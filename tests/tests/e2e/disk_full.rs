@@ -145,8 +145,8 @@ fn an_install_on_a_full_disk_fails_cleanly_and_succeeds_once_space_is_freed() {
     assert_eq!(output.code, 1, "{output:?}");
     insta::assert_snapshot!(sandbox.redact(&output.stderr), @"
     error: cannot unpack beta@1.0.0
-      Caused by: I/O error on [HOME]/small/project/.claude/skills/.skillpkg-new-beta-[RANDOM]/.skillpkg-unpack-[RANDOM]/references/data.md
-      Caused by: failed to write to file `[HOME]/small/project/.claude/skills/.skillpkg-new-beta-[RANDOM]/.skillpkg-unpack-[RANDOM]/references/data.md`: No space left on device (os error 28)
+      Caused by: I/O error on [HOME]/small/project/.claude/skills/.skillpkg-new-beta-[RANDOM]/references/data.md
+      Caused by: failed to write to file `[HOME]/small/project/.claude/skills/.skillpkg-new-beta-[RANDOM]/references/data.md`: No space left on device (os error 28)
     hint: the registry serves an archive that skillpkg refuses to unpack; nothing was installed; report it to the registry's operator or the skill's publisher
     ");
     let mut after = files_below(&project);

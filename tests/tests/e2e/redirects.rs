@@ -584,7 +584,8 @@ fn a_registry_cannot_point_the_client_at_local_files() {
       Caused by: registry http://127.0.0.1:[PORT]/ points at file://[HOME]/secret.tgz, which was refused: an http:// or https:// registry may only name http:// or https:// URLs
     hint: the registry (or something between it and you) is broken or hostile; nothing it sent was used
     ---
-    error: registry http://127.0.0.1:[PORT]/ points at file://[HOME]/secret.tgz, which was refused: an http:// or https:// registry may only name http:// or https:// URLs
+    error: cannot download pdf@1.0.0
+      Caused by: registry http://127.0.0.1:[PORT]/ points at file://[HOME]/secret.tgz, which was refused: an http:// or https:// registry may only name http:// or https:// URLs
     hint: the registry (or something between it and you) is broken or hostile; nothing it sent was used
     ---
           Adding pdf *
@@ -592,7 +593,8 @@ fn a_registry_cannot_point_the_client_at_local_files() {
       Caused by: registry http://127.0.0.1:[PORT]/ points at file://elsewhere.example/dl/pdf-1.0.0.tgz, which was refused: an http:// or https:// registry may only name http:// or https:// URLs
     hint: the registry (or something between it and you) is broken or hostile; nothing it sent was used
     ---
-    error: registry http://127.0.0.1:[PORT]/ points at file://elsewhere.example/dl/pdf-1.0.0.tgz, which was refused: an http:// or https:// registry may only name http:// or https:// URLs
+    error: cannot download pdf@1.0.0
+      Caused by: registry http://127.0.0.1:[PORT]/ points at file://elsewhere.example/dl/pdf-1.0.0.tgz, which was refused: an http:// or https:// registry may only name http:// or https:// URLs
     hint: the registry (or something between it and you) is broken or hostile; nothing it sent was used
     ");
 }

@@ -159,8 +159,9 @@ pub fn write_atomic_with(
         .prefix(TEMP_PREFIX)
         .tempfile_in(parent)
         .map_err(failed)?;
+    // tempfile creates the file 0600: only another mode needs a call.
     #[cfg(unix)]
-    {
+    if options.mode != 0o600 {
         use std::os::unix::fs::PermissionsExt as _;
         file.as_file()
             .set_permissions(std::fs::Permissions::from_mode(options.mode))

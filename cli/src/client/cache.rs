@@ -1,7 +1,9 @@
-//! The content-addressed archive cache: `<cache>/archives/<sha256>.tgz`,
-//! and beside a signed archive `<sha256>.sig.json` (its signature and the
-//! public key that verified it), so an archive read back from the cache is
-//! verified again, signature included, with no network.
+//! The content-addressed archive cache: `<cache>/archives/<sha256>.entry`,
+//! one file per archive: a first line `skillpkg-cache-entry 1`, a second
+//! line with the signature and the public key that verified it (JSON;
+//! `null` for an unsigned archive), then the archive's bytes. An archive
+//! read back from the cache is verified again, signature included, with no
+//! network; one file per entry, so caching costs one file creation.
 //!
 //! Only `client::fetch` reads and writes entries: the cache hands out
 //! bytes to nobody else, and what it hands out is re-verified there. Files
@@ -22,7 +24,10 @@ pub struct Cache {
     root: PathBuf,
 }
 
-/// What is stored beside a signed archive.
+/// The first line of every entry.
+const ENTRY_MAGIC: &[u8] = b"skillpkg-cache-entry 1\n";
+
+/// What is stored with a signed archive.
 #[derive(serde::Serialize, serde::Deserialize)]
 pub(super) struct SignatureRecord {
     /// The `.minisig` text, as the registry served it.
@@ -57,65 +62,59 @@ impl Cache {
         &self.root
     }
 
-    fn archive(&self, checksum: &Checksum) -> PathBuf {
+    fn entry(&self, checksum: &Checksum) -> PathBuf {
         self.root
             .join("archives")
-            .join(format!("{}.tgz", checksum.hex()))
+            .join(format!("{}.entry", checksum.hex()))
     }
 
-    fn signature(&self, checksum: &Checksum) -> PathBuf {
-        self.root
-            .join("archives")
-            .join(format!("{}.sig.json", checksum.hex()))
+    /// Returns true if the cache holds an entry for `checksum`, so that no
+    /// registry has to be opened for it. What it holds is still verified
+    /// when read.
+    pub fn has(&self, checksum: &Checksum) -> bool {
+        self.entry(checksum).is_file()
     }
 
-    /// Returns true if the cache holds what an archive with `checksum`
-    /// needs (its signature too, when `signed`), so that no registry has
-    /// to be opened for it. What it holds is still verified when read.
-    pub fn has(&self, checksum: &Checksum, signed: bool) -> bool {
-        self.archive(checksum).is_file() && (!signed || self.signature(checksum).is_file())
-    }
-
-    /// The bytes stored for `checksum`, unverified.
-    pub(super) fn read(&self, checksum: &Checksum) -> Option<Vec<u8>> {
-        fs_err::read(self.archive(checksum)).ok()
-    }
-
-    /// The signature record stored for `checksum`, unverified.
-    pub(super) fn read_signature(&self, checksum: &Checksum) -> Option<SignatureRecord> {
-        let bytes = fs_err::read(self.signature(checksum)).ok()?;
-        serde_json::from_slice(&bytes).ok()
+    /// The archive and signature record stored for `checksum`, unverified;
+    /// `None` when there is none or it is not an entry.
+    pub(super) fn read(&self, checksum: &Checksum) -> Option<(Vec<u8>, Option<SignatureRecord>)> {
+        let mut bytes = fs_err::read(self.entry(checksum)).ok()?;
+        let rest = bytes.strip_prefix(ENTRY_MAGIC)?;
+        let end = rest.iter().position(|byte| *byte == b'\n')?;
+        let record: Option<SignatureRecord> = serde_json::from_slice(&rest[..end]).ok()?;
+        let start = ENTRY_MAGIC.len() + end + 1;
+        bytes.drain(..start);
+        Some((bytes, record))
     }
 
     /// Drops a damaged entry, so it is fetched again.
     pub(super) fn forget(&self, checksum: &Checksum) {
-        let _ = fs_err::remove_file(self.archive(checksum));
-        let _ = fs_err::remove_file(self.signature(checksum));
+        let _ = fs_err::remove_file(self.entry(checksum));
     }
 
-    /// Stores an entry: the signature record first, the archive last, so a
-    /// visible archive of a signed skill has its record.
+    /// Stores an entry: one file, so an entry is whole or absent.
     pub(super) fn write(
         &self,
         checksum: &Checksum,
         bytes: &[u8],
         signature: Option<&SignatureRecord>,
     ) -> anyhow::Result<()> {
-        // The folder is made once, when a write finds it missing, not
-        // checked before every write.
-        let write = |path: &Path, bytes: &[u8]| -> anyhow::Result<()> {
-            let options = WriteOptions::default().sync(Sync::None);
-            match write_atomic_with(path, bytes, &options) {
-                Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-                    write_atomic_with(path, bytes, &options.create_parents())?;
-                }
-                result => result?,
+        let header = serde_json::to_vec(&signature)?;
+        let mut entry = Vec::with_capacity(ENTRY_MAGIC.len() + header.len() + 1 + bytes.len());
+        entry.extend_from_slice(ENTRY_MAGIC);
+        entry.extend_from_slice(&header);
+        entry.push(b'\n');
+        entry.extend_from_slice(bytes);
+        // Private, like the rest of the cache; the folder is made once,
+        // when a write finds it missing, not checked before every write.
+        let path = self.entry(checksum);
+        let options = WriteOptions::private().sync(Sync::None);
+        match write_atomic_with(&path, &entry, &options) {
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                write_atomic_with(&path, &entry, &options.create_parents())?;
             }
-            Ok(())
-        };
-        if let Some(record) = signature {
-            write(&self.signature(checksum), &serde_json::to_vec(record)?)?;
+            result => result?,
         }
-        write(&self.archive(checksum), bytes)
+        Ok(())
     }
 }

@@ -170,7 +170,7 @@ pub fn cached(cache: &Cache, expected: &Expected<'_>) -> Option<VerifiedArchive>
 /// Reads and re-verifies a cache entry; a damaged or incomplete one is
 /// dropped (and fetched again by the caller).
 fn from_cache(cache: &Cache, expected: &Expected<'_>) -> Option<VerifiedArchive> {
-    let bytes = cache.read(&expected.checksum)?;
+    let (bytes, record) = cache.read(&expected.checksum)?;
     let checked = (|| {
         if Checksum::of(&bytes) != expected.checksum {
             return None;
@@ -178,7 +178,7 @@ fn from_cache(cache: &Cache, expected: &Expected<'_>) -> Option<VerifiedArchive>
         let signature = match expected.signer {
             None => None,
             Some(signer) => {
-                let record = cache.read_signature(&expected.checksum)?;
+                let record = record?;
                 let signed = check_signed(
                     &bytes,
                     record.signature,
@@ -391,7 +391,7 @@ mod tests {
             .write(&entry.checksum, &entry.bytes, Some(&record))
             .unwrap();
         let signer = key.public().id().to_string();
-        assert!(cache.has(&entry.checksum, true));
+        assert!(cache.has(&entry.checksum));
 
         let archive = cached(&cache, &expected(&entry, Some(&signer))).expect("a good entry");
         assert_eq!(archive.bytes(), entry.bytes);
@@ -401,7 +401,7 @@ mod tests {
         // Pinned to another key: the entry is not handed out, and dropped.
         let other = SecretKey::generate().unwrap().public().id().to_string();
         assert!(cached(&cache, &expected(&entry, Some(&other))).is_none());
-        assert!(!cache.has(&entry.checksum, false));
+        assert!(!cache.has(&entry.checksum));
     }
 
     #[test]
@@ -441,7 +441,6 @@ mod tests {
 
         // A signed entry with no signature record is not good enough.
         cache.write(&entry.checksum, &entry.bytes, None).unwrap();
-        assert!(!cache.has(&entry.checksum, true));
         assert!(cached(&cache, &expected(&entry, Some(&signer))).is_none());
         // Unsigned (the caller's policy allows it): the checksum is enough.
         cache.write(&entry.checksum, &entry.bytes, None).unwrap();

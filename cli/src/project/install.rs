@@ -317,12 +317,13 @@ pub async fn install(
     let mut observed = Vec::new();
     for target in targets {
         let state = target.state()?;
-        let disk = plan::observe(&target.dir, &lock, &state)?;
+        let (disk, stamps) = plan::observe(&target.dir, &lock, &state)?;
         observed.push(plan::Observed {
             name: target.name.clone(),
             dir: target.dir.clone(),
             state,
             disk,
+            stamps,
         });
     }
     let plans = plan::plan(&lock, &observed, options.force)?;
@@ -339,8 +340,7 @@ pub async fn install(
     if !options.offline {
         for entry in &needed {
             let registry = entry.require_registry()?;
-            if opened.get(registry).is_none() && !cache.has(&entry.checksum, entry.signer.is_some())
-            {
+            if opened.get(registry).is_none() && !cache.has(&entry.checksum) {
                 opened.open(registry).await.with_context(|| {
                     format!(
                         "skills.lock takes {}@{} from registry `{registry}`",
@@ -373,7 +373,14 @@ pub async fn install(
     let staged = stage(targets, &plans, &archives)?;
     for (((target, observed), plan), staged) in targets.iter().zip(observed).zip(&plans).zip(staged)
     {
-        commit_target(target, observed.state, plan, staged, &mut report)?;
+        commit_target(
+            target,
+            observed.state,
+            &observed.stamps,
+            plan,
+            staged,
+            &mut report,
+        )?;
     }
     report.lock_changed = old_lock.as_ref() != Some(&lock);
     report.lock = lock;
@@ -464,11 +471,20 @@ fn stage(
 fn commit_target(
     target: &Target,
     mut state: super::targets::TargetState,
+    stamps: &BTreeMap<SkillName, String>,
     plan: &plan::TargetPlan<'_>,
     mut staged: BTreeMap<SkillName, Staged>,
     report: &mut Report,
 ) -> anyhow::Result<()> {
     report.unchanged += plan.unchanged;
+    let before = state.clone();
+    // Folders found as recorded keep their new stamp; the next install
+    // knows them unchanged without reading their files.
+    for (name, stamp) in stamps {
+        if let Some(installed) = state.skills.get_mut(name) {
+            installed.stamp = Some(stamp.clone());
+        }
+    }
     if !plan.put.is_empty() {
         for put in &plan.put {
             state.skills.insert(
@@ -477,6 +493,7 @@ fn commit_target(
                     version: put.entry.version.to_string(),
                     tree: put.entry.tree.clone(),
                     replacing: put.replacing.clone(),
+                    stamp: None,
                 },
             );
         }
@@ -496,6 +513,7 @@ fn commit_target(
                 version: entry.version.to_string(),
                 tree: entry.tree.clone(),
                 replacing: None,
+                stamp: None,
             },
         );
         if let plan::Why::Restore { .. } = put.why {
@@ -523,7 +541,9 @@ fn commit_target(
         state.skills.remove(name);
         report.warnings.push(warning.clone());
     }
-    if target.dir.exists() || !state.skills.is_empty() {
+    // Written when anything changed, the claim above included: the record
+    // on disk must end as the final one.
+    if !plan.put.is_empty() || state != before {
         target.write_state(&state)?;
     }
     Ok(())

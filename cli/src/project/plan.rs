@@ -58,6 +58,9 @@ pub struct Observed {
     pub state: TargetState,
     /// What is on disk for every name of the lock and of the record.
     pub disk: BTreeMap<SkillName, OnDisk>,
+    /// New stamps of recorded folders whose files were hashed and found as
+    /// recorded, for the record to keep.
+    pub stamps: BTreeMap<SkillName, String>,
 }
 
 /// Why a skill is put into a target.
@@ -208,23 +211,94 @@ fn plan_target<'lock>(
 }
 
 /// Reads what is on disk for every name of `lock` and of `state` in the
-/// target folder `dir`: one walk of each folder, every file hashed.
+/// target folder `dir`: one walk of each folder. A recorded folder whose
+/// stamp still matches is as recorded without reading a file; any other is
+/// read and every file hashed (and, when found as recorded, stamped).
+/// Returns what is there, and the new stamps.
 pub fn observe(
     dir: &Path,
     lock: &Lockfile,
     state: &TargetState,
-) -> anyhow::Result<BTreeMap<SkillName, OnDisk>> {
+) -> anyhow::Result<(BTreeMap<SkillName, OnDisk>, BTreeMap<SkillName, String>)> {
     let names: BTreeSet<&SkillName> = lock
         .skills
         .iter()
         .map(|entry| &entry.name)
         .chain(state.skills.keys())
         .collect();
+    // One listing of the target: a name that is not in it is missing,
+    // with no failed lookup of its own.
+    let present: BTreeSet<std::ffi::OsString> = match fs_err::read_dir(dir) {
+        Ok(entries) => entries
+            .map(|entry| entry.map(|entry| entry.file_name()))
+            .collect::<Result<_, _>>()?,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => BTreeSet::new(),
+        Err(error) => return Err(error.into()),
+    };
     let mut disk = BTreeMap::new();
+    let mut stamps = BTreeMap::new();
     for name in names {
-        disk.insert(name.clone(), read_folder(&dir.join(name.as_str()))?);
+        if !present.contains(std::ffi::OsStr::new(name.as_str())) {
+            disk.insert(name.clone(), OnDisk::Missing);
+            continue;
+        }
+        let path = dir.join(name.as_str());
+        let recorded = state.skills.get(name);
+        if let Some(installed) = recorded.filter(|installed| installed.replacing.is_none())
+            && let Some(stamp) = &installed.stamp
+            && stamp_of(&path)?.as_ref() == Some(stamp)
+        {
+            disk.insert(
+                name.clone(),
+                OnDisk::Folder {
+                    files: Vec::new(),
+                    tree: installed.tree.clone(),
+                    other: Vec::new(),
+                },
+            );
+            continue;
+        }
+        let found = read_folder(&path)?;
+        if let Some(installed) = recorded
+            && installed.replacing.is_none()
+            && found.tree() == Some(installed.tree.as_str())
+            && let Some(stamp) = stamp_of(&path)?
+        {
+            stamps.insert(name.clone(), stamp);
+        }
+        disk.insert(name.clone(), found);
     }
-    Ok(disk)
+    Ok((disk, stamps))
+}
+
+/// The stamp of a folder: a digest of every entry's path, kind, size,
+/// inode, and change and modification times (nanoseconds). `None` when it
+/// is not a folder.
+pub fn stamp_of(path: &Path) -> anyhow::Result<Option<String>> {
+    use sha2::Digest as _;
+    use std::os::unix::fs::MetadataExt as _;
+    match fs_err::symlink_metadata(path) {
+        Ok(metadata) if metadata.is_dir() => {}
+        _ => return Ok(None),
+    }
+    let mut digest = sha2::Sha256::new();
+    for entry in walk::walk_all(path)? {
+        let metadata = fs_err::symlink_metadata(path.join(&entry.path))?;
+        digest.update(format!(
+            "{}\0{:?}\0{} {} {}.{} {}.{}\n",
+            entry.path,
+            metadata.file_type(),
+            metadata.size(),
+            metadata.ino(),
+            metadata.ctime(),
+            metadata.ctime_nsec(),
+            metadata.mtime(),
+            metadata.mtime_nsec()
+        ));
+    }
+    Ok(Some(skillpkg_index::archive::tree_hash::hex(
+        digest.finalize().as_slice(),
+    )))
 }
 
 /// Recomputes the tree hash of an installed folder (its files; links are
@@ -344,6 +418,7 @@ mod tests {
             version: version.to_owned(),
             tree: tree.to_owned(),
             replacing: None,
+            stamp: None,
         }
     }
 
@@ -362,6 +437,7 @@ mod tests {
                 .into_iter()
                 .map(|(skill, disk)| (name(skill), disk))
                 .collect(),
+            stamps: BTreeMap::new(),
         }
     }
 
@@ -560,5 +636,44 @@ mod tests {
             summary(&plans[0]),
             ["put pdf@2.0.0 (replace)", "unchanged 0"]
         );
+    }
+
+    #[test]
+    fn a_stamped_folder_is_known_unchanged_until_a_file_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let skill = dir.path().join("pdf");
+        fs_err::create_dir_all(skill.join("scripts")).unwrap();
+        fs_err::write(skill.join("SKILL.md"), "one").unwrap();
+        fs_err::write(skill.join("scripts/run.sh"), "echo").unwrap();
+        let OnDisk::Folder { tree, .. } = read_folder(&skill).unwrap() else {
+            panic!("a folder");
+        };
+        let lock = Lockfile {
+            skills: vec![locked("pdf", "1.0.0", &tree)],
+        };
+        let mut state = TargetState {
+            v: 1,
+            skills: BTreeMap::from([(name("pdf"), record("1.0.0", &tree))]),
+        };
+        // Not stamped yet: read, hashed, found as recorded, and stamped.
+        let (disk, stamps) = observe(dir.path(), &lock, &state).unwrap();
+        assert!(matches!(&disk[&name("pdf")], OnDisk::Folder { files, .. } if files.len() == 2));
+        let stamp = stamps[&name("pdf")].clone();
+        state.skills.get_mut(&name("pdf")).unwrap().stamp = Some(stamp);
+        // Stamped: as recorded, without reading a file.
+        let (disk, stamps) = observe(dir.path(), &lock, &state).unwrap();
+        assert!(stamps.is_empty());
+        assert!(
+            matches!(&disk[&name("pdf")], OnDisk::Folder { files, tree: found, .. } if files.is_empty() && *found == tree)
+        );
+        // An edit, even of the same size, is read again and not as recorded.
+        fs_err::write(skill.join("SKILL.md"), "two").unwrap();
+        let (disk, stamps) = observe(dir.path(), &lock, &state).unwrap();
+        assert!(stamps.is_empty());
+        assert_ne!(disk[&name("pdf")].tree(), Some(tree.as_str()));
+        // A name that is not in the target is missing.
+        fs_err::remove_dir_all(&skill).unwrap();
+        let (disk, _) = observe(dir.path(), &lock, &state).unwrap();
+        assert_eq!(disk[&name("pdf")], OnDisk::Missing);
     }
 }

@@ -44,6 +44,13 @@ pub struct InstalledSkill {
     /// recognised as skillpkg's own. Since the record of 2026-11.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replacing: Option<String>,
+    /// A digest of the folder's listing and of every entry's size, inode,
+    /// change and modification times, taken when its files were last
+    /// hashed and found to be `tree`: while the listing still matches it,
+    /// an install knows the folder is unchanged without reading its files.
+    /// An edit changes the change time, which no one can set back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stamp: Option<String>,
 }
 
 impl InstalledSkill {

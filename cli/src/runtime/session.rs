@@ -19,7 +19,6 @@ pub const DEFAULT_MAX_ACTIVE: usize = 8;
 /// than `--max-active` can ever load, and few enough to check at once.
 pub const MAX_NAMES: usize = 256;
 
-
 /// Why a session call is refused; the text is what the model reads.
 #[derive(Debug, thiserror::Error)]
 pub enum SessionError {

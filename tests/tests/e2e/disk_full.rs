@@ -153,19 +153,29 @@ fn an_install_on_a_full_disk_fails_cleanly_and_succeeds_once_space_is_freed() {
     after.remove(Path::new(".skillpkg-lock"));
     assert_eq!(after, before, "a failed install changed the project");
     assert_no_leftovers(&disk.path);
-    // What the cache kept is whole: every archive hashes to its name, every
-    // signature record beside one is complete JSON.
-    for (path, bytes) in files_below(&disk.path.join("cache")) {
-        let file_name = path.file_name().unwrap().to_string_lossy().into_owned();
-        if file_name.ends_with(".sig.json") {
-            let record: serde_json::Value = serde_json::from_slice(&bytes)
-                .unwrap_or_else(|error| panic!("{} is torn: {error}", path.display()));
-            assert!(record["signature"].is_string() && record["key"].is_string());
-            continue;
-        }
+    // What the cache kept is whole: every entry is its first line, a
+    // complete signature record, and an archive that hashes to its name.
+    let entries = files_below(&disk.path.join("cache"));
+    assert!(!entries.is_empty(), "the archives fit, so some were cached");
+    for (path, bytes) in entries {
+        let torn = || format!("{} is torn", path.display());
+        let rest = bytes
+            .strip_prefix(b"skillpkg-cache-entry 1\n".as_slice())
+            .unwrap_or_else(|| panic!("{}", torn()));
+        let end = rest
+            .iter()
+            .position(|byte| *byte == b'\n')
+            .expect("a header line");
+        let record: serde_json::Value =
+            serde_json::from_slice(&rest[..end]).expect("a whole record");
+        assert!(
+            record["signature"].is_string() && record["key"].is_string(),
+            "{}",
+            torn()
+        );
         let name = path.file_stem().unwrap().to_string_lossy().into_owned();
-        let digest = skillpkg_index::checksum::Checksum::of(&bytes);
-        assert_eq!(digest.hex(), name, "{} is torn", path.display());
+        let digest = skillpkg_index::checksum::Checksum::of(&rest[end + 1..]);
+        assert_eq!(digest.hex(), name, "{}", torn());
     }
 
     disk.free_up();

@@ -229,7 +229,7 @@ async fn download(
         })?;
     if actual != expected.checksum {
         return Err(UserError::new(format!(
-            "{label}: the archive from the registry {} has sha256 {actual}, but {} says {}: it was changed or cut short",
+            "{label}: the archive from the registry {} is {actual}, but {} says {}: it was changed or cut short",
             registry.url(),
             expected.pinned_by,
             expected.checksum

@@ -65,6 +65,22 @@ pub enum Command {
     /// any skill is invalid. Codes are listed in docs/skill-format.md.
     Validate(ValidateArgs),
 
+    /// Look for malicious or risky content in skills.
+    ///
+    /// Reads every file of each skill (SKILL.md, references, scripts, and
+    /// assets that are text) and reports what it finds, each with a rule
+    /// id, a severity (info, low, medium, high), the file, line and column,
+    /// the excerpt (hidden characters spelled out, secrets masked), why it
+    /// matters and how to fix it: hidden Unicode, `!`command`` lines,
+    /// secrets, dangerous allowed-tools and permissions, download-and-run,
+    /// reverse shells, credential theft, persistence, drop sites, prompt
+    /// injection, executables and archives. Nothing is run. Findings the
+    /// project accepts are listed in skills.toml's `[audit] allow`, and are
+    /// still shown as suppressed. Exits with 1 when a finding is at or
+    /// above --fail-on. The rules are listed in docs/security.md.
+    #[command(after_help = AUDIT_EXAMPLES)]
+    Audit(AuditArgs),
+
     /// Create a new skill folder from a template
     ///
     /// Writes DIR/NAME (DIR is --path, default the working folder): a
@@ -427,6 +443,14 @@ pub struct ToolsSyncArgs {
     pub json: bool,
 }
 
+const AUDIT_EXAMPLES: &str = "\
+Examples:
+  skillpkg audit                            the skill, or the skills, in this folder
+  skillpkg audit skills/ vendor/skills      every skill below these folders
+  skillpkg audit --installed                the skills this project installed
+  skillpkg audit --format sarif > audit.sarif   for GitHub code scanning
+  skillpkg audit --fail-on medium --json    for CI scripts";
+
 const SCOPES_EXAMPLES: &str = "\
 Examples:
   skillpkg scopes                      Claude Code, Codex and Copilot, one after another
@@ -748,6 +772,47 @@ pub struct ValidateArgs {
     /// Print the results as JSON on stdout.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct AuditArgs {
+    /// Skill folders, or folders to search for skills [default: .]
+    #[arg(value_name = "PATH", conflicts_with = "installed")]
+    pub paths: Vec<PathBuf>,
+
+    /// Audit the skills installed in this project's targets instead.
+    #[arg(long)]
+    pub installed: bool,
+
+    /// With --installed: the user-level folders, not the project's.
+    #[arg(long, requires = "installed")]
+    pub global: bool,
+
+    /// How to print the findings: human, json, or sarif (SARIF 2.1.0, for
+    /// GitHub code scanning and other tools).
+    #[arg(long, value_enum, default_value = "human")]
+    pub format: AuditFormat,
+
+    /// Print the findings as JSON on stdout (same as --format json).
+    #[arg(long, conflicts_with = "format")]
+    pub json: bool,
+
+    /// Exit with 1 when a finding is at or above this severity: info, low,
+    /// medium or high.
+    #[arg(long, value_name = "SEVERITY", default_value = "high")]
+    pub fail_on: skillpkg_index::audit::Severity,
+
+    /// Also apply a host profile's rules (`claude-api`: no network).
+    #[arg(long, value_name = "HOST")]
+    pub host: Option<skillpkg_index::skill::Host>,
+}
+
+/// The output formats of `skillpkg audit`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AuditFormat {
+    Human,
+    Json,
+    Sarif,
 }
 
 #[derive(Debug, Args)]

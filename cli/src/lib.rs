@@ -41,6 +41,7 @@ pub use error::{ExitStatus, UserError};
 pub fn run(cli: args::Cli, printer: &printer::Printer) -> anyhow::Result<ExitStatus> {
     match cli.command {
         args::Command::Validate(args) => commands::validate::run(&args, printer),
+        args::Command::Audit(args) => commands::audit::run(&args, printer),
         args::Command::New(args) => commands::new::run(&args, printer),
         args::Command::Pack(args) => commands::pack::run(&args, printer),
         args::Command::Publish(args) => commands::publish::run(&args, printer),

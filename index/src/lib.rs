@@ -17,6 +17,7 @@
 //! This crate never prints; callers render [`skill::Diagnostic`]s and errors.
 
 pub mod archive;
+pub mod audit;
 pub mod checksum;
 pub mod fs;
 pub mod name;

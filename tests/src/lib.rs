@@ -69,6 +69,33 @@ pub fn mcp_python() -> PathBuf {
     python
 }
 
+/// The variable that names Microsoft's SARIF multitool, which tests
+/// validate `skillpkg audit --format sarif` with.
+pub const SKILLPKG_TEST_SARIF_MULTITOOL: &str = "SKILLPKG_TEST_SARIF_MULTITOOL";
+
+/// Returns Microsoft's SARIF multitool (npm `@microsoft/sarif-multitool`):
+/// `$SKILLPKG_TEST_SARIF_MULTITOOL`, else the copy `.ci/run` installs under
+/// `<repository>/.ci/npm`. Panics with what to do when there is none.
+pub fn sarif_multitool() -> PathBuf {
+    let tool = std::env::var_os(SKILLPKG_TEST_SARIF_MULTITOOL)
+        .filter(|value| !value.is_empty())
+        .map_or_else(
+            || {
+                Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("../.ci/npm/node_modules/.bin/sarif-multitool")
+            },
+            PathBuf::from,
+        );
+    assert!(
+        tool.exists(),
+        "{} does not exist: run `.ci/run`, or install it with \
+         `npm install --prefix .ci/npm @microsoft/sarif-multitool`, or set \
+         {SKILLPKG_TEST_SARIF_MULTITOOL} to the `sarif-multitool` program",
+        tool.display()
+    );
+    tool
+}
+
 /// The finished run of a command.
 #[derive(Debug)]
 pub struct Output {

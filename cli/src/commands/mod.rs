@@ -1,6 +1,7 @@
 //! One file per command: glue between arguments and the libraries.
 
 pub mod add;
+pub mod audit;
 pub mod info;
 pub mod init;
 pub mod install;

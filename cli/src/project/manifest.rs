@@ -36,6 +36,8 @@ pub struct Manifest {
     pub registries: BTreeMap<String, RegistrySpec>,
     pub targets: Vec<String>,
     pub skills: BTreeMap<SkillName, Requirement>,
+    /// `[audit] allow`: audit findings the project accepts, with reasons.
+    pub audit_allow: Vec<skillpkg_index::audit::Allow>,
 }
 
 impl Manifest {
@@ -63,6 +65,14 @@ struct RawManifest {
     install: Option<RawInstall>,
     #[serde(default)]
     skills: BTreeMap<String, toml::Value>,
+    audit: Option<RawAudit>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAudit {
+    #[serde(default)]
+    allow: Vec<skillpkg_index::audit::Allow>,
 }
 
 #[derive(serde::Deserialize)]
@@ -115,6 +125,13 @@ pub fn parse(path: PathBuf, text: &str) -> anyhow::Result<Manifest> {
         })?;
         skills.insert(skill, requirement(&name, &value, &path)?);
     }
+    let audit_allow = raw.audit.map(|audit| audit.allow).unwrap_or_default();
+    for allow in &audit_allow {
+        allow.check().map_err(|problem| {
+            UserError::new(format!("{}: {problem}", path.display()))
+                .with_hint("each entry is `{ rule = \"RULE\", skill = \"NAME\", path = \"GLOB\", reason = \"WHY\" }`; see docs/security.md")
+        })?;
+    }
     let registries = match &raw.registries {
         Some(tables) => registries::parse_tables(tables, &path, ConfigFile::Manifest)?,
         None => BTreeMap::new(),
@@ -128,6 +145,7 @@ pub fn parse(path: PathBuf, text: &str) -> anyhow::Result<Manifest> {
             .map(|install| install.targets)
             .unwrap_or_default(),
         skills,
+        audit_allow,
     })
 }
 

@@ -2,10 +2,8 @@
 //! but that an author almost always wants to know about.
 
 use std::path::{Component, Path, PathBuf};
-use std::sync::LazyLock;
 
 use pulldown_cmark::{Event, LinkType, Parser, Tag};
-use regex::{Regex, RegexSet};
 
 use super::diagnostic::{Code, Diagnostic, Location};
 use super::document::SkillDocument;
@@ -416,54 +414,6 @@ fn check_script(
     }
 }
 
-struct SecretPattern {
-    what: &'static str,
-    regex: Regex,
-}
-
-/// What each secret pattern finds, and the pattern.
-const SECRETS: &[(&str, &str)] = &[
-    ("an AWS access key ID", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
-    ("a GitHub token", r"\bgh[pousr]_[A-Za-z0-9]{36,}\b"),
-    (
-        "a GitHub fine-grained token",
-        r"\bgithub_pat_[A-Za-z0-9_]{60,}\b",
-    ),
-    ("an Anthropic API key", r"\bsk-ant-[A-Za-z0-9_-]{32,}"),
-    // After the Anthropic pattern: `sk-ant-` keys are skipped here.
-    (
-        "an OpenAI API key",
-        r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{32,}",
-    ),
-    ("a Slack token", r"\bxox[abprs]-[A-Za-z0-9-]{10,}\b"),
-    ("a Google API key", r"\bAIza[0-9A-Za-z_-]{35}\b"),
-    ("a Stripe secret key", r"\b[sr]k_live_[0-9A-Za-z]{24,}\b"),
-    (
-        "a private key",
-        // A header alone is documentation; a key has a base64 body.
-        r"-----BEGIN (?:RSA |EC |DSA |OPENSSH |PGP |ENCRYPTED )?PRIVATE KEY(?: BLOCK)?-----\r?\n(?:[A-Za-z0-9-]+: .*\r?\n)*\r?\n?[A-Za-z0-9+/=]{40,}",
-    ),
-];
-
-/// The patterns one by one, compiled only for a text that [`ANY_SECRET`]
-/// matches: most runs never need them.
-static SECRET_PATTERNS: LazyLock<Vec<SecretPattern>> = LazyLock::new(|| {
-    SECRETS
-        .iter()
-        .map(|(what, pattern)| SecretPattern {
-            what,
-            regex: Regex::new(pattern).expect("valid secret pattern"),
-        })
-        .collect()
-});
-
-/// Every secret pattern in one automaton: nearly every text holds no
-/// secret, and one pass over it says so, where the patterns one by one
-/// would take a pass each.
-static ANY_SECRET: LazyLock<RegexSet> = LazyLock::new(|| {
-    RegexSet::new(SECRETS.iter().map(|(_, pattern)| pattern)).expect("valid secret patterns")
-});
-
 /// Keeps the first six characters of a secret, enough to recognise which
 /// one it is, and replaces the rest with `*`.
 fn mask(secret: &str) -> String {
@@ -480,38 +430,20 @@ fn mask(secret: &str) -> String {
         .collect()
 }
 
-/// Returns true for documentation placeholders such as AWS's `AKIAIOSFODNN7EXAMPLE`.
-fn is_placeholder(found: &str) -> bool {
-    let lowered = found.to_ascii_lowercase();
-    lowered.contains("example")
-        || lowered.contains("xxxx")
-        || lowered.contains("your")
-        || lowered.contains("0000000")
-}
-
 /// Reports every match of a secret pattern in `text`.
 pub(crate) fn scan_secrets(text: &str, file: &Path, diagnostics: &mut Vec<Diagnostic>) {
-    if !ANY_SECRET.is_match(text) {
-        return;
-    }
-    for pattern in SECRET_PATTERNS.iter() {
-        for found in pattern.regex.find_iter(text) {
-            let secret = found.as_str();
-            if is_placeholder(secret)
-                || (pattern.what.contains("OpenAI") && secret.starts_with("sk-ant-"))
-            {
-                continue;
-            }
-            let mut diagnostic = Diagnostic::new(Code::PossibleSecret, file, format!("this looks like {}", pattern.what))
-                .at(location_at(text, found.start(), found.end()), text)
-                .with_hint("never publish credentials: remove it, revoke it, and read it from the environment instead");
-            // The report goes to terminals and CI logs: never repeat the secret.
-            let first_line = secret.lines().next().unwrap_or(secret);
-            diagnostic.source_line = diagnostic
-                .source_line
-                .map(|line| line.replace(first_line, &mask(first_line)));
-            diagnostics.push(diagnostic);
-        }
+    // The audit's table of known formats: one list for both reports.
+    for (what, start, end) in crate::audit::known_secrets(text) {
+        let secret = &text[start..end];
+        let mut diagnostic = Diagnostic::new(Code::PossibleSecret, file, format!("this looks like {what}"))
+            .at(location_at(text, start, end), text)
+            .with_hint("never publish credentials: remove it, revoke it, and read it from the environment instead");
+        // The report goes to terminals and CI logs: never repeat the secret.
+        let first_line = secret.lines().next().unwrap_or(secret);
+        diagnostic.source_line = diagnostic
+            .source_line
+            .map(|line| line.replace(first_line, &mask(first_line)));
+        diagnostics.push(diagnostic);
     }
 }
 

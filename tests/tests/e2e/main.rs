@@ -9,6 +9,7 @@
 //! `--test fuzz`.
 
 mod agents;
+mod audit;
 mod client_server;
 mod client_static;
 mod disk_full;

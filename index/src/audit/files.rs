@@ -1,0 +1,196 @@
+//! What a file is, by its bytes: compiled programs and archives that no
+//! reviewer can read, and scripts that are minified or mostly an encoded
+//! blob.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use super::text::Scan;
+use super::{Finding, Rule, Severity};
+
+/// Names a compiled program or an archive from the file's first bytes.
+pub(crate) fn sniff(bytes: &[u8]) -> Option<(Rule, &'static str)> {
+    let starts = |magic: &[u8]| bytes.starts_with(magic);
+    if starts(b"\x7fELF") {
+        return Some((Rule::NativeExecutable, "an ELF executable"));
+    }
+    if starts(b"MZ") && is_pe(bytes) {
+        return Some((Rule::NativeExecutable, "a Windows PE executable"));
+    }
+    if [
+        [0xfe, 0xed, 0xfa, 0xce],
+        [0xfe, 0xed, 0xfa, 0xcf],
+        [0xce, 0xfa, 0xed, 0xfe],
+        [0xcf, 0xfa, 0xed, 0xfe],
+    ]
+    .iter()
+    .any(|magic| starts(magic))
+    {
+        return Some((Rule::NativeExecutable, "a Mach-O executable"));
+    }
+    // 0xCAFEBABE is a universal Mach-O binary and a Java class file; the
+    // binary counts its architectures where the class has its version.
+    if starts(&[0xca, 0xfe, 0xba, 0xbe]) && bytes.len() >= 8 {
+        let count = u32::from_be_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]);
+        return Some(if count < 40 {
+            (Rule::NativeExecutable, "a universal Mach-O executable")
+        } else {
+            (Rule::NativeExecutable, "a compiled Java class")
+        });
+    }
+    if starts(b"\0asm") {
+        return Some((Rule::NativeExecutable, "a WebAssembly module"));
+    }
+    if starts(b"PK\x03\x04") {
+        // Office documents and EPUBs are zip files too, and templates of
+        // them are ordinary assets; their first entry says what they are.
+        let first_name = bytes
+            .get(26..28)
+            .map(|length| usize::from(u16::from_le_bytes([length[0], length[1]])))
+            .and_then(|length| bytes.get(30..30 + length));
+        let is_document = first_name.is_some_and(|name| {
+            name == b"[Content_Types].xml"
+                || name == b"mimetype"
+                || name.starts_with(b"docProps/")
+                || name.starts_with(b"word/")
+                || name.starts_with(b"xl/")
+                || name.starts_with(b"ppt/")
+        });
+        return (!is_document).then_some((Rule::NestedArchive, "a zip archive"));
+    }
+    let archives: &[(&[u8], &str)] = &[
+        (b"\x1f\x8b", "a gzip archive"),
+        (b"BZh", "a bzip2 archive"),
+        (b"\xfd7zXZ\0", "an xz archive"),
+        (b"\x28\xb5\x2f\xfd", "a zstd archive"),
+        (b"7z\xbc\xaf\x27\x1c", "a 7-Zip archive"),
+        (b"Rar!\x1a\x07", "a RAR archive"),
+    ];
+    if let Some((_, what)) = archives.iter().find(|(magic, _)| starts(magic)) {
+        return Some((Rule::NestedArchive, what));
+    }
+    if bytes.get(257..262) == Some(b"ustar") {
+        return Some((Rule::NestedArchive, "a tar archive"));
+    }
+    None
+}
+
+/// Returns true when an `MZ` file has the PE header its offset names.
+fn is_pe(bytes: &[u8]) -> bool {
+    let Some(offset) = bytes.get(0x3c..0x40) else {
+        return false;
+    };
+    let offset = u32::from_le_bytes([offset[0], offset[1], offset[2], offset[3]]) as usize;
+    bytes.get(offset..offset.saturating_add(4)) == Some(b"PE\0\0")
+}
+
+/// A finding about a whole file.
+pub(crate) fn whole_file(rule: Rule, severity: Severity, file: &str, message: String) -> Finding {
+    Finding {
+        rule,
+        severity,
+        file: file.to_owned(),
+        line: None,
+        column: None,
+        end_column: None,
+        excerpt: None,
+        message,
+    }
+}
+
+/// Lines past this length are not written by hand.
+const MINIFIED_LINE: usize = 1_000;
+
+static BLOB: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"[A-Za-z0-9+/]{400,}={0,2}|(?:\\x[0-9a-fA-F]{2}){64,}|(?-u:\b)[0-9a-fA-F]{400,}(?-u:\b)|(?:\d{2,3}\s*,\s*){64,}")
+        .expect("valid blob pattern")
+});
+
+static CHAR_CODES: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?:String\.fromCharCode|chr)\s*\(\s*\d+\s*\)(?:\s*\+\s*(?:String\.fromCharCode|chr)\s*\(\s*\d+\s*\)){15,}")
+        .expect("valid char code pattern")
+});
+
+/// Something that turns data into running code.
+static EVALUATES: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)(?-u:\b)(?:eval|exec|Function|iex|invoke-expression|compile|b64decode|atob|frombase64string|base64\s+-d|marshal\.loads)(?-u:\b)")
+        .expect("valid evaluation pattern")
+});
+
+/// Reports minified and obfuscated scripts.
+pub(crate) fn scan_script(scan: &mut Scan<'_>) {
+    let longest = scan
+        .lines()
+        .map(|(number, start, line)| (line.len(), number, start))
+        .max();
+    let blob = BLOB.find(scan.text).or_else(|| CHAR_CODES.find(scan.text));
+    if let Some(found) = blob {
+        let evaluates = EVALUATES.is_match(scan.text);
+        let (severity, message) = if evaluates {
+            (
+                Severity::High,
+                "an encoded blob in a script that evaluates or decodes data",
+            )
+        } else {
+            (Severity::Medium, "an encoded blob of data in a script")
+        };
+        let end = (found.start() + 80).min(found.end());
+        let end = (found.start()..=end)
+            .rev()
+            .find(|&i| scan.text.is_char_boundary(i))
+            .unwrap_or(found.start());
+        scan.report(
+            Rule::ObfuscatedScript,
+            severity,
+            found.start(),
+            end,
+            message,
+        );
+        return;
+    }
+    if let Some((length, _, start)) = longest.filter(|(length, _, _)| *length > MINIFIED_LINE) {
+        scan.report(
+            Rule::MinifiedScript,
+            Severity::Low,
+            start,
+            start + 1,
+            format!("a line of {length} characters"),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recognises_programs_and_archives_but_not_office_documents() {
+        assert_eq!(
+            sniff(b"\x7fELF\x02\x01\x01").map(|f| f.1),
+            Some("an ELF executable")
+        );
+        let mut pe = vec![0u8; 0x80];
+        pe[..2].copy_from_slice(b"MZ");
+        pe[0x3c] = 0x40;
+        pe[0x40..0x44].copy_from_slice(b"PE\0\0");
+        assert_eq!(sniff(&pe).map(|f| f.1), Some("a Windows PE executable"));
+        assert_eq!(sniff(b"MZ not a program"), None);
+        assert_eq!(
+            sniff(&[0xcf, 0xfa, 0xed, 0xfe, 7, 0, 0, 1]).map(|f| f.0),
+            Some(Rule::NativeExecutable)
+        );
+        let mut zip = b"PK\x03\x04".to_vec();
+        zip.resize(26, 0);
+        zip.extend_from_slice(&[19, 0, 0, 0]);
+        zip.extend_from_slice(b"[Content_Types].xml");
+        assert_eq!(sniff(&zip), None);
+        zip[30..49].copy_from_slice(b"payload/install.exe");
+        assert_eq!(sniff(&zip).map(|f| f.0), Some(Rule::NestedArchive));
+        assert_eq!(
+            sniff(b"\x1f\x8b\x08\0").map(|f| f.1),
+            Some("a gzip archive")
+        );
+        assert_eq!(sniff(b"#!/bin/sh\necho hi\n"), None);
+    }
+}

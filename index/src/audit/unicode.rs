@@ -1,0 +1,291 @@
+//! Hidden and deceptive Unicode: bidi controls, invisible characters, tag
+//! characters, and words that mix look-alike scripts.
+
+use super::text::Scan;
+use super::{Rule, Severity};
+
+/// Bidi overrides, embeddings and isolates: they reorder what follows.
+fn is_bidi_reordering(character: char) -> bool {
+    matches!(character, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// Bidi marks: invisible, but they only nudge neutral characters; common
+/// in right-to-left text.
+fn is_bidi_mark(character: char) -> bool {
+    matches!(character, '\u{200e}' | '\u{200f}' | '\u{061c}')
+}
+
+/// Returns true for every bidirectional formatting character.
+pub(crate) fn is_bidi(character: char) -> bool {
+    is_bidi_reordering(character) || is_bidi_mark(character)
+}
+
+/// Characters that print as nothing. Joiners (U+200C, U+200D) are among
+/// them but judged by their neighbours; see [`is_needed_joiner`].
+pub(crate) fn is_invisible(character: char) -> bool {
+    matches!(
+        character,
+        '\u{200b}'..='\u{200d}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{feff}'
+            | '\u{180e}'
+            | '\u{00ad}'
+            | '\u{034f}'
+            | '\u{115f}'
+            | '\u{1160}'
+            | '\u{3164}'
+            | '\u{ffa0}'
+            | '\u{17b4}'
+            | '\u{17b5}'
+    )
+}
+
+fn is_tag(character: char) -> bool {
+    ('\u{e0000}'..='\u{e007f}').contains(&character)
+}
+
+fn is_variation_selector(character: char) -> bool {
+    matches!(character, '\u{fe00}'..='\u{fe0f}' | '\u{e0100}'..='\u{e01ef}')
+}
+
+/// Returns true when a joiner sits where a script or an emoji sequence
+/// needs it: between two characters that are neither ASCII nor spaces
+/// (Persian, Indic scripts, emoji ZWJ sequences).
+fn is_needed_joiner(before: Option<char>, after: Option<char>) -> bool {
+    let needs = |character: Option<char>| {
+        character.is_some_and(|character| {
+            !character.is_ascii() && !character.is_whitespace() && !is_invisible(character)
+        })
+    };
+    needs(before) && needs(after)
+}
+
+/// Reports hidden characters in the text, one finding per run.
+pub(crate) fn scan(scan: &mut Scan<'_>) {
+    // Nearly every file is ASCII, and ASCII hides nothing.
+    if scan.text.is_ascii() {
+        return;
+    }
+    let text = scan.text;
+    let mut characters = text.char_indices().peekable();
+    let mut previous: Option<char> = None;
+    while let Some((start, character)) = characters.next() {
+        if is_tag(character) {
+            // The flags of England, Scotland and Wales are a black flag
+            // followed by tag characters: an emoji, not a message.
+            let after_flag = previous == Some('\u{1f3f4}');
+            let mut end = start + character.len_utf8();
+            let mut hidden = String::new();
+            push_tag(&mut hidden, character);
+            while let Some(&(index, next)) = characters.peek() {
+                if !is_tag(next) {
+                    break;
+                }
+                push_tag(&mut hidden, next);
+                end = index + next.len_utf8();
+                characters.next();
+            }
+            if !after_flag {
+                scan.report(
+                    Rule::TagCharacter,
+                    Severity::High,
+                    start,
+                    end,
+                    format!("invisible tag characters spell `{}`", hidden.trim()),
+                );
+            }
+            previous = Some('\u{e007f}');
+            continue;
+        }
+        if is_bidi_reordering(character) {
+            scan.report(
+                Rule::BidiControl,
+                Severity::High,
+                start,
+                start + character.len_utf8(),
+                format!(
+                    "U+{:04X} reorders how the rest of the line is displayed",
+                    u32::from(character)
+                ),
+            );
+        } else if is_bidi_mark(character) {
+            let next = characters.peek().map(|&(_, next)| next);
+            // A mark in right-to-left text does what it is for.
+            let in_rtl_text = [previous, next].into_iter().flatten().any(is_rtl_letter);
+            if !in_rtl_text {
+                scan.report(
+                    Rule::BidiControl,
+                    Severity::Low,
+                    start,
+                    start + character.len_utf8(),
+                    format!(
+                        "invisible bidi mark U+{:04X} outside right-to-left text",
+                        u32::from(character)
+                    ),
+                );
+            }
+        } else if is_invisible(character) || is_variation_selector(character) {
+            // A byte order mark at the very start is an encoding signature.
+            if character == '\u{feff}' && start == 0 {
+                previous = Some(character);
+                continue;
+            }
+            let mut end = start + character.len_utf8();
+            let mut run = 1;
+            let mut last = character;
+            while let Some(&(index, next)) = characters.peek() {
+                if !(is_invisible(next) || is_variation_selector(next)) {
+                    break;
+                }
+                run += 1;
+                last = next;
+                end = index + next.len_utf8();
+                characters.next();
+            }
+            let after = characters.peek().map(|&(_, next)| next);
+            let legitimate = if run == 1 && is_variation_selector(character) {
+                // One selector picks a glyph (text or emoji style).
+                !previous.is_some_and(|before| before.is_ascii_alphanumeric())
+            } else {
+                run == 1
+                    && matches!(character, '\u{200c}' | '\u{200d}')
+                    && is_needed_joiner(previous, after)
+            };
+            if !legitimate {
+                let severity = if run >= 8 {
+                    Severity::High
+                } else {
+                    Severity::Medium
+                };
+                let what = if run == 1 {
+                    format!("invisible character U+{:04X}", u32::from(character))
+                } else {
+                    format!("a run of {run} invisible characters")
+                };
+                let message = if run >= 8 {
+                    format!("{what}: enough to encode a hidden message")
+                } else {
+                    what
+                };
+                scan.report(Rule::InvisibleCharacter, severity, start, end, message);
+            }
+            previous = Some(last);
+            continue;
+        }
+        previous = Some(character);
+    }
+}
+
+/// Appends the ASCII a tag character stands for.
+fn push_tag(hidden: &mut String, character: char) {
+    let ascii = u32::from(character) - 0xE0000;
+    if let Some(shown) = char::from_u32(ascii).filter(|c| c.is_ascii_graphic() || *c == ' ') {
+        hidden.push(shown);
+    }
+}
+
+fn is_rtl_letter(character: char) -> bool {
+    matches!(character,
+        '\u{0590}'..='\u{08ff}' | '\u{fb1d}'..='\u{fdff}' | '\u{fe70}'..='\u{feff}')
+}
+
+/// The script of a letter that can pass for a Latin one.
+fn look_alike_script(character: char) -> Option<&'static str> {
+    match character {
+        '\u{0370}'..='\u{03ff}' => Some("Greek"),
+        '\u{0400}'..='\u{052f}' => Some("Cyrillic"),
+        '\u{0530}'..='\u{058f}' => Some("Armenian"),
+        '\u{13a0}'..='\u{13ff}' => Some("Cherokee"),
+        '\u{ff21}'..='\u{ff5a}' => Some("fullwidth Latin"),
+        _ => None,
+    }
+}
+
+/// Reports each word of `value` (a frontmatter string at bytes
+/// `start..` of the scanned text) that mixes Latin letters with look-alikes
+/// from another script.
+pub(crate) fn scan_confusable(scan: &mut Scan<'_>, field: &str, value: &str, start: usize) {
+    if value.is_ascii() {
+        return;
+    }
+    for word in value.split(|c: char| !c.is_alphanumeric()) {
+        let latin = word.chars().any(|c| c.is_ascii_alphabetic());
+        let Some(script) = word.chars().find_map(look_alike_script) else {
+            continue;
+        };
+        if !latin {
+            continue;
+        }
+        // The value's bytes sit verbatim in the text when it is a plain
+        // or quoted scalar without escapes; point there, else at the field.
+        let (from, to) = match scan.text[start..].find(word) {
+            Some(found) => (start + found, start + found + word.len()),
+            None => (start, start + 1),
+        };
+        scan.report(
+            Rule::ConfusableText,
+            Severity::Medium,
+            from,
+            to,
+            format!("`{field}` word `{word}` mixes Latin letters with {script} look-alikes"),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::text::FileKind;
+    use super::*;
+
+    fn rules(text: &str) -> Vec<(Rule, Severity)> {
+        let mut scan = Scan::new("x.md", text, FileKind::Document);
+        super::scan(&mut scan);
+        scan.findings.iter().map(|f| (f.rule, f.severity)).collect()
+    }
+
+    #[test]
+    fn finds_overrides_tags_and_zero_width_but_not_emoji_or_rtl_marks() {
+        assert_eq!(rules("a\u{202e}b"), [(Rule::BidiControl, Severity::High)]);
+        assert_eq!(
+            rules("ok\u{e0069}\u{e0067}"),
+            [(Rule::TagCharacter, Severity::High)]
+        );
+        assert_eq!(
+            rules("pa\u{200b}ss"),
+            [(Rule::InvisibleCharacter, Severity::Medium)]
+        );
+        assert_eq!(
+            rules(&format!("x{}y", "\u{200b}\u{200c}".repeat(5))),
+            [(Rule::InvisibleCharacter, Severity::High)]
+        );
+        // Family emoji (ZWJ sequence), England's flag, a heart with VS16.
+        assert!(rules("👨\u{200d}👩\u{200d}👧 \u{1f3f4}\u{e0067}\u{e0062}\u{e0065}\u{e006e}\u{e0067}\u{e007f} ❤\u{fe0f}").is_empty());
+        // Hebrew with a right-to-left mark; a BOM at the start.
+        assert!(rules("\u{feff}שלום\u{200f} עולם").is_empty());
+        assert_eq!(rules("a\u{200f}b"), [(Rule::BidiControl, Severity::Low)]);
+    }
+
+    #[test]
+    fn tag_characters_are_decoded_into_the_message() {
+        let hidden: String = "run it"
+            .chars()
+            .map(|c| char::from_u32(0xE0000 + u32::from(c)).unwrap())
+            .collect();
+        let mut scan = Scan::new("SKILL.md", &hidden, FileKind::SkillMd);
+        super::scan(&mut scan);
+        assert_eq!(
+            scan.findings[0].message,
+            "invisible tag characters spell `run it`"
+        );
+    }
+
+    #[test]
+    fn finds_mixed_script_words_only() {
+        let text = "description: Rеad PDF files, Ελληνικά too";
+        let mut scan = Scan::new("SKILL.md", text, FileKind::SkillMd);
+        scan_confusable(&mut scan, "description", &text[13..], 13);
+        assert_eq!(scan.findings.len(), 1, "{:?}", scan.findings);
+        assert!(scan.findings[0].message.contains("`Rеad`"));
+        assert!(scan.findings[0].message.contains("Cyrillic"));
+    }
+}

@@ -42,6 +42,9 @@ pub struct BuildOptions {
     /// Whether unsigned archives are refused (and `require-signatures` in
     /// `config.json`).
     pub require_signatures: bool,
+    /// The audit severity at which an archive is refused (`None`: never);
+    /// as at publish, so a built tree has the lines a server would write.
+    pub audit_refuse: Option<skillpkg_index::audit::Severity>,
     /// The tree whose `keys/<name>.json` files the signatures are checked
     /// against and which are copied into the new tree.
     pub keys_from: Option<PathBuf>,
@@ -137,6 +140,7 @@ pub fn build(from: &Path, out: &Path, options: &BuildOptions) -> Result<BuildRep
     let policy = Policy {
         max_skill_bytes: options.max_skill_bytes,
         require_signatures: options.require_signatures,
+        audit_refuse: options.audit_refuse,
     };
     let mut all = AllRecords::new();
     // Keyed by the version without its build metadata, which semver (and

@@ -177,6 +177,11 @@ struct ServeArgs {
     /// Refuse unsigned publishes (`require-signatures` in config.json).
     #[arg(long)]
     require_signatures: bool,
+    /// Refuse publishes whose audit finds something at or above this
+    /// severity (info, low, medium, high), or `never`. The verdict is
+    /// recorded in the index line either way (docs/security.md).
+    #[arg(long, value_name = "SEVERITY", default_value = "high")]
+    audit_refuse: AuditThreshold,
     /// A private registry: every read of the tree needs a valid token
     /// (`auth-required` in config.json). Serve the tree with this server,
     /// not a static host, which could not check tokens.
@@ -284,6 +289,10 @@ struct BuildArgs {
     /// Refuse unsigned archives (`require-signatures` in config.json).
     #[arg(long)]
     require_signatures: bool,
+    /// Refuse archives whose audit finds something at or above this
+    /// severity (info, low, medium, high), or `never`, as `serve` does.
+    #[arg(long, value_name = "SEVERITY", default_value = "high")]
+    audit_refuse: AuditThreshold,
     /// A tree (a server's `public/`, or an earlier build) whose
     /// `keys/<name>.json` files list the keys signatures are checked
     /// against; they are copied into the new tree. Without it, signed
@@ -370,6 +379,23 @@ fn main() -> ExitCode {
     }
 }
 
+/// `--audit-refuse`: a severity, or `never`.
+#[derive(Clone, Copy, Debug)]
+struct AuditThreshold(Option<skillpkg_index::audit::Severity>);
+
+impl std::str::FromStr for AuditThreshold {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        if text == "never" {
+            return Ok(Self(None));
+        }
+        text.parse()
+            .map(|severity| Self(Some(severity)))
+            .map_err(|error: String| format!("{error}, or never"))
+    }
+}
+
 fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Serve(args) => serve(args),
@@ -379,6 +405,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 public_url: args.public_url,
                 max_skill_bytes: args.max_skill_bytes,
                 require_signatures: args.require_signatures,
+                audit_refuse: args.audit_refuse.0,
                 keys_from: args.keys_from,
             };
             let report = build(&args.from, &args.out, &options)?;
@@ -421,6 +448,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             public_url: Some(public_url.clone()),
             max_skill_bytes: args.max_skill_bytes,
             require_signatures: args.require_signatures,
+            audit_refuse: args.audit_refuse.0,
             auth_required: args.auth_required,
             timestamp_lifetime: args.lifetime.metadata_lifetime,
             read_only: args.read_only || folder.is_mirror(),

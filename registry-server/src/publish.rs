@@ -11,6 +11,7 @@
 
 use jiff::Timestamp;
 use skillpkg_index::archive::{self, Limits, UnpackError};
+use skillpkg_index::audit::{self, AuditOptions, Finding};
 use skillpkg_index::checksum::Checksum;
 use skillpkg_index::registry::{FORMAT_VERSION, IndexDependency, IndexRecord, whole_seconds};
 use skillpkg_index::signing::{
@@ -56,6 +57,9 @@ pub struct Policy {
     pub max_skill_bytes: u64,
     /// Whether unsigned uploads are refused.
     pub require_signatures: bool,
+    /// The audit severity at which an upload is refused; `None` records
+    /// the audit's verdict and refuses nothing.
+    pub audit_refuse: Option<audit::Severity>,
 }
 
 /// Why an archive cannot be published.
@@ -113,6 +117,35 @@ pub enum PublishError {
     },
     #[error("cannot create a temporary folder to check the archive")]
     Io(#[source] std::io::Error),
+    #[error(
+        "{subject} was refused by the registry's audit, which refuses {threshold} findings: {}; fix them, or publish to a registry that accepts them (docs/security.md lists the rules)",
+        summarise_findings(.findings)
+    )]
+    Audit {
+        subject: String,
+        threshold: audit::Severity,
+        findings: Vec<Finding>,
+    },
+    #[error("cannot audit the unpacked archive")]
+    AuditFailed(#[source] audit::AuditError),
+}
+
+/// The findings a refused upload is told about, one clause each.
+fn summarise_findings(findings: &[Finding]) -> String {
+    findings
+        .iter()
+        .map(|finding| {
+            let place = match (finding.line, finding.column) {
+                (Some(line), Some(column)) => format!("{}:{line}:{column}", finding.file),
+                _ => finding.file.clone(),
+            };
+            format!(
+                "{place}: {} [{} {}]",
+                finding.message, finding.severity, finding.rule
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 fn summarise(diagnostics: &[Diagnostic]) -> String {
@@ -202,6 +235,23 @@ pub fn verify_archive(
             found: declared.to_string(),
         });
     }
+    // The same audit as `skillpkg audit` and the client's at install: the
+    // verdict is recorded in the index line, covered by signed metadata.
+    let audited = audit::audit_folder(&target, &AuditOptions::default())
+        .map_err(PublishError::AuditFailed)?;
+    if let Some(threshold) = policy.audit_refuse
+        && audited.verdict().reaches(threshold)
+    {
+        return Err(PublishError::Audit {
+            subject: format!("{name}@{version}"),
+            threshold,
+            findings: audited
+                .findings
+                .into_iter()
+                .filter(|finding| finding.severity >= threshold)
+                .collect(),
+        });
+    }
     Ok(IndexRecord {
         v: FORMAT_VERSION,
         name: name.clone(),
@@ -223,6 +273,7 @@ pub fn verify_archive(
         yanked_reason: None,
         signer,
         published: whole_seconds(published),
+        audit: Some(audited.summary()),
     })
 }
 

@@ -40,6 +40,8 @@ pub struct Options {
     /// Whether unsigned publishes are refused (`require-signatures` in
     /// `config.json`).
     pub require_signatures: bool,
+    /// The audit severity at which a publish is refused (`None`: never).
+    pub audit_refuse: Option<skillpkg_index::audit::Severity>,
     /// Whether reading the tree needs a token (`auth-required` in
     /// `config.json`): a private registry.
     pub auth_required: bool,
@@ -58,6 +60,7 @@ impl Default for Options {
             public_url: None,
             max_skill_bytes: DEFAULT_MAX_BYTES,
             require_signatures: false,
+            audit_refuse: Some(skillpkg_index::audit::Severity::High),
             auth_required: false,
             timestamp_lifetime: DEFAULT_TIMESTAMP_LIFETIME,
             read_only: false,
@@ -90,6 +93,9 @@ pub enum RegistryError {
     Forbidden(String),
     #[error("{0}")]
     TooLarge(String),
+    /// The registry's audit refused the upload.
+    #[error("{0}")]
+    AuditRefused(String),
     #[error("`{user}` does not own `{name}`; ask an owner ({owners}) to add you")]
     NotOwner {
         user: String,
@@ -134,6 +140,7 @@ impl From<PublishError> for RegistryError {
                 let hint = add_key_hint(name);
                 Self::Forbidden(format!("{error}; {hint}"))
             }
+            PublishError::Audit { .. } => Self::AuditRefused(error.to_string()),
             PublishError::NoKey { .. } => Self::BadRequest(format!(
                 "{error}: send the publisher's public key in the `key` part (`skillpkg publish` does); the first signed publish registers it"
             )),
@@ -334,6 +341,7 @@ impl Registry {
         let policy = Policy {
             max_skill_bytes: self.options.max_skill_bytes,
             require_signatures: self.options.require_signatures,
+            audit_refuse: self.options.audit_refuse,
         };
         let record = verify_archive(&upload, signer_keys, &policy, jiff::Timestamp::now())?;
         let signer: Option<&PublicKey> = record.signer.as_ref().map(|id| {

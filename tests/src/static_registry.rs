@@ -127,6 +127,7 @@ impl Registry {
             yanked_reason: None,
             signer: Some(self.key.id().to_string()),
             published,
+            audit: None,
         });
         self.tree.write_index(&name, records).unwrap();
         let keys = KeysFile {

@@ -51,18 +51,18 @@ const FETCH: &str =
 /// document depends on the host (see [`download_severity`]).
 static DOWNLOAD_EXEC: LazyLock<Vec<Regex>> = LazyLock::new(|| {
     [
-        format!(r"(?i)(?-u:\b){FETCH}(?-u:\b)[^|\n]*\|\s*(?:sudo\s+(?:-\S+\s+)*)?(?:env\s+(?:\S+=\S+\s+)*)?(?:ba|z|k|da|fi|c|tc)?sh(?-u:\b)"),
-        format!(r"(?i)(?-u:\b){FETCH}(?-u:\b)[^|\n]*\|\s*(?:sudo\s+)?(?:python[0-9.]*|perl|ruby|node|php|iex|invoke-expression|pwsh|powershell)(?-u:\b)"),
+        format!(r"(?i)(?-u:\b){FETCH}(?-u:\b)[^|\n]*?\|\s*(?:sudo\s+(?:-\S+\s+)*)?(?:env\s+(?:\S+=\S+\s+)*)?(?:ba|z|k|da|fi|c|tc)?sh(?-u:\b)"),
+        format!(r"(?i)(?-u:\b){FETCH}(?-u:\b)[^|\n]*?\|\s*(?:sudo\s+)?(?:python[0-9.]*|perl|ruby|node|php|iex|invoke-expression|pwsh|powershell)(?-u:\b)"),
         r#"(?i)(?-u:\b)(?:ba|z|k)?sh\s+(?:-c\s+)?["']?\$\(\s*(?:curl|wget)(?-u:\b)"#.to_owned(),
         r"(?i)(?-u:\b)(?:(?:ba|z|k)?sh|source|\.)\s+<\(\s*(?:curl|wget)(?-u:\b)".to_owned(),
         r#"(?i)(?-u:\b)eval\s+["']?\$\(\s*(?:curl|wget)(?-u:\b)"#.to_owned(),
         r#"(?i)(?-u:\b)(?:python[0-9.]*|perl|ruby|node)\s+-[ce]\s+["']?\$\(\s*(?:curl|wget)(?-u:\b)"#.to_owned(),
-        r"(?i)(?-u:\b)(?:iex|invoke-expression)(?-u:\b)[^\n]*(?-u:\b)(?:downloadstring|downloadfile|iwr|irm|invoke-webrequest|invoke-restmethod|net\.webclient)(?-u:\b)".to_owned(),
+        r"(?i)(?-u:\b)(?:iex|invoke-expression)(?-u:\b)[^\n]*?(?-u:\b)(?:downloadstring|downloadfile|iwr|irm|invoke-webrequest|invoke-restmethod|net\.webclient)(?-u:\b)".to_owned(),
         r"(?i)(?-u:\b)(?:exec|eval)\s*\(\s*(?:requests\.get|urllib\.request\.urlopen|urlopen|httpx\.get|urllib2\.urlopen)(?-u:\b)".to_owned(),
-        r"(?i)(?-u:\b)(?:eval|new\s+Function)\s*\([^\n]*(?-u:\b)fetch\s*\(".to_owned(),
-        r"(?i)(?-u:\b)(?:curl|wget)(?-u:\b)[^\n]*(?:&&|;)\s*(?:sudo\s+)?chmod\s+(?:[ugoa]*\+x|[0-7]?[0-7][1357][0-7]*)(?-u:\b)[^\n]*(?:&&|;)\s*\S".to_owned(),
-        r"(?i)(?-u:\b)(?:mshta|msiexec\s+/i|regsvr32(?-u:\b)[^\n]*/i:)\s*https?://".to_owned(),
-        r"(?i)(?-u:\b)certutil(?:\.exe)?(?-u:\b)[^\n]*-urlcache(?-u:\b)".to_owned(),
+        r"(?i)(?-u:\b)(?:eval|new\s+Function)\s*\([^\n]*?(?-u:\b)fetch\s*\(".to_owned(),
+        r"(?i)(?-u:\b)(?:curl|wget)(?-u:\b)[^\n]*?(?:&&|;)\s*(?:sudo\s+)?chmod\s+(?:[ugoa]*\+x|[0-7]?[0-7][1357][0-7]*)(?-u:\b)[^\n]*?(?:&&|;)\s*\S".to_owned(),
+        r"(?i)(?-u:\b)(?:mshta|msiexec\s+/i|regsvr32(?-u:\b)[^\n]*?/i:)\s*https?://".to_owned(),
+        r"(?i)(?-u:\b)certutil(?:\.exe)?(?-u:\b)[^\n]*?-urlcache(?-u:\b)".to_owned(),
     ]
     .iter()
     .map(|pattern| Regex::new(pattern).expect("valid download pattern"))
@@ -74,7 +74,7 @@ static PATTERNS: &[Pattern] = &[
     pattern(
         Rule::DecodeExec,
         "decodes base64 into a shell",
-        r"(?i)(?-u:\b)base64\s+(?:-d|--decode|-D)(?-u:\b)[^\n]*\|\s*(?:sudo\s+)?(?:(?:ba|z|k|da)?sh|python[0-9.]*|perl|ruby|node)(?-u:\b)",
+        r"(?i)(?-u:\b)base64\s+(?:-d|--decode|-D)(?-u:\b)[^\n]*?\|\s*(?:sudo\s+)?(?:(?:ba|z|k|da)?sh|python[0-9.]*|perl|ruby|node)(?-u:\b)",
         High,
         Some(High),
     ),
@@ -95,21 +95,21 @@ static PATTERNS: &[Pattern] = &[
     pattern(
         Rule::DecodeExec,
         "runs an encoded PowerShell command",
-        r"(?i)(?-u:\b)(?:powershell|pwsh)(?:\.exe)?(?-u:\b)[^\n]*\s-(?:e|ec|en|enc|enco|encodedcommand)\s+[A-Za-z0-9+/=]{20,}",
+        r"(?i)(?-u:\b)(?:powershell|pwsh)(?:\.exe)?(?-u:\b)[^\n]*?\s-(?:e|ec|en|enc|enco|encodedcommand)\s+[A-Za-z0-9+/=]{20,}",
         High,
         Some(High),
     ),
     pattern(
         Rule::DecodeExec,
         "runs decoded data in PowerShell",
-        r"(?i)(?:frombase64string[^\n]*\|\s*(?:iex|invoke-expression)(?-u:\b)|(?-u:\b)(?:iex|invoke-expression)(?-u:\b)[^\n]*frombase64string)",
+        r"(?i)(?:frombase64string[^\n]*?\|\s*(?:iex|invoke-expression)(?-u:\b)|(?-u:\b)(?:iex|invoke-expression)(?-u:\b)[^\n]*?frombase64string)",
         High,
         Some(High),
     ),
     pattern(
         Rule::DecodeExec,
         "evaluates decoded text in a shell",
-        r#"(?i)(?-u:\b)eval\s+["']?\$\(\s*(?:echo|printf)(?-u:\b)[^)\n]*\|\s*(?:base64|xxd|openssl\s+(?:enc|base64))(?-u:\b)"#,
+        r#"(?i)(?-u:\b)eval\s+["']?\$\(\s*(?:echo|printf)(?-u:\b)[^)\n]*?\|\s*(?:base64|xxd|openssl\s+(?:enc|base64))(?-u:\b)"#,
         High,
         Some(High),
     ),
@@ -131,28 +131,28 @@ static PATTERNS: &[Pattern] = &[
     pattern(
         Rule::ReverseShell,
         "hands a shell to ncat",
-        r"(?i)(?-u:\b)ncat(?-u:\b)[^\n]*--(?:exec|sh-exec|lua-exec)(?-u:\b)",
+        r"(?i)(?-u:\b)ncat(?-u:\b)[^\n]*?--(?:exec|sh-exec|lua-exec)(?-u:\b)",
         High,
         Some(Medium),
     ),
     pattern(
         Rule::ReverseShell,
         "connects a shell with socat",
-        r"(?i)(?-u:\b)socat(?-u:\b)[^\n]*(?-u:\b)(?:exec|system):",
+        r"(?i)(?-u:\b)socat(?-u:\b)[^\n]*?(?-u:\b)(?:exec|system):",
         High,
         Some(Medium),
     ),
     pattern(
         Rule::ReverseShell,
         "pipes a shell through a FIFO to netcat",
-        r"(?i)(?-u:\b)mkfifo(?-u:\b)[^\n]*(?-u:\b)n(?:c|cat)(?-u:\b)",
+        r"(?i)(?-u:\b)mkfifo(?-u:\b)[^\n]*?(?-u:\b)n(?:c|cat)(?-u:\b)",
         High,
         Some(Medium),
     ),
     pattern(
         Rule::ReverseShell,
         "connects a socket to a shell",
-        r"(?i)(?:os\.dup2\(\s*\w+\.fileno\(\)|pty\.spawn\(\s*[\x22\x27]/bin/(?:ba)?sh|Net\.Sockets\.TCPClient\(|net\.connect\([^\n]*(?-u:\b)spawn\(\s*[\x22\x27]/bin/(?:ba)?sh)",
+        r"(?i)(?:os\.dup2\(\s*\w+\.fileno\(\)|pty\.spawn\(\s*[\x22\x27]/bin/(?:ba)?sh|Net\.Sockets\.TCPClient\(|net\.connect\([^\n]*?(?-u:\b)spawn\(\s*[\x22\x27]/bin/(?:ba)?sh)",
         High,
         None,
     ),
@@ -217,7 +217,7 @@ static PATTERNS: &[Pattern] = &[
     pattern(
         Rule::Persistence,
         "writes a shell start-up file",
-        r#"(?i)(?:>>?|(?-u:\b)tee\s+(?:-a\s+)?)\s*[\x22\x27]?(?:~|\$HOME|\$\{HOME\})?/?[\w./-]*\.(?:bashrc|bash_profile|bash_login|zshrc|zprofile|zshenv|profile|config/fish/config\.fish)(?-u:\b)|(?-u:\b)(?:open|appendFile|appendFileSync|writeFile|writeFileSync)\s*\([^\n]*\.(?:bashrc|bash_profile|zshrc|zprofile|zshenv|profile)(?-u:\b)"#,
+        r#"(?i)(?:>>?|(?-u:\b)tee\s+(?:-a\s+)?)\s*[\x22\x27]?(?:~|\$HOME|\$\{HOME\})?/?[\w./-]*\.(?:bashrc|bash_profile|bash_login|zshrc|zprofile|zshenv|profile|config/fish/config\.fish)(?-u:\b)|(?-u:\b)(?:open|appendFile|appendFileSync|writeFile|writeFileSync)\s*\([^\n]*?\.(?:bashrc|bash_profile|zshrc|zprofile|zshenv|profile)(?-u:\b)"#,
         High,
         Some(Medium),
     ),
@@ -245,7 +245,7 @@ static PATTERNS: &[Pattern] = &[
     pattern(
         Rule::Persistence,
         "adds an SSH key to authorized_keys",
-        r#"(?i)(?:>>?|(?-u:\b)tee\s+(?:-a\s+)?)\s*[^\n]*authorized_keys(?-u:\b)|authorized_keys[\x22\x27][^\n]*[\x22\x27]a\+?[\x22\x27]"#,
+        r#"(?i)(?:>>?|(?-u:\b)tee\s+(?:-a\s+)?)\s*[^\n]*?authorized_keys(?-u:\b)|authorized_keys[\x22\x27][^\n]*?[\x22\x27]a\+?[\x22\x27]"#,
         High,
         Some(High),
     ),
@@ -259,7 +259,7 @@ static PATTERNS: &[Pattern] = &[
     pattern(
         Rule::Persistence,
         "changes git hooks outside the skill",
-        r"(?i)(?-u:\b)core\.hooksPath(?-u:\b)|(?:>|(?-u:\b)cp(?-u:\b)|(?-u:\b)mv(?-u:\b)|(?-u:\b)tee(?-u:\b)|(?-u:\b)install(?-u:\b))[^\n]*\.git/hooks/",
+        r"(?i)(?-u:\b)core\.hooksPath(?-u:\b)|(?:>|(?-u:\b)cp(?-u:\b)|(?-u:\b)mv(?-u:\b)|(?-u:\b)tee(?-u:\b)|(?-u:\b)install(?-u:\b))[^\n]*?\.git/hooks/",
         High,
         Some(Medium),
     ),
@@ -449,11 +449,16 @@ pub(crate) fn may_download_exec(text: &str) -> bool {
     ANY_DOWNLOAD_EXEC.is_match(text)
 }
 
+/// The longest match taken for a finding: a command is one line of a
+/// few hundred characters; two keywords 100 KB apart in a minified or
+/// random line are not one command.
+const MAX_SPAN: usize = 400;
+
 /// Returns where `line` downloads and executes, if it does.
 pub(crate) fn find_download_exec(line: &str) -> Option<(usize, usize)> {
     DOWNLOAD_EXEC
         .iter()
-        .find_map(|regex| regex.find(line))
+        .find_map(|regex| regex.find(line).filter(|found| found.len() <= MAX_SPAN))
         .map(|found| (found.start(), found.end()))
 }
 
@@ -504,7 +509,12 @@ pub(crate) fn scan(scan: &mut Scan<'_>) {
                     None => continue,
                 }
             };
-            let found = regexes[index].find(line).expect("the set matched");
+            let Some(found) = regexes[index]
+                .find(line)
+                .filter(|found| found.len() <= MAX_SPAN)
+            else {
+                continue;
+            };
             scan.report(
                 pattern.rule,
                 severity,

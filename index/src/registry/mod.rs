@@ -111,6 +111,11 @@ pub struct IndexRecord {
     pub signer: Option<String>,
     #[serde(with = "rfc3339_seconds")]
     pub published: Timestamp,
+    /// What the registry's audit found at publish: the verdict and the
+    /// ids of the rules (docs/security.md). Absent from lines written
+    /// before audits, and from registries that do not audit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audit: Option<crate::audit::Summary>,
 }
 
 /// RFC 3339 in UTC with whole seconds: `2026-11-22T10:00:00Z`.
@@ -469,6 +474,7 @@ mod tests {
             yanked_reason: yanked.then(|| "broken".to_owned()),
             signer: None,
             published: "2026-11-22T10:00:00Z".parse().unwrap(),
+            audit: None,
         }
     }
 

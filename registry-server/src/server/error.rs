@@ -227,6 +227,7 @@ impl From<RegistryError> for ApiError {
         let (status, reason) = match &error {
             RegistryError::BadRequest(_) => (StatusCode::BAD_REQUEST, "bad-request"),
             RegistryError::TooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "too-large"),
+            RegistryError::AuditRefused(_) => (StatusCode::UNPROCESSABLE_ENTITY, "audit-refused"),
             RegistryError::NotOwner { .. } => (StatusCode::FORBIDDEN, "not-owner"),
             RegistryError::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
             RegistryError::NotFound(_) => (StatusCode::NOT_FOUND, "not-found"),

@@ -105,6 +105,7 @@ fn static_registry(
             yanked_reason: skill.yanked_reason.map(Into::into),
             signer: (skill.name == "pdf").then(|| "E53D620918B4F81F".to_owned()),
             published,
+            audit: None,
         });
     }
     for name in records

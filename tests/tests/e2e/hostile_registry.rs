@@ -97,6 +97,7 @@ fn registry_serving_with(
         yanked_reason: yanked_reason.map(Into::into),
         signer: None,
         published,
+        audit: None,
     };
     tree.write_index(&name, &[record]).unwrap();
     tree.write_aggregates(&tree.read_all().unwrap(), &config, None)

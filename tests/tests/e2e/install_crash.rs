@@ -70,6 +70,7 @@ fn registry(sandbox: &TestContext) -> String {
             yanked_reason: None,
             signer: Some(key.id().to_string()),
             published,
+            audit: None,
         };
         tree.write_index(&packed.name, &[record]).unwrap();
         let keys = KeysFile {

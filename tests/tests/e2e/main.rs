@@ -10,6 +10,7 @@
 
 mod agents;
 mod audit;
+mod audit_doors;
 mod client_server;
 mod client_static;
 mod disk_full;

@@ -493,6 +493,7 @@ fn an_unsigned_version_from_a_registry_that_requires_signatures_is_refused() {
         yanked_reason: None,
         signer: None,
         published,
+        audit: None,
     };
     tree.write_index(&packed.name, &[record]).unwrap();
     tree.write_config(&RegistryConfig {

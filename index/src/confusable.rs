@@ -80,9 +80,18 @@ mod tests {
     #[test]
     fn letters_that_look_alike_meet_in_the_skeleton() {
         // The pairs a `[a-z0-9-]` name can play on.
-        assert_eq!(likeness("rnodern-css", "modern-css"), Some(Likeness::LooksAlike));
-        assert_eq!(likeness("ski11-lint", "skill-lint"), Some(Likeness::LooksAlike));
-        assert_eq!(likeness("g00gle-docs", "google-docs"), Some(Likeness::LooksAlike));
+        assert_eq!(
+            likeness("rnodern-css", "modern-css"),
+            Some(Likeness::LooksAlike)
+        );
+        assert_eq!(
+            likeness("ski11-lint", "skill-lint"),
+            Some(Likeness::LooksAlike)
+        );
+        assert_eq!(
+            likeness("g00gle-docs", "google-docs"),
+            Some(Likeness::LooksAlike)
+        );
         assert_eq!(likeness("1ogs", "logs"), Some(Likeness::LooksAlike));
         assert_eq!(skeleton("m"), skeleton("rn"));
         assert_eq!(skeleton("0"), skeleton("o"));
@@ -101,10 +110,22 @@ mod tests {
 
     #[test]
     fn one_typing_slip_is_one_edit_and_two_are_not() {
-        assert_eq!(likeness("pdf-procesing", "pdf-processing"), Some(Likeness::OneEdit));
-        assert_eq!(likeness("pdf-prcoessing", "pdf-processing"), Some(Likeness::OneEdit));
-        assert_eq!(likeness("pdf-processings", "pdf-processing"), Some(Likeness::OneEdit));
-        assert_eq!(likeness("pdf-processimg", "pdf-processing"), Some(Likeness::OneEdit));
+        assert_eq!(
+            likeness("pdf-procesing", "pdf-processing"),
+            Some(Likeness::OneEdit)
+        );
+        assert_eq!(
+            likeness("pdf-prcoessing", "pdf-processing"),
+            Some(Likeness::OneEdit)
+        );
+        assert_eq!(
+            likeness("pdf-processings", "pdf-processing"),
+            Some(Likeness::OneEdit)
+        );
+        assert_eq!(
+            likeness("pdf-processimg", "pdf-processing"),
+            Some(Likeness::OneEdit)
+        );
         assert_eq!(likeness("pdf-prcesing", "pdf-processing"), None);
         assert!(!one_edit("pdf", "pdf-x"));
     }

@@ -403,12 +403,21 @@ mod tests {
 
     #[test]
     fn a_look_alike_is_refused_whatever_the_popularity_and_a_typo_only_of_a_popular_name() {
-        let existing = names(&[("modern-css", 0), ("pdf-processing", 100), ("csv-tools", 99)]);
+        let existing = names(&[
+            ("modern-css", 0),
+            ("pdf-processing", 100),
+            ("csv-tools", 99),
+        ]);
         let error = check("rnodern-css", &existing, &[]).unwrap_err();
-        assert!(error.starts_with("`rnodern-css` looks like `modern-css`"), "{error}");
+        assert!(
+            error.starts_with("`rnodern-css` looks like `modern-css`"),
+            "{error}"
+        );
         let error = check("pdf-procesing", &existing, &[]).unwrap_err();
         assert!(
-            error.starts_with("`pdf-procesing` is one edit from `pdf-processing`, a skill downloaded 100 times"),
+            error.starts_with(
+                "`pdf-procesing` is one edit from `pdf-processing`, a skill downloaded 100 times"
+            ),
             "{error}"
         );
         assert!(error.contains("Choose another name"), "{error}");
@@ -420,8 +429,14 @@ mod tests {
     #[test]
     fn the_owner_of_the_existing_name_is_exempt() {
         let existing = names(&[("pdf-processing", 1000)]);
-        assert_eq!(check("pdf-processing2", &existing, &["pdf-processing"]), Ok(()));
-        assert_eq!(check("pdfprocessing", &existing, &["pdf-processing"]), Ok(()));
+        assert_eq!(
+            check("pdf-processing2", &existing, &["pdf-processing"]),
+            Ok(())
+        );
+        assert_eq!(
+            check("pdfprocessing", &existing, &["pdf-processing"]),
+            Ok(())
+        );
         assert!(check("pdfprocessing", &existing, &["other"]).is_err());
     }
 }

@@ -23,10 +23,10 @@ use skillpkg_index::registry::{
 use skillpkg_index::signing::PublicKey;
 use skillpkg_index::skill::SkillName;
 
+use crate::downloads::{Downloads, DownloadsError};
 use crate::keys::{self, KeyChangeError};
 use crate::layout::DataFolder;
 use crate::metadata::{DEFAULT_TIMESTAMP_LIFETIME, KeysError, Signer};
-use crate::downloads::{Downloads, DownloadsError};
 use crate::publish::{
     ConfusableName, Policy, PublishError, SignerKeys, Upload, check_new_name, verify_archive,
 };
@@ -280,7 +280,14 @@ impl Registry {
             &self.downloads.counts(),
         )?;
         drop(records);
-        self.flush_downloads()?;
+        // The change is made: counts that cannot be written now are
+        // written by the next flush, and must not fail it.
+        if let Err(error) = self.flush_downloads() {
+            tracing::error!(
+                error = error_chain(&error),
+                "cannot write the download counts"
+            );
+        }
         self.sign_metadata()?;
         Ok(())
     }

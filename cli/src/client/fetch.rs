@@ -21,10 +21,8 @@
 use semver::Version;
 use skillpkg_index::archive::{self, Limits, UnpackError, UnpackedSkill};
 use skillpkg_index::checksum::Checksum;
-use skillpkg_index::registry::{
-    IndexRecord, KeysFile, keys_path, provenance_path, signature_path,
-};
-use skillpkg_index::signing::{PublicKey, Provenance, verify_provenance, verify_skill};
+use skillpkg_index::registry::{IndexRecord, KeysFile, keys_path, provenance_path, signature_path};
+use skillpkg_index::signing::{Provenance, PublicKey, verify_provenance, verify_skill};
 use skillpkg_index::skill::SkillName;
 
 use super::cache::{Cache, SignatureRecord};
@@ -325,11 +323,13 @@ pub async fn check_provenance(
         Err(_) => return Ok(Some(Err("the registry's key file is not valid".to_owned()))),
     };
     if keys.is_empty() {
-        return Ok(Some(Err("the registry serves no publisher keys".to_owned())));
+        return Ok(Some(
+            Err("the registry serves no publisher keys".to_owned()),
+        ));
     }
     let Some(key) = keys.into_iter().find(|key| &key.id().to_string() == signer) else {
         return Ok(Some(Err(
-            "the signer's key is not among the registry's keys".to_owned()
+            "the signer's key is not among the registry's keys".to_owned(),
         )));
     };
     Ok(Some(

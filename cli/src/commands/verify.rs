@@ -15,8 +15,8 @@ use skillpkg_index::signing::{
 use skillpkg_index::skill::SkillName;
 
 use crate::args::VerifyArgs;
-use crate::client::fetch::{check_signature, registry_keys};
 pub use crate::client::fetch::registry_provenance;
+use crate::client::fetch::{check_signature, registry_keys};
 use crate::client::registries::{Access, Registries, RegistrySpec};
 use crate::client::registry;
 use crate::client::{Expected, Source, fetch_verified};

@@ -46,8 +46,8 @@ use super::policy::{
 };
 use super::resolve;
 use super::targets::{InstalledSkill, Target};
-use crate::client::registries::{OpenRegistries, Registries, RegistrySpec};
 use crate::client::fetch::check_provenance;
+use crate::client::registries::{OpenRegistries, Registries, RegistrySpec};
 use crate::client::{Cache, Expected, Source, VerifiedArchive, fetch_verified};
 use crate::error::UserError;
 
@@ -324,25 +324,22 @@ pub async fn install(
                 };
                 kept && !refused.iter().any(|(entry, _)| &entry.name == name)
             };
-            let mut facts = policy::facts_from_lock(old_lock.as_ref());
-            let resolved = resolve_with_policy(
+            let resolution = resolve_with_policy(
                 &mut opened,
                 manifest,
                 &fetched,
                 old_lock.as_ref(),
                 &keep,
                 now,
-                &mut facts,
             )
             .await?;
             new_lock(
-                &resolved,
+                &resolution,
                 &fetched.registries,
                 manifest,
                 registries,
                 old_lock.as_ref(),
                 options,
-                &facts,
                 &mut report,
             )?
         }
@@ -823,20 +820,21 @@ fn check_distinct_versions(
 /// Turns resolved records into the new lockfile, enforcing the signer pins
 /// and the unsigned policy.
 fn new_lock(
-    resolved: &[IndexRecord],
+    resolution: &Resolution,
     origins: &BTreeMap<SkillName, String>,
     manifest: &Manifest,
     registries: &Registries,
     old: Option<&Lockfile>,
     options: &Options,
-    facts: &ProvenanceFacts,
     report: &mut Report,
 ) -> anyhow::Result<Lockfile> {
+    let facts = &resolution.provenance;
     let mut skills = Vec::new();
-    for record in resolved {
+    for record in &resolution.records {
         let label = format!("{}@{}", record.name, record.vers);
         let old_entry = old.and_then(|lock| lock.get(&record.name));
-        let provenance_of = |version: &semver::Version| facts.get(&(record.name.clone(), version.clone()));
+        let provenance_of =
+            |version: &semver::Version| facts.get(&(record.name.clone(), version.clone()));
         if manifest.policy.trust == Trust::NoDowngrade
             && let Some(entry) = old_entry
             && let Some(lost) = check_downgrade(
@@ -846,13 +844,13 @@ fn new_lock(
                 provenance_of(&record.vers),
             )
         {
-            return Err(resolve::Unmet::Downgrade {
+            return Err(resolve::Unmet::Downgrade(Box::new(resolve::Downgrade {
                 name: record.name.clone(),
                 registry: origins[&record.name].clone(),
                 locked: entry.version.clone(),
                 version: record.vers.clone(),
                 lost,
-            }
+            }))
             .into());
         }
         // Recorded when the policy needs it, else kept from the lock for
@@ -971,6 +969,13 @@ fn lock_refusals(
         .collect()
 }
 
+/// The versions resolution chose, and what it learned of provenance.
+#[derive(Debug)]
+struct Resolution {
+    records: Vec<IndexRecord>,
+    provenance: ProvenanceFacts,
+}
+
 /// Resolves under the policy. Which versions have provenance is looked up
 /// only as resolution needs it: a version not looked up yet may be chosen,
 /// then each chosen one is looked up (and, under `no-downgrade`, the
@@ -984,8 +989,8 @@ async fn resolve_with_policy(
     lock: Option<&Lockfile>,
     keep: &dyn Fn(&SkillName) -> bool,
     now: jiff::Timestamp,
-    facts: &mut ProvenanceFacts,
-) -> anyhow::Result<Vec<IndexRecord>> {
+) -> anyhow::Result<Resolution> {
+    let mut facts = policy::facts_from_lock(lock);
     let registries = opened.registries();
     let allowed = |name: &SkillName| allowed_signers(registries, &fetched.registries, name);
     loop {
@@ -994,19 +999,21 @@ async fn resolve_with_policy(
             now,
             lock,
             allowed_signers: &allowed,
-            provenance: facts,
+            provenance: &facts,
         };
         let skip = |record: &IndexRecord| judge.judge(record);
         check_requirements(opened, manifest, fetched, lock, keep, &skip).await?;
         let resolved = resolve::resolve(manifest, &fetched.records, lock, keep, &skip)?;
         if !manifest.policy.needs_provenance() {
-            return Ok(resolved);
+            return Ok(Resolution {
+                records: resolved,
+                provenance: facts,
+            });
         }
-        let known = |record: &IndexRecord| facts.contains_key(&(record.name.clone(), record.vers.clone()));
-        let mut unknown: Vec<&IndexRecord> = resolved
-            .iter()
-            .filter(|record| !known(record))
-            .collect();
+        let known =
+            |record: &IndexRecord| facts.contains_key(&(record.name.clone(), record.vers.clone()));
+        let mut unknown: Vec<&IndexRecord> =
+            resolved.iter().filter(|record| !known(record)).collect();
         if manifest.policy.trust == Trust::NoDowngrade {
             for record in &resolved {
                 let replaced = lock
@@ -1021,7 +1028,10 @@ async fn resolve_with_policy(
             }
         }
         if unknown.is_empty() {
-            return Ok(resolved);
+            return Ok(Resolution {
+                records: resolved,
+                provenance: facts,
+            });
         }
         let mut learned = Vec::new();
         for record in unknown {
@@ -1032,7 +1042,10 @@ async fn resolve_with_policy(
                 ProvenanceFact::Missing
             } else {
                 match check_provenance(registry, record).await.with_context(|| {
-                    format!("cannot read the provenance of {}@{}", record.name, record.vers)
+                    format!(
+                        "cannot read the provenance of {}@{}",
+                        record.name, record.vers
+                    )
                 })? {
                     None => ProvenanceFact::Missing,
                     Some(Ok(_)) => ProvenanceFact::Verified,

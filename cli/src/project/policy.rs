@@ -323,6 +323,10 @@ pub fn describe_duration(duration: SignedDuration) -> String {
     }
 }
 
+/// Returns the registry a name comes from and its `allowed-signers`, when
+/// it has some.
+pub type AllowedSigners<'a, 's> = dyn Fn(&SkillName) -> Option<(&'s str, &'s [KeyId])> + 'a;
+
 /// Applies the passing rules to versions.
 pub struct Judge<'a, 's> {
     pub policy: &'a Policy,
@@ -332,7 +336,7 @@ pub struct Judge<'a, 's> {
     /// `minimum-release-age`.
     pub lock: Option<&'a Lockfile>,
     /// The registry each name comes from, and its `allowed-signers`.
-    pub allowed_signers: &'a dyn Fn(&SkillName) -> Option<(&'s str, &'s [KeyId])>,
+    pub allowed_signers: &'a AllowedSigners<'a, 's>,
     /// What is known of provenance; a version not in it passes
     /// `require-provenance` until it is looked up.
     pub provenance: &'a ProvenanceFacts,
@@ -434,7 +438,7 @@ fn too_young(published: Timestamp, age: SignedDuration, minimum: &ReleaseAge) ->
     };
     let of_age = published
         .checked_add(minimum.duration)
-        .map_or_else(|_| "never".to_owned(), |time| rfc3339(time));
+        .map_or_else(|_| "never".to_owned(), rfc3339);
     Skipped::TooYoung {
         published: rfc3339(published),
         age,
@@ -493,9 +497,14 @@ pub fn lookalike_warning(name: &SkillName, index: &[SearchEntry]) -> Option<Stri
         .iter()
         .filter(|entry| entry.downloads > own)
         .filter_map(|entry| {
-            confusable::likeness(name.as_str(), entry.name.as_str()).map(|likeness| (entry, likeness))
+            confusable::likeness(name.as_str(), entry.name.as_str())
+                .map(|likeness| (entry, likeness))
         })
-        .max_by(|a, b| a.0.downloads.cmp(&b.0.downloads).then(b.0.name.cmp(&a.0.name)))?;
+        .max_by(|a, b| {
+            a.0.downloads
+                .cmp(&b.0.downloads)
+                .then(b.0.name.cmp(&a.0.name))
+        })?;
     Some(format!(
         "`{name}` {} `{}`, which has {} downloads to its {own}: check that `{name}` is the skill you meant",
         likeness.phrase(),
@@ -546,8 +555,13 @@ mod tests {
         assert!(read.require_signature && read.require_provenance);
         assert_eq!(policy("").unwrap(), Policy::default());
 
-        let error = policy("require-signatures = true\n").unwrap_err().to_string();
-        assert!(error.contains("unknown key `require-signatures`"), "{error}");
+        let error = policy("require-signatures = true\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("unknown key `require-signatures`"),
+            "{error}"
+        );
         let error = policy("trust = \"paranoid\"\n").unwrap_err().to_string();
         assert!(error.contains("\"no-downgrade\""), "{error}");
         let error = policy("minimum-release-age = 3\n").unwrap_err().to_string();
@@ -589,10 +603,19 @@ mod tests {
             "`pdf-procesing` is one edit from `pdf-processing`, which has 250 downloads to its 3: check that `pdf-procesing` is the skill you meant"
         );
         // The popular one is not warned about for its less popular neighbour.
-        assert_eq!(lookalike_warning(&"pdf-processing".parse().unwrap(), &index), None);
-        assert_eq!(lookalike_warning(&"csv-tools".parse().unwrap(), &index), None);
+        assert_eq!(
+            lookalike_warning(&"pdf-processing".parse().unwrap(), &index),
+            None
+        );
+        assert_eq!(
+            lookalike_warning(&"csv-tools".parse().unwrap(), &index),
+            None
+        );
         // A search index without counts (an older registry) warns of nothing.
         let uncounted = [entry("pdf-processing", 0), entry("pdf-procesing", 0)];
-        assert_eq!(lookalike_warning(&"pdf-procesing".parse().unwrap(), &uncounted), None);
+        assert_eq!(
+            lookalike_warning(&"pdf-procesing".parse().unwrap(), &uncounted),
+            None
+        );
     }
 }

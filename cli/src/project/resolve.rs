@@ -76,16 +76,22 @@ pub enum Unmet {
         /// first (never empty).
         passed_over: Vec<PassedOverVersion>,
     },
-    #[error("{}", describe_downgrade(name, locked, version, lost))]
-    Downgrade {
-        name: SkillName,
-        registry: String,
-        /// The version skills.lock has.
-        locked: semver::Version,
-        /// The version resolution chose.
-        version: semver::Version,
-        lost: Lost,
-    },
+    #[error("{0}")]
+    Downgrade(Box<Downgrade>),
+}
+
+/// A version that lost what the locked one had, under `trust =
+/// "no-downgrade"`.
+#[derive(Debug, thiserror::Error, serde::Serialize)]
+#[error("{}", describe_downgrade(name, locked, version, lost))]
+pub struct Downgrade {
+    pub name: SkillName,
+    pub registry: String,
+    /// The version skills.lock has.
+    pub locked: semver::Version,
+    /// The version resolution chose.
+    pub version: semver::Version,
+    pub lost: Lost,
 }
 
 /// A version the policy passes over, and why.
@@ -169,14 +175,17 @@ impl Unmet {
             Self::PassedOver {
                 name, passed_over, ..
             } => passed_over[0].skipped.hint(name, &passed_over[0].version),
-            Self::Downgrade {
-                name,
-                locked,
-                version,
-                ..
-            } => format!(
-                "keep {locked} (`skillpkg add {name}@={locked}`) and ask the publisher why {version} lost it; if you accept it, remove `trust = \"no-downgrade\"` from [policy] in skills.toml"
-            ),
+            Self::Downgrade(downgrade) => {
+                let Downgrade {
+                    name,
+                    locked,
+                    version,
+                    ..
+                } = downgrade.as_ref();
+                format!(
+                    "keep {locked} (`skillpkg add {name}@={locked}`) and ask the publisher why {version} lost it; if you accept it, remove `trust = \"no-downgrade\"` from [policy] in skills.toml"
+                )
+            }
         }
     }
 }
@@ -536,8 +545,7 @@ mod tests {
             record("pdf", "2.0.0", true, &[]),
             record("pdf", "1.0.0", false, &[]),
         ];
-        let error =
-            check_requirement(
+        let error = check_requirement(
             &pdf,
             &"^2".parse().unwrap(),
             "corp",
@@ -584,7 +592,7 @@ mod tests {
         policy: &'a crate::project::policy::Policy,
         lock: Option<&'a Lockfile>,
         facts: &'a crate::project::policy::ProvenanceFacts,
-        allowed: &'a dyn Fn(&SkillName) -> Option<(&'a str, &'a [skillpkg_index::signing::KeyId])>,
+        allowed: &'a crate::project::policy::AllowedSigners<'a, 'a>,
     ) -> crate::project::policy::Judge<'a, 'a> {
         crate::project::policy::Judge {
             policy,
@@ -672,8 +680,14 @@ mod tests {
         let corp = |_: &SkillName| Some(("corp", allowed.as_slice()));
         let none = |_: &SkillName| None;
         let facts = ProvenanceFacts::from([
-            ((name("pdf"), "1.0.0".parse().unwrap()), ProvenanceFact::Missing),
-            ((name("pdf"), "1.1.0".parse().unwrap()), ProvenanceFact::Verified),
+            (
+                (name("pdf"), "1.0.0".parse().unwrap()),
+                ProvenanceFact::Missing,
+            ),
+            (
+                (name("pdf"), "1.1.0".parse().unwrap()),
+                ProvenanceFact::Verified,
+            ),
         ]);
         let old = "2026-01-01T00:00:00Z";
         let unsigned = record_at("pdf", "1.0.0", None, old);
@@ -737,7 +751,12 @@ mod tests {
         );
         let signed = record_at("pdf", "1.1.0", Some("A448895874B90297"), old);
         assert_eq!(
-            check_downgrade(entry, &signed, Some(&verified), Some(&ProvenanceFact::Missing)),
+            check_downgrade(
+                entry,
+                &signed,
+                Some(&verified),
+                Some(&ProvenanceFact::Missing)
+            ),
             Some(Lost::Provenance)
         );
         assert_eq!(
@@ -747,13 +766,13 @@ mod tests {
         // The locked version itself, whatever is known of it now.
         let same = record_at("pdf", "1.0.0", None, old);
         assert_eq!(check_downgrade(entry, &same, Some(&verified), None), None);
-        let error = Unmet::Downgrade {
+        let error = Unmet::Downgrade(Box::new(Downgrade {
             name: name("pdf"),
             registry: "default".into(),
             locked: "1.0.0".parse().unwrap(),
             version: "1.1.0".parse().unwrap(),
             lost: Lost::Provenance,
-        };
+        }));
         assert_eq!(
             error.to_string(),
             "pdf 1.1.0 has no provenance that verifies, but the locked pdf 1.0.0 had provenance; the policy's trust = \"no-downgrade\" refuses the change"

@@ -76,7 +76,12 @@ impl World {
         git(&repo, &["init", "-q"]);
         git(
             &repo,
-            &["remote", "add", "origin", "https://example.com/acme/skills.git"],
+            &[
+                "remote",
+                "add",
+                "origin",
+                "https://example.com/acme/skills.git",
+            ],
         );
         git(&repo, &["add", "."]);
         git(&repo, &["commit", "-q", "-m", version]);
@@ -169,7 +174,11 @@ fn a_version_younger_than_the_minimum_release_age_is_passed_over_and_a_locked_on
     // test takes.
     let tree = world.aged_tree(&[
         ("pdf-processing", "1.2.0", 10 * DAY),
-        ("pdf-processing", "1.3.0", 5 * HOUR + Duration::from_secs(60)),
+        (
+            "pdf-processing",
+            "1.3.0",
+            5 * HOUR + Duration::from_secs(60),
+        ),
     ]);
     let manifest = format!(
         "[registry]\nurl = \"{}\"\n\n[install]\ntargets = [\"claude\"]\n\n[policy]\nminimum-release-age = \"3d\"\n\n[skills]\n",
@@ -180,7 +189,9 @@ fn a_version_younger_than_the_minimum_release_age_is_passed_over_and_a_locked_on
     let added = world.user(&["add", "pdf-processing"]);
     assert_eq!(added.code, 0, "{added:?}");
     assert!(
-        world.lock().contains("name = \"pdf-processing\"\nversion = \"1.2.0\""),
+        world
+            .lock()
+            .contains("name = \"pdf-processing\"\nversion = \"1.2.0\""),
         "{}",
         world.lock()
     );
@@ -200,7 +211,9 @@ fn a_version_younger_than_the_minimum_release_age_is_passed_over_and_a_locked_on
     );
     assert!(
         refused.stderr.contains("hint: wait until ")
-            && refused.stderr.contains(", when 1.3.0 is old enough, or require an older version"),
+            && refused
+                .stderr
+                .contains(", when 1.3.0 is old enough, or require an older version"),
         "{}",
         refused.stderr
     );
@@ -215,13 +228,20 @@ fn a_version_younger_than_the_minimum_release_age_is_passed_over_and_a_locked_on
     assert_eq!(world.files(), before, "a refusal changes nothing");
 
     // Locked before the policy, the young version stays: the lock chose it.
-    world.manifest(&manifest.replace("minimum-release-age = \"3d\"\n", ""));
+    world.manifest(&manifest.replace("[policy]\nminimum-release-age = \"3d\"\n\n", ""));
     let locked = world.user(&["add", "pdf-processing@^1.3"]);
     assert_eq!(locked.code, 0, "{locked:?}");
-    assert!(world.lock().contains("version = \"1.3.0\""), "{}", world.lock());
+    assert!(
+        world.lock().contains("version = \"1.3.0\""),
+        "{}",
+        world.lock()
+    );
     let with_policy = fs_err::read_to_string(world.project().join("skills.toml"))
         .unwrap()
-        .replace("[skills]", "[policy]\nminimum-release-age = \"3d\"\n\n[skills]");
+        .replace(
+            "[skills]",
+            "[policy]\nminimum-release-age = \"3d\"\n\n[skills]",
+        );
     world.manifest(&with_policy);
     let before = world.files();
     for args in [&["install"][..], &["update"]] {
@@ -260,7 +280,9 @@ fn no_downgrade_refuses_an_update_that_lost_the_provenance_of_the_locked_version
         refused.stderr
     );
     assert!(
-        refused.stderr.contains("hint: keep 1.0.0 (`skillpkg add pdf@=1.0.0`)"),
+        refused
+            .stderr
+            .contains("hint: keep 1.0.0 (`skillpkg add pdf@=1.0.0`)"),
         "{}",
         refused.stderr
     );
@@ -321,11 +343,11 @@ fn require_provenance_and_allowed_signers_pass_over_versions_and_name_why() {
     let before = world.files();
     let refused = world.user(&["add", "pdf"]);
     assert_eq!(refused.code, 1, "{refused:?}");
-    let said = world.sandbox.redact_ids(&refused.stderr);
+    let said = &refused.stderr;
     assert!(
         said.contains(
-            "error: no version of `pdf` in registry `corp` that matches `*` meets the policy of skills.toml: pdf 1.1.0 is signed by key [KEYID], which `allowed-signers` of registry `corp` does not list (0000000000000001)"
-        ),
+            "error: no version of `pdf` in registry `corp` that matches `*` meets the policy of skills.toml: pdf 1.1.0 is signed by key "
+        ) && said.contains(", which `allowed-signers` of registry `corp` does not list (0000000000000001)\n"),
         "{said}"
     );
     assert_eq!(world.files(), before, "a refusal changes nothing");
@@ -335,7 +357,9 @@ fn require_provenance_and_allowed_signers_pass_over_versions_and_name_why() {
 fn a_confusable_new_name_is_refused_at_publish_and_add_warns_of_a_popular_neighbour() {
     let world = World::new(&["--confusable-min-downloads", "3"]);
     let url = world.registry.url().to_owned();
-    world.registry.publish(&Skill::new("pdf-processing", "1.0.0"));
+    world
+        .registry
+        .publish(&Skill::new("pdf-processing", "1.0.0"));
     let mallory_token = create_token(world.registry.data(), "mallory");
     let mallory = |name: &str| {
         let dir = world.sandbox.path().join("mallory").join(name);
@@ -346,7 +370,10 @@ fn a_confusable_new_name_is_refused_at_publish_and_add_warns_of_a_popular_neighb
             .arg("publish")
             .arg(&dir)
             .args(["--no-sign", "--registry", &url, "--token", &mallory_token])
-            .env("SKILLPKG_CONFIG_DIR", world.sandbox.path().join("mallory-config")))
+            .env(
+                "SKILLPKG_CONFIG_DIR",
+                world.sandbox.path().join("mallory-config"),
+            ))
     };
 
     // Looks alike: refused whatever the downloads.
@@ -359,7 +386,11 @@ fn a_confusable_new_name_is_refused_at_publish_and_add_warns_of_a_popular_neighb
         "{}",
         refused.stderr
     );
-    assert!(refused.stderr.contains("Choose another name"), "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("Choose another name"),
+        "{}",
+        refused.stderr
+    );
     // One edit from a name with no downloads yet: allowed.
     let typo = mallory("pdf-procesing");
     assert_eq!(typo.code, 0, "{typo:?}");
@@ -371,12 +402,13 @@ fn a_confusable_new_name_is_refused_at_publish_and_add_warns_of_a_popular_neighb
         assert!(http.get(&archive).send().unwrap().status().is_success());
     }
     assert!(http.head(&archive).send().unwrap().status().is_success());
-    assert!(http
-        .get(format!("{archive}.minisig"))
-        .send()
-        .unwrap()
-        .status()
-        .is_success());
+    assert!(
+        http.get(format!("{archive}.minisig"))
+            .send()
+            .unwrap()
+            .status()
+            .is_success()
+    );
 
     // Now one edit from a popular skill: refused, with the code scripts read.
     let refused = mallory("pdf-processin");
@@ -418,7 +450,9 @@ fn a_confusable_new_name_is_refused_at_publish_and_add_warns_of_a_popular_neighb
 
     // Its owner may publish a name one edit from it; the publish writes the
     // counts into search.json and keeps them in the state folder.
-    world.registry.publish(&Skill::new("pdf-processings", "1.0.0"));
+    world
+        .registry
+        .publish(&Skill::new("pdf-processings", "1.0.0"));
     let search: serde_json::Value =
         serde_json::from_slice(&fs_err::read(world.registry.public().join("search.json")).unwrap())
             .unwrap();

@@ -227,9 +227,9 @@ pub enum Skipped {
     /// Not signed, and `require-signature` or a registry's
     /// `allowed-signers` wants a signature.
     Unsigned {
-        /// `require-signature`, or the registry whose `allowed-signers`
-        /// refuse it.
-        rule: String,
+        /// The registry whose `allowed-signers` refuse it; `None` for
+        /// `require-signature`.
+        registry: Option<String>,
     },
     /// Signed by a key that the registry's `allowed-signers` do not list.
     OtherSigner {
@@ -260,11 +260,13 @@ impl Skipped {
             } => format!(
                 "{name} {version} was published {age}; the policy's minimum-release-age is {minimum_release_age}"
             ),
-            Self::Unsigned { rule } if rule == "require-signature" => format!(
+            Self::Unsigned { registry: None } => format!(
                 "{name} {version} is not signed; the policy's require-signature passes over unsigned versions"
             ),
-            Self::Unsigned { rule } => format!(
-                "{name} {version} is not signed; `allowed-signers` of registry `{rule}` takes only signed versions"
+            Self::Unsigned {
+                registry: Some(registry),
+            } => format!(
+                "{name} {version} is not signed; `allowed-signers` of registry `{registry}` takes only signed versions"
             ),
             Self::OtherSigner {
                 signer,
@@ -406,7 +408,7 @@ impl Judge<'_, '_> {
         if let Some((registry, allowed)) = (self.allowed_signers)(name) {
             let Some(signer) = signer else {
                 return Some(Skipped::Unsigned {
-                    rule: registry.to_owned(),
+                    registry: Some(registry.to_owned()),
                 });
             };
             let listed = signer
@@ -421,9 +423,7 @@ impl Judge<'_, '_> {
             }
         }
         if self.policy.require_signature && signer.is_none() {
-            return Some(Skipped::Unsigned {
-                rule: "require-signature".to_owned(),
-            });
+            return Some(Skipped::Unsigned { registry: None });
         }
         None
     }

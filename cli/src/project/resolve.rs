@@ -701,9 +701,7 @@ mod tests {
         let by_policy = judge(&signatures, None, &facts, &none);
         assert_eq!(
             by_policy.judge(&unsigned),
-            Some(Skipped::Unsigned {
-                rule: "require-signature".into()
-            })
+            Some(Skipped::Unsigned { registry: None })
         );
         assert_eq!(by_policy.judge(&other), None);
 
@@ -717,7 +715,7 @@ mod tests {
         );
         assert!(matches!(
             by_registry.judge(&unsigned),
-            Some(Skipped::Unsigned { rule }) if rule == "corp"
+            Some(Skipped::Unsigned { registry: Some(registry) }) if registry == "corp"
         ));
 
         let provenance = Policy {

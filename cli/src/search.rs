@@ -63,6 +63,7 @@ mod tests {
             version: "1.0.0".parse().unwrap(),
             description: description.into(),
             versions: 1,
+            downloads: 0,
         }
     }
 

@@ -10,7 +10,8 @@
 //!   every archive from the network goes through, and the `h1:` tree hash.
 //! - [`registry`]: the static index a registry is (`docs/index-format.md`).
 //! - [`signing`]: minisign-compatible keys and signatures, provenance.
-//! - [`checksum`]: `sha256:` checksums; [`name`]: the skill name.
+//! - [`checksum`]: `sha256:` checksums; [`name`]: the skill name;
+//!   [`confusable`]: names that look or type alike.
 //! - [`fs`]: the one atomic file write; [`secret`]: the one type for a
 //!   value that is never shown.
 //!
@@ -19,6 +20,7 @@
 pub mod archive;
 pub mod audit;
 pub mod checksum;
+pub mod confusable;
 pub mod fs;
 pub mod name;
 pub mod registry;

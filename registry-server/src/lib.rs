@@ -6,7 +6,7 @@
 //!
 //! ```text
 //! DIR/public/    the static tree (skillpkg_index::registry), served at /
-//! DIR/state/     tokens (hashed) and owners: private, never served
+//! DIR/state/     tokens (hashed), owners and download counts: private, never served
 //! ```
 //!
 //! (or a mirror written by `skillpkg mirror`, served in place: [`layout`]).
@@ -18,11 +18,13 @@
 //! - [`server`]: the HTTP layer (axum): static files and `/api/v1`.
 //! - [`build`]: the same tree from a folder of archives, with no server.
 //! - [`state`]: tokens and owners.
+//! - [`downloads`]: how often each skill's archives were served.
 //! - [`layout`]: where a data folder keeps its tree and its state.
 //! - [`metadata`]: the registry's keys and its signed metadata.
 //! - [`report`]: an error and its causes, told in one line.
 
 pub mod build;
+pub mod downloads;
 pub mod keys;
 pub mod layout;
 pub mod metadata;

@@ -16,10 +16,11 @@ use skillpkg_index::archive::DEFAULT_MAX_BYTES;
 use skillpkg_index::registry::tree::StaticTree;
 use skillpkg_index::skill::SkillName;
 use skillpkg_registry::build::{BuildOptions, build};
+use skillpkg_registry::downloads::FLUSH_PERIOD;
 use skillpkg_registry::keys::{change_keys, parse_ids, parse_keys};
 use skillpkg_registry::layout::{DataFolder, Kind};
 use skillpkg_registry::metadata;
-use skillpkg_registry::registry::{Options, Registry};
+use skillpkg_registry::registry::{DEFAULT_CONFUSABLE_MIN_DOWNLOADS, Options, Registry};
 use skillpkg_registry::server::Limits;
 use skillpkg_registry::state::State;
 
@@ -193,6 +194,14 @@ struct ServeArgs {
     /// `auth-required` needs a token for every read, flag or not.
     #[arg(long)]
     read_only: bool,
+    /// Refuse a new skill name one edit (a character inserted, removed,
+    /// replaced, or two swapped) from the name of a skill with at least
+    /// this many downloads, unless the publisher owns that skill. Names that
+    /// look alike (`rn` and `m`, `0` and `o`, hyphens moved) are refused
+    /// whatever the downloads. Only downloads this server sent count, not
+    /// those of a CDN or static host in front of it.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_CONFUSABLE_MIN_DOWNLOADS)]
+    confusable_min_downloads: u64,
     #[command(flatten)]
     limits: LimitArgs,
     /// With signed metadata (`skillpkg-registry keys init`): re-signed
@@ -452,6 +461,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             auth_required: args.auth_required,
             timestamp_lifetime: args.lifetime.metadata_lifetime,
             read_only: args.read_only || folder.is_mirror(),
+            confusable_min_downloads: args.confusable_min_downloads,
         };
         // Blocking, and before any request: nothing waits on these threads.
         let (registry, removed) = Registry::open(&folder, options)
@@ -498,14 +508,38 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
                 }
             });
         }
+        {
+            let registry = Arc::clone(&registry);
+            tokio::spawn(async move {
+                let mut interval = tokio::time::interval(FLUSH_PERIOD);
+                interval.tick().await;
+                loop {
+                    interval.tick().await;
+                    flush_downloads(&registry).await;
+                }
+            });
+        }
         tracing::info!(%address, url = %public_url, "listening");
         println!("listening on {public_url}");
         let _ = std::io::stdout().flush();
-        let app = skillpkg_registry::server::router(registry, limits);
+        let app = skillpkg_registry::server::router(Arc::clone(&registry), limits);
         skillpkg_registry::server::serve(listener, app, limits, shutdown.wait()).await;
+        flush_downloads(&registry).await;
         tracing::info!("stopped");
         Ok(())
     })
+}
+
+/// Writes the download counts off the async threads, logging a failure:
+/// counts are worth keeping, not worth stopping the server for.
+async fn flush_downloads(registry: &Arc<Registry>) {
+    let registry = Arc::clone(registry);
+    if let Ok(Err(error)) = tokio::task::spawn_blocking(move || registry.flush_downloads()).await {
+        tracing::error!(
+            error = skillpkg_registry::report::error_chain(&error),
+            "cannot write the download counts"
+        );
+    }
 }
 
 /// The variable that filters the log, with `tracing`'s directives

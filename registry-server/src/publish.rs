@@ -8,11 +8,16 @@
 //! then the provenance, if any, against the key that made the signature.
 //! Which keys count is the caller's business ([`SignerKeys`]): the server
 //! reads `keys/<name>.json`, `build` reads them from `--keys-from`.
+//!
+//! The first publish of a new name also goes through [`check_new_name`]:
+//! a name that looks like an existing one, or is one typing slip from a
+//! popular one, is refused (`skillpkg_index::confusable`).
 
 use jiff::Timestamp;
 use skillpkg_index::archive::{self, Limits, UnpackError};
 use skillpkg_index::audit::{self, AuditOptions, Finding};
 use skillpkg_index::checksum::Checksum;
+use skillpkg_index::confusable::{self, Likeness};
 use skillpkg_index::registry::{FORMAT_VERSION, IndexDependency, IndexRecord, whole_seconds};
 use skillpkg_index::signing::{
     KeyId, ProvenanceError, PublicKey, SignatureError, verify_provenance, verify_skill,
@@ -360,4 +365,129 @@ fn verify_signing(
         verify_provenance(text, key, &verified.comment.sha256).map_err(bad_provenance)?;
     }
     Ok(Some(verified.key_id.to_string()))
+}
+
+/// A new name too like one the registry already has: it looks the same to
+/// a reader, or it is one typing slip from a popular skill's name.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "`{name}` {} `{existing}`, {}: a new skill under a name that close could be taken for it. Choose another name; an owner of `{existing}` may publish it",
+    likeness.phrase(),
+    describe_existing(*likeness, *downloads)
+)]
+pub struct ConfusableName {
+    /// The name asked for.
+    pub name: String,
+    /// The skill it could be taken for.
+    pub existing: String,
+    pub likeness: Likeness,
+    /// How many downloads `existing` has.
+    pub downloads: u64,
+}
+
+fn describe_existing(likeness: Likeness, downloads: u64) -> String {
+    match likeness {
+        Likeness::LooksAlike => {
+            "once look-alike characters (`rn` and `m`, `1` and `l`, `0` and `o`) and hyphens are set aside"
+                .to_owned()
+        }
+        Likeness::OneEdit => format!("a skill downloaded {downloads} times from this registry"),
+    }
+}
+
+/// Refuses `name`, the first publish of a new name, when it looks like a
+/// name of `existing` (each with its download count), or is one edit from
+/// one with at least `min_downloads` downloads. Names `owned` by the
+/// publisher are exempt: an owner may publish variants of their own name.
+/// A look-alike is reported before a one-edit name, and of each the first
+/// in `existing`'s order.
+pub fn check_new_name<'a>(
+    name: &SkillName,
+    existing: impl IntoIterator<Item = (&'a SkillName, u64)>,
+    owned: &dyn Fn(&SkillName) -> bool,
+    min_downloads: u64,
+) -> Result<(), ConfusableName> {
+    let mut one_edit = None;
+    for (other, downloads) in existing {
+        let Some(likeness) = confusable::likeness(name.as_str(), other.as_str()) else {
+            continue;
+        };
+        let refused = ConfusableName {
+            name: name.to_string(),
+            existing: other.to_string(),
+            likeness,
+            downloads,
+        };
+        match likeness {
+            Likeness::LooksAlike if !owned(other) => return Err(refused),
+            Likeness::OneEdit
+                if one_edit.is_none() && downloads >= min_downloads && !owned(other) =>
+            {
+                one_edit = Some(refused);
+            }
+            _ => {}
+        }
+    }
+    one_edit.map_or(Ok(()), Err)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(list: &[(&str, u64)]) -> Vec<(SkillName, u64)> {
+        list.iter()
+            .map(|(name, downloads)| (name.parse().unwrap(), *downloads))
+            .collect()
+    }
+
+    fn check(name: &str, existing: &[(SkillName, u64)], owned: &[&str]) -> Result<(), String> {
+        let owned: Vec<SkillName> = owned.iter().map(|name| name.parse().unwrap()).collect();
+        check_new_name(
+            &name.parse().unwrap(),
+            existing.iter().map(|(name, downloads)| (name, *downloads)),
+            &|other| owned.contains(other),
+            100,
+        )
+        .map_err(|refused| refused.to_string())
+    }
+
+    #[test]
+    fn a_look_alike_is_refused_whatever_the_popularity_and_a_typo_only_of_a_popular_name() {
+        let existing = names(&[
+            ("modern-css", 0),
+            ("pdf-processing", 100),
+            ("csv-tools", 99),
+        ]);
+        let error = check("rnodern-css", &existing, &[]).unwrap_err();
+        assert!(
+            error.starts_with("`rnodern-css` looks like `modern-css`"),
+            "{error}"
+        );
+        let error = check("pdf-procesing", &existing, &[]).unwrap_err();
+        assert!(
+            error.starts_with(
+                "`pdf-procesing` is one edit from `pdf-processing`, a skill downloaded 100 times"
+            ),
+            "{error}"
+        );
+        assert!(error.contains("Choose another name"), "{error}");
+        // 99 downloads is under the threshold of 100.
+        assert_eq!(check("csv-tool", &existing, &[]), Ok(()));
+        assert_eq!(check("json-tools", &existing, &[]), Ok(()));
+    }
+
+    #[test]
+    fn the_owner_of_the_existing_name_is_exempt() {
+        let existing = names(&[("pdf-processing", 1000)]);
+        assert_eq!(
+            check("pdf-processing2", &existing, &["pdf-processing"]),
+            Ok(())
+        );
+        assert_eq!(
+            check("pdfprocessing", &existing, &["pdf-processing"]),
+            Ok(())
+        );
+        assert!(check("pdfprocessing", &existing, &["other"]).is_err());
+    }
 }

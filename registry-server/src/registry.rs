@@ -23,10 +23,13 @@ use skillpkg_index::registry::{
 use skillpkg_index::signing::PublicKey;
 use skillpkg_index::skill::SkillName;
 
+use crate::downloads::{Downloads, DownloadsError};
 use crate::keys::{self, KeyChangeError};
 use crate::layout::DataFolder;
 use crate::metadata::{DEFAULT_TIMESTAMP_LIFETIME, KeysError, Signer};
-use crate::publish::{Policy, PublishError, SignerKeys, Upload, verify_archive};
+use crate::publish::{
+    ConfusableName, Policy, PublishError, SignerKeys, Upload, check_new_name, verify_archive,
+};
 use crate::report::error_chain;
 use crate::state::{OwnerChangeError, State, StateError};
 
@@ -52,7 +55,13 @@ pub struct Options {
     /// start, every change through the API is refused, and `auth-required`
     /// and the size limit come from the tree's `config.json`.
     pub read_only: bool,
+    /// How many downloads make a skill popular enough that a new name one
+    /// edit from its name is refused (`--confusable-min-downloads`).
+    pub confusable_min_downloads: u64,
 }
+
+/// The default of [`Options::confusable_min_downloads`].
+pub const DEFAULT_CONFUSABLE_MIN_DOWNLOADS: u64 = 100;
 
 impl Default for Options {
     fn default() -> Self {
@@ -64,6 +73,7 @@ impl Default for Options {
             auth_required: false,
             timestamp_lifetime: DEFAULT_TIMESTAMP_LIFETIME,
             read_only: false,
+            confusable_min_downloads: DEFAULT_CONFUSABLE_MIN_DOWNLOADS,
         }
     }
 }
@@ -126,6 +136,11 @@ pub enum RegistryError {
     State(#[from] StateError),
     #[error(transparent)]
     Metadata(#[from] KeysError),
+    /// A new name too like an existing one.
+    #[error(transparent)]
+    Confusable(#[from] ConfusableName),
+    #[error(transparent)]
+    Downloads(#[from] DownloadsError),
 }
 
 impl From<PublishError> for RegistryError {
@@ -177,6 +192,8 @@ pub struct Registry {
     /// Re-signs the snapshot and timestamp after every change, when the
     /// registry has signed metadata.
     signer: Option<Signer>,
+    /// How many times each skill's archives were served.
+    downloads: Downloads,
 }
 
 impl Registry {
@@ -194,7 +211,7 @@ impl Registry {
     ) -> Result<(Self, Vec<String>), RegistryError> {
         let tree = StaticTree::new(&folder.tree);
         let records = tree.read_all()?;
-        let (state, config, removed, signer) = if options.read_only {
+        let (state, config, removed, signer, downloads) = if options.read_only {
             // Served as it is: nothing is written, nothing is signed.
             let config = tree
                 .read_config()?
@@ -207,7 +224,13 @@ impl Registry {
             }
             options.auth_required = config.auth_required;
             options.max_skill_bytes = config.max_skill_bytes;
-            (State::at(&folder.state), config, Vec::new(), None)
+            (
+                State::at(&folder.state),
+                config,
+                Vec::new(),
+                None,
+                Downloads::off(),
+            )
         } else {
             let state = State::open(&folder.state)?;
             let removed = tree.recover(&records)?;
@@ -223,9 +246,15 @@ impl Registry {
                 require_signatures: options.require_signatures,
             };
             tree.write_config(&config)?;
-            tree.write_aggregates(&records, &config, options.public_url.as_deref())?;
+            let downloads = Downloads::open(&folder.state)?;
+            tree.write_aggregates_counted(
+                &records,
+                &config,
+                options.public_url.as_deref(),
+                &downloads.counts(),
+            )?;
             let signer = Signer::open(&folder.root, options.timestamp_lifetime)?;
-            (state, config, removed, signer)
+            (state, config, removed, signer, downloads)
         };
         let registry = Self {
             tree,
@@ -234,6 +263,7 @@ impl Registry {
             options,
             records: Mutex::new(records),
             signer,
+            downloads,
         };
         registry.sign_metadata()?;
         Ok((registry, removed))
@@ -250,9 +280,21 @@ impl Registry {
     ) -> Result<(), RegistryError> {
         self.tree.write_index(&name, &versions)?;
         records.insert(name, versions);
-        self.tree
-            .write_aggregates(&records, &self.config, self.options.public_url.as_deref())?;
+        self.tree.write_aggregates_counted(
+            &records,
+            &self.config,
+            self.options.public_url.as_deref(),
+            &self.downloads.counts(),
+        )?;
         drop(records);
+        // The change is made: counts that cannot be written now are
+        // written by the next flush, and must not fail it.
+        if let Err(error) = self.flush_downloads() {
+            tracing::error!(
+                error = error_chain(&error),
+                "cannot write the download counts"
+            );
+        }
         self.sign_metadata()?;
         Ok(())
     }
@@ -266,6 +308,16 @@ impl Registry {
         };
         self.state
             .locked(|| signer.sign().map(Some).map_err(RegistryError::from))
+    }
+
+    /// Counts a download of an archive of `name`.
+    pub fn record_download(&self, name: &SkillName) {
+        self.downloads.record(name);
+    }
+
+    /// Writes the download counts, if they changed since last written.
+    pub fn flush_downloads(&self) -> Result<(), RegistryError> {
+        Ok(self.downloads.flush()?)
     }
 
     /// Returns how long signed metadata is valid, when the registry has it.
@@ -374,6 +426,11 @@ impl Registry {
                 version: version.to_string(),
                 existing: existing.vers.to_string(),
             });
+        }
+        // A new name, under the lock, so two look-alikes published at once
+        // cannot both pass.
+        if versions.is_empty() {
+            self.check_new_name(user, &name, &records)?;
         }
         // Claimed under the lock, so of two first publishes of a new name by
         // different users exactly one gets it.
@@ -534,6 +591,32 @@ impl Registry {
         )?;
         self.sign_metadata()?;
         Ok(keys)
+    }
+
+    /// Refuses `name` when it could be taken for a skill `user` does not
+    /// own: [`check_new_name`], with this registry's download counts.
+    fn check_new_name(
+        &self,
+        user: &str,
+        name: &SkillName,
+        records: &AllRecords,
+    ) -> Result<(), RegistryError> {
+        let counts = self.downloads.counts();
+        // Read only for the few names that resemble `name`.
+        let owned = |other: &SkillName| {
+            self.state
+                .owners(other.as_str())
+                .is_ok_and(|owners| owners.iter().any(|owner| owner == user))
+        };
+        check_new_name(
+            name,
+            records
+                .keys()
+                .map(|other| (other, counts.get(other).copied().unwrap_or(0))),
+            &owned,
+            self.options.confusable_min_downloads,
+        )?;
+        Ok(())
     }
 
     fn check_writable(&self) -> Result<(), RegistryError> {

@@ -21,12 +21,12 @@
 use semver::Version;
 use skillpkg_index::archive::{self, Limits, UnpackError, UnpackedSkill};
 use skillpkg_index::checksum::Checksum;
-use skillpkg_index::registry::{KeysFile, keys_path, signature_path};
-use skillpkg_index::signing::{PublicKey, verify_skill};
+use skillpkg_index::registry::{IndexRecord, KeysFile, keys_path, provenance_path, signature_path};
+use skillpkg_index::signing::{Provenance, PublicKey, verify_provenance, verify_skill};
 use skillpkg_index::skill::SkillName;
 
 use super::cache::{Cache, SignatureRecord};
-use crate::client::registry::Registry;
+use crate::client::registry::{Registry, RegistryError};
 use crate::error::UserError;
 
 /// What an archive must be.
@@ -288,6 +288,54 @@ pub async fn registry_keys(
             .public_keys()),
         None => Ok(Vec::new()),
     }
+}
+
+/// Fetches and verifies the provenance of `record` from `registry`: `None`
+/// when it has none, the reason when it does not verify. A registry that
+/// cannot be read counts as having none: for showing (`info`, `verify`).
+pub async fn registry_provenance(
+    registry: &Registry,
+    record: &IndexRecord,
+) -> Option<Result<Provenance, String>> {
+    check_provenance(registry, record).await.ok().flatten()
+}
+
+/// Fetches and verifies the provenance of `record` from `registry`:
+/// `Ok(None)` when the registry has none (an unsigned version never has
+/// any: provenance is signed by the archive's signer), `Ok(Some(Err))`
+/// with the reason when it does not verify, and an error when the registry
+/// cannot be read, which a decision must not take for "none".
+pub async fn check_provenance(
+    registry: &Registry,
+    record: &IndexRecord,
+) -> Result<Option<Result<Provenance, String>>, RegistryError> {
+    let Some(text) = registry
+        .file(&provenance_path(&record.name, &record.vers))
+        .await?
+    else {
+        return Ok(None);
+    };
+    let Some(signer) = &record.signer else {
+        return Ok(Some(Err("the version is not signed".to_owned())));
+    };
+    let keys = match registry_keys(registry, &record.name).await {
+        Ok(keys) => keys,
+        Err(_) => return Ok(Some(Err("the registry's key file is not valid".to_owned()))),
+    };
+    if keys.is_empty() {
+        return Ok(Some(
+            Err("the registry serves no publisher keys".to_owned()),
+        ));
+    }
+    let Some(key) = keys.into_iter().find(|key| &key.id().to_string() == signer) else {
+        return Ok(Some(Err(
+            "the signer's key is not among the registry's keys".to_owned(),
+        )));
+    };
+    Ok(Some(
+        verify_provenance(&String::from_utf8_lossy(&text), &key, &record.cksum)
+            .map_err(|error| error.to_string()),
+    ))
 }
 
 /// The signature check every signed archive goes through (also a local

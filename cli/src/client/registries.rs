@@ -8,6 +8,7 @@
 //! fallback-to-origin = true                  optional: read `index` when the mirror cannot be reached
 //! root-key = "RWQ..."                        optional: the registry's minisign public key
 //! require-signatures = true                  optional: refuse unsigned skills from it
+//! allowed-signers = ["A448895874B90297"]     optional: choose only versions signed by these keys
 //! token-command = "pass show skills/corp"    config.toml only: prints the token
 //! ```
 //!
@@ -39,7 +40,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use anyhow::Context as _;
-use skillpkg_index::signing::PublicKey;
+use skillpkg_index::signing::{KeyId, PublicKey};
 
 use crate::client::registry::TrustConfig;
 use crate::client::registry::{Registry, RegistryError};
@@ -54,13 +55,14 @@ use crate::error::UserError;
 pub const DEFAULT: &str = "default";
 
 /// The keys of a `[registries.NAME]` table.
-const KEYS: [&str; 6] = [
+const KEYS: [&str; 7] = [
     "index",
     "mirror",
     "fallback-to-origin",
     "root-key",
     "require-signatures",
     "token-command",
+    "allowed-signers",
 ];
 
 /// The file a `[registries.NAME]` table is read from, which decides what
@@ -102,6 +104,10 @@ pub struct RegistrySpec {
     /// Every skill from this registry must be signed: `allow-unsigned` is
     /// refused for it.
     pub require_signatures: bool,
+    /// `allowed-signers`: resolution chooses only versions from this
+    /// registry signed by one of these keys (docs/manifest.md, `[policy]`);
+    /// `None` when any signer is allowed.
+    pub allowed_signers: Option<Vec<KeyId>>,
     /// A command (run with `sh -c`) whose trimmed standard output is the
     /// token. Only from the user config file.
     pub token_command: Option<String>,
@@ -119,6 +125,7 @@ impl RegistrySpec {
             fallback_to_origin: false,
             root_key: None,
             require_signatures: false,
+            allowed_signers: None,
             token_command: None,
             definition: Definition::Url,
         }
@@ -273,6 +280,28 @@ pub fn parse_tables(
                 })
             })
             .transpose()?;
+        let allowed_signers = match table.get("allowed-signers") {
+            None => None,
+            Some(toml::Value::Array(items)) if !items.is_empty() => Some(
+                items
+                    .iter()
+                    .map(|item| {
+                        item.as_str()
+                            .and_then(|text| text.parse::<KeyId>().ok())
+                            .ok_or_else(|| {
+                                invalid(format!(
+                                    "has `allowed-signers` entry {item}, which is not a key id (16 hex digits, as `skillpkg key show` prints)"
+                                ))
+                            })
+                    })
+                    .collect::<anyhow::Result<Vec<_>>>()?,
+            ),
+            Some(_) => {
+                return Err(invalid(
+                    "has an `allowed-signers` that is not a list of key ids: write `allowed-signers = [\"A448895874B90297\"]`, or leave the key out to allow any signer".into(),
+                ));
+            }
+        };
         let token_command = string("token-command")?.map(str::to_owned);
         if token_command.is_some() && kind == ConfigFile::Manifest {
             return Err(UserError::new(format!(
@@ -300,6 +329,7 @@ pub fn parse_tables(
                 fallback_to_origin: boolean("fallback-to-origin")?,
                 root_key,
                 require_signatures: boolean("require-signatures")?,
+                allowed_signers,
                 token_command,
                 definition: Definition::Table(file.to_owned()),
             },

@@ -112,6 +112,8 @@ pub fn run(args: &AddArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
         }
         Ok(manifest::edit(text, &pinned, &[], &[])?.0)
     };
+    // A name one typo from a popular skill's may be a squatter's.
+    let lookalikes: Vec<_> = set.iter().map(|skill| skill.name.clone()).collect();
     install_with(
         &args.install,
         install_registry,
@@ -120,6 +122,7 @@ pub fn run(args: &AddArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
         &ManifestEdit {
             before_install: Some(&before_install),
             after_install: Some(&after_install),
+            lookalikes: &lookalikes,
         },
         printer,
     )
@@ -143,6 +146,7 @@ pub fn remove(args: &RemoveArgs, printer: &Printer) -> anyhow::Result<ExitStatus
         &ManifestEdit {
             before_install: Some(&before_install),
             after_install: None,
+            lookalikes: &[],
         },
         printer,
     )

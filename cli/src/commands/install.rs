@@ -28,6 +28,9 @@ pub struct ManifestEdit<'a> {
     pub before_install: Option<&'a BeforeInstall<'a>>,
     /// Changes it once more, knowing the new lock.
     pub after_install: Option<&'a AfterInstall<'a>>,
+    /// Names to warn about when they look like a more downloaded skill's
+    /// (the names `add` was given).
+    pub lookalikes: &'a [SkillName],
 }
 
 /// Changes a manifest's text.
@@ -42,6 +45,7 @@ impl std::fmt::Debug for ManifestEdit<'_> {
             .debug_struct("ManifestEdit")
             .field("before_install", &self.before_install.is_some())
             .field("after_install", &self.after_install.is_some())
+            .field("lookalikes", &self.lookalikes)
             .finish()
     }
 }
@@ -190,6 +194,7 @@ fn install_or_fail(
         allow_unsigned: flags.allow_unsigned,
         update,
         lock_only,
+        lookalikes: edit.lookalikes.to_vec(),
     };
     let progress = Progress::new(printer, flags.json);
     let report = registry::block_on(install::install(
@@ -228,6 +233,7 @@ fn print_report(report: &Report, json: bool, printer: &Printer) {
             "restored": report.restored,
             "unchanged": report.unchanged,
             "lock_changed": report.lock_changed,
+            "warnings": report.warnings,
         }));
         return;
     }

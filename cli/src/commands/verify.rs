@@ -8,16 +8,17 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 use skillpkg_index::checksum::Checksum;
-use skillpkg_index::registry::{IndexRecord, provenance_path};
+use skillpkg_index::registry::provenance_path;
 use skillpkg_index::signing::{
     Provenance, PublicKey, Signature, TrustedComment, verify_provenance,
 };
 use skillpkg_index::skill::SkillName;
 
 use crate::args::VerifyArgs;
+pub use crate::client::fetch::registry_provenance;
 use crate::client::fetch::{check_signature, registry_keys};
 use crate::client::registries::{Access, Registries, RegistrySpec};
-use crate::client::registry::{self, Registry};
+use crate::client::registry;
 use crate::client::{Expected, Source, fetch_verified};
 use crate::commands::registries_here;
 use crate::error::{ExitStatus, UserError};
@@ -237,34 +238,6 @@ async fn verify_remote(
         key,
         provenance,
     })
-}
-
-/// Fetches and verifies the provenance of `record` from `registry`: `None`
-/// when it has none, the reason when it does not verify.
-pub async fn registry_provenance(
-    registry: &Registry,
-    record: &IndexRecord,
-) -> Option<Result<Provenance, String>> {
-    let text = registry
-        .file(&provenance_path(&record.name, &record.vers))
-        .await
-        .ok()??;
-    let result = async {
-        let signer = record.signer.as_ref().ok_or("the version is not signed")?;
-        let keys = registry_keys(registry, &record.name)
-            .await
-            .map_err(|_| "the registry's key file is not valid")?;
-        if keys.is_empty() {
-            return Err("the registry serves no publisher keys".to_owned());
-        }
-        let key = keys
-            .into_iter()
-            .find(|key| &key.id().to_string() == signer)
-            .ok_or("the signer's key is not among the registry's keys")?;
-        verify_provenance(&String::from_utf8_lossy(&text), &key, &record.cksum)
-            .map_err(|error| error.to_string())
-    };
-    Some(result.await.map_err(|error: String| error))
 }
 
 fn report(outcome: &Outcome, json: bool, printer: &Printer) {

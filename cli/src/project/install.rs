@@ -3,8 +3,9 @@
 //!
 //! 1. Take the project lock (`.skillpkg-lock`): a second skillpkg in the same
 //!    project waits.
-//! 2. Use the lockfile when it satisfies the manifest, fetching no index
-//!    file; otherwise resolve (not with `--locked`/`--offline`). Each skill
+//! 2. Use the lockfile when it satisfies the manifest and its policy,
+//!    fetching no index file; otherwise resolve (not with
+//!    `--locked`/`--offline`) under the policy (`super::policy`). Each skill
 //!    comes from its registry (`registry = "NAME"` in the manifest, else the
 //!    default one), each dependency from the registry of the skill that
 //!    depends on it; the lock records the registry's name.
@@ -34,13 +35,18 @@ use anyhow::Context as _;
 use fs4::fs_std::FileExt as _;
 use futures_util::{StreamExt as _, TryStreamExt as _};
 use skillpkg_index::registry::IndexRecord;
+use skillpkg_index::signing::KeyId;
 use skillpkg_index::skill::SkillName;
 
 use super::lockfile::{self, LockedSkill, Lockfile, registry_source};
 use super::manifest::Manifest;
 use super::plan;
+use super::policy::{
+    self, Judge, ProvenanceFact, ProvenanceFacts, Skipped, Trust, check_downgrade,
+};
 use super::resolve;
 use super::targets::{InstalledSkill, Target};
+use crate::client::fetch::check_provenance;
 use crate::client::registries::{OpenRegistries, Registries, RegistrySpec};
 use crate::client::{Cache, Expected, Source, VerifiedArchive, fetch_verified};
 use crate::error::UserError;
@@ -64,6 +70,9 @@ pub struct Options {
     pub update: Option<Vec<SkillName>>,
     /// Resolve and write skills.lock, install nothing.
     pub lock_only: bool,
+    /// Names to warn about when they are one edit from (or look like) the
+    /// name of a more downloaded skill of their registry (`add`).
+    pub lookalikes: Vec<SkillName>,
 }
 
 /// What an install did.
@@ -266,11 +275,33 @@ pub async fn install(
         OpenRegistries::new(registries)
     };
 
+    let now = jiff::Timestamp::now();
+    // Locked versions the policy refuses (it may have changed since the
+    // lock was written) are chosen again, as if not locked.
+    let refused = lock_refusals(manifest, old_lock.as_ref(), registries, now);
     let lock = match &old_lock {
-        Some(lock) if options.update.is_none() && satisfies(lock, manifest, registries) => {
+        Some(lock)
+            if options.update.is_none()
+                && satisfies(lock, manifest, registries)
+                && refused.is_empty() =>
+        {
             lock.clone()
         }
         _ => {
+            if let Some((entry, skipped)) = refused.first()
+                && (options.locked || options.offline)
+            {
+                return Err(UserError::new(format!(
+                    "skills.lock has {}@{}, which the policy of skills.toml refuses: {}",
+                    entry.name,
+                    entry.version,
+                    skipped.describe(&entry.name, &entry.version)
+                ))
+                .with_hint(
+                    "run `skillpkg install` without --locked or --offline, to choose versions the policy accepts, and commit skills.lock",
+                )
+                .into());
+            }
             if options.locked {
                 return Err(UserError::new(
                     "skills.lock does not match skills.toml, and --locked forbids changing it",
@@ -286,14 +317,24 @@ pub async fn install(
                     .into());
             }
             let fetched = fetch_indexes(&mut opened, manifest, old_lock.as_ref()).await?;
-            let keep = |name: &SkillName| match &options.update {
-                None => true,
-                Some(names) => !names.is_empty() && !names.contains(name),
+            let keep = |name: &SkillName| {
+                let kept = match &options.update {
+                    None => true,
+                    Some(names) => !names.is_empty() && !names.contains(name),
+                };
+                kept && !refused.iter().any(|(entry, _)| &entry.name == name)
             };
-            check_requirements(&mut opened, manifest, &fetched, old_lock.as_ref(), &keep).await?;
-            let resolved = resolve::resolve(manifest, &fetched.records, old_lock.as_ref(), &keep)?;
+            let resolution = resolve_with_policy(
+                &mut opened,
+                manifest,
+                &fetched,
+                old_lock.as_ref(),
+                &keep,
+                now,
+            )
+            .await?;
             new_lock(
-                &resolved,
+                &resolution,
                 &fetched.registries,
                 manifest,
                 registries,
@@ -304,6 +345,7 @@ pub async fn install(
         }
     };
     check_signature_policy(manifest, Some(&lock), registries)?;
+    warn_lookalikes(&options.lookalikes, &lock, &opened, &mut report).await;
 
     if options.lock_only {
         report.lock_changed = old_lock.as_ref() != Some(&lock);
@@ -623,6 +665,7 @@ async fn check_requirements(
     fetched: &Fetched,
     lock: Option<&Lockfile>,
     keep: &dyn Fn(&SkillName) -> bool,
+    skip: &resolve::Skip<'_>,
 ) -> anyhow::Result<()> {
     for (name, requirement) in &manifest.skills {
         let registry = fetched
@@ -640,9 +683,14 @@ async fn check_requirements(
             .registries()
             .find(&registry)
             .map_or_else(|| registry.clone(), RegistrySpec::argument);
-        let Err(mut unmet) =
-            resolve::check_requirement(name, &requirement.requirement, &shown, versions, locked)
-        else {
+        let Err(mut unmet) = resolve::check_requirement(
+            name,
+            &requirement.requirement,
+            &shown,
+            versions,
+            locked,
+            skip,
+        ) else {
             continue;
         };
         if let resolve::Unmet::NoSuchSkill { suggestions, .. } = &mut unmet {
@@ -772,7 +820,7 @@ fn check_distinct_versions(
 /// Turns resolved records into the new lockfile, enforcing the signer pins
 /// and the unsigned policy.
 fn new_lock(
-    resolved: &[IndexRecord],
+    resolution: &Resolution,
     origins: &BTreeMap<SkillName, String>,
     manifest: &Manifest,
     registries: &Registries,
@@ -780,9 +828,40 @@ fn new_lock(
     options: &Options,
     report: &mut Report,
 ) -> anyhow::Result<Lockfile> {
+    let facts = &resolution.provenance;
     let mut skills = Vec::new();
-    for record in resolved {
+    for record in &resolution.records {
         let label = format!("{}@{}", record.name, record.vers);
+        let old_entry = old.and_then(|lock| lock.get(&record.name));
+        let provenance_of =
+            |version: &semver::Version| facts.get(&(record.name.clone(), version.clone()));
+        if manifest.policy.trust == Trust::NoDowngrade
+            && let Some(entry) = old_entry
+            && let Some(lost) = check_downgrade(
+                entry,
+                record,
+                provenance_of(&entry.version),
+                provenance_of(&record.vers),
+            )
+        {
+            return Err(resolve::Unmet::Downgrade(Box::new(resolve::Downgrade {
+                name: record.name.clone(),
+                registry: origins[&record.name].clone(),
+                locked: entry.version.clone(),
+                version: record.vers.clone(),
+                lost,
+            }))
+            .into());
+        }
+        // Recorded when the policy needs it, else kept from the lock for
+        // the same version.
+        let provenance = if manifest.policy.needs_provenance() {
+            provenance_of(&record.vers).map(ProvenanceFact::verified)
+        } else {
+            old_entry
+                .filter(|entry| entry.version == record.vers)
+                .and_then(|entry| entry.provenance)
+        };
         if record.yanked {
             report.warnings.push(format!(
                 "{label} is yanked{}; it stays because skills.lock has it",
@@ -837,6 +916,7 @@ fn new_lock(
             checksum: record.cksum,
             tree: record.tree.clone(),
             signer: record.signer.clone(),
+            provenance,
             dependencies: record
                 .deps
                 .iter()
@@ -845,6 +925,163 @@ fn new_lock(
         });
     }
     Ok(Lockfile { skills })
+}
+
+/// Returns the registry `name` comes from (in `by_name`) and its
+/// `allowed-signers`, when it has some.
+fn allowed_signers<'a>(
+    registries: &'a Registries,
+    by_name: &'a BTreeMap<SkillName, String>,
+    name: &SkillName,
+) -> Option<(&'a str, &'a [KeyId])> {
+    let registry = by_name.get(name)?;
+    let allowed = registries.find(registry)?.allowed_signers.as_deref()?;
+    Some((registry.as_str(), allowed))
+}
+
+/// Returns the entries of the lock that the policy refuses, and why.
+fn lock_refusals(
+    manifest: &Manifest,
+    lock: Option<&Lockfile>,
+    registries: &Registries,
+    now: jiff::Timestamp,
+) -> Vec<(LockedSkill, Skipped)> {
+    let Some(lock) = lock else {
+        return Vec::new();
+    };
+    let by_name: BTreeMap<SkillName, String> = lock
+        .skills
+        .iter()
+        .filter_map(|entry| Some((entry.name.clone(), entry.registry()?.to_owned())))
+        .collect();
+    let facts = ProvenanceFacts::new();
+    let allowed = |name: &SkillName| allowed_signers(registries, &by_name, name);
+    let judge = Judge {
+        policy: &manifest.policy,
+        now,
+        lock: Some(lock),
+        allowed_signers: &allowed,
+        provenance: &facts,
+    };
+    lock.skills
+        .iter()
+        .filter_map(|entry| Some((entry.clone(), judge.judge_locked(entry)?)))
+        .collect()
+}
+
+/// The versions resolution chose, and what it learned of provenance.
+#[derive(Debug)]
+struct Resolution {
+    records: Vec<IndexRecord>,
+    provenance: ProvenanceFacts,
+}
+
+/// Resolves under the policy. Which versions have provenance is looked up
+/// only as resolution needs it: a version not looked up yet may be chosen,
+/// then each chosen one is looked up (and, under `no-downgrade`, the
+/// locked version it replaces, when skills.lock does not record it), and
+/// resolution runs again until every version chosen is known: one lookup
+/// per skill when the newest versions have provenance.
+async fn resolve_with_policy(
+    opened: &mut OpenRegistries<'_>,
+    manifest: &Manifest,
+    fetched: &Fetched,
+    lock: Option<&Lockfile>,
+    keep: &dyn Fn(&SkillName) -> bool,
+    now: jiff::Timestamp,
+) -> anyhow::Result<Resolution> {
+    let mut facts = policy::facts_from_lock(lock);
+    let registries = opened.registries();
+    let allowed = |name: &SkillName| allowed_signers(registries, &fetched.registries, name);
+    loop {
+        let judge = Judge {
+            policy: &manifest.policy,
+            now,
+            lock,
+            allowed_signers: &allowed,
+            provenance: &facts,
+        };
+        let skip = |record: &IndexRecord| judge.judge(record);
+        check_requirements(opened, manifest, fetched, lock, keep, &skip).await?;
+        let resolved = resolve::resolve(manifest, &fetched.records, lock, keep, &skip)?;
+        if !manifest.policy.needs_provenance() {
+            return Ok(Resolution {
+                records: resolved,
+                provenance: facts,
+            });
+        }
+        let known =
+            |record: &IndexRecord| facts.contains_key(&(record.name.clone(), record.vers.clone()));
+        let mut unknown: Vec<&IndexRecord> =
+            resolved.iter().filter(|record| !known(record)).collect();
+        if manifest.policy.trust == Trust::NoDowngrade {
+            for record in &resolved {
+                let replaced = lock
+                    .and_then(|lock| lock.get(&record.name))
+                    .filter(|entry| entry.version != record.vers)
+                    .and_then(|entry| {
+                        fetched.records[&record.name]
+                            .iter()
+                            .find(|old| old.vers == entry.version)
+                    });
+                unknown.extend(replaced.filter(|old| !known(old)));
+            }
+        }
+        if unknown.is_empty() {
+            return Ok(Resolution {
+                records: resolved,
+                provenance: facts,
+            });
+        }
+        let mut learned = Vec::new();
+        for record in unknown {
+            let registry = opened.open(&fetched.registries[&record.name]).await?;
+            let fact = if record.signer.is_none() {
+                // Provenance is signed by the archive's signer: an unsigned
+                // version has none that could verify.
+                ProvenanceFact::Missing
+            } else {
+                match check_provenance(registry, record).await.with_context(|| {
+                    format!(
+                        "cannot read the provenance of {}@{}",
+                        record.name, record.vers
+                    )
+                })? {
+                    None => ProvenanceFact::Missing,
+                    Some(Ok(_)) => ProvenanceFact::Verified,
+                    Some(Err(why)) => ProvenanceFact::Invalid(why),
+                }
+            };
+            learned.push(((record.name.clone(), record.vers.clone()), fact));
+        }
+        facts.extend(learned);
+    }
+}
+
+/// Warns about each of `names` (those `add` asked for) that is one edit
+/// from, or looks like, the name of a more downloaded skill in its
+/// registry's search index. A courtesy: a registry that was not read for
+/// this install, or has no search index, gets no warning.
+async fn warn_lookalikes(
+    names: &[SkillName],
+    lock: &Lockfile,
+    opened: &OpenRegistries<'_>,
+    report: &mut Report,
+) {
+    for name in names {
+        let Some(registry) = lock
+            .get(name)
+            .and_then(LockedSkill::registry)
+            .and_then(|registry| opened.get(registry))
+        else {
+            continue;
+        };
+        if let Ok(index) = registry.search_index().await
+            && let Some(warning) = policy::lookalike_warning(name, &index.skills)
+        {
+            report.warnings.push(warning);
+        }
+    }
 }
 
 /// What the lock says an archive must be.

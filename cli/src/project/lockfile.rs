@@ -32,6 +32,12 @@ pub struct LockedSkill {
     pub tree: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signer: Option<String>,
+    /// Whether the version had provenance that verified, recorded when the
+    /// manifest's policy needs it (`trust = "no-downgrade"`,
+    /// `require-provenance`); absent when it was not checked, as in locks
+    /// written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<bool>,
     #[serde(default)]
     pub dependencies: Vec<SkillName>,
 }
@@ -180,6 +186,7 @@ mod tests {
             checksum: Checksum::of(name.as_bytes()),
             tree: "h1:x".into(),
             signer: Some("A448895874B90297".into()),
+            provenance: None,
             dependencies: dependencies.iter().map(|d| d.parse().unwrap()).collect(),
         }
     }
@@ -230,6 +237,28 @@ mod tests {
             error.to_string().contains("merge-conflict markers"),
             "{error}"
         );
+    }
+
+    #[test]
+    fn provenance_is_written_only_when_known_and_old_locks_read_without_it() {
+        let mut entry = skill("pdf", &[]);
+        entry.provenance = Some(true);
+        let text = Lockfile {
+            skills: vec![entry.clone()],
+        }
+        .render();
+        assert!(
+            text.contains("signer = \"A448895874B90297\"\nprovenance = true\ndependencies = []"),
+            "{text}"
+        );
+        assert_eq!(parse(&text).unwrap().skills[0].provenance, Some(true));
+        entry.provenance = None;
+        let old = Lockfile {
+            skills: vec![entry],
+        }
+        .render();
+        assert!(!old.contains("provenance"), "{old}");
+        assert_eq!(parse(&old).unwrap().skills[0].provenance, None);
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! `skills.toml` (docs/manifest.md): read into a typed model, and edited in
 //! place with `toml_edit` so that `add` and `remove` keep comments and layout.
+//! Its `[policy]` table is read by [`super::policy`].
 
 use skillpkg_index::fs::{WriteOptions, write_atomic_with};
 use std::collections::BTreeMap;
@@ -8,6 +9,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 use skillpkg_index::skill::SkillName;
 
+use super::policy::{self, Policy};
 use crate::client::registries::{self, ConfigFile, ProjectRegistries, RegistrySpec};
 use crate::error::UserError;
 
@@ -38,6 +40,8 @@ pub struct Manifest {
     pub skills: BTreeMap<SkillName, Requirement>,
     /// `[audit] allow`: audit findings the project accepts, with reasons.
     pub audit_allow: Vec<skillpkg_index::audit::Allow>,
+    /// `[policy]`: which versions resolution may choose.
+    pub policy: Policy,
 }
 
 impl Manifest {
@@ -66,6 +70,7 @@ struct RawManifest {
     #[serde(default)]
     skills: BTreeMap<String, toml::Value>,
     audit: Option<RawAudit>,
+    policy: Option<toml::Value>,
 }
 
 #[derive(serde::Deserialize)]
@@ -136,8 +141,13 @@ pub fn parse(path: PathBuf, text: &str) -> anyhow::Result<Manifest> {
         Some(tables) => registries::parse_tables(tables, &path, ConfigFile::Manifest)?,
         None => BTreeMap::new(),
     };
+    let policy = match &raw.policy {
+        Some(table) => policy::parse_table(table, &path)?,
+        None => Policy::default(),
+    };
     Ok(Manifest {
         path,
+        policy,
         registry: raw.registry.map(|registry| registry.url),
         registries,
         targets: raw
@@ -444,6 +454,22 @@ mod tests {
             text.contains("targets = [\"claude\", \"agents\"]"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn the_policy_table_is_read_with_the_manifest() {
+        let temp = tempfile::tempdir().unwrap();
+        fs_err::write(
+            temp.path().join(MANIFEST),
+            "[policy]\nminimum-release-age = \"3d\"\n\n[skills]\npdf = \"^1\"\n",
+        )
+        .unwrap();
+        let manifest = read(temp.path()).unwrap();
+        let age = manifest.policy.minimum_release_age.unwrap();
+        assert_eq!(age.duration.as_hours(), 72);
+        fs_err::write(temp.path().join(MANIFEST), "[policy]\ntrust = 1\n").unwrap();
+        let error = read(temp.path()).unwrap_err().to_string();
+        assert!(error.contains("`[policy]`"), "{error}");
     }
 
     #[test]

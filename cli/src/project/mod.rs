@@ -6,5 +6,6 @@ pub mod install;
 pub mod lockfile;
 pub mod manifest;
 pub mod plan;
+pub mod policy;
 pub mod resolve;
 pub mod targets;

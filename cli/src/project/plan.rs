@@ -409,6 +409,7 @@ mod tests {
             checksum: Checksum::of(b"archive"),
             tree: tree.to_owned(),
             signer: None,
+            provenance: None,
             dependencies: Vec::new(),
         }
     }

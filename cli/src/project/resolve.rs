@@ -7,6 +7,11 @@
 //! except a locked one, which keeps installing. Locked versions are tried
 //! first: resolution changes a locked skill only when it must (or when the
 //! user asked to update it).
+//!
+//! The trust policy of skills.toml (`super::policy`) passes over versions
+//! before the search as yanking does, through the `skip` function each
+//! entry point takes: when that leaves a requirement nothing, the error
+//! names the newest version passed over and why.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -18,6 +23,10 @@ use skillpkg_index::skill::SkillName;
 
 use super::lockfile::Lockfile;
 use super::manifest::Manifest;
+use super::policy::{Lost, Skipped};
+
+/// Why the policy passes over a version, or `None` when it may be chosen.
+pub type Skip<'a> = dyn Fn(&IndexRecord) -> Option<Skipped> + 'a;
 
 /// The name of the project in conflict explanations.
 const ROOT: &str = "your skills.toml";
@@ -55,6 +64,59 @@ pub enum Unmet {
         /// Every published version, oldest first.
         versions: Vec<PublishedVersion>,
     },
+    #[error(
+        "no version of `{name}` in registry `{registry}` that matches `{requirement}` meets the policy of skills.toml: {}",
+        passed_over[0].skipped.describe(name, &passed_over[0].version)
+    )]
+    PassedOver {
+        name: SkillName,
+        registry: String,
+        requirement: String,
+        /// The versions that match but that the policy passes over, newest
+        /// first (never empty).
+        passed_over: Vec<PassedOverVersion>,
+    },
+    #[error("{0}")]
+    Downgrade(Box<Downgrade>),
+}
+
+/// A version that lost what the locked one had, under `trust =
+/// "no-downgrade"`.
+#[derive(Debug, thiserror::Error, serde::Serialize)]
+#[error("{}", describe_downgrade(name, locked, version, lost))]
+pub struct Downgrade {
+    pub name: SkillName,
+    pub registry: String,
+    /// The version skills.lock has.
+    pub locked: semver::Version,
+    /// The version resolution chose.
+    pub version: semver::Version,
+    pub lost: Lost,
+}
+
+/// A version the policy passes over, and why.
+#[derive(Debug, serde::Serialize)]
+pub struct PassedOverVersion {
+    pub version: semver::Version,
+    #[serde(flatten)]
+    pub skipped: Skipped,
+}
+
+fn describe_downgrade(
+    name: &SkillName,
+    locked: &semver::Version,
+    version: &semver::Version,
+    lost: &Lost,
+) -> String {
+    let what = match lost {
+        Lost::Signature { locked_signer } => format!(
+            "{name} {version} is not signed, but the locked {name} {locked} was signed by key {locked_signer}"
+        ),
+        Lost::Provenance => format!(
+            "{name} {version} has no provenance that verifies, but the locked {name} {locked} had provenance"
+        ),
+    };
+    format!("{what}; the policy's trust = \"no-downgrade\" refuses the change")
 }
 
 /// A published version, and whether it is yanked.
@@ -110,6 +172,20 @@ impl Unmet {
                     ),
                 }
             }
+            Self::PassedOver {
+                name, passed_over, ..
+            } => passed_over[0].skipped.hint(name, &passed_over[0].version),
+            Self::Downgrade(downgrade) => {
+                let Downgrade {
+                    name,
+                    locked,
+                    version,
+                    ..
+                } = downgrade.as_ref();
+                format!(
+                    "keep {locked} (`skillpkg add {name}@={locked}`) and ask the publisher why {version} lost it; if you accept it, remove `trust = \"no-downgrade\"` from [policy] in skills.toml"
+                )
+            }
         }
     }
 }
@@ -117,13 +193,14 @@ impl Unmet {
 /// Checks each requirement of the manifest against its index (`versions`:
 /// what the registry has, empty when it has no such skill), before
 /// resolving. `locked` is the version skills.lock has, which satisfies a
-/// requirement even when yanked.
+/// requirement even when yanked; `skip` is the policy.
 pub fn check_requirement(
     name: &SkillName,
     requirement: &semver::VersionReq,
     registry: &str,
     versions: &[IndexRecord],
     locked: Option<&semver::Version>,
+    skip: &Skip<'_>,
 ) -> Result<(), Unmet> {
     if versions.is_empty() {
         return Err(Unmet::NoSuchSkill {
@@ -133,12 +210,31 @@ pub fn check_requirement(
         });
     }
     let usable = |record: &&IndexRecord| !record.yanked || Some(&record.vers) == locked;
-    if versions
+    let mut matching: Vec<&IndexRecord> = versions
         .iter()
         .filter(usable)
-        .any(|record| requirement.matches(&record.vers))
-    {
+        .filter(|record| requirement.matches(&record.vers))
+        .collect();
+    matching.sort_by(|a, b| b.vers.cmp(&a.vers));
+    let passed_over: Vec<PassedOverVersion> = matching
+        .iter()
+        .map_while(|record| {
+            skip(record).map(|skipped| PassedOverVersion {
+                version: record.vers.clone(),
+                skipped,
+            })
+        })
+        .collect();
+    if passed_over.len() < matching.len() {
         return Ok(());
+    }
+    if !passed_over.is_empty() {
+        return Err(Unmet::PassedOver {
+            name: name.clone(),
+            registry: registry.to_owned(),
+            requirement: requirement.to_string(),
+            passed_over,
+        });
     }
     let mut published: Vec<PublishedVersion> = versions
         .iter()
@@ -169,39 +265,72 @@ fn matching(
 }
 
 /// Resolves the manifest against `indexes` (every reachable name's versions).
-/// `keep` lists the names whose locked version is preferred.
+/// `keep` lists the names whose locked version is preferred; `skip` is the
+/// policy, which no chosen version breaks.
 pub fn resolve(
     manifest: &Manifest,
     indexes: &BTreeMap<SkillName, Vec<IndexRecord>>,
     lock: Option<&Lockfile>,
     keep: &dyn Fn(&SkillName) -> bool,
+    skip: &Skip<'_>,
 ) -> Result<Vec<IndexRecord>, ResolveError> {
     let locked = |name: &SkillName| {
         lock.and_then(|lock| lock.get(name))
             .map(|skill| skill.version.clone())
     };
     let pinned = |name: &SkillName| locked(name).filter(|_| keep(name));
-    match attempt(manifest, indexes, &pinned) {
+    let result = match attempt(manifest, indexes, &pinned, skip) {
         Ok(resolved) => Ok(resolved),
         // The locked versions may be what conflicts: try again free.
-        Err(_) if lock.is_some() => attempt(manifest, indexes, &|_| None),
+        Err(_) if lock.is_some() => attempt(manifest, indexes, &|_| None, skip),
         Err(error) => Err(error),
+    };
+    result.map_err(|mut error| {
+        error.explanation.push_str(&passed_over_note(indexes, skip));
+        error
+    })
+}
+
+/// Names, for a conflict, the newest version of each name that the policy
+/// passed over, and why: pubgrub only sees the versions that were left.
+fn passed_over_note(indexes: &BTreeMap<SkillName, Vec<IndexRecord>>, skip: &Skip<'_>) -> String {
+    let mut note = String::new();
+    for (name, records) in indexes {
+        let mut passed: Vec<(&IndexRecord, Skipped)> = records
+            .iter()
+            .filter(|record| !record.yanked)
+            .filter_map(|record| skip(record).map(|skipped| (record, skipped)))
+            .collect();
+        passed.sort_by(|a, b| b.0.vers.cmp(&a.0.vers));
+        let Some((newest, skipped)) = passed.first() else {
+            continue;
+        };
+        if note.is_empty() {
+            note.push_str("\nThe policy of skills.toml passed over:");
+        }
+        note.push_str(&format!("\n  {}", skipped.describe(name, &newest.vers)));
+        if passed.len() > 1 {
+            note.push_str(&format!(" (and {} older)", passed.len() - 1));
+        }
     }
+    note
 }
 
 fn attempt(
     manifest: &Manifest,
     indexes: &BTreeMap<SkillName, Vec<IndexRecord>>,
     pinned: &dyn Fn(&SkillName) -> Option<semver::Version>,
+    skip: &Skip<'_>,
 ) -> Result<Vec<IndexRecord>, ResolveError> {
-    // The versions each name may take: not yanked (unless locked), and only
-    // the pinned one when pinned.
+    // The versions each name may take: not yanked (unless locked), only
+    // the pinned one when pinned, and none the policy passes over.
     let mut available: BTreeMap<&SkillName, BTreeSet<semver::Version>> = BTreeMap::new();
     for (name, records) in indexes {
         let versions = records
             .iter()
             // A yanked version stays only where it is locked and kept.
             .filter(|record| !record.yanked || pinned(name).as_ref() == Some(&record.vers))
+            .filter(|record| skip(record).is_none())
             .map(|record| record.vers.clone())
             .filter(|version| pinned(name).is_none_or(|pin| &pin == version));
         available.insert(name, versions.collect());
@@ -337,7 +466,14 @@ mod tests {
                 ],
             ),
         ]);
-        let resolved = resolve(&manifest(&[("pdf", "^1")]), &indexes, None, &|_| true).unwrap();
+        let resolved = resolve(
+            &manifest(&[("pdf", "^1")]),
+            &indexes,
+            None,
+            &|_| true,
+            &|_| None,
+        )
+        .unwrap();
         assert_eq!(versions(&resolved), ["fonts@1.1.0", "pdf@1.1.0"]);
     }
 
@@ -356,14 +492,22 @@ mod tests {
             "0".repeat(64)
         ))
         .unwrap();
-        let kept = resolve(&manifest(&[("pdf", "^1")]), &indexes, Some(&lock), &|_| {
-            true
-        })
+        let kept = resolve(
+            &manifest(&[("pdf", "^1")]),
+            &indexes,
+            Some(&lock),
+            &|_| true,
+            &|_| None,
+        )
         .unwrap();
         assert_eq!(versions(&kept), ["pdf@1.0.0"]);
-        let updated = resolve(&manifest(&[("pdf", "^1")]), &indexes, Some(&lock), &|_| {
-            false
-        })
+        let updated = resolve(
+            &manifest(&[("pdf", "^1")]),
+            &indexes,
+            Some(&lock),
+            &|_| false,
+            &|_| None,
+        )
         .unwrap();
         assert_eq!(versions(&updated), ["pdf@1.1.0"]);
     }
@@ -382,6 +526,7 @@ mod tests {
             &indexes,
             None,
             &|_| true,
+            &|_| None,
         )
         .unwrap_err();
         assert!(error.explanation.contains("pdf"), "{}", error.explanation);
@@ -391,7 +536,7 @@ mod tests {
     #[test]
     fn an_unknown_name_or_a_range_nothing_matches_is_named_before_resolving() {
         let pdf = name("pdf");
-        let unknown = check_requirement(&pdf, &"*".parse().unwrap(), "corp", &[], None);
+        let unknown = check_requirement(&pdf, &"*".parse().unwrap(), "corp", &[], None, &|_| None);
         assert_eq!(
             unknown.unwrap_err().to_string(),
             "no skill named `pdf` in registry `corp`"
@@ -400,8 +545,15 @@ mod tests {
             record("pdf", "2.0.0", true, &[]),
             record("pdf", "1.0.0", false, &[]),
         ];
-        let error =
-            check_requirement(&pdf, &"^2".parse().unwrap(), "corp", &published, None).unwrap_err();
+        let error = check_requirement(
+            &pdf,
+            &"^2".parse().unwrap(),
+            "corp",
+            &published,
+            None,
+            &|_| None,
+        )
+        .unwrap_err();
         assert_eq!(
             error.to_string(),
             "no version of `pdf` in registry `corp` matches `^2`; it has 1.0.0, 2.0.0 (yanked)"
@@ -421,9 +573,207 @@ mod tests {
                 &"^2".parse().unwrap(),
                 "corp",
                 &published,
-                Some(&locked)
+                Some(&locked),
+                &|_| None,
             )
             .is_ok()
+        );
+    }
+
+    /// `skill@version`, signed by `signer` (or not), published at `published`.
+    fn record_at(skill: &str, version: &str, signer: Option<&str>, published: &str) -> IndexRecord {
+        let mut record = record(skill, version, false, &[]);
+        record.signer = signer.map(str::to_owned);
+        record.published = published.parse().unwrap();
+        record
+    }
+
+    fn judge<'a>(
+        policy: &'a crate::project::policy::Policy,
+        lock: Option<&'a Lockfile>,
+        facts: &'a crate::project::policy::ProvenanceFacts,
+        allowed: &'a crate::project::policy::AllowedSigners<'a, 'a>,
+    ) -> crate::project::policy::Judge<'a, 'a> {
+        crate::project::policy::Judge {
+            policy,
+            now: "2026-03-10T12:00:00Z".parse().unwrap(),
+            lock,
+            allowed_signers: allowed,
+            provenance: facts,
+        }
+    }
+
+    #[test]
+    fn a_version_younger_than_the_minimum_release_age_is_passed_over_unless_locked() {
+        use crate::project::policy::{Policy, ProvenanceFacts};
+        let policy = Policy {
+            minimum_release_age: Some("3d".parse().unwrap()),
+            ..Policy::default()
+        };
+        let facts = ProvenanceFacts::new();
+        let no_signers = |_: &SkillName| None;
+        let indexes = BTreeMap::from([(
+            name("pdf"),
+            vec![
+                record_at("pdf", "1.2.0", None, "2026-03-01T00:00:00Z"),
+                // Published 5 hours and a minute before the judge's now.
+                record_at("pdf", "1.3.0", None, "2026-03-10T06:59:00Z"),
+            ],
+        )]);
+        let fresh = judge(&policy, None, &facts, &no_signers);
+        let resolved = resolve(
+            &manifest(&[("pdf", "^1")]),
+            &indexes,
+            None,
+            &|_| true,
+            &|record| fresh.judge(record),
+        )
+        .unwrap();
+        assert_eq!(versions(&resolved), ["pdf@1.2.0"]);
+
+        // Nothing else meets `^1.3`: the error names 1.3.0 and its age.
+        let error = check_requirement(
+            &name("pdf"),
+            &"^1.3".parse().unwrap(),
+            "corp",
+            &indexes[&name("pdf")],
+            None,
+            &|record| fresh.judge(record),
+        )
+        .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "no version of `pdf` in registry `corp` that matches `^1.3` meets the policy of skills.toml: pdf 1.3.0 was published 5 hours ago; the policy's minimum-release-age is 3d"
+        );
+        assert_eq!(
+            error.hint(),
+            "wait until 2026-03-13T06:59:00Z, when 1.3.0 is old enough, or require an older version in skills.toml (`skillpkg add pdf@=VERSION`)"
+        );
+        let json = serde_json::to_value(&error).unwrap();
+        assert_eq!(json["kind"], "passed-over");
+        assert_eq!(json["passed_over"][0]["reason"], "too-young");
+        assert_eq!(json["passed_over"][0]["published"], "2026-03-10T06:59:00Z");
+
+        // Locked, the young version stays: the lock already chose it.
+        let lock = crate::project::lockfile::parse(&format!(
+            "version = 1\n[[skill]]\nname = \"pdf\"\nversion = \"1.3.0\"\nsource = \"registry:default\"\nchecksum = \"sha256:{}\"\ntree = \"h1:x\"\n",
+            "0".repeat(64)
+        ))
+        .unwrap();
+        let locked = judge(&policy, Some(&lock), &facts, &no_signers);
+        let resolved = resolve(
+            &manifest(&[("pdf", "^1")]),
+            &indexes,
+            Some(&lock),
+            &|_| true,
+            &|record| locked.judge(record),
+        )
+        .unwrap();
+        assert_eq!(versions(&resolved), ["pdf@1.3.0"]);
+    }
+
+    #[test]
+    fn unsigned_other_signers_and_missing_provenance_are_passed_over() {
+        use crate::project::policy::{Policy, ProvenanceFact, ProvenanceFacts, Skipped};
+        use skillpkg_index::signing::KeyId;
+        let allowed: Vec<KeyId> = vec!["A448895874B90297".parse().unwrap()];
+        let corp = |_: &SkillName| Some(("corp", allowed.as_slice()));
+        let none = |_: &SkillName| None;
+        let facts = ProvenanceFacts::from([
+            (
+                (name("pdf"), "1.0.0".parse().unwrap()),
+                ProvenanceFact::Missing,
+            ),
+            (
+                (name("pdf"), "1.1.0".parse().unwrap()),
+                ProvenanceFact::Verified,
+            ),
+        ]);
+        let old = "2026-01-01T00:00:00Z";
+        let unsigned = record_at("pdf", "1.0.0", None, old);
+        let signed = record_at("pdf", "1.1.0", Some("A448895874B90297"), old);
+        let other = record_at("pdf", "1.2.0", Some("0000000000000001"), old);
+
+        let signatures = Policy {
+            require_signature: true,
+            ..Policy::default()
+        };
+        let by_policy = judge(&signatures, None, &facts, &none);
+        assert_eq!(
+            by_policy.judge(&unsigned),
+            Some(Skipped::Unsigned { registry: None })
+        );
+        assert_eq!(by_policy.judge(&other), None);
+
+        let plain = Policy::default();
+        let by_registry = judge(&plain, None, &facts, &corp);
+        assert_eq!(by_registry.judge(&signed), None);
+        let refused = by_registry.judge(&other).unwrap();
+        assert_eq!(
+            refused.describe(&name("pdf"), &other.vers),
+            "pdf 1.2.0 is signed by key 0000000000000001, which `allowed-signers` of registry `corp` does not list (A448895874B90297)"
+        );
+        assert!(matches!(
+            by_registry.judge(&unsigned),
+            Some(Skipped::Unsigned { registry: Some(registry) }) if registry == "corp"
+        ));
+
+        let provenance = Policy {
+            require_provenance: true,
+            ..Policy::default()
+        };
+        let by_provenance = judge(&provenance, None, &facts, &none);
+        assert_eq!(by_provenance.judge(&unsigned), Some(Skipped::NoProvenance));
+        assert_eq!(by_provenance.judge(&signed), None);
+        // Not looked up yet: it may be chosen, and is looked up then.
+        assert_eq!(by_provenance.judge(&other), None);
+    }
+
+    #[test]
+    fn losing_the_signature_or_the_provenance_of_the_locked_version_is_a_downgrade() {
+        use crate::project::policy::{Lost, ProvenanceFact, check_downgrade};
+        let lock = crate::project::lockfile::parse(&format!(
+            "version = 1\n[[skill]]\nname = \"pdf\"\nversion = \"1.0.0\"\nsource = \"registry:default\"\nchecksum = \"sha256:{}\"\ntree = \"h1:x\"\nsigner = \"A448895874B90297\"\nprovenance = true\n",
+            "0".repeat(64)
+        ))
+        .unwrap();
+        let entry = &lock.skills[0];
+        let old = "2026-01-01T00:00:00Z";
+        let verified = ProvenanceFact::Verified;
+        let unsigned = record_at("pdf", "1.1.0", None, old);
+        assert_eq!(
+            check_downgrade(entry, &unsigned, Some(&verified), None),
+            Some(Lost::Signature {
+                locked_signer: "A448895874B90297".into()
+            })
+        );
+        let signed = record_at("pdf", "1.1.0", Some("A448895874B90297"), old);
+        assert_eq!(
+            check_downgrade(
+                entry,
+                &signed,
+                Some(&verified),
+                Some(&ProvenanceFact::Missing)
+            ),
+            Some(Lost::Provenance)
+        );
+        assert_eq!(
+            check_downgrade(entry, &signed, Some(&verified), Some(&verified)),
+            None
+        );
+        // The locked version itself, whatever is known of it now.
+        let same = record_at("pdf", "1.0.0", None, old);
+        assert_eq!(check_downgrade(entry, &same, Some(&verified), None), None);
+        let error = Unmet::Downgrade(Box::new(Downgrade {
+            name: name("pdf"),
+            registry: "default".into(),
+            locked: "1.0.0".parse().unwrap(),
+            version: "1.1.0".parse().unwrap(),
+            lost: Lost::Provenance,
+        }));
+        assert_eq!(
+            error.to_string(),
+            "pdf 1.1.0 has no provenance that verifies, but the locked pdf 1.0.0 had provenance; the policy's trust = \"no-downgrade\" refuses the change"
         );
     }
 }

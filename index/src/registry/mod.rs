@@ -343,6 +343,17 @@ pub struct SearchEntry {
     pub description: String,
     /// How many versions there are, yanked ones included.
     pub versions: usize,
+    /// How many times the registry's server has served an archive of the
+    /// skill (any version), as of the last time it wrote this file; 0 when
+    /// it counts none (a tree written by `build`, or before counting
+    /// existed). Downloads served by a CDN or another static host are not
+    /// counted. Since 1.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub downloads: u64,
+}
+
+fn is_zero(count: &u64) -> bool {
+    *count == 0
 }
 
 impl SearchIndex {
@@ -357,6 +368,7 @@ impl SearchIndex {
                     version: latest.vers.clone(),
                     description: latest.description.clone(),
                     versions: records.len(),
+                    downloads: 0,
                 })
             })
             .collect();
@@ -364,6 +376,16 @@ impl SearchIndex {
             v: FORMAT_VERSION,
             skills,
         }
+    }
+
+    /// Sets each skill's `downloads` from `counts` (a skill it does not
+    /// name has none).
+    #[must_use]
+    pub fn with_downloads(mut self, counts: &BTreeMap<SkillName, u64>) -> Self {
+        for entry in &mut self.skills {
+            entry.downloads = counts.get(&entry.name).copied().unwrap_or(0);
+        }
+        self
     }
 }
 

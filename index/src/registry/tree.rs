@@ -169,9 +169,21 @@ impl StaticTree {
         config: &RegistryConfig,
         base_url: Option<&str>,
     ) -> Result<(), TreeError> {
+        self.write_aggregates_counted(all, config, base_url, &BTreeMap::new())
+    }
+
+    /// Rewrites `search.json`, with the download counts `downloads`, and
+    /// the discovery index from `all`.
+    pub fn write_aggregates_counted(
+        &self,
+        all: &AllRecords,
+        config: &RegistryConfig,
+        base_url: Option<&str>,
+        downloads: &BTreeMap<SkillName, u64>,
+    ) -> Result<(), TreeError> {
         write_atomically(
             &self.path(SEARCH_PATH),
-            &render_json(&SearchIndex::build(all)),
+            &render_json(&SearchIndex::build(all).with_downloads(downloads)),
         )?;
         write_atomically(
             &self.path(DISCOVERY_PATH),

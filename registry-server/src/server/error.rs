@@ -234,9 +234,11 @@ impl From<RegistryError> for ApiError {
             RegistryError::Exists { .. } | RegistryError::SameVersion { .. } => {
                 (StatusCode::CONFLICT, "exists")
             }
+            RegistryError::Confusable(_) => (StatusCode::CONFLICT, "confusable-name"),
             RegistryError::Tree(_)
             | RegistryError::State(_)
             | RegistryError::Metadata(_)
+            | RegistryError::Downloads(_)
             | RegistryError::Setup(_) => {
                 return Self::internal(&error);
             }

@@ -11,7 +11,8 @@
 //! are streamed in pieces, so a crowd of downloads of the largest archive
 //! costs a piece each in memory, not an archive each. The stat and the read
 //! (or the open) run in one trip to the blocking pool, so a slow disk never
-//! stalls the async threads. Every refusal is a typed error
+//! stalls the async threads. A full `GET` of an archive is counted
+//! ([`crate::downloads`]). Every refusal is a typed error
 //! ([`super::error`]): 404 `not_found`, 405 `method_not_allowed`.
 
 use std::path::PathBuf;
@@ -22,6 +23,7 @@ use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
+use skillpkg_index::skill::SkillName;
 use tokio::io::AsyncReadExt as _;
 
 use super::api::{App, authenticate};
@@ -152,6 +154,12 @@ pub(super) async fn static_file(
         Ok(lookup) => lookup,
         Err(error) => return ApiError::internal(&error).into_response(),
     };
+    if method == Method::GET
+        && matches!(lookup, Lookup::Small { .. } | Lookup::Large { .. })
+        && let Some(name) = archive_name(relative)
+    {
+        registry.record_download(&name);
+    }
     let (content_type, cache_control) = file_headers(relative);
     let mut response_headers = HeaderMap::new();
     response_headers.insert(
@@ -182,6 +190,24 @@ pub(super) async fn static_file(
             (StatusCode::OK, response_headers, stream(file)).into_response()
         }
     }
+}
+
+/// Returns the skill whose archive `path` is, when it is one:
+/// `dl/<name>/<version>/<name>-<version>.tgz`, the layout the server writes.
+fn archive_name(path: &str) -> Option<SkillName> {
+    let mut components = path.split('/');
+    let (Some("dl"), Some(name), Some(version), Some(file), None) = (
+        components.next(),
+        components.next(),
+        components.next(),
+        components.next(),
+        components.next(),
+    ) else {
+        return None;
+    };
+    (file.strip_suffix(".tgz")? == format!("{name}-{version}"))
+        .then(|| name.parse().ok())
+        .flatten()
 }
 
 /// Streams `file` in pieces of [`PIECE`] bytes.
@@ -218,5 +244,29 @@ fn file_headers(path: &str) -> (&'static str, &'static str) {
         ("application/json", SHORT)
     } else {
         ("text/plain; charset=utf-8", SHORT)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::archive_name;
+
+    #[test]
+    fn only_the_archive_of_a_version_counts_as_a_download() {
+        assert_eq!(
+            archive_name("dl/pdf/1.2.0/pdf-1.2.0.tgz").map(|name| name.to_string()),
+            Some("pdf".to_owned())
+        );
+        for other in [
+            "dl/pdf/1.2.0/pdf-1.2.0.tgz.minisig",
+            "dl/pdf/1.2.0/pdf-1.2.0.intoto.jsonl",
+            "dl/pdf/1.2.0/csv-1.2.0.tgz",
+            "dl/pdf/1.2.0/x/pdf-1.2.0.tgz",
+            "dl/PDF/1.2.0/PDF-1.2.0.tgz",
+            "index/3/p/pdf",
+            "search.json",
+        ] {
+            assert_eq!(archive_name(other), None, "{other}");
+        }
     }
 }

@@ -38,4 +38,5 @@ mod server_ops;
 mod signing;
 mod spec_examples;
 mod tools;
+mod trust_policy;
 mod validate;

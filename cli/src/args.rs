@@ -541,6 +541,12 @@ pub struct InstallFlags {
     /// Accept a skill whose signer differs from the one skills.lock pins.
     #[arg(long)]
     pub allow_signer_change: bool,
+    /// Install NAME even though the audit of its files finds high risks
+    /// (repeat or comma-separate for several). The verdict is recorded in
+    /// skills.lock, and a later install of the same archive with the same
+    /// findings needs no flag.
+    #[arg(long, value_name = "NAME", value_delimiter = ',')]
+    pub allow_risk: Vec<skillpkg_index::skill::SkillName>,
     /// Accept unsigned skills (instead of `allow-unsigned` in skills.toml).
     #[arg(long)]
     pub allow_unsigned: bool,

@@ -195,6 +195,7 @@ fn install_or_fail(
         update,
         lock_only,
         lookalikes: edit.lookalikes.to_vec(),
+        allow_risk: flags.allow_risk.clone(),
     };
     let progress = Progress::new(printer, flags.json);
     let report = registry::block_on(install::install(
@@ -233,9 +234,28 @@ fn print_report(report: &Report, json: bool, printer: &Printer) {
             "restored": report.restored,
             "unchanged": report.unchanged,
             "lock_changed": report.lock_changed,
+            "audited": report.audited,
             "warnings": report.warnings,
         }));
         return;
+    }
+    for audited in &report.audited {
+        let rules = if audited.rules.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", audited.rules.join(", "))
+        };
+        let suppressed = match audited.suppressed {
+            0 => String::new(),
+            count => format!(", {count} accepted in skills.toml"),
+        };
+        printer.status(
+            "Audited",
+            &format!(
+                "{} {}: {}{rules}{suppressed}",
+                audited.name, audited.version, audited.verdict
+            ),
+        );
     }
     for (name, version, target) in &report.installed {
         printer.status("Installed", &format!("{name} {version} into {target}"));

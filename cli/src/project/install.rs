@@ -50,6 +50,7 @@ use crate::client::fetch::check_provenance;
 use crate::client::registries::{OpenRegistries, Registries, RegistrySpec};
 use crate::client::{Cache, Expected, Source, VerifiedArchive, fetch_verified};
 use crate::error::UserError;
+use skillpkg_index::audit::{AuditOptions, Severity, SkillAudit};
 
 /// How many archives are fetched at once.
 const PARALLEL_DOWNLOADS: usize = 8;
@@ -73,6 +74,8 @@ pub struct Options {
     /// Names to warn about when they are one edit from (or look like) the
     /// name of a more downloaded skill of their registry (`add`).
     pub lookalikes: Vec<SkillName>,
+    /// Install these skills even when the audit finds `high` risks.
+    pub allow_risk: Vec<SkillName>,
 }
 
 /// What an install did.
@@ -89,10 +92,24 @@ pub struct Report {
     pub unchanged: usize,
     pub lock_changed: bool,
     pub warnings: Vec<String>,
+    /// The audit of each skill fetched for this install, before it was
+    /// put in place.
+    pub audited: Vec<Audited>,
     /// The lockfile the install ended with, for the caller to commit when
     /// `lock_changed`.
     #[serde(skip)]
     pub lock: Lockfile,
+}
+
+/// The audit verdict of one skill this install fetched.
+#[derive(Debug, serde::Serialize)]
+pub struct Audited {
+    pub name: String,
+    pub version: String,
+    pub verdict: skillpkg_index::audit::Verdict,
+    pub rules: Vec<String>,
+    /// Findings accepted by `[audit] allow` in skills.toml.
+    pub suppressed: usize,
 }
 
 /// A folder put back as the lock has it.
@@ -412,7 +429,8 @@ pub async fn install(
         .try_collect()
         .await?;
     reporter.finished();
-    let staged = stage(targets, &plans, &archives)?;
+    let (staged, audits) = stage(targets, &plans, &archives, &manifest.audit_allow)?;
+    let verdicts = judge(&audits, &lock, old_lock.as_ref(), options, &mut report)?;
     for (((target, observed), plan), staged) in targets.iter().zip(observed).zip(&plans).zip(staged)
     {
         commit_target(
@@ -424,10 +442,20 @@ pub async fn install(
             &mut report,
         )?;
     }
+    drop(plans);
+    let mut lock = lock;
+    for entry in &mut lock.skills {
+        if let Some(verdict) = verdicts.get(&entry.name) {
+            entry.audit = Some(verdict.clone());
+        }
+    }
     report.lock_changed = old_lock.as_ref() != Some(&lock);
     report.lock = lock;
     Ok(report)
 }
+
+/// Per target, the skills staged for it.
+type StagedTargets = Vec<BTreeMap<SkillName, Staged>>;
 
 /// A skill staged beside its target folder, ready to be renamed into
 /// place.
@@ -445,7 +473,9 @@ fn stage(
     targets: &[Target],
     plans: &[plan::TargetPlan<'_>],
     archives: &BTreeMap<SkillName, VerifiedArchive>,
-) -> anyhow::Result<Vec<BTreeMap<SkillName, Staged>>> {
+    allows: &[skillpkg_index::audit::Allow],
+) -> anyhow::Result<(StagedTargets, BTreeMap<SkillName, SkillAudit>)> {
+    let mut audits = BTreeMap::new();
     let mut first: BTreeMap<SkillName, (PathBuf, Vec<skillpkg_index::archive::FileDigest>)> =
         BTreeMap::new();
     let mut staged = Vec::new();
@@ -481,6 +511,15 @@ fn stage(
                         .into());
                     }
                     check_is_the_skill(&destination, entry)?;
+                    // The files are audited here, whatever the registry
+                    // said: it may be old, lenient or hostile.
+                    let mut audited =
+                        skillpkg_index::audit::audit_folder(&destination, &AuditOptions::default())
+                            .with_context(|| {
+                                format!("cannot audit {}@{}", entry.name, entry.version)
+                            })?;
+                    audited.suppress(Some(entry.name.as_str()), allows);
+                    audits.insert(entry.name.clone(), audited);
                     let digests = files
                         .files
                         .into_iter()
@@ -503,7 +542,97 @@ fn stage(
         }
         staged.push(prepared);
     }
-    Ok(staged)
+    Ok((staged, audits))
+}
+
+/// Judges the audits of the fetched skills: a `high` verdict refuses the
+/// install (nothing has been put in place yet) unless `--allow-risk` names
+/// the skill or the lock already records that very verdict for that very
+/// archive (accepted before, in a reviewed lock). Returns the verdicts to
+/// record in the lock: none under `--locked`, which changes no line of it.
+fn judge(
+    audits: &BTreeMap<SkillName, SkillAudit>,
+    lock: &Lockfile,
+    old_lock: Option<&Lockfile>,
+    options: &Options,
+    report: &mut Report,
+) -> anyhow::Result<BTreeMap<SkillName, skillpkg_index::audit::Summary>> {
+    let mut refused = Vec::new();
+    let mut verdicts = BTreeMap::new();
+    for entry in &lock.skills {
+        let Some(audited) = audits.get(&entry.name) else {
+            continue;
+        };
+        let summary = audited.summary();
+        if let Some(registry) = entry
+            .audit
+            .as_ref()
+            .filter(|registry| registry.verdict != summary.verdict)
+        {
+            report.warnings.push(format!(
+                "{}@{}: the registry's audit said {}, skillpkg's own audit of the files says {}",
+                entry.name, entry.version, registry.verdict, summary.verdict
+            ));
+        }
+        let accepted_before = old_lock
+            .and_then(|old| old.get(&entry.name))
+            .filter(|old| old.checksum == entry.checksum)
+            .and_then(|old| old.audit.as_ref())
+            .is_some_and(|old| {
+                old.verdict == summary.verdict
+                    && summary.rules.iter().all(|rule| old.rules.contains(rule))
+            });
+        if summary.verdict.reaches(Severity::High)
+            && !options.allow_risk.contains(&entry.name)
+            && !accepted_before
+        {
+            refused.push((entry.name.clone(), entry.version.clone(), audited));
+        }
+        report.audited.push(Audited {
+            name: entry.name.to_string(),
+            version: entry.version.to_string(),
+            verdict: summary.verdict,
+            rules: summary.rules.clone(),
+            suppressed: audited.suppressed.len(),
+        });
+        if !options.locked {
+            verdicts.insert(entry.name.clone(), summary);
+        }
+    }
+    if refused.is_empty() {
+        return Ok(verdicts);
+    }
+    let mut message = String::new();
+    for (name, version, audited) in &refused {
+        let findings: Vec<String> = audited
+            .findings
+            .iter()
+            .filter(|finding| finding.severity == Severity::High)
+            .map(|finding| {
+                let place = finding.line.map_or(finding.file.clone(), |line| {
+                    format!("{}:{line}", finding.file)
+                });
+                format!("{place}: {} [{}]", finding.message, finding.rule)
+            })
+            .collect();
+        if !message.is_empty() {
+            message.push_str("; ");
+        }
+        message.push_str(&format!(
+            "{name}@{version} has high-risk findings: {}",
+            findings.join(", ")
+        ));
+    }
+    let flags: Vec<String> = refused
+        .iter()
+        .map(|(name, _, _)| format!("--allow-risk {name}"))
+        .collect();
+    Err(UserError::new(format!("refusing to install: {message}"))
+        .with_hint(format!(
+            "nothing was installed; read the findings with `skillpkg audit` on the skill's files, then install with {} only if you trust it, or accept single findings in skills.toml's `[audit] allow`",
+            flags.join(" ")
+        ))
+        .into())
 }
 
 /// Commits one target's plan: the record claims the new folders first (so
@@ -917,6 +1046,13 @@ fn new_lock(
             tree: record.tree.clone(),
             signer: record.signer.clone(),
             provenance,
+            // The verdict of the files when the lock has one for this
+            // very archive; else the registry's, until the files are fetched.
+            audit: old
+                .and_then(|lock| lock.get(&record.name))
+                .filter(|entry| entry.checksum == record.cksum)
+                .and_then(|entry| entry.audit.clone())
+                .or_else(|| record.audit.clone()),
             dependencies: record
                 .deps
                 .iter()

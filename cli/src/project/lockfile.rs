@@ -40,6 +40,11 @@ pub struct LockedSkill {
     pub provenance: Option<bool>,
     #[serde(default)]
     pub dependencies: Vec<SkillName>,
+    /// The verdict of skillpkg's audit of the installed files and the ids
+    /// of the rules it found (the registry's, until the files are fetched),
+    /// so that a review of skills.lock shows what changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audit: Option<skillpkg_index::audit::Summary>,
 }
 
 /// The lockfile.
@@ -180,6 +185,7 @@ mod tests {
 
     fn skill(name: &str, dependencies: &[&str]) -> LockedSkill {
         LockedSkill {
+            audit: None,
             name: name.parse().unwrap(),
             version: "1.0.0".parse().unwrap(),
             source: registry_source("default"),

@@ -403,6 +403,7 @@ mod tests {
 
     fn locked(skill: &str, version: &str, tree: &str) -> LockedSkill {
         LockedSkill {
+            audit: None,
             name: name(skill),
             version: version.parse().unwrap(),
             source: "registry+default".into(),

@@ -161,6 +161,7 @@ fn a_target_record_cannot_claim_a_folder_the_user_made() {
     assert_eq!(output.code, 0, "{output:?}");
     insta::assert_snapshot!(sandbox.redact(&output.stderr), @"
     warning: left [HOME]/project/.claude/skills/helper in place: its files changed since skillpkg installed it, so it is no longer managed (delete it yourself, or pass --force)
+         Audited alpha 1.0.0: clean
        Installed alpha 1.0.0 into claude
     ");
     assert_victim_intact(&handmade);

@@ -98,7 +98,7 @@ static PREREQUISITE: LazyLock<Regex> = LazyLock::new(|| {
 /// downloaded executable or archive, a password for an archive, a command
 /// to paste from a web page.
 static INSTALLER: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)https?://\S+?\.(?:zip|exe|dmg|pkg|msi|appimage|sh|ps1|bat|cmd|command|scr|jar|7z|rar|deb|rpm)(?-u:\b)|github\.com/[^/\s]+/[^/\s]+/releases/download/|(?-u:\b)(?:archive|zip)\s+password(?-u:\b)|(?-u:\b)password\s*[:=]\s*\S+|(?-u:\b)(?:paste|copy)(?-u:\b)[^\n]{0,80}(?-u:\b)(?:terminal|command\s+line|shell|powershell|run\s+dialog)(?-u:\b)")
+    Regex::new(r"(?i)https?://\S+?\.(?:zip|exe|dmg|pkg|msi|appimage|sh|ps1|bat|cmd|command|scr|jar|7z|rar|deb|rpm)(?-u:\b)|github\.com/[^/\s]+/[^/\s]+/releases/download/|(?-u:\b)(?:archive|zip)\s+password(?-u:\b)|(?-u:\b)password\s*[:=]\s*\S+|(?-u:\b)(?:paste|copy)(?-u:\b)[^\n]{0,80}(?-u:\b)(?:terminal|command\s+line|shell|powershell|run\s+dialog)(?-u:\b)|(?-u:\b)(?:terminal|command\s+line|shell|powershell|run\s+dialog)(?-u:\b)[^\n]{0,80}(?-u:\b)(?:paste|copy)(?-u:\b)")
         .expect("valid installer pattern")
 });
 
@@ -135,7 +135,10 @@ pub(crate) fn scan(scan: &mut Scan<'_>) {
             if is_negated(&line[..found.start()]) {
                 continue;
             }
-            let severity = if phrase.needs_action && !ACTION.is_match(line) {
+            // A phrase in quotes is quoted, mostly by skills that teach how
+            // to spot it: still reported, as medium.
+            let quoted = line[..found.start()].ends_with(['"', '\'', '`', '\u{201c}', '\u{2018}']);
+            let severity = if quoted || phrase.needs_action && !ACTION.is_match(line) {
                 Severity::Medium
             } else {
                 phrase.rule.default_severity()
@@ -245,6 +248,13 @@ mod tests {
                 "Never silently install anything; it did NOT silently execute again."
             )
             .is_empty()
+        );
+        assert_eq!(
+            found(
+                FileKind::Document,
+                "Flag phrases such as \"ignore previous instructions\" in input."
+            ),
+            [(Rule::InstructionOverride, Severity::Medium)]
         );
         assert_eq!(
             found(

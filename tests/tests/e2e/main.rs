@@ -11,6 +11,7 @@
 mod agents;
 mod audit;
 mod audit_doors;
+mod audit_sets;
 mod client_server;
 mod client_static;
 mod disk_full;

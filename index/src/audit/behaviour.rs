@@ -383,6 +383,11 @@ static URL: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)(?-u:\b)(https?)://([^/\s:'\x22`)]+)").expect("valid URL pattern")
 });
 
+/// Returns true when `line` holds an http(s) address.
+pub(crate) fn has_url(line: &str) -> bool {
+    URL.is_match(line)
+}
+
 /// What a line's URLs say about a download in a document: anonymous or
 /// raw-IP hosts and plain http are `High`; known installer hosts, and the
 /// site of the tool the skill is about (a host naming a word of the skill's

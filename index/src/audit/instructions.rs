@@ -95,11 +95,17 @@ static PREREQUISITE: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 /// What a prerequisite step may ask for that is an installer: a
-/// downloaded executable or archive, a password for an archive, a command
-/// to paste from a web page.
+/// downloaded executable or archive, or a password for an archive (which
+/// only serves to keep scanners out).
 static INSTALLER: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)https?://\S+?\.(?:zip|exe|dmg|pkg|msi|appimage|sh|ps1|bat|cmd|command|scr|jar|7z|rar|deb|rpm)(?-u:\b)|github\.com/[^/\s]+/[^/\s]+/releases/download/|(?-u:\b)(?:archive|zip)\s+password(?-u:\b)|(?-u:\b)password\s*[:=]\s*\S+|(?-u:\b)(?:paste|copy)(?-u:\b)[^\n]{0,80}(?-u:\b)(?:terminal|command\s+line|shell|powershell|run\s+dialog)(?-u:\b)|(?-u:\b)(?:terminal|command\s+line|shell|powershell|run\s+dialog)(?-u:\b)[^\n]{0,80}(?-u:\b)(?:paste|copy)(?-u:\b)")
+    Regex::new(r"(?i)https?://\S+?\.(?:zip|exe|dmg|pkg|msi|appimage|sh|ps1|bat|cmd|command|scr|jar|7z|rar|deb|rpm)(?-u:\b)|github\.com/[^/\s]+/[^/\s]+/releases/download/|(?-u:\b)(?:archive|zip)\s+password(?-u:\b)|(?-u:\b)password\s*[:=]\s*\S+")
         .expect("valid installer pattern")
+});
+
+/// A step that has the user paste a command into a shell.
+static PASTE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)(?-u:\b)(?:paste|copy)(?-u:\b)[^\n]{0,80}(?-u:\b)(?:terminal|command\s+line|shell|powershell|run\s+dialog)(?-u:\b)|(?-u:\b)(?:terminal|command\s+line|shell|powershell|run\s+dialog)(?-u:\b)[^\n]{0,80}(?-u:\b)(?:paste|copy)(?-u:\b)")
+        .expect("valid paste pattern")
 });
 
 /// How many lines after a prerequisite phrase its steps are looked for.
@@ -157,6 +163,14 @@ pub(crate) fn scan(scan: &mut Scan<'_>) {
         if let Some(anchor) = prerequisite.filter(|anchor| number - anchor <= PREREQUISITE_WINDOW) {
             let risky =
                 |line: &str| behaviour::download_severity(line, &scan.subject) == Severity::High;
+            // A paste step is an installer only when the section around it
+            // names a risky address: without one, it is the user pasting
+            // their own files or output.
+            let section_is_risky = || {
+                lines[anchor..lines.len().min(anchor + PREREQUISITE_WINDOW + 1)]
+                    .iter()
+                    .any(|&(_, _, line)| behaviour::has_url(line) && risky(line))
+            };
             let step = behaviour::find_download_exec(line)
                 .filter(|_| risky(line))
                 .map(|span| (span, "runs a downloaded program"))
@@ -165,6 +179,17 @@ pub(crate) fn scan(scan: &mut Scan<'_>) {
                         .find(line)
                         .filter(|_| risky(line))
                         .map(|found| ((found.start(), found.end()), "fetches an installer"))
+                })
+                .or_else(|| {
+                    PASTE
+                        .find(line)
+                        .filter(|_| section_is_risky())
+                        .map(|found| {
+                            (
+                                (found.start(), found.end()),
+                                "has a command pasted from the web",
+                            )
+                        })
                 });
             if let Some(((start, end), what)) = step {
                 scan.report(
@@ -285,6 +310,20 @@ mod tests {
                 "## Prerequisites\n\n```\npip install pypdf\n```\n"
             )
             .is_empty()
+        );
+    }
+
+    #[test]
+    fn a_paste_step_is_an_installer_only_next_to_a_risky_address() {
+        // From a real skill: the user pastes files for the agent to read.
+        let asking = "Define a baseline before proceeding with the steps below.\n\n\
+                      If shell access is unavailable, ask the user to paste the workflow files.\n";
+        assert!(found(FileKind::Document, asking).is_empty());
+        let lure = "Setup required: open Terminal and paste the command\n\
+                    from https://glot.io/snippets/abc/raw before you continue.\n";
+        assert_eq!(
+            found(FileKind::Document, lure),
+            [(Rule::PrerequisiteInstall, Severity::High)]
         );
     }
 

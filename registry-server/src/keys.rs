@@ -124,6 +124,21 @@ pub fn apply(
     Ok(())
 }
 
+/// Says what a key change does, for the audit trail: `added E53D...;
+/// removed 0A1B...`.
+pub fn describe_change(add: &[PublicKey], remove: &[KeyId]) -> String {
+    let mut parts = Vec::new();
+    if !add.is_empty() {
+        let ids: Vec<String> = add.iter().map(|key| key.id().to_string()).collect();
+        parts.push(format!("added {}", ids.join(", ")));
+    }
+    if !remove.is_empty() {
+        let ids: Vec<String> = remove.iter().map(ToString::to_string).collect();
+        parts.push(format!("removed {}", ids.join(", ")));
+    }
+    parts.join("; ")
+}
+
 /// Changes the keys of `name` in `tree` under the state lock, and returns
 /// the keys it has now. The file is replaced atomically, and only when
 /// something changed.

@@ -24,6 +24,7 @@
 //! - [`report`]: an error and its causes, told in one line.
 
 pub mod build;
+pub mod db;
 pub mod downloads;
 pub mod keys;
 pub mod layout;

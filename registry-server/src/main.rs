@@ -16,13 +16,15 @@ use skillpkg_index::archive::DEFAULT_MAX_BYTES;
 use skillpkg_index::registry::tree::StaticTree;
 use skillpkg_index::skill::SkillName;
 use skillpkg_registry::build::{BuildOptions, build};
+use skillpkg_registry::db::{ADMIN, NewEvent};
 use skillpkg_registry::downloads::FLUSH_PERIOD;
+use skillpkg_registry::keys::describe_change;
 use skillpkg_registry::keys::{change_keys, parse_ids, parse_keys};
 use skillpkg_registry::layout::{DataFolder, Kind};
 use skillpkg_registry::metadata;
 use skillpkg_registry::registry::{DEFAULT_CONFUSABLE_MIN_DOWNLOADS, Options, Registry};
 use skillpkg_registry::server::Limits;
-use skillpkg_registry::state::State;
+use skillpkg_registry::state::{Access, State};
 
 /// The skillpkg registry: serves a static skill index and accepts publishes.
 ///
@@ -32,6 +34,16 @@ use skillpkg_registry::state::State;
 #[derive(Debug, Parser)]
 #[command(name = "skillpkg-registry", version, max_term_width = 100)]
 struct Cli {
+    /// The database of tokens, owners and the audit trail:
+    /// `postgres://USER@HOST/DB` (several servers may share one), or
+    /// `sqlite://PATH`. Default: `state/registry.db` in the data folder.
+    #[arg(
+        long,
+        global = true,
+        value_name = "URL",
+        env = "SKILLPKG_REGISTRY_DATABASE"
+    )]
+    database: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -76,6 +88,26 @@ enum Command {
     /// docs/registries.md.
     #[command(subcommand)]
     Keys(KeysCommand),
+    /// Show the audit trail: who published, yanked, and changed owners,
+    /// keys and tokens, and when; oldest first.
+    ///
+    /// Examples:
+    ///   skillpkg-registry events --root /srv/skills
+    ///   skillpkg-registry events --root /srv/skills --skill pdf --json
+    Events {
+        #[arg(long, value_name = "DIR")]
+        root: PathBuf,
+        /// Only the events of this skill.
+        #[arg(long, value_name = "NAME")]
+        skill: Option<SkillName>,
+        /// At most this many, the newest.
+        #[arg(long, value_name = "N", default_value_t = 100)]
+        limit: u32,
+        /// Print JSON: an array of {seq, at, actor, action, skill,
+        /// version, detail}.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -406,8 +438,9 @@ impl std::str::FromStr for AuditThreshold {
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
+    let database = cli.database.as_deref();
     match cli.command {
-        Command::Serve(args) => serve(args),
+        Command::Serve(args) => serve(args, database),
         Command::Build(args) => {
             let options = BuildOptions {
                 api: args.api,
@@ -426,13 +459,81 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             );
             Ok(())
         }
-        Command::Token(command) => token(command),
-        Command::Key(command) => key(command),
-        Command::Keys(command) => keys(command),
+        Command::Token(command) => token(command, database),
+        Command::Key(command) => key(command, database),
+        Command::Keys(command) => keys(command, database),
+        Command::Events {
+            root,
+            skill,
+            limit,
+            json,
+        } => events(&root, database, skill.as_ref(), limit, json),
     }
 }
 
-fn serve(args: ServeArgs) -> anyhow::Result<()> {
+/// Runs `work` with the state of the data folder `root` open, on a runtime
+/// of its own, and closes the database after.
+fn with_state<T>(
+    root: &std::path::Path,
+    state_dir: &std::path::Path,
+    database: Option<&str>,
+    work: impl FnOnce(&tokio::runtime::Runtime, &State) -> anyhow::Result<T>,
+) -> anyhow::Result<T> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .context("cannot start the runtime")?;
+    let state = runtime
+        .block_on(State::open(state_dir, database, Access::Write))
+        .with_context(|| format!("cannot open the state of {}", root.display()))?;
+    let result = work(&runtime, &state);
+    runtime.block_on(state.db().close());
+    result
+}
+
+fn events(
+    root: &std::path::Path,
+    database: Option<&str>,
+    skill: Option<&SkillName>,
+    limit: u32,
+    json: bool,
+) -> anyhow::Result<()> {
+    let folder = DataFolder::locate(root);
+    let events = with_state(root, &folder.state, database, |runtime, state| {
+        Ok(runtime.block_on(
+            state
+                .db()
+                .events(skill.map(SkillName::as_str), i64::from(limit)),
+        )?)
+    })?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&events)?);
+        return Ok(());
+    }
+    if events.is_empty() {
+        eprintln!("no events yet");
+    }
+    for event in events {
+        let subject = match (&event.skill, &event.version) {
+            (Some(skill), Some(version)) => format!("{skill}@{version}"),
+            (Some(skill), None) => skill.clone(),
+            _ => "-".to_owned(),
+        };
+        println!(
+            "{}\t{}\t{}\t{}\t{}",
+            event.at,
+            event.actor,
+            event.action,
+            subject,
+            event.detail.unwrap_or_default()
+        );
+    }
+    Ok(())
+}
+
+fn serve(args: ServeArgs, database: Option<&str>) -> anyhow::Result<()> {
+    let database = database.map(str::to_owned);
     let limits = args.limits.limits()?;
     init_logging()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -463,8 +564,16 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             read_only: args.read_only || folder.is_mirror(),
             confusable_min_downloads: args.confusable_min_downloads,
         };
+        let access = if options.read_only {
+            Access::ReadOnly
+        } else {
+            Access::Write
+        };
+        let state = State::open(&folder.state, database.as_deref(), access)
+            .await
+            .with_context(|| format!("cannot open the state of {}", args.root.display()))?;
         // Blocking, and before any request: nothing waits on these threads.
-        let (registry, removed) = Registry::open(&folder, options)
+        let (registry, removed) = Registry::open(&folder, options, state)
             .with_context(|| format!("cannot open the registry in {}", args.root.display()))?;
         if folder.is_mirror() {
             tracing::info!(
@@ -480,7 +589,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         for path in removed {
             tracing::warn!("recovered: removed {path}, left by an interrupted publish");
         }
-        if registry.auth_required() && registry.state().list_tokens()?.is_empty() {
+        if registry.auth_required() && registry.state().list_tokens().await?.is_empty() {
             tracing::warn!(
                 "this registry needs a token for every read, and has none: create one with `skillpkg-registry token create --root {} --user NAME`",
                 args.root.display()
@@ -630,16 +739,16 @@ fn registry_folder(root: &std::path::Path) -> anyhow::Result<DataFolder> {
     Ok(folder)
 }
 
-fn token(command: TokenCommand) -> anyhow::Result<()> {
+fn token(command: TokenCommand, database: Option<&str>) -> anyhow::Result<()> {
     // A mirror of a private registry has tokens too: its own, where
     // `serve --root` looks for them.
-    let open = |root: &PathBuf| {
-        State::open(&DataFolder::locate(root).state)
-            .with_context(|| format!("cannot open the state of {}", root.display()))
-    };
+    let state_dir = |root: &PathBuf| DataFolder::locate(root).state;
     match command {
         TokenCommand::Create { root, user } => {
-            let (token, record) = open(&root)?.create_token(&user)?;
+            let (token, record) =
+                with_state(&root, &state_dir(&root), database, |runtime, state| {
+                    Ok(runtime.block_on(state.create_token(&user))?)
+                })?;
             eprintln!(
                 "created token {} for {}; it is shown only this once:",
                 record.id, record.user
@@ -647,7 +756,9 @@ fn token(command: TokenCommand) -> anyhow::Result<()> {
             println!("{}", token.expose());
         }
         TokenCommand::List { root, json } => {
-            let tokens = open(&root)?.list_tokens()?;
+            let tokens = with_state(&root, &state_dir(&root), database, |runtime, state| {
+                Ok(runtime.block_on(state.list_tokens())?)
+            })?;
             if json {
                 let list: Vec<_> = tokens
                     .iter()
@@ -663,38 +774,49 @@ fn token(command: TokenCommand) -> anyhow::Result<()> {
             }
         }
         TokenCommand::Revoke { root, id } => {
-            let record = open(&root)?.revoke_token(&id)?;
+            let record = with_state(&root, &state_dir(&root), database, |runtime, state| {
+                Ok(runtime.block_on(state.revoke_token(&id))?)
+            })?;
             eprintln!("revoked token {} of {}", record.id, record.user);
         }
     }
     Ok(())
 }
 
-fn key(command: KeyCommand) -> anyhow::Result<()> {
-    let open = |root: &PathBuf| {
+fn key(command: KeyCommand, database: Option<&str>) -> anyhow::Result<()> {
+    /// Changes the keys of `skill` as the admin, re-signs the metadata and
+    /// records the change in the audit trail.
+    fn change(
+        root: &std::path::Path,
+        database: Option<&str>,
+        skill: &SkillName,
+        add: &[skillpkg_index::signing::PublicKey],
+        remove: &[skillpkg_index::signing::KeyId],
+    ) -> anyhow::Result<()> {
         let folder = registry_folder(root)?;
-        let state = State::open(&folder.state)
-            .with_context(|| format!("cannot open the state of {}", root.display()))?;
-        anyhow::Ok((StaticTree::new(folder.tree), state))
-    };
+        with_state(root, &folder.state, database, |runtime, state| {
+            let tree = StaticTree::new(&folder.tree);
+            change_keys(&tree, state, skill, add, remove, jiff::Timestamp::now())?;
+            sign_metadata(root, state)?;
+            runtime.block_on(state.db().record(&NewEvent {
+                actor: ADMIN,
+                action: "keys",
+                skill: Some(skill.as_str()),
+                version: None,
+                detail: Some(describe_change(add, remove)),
+            }))?;
+            Ok(())
+        })
+    }
     match command {
         KeyCommand::Add { root, skill, key } => {
             let key = parse_keys(&read_key_texts(vec![key])?)?.remove(0);
-            let (tree, state) = open(&root)?;
-            change_keys(
-                &tree,
-                &state,
-                &skill,
-                std::slice::from_ref(&key),
-                &[],
-                jiff::Timestamp::now(),
-            )
-            .with_context(|| format!("cannot add the key to `{skill}`"))?;
-            sign_metadata(&root, &state)?;
+            change(&root, database, &skill, std::slice::from_ref(&key), &[])
+                .with_context(|| format!("cannot add the key to `{skill}`"))?;
             eprintln!("`{skill}` accepts signatures by key {} now", key.id());
         }
         KeyCommand::List { root, skill, json } => {
-            let (tree, _) = open(&root)?;
+            let tree = StaticTree::new(registry_folder(&root)?.tree);
             let keys = tree.read_keys(&skill)?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&keys.keys)?);
@@ -713,10 +835,8 @@ fn key(command: KeyCommand) -> anyhow::Result<()> {
         }
         KeyCommand::Remove { root, skill, id } => {
             let id = parse_ids(&[id])?.remove(0);
-            let (tree, state) = open(&root)?;
-            change_keys(&tree, &state, &skill, &[], &[id], jiff::Timestamp::now())
+            change(&root, database, &skill, &[], &[id])
                 .with_context(|| format!("cannot remove the key from `{skill}`"))?;
-            sign_metadata(&root, &state)?;
             eprintln!("removed key {id} from `{skill}`");
         }
     }
@@ -740,12 +860,17 @@ fn read_keys(paths: &[PathBuf]) -> anyhow::Result<Vec<skillpkg_index::signing::S
         .collect()
 }
 
-fn keys(command: KeysCommand) -> anyhow::Result<()> {
-    let state = |root: &PathBuf| {
-        let folder = registry_folder(root)?;
-        State::open(&folder.state)
-            .with_context(|| format!("cannot open the state of {}", root.display()))
-    };
+/// Runs `work` under the state lock of the registry `root`.
+fn under_lock<T>(
+    root: &std::path::Path,
+    database: Option<&str>,
+    work: impl FnOnce() -> anyhow::Result<T>,
+) -> anyhow::Result<T> {
+    let folder = registry_folder(root)?;
+    with_state(root, &folder.state, database, |_, state| state.locked(work))
+}
+
+fn keys(command: KeysCommand, database: Option<&str>) -> anyhow::Result<()> {
     match command {
         KeysCommand::Generate { out } => {
             let public = metadata::generate_key(&out)?;
@@ -764,8 +889,7 @@ fn keys(command: KeysCommand) -> anyhow::Result<()> {
             lifetime,
         } => {
             let keys = read_keys(&root_keys)?;
-            let state = state(&root)?;
-            let first = state.locked(|| {
+            let first = under_lock(&root, database, || {
                 metadata::init(&root, &keys, threshold, lifetime.metadata_lifetime)
                     .map_err(anyhow::Error::from)
             })?;
@@ -785,8 +909,7 @@ fn keys(command: KeysCommand) -> anyhow::Result<()> {
             lifetime,
         } => {
             let keys = read_keys(&root_keys)?;
-            let state = state(&root)?;
-            let next = state.locked(|| {
+            let next = under_lock(&root, database, || {
                 metadata::rotate_index_key(&root, &keys, lifetime.metadata_lifetime)
                     .map_err(anyhow::Error::from)
             })?;
@@ -804,12 +927,11 @@ fn keys(command: KeysCommand) -> anyhow::Result<()> {
         } => {
             let signers = read_keys(&signers)?;
             let new_keys = parse_keys(&read_key_texts(new_root_keys)?)?;
-            let state = state(&root)?;
             let rotation = metadata::Rotation {
                 index_key: None,
                 root_keys: Some((new_keys, threshold)),
             };
-            let next = state.locked(|| {
+            let next = under_lock(&root, database, || {
                 metadata::rotate(
                     &StaticTree::new(registry_folder(&root)?.tree),
                     &rotation,
@@ -845,7 +967,9 @@ fn keys(command: KeysCommand) -> anyhow::Result<()> {
                             root.display()
                         )
                     })?;
-                    state(&root)?.locked(|| signer.sign().map_err(anyhow::Error::from))?
+                    under_lock(&root, database, || {
+                        signer.sign().map_err(anyhow::Error::from)
+                    })?
                 }
                 _ => unreachable!("clap requires --root or --tree with --index-key"),
             };

@@ -23,6 +23,7 @@ use skillpkg_index::registry::{
 use skillpkg_index::signing::PublicKey;
 use skillpkg_index::skill::SkillName;
 
+use crate::db::NewEvent;
 use crate::downloads::{Downloads, DownloadsError};
 use crate::keys::{self, KeyChangeError};
 use crate::layout::DataFolder;
@@ -208,6 +209,7 @@ impl Registry {
     pub fn open(
         folder: &DataFolder,
         mut options: Options,
+        state: State,
     ) -> Result<(Self, Vec<String>), RegistryError> {
         let tree = StaticTree::new(&folder.tree);
         let records = tree.read_all()?;
@@ -224,15 +226,8 @@ impl Registry {
             }
             options.auth_required = config.auth_required;
             options.max_skill_bytes = config.max_skill_bytes;
-            (
-                State::at(&folder.state),
-                config,
-                Vec::new(),
-                None,
-                Downloads::off(),
-            )
+            (state, config, Vec::new(), None, Downloads::off())
         } else {
-            let state = State::open(&folder.state)?;
             let removed = tree.recover(&records)?;
             let config = RegistryConfig {
                 v: FORMAT_VERSION,
@@ -473,8 +468,30 @@ impl Registry {
             .write_version(&name, &version, &files, record.published)?;
         let mut updated = versions.to_vec();
         updated.push(record.clone());
-        self.replace_index(records, name, updated)?;
+        self.replace_index(records, name.clone(), updated)?;
+        self.record_event(&NewEvent {
+            actor: user,
+            action: "publish",
+            skill: Some(name.as_str()),
+            version: Some(&version.to_string()),
+            detail: Some(match &record.signer {
+                Some(signer) => format!("{}, signed by {signer}", record.cksum),
+                None => format!("{}, unsigned", record.cksum),
+            }),
+        });
         Ok(record)
+    }
+
+    /// Appends `event` to the audit trail, after its change was made: a
+    /// failure is logged, and does not undo the change.
+    fn record_event(&self, event: &NewEvent<'_>) {
+        if let Err(error) = self.state.record(event) {
+            tracing::error!(
+                error = error_chain(&error),
+                action = event.action,
+                "cannot record the change in the audit trail"
+            );
+        }
     }
 
     /// Yanks (or with `yanked == false`, unyanks) `name@version`.
@@ -508,7 +525,14 @@ impl Registry {
             None
         };
         let record = record.clone();
-        self.replace_index(records, name, updated)?;
+        self.replace_index(records, name.clone(), updated)?;
+        self.record_event(&NewEvent {
+            actor: user,
+            action: if yanked { "yank" } else { "unyank" },
+            skill: Some(name.as_str()),
+            version: Some(&version.to_string()),
+            detail: record.yanked_reason.clone(),
+        });
         Ok(record)
     }
 
@@ -540,7 +564,7 @@ impl Registry {
             return Err(self.not_owner(user, &skill));
         }
         self.state
-            .change_owners(name, add, remove)
+            .change_owners(user, name, add, remove)
             .map_err(|error| match error {
                 OwnerChangeError::State(StateError::InvalidUser(user)) => {
                     RegistryError::BadRequest(StateError::InvalidUser(user).to_string())
@@ -590,6 +614,13 @@ impl Registry {
             jiff::Timestamp::now(),
         )?;
         self.sign_metadata()?;
+        self.record_event(&NewEvent {
+            actor: user,
+            action: "keys",
+            skill: Some(name),
+            version: None,
+            detail: Some(keys::describe_change(&add, &remove)),
+        });
         Ok(keys)
     }
 

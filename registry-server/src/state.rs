@@ -1,68 +1,51 @@
-//! The registry's private state: tokens and owners, in `DIR/state/`, never
-//! served.
+//! The registry's private state: tokens, owners and the audit trail, in a
+//! database ([`crate::db`]), and the state folder `DIR/state/`, never
+//! served:
 //!
 //! ```text
-//! state/tokens.json    {"tokens":[{"id":"t1","user":"alice","hash":"sha256:…","created":"…"}]}
-//! state/owners.json    {"owners":{"pdf-processing":["alice","bob"]}}
-//! state/.lock          held while either file, or a public `keys/<name>.json`,
-//!                      is read-modify-written
+//! state/registry.db   the SQLite database, unless --database names another
+//! state/index.key     the online key of the signed metadata, when it has one
+//! state/.lock         held while a public `keys/<name>.json` is
+//!                     read-modify-written, or the metadata signed
 //! ```
 //!
-//! Tokens are random, shown once, and stored as their SHA-256 only. Both
-//! files are private (0600), replaced atomically, and every change holds the
-//! lock file, so the `token` commands and a running server can change state
-//! at the same time.
+//! Tokens are random, shown once, and stored as their SHA-256 only; a
+//! request's token is one indexed lookup, so a token created or revoked by
+//! `skillpkg-registry token` counts from the next request on.
 //!
-//! `tokens.json` is read on the first request that needs it and kept in
-//! memory; every later request checks the file's size, modification time
-//! and inode (one `stat`) and reads it again only when they changed, so a
-//! token created or revoked by `skillpkg-registry token` counts from the
-//! next request on. A file modified less than [`RACY_WINDOW`] before it was
-//! read is read again until it settles: a change within the clock's
-//! granularity that keeps the size would otherwise go unseen (git's "racy
-//! git" problem). `owners.json` is read by the operations that need it,
-//! which run off the async threads.
+//! A registry that kept its state in `tokens.json` and `owners.json` (before
+//! the database) has them imported on first open, in one transaction; the
+//! files are then renamed to `*.imported`, kept for reference.
+//!
+//! The owner operations have blocking forms for the registry's operations,
+//! which run off the async threads; they wait on the runtime that opened
+//! the state.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime};
 
 use base64::Engine as _;
 use fs4::fs_std::FileExt;
 use skillpkg_index::checksum::Checksum;
-use skillpkg_index::fs::{WriteError, WriteOptions, write_atomic_with};
 use skillpkg_index::secret::Secret;
 
-const TOKENS_FILE: &str = "tokens.json";
-const OWNERS_FILE: &str = "owners.json";
+use crate::db::{Db, DbError, NewEvent, TokenRecord};
+
+/// The SQLite database in the state folder.
+pub const DATABASE_FILE: &str = "registry.db";
+const LEGACY_TOKENS_FILE: &str = "tokens.json";
+const LEGACY_OWNERS_FILE: &str = "owners.json";
 const LOCK_FILE: &str = ".lock";
 /// Every token starts with this, so secret scanners can recognise one.
 pub const TOKEN_PREFIX: &str = "skp_";
 
-/// How long after its last change a file's size, modification time and
-/// inode are trusted to tell every later change: modification times are
-/// kept at the kernel clock's tick (a few milliseconds), some file systems'
-/// at a second or two.
-pub const RACY_WINDOW: Duration = Duration::from_secs(2);
-
-/// A stored token: who it is for, never the token itself.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct TokenRecord {
-    pub id: String,
-    pub user: String,
-    pub hash: Checksum,
-    pub created: String,
-}
-
-#[derive(Default, serde::Serialize, serde::Deserialize)]
-struct TokensFile {
+#[derive(Default, serde::Deserialize)]
+struct LegacyTokens {
     tokens: Vec<TokenRecord>,
 }
 
-#[derive(Default, serde::Serialize, serde::Deserialize)]
-struct OwnersFile {
-    owners: BTreeMap<String, Vec<String>>,
+#[derive(Default, serde::Deserialize)]
+struct LegacyOwners {
+    owners: std::collections::BTreeMap<String, Vec<String>>,
 }
 
 /// Why the state could not be read or changed.
@@ -75,8 +58,8 @@ pub enum StateError {
         source: std::io::Error,
     },
     #[error(transparent)]
-    Write(#[from] WriteError),
-    #[error("{} is corrupt", path.display())]
+    Db(#[from] DbError),
+    #[error("{} is corrupt, so it cannot be imported into the database", path.display())]
     Corrupt {
         path: PathBuf,
         #[source]
@@ -101,122 +84,117 @@ pub fn check_user(user: &str) -> Result<(), StateError> {
     }
 }
 
-/// The state folder.
+/// Where the state is kept.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    /// A registry's: the folder and its database are created if missing.
+    Write,
+    /// A read-only server's (a mirror): nothing is created or changed; a
+    /// missing database has no tokens and no owners.
+    ReadOnly,
+}
+
+/// The state: the database and the state folder.
 #[derive(Clone, Debug)]
 pub struct State {
     dir: PathBuf,
-    /// `tokens.json` as last read, shared by the clones.
-    tokens: Arc<Mutex<Option<LoadedTokens>>>,
-    /// [`RACY_WINDOW`], but in tests.
-    racy_window: Duration,
-}
-
-/// What tells one version of a file from the next without reading it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Stamp {
-    len: u64,
-    modified: Option<SystemTime>,
-    /// The inode and the status change time: an atomic replacement is a
-    /// new inode, and an edit in place moves the change time even when it
-    /// keeps the size and sets the modification time back.
-    inode: u64,
-    changed: Option<SystemTime>,
-}
-
-impl Stamp {
-    fn of(metadata: &std::fs::Metadata) -> Self {
-        #[cfg(unix)]
-        let (inode, changed) = {
-            use std::os::unix::fs::MetadataExt as _;
-            let changed = u64::try_from(metadata.ctime()).ok().map(|seconds| {
-                let nanos = u32::try_from(metadata.ctime_nsec()).unwrap_or(0);
-                SystemTime::UNIX_EPOCH + Duration::new(seconds, nanos)
-            });
-            (metadata.ino(), changed)
-        };
-        #[cfg(not(unix))]
-        let (inode, changed) = (0, None);
-        Self {
-            len: metadata.len(),
-            modified: metadata.modified().ok(),
-            inode,
-            changed,
-        }
-    }
-
-    /// Returns true if and only if the file last changed at least
-    /// `window` before `now`, so that any later change changes the stamp.
-    fn settled(&self, now: SystemTime, window: Duration) -> bool {
-        let last = self.modified.max(self.changed);
-        last.and_then(|last| now.duration_since(last).ok())
-            .is_some_and(|age| age >= window)
-    }
-}
-
-/// The tokens of `tokens.json` as read, by hash.
-#[derive(Debug)]
-struct LoadedTokens {
-    /// The file's stamp before it was read; `None`: there was no file.
-    stamp: Option<Stamp>,
-    /// Whether the stamp alone tells a later change ([`Stamp::settled`]).
-    settled: bool,
-    users: BTreeMap<Checksum, String>,
+    db: Db,
+    runtime: tokio::runtime::Handle,
 }
 
 impl State {
-    /// Opens (and creates) the state folder.
-    pub fn open(dir: &Path) -> Result<Self, StateError> {
-        fs_err::create_dir_all(dir).map_err(|source| StateError::Io {
+    /// Opens the state in `dir`, with the database at `database` (default:
+    /// `dir/registry.db`), and imports the JSON state an older registry
+    /// left there. Must run on a tokio runtime, whose handle the blocking
+    /// methods use.
+    pub async fn open(
+        dir: &Path,
+        database: Option<&str>,
+        access: Access,
+    ) -> Result<Self, StateError> {
+        let io = |source| StateError::Io {
             path: dir.to_owned(),
             source,
-        })?;
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            // Token hashes are not secrets, but nobody else needs them.
-            fs_err::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(
-                |source| StateError::Io {
-                    path: dir.to_owned(),
-                    source,
-                },
-            )?;
-        }
-        Ok(Self::at(dir))
-    }
-
-    /// The state folder `dir` as it is, created by nothing: for a server
-    /// that writes nothing (a mirror), where a missing folder has no tokens
-    /// and no owners.
-    pub fn at(dir: &Path) -> Self {
-        Self {
+        };
+        let file = dir.join(DATABASE_FILE);
+        let db = match (access, database) {
+            (_, Some(url)) => Db::open(url).await?,
+            (Access::Write, None) => {
+                fs_err::create_dir_all(dir).map_err(io)?;
+                #[cfg(unix)]
+                {
+                    use std::os::unix::fs::PermissionsExt;
+                    // Token hashes are not secrets, but nobody else needs them.
+                    fs_err::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+                        .map_err(io)?;
+                }
+                Db::open(&crate::db::sqlite_url(&file, false)).await?
+            }
+            (Access::ReadOnly, None) if file.is_file() => {
+                Db::open(&crate::db::sqlite_url(&file, true)).await?
+            }
+            (Access::ReadOnly, None) => Db::in_memory().await?,
+        };
+        let state = Self {
             dir: dir.to_owned(),
-            tokens: Arc::default(),
-            racy_window: RACY_WINDOW,
+            db,
+            runtime: tokio::runtime::Handle::current(),
+        };
+        state.import_legacy(access).await?;
+        Ok(state)
+    }
+
+    /// The database.
+    pub fn db(&self) -> &Db {
+        &self.db
+    }
+
+    /// Imports `tokens.json` and `owners.json`, when they are there: into
+    /// the database and then renamed, for a registry; into the (in-memory)
+    /// database only, for a read-only server, which changes no file.
+    async fn import_legacy(&self, access: Access) -> Result<(), StateError> {
+        let tokens_path = self.dir.join(LEGACY_TOKENS_FILE);
+        let owners_path = self.dir.join(LEGACY_OWNERS_FILE);
+        let tokens: Option<LegacyTokens> = read_json(&tokens_path)?;
+        let owners: Option<LegacyOwners> = read_json(&owners_path)?;
+        if tokens.is_none() && owners.is_none() {
+            return Ok(());
         }
-    }
-
-    fn read<T: serde::de::DeserializeOwned + Default>(&self, file: &str) -> Result<T, StateError> {
-        let path = self.dir.join(file);
-        match fs_err::read(&path) {
-            Ok(bytes) => serde_json::from_slice(&bytes)
-                .map_err(|source| StateError::Corrupt { path, source }),
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(T::default()),
-            Err(source) => Err(StateError::Io { path, source }),
+        let tokens = tokens.unwrap_or_default().tokens;
+        let owners: Vec<(String, Vec<String>)> =
+            owners.unwrap_or_default().owners.into_iter().collect();
+        let imported = self
+            .db
+            .import(&tokens, &owners, &self.dir.display().to_string())
+            .await?;
+        if access == Access::Write {
+            for path in [tokens_path, owners_path] {
+                if path.exists() {
+                    let mut renamed = path.clone().into_os_string();
+                    renamed.push(".imported");
+                    fs_err::rename(&path, &renamed).map_err(|source| StateError::Io {
+                        path: path.clone(),
+                        source,
+                    })?;
+                }
+            }
+            if imported {
+                tracing::info!(
+                    tokens = tokens.len(),
+                    skills = owners.len(),
+                    "imported the tokens and owners of {} into the database",
+                    self.dir.display()
+                );
+            }
         }
+        Ok(())
     }
 
-    fn write<T: serde::Serialize>(&self, file: &str, value: &T) -> Result<(), StateError> {
-        let mut bytes = serde_json::to_vec_pretty(value).expect("state serialises");
-        bytes.push(b'\n');
-        let options = WriteOptions::private().create_parents();
-        Ok(write_atomic_with(&self.dir.join(file), &bytes, &options)?)
-    }
-
-    /// Runs `change` while holding the state lock, which every change of the
-    /// state files and of the public keys files holds. The lock is a file
-    /// lock, so it also orders the admin commands against a running server;
-    /// `change` must not take it again (a second lock of the file waits for
-    /// the first, even in one process).
+    /// Runs `change` while holding the state lock, which every change of
+    /// the public keys files and every signing of the metadata holds. The
+    /// lock is a file lock, so it also orders the admin commands against a
+    /// running server; `change` must not take it again (a second lock of
+    /// the file waits for the first, even in one process).
     pub fn locked<T, E: From<StateError>>(
         &self,
         change: impl FnOnce() -> Result<T, E>,
@@ -239,7 +217,7 @@ impl State {
     }
 
     /// Creates a token for `user` and returns it with its record.
-    pub fn create_token(&self, user: &str) -> Result<(Secret, TokenRecord), StateError> {
+    pub async fn create_token(&self, user: &str) -> Result<(Secret, TokenRecord), StateError> {
         check_user(user)?;
         let mut random = [0_u8; 32];
         getrandom::fill(&mut random).map_err(|error| StateError::Io {
@@ -250,138 +228,51 @@ impl State {
             "{TOKEN_PREFIX}{}",
             base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(random)
         ));
-        self.locked(|| {
-            let mut file: TokensFile = self.read(TOKENS_FILE)?;
-            let next = file
-                .tokens
-                .iter()
-                .filter_map(|t| t.id.strip_prefix('t')?.parse::<u64>().ok())
-                .max()
-                .unwrap_or(0)
-                + 1;
-            let record = TokenRecord {
-                id: format!("t{next}"),
-                user: user.to_owned(),
-                hash: Checksum::of(token.expose().as_bytes()),
-                created: jiff::Timestamp::now()
-                    .strftime("%Y-%m-%dT%H:%M:%SZ")
-                    .to_string(),
-            };
-            file.tokens.push(record.clone());
-            self.write(TOKENS_FILE, &file)?;
-            Ok((token, record))
-        })
+        let record = self
+            .db
+            .create_token(user, &Checksum::of(token.expose().as_bytes()))
+            .await?;
+        Ok((token, record))
     }
 
     /// Lists the tokens (their records, never the tokens).
-    pub fn list_tokens(&self) -> Result<Vec<TokenRecord>, StateError> {
-        Ok(self.read::<TokensFile>(TOKENS_FILE)?.tokens)
+    pub async fn list_tokens(&self) -> Result<Vec<TokenRecord>, StateError> {
+        Ok(self.db.list_tokens().await?)
     }
 
     /// Revokes the token with `id`.
-    pub fn revoke_token(&self, id: &str) -> Result<TokenRecord, StateError> {
-        self.locked(|| {
-            let mut file: TokensFile = self.read(TOKENS_FILE)?;
-            let index = file
-                .tokens
-                .iter()
-                .position(|t| t.id == id)
-                .ok_or_else(|| StateError::UnknownToken(id.to_owned()))?;
-            let record = file.tokens.remove(index);
-            self.write(TOKENS_FILE, &file)?;
-            Ok(record)
-        })
+    pub async fn revoke_token(&self, id: &str) -> Result<TokenRecord, StateError> {
+        self.db
+            .revoke_token(id)
+            .await?
+            .ok_or_else(|| StateError::UnknownToken(id.to_owned()))
     }
 
-    /// Returns the user a presented token belongs to, if it is valid,
-    /// reading `tokens.json` only when it changed since it was last read.
-    /// Blocking: a stat, and sometimes a read.
-    pub fn authenticate(&self, presented: &Secret) -> Result<Option<String>, StateError> {
-        let hash = Checksum::of(presented.expose().as_bytes());
-        let stamp = self.tokens_stamp()?;
-        if let Some(user) = self.cached_user(stamp, &hash) {
-            return Ok(user);
-        }
-        // Stamped before it is read: a change in between is a new stamp at
-        // the next request, never a change that goes unseen.
-        let file: TokensFile = self.read(TOKENS_FILE)?;
-        let users: BTreeMap<Checksum, String> = file
-            .tokens
-            .into_iter()
-            .map(|record| (record.hash, record.user))
-            .collect();
-        let user = users.get(&hash).cloned();
-        let settled = stamp.is_none_or(|stamp| stamp.settled(SystemTime::now(), self.racy_window));
-        *self.lock_tokens() = Some(LoadedTokens {
-            stamp,
-            settled,
-            users,
-        });
-        Ok(user)
-    }
-
-    /// Returns the user of a presented token from the tokens in memory,
-    /// when `tokens.json` has not changed since they were read; `None` when
-    /// it must be read again (or cannot be checked), which
-    /// [`State::authenticate`] does. Costs a stat, never a read, so it may
-    /// run on an async thread.
-    pub fn authenticate_cached(&self, presented: &Secret) -> Option<Option<String>> {
-        let stamp = self.tokens_stamp().ok()?;
-        self.cached_user(stamp, &Checksum::of(presented.expose().as_bytes()))
-    }
-
-    /// The stamp of `tokens.json` now; `None` when there is none.
-    fn tokens_stamp(&self) -> Result<Option<Stamp>, StateError> {
-        let path = self.dir.join(TOKENS_FILE);
-        match fs_err::metadata(&path) {
-            Ok(metadata) => Ok(Some(Stamp::of(&metadata))),
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(source) => Err(StateError::Io { path, source }),
-        }
-    }
-
-    /// The user of `hash` from the tokens in memory, if they were read from
-    /// the file `stamp` describes and that stamp can be trusted.
-    fn cached_user(&self, stamp: Option<Stamp>, hash: &Checksum) -> Option<Option<String>> {
-        let loaded = self.lock_tokens();
-        let loaded = loaded.as_ref()?;
-        (loaded.settled && loaded.stamp == stamp).then(|| loaded.users.get(hash).cloned())
-    }
-
-    fn lock_tokens(&self) -> std::sync::MutexGuard<'_, Option<LoadedTokens>> {
-        // The cache is replaced whole: a panic elsewhere leaves it usable.
-        self.tokens
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    /// Returns the user a presented token belongs to, if it is valid.
+    pub async fn authenticate(&self, presented: &Secret) -> Result<Option<String>, StateError> {
+        Ok(self
+            .db
+            .user_of_token(&Checksum::of(presented.expose().as_bytes()))
+            .await?)
     }
 
     /// Returns the owners of a skill name (empty if never published).
+    /// Blocking.
     pub fn owners(&self, name: &str) -> Result<Vec<String>, StateError> {
-        Ok(self
-            .read::<OwnersFile>(OWNERS_FILE)?
-            .owners
-            .remove(name)
-            .unwrap_or_default())
+        Ok(self.runtime.block_on(self.db.owners(name))?)
     }
 
     /// Makes `user` the owner of `name` if it has none yet, and returns
-    /// whether `user` owns it now.
+    /// whether `user` owns it now. Blocking.
     pub fn claim(&self, name: &str, user: &str) -> Result<bool, StateError> {
-        self.locked(|| {
-            let mut file: OwnersFile = self.read(OWNERS_FILE)?;
-            let owners = file.owners.entry(name.to_owned()).or_default();
-            if owners.is_empty() {
-                owners.push(user.to_owned());
-                self.write(OWNERS_FILE, &file)?;
-                return Ok(true);
-            }
-            Ok(owners.iter().any(|owner| owner == user))
-        })
+        Ok(self.runtime.block_on(self.db.claim(name, user))?)
     }
 
-    /// Adds and removes owners of `name`, keeping at least one.
+    /// Adds and removes owners of `name` for `actor`, keeping at least one.
+    /// Blocking.
     pub fn change_owners(
         &self,
+        actor: &str,
         name: &str,
         add: &[String],
         remove: &[String],
@@ -389,22 +280,34 @@ impl State {
         for user in add {
             check_user(user)?;
         }
-        self.locked(|| -> Result<_, StateError> {
-            let mut file: OwnersFile = self.read(OWNERS_FILE)?;
-            let owners = file.owners.entry(name.to_owned()).or_default();
-            for user in add {
-                if !owners.contains(user) {
-                    owners.push(user.clone());
-                }
-            }
-            owners.retain(|owner| !remove.contains(owner));
-            if owners.is_empty() {
-                return Ok(Err(OwnerChangeError::LastOwner));
-            }
-            let result = owners.clone();
-            self.write(OWNERS_FILE, &file)?;
-            Ok(Ok(result))
-        })?
+        self.runtime
+            .block_on(self.db.change_owners(actor, name, add, remove))
+            .map_err(StateError::from)?
+            .ok_or(OwnerChangeError::LastOwner)
+    }
+
+    /// Appends an event to the audit trail. Blocking.
+    pub fn record(&self, event: &NewEvent<'_>) -> Result<(), StateError> {
+        Ok(self.runtime.block_on(self.db.record(event))?)
+    }
+}
+
+/// Reads the JSON file `path`, `None` when there is none.
+fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Option<T>, StateError> {
+    match fs_err::read(path) {
+        Ok(bytes) => {
+            serde_json::from_slice(&bytes)
+                .map(Some)
+                .map_err(|source| StateError::Corrupt {
+                    path: path.to_owned(),
+                    source,
+                })
+        }
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(StateError::Io {
+            path: path.to_owned(),
+            source,
+        }),
     }
 }
 
@@ -421,143 +324,101 @@ pub enum OwnerChangeError {
 mod tests {
     use super::*;
 
-    #[test]
-    fn tokens_are_stored_hashed_and_revocable() {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn tokens_are_stored_hashed_and_revocable() {
         let temp = tempfile::tempdir().unwrap();
-        let state = State::open(temp.path()).unwrap();
-        let (token, record) = state.create_token("alice").unwrap();
+        let state = State::open(temp.path(), None, Access::Write).await.unwrap();
+        let (token, record) = state.create_token("alice").await.unwrap();
         assert!(token.expose().starts_with(TOKEN_PREFIX));
         assert_eq!(format!("{token:?}"), "****");
-        let stored = fs_err::read_to_string(temp.path().join(TOKENS_FILE)).unwrap();
-        assert!(!stored.contains(token.expose()), "only the hash is stored");
+        let stored = fs_err::read(temp.path().join(DATABASE_FILE)).unwrap();
+        assert!(
+            !stored
+                .windows(token.expose().len())
+                .any(|window| window == token.expose().as_bytes()),
+            "only the hash is stored"
+        );
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt as _;
-            let mode = fs_err::metadata(temp.path().join(TOKENS_FILE))
-                .unwrap()
-                .permissions()
-                .mode();
-            assert_eq!(mode & 0o777, 0o600, "tokens.json is private");
+            let mode = fs_err::metadata(temp.path()).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o700, "the state folder is private");
         }
         assert_eq!(
-            state.authenticate(&token).unwrap().as_deref(),
+            state.authenticate(&token).await.unwrap().as_deref(),
             Some("alice")
         );
         assert_eq!(
-            state.authenticate(&Secret::from("skp_wrong")).unwrap(),
+            state
+                .authenticate(&Secret::from("skp_wrong"))
+                .await
+                .unwrap(),
             None
         );
-        state.revoke_token(&record.id).unwrap();
-        assert_eq!(state.authenticate(&token).unwrap(), None);
+        state.revoke_token(&record.id).await.unwrap();
+        assert_eq!(state.authenticate(&token).await.unwrap(), None);
         assert!(matches!(
-            state.revoke_token(&record.id),
+            state.revoke_token(&record.id).await,
             Err(StateError::UnknownToken(_))
         ));
-    }
-
-    #[test]
-    fn the_first_publisher_owns_a_name_and_owners_keep_one() {
-        let temp = tempfile::tempdir().unwrap();
-        let state = State::open(temp.path()).unwrap();
-        assert!(state.claim("pdf", "alice").unwrap());
-        assert!(!state.claim("pdf", "bob").unwrap());
-        state.change_owners("pdf", &["bob".into()], &[]).unwrap();
-        assert!(state.claim("pdf", "bob").unwrap());
         assert!(matches!(
-            state.change_owners("pdf", &[], &["alice".into(), "bob".into()]),
-            Err(OwnerChangeError::LastOwner)
-        ));
-        assert_eq!(state.owners("pdf").unwrap(), ["alice", "bob"]);
-        assert!(matches!(
-            state.create_token("../x"),
+            state.create_token("../x").await,
             Err(StateError::InvalidUser(_))
         ));
     }
 
-    #[test]
-    fn tokens_are_read_once_and_again_only_when_the_file_changes() {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn json_state_is_imported_once_and_the_files_renamed() {
         let temp = tempfile::tempdir().unwrap();
-        // The server's view, and the `token` command's, as two processes.
-        // The server trusts a stamp at once, as it does once a file is
-        // older than the racy window.
-        let server = State {
-            racy_window: Duration::ZERO,
-            ..State::open(temp.path()).unwrap()
-        };
-        let admin = State::open(temp.path()).unwrap();
-        let (alice, _) = admin.create_token("alice").unwrap();
-        assert_eq!(server.authenticate_cached(&alice), None, "nothing read yet");
+        let hash = Checksum::of(b"skp_legacy");
+        fs_err::write(
+            temp.path().join(LEGACY_TOKENS_FILE),
+            format!(
+                r#"{{"tokens":[{{"id":"t3","user":"alice","hash":"{hash}","created":"2026-01-01T00:00:00Z"}}]}}"#
+            ),
+        )
+        .unwrap();
+        fs_err::write(
+            temp.path().join(LEGACY_OWNERS_FILE),
+            r#"{"owners":{"pdf":["bob","alice"]}}"#,
+        )
+        .unwrap();
+        // A read-only server imports into memory and changes no file.
+        let read_only = State::open(temp.path(), None, Access::ReadOnly)
+            .await
+            .unwrap();
         assert_eq!(
-            server.authenticate(&alice).unwrap().as_deref(),
+            read_only
+                .db()
+                .user_of_token(&hash)
+                .await
+                .unwrap()
+                .as_deref(),
             Some("alice")
         );
-        assert_eq!(
-            server.authenticate_cached(&alice),
-            Some(Some("alice".to_owned())),
-            "answered from memory while the file is unchanged"
-        );
-        assert_eq!(
-            server.authenticate_cached(&Secret::from("skp_x")),
-            Some(None)
-        );
+        assert!(temp.path().join(LEGACY_TOKENS_FILE).exists());
+        assert!(!temp.path().join(DATABASE_FILE).exists());
 
-        // A token created or revoked now counts at the next request: the
-        // file was replaced, a new inode, whatever its size and times.
-        let (bob, record) = admin.create_token("bob").unwrap();
-        assert_eq!(server.authenticate_cached(&bob), None);
-        assert_eq!(server.authenticate(&bob).unwrap().as_deref(), Some("bob"));
-        admin.revoke_token(&record.id).unwrap();
-        assert_eq!(server.authenticate_cached(&bob), None);
-        assert_eq!(server.authenticate(&bob).unwrap(), None, "revoked at once");
-
-        // A broken file is an error, never the tokens read before it.
-        fs_err::write(temp.path().join(TOKENS_FILE), "{ not json").unwrap();
-        assert!(matches!(
-            server.authenticate(&alice),
-            Err(StateError::Corrupt { .. })
-        ));
+        let state = State::open(temp.path(), None, Access::Write).await.unwrap();
+        assert_eq!(
+            state.db().user_of_token(&hash).await.unwrap().as_deref(),
+            Some("alice")
+        );
+        assert_eq!(state.db().owners("pdf").await.unwrap(), ["bob", "alice"]);
+        assert!(!temp.path().join(LEGACY_TOKENS_FILE).exists());
+        assert!(temp.path().join("tokens.json.imported").exists());
+        let (_, next) = state.create_token("carol").await.unwrap();
+        assert_eq!(next.id, "t4", "ids go on from the imported ones");
     }
 
-    #[test]
-    fn a_file_changed_within_the_racy_window_is_read_at_every_request() {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn a_corrupt_json_state_is_refused_and_kept() {
         let temp = tempfile::tempdir().unwrap();
-        let state = State::open(temp.path()).unwrap();
-        let (alice, _) = state.create_token("alice").unwrap();
-        let path = temp.path().join(TOKENS_FILE);
-        assert_eq!(
-            state.authenticate(&alice).unwrap().as_deref(),
-            Some("alice")
-        );
-        // Just written: an edit in place within the clock's granularity
-        // that keeps the size could leave the stamp as it is.
-        assert_eq!(state.authenticate_cached(&alice), None);
-        let text = fs_err::read_to_string(&path).unwrap();
-        let renamed = text.replace("\"alice\"", "\"carol\"");
-        assert_eq!(renamed.len(), text.len());
-        fs_err::write(&path, renamed).unwrap();
-        assert_eq!(
-            state.authenticate(&alice).unwrap().as_deref(),
-            Some("carol")
-        );
-
-        // Settled once both of its times are older than the window.
-        let now = SystemTime::now();
-        let stamp = Stamp::of(&fs_err::metadata(&path).unwrap());
-        assert!(!stamp.settled(now, RACY_WINDOW));
-        assert!(stamp.settled(now + RACY_WINDOW, RACY_WINDOW));
-        let old = Stamp {
-            changed: Some(now - RACY_WINDOW * 2),
-            modified: Some(now - RACY_WINDOW * 2),
-            ..stamp
-        };
-        assert!(old.settled(now, RACY_WINDOW));
-        let touched_back = Stamp {
-            changed: Some(now),
-            ..old
-        };
-        assert!(
-            !touched_back.settled(now, RACY_WINDOW),
-            "the change time counts"
-        );
+        fs_err::write(temp.path().join(LEGACY_TOKENS_FILE), "{").unwrap();
+        let error = State::open(temp.path(), None, Access::Write)
+            .await
+            .unwrap_err();
+        assert!(matches!(error, StateError::Corrupt { .. }), "{error:?}");
+        assert!(temp.path().join(LEGACY_TOKENS_FILE).exists());
     }
 }

@@ -24,7 +24,7 @@ pub mod scripted;
 pub mod static_registry;
 
 pub use context::{TestContext, redact};
-pub use registry::{RegistryServer, Skill, TestRegistry, create_token};
+pub use registry::{RegistryServer, Skill, TestRegistry, create_token, tarball, tarball_described};
 pub use scripted::{Faults, FaultyServer};
 
 /// Returns the path of a workspace binary built by this `cargo test` run.

@@ -365,3 +365,30 @@ impl TestRegistry {
         assert_eq!(output.code, 0, "publishing {}: {output:?}", skill.name);
     }
 }
+
+/// Packs a minimal skill `name` at `version` (a SKILL.md whose description
+/// is `Does NAME things.`) into an archive, as `skillpkg pack` would.
+pub fn tarball(name: &str, version: &str) -> Vec<u8> {
+    tarball_described(name, version, &format!("Does {name} things."))
+}
+
+/// [`tarball`], with `description`.
+pub fn tarball_described(name: &str, version: &str, description: &str) -> Vec<u8> {
+    let temp = tempfile::tempdir().expect("a temporary folder");
+    let dir = temp.path().join(name);
+    fs_err::create_dir_all(&dir).expect("create the skill folder");
+    let description = serde_json::to_string(description).expect("a string serialises");
+    fs_err::write(
+        dir.join("SKILL.md"),
+        format!("---\nname: {name}\ndescription: {description}\n---\n# {name}\n"),
+    )
+    .expect("write SKILL.md");
+    skillpkg_index::archive::pack_dir(
+        &dir,
+        name.parse().expect("a valid name"),
+        version.parse().expect("a valid version"),
+        &skillpkg_index::archive::Limits::default(),
+    )
+    .expect("the skill packs")
+    .tarball
+}

@@ -42,9 +42,8 @@ const RETRY_AFTER_SECONDS: u64 = 5;
 /// and a version with pre-release and build parts a few dozen.
 const MAX_TEXT_PART_BYTES: usize = 256;
 
-/// Returns the user of the request's bearer token. The tokens are in
-/// memory; `tokens.json` is read again, off the async threads, only when it
-/// changed.
+/// Returns the user of the request's bearer token: one indexed lookup in
+/// the database.
 pub(super) async fn authenticate(
     registry: &Arc<Registry>,
     headers: &HeaderMap,
@@ -62,16 +61,11 @@ pub(super) async fn authenticate(
         .ok_or_else(|| {
             ApiError::unauthorized("the Authorization header must be `Bearer <token>`")
         })?;
-    let user = match registry.state().authenticate_cached(&token) {
-        Some(user) => user,
-        None => {
-            let state = registry.state().clone();
-            tokio::task::spawn_blocking(move || state.authenticate(&token))
-                .await
-                .map_err(|error| ApiError::internal(&error))?
-                .map_err(|error| ApiError::internal(&error))?
-        }
-    };
+    let user = registry
+        .state()
+        .authenticate(&token)
+        .await
+        .map_err(|error| ApiError::internal(&error))?;
     user.ok_or_else(|| {
         ApiError::unauthorized("the token is not valid: it is unknown or was revoked")
     })

@@ -33,6 +33,7 @@ mod pack;
 mod redirects;
 mod registries;
 mod registry;
+mod registry_state;
 mod server_dos;
 mod server_hostile;
 mod server_ops;

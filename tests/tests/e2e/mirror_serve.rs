@@ -112,9 +112,9 @@ fn a_mirror_of_a_private_registry_stays_private_and_is_served_read_only_in_place
         assert_eq!(status, 200, "{flags:?}");
         assert_eq!(body, fs_err::read(dest.join("index/3/p/pdf")).unwrap());
         for hidden in [
-            ".skillpkg-state/tokens.json",
+            ".skillpkg-state/registry.db",
             ".skillpkg-mirror.json",
-            "state/tokens.json",
+            "state/registry.db",
         ] {
             let (status, _) = get(&mirror_server, hidden, Some(&ci));
             assert_eq!(status, 404, "{flags:?}: {hidden} is never served");

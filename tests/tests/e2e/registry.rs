@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use reqwest::blocking::{Client, multipart};
 use skillpkg_index::archive::{Limits, pack_dir};
 use skillpkg_index::registry::{IndexRecord, parse_index_file};
-use skillpkg_tests::{Nginx, RegistryServer, create_token};
+use skillpkg_tests::{Nginx, RegistryServer, create_token, tarball_described};
 
 // Signed publishing, in its own file to keep this one short.
 mod signing;
@@ -107,27 +107,6 @@ struct Parts {
     provenance: Option<Vec<u8>>,
 }
 
-/// Packs a skill `name` at `version` with `description`.
-fn tarball(name: &str, version: &str, description: &str) -> Vec<u8> {
-    let temp = tempfile::tempdir().unwrap();
-    let dir = temp.path().join(name);
-    fs_err::create_dir_all(&dir).unwrap();
-    let description = serde_json::to_string(description).unwrap();
-    fs_err::write(
-        dir.join("SKILL.md"),
-        format!("---\nname: {name}\ndescription: {description}\n---\n# {name}\n"),
-    )
-    .unwrap();
-    pack_dir(
-        &dir,
-        name.parse().unwrap(),
-        version.parse().unwrap(),
-        &Limits::default(),
-    )
-    .unwrap()
-    .tarball
-}
-
 fn detail(body: &serde_json::Value) -> String {
     body["errors"][0]["detail"]
         .as_str()
@@ -143,7 +122,7 @@ fn index_of(fixture: &Fixture, path: &str, name: &str) -> Vec<IndexRecord> {
 #[test]
 fn a_publish_lands_in_the_api_answer_and_the_static_tree() {
     let fixture = Fixture::new(&[]);
-    let bytes = tarball("pdf-processing", "1.2.0", "Reads PDFs.");
+    let bytes = tarball_described("pdf-processing", "1.2.0", "Reads PDFs.");
     let (status, body) = fixture.publish(
         Some(&fixture.alice),
         "pdf-processing",
@@ -221,7 +200,7 @@ fn static_files_have_etags_cache_headers_and_404s() {
         Some(&fixture.alice),
         "pdf",
         "1.0.0",
-        tarball("pdf", "1.0.0", "x"),
+        tarball_described("pdf", "1.0.0", "x"),
     );
     let url = format!("{}/index/3/p/pdf", fixture.server.url());
     let first = fixture.client.get(&url).send().unwrap();
@@ -311,7 +290,7 @@ fn assert_refused_with(
 #[test]
 fn publishes_without_a_valid_token_are_refused() {
     let fixture = Fixture::new(&[]);
-    let bytes = tarball("pdf", "1.0.0", "x");
+    let bytes = tarball_described("pdf", "1.0.0", "x");
     assert_refused(
         &fixture,
         None,
@@ -377,7 +356,7 @@ fn only_owners_publish_and_owners_can_add_owners() {
         Some(&fixture.alice),
         "pdf",
         "1.0.0",
-        tarball("pdf", "1.0.0", "x"),
+        tarball_described("pdf", "1.0.0", "x"),
     );
     assert_eq!(status, 201);
     assert_refused(
@@ -385,7 +364,7 @@ fn only_owners_publish_and_owners_can_add_owners() {
         Some(&bob),
         "pdf",
         "1.1.0",
-        tarball("pdf", "1.1.0", "x"),
+        tarball_described("pdf", "1.1.0", "x"),
         403,
         "`bob` does not own `pdf`; ask an owner (alice)",
     );
@@ -415,7 +394,12 @@ fn only_owners_publish_and_owners_can_add_owners() {
         .json()
         .unwrap();
     assert_eq!(owners["users"], serde_json::json!(["alice", "bob"]));
-    let (status, body) = fixture.publish(Some(&bob), "pdf", "1.1.0", tarball("pdf", "1.1.0", "x"));
+    let (status, body) = fixture.publish(
+        Some(&bob),
+        "pdf",
+        "1.1.0",
+        tarball_described("pdf", "1.1.0", "x"),
+    );
     assert_eq!(status, 201, "{body}");
     let last = fixture
         .client
@@ -463,7 +447,7 @@ fn bad_archives_and_mismatches_are_refused_and_write_nothing() {
         token,
         "pdf",
         "1.0.0",
-        tarball("other", "1.0.0", "x"),
+        tarball_described("other", "1.0.0", "x"),
         400,
         "holds the skill `other`, not `pdf`",
     );
@@ -499,7 +483,7 @@ fn bad_archives_and_mismatches_are_refused_and_write_nothing() {
         token,
         "../etc",
         "1.0.0",
-        tarball("pdf", "1.0.0", "x"),
+        tarball_described("pdf", "1.0.0", "x"),
         400,
         "is not a valid skill name",
     );
@@ -508,18 +492,23 @@ fn bad_archives_and_mismatches_are_refused_and_write_nothing() {
         token,
         "pdf",
         "latest",
-        tarball("pdf", "1.0.0", "x"),
+        tarball_described("pdf", "1.0.0", "x"),
         400,
         "is not a semantic version",
     );
-    let (status, _) = fixture.publish(token, "pdf", "1.0.0", tarball("pdf", "1.0.0", "x"));
+    let (status, _) = fixture.publish(
+        token,
+        "pdf",
+        "1.0.0",
+        tarball_described("pdf", "1.0.0", "x"),
+    );
     assert_eq!(status, 201);
     assert_refused(
         &fixture,
         token,
         "pdf",
         "1.0.0",
-        tarball("pdf", "1.0.0", "changed"),
+        tarball_described("pdf", "1.0.0", "changed"),
         409,
         "already published",
     );
@@ -562,7 +551,7 @@ fn a_description_cannot_inject_an_index_line() {
         Some(&fixture.alice),
         "pdf",
         "1.0.0",
-        tarball("pdf", "1.0.0", evil),
+        tarball_described("pdf", "1.0.0", evil),
     );
     assert_eq!(status, 201, "{body}");
     let text = fs_err::read_to_string(fixture.server.public().join("index/3/p/pdf")).unwrap();
@@ -694,7 +683,7 @@ fn twenty_concurrent_versions_all_land_and_one_version_wins_once() {
                             Some(&fixture.alice),
                             "pdf",
                             &version,
-                            tarball("pdf", &version, "x"),
+                            tarball_described("pdf", &version, "x"),
                         )
                         .0
                 })
@@ -724,7 +713,7 @@ fn twenty_concurrent_versions_all_land_and_one_version_wins_once() {
                             Some(&fixture.alice),
                             "pdf",
                             "2.0.0",
-                            tarball("pdf", "2.0.0", &format!("attempt {attempt}")),
+                            tarball_described("pdf", "2.0.0", &format!("attempt {attempt}")),
                         )
                         .0
                 })
@@ -755,7 +744,7 @@ fn yank_and_unyank_change_only_the_yanked_fields() {
         Some(&fixture.alice),
         "pdf",
         "1.0.0",
-        tarball("pdf", "1.0.0", "x"),
+        tarball_described("pdf", "1.0.0", "x"),
     );
     let before = index_of(&fixture, "index/3/p/pdf", "pdf").remove(0);
     let url = format!("{}/api/v1/skills/pdf/1.0.0", fixture.server.url());
@@ -809,7 +798,7 @@ fn yank_and_unyank_change_only_the_yanked_fields() {
         Some(&fixture.alice),
         "pdf",
         "1.0.0",
-        tarball("pdf", "1.0.0", "x"),
+        tarball_described("pdf", "1.0.0", "x"),
     );
     assert_eq!(status, 409, "a yanked version is still never republished");
 }
@@ -827,7 +816,7 @@ fn build_writes_the_tree_the_server_wrote_byte_for_byte() {
             Some(&fixture.alice),
             name,
             version,
-            tarball(name, version, &format!("{name} {version}")),
+            tarball_described(name, version, &format!("{name} {version}")),
         );
         assert_eq!(status, 201, "{body}");
     }
@@ -868,7 +857,7 @@ fn a_failed_build_writes_nothing() {
     let from = tempfile::tempdir().unwrap();
     fs_err::write(
         from.path().join("pdf-1.0.0.tgz"),
-        tarball("pdf", "1.0.0", "x"),
+        tarball_described("pdf", "1.0.0", "x"),
     )
     .unwrap();
     fs_err::write(
@@ -909,7 +898,7 @@ fn nginx_serves_the_same_tree_with_the_same_answers() {
             Some(&fixture.alice),
             "pdf-processing",
             version,
-            tarball("pdf-processing", version, "Reads PDFs."),
+            tarball_described("pdf-processing", version, "Reads PDFs."),
         );
     }
     let nginx = Nginx::serve(&fixture.server.public());
@@ -934,7 +923,7 @@ fn nginx_serves_the_same_tree_with_the_same_answers() {
 
 /// Packs a skill with an incompressible asset, so a publish takes long
 /// enough to be interrupted.
-fn heavy_tarball(name: &str, version: &str, seed: u64) -> Vec<u8> {
+fn heavy_tarball_described(name: &str, version: &str, seed: u64) -> Vec<u8> {
     let temp = tempfile::tempdir().unwrap();
     let dir = temp.path().join(name);
     fs_err::create_dir_all(dir.join("assets")).unwrap();
@@ -971,7 +960,7 @@ fn a_server_killed_during_publishes_restarts_consistent() {
     let root = tempfile::tempdir().unwrap();
     let token = create_token(root.path(), "alice");
     let tarballs: Vec<Vec<u8>> = (0..6)
-        .map(|seed| heavy_tarball("heavy", "1.0.0", seed))
+        .map(|seed| heavy_tarball_described("heavy", "1.0.0", seed))
         .collect();
     let mut server = RegistryServer::start(root.path(), &[]);
     // Six rounds at least; more (up to 15) until a kill has landed between

@@ -8,8 +8,7 @@ use std::io::{Read as _, Write as _};
 use std::path::Path;
 
 use reqwest::blocking::{Client, multipart};
-use skillpkg_index::archive::{Limits, pack_dir};
-use skillpkg_tests::{RegistryServer, create_token, files_below};
+use skillpkg_tests::{RegistryServer, create_token, files_below, tarball};
 
 /// A registry with a server, and tokens for `alice` and `bob`.
 struct Fixture {
@@ -90,26 +89,6 @@ impl Fixture {
     }
 }
 
-/// Packs a skill `name` at `version`.
-fn tarball(name: &str, version: &str) -> Vec<u8> {
-    let temp = tempfile::tempdir().unwrap();
-    let dir = temp.path().join(name);
-    fs_err::create_dir_all(&dir).unwrap();
-    fs_err::write(
-        dir.join("SKILL.md"),
-        format!("---\nname: {name}\ndescription: Does {name} things.\n---\n# {name}\n"),
-    )
-    .unwrap();
-    pack_dir(
-        &dir,
-        name.parse().unwrap(),
-        version.parse().unwrap(),
-        &Limits::default(),
-    )
-    .unwrap()
-    .tarball
-}
-
 fn code(body: &str) -> String {
     let body: serde_json::Value = serde_json::from_str(body).unwrap_or_default();
     body["errors"][0]["code"]
@@ -121,8 +100,10 @@ fn code(body: &str) -> String {
 #[test]
 fn a_server_failure_tells_the_client_a_stable_code_and_only_the_log_its_paths() {
     let fixture = Fixture::new(&[]);
-    let tokens = fixture.root.path().join("state/tokens.json");
-    fs_err::write(&tokens, "{ not json").unwrap();
+    // The database is overwritten with bytes that are not SQLite's.
+    let database = fixture.root.path().join("state/registry.db");
+    let size = fs_err::metadata(&database).unwrap().len();
+    fs_err::write(&database, vec![b'x'; usize::try_from(size).unwrap()]).unwrap();
     let root = fixture.root.path().to_str().unwrap().to_owned();
     // Strangers (a made-up token) and users alike.
     for token in ["skp_made-up", fixture.alice.as_str()] {
@@ -138,14 +119,15 @@ fn a_server_failure_tells_the_client_a_stable_code_and_only_the_log_its_paths() 
             let (status, body) = fixture.send(request.bearer_auth(token));
             assert_eq!(status, 500, "{body}");
             assert_eq!(code(&body), "internal", "{body}");
-            for secret in [root.as_str(), "tokens.json", "state", "corrupt"] {
+            for secret in [root.as_str(), "registry.db", "state", "not a database"] {
                 assert!(!body.contains(secret), "`{secret}` in the answer: {body}");
             }
         }
     }
     let log = fixture.server.log();
     assert!(
-        log.contains(&format!("{} is corrupt", tokens.display())),
+        log.contains(&format!("database error on {}", database.display()))
+            && log.contains("not a database"),
         "the cause is in the server's log:\n{log}"
     );
 }

@@ -14,8 +14,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use reqwest::blocking::{Client, multipart};
-use skillpkg_index::archive::{Limits, pack_dir};
-use skillpkg_tests::{binary, create_token};
+use skillpkg_tests::{binary, create_token, run, tarball};
 
 /// How long a test waits for what it expects before it fails.
 const DEADLINE: Duration = Duration::from_secs(15);
@@ -157,26 +156,6 @@ impl Registry {
     fn path(&self) -> &Path {
         self.root.path()
     }
-}
-
-/// Packs a skill `name` at `version`.
-fn tarball(name: &str, version: &str) -> Vec<u8> {
-    let temp = tempfile::tempdir().unwrap();
-    let dir = temp.path().join(name);
-    fs_err::create_dir_all(&dir).unwrap();
-    fs_err::write(
-        dir.join("SKILL.md"),
-        format!("---\nname: {name}\ndescription: Does {name} things.\n---\n# {name}\n"),
-    )
-    .unwrap();
-    pack_dir(
-        &dir,
-        name.parse().unwrap(),
-        version.parse().unwrap(),
-        &Limits::default(),
-    )
-    .unwrap()
-    .tarball
 }
 
 fn publish(client: &Client, server: &Server, token: &str, name: &str) -> Answer {
@@ -427,31 +406,26 @@ fn a_server_fault_answers_internal_with_no_path_and_logs_the_cause() {
     let client = Client::new();
     let root = registry.path().to_str().unwrap().to_owned();
 
-    // The state folder cannot be read as the server needs: owners.json is
-    // a folder. Reading and publishing both fail on it.
-    let owners = registry.path().join("state/owners.json");
-    fs_err::create_dir(&owners).unwrap();
+    // The database cannot be read: its file is overwritten with bytes that
+    // are not SQLite's. Reading and publishing both fail on it.
+    let database = registry.path().join("state/registry.db");
+    let intact = fs_err::read(&database).unwrap();
+    fs_err::write(&database, vec![b'x'; intact.len()]).unwrap();
     let read = Answer::of(client.get(format!("{}/api/v1/skills/pdf/owners", server.url())));
     let published = publish(&client, &server, &registry.alice, "pdf");
     for answer in [&read, &published] {
         answer.assert_error(500, "internal");
-        for secret in [
-            root.as_str(),
-            "owners.json",
-            "state",
-            "os error",
-            "directory",
-        ] {
+        for secret in [root.as_str(), "registry.db", "state", "not a database"] {
             assert!(!answer.body.contains(secret), "`{secret}` in {answer:?}");
         }
     }
     let line = server.request_line("GET", "/api/v1/skills/pdf/owners", 500);
     assert!(line.contains("ERROR"), "{line}");
-    assert!(line.contains(&owners.display().to_string()), "{line}");
-    assert!(line.contains("Is a directory"), "the OS error: {line}");
+    assert!(line.contains(&database.display().to_string()), "{line}");
+    assert!(line.contains("not a database"), "SQLite's error: {line}");
 
     // The tree cannot be written: `dl` is a file where a folder must be.
-    fs_err::remove_dir(&owners).unwrap();
+    fs_err::write(&database, &intact).unwrap();
     let dl = registry.path().join("public/dl");
     let _ = fs_err::remove_dir_all(&dl);
     fs_err::write(&dl, "in the way").unwrap();
@@ -558,8 +532,21 @@ fn a_stopping_server_answers_the_requests_in_flight_and_takes_no_new_ones() {
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
     assert!(answer.contains(r#""users":["alice","carol"]"#), "{answer}");
     assert_eq!(server.exit().code(), Some(0), "{}", server.log());
-    let owners = fs_err::read_to_string(registry.path().join("state/owners.json")).unwrap();
-    assert!(owners.contains("carol"), "the change was made: {owners}");
+    let events = run(Command::new(binary("skillpkg-registry"))
+        .args(["events", "--json", "--skill", "pdf", "--root"])
+        .arg(registry.path()));
+    let events = events.json();
+    let change = events
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|event| event["action"] == "owners")
+        .expect("the change is in the audit trail");
+    assert_eq!(change["actor"], "alice");
+    assert_eq!(
+        change["detail"], "added carol",
+        "the change was made: {events}"
+    );
 }
 
 #[test]

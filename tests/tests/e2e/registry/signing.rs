@@ -10,7 +10,8 @@ use skillpkg_index::signing::{
     verify_skill,
 };
 
-use super::{Fixture, Parts, assert_refused_with, assert_served_alike, detail, tarball};
+use super::{Fixture, Parts, assert_refused_with, assert_served_alike, detail};
+use skillpkg_tests::tarball_described as tarball;
 
 /// The trusted comment skillpkg signs: `name@version` and the sha256 of `bytes`.
 fn comment(name: &str, version: &str, bytes: &[u8]) -> String {

@@ -1,0 +1,172 @@
+//! The registry's state in its database: a registry that kept its state in
+//! JSON files is imported, and every change is in the audit trail that
+//! `skillpkg-registry events` shows.
+
+use std::process::Command;
+
+use reqwest::blocking::{Client, multipart};
+use skillpkg_index::checksum::Checksum;
+use skillpkg_tests::{RegistryServer, binary, create_token, run, tarball};
+
+/// Publishes `name@version` with `token`: the status and the body.
+fn publish(server: &RegistryServer, token: &str, name: &str, version: &str) -> (u16, String) {
+    let form = multipart::Form::new()
+        .text("name", name.to_owned())
+        .text("version", version.to_owned())
+        .part(
+            "tarball",
+            multipart::Part::bytes(tarball(name, version)).file_name("x.tgz"),
+        );
+    let response = Client::new()
+        .put(format!("{}/api/v1/skills", server.url()))
+        .bearer_auth(token)
+        .multipart(form)
+        .send()
+        .unwrap();
+    (response.status().as_u16(), response.text().unwrap())
+}
+
+/// `skillpkg-registry events --json` of the data folder `root`.
+fn events(root: &std::path::Path, skill: Option<&str>) -> Vec<serde_json::Value> {
+    let mut command = Command::new(binary("skillpkg-registry"));
+    command.args(["events", "--json", "--root"]).arg(root);
+    if let Some(skill) = skill {
+        command.args(["--skill", skill]);
+    }
+    run(&mut command).json().as_array().unwrap().clone()
+}
+
+#[test]
+fn a_registry_that_kept_its_state_in_json_is_imported_and_its_tokens_still_work() {
+    let root = tempfile::tempdir().unwrap();
+    let state = root.path().join("state");
+    fs_err::create_dir_all(&state).unwrap();
+    let old_token = "skp_a-token-from-before-the-database";
+    let hash = Checksum::of(old_token.as_bytes());
+    fs_err::write(
+        state.join("tokens.json"),
+        format!(
+            r#"{{"tokens":[{{"id":"t5","user":"alice","hash":"{hash}","created":"2026-01-01T00:00:00Z"}}]}}"#
+        ),
+    )
+    .unwrap();
+    fs_err::write(
+        state.join("owners.json"),
+        r#"{"owners":{"pdf":["bob","alice"]}}"#,
+    )
+    .unwrap();
+
+    let server = RegistryServer::start(root.path(), &[]);
+    // alice's old token publishes a skill she co-owns, and a new one.
+    for name in ["pdf", "csv"] {
+        let (status, body) = publish(&server, old_token, name, "1.0.0");
+        assert_eq!(status, 201, "{name}: {body}");
+    }
+    let owners: serde_json::Value = Client::new()
+        .get(format!("{}/api/v1/skills/pdf/owners", server.url()))
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    assert_eq!(owners["users"], serde_json::json!(["bob", "alice"]));
+    assert!(!state.join("tokens.json").exists());
+    assert!(state.join("tokens.json.imported").exists());
+    assert!(state.join("owners.json.imported").exists());
+
+    // Token ids go on from the imported ones.
+    let list = run(Command::new(binary("skillpkg-registry"))
+        .args(["token", "list", "--json", "--root"])
+        .arg(root.path()));
+    assert_eq!(list.json()[0]["id"], "t5");
+    create_token(root.path(), "carol");
+    let list = run(Command::new(binary("skillpkg-registry"))
+        .args(["token", "list", "--json", "--root"])
+        .arg(root.path()));
+    assert_eq!(list.json()[1]["id"], "t6");
+
+    let trail = events(root.path(), None);
+    assert_eq!(trail[0]["action"], "import");
+    assert_eq!(trail[0]["actor"], "(admin)");
+    assert!(
+        trail[0]["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("1 tokens and the owners of 1 skills"),
+        "{trail:?}"
+    );
+}
+
+#[test]
+fn every_change_is_in_the_audit_trail_with_who_made_it() {
+    let root = tempfile::tempdir().unwrap();
+    let alice = create_token(root.path(), "alice");
+    let bob = create_token(root.path(), "bob");
+    let server = RegistryServer::start(root.path(), &[]);
+    let client = Client::new();
+    let (status, body) = publish(&server, &alice, "pdf", "1.0.0");
+    assert_eq!(status, 201, "{body}");
+    let cksum = serde_json::from_str::<serde_json::Value>(&body).unwrap()["cksum"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let status = client
+        .put(format!("{}/api/v1/skills/pdf/owners", server.url()))
+        .bearer_auth(&alice)
+        .json(&serde_json::json!({"add": ["bob"]}))
+        .send()
+        .unwrap()
+        .status();
+    assert_eq!(status, 200);
+    let status = client
+        .delete(format!("{}/api/v1/skills/pdf/1.0.0/yank", server.url()))
+        .bearer_auth(&bob)
+        .json(&serde_json::json!({"reason": "leaks the API key"}))
+        .send()
+        .unwrap()
+        .status();
+    assert_eq!(status, 200);
+    // A refused change is not recorded.
+    let (status, _) = publish(&server, &bob, "pdf", "1.0.0");
+    assert_eq!(status, 409);
+
+    let trail = events(root.path(), Some("pdf"));
+    let summary: Vec<(String, String, String)> = trail
+        .iter()
+        .map(|event| {
+            (
+                event["actor"].as_str().unwrap().to_owned(),
+                event["action"].as_str().unwrap().to_owned(),
+                event["detail"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            (
+                "alice".to_owned(),
+                "publish".to_owned(),
+                format!("{cksum}, unsigned")
+            ),
+            ("alice".into(), "owners".into(), "added bob".into()),
+            ("bob".into(), "yank".into(), "leaks the API key".into()),
+        ]
+    );
+    assert_eq!(trail[0]["version"], "1.0.0");
+    // The whole trail starts with the tokens the admin made.
+    let all = events(root.path(), None);
+    assert_eq!(all[0]["action"], "token-create");
+    assert_eq!(all.len(), 5, "{all:?}");
+
+    // The human form: one line an event, tab-separated.
+    let human = run(Command::new(binary("skillpkg-registry"))
+        .args(["events", "--skill", "pdf", "--root"])
+        .arg(root.path()));
+    let lines: Vec<&str> = human.stdout.lines().collect();
+    assert_eq!(lines.len(), 3, "{}", human.stdout);
+    assert!(
+        lines[2].ends_with("\tbob\tyank\tpdf@1.0.0\tleaks the API key"),
+        "{}",
+        lines[2]
+    );
+}

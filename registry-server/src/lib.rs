@@ -34,3 +34,4 @@ pub mod registry;
 pub mod report;
 pub mod server;
 pub mod state;
+pub mod storage;

@@ -19,12 +19,26 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::StreamExt as _;
-use object_store::aws::{AmazonS3, AmazonS3Builder, S3ConditionalPut};
-use object_store::{ObjectStore as _, ObjectStoreExt as _, PutMode, PutOptions, PutPayload};
+use object_store::aws::{AmazonS3, AmazonS3Builder, AmazonS3ConfigKey, S3ConditionalPut};
+use object_store::{
+    ClientOptions, ObjectStore as _, ObjectStoreExt as _, PutMode, PutOptions, PutPayload,
+    RetryConfig,
+};
 use skillpkg_index::fs::{WriteOptions, write_atomic_with};
+
+/// How many times a failed request to a bucket is retried (5xx, timeouts,
+/// connection errors), with exponential backoff...
+pub const MAX_RETRIES: usize = 3;
+/// ...within at most this long.
+pub const RETRY_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long one request to a bucket may take, body included.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long connecting to a bucket's server may take.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// An object's size and entity tag, as the store reports them.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -96,6 +110,16 @@ impl Storage {
     /// `AWS_SECRET_ACCESS_KEY`, `AWS_REGION`, and `AWS_ENDPOINT_URL` with
     /// `AWS_ALLOW_HTTP=true` for a server of one's own).
     pub fn from_url(url: &str) -> Result<Self, StorageError> {
+        Self::from_url_with(url, [])
+    }
+
+    /// [`Storage::from_url`], with settings that override the environment's:
+    /// `object_store`'s S3 keys (`aws_endpoint`, `aws_region`,
+    /// `aws_access_key_id`, `aws_secret_access_key`, `aws_allow_http`, ...).
+    pub fn from_url_with<'a>(
+        url: &str,
+        settings: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> Result<Self, StorageError> {
         let bad = |reason: &str| StorageError::BadUrl {
             url: url.to_owned(),
             reason: reason.to_owned(),
@@ -111,12 +135,29 @@ impl Storage {
         if !prefix.is_empty() {
             check(&prefix).map_err(|_| bad("its prefix has an empty, `.` or `..` part"))?;
         }
-        let store = AmazonS3Builder::from_env()
+        let mut builder = AmazonS3Builder::from_env()
             .with_bucket_name(bucket)
             // `If-None-Match: *` for `put_new`, where the server honours it.
             .with_conditional_put(S3ConditionalPut::ETagMatch)
-            .build()
-            .map_err(|error| bad(&error.to_string()))?;
+            // A store that is down fails a request within seconds, not the
+            // three minutes of retries `object_store` would spend.
+            .with_retry(RetryConfig {
+                max_retries: MAX_RETRIES,
+                retry_timeout: RETRY_TIMEOUT,
+                ..RetryConfig::default()
+            })
+            .with_client_options(
+                ClientOptions::new()
+                    .with_timeout(REQUEST_TIMEOUT)
+                    .with_connect_timeout(CONNECT_TIMEOUT),
+            );
+        for (key, value) in settings {
+            let key: AmazonS3ConfigKey = key
+                .parse()
+                .map_err(|_| bad(&format!("`{key}` is not an S3 setting")))?;
+            builder = builder.with_config(key, value);
+        }
+        let store = builder.build().map_err(|error| bad(&error.to_string()))?;
         Ok(Self::Bucket(Bucket {
             store: Arc::new(store),
             prefix,

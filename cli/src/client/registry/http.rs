@@ -260,6 +260,13 @@ impl Http {
         let read_timeout = read_timeout_setting()?;
         let builder = || {
             reqwest::Client::builder()
+                // The Mozilla roots compiled in (webpki-roots), never the
+                // system's: the same trust on every machine, and no reading
+                // of hundreds of certificate files at every start, which a
+                // dependency of the workspace (object_store) would otherwise
+                // switch on for every reqwest client through Cargo's
+                // feature unification.
+                .tls_built_in_native_certs(false)
                 .user_agent(USER_AGENT)
                 .connect_timeout(CONNECT_TIMEOUT)
                 .timeout(REQUEST_TIMEOUT.max(read_timeout))

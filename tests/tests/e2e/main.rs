@@ -36,6 +36,7 @@ mod registry;
 mod server_dos;
 mod server_hostile;
 mod server_ops;
+mod services;
 mod signing;
 mod spec_examples;
 mod tools;

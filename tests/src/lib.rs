@@ -8,7 +8,9 @@
 //!   [`FaultyServer`], which misbehaves in front of a registry's tree;
 //! - [`static_registry`]: a signed `file://` registry written directly;
 //! - [`Nginx`], and [`wait_until`] for waiting on a condition, never a
-//!   fixed time.
+//!   fixed time;
+//! - [`services`]: [`Postgres`] and [`Garage`] (an S3-compatible object
+//!   store), the backing services of the registry at scale.
 //!
 //! The binaries are the ones `cargo test --workspace` builds next to the test
 //! executables (the `skillpkg` and `skillpkg-registry` packages each have an
@@ -21,11 +23,13 @@ use std::time::{Duration, Instant};
 pub mod context;
 pub mod registry;
 pub mod scripted;
+pub mod services;
 pub mod static_registry;
 
 pub use context::{TestContext, redact};
 pub use registry::{RegistryServer, Skill, TestRegistry, create_token, tarball, tarball_described};
 pub use scripted::{Faults, FaultyServer};
+pub use services::{Garage, Postgres};
 
 /// Returns the path of a workspace binary built by this `cargo test` run.
 pub fn binary(name: &str) -> PathBuf {

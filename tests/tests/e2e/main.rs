@@ -37,6 +37,7 @@ mod registry_state;
 mod server_dos;
 mod server_hostile;
 mod server_ops;
+mod services;
 mod signing;
 mod spec_examples;
 mod tools;

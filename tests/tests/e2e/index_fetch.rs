@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use sha2::Digest as _;
-use skillpkg_tests::{Output, Skill, TestContext, TestRegistry, run, wait_until};
+use skillpkg_tests::{Nginx, Output, Skill, TestContext, TestRegistry, run, wait_until};
 
 use self::proxy::Proxy;
 
@@ -142,24 +142,35 @@ impl World {
     /// The index file requests the server logged after line `from`, once
     /// `expected` of them are there: (path, status), in the order logged.
     fn index_requests(&self, from: usize, expected: usize) -> Vec<(String, u16)> {
-        let pattern = regex::Regex::new(r"request method=GET path=/(index/\S+) status=(\d+)")
-            .expect("a valid pattern");
-        let read = || -> Vec<(String, u16)> {
-            self.registry
-                .server()
-                .log()
-                .lines()
-                .skip(from)
-                .filter_map(|line| {
-                    let captures = pattern.captures(line)?;
-                    Some((captures[1].to_owned(), captures[2].parse().ok()?))
-                })
+        let index = |requests: Vec<(String, u16)>| -> Vec<(String, u16)> {
+            requests
+                .into_iter()
+                .filter(|(path, _)| path.starts_with("index/"))
                 .collect()
         };
         // A line is written once its answer went out, which may be just
         // after the client, having read it, exited.
-        let _ = wait_until(Duration::from_secs(5), || read().len() >= expected);
-        read()
+        let _ = wait_until(Duration::from_secs(5), || {
+            index(self.requests(from)).len() >= expected
+        });
+        index(self.requests(from))
+    }
+
+    /// The GET requests the server logged after line `from`: (path without
+    /// its leading `/`, status), in the order logged.
+    fn requests(&self, from: usize) -> Vec<(String, u16)> {
+        let pattern = regex::Regex::new(r"request method=GET path=/(\S*) status=(\d+)")
+            .expect("a valid pattern");
+        self.registry
+            .server()
+            .log()
+            .lines()
+            .skip(from)
+            .filter_map(|line| {
+                let captures = pattern.captures(line)?;
+                Some((captures[1].to_owned(), captures[2].parse().ok()?))
+            })
+            .collect()
     }
 
     /// The cache entry of `name`'s index file from the registry at `url`.
@@ -488,11 +499,26 @@ fn with_signed_metadata_a_stale_or_changed_copy_never_passes_the_snapshot() {
     );
     let served_leaf = fs_err::read(world.registry.public().join(index_path("leaf"))).unwrap();
 
+    // The timestamp and the snapshot are read once for the three files.
+    world.want(world.registry.url(), "app");
+    let before = world.log_lines();
+    world.resolve();
+    let _ = world.index_requests(before, 3);
+    let metadata: Vec<(String, u16)> = world
+        .requests(before)
+        .into_iter()
+        .filter(|(path, _)| path.ends_with(".json"))
+        .collect();
+    let count = |file: &str| metadata.iter().filter(|(path, _)| path == file).count();
+    assert_eq!(
+        (count("timestamp.json"), count("snapshot.json")),
+        (1, 1),
+        "{metadata:?}"
+    );
+
     // Changed on disk: the copy of `leaf` lists a version that does not
     // exist, and reads as whole. The server says 304; the copy fails the
     // snapshot, so the client reads the file again.
-    world.want(world.registry.url(), "app");
-    world.resolve();
     let forged = String::from_utf8(served_leaf.clone())
         .unwrap()
         .replace("\"1.0.0\"", "\"9.9.9\"");
@@ -549,4 +575,45 @@ fn with_signed_metadata_a_stale_or_changed_copy_never_passes_the_snapshot() {
         frozen.stderr
     );
     assert!(!world.project().join("skills.lock").exists());
+}
+
+/// nginx, as a static host serves a registry: its own ETags (modification
+/// time and size) and 304s work the same, seen through the proxy.
+#[test]
+fn through_nginx_a_warm_resolve_gets_304s_and_a_new_version_is_seen() {
+    let world = World::new(false);
+    let graph = graph();
+    world.publish(&graph, "1.0.0");
+    let nginx = Nginx::serve(&world.registry.public());
+    let proxy = Proxy::start(nginx.url(), |_| Duration::ZERO);
+    world.want(proxy.url(), "top");
+    let index_statuses = || -> Vec<(bool, u16)> {
+        proxy
+            .seen()
+            .into_iter()
+            .filter(|seen| seen.path.starts_with("/index/"))
+            .map(|seen| (seen.if_none_match.is_some(), seen.status))
+            .collect()
+    };
+    let cold = world.resolve();
+    assert_eq!(index_statuses(), vec![(false, 200); graph.len()]);
+
+    proxy.reset();
+    assert_eq!(world.resolve(), cold);
+    assert_eq!(index_statuses(), vec![(true, 304); graph.len()]);
+
+    proxy.reset();
+    world.publish(&[("l3-7".to_owned(), vec!["l4-7".to_owned()])], "2.0.0");
+    assert_eq!(locked(&world.resolve())["l3-7"].0, "2.0.0");
+    let statuses = index_statuses();
+    assert_eq!(
+        statuses.iter().filter(|seen| **seen == (true, 200)).count(),
+        1,
+        "{statuses:?}"
+    );
+    assert_eq!(
+        statuses.iter().filter(|seen| **seen == (true, 304)).count(),
+        graph.len() - 1,
+        "{statuses:?}"
+    );
 }

@@ -141,9 +141,16 @@ impl IndexCache {
         entry.push(b'\n');
         entry.extend_from_slice(bytes);
         // Private like the archive cache, and not synced: an entry is
-        // checked on every read, so one torn by a power cut is a miss.
-        let options = WriteOptions::private().sync(Sync::None).create_parents();
-        let _ = write_atomic_with(&self.entry(path), &entry, &options);
+        // checked on every read, so one torn by a power cut is a miss. The
+        // folders are made when a write finds them missing, not checked
+        // before every write.
+        let path = self.entry(path);
+        let options = WriteOptions::private().sync(Sync::None);
+        if let Err(error) = write_atomic_with(&path, &entry, &options)
+            && error.kind() == std::io::ErrorKind::NotFound
+        {
+            let _ = write_atomic_with(&path, &entry, &options.create_parents());
+        }
     }
 
     /// Removes the copy of `path`, if any: the server no longer has the

@@ -73,8 +73,9 @@ pub const CI: &str = "CI";
 /// codex` read skills there.
 pub const CODEX_HOME: &str = "CODEX_HOME";
 
-/// The folder of skillpkg's download cache, instead of the platform's user
-/// cache folder (`$XDG_CACHE_HOME` or `~/.cache` on Linux).
+/// The folder of skillpkg's download cache (archives, and index files with
+/// their ETags), instead of the platform's user cache folder
+/// (`$XDG_CACHE_HOME` or `~/.cache` on Linux).
 pub const SKILLPKG_CACHE_DIR: &str = "SKILLPKG_CACHE_DIR";
 
 /// The folder where skillpkg keeps what it trusts of each registry's signed

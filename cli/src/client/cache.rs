@@ -24,6 +24,16 @@ pub struct Cache {
     root: PathBuf,
 }
 
+/// The user's cache folder, which holds `archives/` and the index files
+/// (`super::index_cache`): `SKILLPKG_CACHE_DIR`, else `skillpkg` in the
+/// platform's cache folder; `None` when there is neither.
+pub fn user_cache_dir() -> Option<PathBuf> {
+    std::env::var_os(crate::env_vars::SKILLPKG_CACHE_DIR)
+        .filter(|value| !value.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| dirs::cache_dir().map(|dir| dir.join("skillpkg")))
+}
+
 /// The first line of every entry.
 const ENTRY_MAGIC: &[u8] = b"skillpkg-cache-entry 1\n";
 
@@ -40,16 +50,11 @@ impl Cache {
     /// The cache of this user: `SKILLPKG_CACHE_DIR`, else the platform's
     /// cache folder.
     pub fn open() -> anyhow::Result<Self> {
-        std::env::var_os(crate::env_vars::SKILLPKG_CACHE_DIR)
-            .filter(|value| !value.is_empty())
-            .map(PathBuf::from)
-            .or_else(|| dirs::cache_dir().map(|dir| dir.join("skillpkg")))
-            .map(Self::at)
-            .ok_or_else(|| {
-                UserError::new("there is no user cache folder")
-                    .with_hint(format!("set {}", crate::env_vars::SKILLPKG_CACHE_DIR))
-                    .into()
-            })
+        user_cache_dir().map(Self::at).ok_or_else(|| {
+            UserError::new("there is no user cache folder")
+                .with_hint(format!("set {}", crate::env_vars::SKILLPKG_CACHE_DIR))
+                .into()
+        })
     }
 
     /// The cache at `root`.

@@ -11,18 +11,21 @@
 //! - [`fetch`]: [`fetch::fetch_verified`], the one path from the network or
 //!   the cache to a [`fetch::VerifiedArchive`]; [`cache`]: the
 //!   content-addressed archive cache it reads and fills.
+//! - [`index_cache`]: the index files a registry served before, with their
+//!   ETags, which [`registry::Registry::index`] revalidates.
 //! - [`token`], [`registry_url`], [`settings`] (flags, environment and the
 //!   user's files, read once): the values the others
 //!   share.
 //!
 //! Modules here import only downwards in this order: `registries` ->
-//! `registry` | `credentials` | `settings` -> `token` | `registry_url`;
-//! `fetch` -> `registry` | `cache`. Nothing here imports `project`,
-//! `runtime` or `commands`.
+//! `registry` | `credentials` | `settings` | `cache` -> `index_cache` |
+//! `token` | `registry_url`; `fetch` -> `registry` | `cache`. Nothing here
+//! imports `project`, `runtime` or `commands`.
 
 pub mod cache;
 pub mod credentials;
 pub mod fetch;
+pub mod index_cache;
 pub mod registries;
 pub mod registry;
 pub mod registry_url;

@@ -694,7 +694,13 @@ impl Registries {
             root_key: spec.root_key.clone(),
             pinned_by_lock: access == Access::Locked,
         };
-        Ok(self.open_either(spec, access).await?.with_trust(trust))
+        let registry = self.open_either(spec, access).await?.with_trust(trust);
+        // Index files are revalidated from the user's cache when it has a
+        // folder; without one they are simply read each time.
+        Ok(match crate::client::cache::user_cache_dir() {
+            Some(root) => registry.with_index_cache(&root),
+            None => registry,
+        })
     }
 
     /// Opens the mirror or the index of `spec`, as [`Self::open`] says.

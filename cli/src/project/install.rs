@@ -38,6 +38,7 @@ use skillpkg_index::registry::IndexRecord;
 use skillpkg_index::signing::KeyId;
 use skillpkg_index::skill::SkillName;
 
+use super::indexes::{Fetched, fetch_indexes};
 use super::lockfile::{self, LockedSkill, Lockfile, registry_source};
 use super::manifest::Manifest;
 use super::plan;
@@ -836,112 +837,6 @@ async fn check_requirements(
             }
         }
         return Err(unmet.into());
-    }
-    Ok(())
-}
-
-/// The index files of every name reachable from the manifest, and the
-/// registry each name comes from.
-#[derive(Debug, Default)]
-struct Fetched {
-    records: BTreeMap<SkillName, Vec<IndexRecord>>,
-    registries: BTreeMap<SkillName, String>,
-}
-
-/// Fetches the index file of every name reachable from the manifest, each
-/// from its registry: a manifest skill's own, a dependency's the one of the
-/// skill that depends on it. A name wanted from two registries is an error.
-async fn fetch_indexes(
-    opened: &mut OpenRegistries<'_>,
-    manifest: &Manifest,
-    lock: Option<&Lockfile>,
-) -> anyhow::Result<Fetched> {
-    /// Who wants a name: skills.toml, or the skill that depends on it.
-    fn wanted_by(by: Option<&SkillName>) -> String {
-        by.map_or_else(
-            || "skills.toml".to_owned(),
-            |skill| format!("a dependency of `{skill}`"),
-        )
-    }
-    let mut fetched = Fetched::default();
-    let mut wanted: BTreeMap<SkillName, Option<SkillName>> = BTreeMap::new();
-    let default_name = opened.registries().default_name().to_owned();
-    let mut pending: Vec<(SkillName, String, Option<SkillName>)> = manifest
-        .skills
-        .iter()
-        .map(|(name, requirement)| {
-            let registry = requirement
-                .registry
-                .clone()
-                .unwrap_or_else(|| default_name.clone());
-            (name.clone(), registry, None)
-        })
-        .collect();
-    while let Some((name, registry, by)) = pending.pop() {
-        if let Some(first) = fetched.registries.get(&name) {
-            if first != &registry {
-                return Err(UserError::new(format!(
-                    "`{name}` is wanted from two registries: `{first}` ({}) and `{registry}` ({})",
-                    wanted_by(wanted[&name].as_ref()),
-                    wanted_by(by.as_ref())
-                ))
-                .with_hint(format!(
-                    "a project takes each skill name from one registry; a dependency comes from the registry of the skill that depends on it, so set `registry` of `{name}` in skills.toml to match, or drop one of the skills"
-                ))
-                .into());
-            }
-            continue;
-        }
-        let source = opened.open(&registry).await?;
-        let versions = match source.index(&name).await {
-            Ok(versions) => versions,
-            Err(crate::client::registry::RegistryError::NoSuchSkill { .. }) => Vec::new(),
-            Err(error) => return Err(error.into()),
-        };
-        check_distinct_versions(&name, &registry, &versions)?;
-        let locked = lock
-            .and_then(|lock| lock.get(&name))
-            .map(|entry| entry.version.clone());
-        for record in versions
-            .iter()
-            .filter(|record| !record.yanked || Some(&record.vers) == locked.as_ref())
-        {
-            pending.extend(record.deps.iter().map(|dependency| {
-                (
-                    dependency.name.clone(),
-                    registry.clone(),
-                    Some(name.clone()),
-                )
-            }));
-        }
-        fetched.records.insert(name.clone(), versions);
-        fetched.registries.insert(name.clone(), registry);
-        wanted.insert(name, by);
-    }
-    Ok(fetched)
-}
-
-/// Refuses an index file that lists one version twice, or two versions that
-/// differ only in build metadata (`1.0.0` and `1.0.0+build2`): semver
-/// orders and matches them as one version, so `=1.0.0` could lock either,
-/// and a registry that accepted the second publish is not one to trust.
-fn check_distinct_versions(
-    name: &SkillName,
-    registry: &str,
-    records: &[IndexRecord],
-) -> anyhow::Result<()> {
-    let mut seen: BTreeMap<(u64, u64, u64, &semver::Prerelease), &semver::Version> =
-        BTreeMap::new();
-    for record in records {
-        let version = &record.vers;
-        let key = (version.major, version.minor, version.patch, &version.pre);
-        if let Some(first) = seen.insert(key, version) {
-            return Err(UserError::new(format!(
-                "the index of `{name}` in registry `{registry}` lists both {first} and {version}, which are the same version"
-            ))
-            .with_hint("versions that differ only in build metadata are one version, and a registry must refuse the second; report it to the registry's operator")
-            .into());
-        }
     }
     Ok(())
 }

@@ -2,6 +2,7 @@
 //! are installed into.
 
 pub mod commit;
+mod indexes;
 pub mod install;
 pub mod lockfile;
 pub mod manifest;

@@ -20,6 +20,7 @@ mod host_profiles;
 mod hostile_http;
 mod hostile_project;
 mod hostile_registry;
+mod index_fetch;
 mod install;
 mod install_crash;
 mod install_plan;

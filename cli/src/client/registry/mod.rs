@@ -20,9 +20,17 @@
 //! (rustls, a `skillpkg/<version>` User-Agent, connect, read and overall
 //! timeouts, no compression) that follows redirects itself, so that a token
 //! only ever goes to the origin it was configured for, and that reads every
-//! body under a size cap. Commands run the async calls on a current-thread
-//! runtime through [`block_on`]. Tokens go only into `Authorization` headers,
-//! and every URL in an error is redacted.
+//! body under a size cap. Its connection pool serves every request to the
+//! registry: HTTP/2 when an https server offers it (ALPN), so concurrent
+//! reads share one connection, else HTTP/1.1 connections kept alive between
+//! requests. Commands run the async calls on a current-thread runtime
+//! through [`block_on`]. Tokens go only into `Authorization` headers, and
+//! every URL in an error is redacted.
+//!
+//! Index files read over http(s) are kept in the user's cache with their
+//! `ETag` ([`super::index_cache`]) and asked for again with
+//! `If-None-Match`; see [`Registry::index`] for why a cached copy is never
+//! trusted more than a fresh one.
 //!
 //! Which origin a token is bound to:
 //!
@@ -57,12 +65,15 @@ use self::http::{
     Answer, Bearer, Http, Limit, MAX_ARCHIVE_BYTES, MAX_DOCUMENT_BYTES, MAX_TREE_FILE_BYTES, shown,
 };
 pub use self::trust::TrustConfig;
+use super::index_cache::IndexCache;
 use super::registry_url::{RegistryUrl, redacted};
 use crate::client::token::Token;
 use skillpkg_index::registry::metadata::{Snapshot, TIMESTAMP_PATH, in_snapshot};
 
-/// Runs `future` to completion on a current-thread runtime. The client makes
-/// a handful of sequential requests per command: one thread is plenty.
+/// Runs `future` to completion on a current-thread runtime. The client's
+/// requests wait on the network, not the processor: one thread keeps many
+/// in flight (index files, archives) and does the little hashing and
+/// parsing between them.
 pub fn block_on<F: Future>(future: F) -> anyhow::Result<F::Output> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -81,11 +92,28 @@ pub struct Registry {
     token: Option<Token>,
     config: RegistryConfig,
     trust: TrustConfig,
-    /// The verified snapshot: `None` until the chain was checked, then
-    /// `Some(None)` for a registry without signed metadata.
-    snapshot: tokio::sync::Mutex<Option<Option<std::sync::Arc<Snapshot>>>>,
+    /// The verified snapshot. A mutex held while the chain is checked, so
+    /// that index files read at once wait for one check rather than each
+    /// making its own.
+    snapshot: tokio::sync::Mutex<CheckedChain>,
     /// The metadata files (path, bytes) of the last chain that passed.
     metadata_files: std::sync::Mutex<VerifiedMetadata>,
+    /// The index files read from this registry before, with their ETags;
+    /// `None` for a `file://` registry, or when there is no cache folder.
+    index_cache: Option<IndexCache>,
+}
+
+/// What the checks of a registry's signed metadata found so far.
+#[derive(Debug, Default)]
+struct CheckedChain {
+    /// `None` until the chain was checked, then `Some(None)` for a registry
+    /// without signed metadata.
+    snapshot: Option<Option<std::sync::Arc<Snapshot>>>,
+    /// How many times the chain was checked: a file that does not match
+    /// the snapshot of check N has the chain checked again only if no other
+    /// file did that already, so files read at once that all mismatch one
+    /// snapshot cost one more check, not one each.
+    checks: u64,
 }
 
 /// The signed metadata of the last chain that passed, exactly as served.
@@ -129,8 +157,9 @@ impl Registry {
             token,
             config,
             trust: TrustConfig::default(),
-            snapshot: tokio::sync::Mutex::new(None),
+            snapshot: tokio::sync::Mutex::new(CheckedChain::default()),
             metadata_files: std::sync::Mutex::new(VerifiedMetadata::default()),
+            index_cache: None,
         })
     }
 
@@ -139,6 +168,19 @@ impl Registry {
     #[must_use]
     pub fn with_trust(mut self, trust: TrustConfig) -> Self {
         self.trust = trust;
+        self
+    }
+
+    /// Keeps the index files read from this registry in the cache folder
+    /// `cache_root` (the one that holds `archives/`), with their ETags, and
+    /// asks for them again with `If-None-Match` (docs/client.md, "How index
+    /// files are fetched"). Only http(s) registries: a `file://` tree is
+    /// read from disk anyway.
+    #[must_use]
+    pub fn with_index_cache(mut self, cache_root: &std::path::Path) -> Self {
+        if matches!(self.url.as_url().scheme(), "http" | "https") {
+            self.index_cache = Some(IndexCache::new(cache_root, &self.url, MAX_TREE_FILE_BYTES));
+        }
         self
     }
 
@@ -154,13 +196,21 @@ impl Registry {
     /// differs, in case the registry changed meanwhile) and returns the
     /// snapshot, or `None` for a registry without signed metadata.
     pub async fn snapshot(&self) -> Result<Option<std::sync::Arc<Snapshot>>, RegistryError> {
+        Ok(self.checked_snapshot().await?.0)
+    }
+
+    /// [`Self::snapshot`], and the number of the check it came from.
+    async fn checked_snapshot(
+        &self,
+    ) -> Result<(Option<std::sync::Arc<Snapshot>>, u64), RegistryError> {
         let mut guard = self.snapshot.lock().await;
-        if let Some(snapshot) = &*guard {
-            return Ok(snapshot.clone());
+        if let Some(snapshot) = &guard.snapshot {
+            return Ok((snapshot.clone(), guard.checks));
         }
         let snapshot = self.check_chain().await?.map(std::sync::Arc::new);
-        *guard = Some(snapshot.clone());
-        Ok(snapshot)
+        guard.snapshot = Some(snapshot.clone());
+        guard.checks += 1;
+        Ok((snapshot, guard.checks))
     }
 
     async fn check_chain(&self) -> Result<Option<Snapshot>, RegistryError> {
@@ -256,15 +306,24 @@ impl Registry {
         if !in_snapshot(path) {
             return Ok(());
         }
-        let Some(snapshot) = self.snapshot().await? else {
+        let (Some(snapshot), checks) = self.checked_snapshot().await? else {
             return Ok(());
         };
         let Err(problem) = snapshot.check_file(path, bytes) else {
             return Ok(());
         };
-        let fresh = self.check_chain().await?;
-        let fresh = fresh.map(std::sync::Arc::new);
-        *self.snapshot.lock().await = Some(fresh.clone());
+        let fresh = {
+            let mut guard = self.snapshot.lock().await;
+            if guard.checks == checks {
+                let fresh = self.check_chain().await?.map(std::sync::Arc::new);
+                guard.snapshot = Some(fresh.clone());
+                guard.checks += 1;
+                fresh
+            } else {
+                // Another file read at the same time re-read it already.
+                guard.snapshot.clone().flatten()
+            }
+        };
         match fresh {
             Some(fresh) if fresh.version != snapshot.version => fresh
                 .check_file(path, bytes)
@@ -279,6 +338,20 @@ impl Registry {
         }
     }
 
+    /// Returns true if and only if `bytes` are what the snapshot checked
+    /// last lists for `path` (or the registry has no signed metadata):
+    /// the check a cached file must pass to be used, with no second look at
+    /// the metadata, since a copy that fails it is read again instead.
+    async fn in_current_snapshot(&self, path: &str, bytes: &[u8]) -> Result<bool, RegistryError> {
+        if !in_snapshot(path) {
+            return Ok(true);
+        }
+        Ok(match self.snapshot().await? {
+            Some(snapshot) => snapshot.check_file(path, Some(bytes)).is_ok(),
+            None => true,
+        })
+    }
+
     /// Returns the registry's base URL.
     pub fn url(&self) -> &RegistryUrl {
         &self.url
@@ -291,23 +364,83 @@ impl Registry {
 
     /// Returns every published version of `name`, sorted as the index file
     /// lists them; [`RegistryError::NoSuchSkill`] when there is none.
+    ///
+    /// With an index cache ([`Self::with_index_cache`]), a file read before
+    /// is asked for with its `ETag` in `If-None-Match`, and a `304` answer
+    /// uses the cached copy only once it passes the checks a fresh file
+    /// gets: the snapshot's sha256 (when the registry has signed metadata)
+    /// and the parse. A copy that fails them is forgotten and the file read
+    /// again without the condition, so neither a copy changed on disk nor a
+    /// server answering 304 for a file that changed gets past the snapshot.
     pub async fn index(&self, name: &SkillName) -> Result<Vec<IndexRecord>, RegistryError> {
-        let url = self.url.join(&index_file_path(name));
+        let path = index_file_path(name);
+        let url = self.url.join(&path);
         let no_such_skill = || RegistryError::NoSuchSkill {
             name: name.to_string(),
             registry: self.url.to_string(),
         };
-        let bytes = self.fetch(&url, Limit::Client(MAX_TREE_FILE_BYTES)).await?;
-        self.check_file(&index_file_path(name), bytes.as_deref())
+        let parse = |bytes: &[u8]| {
+            let text = String::from_utf8_lossy(bytes);
+            parse_index_file(name, &text).map_err(|source| RegistryError::BadIndex {
+                url: redacted(&url),
+                source,
+            })
+        };
+        let cache = self.index_cache.as_ref();
+        let cached = cache.and_then(|cache| cache.read(&path, &url));
+        let answer = self
+            .file_if_changed(&path, cached.as_ref().map(|cached| cached.etag.as_str()))
             .await?;
-        let bytes = bytes.ok_or_else(no_such_skill)?;
-        let text = String::from_utf8_lossy(&bytes);
-        let records = parse_index_file(name, &text).map_err(|source| RegistryError::BadIndex {
-            url: redacted(&url),
-            source,
-        })?;
-        if records.is_empty() {
+        let answer = match (answer, cached) {
+            (Conditional::NotModified, Some(cached)) => {
+                if self.in_current_snapshot(&path, &cached.bytes).await?
+                    && let Ok(records) = parse(&cached.bytes)
+                    && !records.is_empty()
+                {
+                    return Ok(records);
+                }
+                if let Some(cache) = cache {
+                    cache.forget(&path);
+                }
+                self.file_if_changed(&path, None).await?
+            }
+            (answer, _) => answer,
+        };
+        let (bytes, etag) = match answer {
+            Conditional::Found { bytes, etag } => (Some(bytes), etag),
+            Conditional::Missing => (None, None),
+            // Only an answer to a request without `If-None-Match` gets
+            // here, since a copy that was asked about is used or read
+            // again: the server has nothing to say it did not change from.
+            Conditional::NotModified => {
+                return Err(RegistryError::Status {
+                    url: http::shown(&url, self.token.as_ref()),
+                    status: StatusCode::NOT_MODIFIED.as_u16(),
+                });
+            }
+        };
+        let forget = || {
+            if let Some(cache) = cache {
+                cache.forget(&path);
+            }
+        };
+        self.check_file(&path, bytes.as_deref())
+            .await
+            .inspect_err(|_| forget())?;
+        let Some(bytes) = bytes else {
+            forget();
             return Err(no_such_skill());
+        };
+        let records = parse(&bytes).inspect_err(|_| forget())?;
+        if records.is_empty() {
+            forget();
+            return Err(no_such_skill());
+        }
+        // Kept only once it passed every check: a copy is never the first
+        // place a file is trusted.
+        match (cache, etag) {
+            (Some(cache), Some(etag)) => cache.write(&path, &url, &etag, &bytes),
+            _ => forget(),
         }
         Ok(records)
     }
@@ -700,8 +833,9 @@ mod tests {
             token: Some("skp_secret".parse().unwrap()),
             config,
             trust: TrustConfig::default(),
-            snapshot: tokio::sync::Mutex::new(None),
+            snapshot: tokio::sync::Mutex::new(CheckedChain::default()),
             metadata_files: std::sync::Mutex::new(VerifiedMetadata::default()),
+            index_cache: None,
         }
     }
 

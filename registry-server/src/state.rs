@@ -117,19 +117,19 @@ impl State {
             source,
         };
         let file = dir.join(DATABASE_FILE);
+        if access == Access::Write {
+            // The lock and the index key live here whichever the database.
+            fs_err::create_dir_all(dir).map_err(io)?;
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt;
+                // Token hashes are not secrets, but nobody else needs them.
+                fs_err::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(io)?;
+            }
+        }
         let db = match (access, database) {
             (_, Some(url)) => Db::open(url).await?,
-            (Access::Write, None) => {
-                fs_err::create_dir_all(dir).map_err(io)?;
-                #[cfg(unix)]
-                {
-                    use std::os::unix::fs::PermissionsExt;
-                    // Token hashes are not secrets, but nobody else needs them.
-                    fs_err::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
-                        .map_err(io)?;
-                }
-                Db::open(&crate::db::sqlite_url(&file, false)).await?
-            }
+            (Access::Write, None) => Db::open(&crate::db::sqlite_url(&file, false)).await?,
             (Access::ReadOnly, None) if file.is_file() => {
                 Db::open(&crate::db::sqlite_url(&file, true)).await?
             }

@@ -41,6 +41,7 @@ mod server_ops;
 mod services;
 mod signing;
 mod spec_examples;
+mod storage;
 mod tools;
 mod trust_policy;
 mod validate;

@@ -6,7 +6,7 @@ use std::process::Command;
 
 use reqwest::blocking::{Client, multipart};
 use skillpkg_index::checksum::Checksum;
-use skillpkg_tests::{RegistryServer, binary, create_token, run, tarball};
+use skillpkg_tests::{Postgres, RegistryServer, binary, create_token, run, tarball};
 
 /// Publishes `name@version` with `token`: the status and the body.
 fn publish(server: &RegistryServer, token: &str, name: &str, version: &str) -> (u16, String) {
@@ -169,4 +169,159 @@ fn every_change_is_in_the_audit_trail_with_who_made_it() {
         "{}",
         lines[2]
     );
+}
+
+/// `skillpkg-registry token create` for `user` in the database `database`.
+fn create_token_in(root: &std::path::Path, database: &str, user: &str) -> String {
+    let output = run(Command::new(binary("skillpkg-registry"))
+        .args([
+            "token",
+            "create",
+            "--user",
+            user,
+            "--database",
+            database,
+            "--root",
+        ])
+        .arg(root));
+    output.stdout.trim().to_owned()
+}
+
+#[test]
+fn two_servers_on_one_postgres_share_tokens_owners_and_the_audit_trail() {
+    let database = Postgres::shared().fresh_database();
+    let (first_root, second_root) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let alice = create_token_in(first_root.path(), &database, "alice");
+    let bob = create_token_in(second_root.path(), &database, "bob");
+    let servers = [
+        RegistryServer::start(first_root.path(), &["--database", &database]),
+        RegistryServer::start(second_root.path(), &["--database", &database]),
+    ];
+
+    // Ten first publishes of one new name, by two users, on two servers at
+    // once: the database gives the name to exactly one of them.
+    let outcomes: Vec<(&str, u16)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..10)
+            .map(|i| {
+                let (user, token) = if i % 2 == 0 {
+                    ("alice", &alice)
+                } else {
+                    ("bob", &bob)
+                };
+                let server = &servers[(i / 2) % 2];
+                scope.spawn(move || (user, publish(server, token, "race", "1.0.0").0))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|handle| handle.join().unwrap())
+            .collect()
+    });
+    let winners: std::collections::BTreeSet<&str> = outcomes
+        .iter()
+        .filter(|(_, status)| *status == 201)
+        .map(|(user, _)| *user)
+        .collect();
+    assert_eq!(winners.len(), 1, "{outcomes:?}");
+    let winner = *winners.first().unwrap();
+    // The others are refused: not an owner, or (on a server whose tree has
+    // the version already) a version that exists.
+    for (user, status) in &outcomes {
+        if *user != winner {
+            assert!([403, 409].contains(status), "{outcomes:?}");
+        }
+    }
+    let published = outcomes.iter().filter(|(_, status)| *status == 201).count();
+    assert!(published <= 2, "once a server at most: {outcomes:?}");
+    for server in &servers {
+        let owners: serde_json::Value = Client::new()
+            .get(format!("{}/api/v1/skills/race/owners", server.url()))
+            .send()
+            .unwrap()
+            .json()
+            .unwrap();
+        assert_eq!(owners["users"], serde_json::json!([winner]));
+    }
+
+    // A token revoked through the database stops working on both servers.
+    let list = run(Command::new(binary("skillpkg-registry"))
+        .args(["token", "list", "--json", "--database", &database, "--root"])
+        .arg(first_root.path()));
+    let bob_id = list.json()[1]["id"].as_str().unwrap().to_owned();
+    run(Command::new(binary("skillpkg-registry"))
+        .args([
+            "token",
+            "revoke",
+            &bob_id,
+            "--database",
+            &database,
+            "--root",
+        ])
+        .arg(first_root.path()));
+    for server in &servers {
+        let status = Client::new()
+            .get(format!("{}/api/v1/me", server.url()))
+            .bearer_auth(&bob)
+            .send()
+            .unwrap()
+            .status();
+        assert_eq!(status, 401);
+    }
+
+    // One trail: the tokens, the winner's publishes on both servers, the
+    // revocation.
+    let trail = run(Command::new(binary("skillpkg-registry"))
+        .args(["events", "--json", "--database", &database, "--root"])
+        .arg(second_root.path()))
+    .json();
+    let actions: Vec<&str> = trail
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|event| event["action"].as_str().unwrap())
+        .collect();
+    assert_eq!(actions.first(), Some(&"token-create"));
+    assert_eq!(actions.last(), Some(&"token-revoke"));
+    assert_eq!(
+        actions
+            .iter()
+            .filter(|action| **action == "publish")
+            .count(),
+        published,
+        "every publish that landed, and only those: {actions:?}"
+    );
+}
+
+#[test]
+fn a_server_rides_out_a_postgres_restart_and_says_what_failed_while_it_was_down() {
+    let mut postgres = Postgres::start();
+    let database = postgres.fresh_database();
+    let root = tempfile::tempdir().unwrap();
+    let alice = create_token_in(root.path(), &database, "alice");
+    let server = RegistryServer::start(root.path(), &["--database", &database]);
+    let (status, body) = publish(&server, &alice, "pdf", "1.0.0");
+    assert_eq!(status, 201, "{body}\n{}", server.log());
+
+    postgres.stop();
+    let (status, body) = publish(&server, &alice, "pdf", "1.1.0");
+    assert_eq!(status, 500, "{body}");
+    assert!(!body.contains(&database), "no URL in the answer: {body}");
+    assert!(
+        server.log().contains("database error on postgres://"),
+        "{}",
+        server.log()
+    );
+
+    postgres.start_again();
+    // The pool checks a connection before it lends it: the first request
+    // after the restart gets a new one.
+    let (status, body) = publish(&server, &alice, "pdf", "1.1.0");
+    assert_eq!(status, 201, "{body}");
+    let versions: Vec<serde_json::Value> =
+        fs_err::read_to_string(root.path().join("public/index/3/p/pdf"))
+            .unwrap()
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect();
+    assert_eq!(versions.len(), 2, "the failed publish left nothing");
 }

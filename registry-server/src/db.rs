@@ -178,15 +178,6 @@ impl Db {
             engine,
             label,
         };
-        if engine == Engine::Sqlite && !read_only && !in_memory {
-            // Readers never wait for the writer, and a commit is one append
-            // to the log and one fsync, not three: the registry's
-            // transactions are small and many. The mode stays with the file.
-            sqlx::query("PRAGMA journal_mode = WAL")
-                .execute(&db.pool)
-                .await
-                .map_err(connect)?;
-        }
         if !read_only {
             let migrator = match engine {
                 Engine::Sqlite => sqlx::migrate!("./migrations/sqlite"),

@@ -12,7 +12,6 @@
 //! file, then `search.json` and the discovery index.
 
 use std::path::PathBuf;
-use std::sync::Mutex;
 
 use skillpkg_index::archive::DEFAULT_MAX_BYTES;
 use skillpkg_index::registry::tree::{StaticTree, TreeError, VersionFiles};
@@ -189,7 +188,9 @@ pub struct Registry {
     state: State,
     config: RegistryConfig,
     options: Options,
-    records: Mutex<AllRecords>,
+    /// Every index file, as written; held across a change's writes, so
+    /// that changes of the index are made one at a time.
+    records: tokio::sync::Mutex<AllRecords>,
     /// Re-signs the snapshot and timestamp after every change, when the
     /// registry has signed metadata.
     signer: Option<Signer>,
@@ -256,7 +257,7 @@ impl Registry {
             state,
             config,
             options,
-            records: Mutex::new(records),
+            records: tokio::sync::Mutex::new(records),
             signer,
             downloads,
         };
@@ -269,18 +270,20 @@ impl Registry {
     /// records, re-signs the metadata: every change of the index ends here.
     fn replace_index(
         &self,
-        mut records: std::sync::MutexGuard<'_, AllRecords>,
+        mut records: tokio::sync::MutexGuard<'_, AllRecords>,
         name: SkillName,
         versions: Vec<IndexRecord>,
     ) -> Result<(), RegistryError> {
-        self.tree.write_index(&name, &versions)?;
-        records.insert(name, versions);
-        self.tree.write_aggregates_counted(
-            &records,
-            &self.config,
-            self.options.public_url.as_deref(),
-            &self.downloads.counts(),
-        )?;
+        tokio::task::block_in_place(|| {
+            self.tree.write_index(&name, &versions)?;
+            records.insert(name, versions);
+            self.tree.write_aggregates_counted(
+                &records,
+                &self.config,
+                self.options.public_url.as_deref(),
+                &self.downloads.counts(),
+            )
+        })?;
         drop(records);
         // The change is made: counts that cannot be written now are
         // written by the next flush, and must not fail it.
@@ -290,7 +293,7 @@ impl Registry {
                 "cannot write the download counts"
             );
         }
-        self.sign_metadata()?;
+        tokio::task::block_in_place(|| self.sign_metadata())?;
         Ok(())
     }
 
@@ -347,7 +350,13 @@ impl Registry {
     /// registers. Once a skill has keys every publish of it must be signed,
     /// whatever the registry's `require-signatures`: otherwise a stolen token
     /// would be enough to publish a version its owners never signed.
-    pub fn publish(
+    ///
+    /// Runs to its end once started: call it from a task of its own, not
+    /// from a future that a client's disconnection may drop halfway. Its
+    /// blocking parts (checking the archive, writing files) run in place
+    /// of the async thread (`block_in_place`): it needs the multi-threaded
+    /// runtime.
+    pub async fn publish(
         &self,
         user: &str,
         request: &PublishRequest<'_>,
@@ -365,7 +374,7 @@ impl Registry {
                 request.version
             ))
         })?;
-        self.check_owner(user, &name)?;
+        self.check_owner(user, &name).await?;
         let sent_key = request.key.map(parse_sent_key).transpose()?;
         if sent_key.is_some() && request.signature.is_none() {
             return Err(RegistryError::BadRequest(format!(
@@ -390,7 +399,9 @@ impl Registry {
             require_signatures: self.options.require_signatures,
             audit_refuse: self.options.audit_refuse,
         };
-        let record = verify_archive(&upload, signer_keys, &policy, jiff::Timestamp::now())?;
+        let record = tokio::task::block_in_place(|| {
+            verify_archive(&upload, signer_keys, &policy, jiff::Timestamp::now())
+        })?;
         let signer: Option<&PublicKey> = record.signer.as_ref().map(|id| {
             registered
                 .iter()
@@ -399,10 +410,7 @@ impl Registry {
                 .expect("the signer is one of the keys it was checked against")
         });
 
-        let records = self
-            .records
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let records = self.records.lock().await;
         let versions = records.get(&name).map(Vec::as_slice).unwrap_or_default();
         if versions.iter().any(|existing| existing.vers == version)
             || self.tree.has_archive(&name, &version)
@@ -425,47 +433,58 @@ impl Registry {
         // A new name, under the lock, so two look-alikes published at once
         // cannot both pass.
         if versions.is_empty() {
-            self.check_new_name(user, &name, &records)?;
+            self.check_new_name(user, &name, &records).await?;
         }
-        // Claimed under the lock, so of two first publishes of a new name by
-        // different users exactly one gets it.
-        if !self.state.claim(name.as_str(), user)? {
-            return Err(self.not_owner(user, &name));
+        // Claimed under the lock, and in the database, so of two first
+        // publishes of a new name by different users (on any number of
+        // servers) exactly one gets it.
+        if !self
+            .state
+            .db()
+            .claim(name.as_str(), user)
+            .await
+            .map_err(StateError::from)?
+        {
+            return Err(self.not_owner(user, &name).await);
         }
         // The keys again, under the state lock: an owner or the admin may
         // have changed them since, or another first signed publish may have
         // registered its own.
-        self.state.locked(|| -> Result<(), RegistryError> {
-            let mut keys = self.tree.read_keys(&name)?;
-            match signer {
-                None if keys.keys.is_empty() => Ok(()),
-                None => Err(unsigned_with_keys(&name, &version, &keys.public_keys())),
-                Some(key) if keys.keys.is_empty() => {
-                    keys.keys.push(keys::record(key, record.published));
-                    Ok(self.tree.write_keys(&name, &keys)?)
+        tokio::task::block_in_place(|| {
+            self.state.locked(|| -> Result<(), RegistryError> {
+                let mut keys = self.tree.read_keys(&name)?;
+                match signer {
+                    None if keys.keys.is_empty() => Ok(()),
+                    None => Err(unsigned_with_keys(&name, &version, &keys.public_keys())),
+                    Some(key) if keys.keys.is_empty() => {
+                        keys.keys.push(keys::record(key, record.published));
+                        Ok(self.tree.write_keys(&name, &keys)?)
+                    }
+                    Some(key) if keys.contains(key) => Ok(()),
+                    Some(key) => Err(PublishError::UnregisteredKey {
+                        subject: format!("{name}@{version}"),
+                        name: name.to_string(),
+                        found: key.id(),
+                        registered: keys
+                            .keys
+                            .iter()
+                            .map(|record| record.id.clone())
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                    }
+                    .into()),
                 }
-                Some(key) if keys.contains(key) => Ok(()),
-                Some(key) => Err(PublishError::UnregisteredKey {
-                    subject: format!("{name}@{version}"),
-                    name: name.to_string(),
-                    found: key.id(),
-                    registered: keys
-                        .keys
-                        .iter()
-                        .map(|record| record.id.clone())
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                }
-                .into()),
-            }
+            })
         })?;
         let files = VersionFiles {
             tarball: request.tarball,
             signature: request.signature,
             provenance: request.provenance,
         };
-        self.tree
-            .write_version(&name, &version, &files, record.published)?;
+        tokio::task::block_in_place(|| {
+            self.tree
+                .write_version(&name, &version, &files, record.published)
+        })?;
         let mut updated = versions.to_vec();
         updated.push(record.clone());
         self.replace_index(records, name.clone(), updated)?;
@@ -478,14 +497,15 @@ impl Registry {
                 Some(signer) => format!("{}, signed by {signer}", record.cksum),
                 None => format!("{}, unsigned", record.cksum),
             }),
-        });
+        })
+        .await;
         Ok(record)
     }
 
     /// Appends `event` to the audit trail, after its change was made: a
     /// failure is logged, and does not undo the change.
-    fn record_event(&self, event: &NewEvent<'_>) {
-        if let Err(error) = self.state.record(event) {
+    async fn record_event(&self, event: &NewEvent<'_>) {
+        if let Err(error) = self.state.db().record(event).await {
             tracing::error!(
                 error = error_chain(&error),
                 action = event.action,
@@ -495,7 +515,7 @@ impl Registry {
     }
 
     /// Yanks (or with `yanked == false`, unyanks) `name@version`.
-    pub fn set_yanked(
+    pub async fn set_yanked(
         &self,
         user: &str,
         name: &str,
@@ -508,11 +528,8 @@ impl Registry {
             || RegistryError::NotFound(format!("{name}@{version} is not published here"));
         let name: SkillName = name.parse().map_err(|_| not_found())?;
         let version: semver::Version = version.parse().map_err(|_| not_found())?;
-        self.check_owner(user, &name)?;
-        let records = self
-            .records
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        self.check_owner(user, &name).await?;
+        let records = self.records.lock().await;
         let mut updated = records.get(&name).cloned().unwrap_or_default();
         let record = updated
             .iter_mut()
@@ -532,13 +549,19 @@ impl Registry {
             skill: Some(name.as_str()),
             version: Some(&version.to_string()),
             detail: record.yanked_reason.clone(),
-        });
+        })
+        .await;
         Ok(record)
     }
 
     /// Returns the owners of `name`.
-    pub fn owners(&self, name: &str) -> Result<Vec<String>, RegistryError> {
-        let owners = self.state.owners(name)?;
+    pub async fn owners(&self, name: &str) -> Result<Vec<String>, RegistryError> {
+        let owners = self
+            .state
+            .db()
+            .owners(name)
+            .await
+            .map_err(StateError::from)?;
         if owners.is_empty() {
             return Err(RegistryError::NotFound(format!(
                 "`{name}` has never been published here"
@@ -548,7 +571,7 @@ impl Registry {
     }
 
     /// Adds and removes owners of `name`, for an owner.
-    pub fn change_owners(
+    pub async fn change_owners(
         &self,
         user: &str,
         name: &str,
@@ -559,12 +582,13 @@ impl Registry {
         let skill: SkillName = name
             .parse()
             .map_err(|_| RegistryError::NotFound(format!("`{name}` is not a skill name")))?;
-        let owners = self.owners(name)?;
+        let owners = self.owners(name).await?;
         if !owners.iter().any(|owner| owner == user) {
-            return Err(self.not_owner(user, &skill));
+            return Err(self.not_owner(user, &skill).await);
         }
         self.state
             .change_owners(user, name, add, remove)
+            .await
             .map_err(|error| match error {
                 OwnerChangeError::State(StateError::InvalidUser(user)) => {
                     RegistryError::BadRequest(StateError::InvalidUser(user).to_string())
@@ -576,19 +600,27 @@ impl Registry {
 
     /// Returns the keys registered for `name` (none for a skill that was
     /// only ever published unsigned).
-    pub fn keys(&self, name: &str) -> Result<KeysFile, RegistryError> {
+    pub async fn keys(&self, name: &str) -> Result<KeysFile, RegistryError> {
         let not_found =
             || RegistryError::NotFound(format!("`{name}` has never been published here"));
         let skill: SkillName = name.parse().map_err(|_| not_found())?;
         let keys = self.tree.read_keys(&skill)?;
-        if keys.keys.is_empty() && self.state.owners(name)?.is_empty() {
+        if keys.keys.is_empty()
+            && self
+                .state
+                .db()
+                .owners(name)
+                .await
+                .map_err(StateError::from)?
+                .is_empty()
+        {
             return Err(not_found());
         }
         Ok(keys)
     }
 
     /// Adds keys to and removes keys (by id) from `name`, for an owner.
-    pub fn change_keys(
+    pub async fn change_keys(
         &self,
         user: &str,
         name: &str,
@@ -599,52 +631,66 @@ impl Registry {
         let skill: SkillName = name
             .parse()
             .map_err(|_| RegistryError::NotFound(format!("`{name}` is not a skill name")))?;
-        let owners = self.owners(name)?;
+        let owners = self.owners(name).await?;
         if !owners.iter().any(|owner| owner == user) {
-            return Err(self.not_owner(user, &skill));
+            return Err(self.not_owner(user, &skill).await);
         }
         let add = keys::parse_keys(add)?;
         let remove = keys::parse_ids(remove)?;
-        let keys = keys::change_keys(
-            &self.tree,
-            &self.state,
-            &skill,
-            &add,
-            &remove,
-            jiff::Timestamp::now(),
-        )?;
-        self.sign_metadata()?;
+        let keys = tokio::task::block_in_place(|| {
+            let keys = keys::change_keys(
+                &self.tree,
+                &self.state,
+                &skill,
+                &add,
+                &remove,
+                jiff::Timestamp::now(),
+            )?;
+            self.sign_metadata()?;
+            Ok::<_, RegistryError>(keys)
+        })?;
         self.record_event(&NewEvent {
             actor: user,
             action: "keys",
             skill: Some(name),
             version: None,
             detail: Some(keys::describe_change(&add, &remove)),
-        });
+        })
+        .await;
         Ok(keys)
     }
 
     /// Refuses `name` when it could be taken for a skill `user` does not
     /// own: [`check_new_name`], with this registry's download counts.
-    fn check_new_name(
+    async fn check_new_name(
         &self,
         user: &str,
         name: &SkillName,
         records: &AllRecords,
     ) -> Result<(), RegistryError> {
         let counts = self.downloads.counts();
-        // Read only for the few names that resemble `name`.
-        let owned = |other: &SkillName| {
-            self.state
-                .owners(other.as_str())
-                .is_ok_and(|owners| owners.iter().any(|owner| owner == user))
-        };
+        // Owners are read only for the few names that resemble `name`.
+        let mut owned = std::collections::BTreeSet::new();
+        for other in records.keys() {
+            if skillpkg_index::confusable::likeness(name.as_str(), other.as_str()).is_some()
+                && self
+                    .state
+                    .db()
+                    .owners(other.as_str())
+                    .await
+                    .map_err(StateError::from)?
+                    .iter()
+                    .any(|owner| owner == user)
+            {
+                owned.insert(other.clone());
+            }
+        }
         check_new_name(
             name,
             records
                 .keys()
                 .map(|other| (other, counts.get(other).copied().unwrap_or(0))),
-            &owned,
+            &|other: &SkillName| owned.contains(other),
             self.options.confusable_min_downloads,
         )?;
         Ok(())
@@ -659,19 +705,26 @@ impl Registry {
         Ok(())
     }
 
-    fn check_owner(&self, user: &str, name: &SkillName) -> Result<(), RegistryError> {
-        let owners = self.state.owners(name.as_str())?;
+    async fn check_owner(&self, user: &str, name: &SkillName) -> Result<(), RegistryError> {
+        let owners = self
+            .state
+            .db()
+            .owners(name.as_str())
+            .await
+            .map_err(StateError::from)?;
         if owners.is_empty() || owners.iter().any(|owner| owner == user) {
             Ok(())
         } else {
-            Err(self.not_owner(user, name))
+            Err(self.not_owner(user, name).await)
         }
     }
 
-    fn not_owner(&self, user: &str, name: &SkillName) -> RegistryError {
+    async fn not_owner(&self, user: &str, name: &SkillName) -> RegistryError {
         let owners = self
             .state
+            .db()
             .owners(name.as_str())
+            .await
             .unwrap_or_default()
             .join(", ");
         RegistryError::NotOwner {

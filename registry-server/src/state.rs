@@ -16,10 +16,6 @@
 //! A registry that kept its state in `tokens.json` and `owners.json` (before
 //! the database) has them imported on first open, in one transaction; the
 //! files are then renamed to `*.imported`, kept for reference.
-//!
-//! The owner operations have blocking forms for the registry's operations,
-//! which run off the async threads; they wait on the runtime that opened
-//! the state.
 
 use std::path::{Path, PathBuf};
 
@@ -28,7 +24,7 @@ use fs4::fs_std::FileExt;
 use skillpkg_index::checksum::Checksum;
 use skillpkg_index::secret::Secret;
 
-use crate::db::{Db, DbError, NewEvent, TokenRecord};
+use crate::db::{Db, DbError, TokenRecord};
 
 /// The SQLite database in the state folder.
 pub const DATABASE_FILE: &str = "registry.db";
@@ -99,14 +95,12 @@ pub enum Access {
 pub struct State {
     dir: PathBuf,
     db: Db,
-    runtime: tokio::runtime::Handle,
 }
 
 impl State {
     /// Opens the state in `dir`, with the database at `database` (default:
     /// `dir/registry.db`), and imports the JSON state an older registry
-    /// left there. Must run on a tokio runtime, whose handle the blocking
-    /// methods use.
+    /// left there.
     pub async fn open(
         dir: &Path,
         database: Option<&str>,
@@ -138,7 +132,6 @@ impl State {
         let state = Self {
             dir: dir.to_owned(),
             db,
-            runtime: tokio::runtime::Handle::current(),
         };
         state.import_legacy(access).await?;
         Ok(state)
@@ -256,21 +249,8 @@ impl State {
             .await?)
     }
 
-    /// Returns the owners of a skill name (empty if never published).
-    /// Blocking.
-    pub fn owners(&self, name: &str) -> Result<Vec<String>, StateError> {
-        Ok(self.runtime.block_on(self.db.owners(name))?)
-    }
-
-    /// Makes `user` the owner of `name` if it has none yet, and returns
-    /// whether `user` owns it now. Blocking.
-    pub fn claim(&self, name: &str, user: &str) -> Result<bool, StateError> {
-        Ok(self.runtime.block_on(self.db.claim(name, user))?)
-    }
-
     /// Adds and removes owners of `name` for `actor`, keeping at least one.
-    /// Blocking.
-    pub fn change_owners(
+    pub async fn change_owners(
         &self,
         actor: &str,
         name: &str,
@@ -280,15 +260,11 @@ impl State {
         for user in add {
             check_user(user)?;
         }
-        self.runtime
-            .block_on(self.db.change_owners(actor, name, add, remove))
+        self.db
+            .change_owners(actor, name, add, remove)
+            .await
             .map_err(StateError::from)?
             .ok_or(OwnerChangeError::LastOwner)
-    }
-
-    /// Appends an event to the audit trail. Blocking.
-    pub fn record(&self, event: &NewEvent<'_>) -> Result<(), StateError> {
-        Ok(self.runtime.block_on(self.db.record(event))?)
     }
 }
 

@@ -115,11 +115,13 @@ fn declared_length(headers: &HeaderMap) -> Option<u64> {
         .and_then(|value| value.to_str().ok()?.parse().ok())
 }
 
-/// Runs blocking registry work off the async threads.
-async fn blocking<T: Send + 'static>(
-    work: impl FnOnce() -> Result<T, RegistryError> + Send + 'static,
+/// Runs a change of the registry as a task of its own, so that it runs to
+/// its end even when the client goes away and the request's future is
+/// dropped: a publish is never left halfway by a disconnection.
+async fn detached<T: Send + 'static>(
+    work: impl std::future::Future<Output = Result<T, RegistryError>> + Send + 'static,
 ) -> Result<T, ApiError> {
-    match tokio::task::spawn_blocking(work).await {
+    match tokio::spawn(work).await {
         Ok(result) => result.map_err(ApiError::from),
         Err(error) => Err(ApiError::internal(&error)),
     }
@@ -193,7 +195,7 @@ pub(super) async fn publish(
     let tarball = parts.tarball.ok_or_else(|| missing("tarball"))?;
     let (signature, key, provenance) = (parts.signature, parts.key, parts.provenance);
     let registry = Arc::clone(registry);
-    let record = blocking(move || {
+    let record = detached(async move {
         // The upload stays in memory until it is checked and written.
         let _permit = permit;
         let request = PublishRequest {
@@ -204,7 +206,7 @@ pub(super) async fn publish(
             key: key.as_deref(),
             provenance: provenance.as_deref(),
         };
-        registry.publish(&user, &request)
+        registry.publish(&user, &request).await
     })
     .await?;
     Ok((StatusCode::CREATED, Json(record)).into_response())
@@ -395,8 +397,12 @@ async fn set_yanked(
     let body: Option<YankBody> = read_json(app, headers, body, r#"{"reason":"..."}"#).await?;
     let reason = body.and_then(|body| body.reason);
     let registry = Arc::clone(&app.registry);
-    let record =
-        blocking(move || registry.set_yanked(&user, &name, &version, yanked, reason)).await?;
+    let record = detached(async move {
+        registry
+            .set_yanked(&user, &name, &version, yanked, reason)
+            .await
+    })
+    .await?;
     Ok(Json(record).into_response())
 }
 
@@ -416,7 +422,7 @@ pub(super) async fn owners(
 ) -> Result<Response, ApiError> {
     authorize_read(&app, &headers).await?;
     let registry = Arc::clone(&app.registry);
-    let users = blocking(move || registry.owners(&name)).await?;
+    let users = registry.owners(&name).await?;
     Ok(Json(json!({ "users": users })).into_response())
 }
 
@@ -453,8 +459,12 @@ pub(super) async fn change_owners(
     let (user, change) =
         read_change(&app, &headers, body, r#"{"add":["bob"],"remove":[]}"#).await?;
     let registry = Arc::clone(&app.registry);
-    let users =
-        blocking(move || registry.change_owners(&user, &name, &change.add, &change.remove)).await?;
+    let users = detached(async move {
+        registry
+            .change_owners(&user, &name, &change.add, &change.remove)
+            .await
+    })
+    .await?;
     Ok(Json(json!({ "users": users })).into_response())
 }
 
@@ -465,7 +475,7 @@ pub(super) async fn keys(
 ) -> Result<Response, ApiError> {
     authorize_read(&app, &headers).await?;
     let registry = Arc::clone(&app.registry);
-    let keys = blocking(move || registry.keys(&name)).await?;
+    let keys = registry.keys(&name).await?;
     Ok(Json(json!({ "keys": keys.keys })).into_response())
 }
 
@@ -483,8 +493,12 @@ pub(super) async fn change_keys(
     )
     .await?;
     let registry = Arc::clone(&app.registry);
-    let keys =
-        blocking(move || registry.change_keys(&user, &name, &change.add, &change.remove)).await?;
+    let keys = detached(async move {
+        registry
+            .change_keys(&user, &name, &change.add, &change.remove)
+            .await
+    })
+    .await?;
     Ok(Json(json!({ "keys": keys.keys })).into_response())
 }
 

@@ -306,11 +306,16 @@ fn a_server_rides_out_a_postgres_restart_and_says_what_failed_while_it_was_down(
     let (status, body) = publish(&server, &alice, "pdf", "1.1.0");
     assert_eq!(status, 500, "{body}");
     assert!(!body.contains(&database), "no URL in the answer: {body}");
-    assert!(
-        server.log().contains("database error on postgres://"),
-        "{}",
-        server.log()
-    );
+    // The request's log line is written once its answer is sent: wait.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !server.log().contains("database error on postgres://") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the cause is not in the log:\n{}",
+            server.log()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
 
     postgres.start_again();
     // The pool checks a connection before it lends it: the first request

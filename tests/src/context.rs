@@ -63,6 +63,19 @@ impl TestContext {
         self.command(&binary("skillpkg"))
     }
 
+    /// Runs `skillpkg ARGS` in the folder `project` as the sandbox's user:
+    /// the user configuration in `<home>/user`, the cache in `<cache>`,
+    /// and no delay between retries.
+    pub fn user_in(&self, project: &Path, cache: &Path, args: &[&str]) -> Output {
+        run(self
+            .skillpkg_command()
+            .current_dir(project)
+            .args(args)
+            .env("SKILLPKG_CONFIG_DIR", self.path().join("user"))
+            .env("SKILLPKG_CACHE_DIR", cache)
+            .env("SKILLPKG_TEST_NO_RETRY_DELAY", "1"))
+    }
+
     /// Returns a `skillpkg-registry` command set up like
     /// [`Self::skillpkg_command`].
     pub fn registry(&self) -> Command {

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use sha2::Digest as _;
-use skillpkg_tests::{Nginx, Output, Skill, TestContext, TestRegistry, run, wait_until};
+use skillpkg_tests::{Nginx, Output, Skill, TestContext, TestRegistry, wait_until};
 
 use self::proxy::Proxy;
 
@@ -115,14 +115,7 @@ impl World {
 
     /// Runs skillpkg in the project, as its user.
     fn user(&self, args: &[&str]) -> Output {
-        run(self
-            .sandbox
-            .skillpkg_command()
-            .current_dir(self.project())
-            .args(args)
-            .env("SKILLPKG_CONFIG_DIR", self.sandbox.path().join("user"))
-            .env("SKILLPKG_CACHE_DIR", self.cache())
-            .env("SKILLPKG_TEST_NO_RETRY_DELAY", "1"))
+        self.sandbox.user_in(&self.project(), &self.cache(), args)
     }
 
     /// Resolves from scratch (`skillpkg lock` with no skills.lock) and

@@ -36,14 +36,8 @@ impl World {
 
     /// Runs skillpkg in the project, as its user.
     fn user(&self, args: &[&str]) -> Output {
-        run(self
-            .sandbox
-            .skillpkg_command()
-            .current_dir(self.project())
-            .args(args)
-            .env("SKILLPKG_CONFIG_DIR", self.sandbox.path().join("user"))
-            .env("SKILLPKG_CACHE_DIR", self.sandbox.path().join("cache"))
-            .env("SKILLPKG_TEST_NO_RETRY_DELAY", "1"))
+        self.sandbox
+            .user_in(&self.project(), &self.sandbox.path().join("cache"), args)
     }
 
     /// Writes the project's skills.toml.

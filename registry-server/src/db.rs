@@ -491,18 +491,6 @@ impl Db {
         .await
     }
 
-    /// Returns the value of the setting `key`.
-    pub async fn setting(&self, key: &str) -> Result<Option<String>, DbError> {
-        self.run(async {
-            let row = sqlx::query("SELECT value FROM settings WHERE key = $1")
-                .bind(key)
-                .fetch_optional(&self.pool)
-                .await?;
-            row.map(|row| row.try_get(0)).transpose()
-        })
-        .await
-    }
-
     /// Imports the state of a registry that kept it in JSON files: tokens
     /// (with their ids and hashes) and owners, in one transaction, once.
     /// Returns false, importing nothing, when this database has imported

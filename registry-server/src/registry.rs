@@ -556,12 +556,7 @@ impl Registry {
 
     /// Returns the owners of `name`.
     pub async fn owners(&self, name: &str) -> Result<Vec<String>, RegistryError> {
-        let owners = self
-            .state
-            .db()
-            .owners(name)
-            .await
-            .map_err(StateError::from)?;
+        let owners = self.owners_of(name).await?;
         if owners.is_empty() {
             return Err(RegistryError::NotFound(format!(
                 "`{name}` has never been published here"
@@ -605,15 +600,7 @@ impl Registry {
             || RegistryError::NotFound(format!("`{name}` has never been published here"));
         let skill: SkillName = name.parse().map_err(|_| not_found())?;
         let keys = self.tree.read_keys(&skill)?;
-        if keys.keys.is_empty()
-            && self
-                .state
-                .db()
-                .owners(name)
-                .await
-                .map_err(StateError::from)?
-                .is_empty()
-        {
+        if keys.keys.is_empty() && self.owners_of(name).await?.is_empty() {
             return Err(not_found());
         }
         Ok(keys)
@@ -669,27 +656,30 @@ impl Registry {
         records: &AllRecords,
     ) -> Result<(), RegistryError> {
         let counts = self.downloads.counts();
-        // Owners are read only for the few names that resemble `name`.
+        // Only the few names that resemble `name` can refuse it: their
+        // owners are read, and they alone are checked.
+        let resembling: Vec<&SkillName> = records
+            .keys()
+            .filter(|other| {
+                skillpkg_index::confusable::likeness(name.as_str(), other.as_str()).is_some()
+            })
+            .collect();
         let mut owned = std::collections::BTreeSet::new();
-        for other in records.keys() {
-            if skillpkg_index::confusable::likeness(name.as_str(), other.as_str()).is_some()
-                && self
-                    .state
-                    .db()
-                    .owners(other.as_str())
-                    .await
-                    .map_err(StateError::from)?
-                    .iter()
-                    .any(|owner| owner == user)
+        for other in &resembling {
+            if self
+                .owners_of(other.as_str())
+                .await?
+                .iter()
+                .any(|owner| owner == user)
             {
-                owned.insert(other.clone());
+                owned.insert(*other);
             }
         }
         check_new_name(
             name,
-            records
-                .keys()
-                .map(|other| (other, counts.get(other).copied().unwrap_or(0))),
+            resembling
+                .iter()
+                .map(|other| (*other, counts.get(*other).copied().unwrap_or(0))),
             &|other: &SkillName| owned.contains(other),
             self.options.confusable_min_downloads,
         )?;
@@ -705,13 +695,19 @@ impl Registry {
         Ok(())
     }
 
-    async fn check_owner(&self, user: &str, name: &SkillName) -> Result<(), RegistryError> {
-        let owners = self
+    /// The owners of `name` in the database (none for a name never
+    /// published).
+    async fn owners_of(&self, name: &str) -> Result<Vec<String>, RegistryError> {
+        Ok(self
             .state
             .db()
-            .owners(name.as_str())
+            .owners(name)
             .await
-            .map_err(StateError::from)?;
+            .map_err(StateError::from)?)
+    }
+
+    async fn check_owner(&self, user: &str, name: &SkillName) -> Result<(), RegistryError> {
+        let owners = self.owners_of(name.as_str()).await?;
         if owners.is_empty() || owners.iter().any(|owner| owner == user) {
             Ok(())
         } else {
@@ -721,9 +717,7 @@ impl Registry {
 
     async fn not_owner(&self, user: &str, name: &SkillName) -> RegistryError {
         let owners = self
-            .state
-            .db()
-            .owners(name.as_str())
+            .owners_of(name.as_str())
             .await
             .unwrap_or_default()
             .join(", ");

@@ -25,6 +25,7 @@ use skillpkg_registry::metadata;
 use skillpkg_registry::registry::{DEFAULT_CONFUSABLE_MIN_DOWNLOADS, Options, Registry};
 use skillpkg_registry::server::Limits;
 use skillpkg_registry::state::{Access, State};
+use skillpkg_registry::storage::Storage;
 
 /// The skillpkg registry: serves a static skill index and accepts publishes.
 ///
@@ -44,8 +45,38 @@ struct Cli {
         env = "SKILLPKG_REGISTRY_DATABASE"
     )]
     database: Option<String>,
+    /// Where the static tree lives: `s3://BUCKET[/PREFIX]`, an
+    /// S3-compatible bucket configured by the usual AWS variables
+    /// (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_REGION`, and
+    /// `AWS_ENDPOINT_URL` with `AWS_ALLOW_HTTP=true` for a server of one's
+    /// own), which its web endpoint or a CDN can serve as it is. Default:
+    /// `public/` in the data folder, which keeps the state either way.
+    #[arg(
+        long,
+        global = true,
+        value_name = "URL",
+        env = "SKILLPKG_REGISTRY_STORAGE"
+    )]
+    storage: Option<String>,
     #[command(subcommand)]
     command: Command,
+}
+
+/// Where a registry's state and tree are, besides its data folder.
+#[derive(Clone, Copy, Debug)]
+struct Places<'a> {
+    database: Option<&'a str>,
+    storage: Option<&'a str>,
+}
+
+impl Places<'_> {
+    /// The storage of the tree of `folder`.
+    fn storage(&self, folder: &DataFolder) -> anyhow::Result<Storage> {
+        match self.storage {
+            Some(url) => Ok(Storage::from_url(url)?),
+            None => Ok(Storage::Folder(folder.tree.clone())),
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -438,10 +469,19 @@ impl std::str::FromStr for AuditThreshold {
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
-    let database = cli.database.as_deref();
+    let places = Places {
+        database: cli.database.as_deref(),
+        storage: cli.storage.as_deref(),
+    };
+    let database = places.database;
     match cli.command {
-        Command::Serve(args) => serve(args, database),
+        Command::Serve(args) => serve(args, places),
         Command::Build(args) => {
+            if let Some(url) = places.storage {
+                anyhow::bail!(
+                    "build writes a folder, not {url}: build into --out DIR, then copy DIR to the bucket (for example `aws s3 sync DIR {url}`)"
+                );
+            }
             let options = BuildOptions {
                 api: args.api,
                 public_url: args.public_url,
@@ -460,8 +500,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Token(command) => token(command, database),
-        Command::Key(command) => key(command, database),
-        Command::Keys(command) => keys(command, database),
+        Command::Key(command) => key(command, places),
+        Command::Keys(command) => keys(command, places),
         Command::Events {
             root,
             skill,
@@ -471,19 +511,27 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     }
 }
 
+/// The runtime of an admin command: a bucket's requests and the database's
+/// queries run on it.
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .context("cannot start the runtime")
+}
+
 /// Runs `work` with the state of the data folder `root` open, on a runtime
-/// of its own, and closes the database after.
+/// of its own (entered, so a tree in a bucket can be used), and closes the
+/// database after.
 fn with_state<T>(
     root: &std::path::Path,
     state_dir: &std::path::Path,
     database: Option<&str>,
     work: impl FnOnce(&tokio::runtime::Runtime, &State) -> anyhow::Result<T>,
 ) -> anyhow::Result<T> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .context("cannot start the runtime")?;
+    let runtime = runtime()?;
+    let _entered = runtime.enter();
     let state = runtime
         .block_on(State::open(state_dir, database, Access::Write))
         .with_context(|| format!("cannot open the state of {}", root.display()))?;
@@ -532,8 +580,8 @@ fn events(
     Ok(())
 }
 
-fn serve(args: ServeArgs, database: Option<&str>) -> anyhow::Result<()> {
-    let database = database.map(str::to_owned);
+fn serve(args: ServeArgs, places: Places<'_>) -> anyhow::Result<()> {
+    let database = places.database.map(str::to_owned);
     let limits = args.limits.limits()?;
     init_logging()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -554,6 +602,7 @@ fn serve(args: ServeArgs, database: Option<&str>) -> anyhow::Result<()> {
             .public_url
             .unwrap_or_else(|| format!("http://{address}"));
         let folder = DataFolder::locate(&args.root);
+        let storage = places.storage(&folder)?;
         let options = Options {
             public_url: Some(public_url.clone()),
             max_skill_bytes: args.max_skill_bytes,
@@ -573,12 +622,12 @@ fn serve(args: ServeArgs, database: Option<&str>) -> anyhow::Result<()> {
             .await
             .with_context(|| format!("cannot open the state of {}", args.root.display()))?;
         // Blocking, and before any request: nothing waits on these threads.
-        let (registry, removed) = Registry::open(&folder, options, state)
+        let tree = storage.describe();
+        let (registry, removed) = Registry::open(&folder, storage, options, state)
             .with_context(|| format!("cannot open the registry in {}", args.root.display()))?;
         if folder.is_mirror() {
             tracing::info!(
-                "serving the mirror {} read-only{}",
-                folder.tree.display(),
+                "serving the mirror {tree} read-only{}",
                 if registry.auth_required() {
                     ", every read with a token"
                 } else {
@@ -783,21 +832,21 @@ fn token(command: TokenCommand, database: Option<&str>) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn key(command: KeyCommand, database: Option<&str>) -> anyhow::Result<()> {
+fn key(command: KeyCommand, places: Places<'_>) -> anyhow::Result<()> {
     /// Changes the keys of `skill` as the admin, re-signs the metadata and
     /// records the change in the audit trail.
     fn change(
         root: &std::path::Path,
-        database: Option<&str>,
+        places: Places<'_>,
         skill: &SkillName,
         add: &[skillpkg_index::signing::PublicKey],
         remove: &[skillpkg_index::signing::KeyId],
     ) -> anyhow::Result<()> {
         let folder = registry_folder(root)?;
-        with_state(root, &folder.state, database, |runtime, state| {
-            let tree = StaticTree::new(&folder.tree);
+        let tree = places.storage(&folder)?.tree();
+        with_state(root, &folder.state, places.database, |runtime, state| {
             change_keys(&tree, state, skill, add, remove, jiff::Timestamp::now())?;
-            sign_metadata(root, state)?;
+            sign_metadata(root, &tree, state)?;
             runtime.block_on(state.db().record(&NewEvent {
                 actor: ADMIN,
                 action: "keys",
@@ -811,12 +860,14 @@ fn key(command: KeyCommand, database: Option<&str>) -> anyhow::Result<()> {
     match command {
         KeyCommand::Add { root, skill, key } => {
             let key = parse_keys(&read_key_texts(vec![key])?)?.remove(0);
-            change(&root, database, &skill, std::slice::from_ref(&key), &[])
+            change(&root, places, &skill, std::slice::from_ref(&key), &[])
                 .with_context(|| format!("cannot add the key to `{skill}`"))?;
             eprintln!("`{skill}` accepts signatures by key {} now", key.id());
         }
         KeyCommand::List { root, skill, json } => {
-            let tree = StaticTree::new(registry_folder(&root)?.tree);
+            let tree = places.storage(&registry_folder(&root)?)?.tree();
+            let runtime = runtime()?;
+            let _entered = runtime.enter();
             let keys = tree.read_keys(&skill)?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&keys.keys)?);
@@ -835,7 +886,7 @@ fn key(command: KeyCommand, database: Option<&str>) -> anyhow::Result<()> {
         }
         KeyCommand::Remove { root, skill, id } => {
             let id = parse_ids(&[id])?.remove(0);
-            change(&root, database, &skill, &[], &[id])
+            change(&root, places, &skill, &[], &[id])
                 .with_context(|| format!("cannot remove the key from `{skill}`"))?;
             eprintln!("removed key {id} from `{skill}`");
         }
@@ -843,11 +894,12 @@ fn key(command: KeyCommand, database: Option<&str>) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Re-signs the snapshot and timestamp of the data folder `root` after an
-/// admin command changed the tree, when it has signed metadata.
-fn sign_metadata(root: &std::path::Path, state: &State) -> anyhow::Result<()> {
+/// Re-signs the snapshot and timestamp of `tree`, the tree of the data
+/// folder `root`, after an admin command changed it, when it has signed
+/// metadata.
+fn sign_metadata(root: &std::path::Path, tree: &StaticTree, state: &State) -> anyhow::Result<()> {
     state.locked(|| {
-        metadata::sign_data_folder(root, metadata::DEFAULT_TIMESTAMP_LIFETIME)
+        metadata::sign_data_folder(root, tree, metadata::DEFAULT_TIMESTAMP_LIFETIME)
             .map_err(anyhow::Error::from)
     })?;
     Ok(())
@@ -860,17 +912,20 @@ fn read_keys(paths: &[PathBuf]) -> anyhow::Result<Vec<skillpkg_index::signing::S
         .collect()
 }
 
-/// Runs `work` under the state lock of the registry `root`.
+/// Runs `work` on the tree of the registry `root` under its state lock.
 fn under_lock<T>(
     root: &std::path::Path,
-    database: Option<&str>,
-    work: impl FnOnce() -> anyhow::Result<T>,
+    places: Places<'_>,
+    work: impl FnOnce(&StaticTree) -> anyhow::Result<T>,
 ) -> anyhow::Result<T> {
     let folder = registry_folder(root)?;
-    with_state(root, &folder.state, database, |_, state| state.locked(work))
+    let tree = places.storage(&folder)?.tree();
+    with_state(root, &folder.state, places.database, |_, state| {
+        state.locked(|| work(&tree))
+    })
 }
 
-fn keys(command: KeysCommand, database: Option<&str>) -> anyhow::Result<()> {
+fn keys(command: KeysCommand, places: Places<'_>) -> anyhow::Result<()> {
     match command {
         KeysCommand::Generate { out } => {
             let public = metadata::generate_key(&out)?;
@@ -889,8 +944,8 @@ fn keys(command: KeysCommand, database: Option<&str>) -> anyhow::Result<()> {
             lifetime,
         } => {
             let keys = read_keys(&root_keys)?;
-            let first = under_lock(&root, database, || {
-                metadata::init(&root, &keys, threshold, lifetime.metadata_lifetime)
+            let first = under_lock(&root, places, |tree| {
+                metadata::init(&root, tree, &keys, threshold, lifetime.metadata_lifetime)
                     .map_err(anyhow::Error::from)
             })?;
             eprintln!(
@@ -909,8 +964,8 @@ fn keys(command: KeysCommand, database: Option<&str>) -> anyhow::Result<()> {
             lifetime,
         } => {
             let keys = read_keys(&root_keys)?;
-            let next = under_lock(&root, database, || {
-                metadata::rotate_index_key(&root, &keys, lifetime.metadata_lifetime)
+            let next = under_lock(&root, places, |tree| {
+                metadata::rotate_index_key(&root, tree, &keys, lifetime.metadata_lifetime)
                     .map_err(anyhow::Error::from)
             })?;
             eprintln!(
@@ -931,13 +986,8 @@ fn keys(command: KeysCommand, database: Option<&str>) -> anyhow::Result<()> {
                 index_key: None,
                 root_keys: Some((new_keys, threshold)),
             };
-            let next = under_lock(&root, database, || {
-                metadata::rotate(
-                    &StaticTree::new(registry_folder(&root)?.tree),
-                    &rotation,
-                    &signers,
-                )
-                .map_err(anyhow::Error::from)
+            let next = under_lock(&root, places, |tree| {
+                metadata::rotate(tree, &rotation, &signers).map_err(anyhow::Error::from)
             })?;
             eprintln!(
                 "root version {} lists the root keys {} (threshold {})",
@@ -960,17 +1010,16 @@ fn keys(command: KeysCommand, database: Option<&str>) -> anyhow::Result<()> {
                     lifetime,
                 )
                 .sign()?,
-                (Some(root), _, _) => {
-                    let signer = metadata::Signer::open(&root, lifetime)?.ok_or_else(|| {
-                        anyhow::anyhow!(
-                            "{} has no index key; run `skillpkg-registry keys init` first",
-                            root.display()
-                        )
-                    })?;
-                    under_lock(&root, database, || {
-                        signer.sign().map_err(anyhow::Error::from)
-                    })?
-                }
+                (Some(root), _, _) => under_lock(&root, places, |tree| {
+                    let signer =
+                        metadata::Signer::open(&root, tree, lifetime)?.ok_or_else(|| {
+                            anyhow::anyhow!(
+                                "{} has no index key; run `skillpkg-registry keys init` first",
+                                root.display()
+                            )
+                        })?;
+                    signer.sign().map_err(anyhow::Error::from)
+                })?,
                 _ => unreachable!("clap requires --root or --tree with --index-key"),
             };
             eprintln!("signed timestamp version {version}");

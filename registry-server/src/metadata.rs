@@ -3,9 +3,11 @@
 //!
 //! ```text
 //! <data dir>/state/index.key      the online index key (secret, 0600)
-//! <data dir>/public/N.root.json   every root; root.json is the newest
-//! <data dir>/public/snapshot.json, timestamp.json
+//! <tree>/N.root.json              every root; root.json is the newest
+//! <tree>/snapshot.json, timestamp.json
 //! ```
+//!
+//! The tree is the data folder's `public/`, or the bucket of `--storage`.
 //!
 //! The root keys never live in the data folder: `keys init` and the
 //! rotations take them as files, which an operator keeps offline.
@@ -20,7 +22,7 @@ use skillpkg_index::registry::metadata::{
 use skillpkg_index::registry::tree::{StaticTree, TreeError};
 use skillpkg_index::signing::{KeyError, PublicKey, SecretKey};
 
-use crate::layout::{PUBLIC_DIR, STATE_DIR};
+use crate::layout::STATE_DIR;
 
 /// The online index key, in the state folder.
 pub const INDEX_KEY_FILE: &str = "index.key";
@@ -125,9 +127,14 @@ enum IndexKey {
 }
 
 impl Signer {
-    /// The signer of the data folder `root`, or `None` when it has no index
-    /// key (a registry without signed metadata).
-    pub fn open(root: &Path, lifetime: SignedDuration) -> Result<Option<Self>, KeysError> {
+    /// The signer of `tree`, the tree of the data folder `root`, or `None`
+    /// when the data folder has no index key (a registry without signed
+    /// metadata).
+    pub fn open(
+        root: &Path,
+        tree: &StaticTree,
+        lifetime: SignedDuration,
+    ) -> Result<Option<Self>, KeysError> {
         let path = root.join(STATE_DIR).join(INDEX_KEY_FILE);
         if !path.exists() {
             return Ok(None);
@@ -135,7 +142,7 @@ impl Signer {
         // Read once now, so a broken key fails at start-up.
         read_secret_key(&path)?;
         Ok(Some(Self {
-            tree: StaticTree::new(root.join(PUBLIC_DIR)),
+            tree: tree.clone(),
             key: IndexKey::File(path),
             lifetime,
         }))
@@ -194,11 +201,15 @@ impl Signer {
     }
 }
 
-/// Re-signs the snapshot and timestamp of the data folder `root` now, when
-/// it has an index key; returns the new timestamp version. The caller holds
-/// the state lock.
-pub fn sign_data_folder(root: &Path, lifetime: SignedDuration) -> Result<Option<u64>, KeysError> {
-    Signer::open(root, lifetime)?
+/// Re-signs the snapshot and timestamp of `tree`, the tree of the data
+/// folder `root`, now, when the folder has an index key; returns the new
+/// timestamp version. The caller holds the state lock.
+pub fn sign_data_folder(
+    root: &Path,
+    tree: &StaticTree,
+    lifetime: SignedDuration,
+) -> Result<Option<u64>, KeysError> {
+    Signer::open(root, tree, lifetime)?
         .map(|signer| signer.sign())
         .transpose()
 }
@@ -217,18 +228,18 @@ pub fn current_root(tree: &StaticTree) -> Result<Option<Root>, KeysError> {
         .map(Some)
 }
 
-/// Starts signed metadata for the data folder `root`: a new index key in
-/// the state folder, root version 1 listing `root_keys` (of which
+/// Starts signed metadata for `tree`, the tree of the data folder `root`:
+/// a new index key in the state folder, root version 1 listing `root_keys` (of which
 /// `threshold` must sign a new root), signed by all of them, and a first
 /// snapshot and timestamp.
 pub fn init(
     root: &Path,
+    tree: &StaticTree,
     root_keys: &[SecretKey],
     threshold: u32,
     lifetime: SignedDuration,
 ) -> Result<Root, KeysError> {
-    let tree = StaticTree::new(root.join(PUBLIC_DIR));
-    if let Some(existing) = current_root(&tree)? {
+    if let Some(existing) = current_root(tree)? {
         return Err(KeysError::AlreadyInitialised {
             tree: tree.root().to_owned(),
             version: existing.version,
@@ -254,7 +265,7 @@ pub fn init(
     metadata::verify_first_root(&bytes, None).map_err(KeysError::Refused)?;
     tree.write_file(&root_path(1), &bytes)?;
     tree.write_file(ROOT_PATH, &bytes)?;
-    sign_data_folder(root, lifetime)?;
+    sign_data_folder(root, tree, lifetime)?;
     Ok(first)
 }
 
@@ -335,10 +346,10 @@ fn role_keys(root: &Root, ids: &[String]) -> Vec<PublicKey> {
 /// signed by it. The old key is kept beside it as `index.key.old`.
 pub fn rotate_index_key(
     root: &Path,
+    tree: &StaticTree,
     root_keys: &[SecretKey],
     lifetime: SignedDuration,
 ) -> Result<Root, KeysError> {
-    let tree = StaticTree::new(root.join(PUBLIC_DIR));
     let state = root.join(STATE_DIR);
     let staged = state.join(format!("{INDEX_KEY_FILE}.new"));
     let _ = fs_err::remove_file(&staged);
@@ -348,7 +359,7 @@ pub fn rotate_index_key(
         index_key: Some(public),
         root_keys: None,
     };
-    let next = match rotate(&tree, &rotation, root_keys) {
+    let next = match rotate(tree, &rotation, root_keys) {
         Ok(next) => next,
         Err(error) => {
             let _ = fs_err::remove_file(&staged);
@@ -364,6 +375,6 @@ pub fn rotate_index_key(
     fs_err::rename(&current, state.join(format!("{INDEX_KEY_FILE}.old"))).map_err(io)?;
     fs_err::rename(&staged, &current).map_err(io)?;
     fs_err::rename(public_path(&staged), public_path(&current)).map_err(io)?;
-    sign_data_folder(root, lifetime)?;
+    sign_data_folder(root, tree, lifetime)?;
     Ok(next)
 }

@@ -32,6 +32,7 @@ use crate::publish::{
 };
 use crate::report::error_chain;
 use crate::state::{OwnerChangeError, State, StateError};
+use crate::storage::Storage;
 
 /// How a registry is set up.
 #[derive(Clone, Debug)]
@@ -181,10 +182,12 @@ fn add_key_hint(name: &str) -> String {
     )
 }
 
-/// A registry on disk.
+/// A registry: its tree (in a folder or a bucket) and its state.
 #[derive(Debug)]
 pub struct Registry {
     tree: StaticTree,
+    /// Where the tree is.
+    storage: Storage,
     state: State,
     config: RegistryConfig,
     options: Options,
@@ -199,9 +202,10 @@ pub struct Registry {
 }
 
 impl Registry {
-    /// Opens the registry in `folder`, recovering from a crash: temporary
-    /// files and archives no index file lists are removed (they were never
-    /// published). Returns the registry and what was removed.
+    /// Opens the registry of the data folder `folder` whose tree is in
+    /// `storage` (its `public/`, or a bucket), recovering from a crash:
+    /// temporary files and archives no index file lists are removed (they
+    /// were never published). Returns the registry and what was removed.
     ///
     /// A read-only registry (a mirror) writes nothing, not even its state
     /// folder, and needs a token for every read when its `config.json` says
@@ -209,10 +213,11 @@ impl Registry {
     /// registry holds private skills.
     pub fn open(
         folder: &DataFolder,
+        storage: Storage,
         mut options: Options,
         state: State,
     ) -> Result<(Self, Vec<String>), RegistryError> {
-        let tree = StaticTree::new(&folder.tree);
+        let tree = storage.tree();
         let records = tree.read_all()?;
         let (state, config, removed, signer, downloads) = if options.read_only {
             // Served as it is: nothing is written, nothing is signed.
@@ -222,7 +227,7 @@ impl Registry {
             if options.auth_required && !config.auth_required {
                 return Err(RegistryError::Setup(format!(
                     "--auth-required, but {} says `\"auth-required\": false`: clients would not send their tokens. Serve it without --auth-required, or mirror a private registry",
-                    folder.tree.join(CONFIG_PATH).display()
+                    tree.root().join(CONFIG_PATH).display()
                 )));
             }
             options.auth_required = config.auth_required;
@@ -249,11 +254,12 @@ impl Registry {
                 options.public_url.as_deref(),
                 &downloads.counts(),
             )?;
-            let signer = Signer::open(&folder.root, options.timestamp_lifetime)?;
+            let signer = Signer::open(&folder.root, &tree, options.timestamp_lifetime)?;
             (state, config, removed, signer, downloads)
         };
         let registry = Self {
             tree,
+            storage,
             state,
             config,
             options,
@@ -326,6 +332,11 @@ impl Registry {
     /// Returns the static tree.
     pub fn tree(&self) -> &StaticTree {
         &self.tree
+    }
+
+    /// Returns where the tree is.
+    pub fn storage(&self) -> &Storage {
+        &self.storage
     }
 
     /// Returns the private state.
@@ -413,7 +424,7 @@ impl Registry {
         let records = self.records.lock().await;
         let versions = records.get(&name).map(Vec::as_slice).unwrap_or_default();
         if versions.iter().any(|existing| existing.vers == version)
-            || self.tree.has_archive(&name, &version)
+            || tokio::task::block_in_place(|| self.tree.has_archive(&name, &version))?
         {
             return Err(RegistryError::Exists {
                 name: name.to_string(),

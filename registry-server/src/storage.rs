@@ -29,6 +29,7 @@ use object_store::{
     RetryConfig,
 };
 use skillpkg_index::fs::{WriteOptions, write_atomic_with};
+use skillpkg_index::registry::tree::StaticTree;
 
 /// How many times a failed request to a bucket is retried (5xx, timeouts,
 /// connection errors), with exponential backoff...
@@ -135,7 +136,9 @@ impl Storage {
         if !prefix.is_empty() {
             check(&prefix).map_err(|_| bad("its prefix has an empty, `.` or `..` part"))?;
         }
-        let mut builder = AmazonS3Builder::from_env()
+        // The timeouts first: `from_env` would have its `AWS_ALLOW_HTTP`
+        // (a client option) undone by setting the client's options after.
+        let mut builder = AmazonS3Builder::new()
             .with_bucket_name(bucket)
             // `If-None-Match: *` for `put_new`, where the server honours it.
             .with_conditional_put(S3ConditionalPut::ETagMatch)
@@ -151,6 +154,13 @@ impl Storage {
                     .with_timeout(REQUEST_TIMEOUT)
                     .with_connect_timeout(CONNECT_TIMEOUT),
             );
+        for (key, value) in std::env::vars() {
+            if key.starts_with("AWS_")
+                && let Ok(key) = key.to_ascii_lowercase().parse::<AmazonS3ConfigKey>()
+            {
+                builder = builder.with_config(key, value);
+            }
+        }
         for (key, value) in settings {
             let key: AmazonS3ConfigKey = key
                 .parse()
@@ -163,6 +173,14 @@ impl Storage {
             prefix,
             url: format!("s3://{}", rest.trim_end_matches('/')),
         }))
+    }
+
+    /// The static tree in this storage.
+    pub fn tree(&self) -> StaticTree {
+        match self {
+            Self::Folder(root) => StaticTree::new(root),
+            Self::Bucket(bucket) => StaticTree::in_objects(Arc::new(bucket.clone())),
+        }
     }
 
     /// The folder of a folder storage.
@@ -185,22 +203,33 @@ impl Storage {
     pub async fn get(&self, path: &str) -> Result<Option<Bytes>, StorageError> {
         check(path)?;
         match self {
-            Self::Folder(root) => {
-                let file = root.join(path);
-                match tokio::fs::read(&file).await {
-                    Ok(bytes) => Ok(Some(Bytes::from(bytes))),
-                    Err(error) if missing(&error) => Ok(None),
-                    Err(source) => Err(StorageError::Io { path: file, source }),
-                }
-            }
+            Self::Folder(root) => read_folder_file(&root.join(path)).await,
+            Self::Bucket(_) => Ok(self.get_tagged(path).await?.map(|(bytes, _)| bytes)),
+        }
+    }
+
+    /// Reads the object at `path` with its entity tag (`None` from a
+    /// folder); `None` when there is none.
+    pub async fn get_tagged(
+        &self,
+        path: &str,
+    ) -> Result<Option<(Bytes, Option<String>)>, StorageError> {
+        check(path)?;
+        match self {
+            Self::Folder(root) => Ok(read_folder_file(&root.join(path))
+                .await?
+                .map(|bytes| (bytes, None))),
             Self::Bucket(bucket) => {
                 let location = bucket.location(path);
                 let result = match bucket.store.get(&location).await {
-                    Ok(result) => result.bytes().await,
+                    Ok(result) => {
+                        let etag = result.meta.e_tag.clone();
+                        result.bytes().await.map(|bytes| (bytes, etag))
+                    }
                     Err(error) => Err(error),
                 };
                 match result {
-                    Ok(bytes) => Ok(Some(bytes)),
+                    Ok(found) => Ok(Some(found)),
                     Err(object_store::Error::NotFound { .. }) => Ok(None),
                     Err(source) => Err(bucket.error(path, source)),
                 }
@@ -343,6 +372,64 @@ impl Storage {
     }
 }
 
+/// A bucket as the store of a [`StaticTree`](skillpkg_index::registry::tree::StaticTree),
+/// whose calls block: each runs on the caller's runtime in place of its
+/// async thread (`block_in_place`), so the tree's code is the same for a
+/// folder and a bucket. The caller is on a multi-threaded runtime, or on a
+/// thread that entered one (`Runtime::enter`).
+impl skillpkg_index::registry::tree::Objects for Bucket {
+    fn location(&self) -> &str {
+        &self.url
+    }
+
+    fn get(&self, path: &str) -> std::io::Result<Option<Vec<u8>>> {
+        let storage = Storage::Bucket(self.clone());
+        wait(async { storage.get(path).await.map(|bytes| bytes.map(Vec::from)) })
+    }
+
+    fn put(&self, path: &str, bytes: &[u8]) -> std::io::Result<()> {
+        let storage = Storage::Bucket(self.clone());
+        wait(storage.put(path, Bytes::copy_from_slice(bytes)))
+    }
+
+    fn put_new(&self, path: &str, bytes: &[u8]) -> std::io::Result<bool> {
+        let storage = Storage::Bucket(self.clone());
+        wait(storage.put_new(path, Bytes::copy_from_slice(bytes)))
+    }
+
+    fn exists(&self, path: &str) -> std::io::Result<bool> {
+        let storage = Storage::Bucket(self.clone());
+        wait(async { storage.head(path).await.map(|meta| meta.is_some()) })
+    }
+
+    fn list(&self, prefix: &str) -> std::io::Result<Vec<String>> {
+        let storage = Storage::Bucket(self.clone());
+        wait(async {
+            let found = storage.list(prefix).await?;
+            Ok(found.into_iter().map(|meta| meta.path).collect())
+        })
+    }
+
+    fn delete(&self, path: &str) -> std::io::Result<()> {
+        let storage = Storage::Bucket(self.clone());
+        wait(storage.delete(path))
+    }
+}
+
+/// Runs `work` to its end from blocking code, on the current runtime.
+fn wait<T>(work: impl Future<Output = Result<T, StorageError>>) -> std::io::Result<T> {
+    let handle = tokio::runtime::Handle::try_current()
+        .map_err(|_| std::io::Error::other("a bucket is used outside the async runtime (a bug)"))?;
+    tokio::task::block_in_place(|| handle.block_on(work)).map_err(|error| {
+        // The tree's error names the object; this says what the store
+        // answered, with every cause (an I/O error keeps only a message).
+        std::io::Error::other(match error {
+            StorageError::Bucket { source, .. } => crate::report::error_chain(&source),
+            other => crate::report::error_chain(&other),
+        })
+    })
+}
+
 impl Bucket {
     fn location(&self, path: &str) -> object_store::path::Path {
         if self.prefix.is_empty() {
@@ -369,6 +456,18 @@ impl Bucket {
             path: path.to_owned(),
             source,
         }
+    }
+}
+
+/// Reads `file`; `None` when there is none.
+async fn read_folder_file(file: &Path) -> Result<Option<Bytes>, StorageError> {
+    match tokio::fs::read(file).await {
+        Ok(bytes) => Ok(Some(Bytes::from(bytes))),
+        Err(error) if missing(&error) => Ok(None),
+        Err(source) => Err(StorageError::Io {
+            path: file.to_owned(),
+            source,
+        }),
     }
 }
 

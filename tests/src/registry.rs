@@ -26,6 +26,12 @@ impl RegistryServer {
     /// Starts a server on the data folder `root` with extra arguments, and
     /// returns once it listens.
     pub fn start(root: &Path, extra: &[&str]) -> Self {
+        Self::start_with_env(root, extra, &[])
+    }
+
+    /// [`RegistryServer::start`], with more environment variables (a
+    /// bucket's `AWS_*`).
+    pub fn start_with_env(root: &Path, extra: &[&str], env: &[(String, String)]) -> Self {
         fs_err::create_dir_all(root).expect("create the data folder");
         let log = fs_err::OpenOptions::new()
             .create(true)
@@ -38,6 +44,7 @@ impl RegistryServer {
             .arg(root)
             .args(["--listen", "127.0.0.1:0"])
             .args(extra)
+            .envs(env.iter().map(|(key, value)| (key, value)))
             .stdout(Stdio::piped())
             .stderr(log.into_parts().0)
             .spawn()
@@ -200,6 +207,7 @@ pub struct TestRegistryBuilder<'a> {
     ctx: &'a TestContext,
     data: String,
     flags: Vec<String>,
+    env: Vec<(String, String)>,
     signed_metadata: bool,
 }
 
@@ -213,6 +221,13 @@ impl TestRegistryBuilder<'_> {
     /// Extra flags of `skillpkg-registry serve`.
     pub fn flags(mut self, flags: &[&str]) -> Self {
         self.flags = flags.iter().map(|&flag| flag.to_owned()).collect();
+        self
+    }
+
+    /// Environment variables of the server and of the admin commands run
+    /// on its data folder (a bucket's `AWS_*`, `SKILLPKG_REGISTRY_STORAGE`).
+    pub fn env(mut self, env: &[(String, String)]) -> Self {
+        self.env.extend_from_slice(env);
         self
     }
 
@@ -240,12 +255,13 @@ impl TestRegistryBuilder<'_> {
                 .args(["keys", "init", "--root"])
                 .arg(&data)
                 .arg("--root-key")
-                .arg(&root_key));
+                .arg(&root_key)
+                .envs(self.env.iter().map(|(key, value)| (key, value))));
             assert_eq!(init.code, 0, "{init:?}");
         }
         let token = create_token(&data, "alice");
         let flags: Vec<&str> = self.flags.iter().map(String::as_str).collect();
-        let server = RegistryServer::start(&data, &flags);
+        let server = RegistryServer::start_with_env(&data, &flags, &self.env);
         let registry = TestRegistry {
             home: ctx.path().to_owned(),
             publisher: ctx.path().join("publisher"),
@@ -288,6 +304,7 @@ impl TestRegistry {
             ctx,
             data: "registry".to_owned(),
             flags: Vec::new(),
+            env: Vec::new(),
             signed_metadata: false,
         }
     }

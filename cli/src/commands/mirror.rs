@@ -175,7 +175,7 @@ pub fn run(args: &MirrorArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
             };
             for record in &skill.records {
                 report.versions += 1;
-                if !dest.has_archive(&skill.name, &record.vers) {
+                if !dest.has_archive(&skill.name, &record.vers)? {
                     jobs.push((&skill.name, record, keys.clone()));
                 }
             }

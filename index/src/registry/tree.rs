@@ -1,11 +1,14 @@
-//! Reading and writing a static tree on disk.
+//! Reading and writing a static tree: in a folder, or in any store of
+//! whole objects ([`Objects`]: an S3-compatible bucket, for the registry).
 //!
-//! Every file is replaced by writing a temporary file (`.skillpkg-tmp-*`) in
-//! the same folder, syncing it, and renaming it over the target, so a reader
-//! (a static server, a CDN origin pull, a `file://` client) sees the old file
-//! or the new one, never a part.
+//! In a folder every file is replaced by writing a temporary file
+//! (`.skillpkg-tmp-*`) in the same folder, syncing it, and renaming it over
+//! the target, so a reader (a static server, a CDN origin pull, a `file://`
+//! client) sees the old file or the new one, never a part. A store of
+//! objects gives the same by replacing objects whole.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use std::collections::BTreeMap;
 
@@ -74,58 +77,194 @@ pub struct VersionFiles<'a> {
     pub provenance: Option<&'a [u8]>,
 }
 
-/// A static tree rooted at a folder.
+/// A store of whole objects a tree can live in: each path's bytes are
+/// read and replaced whole, never in part. Paths are the tree's, relative
+/// and `/`-separated (`index/3/p/pdf`).
+///
+/// Its methods block: a store over the network runs them on its own
+/// runtime, or on the caller's, in place of its async thread.
+pub trait Objects: std::fmt::Debug + Send + Sync {
+    /// Where the objects are, for messages (`s3://bucket/prefix`).
+    fn location(&self) -> &str;
+    /// The bytes at `path`; `None` when there is no object there.
+    fn get(&self, path: &str) -> std::io::Result<Option<Vec<u8>>>;
+    /// Replaces the object at `path` whole.
+    fn put(&self, path: &str, bytes: &[u8]) -> std::io::Result<()>;
+    /// Creates the object at `path` unless the store says there is one
+    /// (then returns false, writing nothing). A store that cannot tell
+    /// creates it: the caller decides who writes a path.
+    fn put_new(&self, path: &str, bytes: &[u8]) -> std::io::Result<bool>;
+    /// Whether there is an object at `path`.
+    fn exists(&self, path: &str) -> std::io::Result<bool>;
+    /// The paths of every object below the folder `prefix`, sorted.
+    fn list(&self, prefix: &str) -> std::io::Result<Vec<String>>;
+    /// Deletes the object at `path`; none there is no error.
+    fn delete(&self, path: &str) -> std::io::Result<()>;
+}
+
+/// Where a tree lives.
+#[derive(Clone, Debug)]
+enum Backend {
+    Folder,
+    Objects(Arc<dyn Objects>),
+}
+
+/// A static tree, rooted at a folder or in a store of objects.
 #[derive(Clone, Debug)]
 pub struct StaticTree {
+    /// The folder; for a store of objects, its location, for messages.
     root: PathBuf,
+    backend: Backend,
 }
 
 impl StaticTree {
     /// A tree at `root` (which need not exist yet).
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        Self { root: root.into() }
+        Self {
+            root: root.into(),
+            backend: Backend::Folder,
+        }
     }
 
-    /// Returns the tree's root folder.
+    /// A tree in the store `objects`.
+    pub fn in_objects(objects: Arc<dyn Objects>) -> Self {
+        Self {
+            root: PathBuf::from(objects.location()),
+            backend: Backend::Objects(objects),
+        }
+    }
+
+    /// Returns the tree's root folder; for a tree in a store of objects,
+    /// the store's location.
     pub fn root(&self) -> &Path {
         &self.root
     }
 
+    /// Returns the tree's folder, unless it lives in a store of objects.
+    pub fn folder(&self) -> Option<&Path> {
+        match self.backend {
+            Backend::Folder => Some(&self.root),
+            Backend::Objects(_) => None,
+        }
+    }
+
     fn path(&self, relative: &str) -> PathBuf {
-        self.root.join(relative)
+        match self.backend {
+            Backend::Folder => self.root.join(relative),
+            Backend::Objects(_) => PathBuf::from(format!("{}/{relative}", self.root.display())),
+        }
+    }
+
+    /// Reads the file at `relative`, or `None` when there is none.
+    pub fn read_file(&self, relative: &str) -> Result<Option<Vec<u8>>, TreeError> {
+        let result = match &self.backend {
+            Backend::Folder => match fs_err::read(self.path(relative)) {
+                Ok(bytes) => Ok(Some(bytes)),
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
+                Err(error) => Err(error),
+            },
+            Backend::Objects(objects) => objects.get(relative),
+        };
+        result.map_err(io_error(&self.path(relative)))
+    }
+
+    /// Replaces the file at `relative` (atomically).
+    pub fn write_file(&self, relative: &str, bytes: &[u8]) -> Result<(), TreeError> {
+        match &self.backend {
+            Backend::Folder => write_atomically(&self.path(relative), bytes),
+            Backend::Objects(objects) => objects
+                .put(relative, bytes)
+                .map_err(io_error(&self.path(relative))),
+        }
+    }
+
+    /// Creates the file at `relative` with the modification time
+    /// `modified` (a folder's; a store keeps its own), refusing to
+    /// replace one.
+    fn write_new_file(
+        &self,
+        relative: &str,
+        bytes: &[u8],
+        modified: std::time::SystemTime,
+    ) -> Result<(), TreeError> {
+        match &self.backend {
+            Backend::Folder => write_new(&self.path(relative), bytes, modified),
+            Backend::Objects(objects) => {
+                let path = self.path(relative);
+                if objects.put_new(relative, bytes).map_err(io_error(&path))? {
+                    Ok(())
+                } else {
+                    Err(TreeError::Exists { path })
+                }
+            }
+        }
+    }
+
+    /// Returns true if and only if there is a file at `relative`.
+    fn exists(&self, relative: &str) -> Result<bool, TreeError> {
+        match &self.backend {
+            Backend::Folder => Ok(self.path(relative).exists()),
+            Backend::Objects(objects) => objects
+                .exists(relative)
+                .map_err(io_error(&self.path(relative))),
+        }
+    }
+
+    /// The paths of the files below the folder `prefix`, sorted; names
+    /// starting with `.` (temporary files) are skipped.
+    fn list(&self, prefix: &str) -> Result<Vec<String>, TreeError> {
+        match &self.backend {
+            Backend::Folder => {
+                let mut found = Vec::new();
+                list_folder(&self.path(prefix), prefix, &mut found)?;
+                found.sort();
+                Ok(found)
+            }
+            Backend::Objects(objects) => {
+                let mut found = objects.list(prefix).map_err(io_error(&self.path(prefix)))?;
+                found.retain(|path| !path.split('/').any(|part| part.starts_with('.')));
+                Ok(found)
+            }
+        }
     }
 
     /// Reads `config.json`, or `None` when there is none.
     pub fn read_config(&self) -> Result<Option<RegistryConfig>, TreeError> {
-        let path = self.path(CONFIG_PATH);
-        match fs_err::read(&path) {
-            Ok(bytes) => serde_json::from_slice(&bytes)
-                .map(Some)
-                .map_err(|source| TreeError::Json { path, source }),
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(source) => Err(TreeError::Io { path, source }),
-        }
+        let Some(bytes) = self.read_file(CONFIG_PATH)? else {
+            return Ok(None);
+        };
+        serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(|source| TreeError::Json {
+                path: self.path(CONFIG_PATH),
+                source,
+            })
     }
 
     /// Writes `config.json`.
     pub fn write_config(&self, config: &RegistryConfig) -> Result<(), TreeError> {
-        write_atomically(&self.path(CONFIG_PATH), &render_json(config))
+        self.write_file(CONFIG_PATH, &render_json(config))
     }
 
     /// Reads the index file of `name`; a skill never published has none.
     pub fn read_index(&self, name: &SkillName) -> Result<Vec<IndexRecord>, TreeError> {
-        let path = self.path(&index_file_path(name));
-        match fs_err::read_to_string(&path) {
-            Ok(text) => Ok(parse_index_file(name, &text)?),
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
-            Err(source) => Err(TreeError::Io { path, source }),
+        let relative = index_file_path(name);
+        match self.read_file(&relative)? {
+            Some(bytes) => {
+                let text = String::from_utf8(bytes).map_err(|error| TreeError::Io {
+                    path: self.path(&relative),
+                    source: std::io::Error::new(std::io::ErrorKind::InvalidData, error),
+                })?;
+                Ok(parse_index_file(name, &text)?)
+            }
+            None => Ok(Vec::new()),
         }
     }
 
     /// Replaces the index file of `name` with `records`.
     pub fn write_index(&self, name: &SkillName, records: &[IndexRecord]) -> Result<(), TreeError> {
-        write_atomically(
-            &self.path(&index_file_path(name)),
+        self.write_file(
+            &index_file_path(name),
             render_index_file(records).as_bytes(),
         )
     }
@@ -133,29 +272,12 @@ impl StaticTree {
     /// Reads every index file of the tree.
     pub fn read_all(&self) -> Result<AllRecords, TreeError> {
         let mut all = AllRecords::new();
-        let index = self.path("index");
-        if !index.exists() {
-            return Ok(all);
-        }
-        let mut pending = vec![index];
-        while let Some(dir) = pending.pop() {
-            for entry in fs_err::read_dir(&dir).map_err(io_error(&dir))? {
-                let entry = entry.map_err(io_error(&dir))?;
-                let file_name = entry.file_name();
-                let Some(file_name) = file_name.to_str() else {
-                    continue;
-                };
-                if file_name.starts_with('.') {
-                    continue;
-                }
-                let path = entry.path();
-                if entry.file_type().map_err(io_error(&path))?.is_dir() {
-                    pending.push(path);
-                } else if let Ok(name) = file_name.parse::<SkillName>() {
-                    let records = self.read_index(&name)?;
-                    if !records.is_empty() {
-                        all.insert(name, records);
-                    }
+        for path in self.list("index")? {
+            let file_name = path.rsplit('/').next().unwrap_or_default();
+            if let Ok(name) = file_name.parse::<SkillName>() {
+                let records = self.read_index(&name)?;
+                if !records.is_empty() {
+                    all.insert(name, records);
                 }
             }
         }
@@ -181,12 +303,12 @@ impl StaticTree {
         base_url: Option<&str>,
         downloads: &BTreeMap<SkillName, u64>,
     ) -> Result<(), TreeError> {
-        write_atomically(
-            &self.path(SEARCH_PATH),
+        self.write_file(
+            SEARCH_PATH,
             &render_json(&SearchIndex::build(all).with_downloads(downloads)),
         )?;
-        write_atomically(
-            &self.path(DISCOVERY_PATH),
+        self.write_file(
+            DISCOVERY_PATH,
             &render_json(&DiscoveryIndex::build(all, config, base_url)),
         )
     }
@@ -222,56 +344,52 @@ impl StaticTree {
         published: jiff::Timestamp,
     ) -> Result<(), TreeError> {
         let modified = std::time::SystemTime::from(published);
-        let archive = self.path(&archive_path(name, version));
-        let signature_file = self.path(&signature_path(name, version));
-        let provenance_file = self.path(&provenance_path(name, version));
+        let archive = archive_path(name, version);
+        let signature_file = signature_path(name, version);
+        let provenance_file = provenance_path(name, version);
         for path in [&archive, &signature_file, &provenance_file] {
-            if path.exists() {
-                return Err(TreeError::Exists { path: path.clone() });
+            if self.exists(path)? {
+                return Err(TreeError::Exists {
+                    path: self.path(path),
+                });
             }
         }
         // The archive last: a visible archive always has its signature and
         // provenance.
         if let Some(signature) = files.signature {
-            write_new(&signature_file, signature, modified)?;
+            self.write_new_file(&signature_file, signature, modified)?;
         }
         if let Some(provenance) = files.provenance {
-            write_new(&provenance_file, provenance, modified)?;
+            self.write_new_file(&provenance_file, provenance, modified)?;
         }
-        write_new(&archive, files.tarball, modified)
+        self.write_new_file(&archive, files.tarball, modified)
     }
 
     /// Reads `keys/<name>.json`; a skill with no registered key has none,
     /// which reads as an empty list.
     pub fn read_keys(&self, name: &SkillName) -> Result<KeysFile, TreeError> {
-        let path = self.path(&keys_path(name));
-        match fs_err::read(&path) {
-            Ok(bytes) => KeysFile::parse(&bytes).map_err(|source| TreeError::Keys { path, source }),
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(KeysFile::empty()),
-            Err(source) => Err(TreeError::Io { path, source }),
+        let relative = keys_path(name);
+        match self.read_file(&relative)? {
+            Some(bytes) => KeysFile::parse(&bytes).map_err(|source| TreeError::Keys {
+                path: self.path(&relative),
+                source,
+            }),
+            None => Ok(KeysFile::empty()),
         }
     }
 
     /// Replaces `keys/<name>.json`.
     pub fn write_keys(&self, name: &SkillName, keys: &KeysFile) -> Result<(), TreeError> {
-        write_atomically(&self.path(&keys_path(name)), &render_json(keys))
+        self.write_file(&keys_path(name), &render_json(keys))
     }
 
     /// Reads every `keys/<name>.json` of the tree. Files whose name is not a
     /// skill name's are not part of the format and are skipped.
     pub fn read_all_keys(&self) -> Result<BTreeMap<SkillName, KeysFile>, TreeError> {
         let mut all = BTreeMap::new();
-        let dir = self.path("keys");
-        let entries = match fs_err::read_dir(&dir) {
-            Ok(entries) => entries,
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(all),
-            Err(source) => return Err(TreeError::Io { path: dir, source }),
-        };
-        for entry in entries {
-            let entry = entry.map_err(io_error(&dir))?;
-            let Some(name) = entry
-                .file_name()
-                .to_str()
+        for path in self.list("keys")? {
+            let Some(name) = path
+                .strip_prefix("keys/")
                 .and_then(|file_name| file_name.strip_suffix(".json"))
                 .and_then(|stem| stem.parse::<SkillName>().ok())
             else {
@@ -283,63 +401,19 @@ impl StaticTree {
         Ok(all)
     }
 
-    /// Reads the file at `relative`, or `None` when there is none.
-    pub fn read_file(&self, relative: &str) -> Result<Option<Vec<u8>>, TreeError> {
-        let path = self.path(relative);
-        match fs_err::read(&path) {
-            Ok(bytes) => Ok(Some(bytes)),
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(source) => Err(TreeError::Io { path, source }),
-        }
-    }
-
-    /// Replaces the file at `relative` (atomically).
-    pub fn write_file(&self, relative: &str, bytes: &[u8]) -> Result<(), TreeError> {
-        write_atomically(&self.path(relative), bytes)
-    }
-
     /// Returns the sha256 of every file the signed snapshot lists
     /// ([`super::metadata::in_snapshot`]: index files, keys files,
     /// `search.json`), by path relative to the root. Temporary files are
     /// not part of the tree and are skipped.
     pub fn snapshot_files(&self) -> Result<BTreeMap<String, crate::checksum::Checksum>, TreeError> {
-        fn visit(
-            dir: &Path,
-            relative: &str,
-            files: &mut BTreeMap<String, crate::checksum::Checksum>,
-        ) -> Result<(), TreeError> {
-            let entries = match fs_err::read_dir(dir) {
-                Ok(entries) => entries,
-                Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-                Err(source) => {
-                    return Err(TreeError::Io {
-                        path: dir.to_owned(),
-                        source,
-                    });
-                }
-            };
-            for entry in entries {
-                let entry = entry.map_err(io_error(dir))?;
-                let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
-                    continue;
-                };
-                if name.starts_with(TEMP_PREFIX) {
-                    continue;
-                }
-                let path = entry.path();
-                let child = format!("{relative}/{name}");
-                if entry.file_type().map_err(io_error(&path))?.is_dir() {
-                    visit(&path, &child, files)?;
-                } else {
-                    let bytes = fs_err::read(&path).map_err(io_error(&path))?;
-                    files.insert(child, crate::checksum::Checksum::of(&bytes));
-                }
-            }
-            Ok(())
-        }
         let mut files = BTreeMap::new();
-        visit(&self.path("index"), "index", &mut files)?;
-        visit(&self.path("keys"), "keys", &mut files)?;
+        for path in self.list("index")?.into_iter().chain(self.list("keys")?) {
+            // Listed, then gone: replaced between the two calls in a store
+            // that replaces by delete and create; never by this tree.
+            if let Some(bytes) = self.read_file(&path)? {
+                files.insert(path, crate::checksum::Checksum::of(&bytes));
+            }
+        }
         if let Some(bytes) = self.read_file(SEARCH_PATH)? {
             files.insert(
                 SEARCH_PATH.to_owned(),
@@ -350,8 +424,12 @@ impl StaticTree {
     }
 
     /// Returns true if and only if the archive of `name@version` exists.
-    pub fn has_archive(&self, name: &SkillName, version: &semver::Version) -> bool {
-        self.path(&archive_path(name, version)).exists()
+    pub fn has_archive(
+        &self,
+        name: &SkillName,
+        version: &semver::Version,
+    ) -> Result<bool, TreeError> {
+        self.exists(&archive_path(name, version))
     }
 
     /// Removes what a crash can leave behind: temporary files, and archives
@@ -359,6 +437,51 @@ impl StaticTree {
     /// never published. Returns the removed paths, relative to the root.
     pub fn recover(&self, all: &AllRecords) -> Result<Vec<String>, TreeError> {
         let mut removed = Vec::new();
+        if let Backend::Folder = self.backend {
+            self.remove_temporary_files(&mut removed)?;
+        }
+        // `dl/<name>/<version>/<file>`: every version folder no index line
+        // lists.
+        let mut unlisted: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for path in self.list("dl")? {
+            let parts: Vec<&str> = path.split('/').collect();
+            let (Some(name), Some(version)) = (parts.get(1), parts.get(2)) else {
+                continue;
+            };
+            let Ok(name) = name.parse::<SkillName>() else {
+                continue;
+            };
+            let listed = version.parse::<semver::Version>().is_ok_and(|version| {
+                all.get(&name)
+                    .is_some_and(|records| records.iter().any(|record| record.vers == version))
+            });
+            if !listed {
+                unlisted
+                    .entry(format!("dl/{name}/{version}"))
+                    .or_default()
+                    .push(path);
+            }
+        }
+        for (folder, files) in unlisted {
+            match &self.backend {
+                Backend::Folder => {
+                    let path = self.path(&folder);
+                    fs_err::remove_dir_all(&path).map_err(io_error(&path))?;
+                }
+                Backend::Objects(objects) => {
+                    for file in files {
+                        objects.delete(&file).map_err(io_error(&self.path(&file)))?;
+                    }
+                }
+            }
+            removed.push(folder);
+        }
+        removed.sort();
+        Ok(removed)
+    }
+
+    /// Removes the temporary files a crash left in the tree's folder.
+    fn remove_temporary_files(&self, removed: &mut Vec<String>) -> Result<(), TreeError> {
         let mut pending = vec![self.root.clone()];
         while let Some(dir) = pending.pop() {
             let entries = match fs_err::read_dir(&dir) {
@@ -378,37 +501,7 @@ impl StaticTree {
                 }
             }
         }
-        let dl = self.path("dl");
-        if dl.exists() {
-            for skill_dir in fs_err::read_dir(&dl).map_err(io_error(&dl))? {
-                let skill_dir = skill_dir.map_err(io_error(&dl))?.path();
-                let Some(name) = skill_dir
-                    .file_name()
-                    .and_then(|n| n.to_str())
-                    .and_then(|n| n.parse::<SkillName>().ok())
-                else {
-                    continue;
-                };
-                for version_dir in fs_err::read_dir(&skill_dir).map_err(io_error(&skill_dir))? {
-                    let version_dir = version_dir.map_err(io_error(&skill_dir))?.path();
-                    let version = version_dir
-                        .file_name()
-                        .and_then(|v| v.to_str())
-                        .and_then(|v| v.parse::<semver::Version>().ok());
-                    let listed = version.is_some_and(|version| {
-                        all.get(&name).is_some_and(|records| {
-                            records.iter().any(|record| record.vers == version)
-                        })
-                    });
-                    if !listed {
-                        fs_err::remove_dir_all(&version_dir).map_err(io_error(&version_dir))?;
-                        removed.push(self.relative(&version_dir));
-                    }
-                }
-            }
-        }
-        removed.sort();
-        Ok(removed)
+        Ok(())
     }
 
     fn relative(&self, path: &Path) -> String {
@@ -441,4 +534,36 @@ fn write_new(path: &Path, bytes: &[u8], modified: std::time::SystemTime) -> Resu
             error.into()
         }
     })
+}
+
+/// Adds the paths of the files below the folder `dir` (the tree path
+/// `relative`) to `found`; names starting with `.` are skipped.
+fn list_folder(dir: &Path, relative: &str, found: &mut Vec<String>) -> Result<(), TreeError> {
+    let entries = match fs_err::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(source) => {
+            return Err(TreeError::Io {
+                path: dir.to_owned(),
+                source,
+            });
+        }
+    };
+    for entry in entries {
+        let entry = entry.map_err(io_error(dir))?;
+        let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
+            continue;
+        };
+        if name.starts_with('.') {
+            continue;
+        }
+        let path = entry.path();
+        let child = format!("{relative}/{name}");
+        if entry.file_type().map_err(io_error(&path))?.is_dir() {
+            list_folder(&path, &child, found)?;
+        } else {
+            found.push(child);
+        }
+    }
+    Ok(())
 }

@@ -28,6 +28,7 @@ use tokio::io::AsyncReadExt as _;
 
 use super::api::{App, authenticate};
 use super::error::ApiError;
+use crate::storage::{Storage, StorageError};
 
 /// Files up to this size are read whole.
 const SMALL_FILE: u64 = 64 * 1024;
@@ -48,7 +49,7 @@ enum Lookup {
     },
     Small {
         etag: String,
-        bytes: Vec<u8>,
+        bytes: Bytes,
     },
     /// Opened, to be streamed; `len` is the length of the file opened.
     Large {
@@ -85,7 +86,10 @@ fn look_up(path: &std::path::Path, if_none_match: Option<&str>) -> Lookup {
     // Replaced or removed between the calls: the client retries.
     if metadata.len() <= SMALL_FILE {
         return match fs_err::read(path) {
-            Ok(bytes) => Lookup::Small { etag, bytes },
+            Ok(bytes) => Lookup::Small {
+                etag,
+                bytes: Bytes::from(bytes),
+            },
             Err(_) => Lookup::Missing,
         };
     }
@@ -100,6 +104,47 @@ fn look_up(path: &std::path::Path, if_none_match: Option<&str>) -> Lookup {
         file,
         len: opened.len(),
     }
+}
+
+/// Reads the object at `relative` from a bucket, unless the client's
+/// `If-None-Match` names its ETag (the bucket's own). Objects are read
+/// whole: a server in front of a bucket takes publishes, and the bucket's
+/// web endpoint or a CDN serves the downloads.
+async fn look_up_object(
+    storage: &Storage,
+    relative: &str,
+    if_none_match: Option<&str>,
+) -> Result<Lookup, StorageError> {
+    if let Some(wanted) = if_none_match {
+        let Some(meta) = storage.head(relative).await? else {
+            return Ok(Lookup::Missing);
+        };
+        if let Some(etag) = meta.etag
+            && wanted
+                .split(',')
+                .any(|tag| tag.trim() == etag || tag.trim() == "*")
+        {
+            return Ok(Lookup::NotModified { etag });
+        }
+    }
+    let Some((bytes, etag)) = storage.get_tagged(relative).await? else {
+        return Ok(Lookup::Missing);
+    };
+    let etag = etag.unwrap_or_else(|| {
+        // A store that sends no ETag: one from the bytes.
+        let checksum = skillpkg_index::checksum::Checksum::of(&bytes).to_string();
+        format!("\"{}\"", &checksum[checksum.len() - 32..])
+    });
+    let matches = if_none_match.is_some_and(|value| {
+        value
+            .split(',')
+            .any(|tag| tag.trim() == etag || tag.trim() == "*")
+    });
+    Ok(if matches {
+        Lookup::NotModified { etag }
+    } else {
+        Lookup::Small { etag, bytes }
+    })
 }
 
 /// Serves a file of the static tree.
@@ -143,16 +188,25 @@ pub(super) async fn static_file(
     if !safe {
         return not_found();
     }
-    let path: PathBuf = registry.tree().root().join(relative);
     let if_none_match = headers
         .get(header::IF_NONE_MATCH)
         .and_then(|value| value.to_str().ok())
         .map(str::to_owned);
-    let lookup =
-        tokio::task::spawn_blocking(move || look_up(&path, if_none_match.as_deref())).await;
-    let lookup = match lookup {
-        Ok(lookup) => lookup,
-        Err(error) => return ApiError::internal(&error).into_response(),
+    let lookup = match registry.storage() {
+        Storage::Folder(root) => {
+            let path: PathBuf = root.join(relative);
+            let lookup =
+                tokio::task::spawn_blocking(move || look_up(&path, if_none_match.as_deref())).await;
+            match lookup {
+                Ok(lookup) => lookup,
+                Err(error) => return ApiError::internal(&error).into_response(),
+            }
+        }
+        storage => match look_up_object(storage, relative, if_none_match.as_deref()).await {
+            Ok(lookup) => lookup,
+            Err(StorageError::BadPath(_)) => return not_found(),
+            Err(error) => return ApiError::internal(&error).into_response(),
+        },
     };
     if method == Method::GET
         && matches!(lookup, Lookup::Small { .. } | Lookup::Large { .. })

@@ -154,6 +154,23 @@ impl Garage {
         format!("http://127.0.0.1:{}", self.s3_port)
     }
 
+    /// Returns the environment that points `skillpkg-registry --storage
+    /// s3://...` (any `object_store` user) at this server with the kit's
+    /// key: `AWS_ENDPOINT_URL`, `AWS_REGION`, the key and
+    /// `AWS_ALLOW_HTTP`.
+    pub fn s3_env(&self) -> Vec<(String, String)> {
+        [
+            ("AWS_ENDPOINT_URL", self.s3_endpoint()),
+            ("AWS_REGION", REGION.to_owned()),
+            ("AWS_ACCESS_KEY_ID", self.access_key_id.clone()),
+            ("AWS_SECRET_ACCESS_KEY", self.secret_access_key.clone()),
+            ("AWS_ALLOW_HTTP", "true".to_owned()),
+        ]
+        .into_iter()
+        .map(|(key, value)| (key.to_owned(), value))
+        .collect()
+    }
+
     /// Returns the region to sign S3 requests for, `garage`.
     pub fn region(&self) -> &str {
         REGION

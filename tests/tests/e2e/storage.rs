@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use skillpkg_registry::storage::{Storage, StorageError};
-use skillpkg_tests::Garage;
+use skillpkg_tests::{Garage, RegistryServer, Skill, TestContext, TestRegistry};
 
 /// The storage `s3://BUCKET/PREFIX` on `garage`, with `secret` as the key.
 fn on_garage(garage: &Garage, bucket: &str, prefix: &str, secret: &str) -> Storage {
@@ -149,4 +149,126 @@ async fn a_bucket_that_refuses_or_is_down_fails_fast_naming_the_bucket_and_path(
         down.get("../secret").await,
         Err(StorageError::BadPath(_))
     ));
+}
+
+/// A registry whose tree is in a bucket: `serve --storage s3://...` takes
+/// signed publishes into the bucket (nothing into the data folder's
+/// `public/`), its own `GET`s read the bucket, a restart on the same bucket
+/// keeps every version and clears what an interrupted publish left, and a
+/// client installs from the bucket's web endpoint with no server between,
+/// checking the signed metadata the server wrote there.
+#[test]
+fn a_registry_in_a_bucket_takes_publishes_and_its_web_endpoint_serves_installs() {
+    let garage = Garage::shared();
+    // The kit's bucket is the one the web endpoint serves at `localhost`
+    // (any other needs a Host header a client cannot send); a prefix of
+    // this test's own keeps it apart from other tests.
+    let prefix = "served-registry";
+    let storage_url = format!("s3://{}/{prefix}", garage.bucket());
+    let mut env = garage.s3_env();
+    env.push(("SKILLPKG_REGISTRY_STORAGE".into(), storage_url.clone()));
+    let cx = TestContext::new();
+    let mut registry = TestRegistry::builder(&cx)
+        .env(&env)
+        .signed_metadata()
+        .start();
+    registry.publish(&Skill::new("pdf", "1.0.0").body("# PDF\n\nVersion one.\n"));
+    registry.publish(&Skill::new("pdf", "1.1.0").body("# PDF\n\nVersion two.\n"));
+    registry.publish(&Skill::new("csv", "0.1.0"));
+    assert!(
+        !registry.public().exists(),
+        "nothing is written to the data folder's public/ when the tree is in a bucket"
+    );
+
+    let web = format!("{}/{prefix}", garage.web_url());
+    let http = reqwest::blocking::Client::new();
+    let from_web = |path: &str| {
+        let response = http.get(format!("{web}/{path}")).send().unwrap();
+        assert_eq!(
+            response.status(),
+            200,
+            "{path} from the bucket's web endpoint"
+        );
+        response.bytes().unwrap()
+    };
+    let index = from_web("index/3/p/pdf");
+    assert_eq!(String::from_utf8_lossy(&index).lines().count(), 2);
+    for path in [
+        "config.json",
+        "search.json",
+        "root.json",
+        "snapshot.json",
+        "timestamp.json",
+        "keys/pdf.json",
+        "dl/pdf/1.1.0/pdf-1.1.0.tgz.minisig",
+    ] {
+        from_web(path);
+    }
+
+    // The server reads the same bucket: the same bytes, with the bucket's
+    // ETag, and 304 for it.
+    let served = http
+        .get(format!("{}/index/3/p/pdf", registry.url()))
+        .send()
+        .unwrap();
+    assert_eq!(served.status(), 200);
+    let etag = served.headers()["etag"].to_str().unwrap().to_owned();
+    assert_eq!(served.bytes().unwrap(), index);
+    let again = http
+        .get(format!("{}/index/3/p/pdf", registry.url()))
+        .header("If-None-Match", &etag)
+        .send()
+        .unwrap();
+    assert_eq!(again.status(), 304);
+
+    // A client installs from the bucket's web endpoint.
+    let project = cx.path().join("project");
+    let cache = cx.path().join("cache");
+    fs_err::create_dir_all(&project).unwrap();
+    assert_eq!(
+        cx.user_in(&project, &cache, &["init", "--target", "claude"])
+            .code,
+        0
+    );
+    let added = cx.user_in(&project, &cache, &["add", "pdf", "--registry", &web]);
+    assert_eq!(added.code, 0, "{added:?}");
+    let installed = fs_err::read_to_string(project.join(".claude/skills/pdf/SKILL.md")).unwrap();
+    assert!(installed.contains("Version two."), "{installed}");
+
+    // An archive with no index line, as a publish killed halfway leaves it
+    // in the bucket, is removed when a server starts on the bucket; every
+    // published version stays.
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let endpoint = garage.s3_endpoint();
+    let store = Storage::from_url_with(
+        &storage_url,
+        [
+            ("aws_endpoint", endpoint.as_str()),
+            ("aws_region", garage.region()),
+            ("aws_access_key_id", garage.access_key_id()),
+            ("aws_secret_access_key", garage.secret_access_key()),
+            ("aws_allow_http", "true"),
+        ],
+    )
+    .unwrap();
+    let orphan = "dl/pdf/9.0.0/pdf-9.0.0.tgz";
+    rt.block_on(store.put(orphan, Bytes::from_static(b"half a publish")))
+        .unwrap();
+    registry.server_mut().kill();
+    let restarted = RegistryServer::start_with_env(registry.data(), &[], &env);
+    assert!(
+        restarted
+            .log()
+            .contains("recovered: removed dl/pdf/9.0.0, left by an interrupted publish"),
+        "{}",
+        restarted.log()
+    );
+    assert_eq!(rt.block_on(store.head(orphan)).unwrap(), None);
+    assert_eq!(from_web("index/3/p/pdf"), index);
+    let tree = rt.block_on(store.list("dl")).unwrap();
+    assert_eq!(
+        tree.len(),
+        6,
+        "three archives and their signatures: {tree:?}"
+    );
 }

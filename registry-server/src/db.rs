@@ -1,4 +1,5 @@
-//! The registry's database: tokens, owners and the audit trail.
+//! The registry's database: tokens, owners, the audit trail, and the
+//! versions ([`versions`]).
 //!
 //! SQLite (a file in the state folder) by default, PostgreSQL at scale
 //! (`--database postgres://...`), through `sqlx`'s `any` driver: one set of
@@ -10,12 +11,16 @@
 //! lock of what it changes: two servers, or a server and an admin command,
 //! never interleave one.
 
+mod versions;
+
 use std::path::Path;
 use std::time::Duration;
 
 use skillpkg_index::checksum::Checksum;
 use sqlx::any::{AnyPoolOptions, install_default_drivers};
 use sqlx::{AnyPool, Row as _};
+
+pub use versions::{Claim, IndexLines, now_ms};
 
 /// Which engine a database runs on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

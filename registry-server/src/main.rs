@@ -22,7 +22,9 @@ use skillpkg_registry::keys::describe_change;
 use skillpkg_registry::keys::{change_keys, parse_ids, parse_keys};
 use skillpkg_registry::layout::{DataFolder, Kind};
 use skillpkg_registry::metadata;
-use skillpkg_registry::registry::{DEFAULT_CONFUSABLE_MIN_DOWNLOADS, Options, Registry};
+use skillpkg_registry::registry::{
+    DEFAULT_CONFUSABLE_MIN_DOWNLOADS, Options, RECOVERY_PERIOD, Registry,
+};
 use skillpkg_registry::server::Limits;
 use skillpkg_registry::state::{Access, State};
 use skillpkg_registry::storage::Storage;
@@ -624,6 +626,7 @@ fn serve(args: ServeArgs, places: Places<'_>) -> anyhow::Result<()> {
         // Blocking, and before any request: nothing waits on these threads.
         let tree = storage.describe();
         let (registry, removed) = Registry::open(&folder, storage, options, state)
+            .await
             .with_context(|| format!("cannot open the registry in {}", args.root.display()))?;
         if folder.is_mirror() {
             tracing::info!(
@@ -674,6 +677,31 @@ fn serve(args: ServeArgs, places: Places<'_>) -> anyhow::Result<()> {
                 loop {
                     interval.tick().await;
                     flush_downloads(&registry).await;
+                }
+            });
+        }
+        if !registry.read_only() {
+            // What a publish on any server left: claims it never
+            // committed, index files it never wrote.
+            let registry = Arc::clone(&registry);
+            tokio::spawn(async move {
+                let mut interval = tokio::time::interval(RECOVERY_PERIOD);
+                interval.tick().await;
+                loop {
+                    interval.tick().await;
+                    match registry.recover(false).await {
+                        Ok(removed) => {
+                            for path in removed {
+                                tracing::warn!(
+                                    "recovered: removed {path}, left by an interrupted publish"
+                                );
+                            }
+                        }
+                        Err(error) => tracing::error!(
+                            error = skillpkg_registry::report::error_chain(&error),
+                            "cannot recover from interrupted publishes"
+                        ),
+                    }
                 }
             });
         }

@@ -1,28 +1,34 @@
 //! The registry: the static tree, the private state, and the operations that
 //! change them. The HTTP layer (`server`) is a thin shell over this.
 //!
-//! Writes are serialised by one lock, so concurrent publishes of different
-//! versions all land and of the same version exactly one wins. The checks
-//! that take time (verifying the signature, unpacking, validating) run
-//! before the lock is taken; what they relied on that can change meanwhile
-//! (the skill's keys) is checked again under it.
+//! The database decides, the tree follows (docs/registry.md, "At scale"):
+//! a publish claims its name@version in the database (one winner, whatever
+//! the number of servers sharing it), writes the version's files, then
+//! commits; every index file is rendered from the database's rows and
+//! written again until what was written is of its newest revision, so
+//! concurrent publishes on any number of servers all land, of the same
+//! version exactly one wins, and no index line is lost. The checks that
+//! take time (verifying the signature, unpacking, validating) run before
+//! the claim; what they relied on that can change meanwhile (the skill's
+//! keys) is checked again under the state lock.
 //!
 //! A publish writes, in this order: the key it registers (on a skill's first
-//! signed publish), the signature, the provenance, the archive, the index
-//! file, then `search.json` and the discovery index.
+//! signed publish), the signature, the provenance, the archive, then
+//! (committed) the index file, `search.json` and the discovery index.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use skillpkg_index::archive::DEFAULT_MAX_BYTES;
 use skillpkg_index::registry::tree::{StaticTree, TreeError, VersionFiles};
 use skillpkg_index::registry::{
     AllRecords, CONFIG_PATH, DEFAULT_DL_TEMPLATE, FORMAT_VERSION, IndexRecord, KeysFile,
-    RegistryConfig,
+    RegistryConfig, parse_index_file,
 };
 use skillpkg_index::signing::PublicKey;
 use skillpkg_index::skill::SkillName;
 
-use crate::db::NewEvent;
+use crate::db::{Claim, IndexLines, NewEvent, now_ms};
 use crate::downloads::{Downloads, DownloadsError};
 use crate::keys::{self, KeyChangeError};
 use crate::layout::DataFolder;
@@ -117,6 +123,11 @@ pub enum RegistryError {
     NotFound(String),
     #[error("{name}@{version} is already published; versions are immutable, publish a new version")]
     Exists { name: String, version: String },
+    /// Another publish of the same version is under way.
+    #[error(
+        "{name}@{version} is being published by another request right now; if that one fails, publish again in a moment"
+    )]
+    Busy { name: String, version: String },
     /// A version that differs from a published one only in build metadata
     /// (`1.0.0+build2` beside `1.0.0`): semver, like cargo, counts them as
     /// one version, which resolution could not tell apart.
@@ -182,6 +193,15 @@ fn add_key_hint(name: &str) -> String {
     )
 }
 
+/// How long a claimed version stays claimed by a publish that does not
+/// finish: a publish's writes are bounded by the store's timeouts (well
+/// under a minute), so a claim this old is of a publish that died.
+pub const CLAIM_LIFETIME: Duration = Duration::from_secs(600);
+
+/// How often a server looks for claims that expired and index files left
+/// unwritten ([`Registry::recover`]).
+pub const RECOVERY_PERIOD: Duration = Duration::from_secs(60);
+
 /// A registry: its tree (in a folder or a bucket) and its state.
 #[derive(Debug)]
 pub struct Registry {
@@ -191,9 +211,10 @@ pub struct Registry {
     state: State,
     config: RegistryConfig,
     options: Options,
-    /// Every index file, as written; held across a change's writes, so
-    /// that changes of the index are made one at a time.
-    records: tokio::sync::Mutex<AllRecords>,
+    /// The index's revision the aggregate files were last written at by
+    /// this server; held while they are written, so that one server
+    /// writes them one at a time, and not again for a revision it wrote.
+    aggregates: tokio::sync::Mutex<i64>,
     /// Re-signs the snapshot and timestamp after every change, when the
     /// registry has signed metadata.
     signer: Option<Signer>,
@@ -204,25 +225,27 @@ pub struct Registry {
 impl Registry {
     /// Opens the registry of the data folder `folder` whose tree is in
     /// `storage` (its `public/`, or a bucket), recovering from a crash:
-    /// temporary files and archives no index file lists are removed (they
-    /// were never published). Returns the registry and what was removed.
+    /// what a publish that never committed left is removed, and an index
+    /// file a server did not write after its commit is written. Returns
+    /// the registry and what was removed.
+    ///
+    /// A tree that predates the database's versions (a registry of an
+    /// earlier skillpkg) has its index files imported once.
     ///
     /// A read-only registry (a mirror) writes nothing, not even its state
     /// folder, and needs a token for every read when its `config.json` says
     /// `auth-required` whatever `options` say: a mirror of a private
     /// registry holds private skills.
-    pub fn open(
+    pub async fn open(
         folder: &DataFolder,
         storage: Storage,
         mut options: Options,
         state: State,
     ) -> Result<(Self, Vec<String>), RegistryError> {
         let tree = storage.tree();
-        let records = tree.read_all()?;
-        let (state, config, removed, signer, downloads) = if options.read_only {
+        let (config, signer, downloads) = if options.read_only {
             // Served as it is: nothing is written, nothing is signed.
-            let config = tree
-                .read_config()?
+            let config = tokio::task::block_in_place(|| tree.read_config())?
                 .unwrap_or_else(|| RegistryConfig::read_only(options.max_skill_bytes));
             if options.auth_required && !config.auth_required {
                 return Err(RegistryError::Setup(format!(
@@ -232,9 +255,8 @@ impl Registry {
             }
             options.auth_required = config.auth_required;
             options.max_skill_bytes = config.max_skill_bytes;
-            (state, config, Vec::new(), None, Downloads::off())
+            (config, None, Downloads::off())
         } else {
-            let removed = tree.recover(&records)?;
             let config = RegistryConfig {
                 v: FORMAT_VERSION,
                 dl: DEFAULT_DL_TEMPLATE.into(),
@@ -246,16 +268,9 @@ impl Registry {
                 max_skill_bytes: options.max_skill_bytes,
                 require_signatures: options.require_signatures,
             };
-            tree.write_config(&config)?;
             let downloads = Downloads::open(&folder.state)?;
-            tree.write_aggregates_counted(
-                &records,
-                &config,
-                options.public_url.as_deref(),
-                &downloads.counts(),
-            )?;
             let signer = Signer::open(&folder.root, &tree, options.timestamp_lifetime)?;
-            (state, config, removed, signer, downloads)
+            (config, signer, downloads)
         };
         let registry = Self {
             tree,
@@ -263,34 +278,195 @@ impl Registry {
             state,
             config,
             options,
-            records: tokio::sync::Mutex::new(records),
+            aggregates: tokio::sync::Mutex::new(0),
             signer,
             downloads,
         };
-        registry.sign_metadata()?;
+        let mut removed = Vec::new();
+        if !registry.options.read_only {
+            registry.import_index_files().await?;
+            removed = registry.recover(true).await?;
+            let config = &registry.config;
+            tokio::task::block_in_place(|| registry.tree.write_config(config))?;
+            registry.write_aggregates().await?;
+        }
+        tokio::task::block_in_place(|| registry.sign_metadata())?;
         Ok((registry, removed))
     }
 
-    /// Replaces the index file of `name` with `versions`, then
-    /// `search.json` and the discovery index, and, after letting go of the
-    /// records, re-signs the metadata: every change of the index ends here.
-    fn replace_index(
-        &self,
-        mut records: tokio::sync::MutexGuard<'_, AllRecords>,
-        name: SkillName,
-        versions: Vec<IndexRecord>,
-    ) -> Result<(), RegistryError> {
-        tokio::task::block_in_place(|| {
-            self.tree.write_index(&name, &versions)?;
-            records.insert(name, versions);
-            self.tree.write_aggregates_counted(
-                &records,
-                &self.config,
-                self.options.public_url.as_deref(),
-                &self.downloads.counts(),
-            )
-        })?;
-        drop(records);
+    /// Records the index files of a tree that predates the database's
+    /// versions in it, once.
+    async fn import_index_files(&self) -> Result<(), RegistryError> {
+        let db = self.state.db();
+        if db.has_versions().await.map_err(StateError::from)? {
+            return Ok(());
+        }
+        let records = tokio::task::block_in_place(|| self.tree.read_all())?;
+        if records.is_empty() {
+            return Ok(());
+        }
+        let mut rows = Vec::new();
+        for (name, versions) in &records {
+            let mut versions: Vec<&IndexRecord> = versions.iter().collect();
+            versions.sort_by_key(|record| record.published);
+            for record in versions {
+                rows.push((
+                    name.to_string(),
+                    without_build(&record.vers).to_string(),
+                    record.vers.to_string(),
+                    record.cksum.to_string(),
+                    index_line(record),
+                ));
+            }
+        }
+        let from = self.tree.root().display().to_string();
+        if db
+            .import_versions(&rows, &from)
+            .await
+            .map_err(StateError::from)?
+        {
+            tracing::info!(
+                "recorded the {} versions of {} skills of {from} in the database",
+                rows.len(),
+                records.len()
+            );
+        }
+        Ok(())
+    }
+
+    /// Removes what publishes that never committed left, and writes the
+    /// index files a server did not write after its commit. At start
+    /// (`starting`) on a folder, every claim is of a publish that died
+    /// with the last server (a folder has one server), and the folder is
+    /// searched for archives no version lists; on a bucket, and later,
+    /// claims older than [`CLAIM_LIFETIME`] are. Returns what was removed.
+    pub async fn recover(&self, starting: bool) -> Result<Vec<String>, RegistryError> {
+        let db = self.state.db();
+        let folder = starting && self.tree.folder().is_some();
+        let before = if folder {
+            i64::MAX
+        } else {
+            now_ms() - i64::try_from(CLAIM_LIFETIME.as_millis()).unwrap_or(i64::MAX)
+        };
+        let mut removed = Vec::new();
+        for (skill, version, claim) in db.stale_claims(before).await.map_err(StateError::from)? {
+            let (Ok(name), Ok(parsed)) = (
+                skill.parse::<SkillName>(),
+                version.parse::<semver::Version>(),
+            ) else {
+                continue;
+            };
+            tokio::task::block_in_place(|| self.tree.remove_version(&name, &parsed))?;
+            db.release_claim(&skill, &without_build(&parsed).to_string(), &claim)
+                .await
+                .map_err(StateError::from)?;
+            removed.push(format!("dl/{skill}/{version}"));
+        }
+        if folder {
+            let published = self.all_records().await?;
+            let found = tokio::task::block_in_place(|| self.tree.recover(&published))?;
+            removed.extend(found);
+            removed.sort();
+            removed.dedup();
+        }
+        for skill in db.unrendered().await.map_err(StateError::from)? {
+            if let Ok(name) = skill.parse::<SkillName>() {
+                tracing::info!(
+                    "writing the index file of `{name}`, left unwritten by a server that stopped"
+                );
+                self.write_index(&name).await?;
+            }
+        }
+        Ok(removed)
+    }
+
+    /// Every published version, from the database.
+    async fn all_records(&self) -> Result<AllRecords, RegistryError> {
+        let lines = self
+            .state
+            .db()
+            .all_lines()
+            .await
+            .map_err(StateError::from)?;
+        let mut all = AllRecords::new();
+        let mut by_skill: std::collections::BTreeMap<String, String> = Default::default();
+        for (skill, line) in lines {
+            let text = by_skill.entry(skill).or_default();
+            text.push_str(&line);
+            text.push('\n');
+        }
+        for (skill, text) in by_skill {
+            let Ok(name) = skill.parse::<SkillName>() else {
+                continue;
+            };
+            let records = parse_index_file(&name, &text).map_err(TreeError::from)?;
+            all.insert(name, records);
+        }
+        Ok(all)
+    }
+
+    /// Writes the index file of `name` from the database, again until what
+    /// it wrote is of the newest revision: whatever order the writes of
+    /// several servers land in, the last is of the newest revision.
+    async fn write_index(&self, name: &SkillName) -> Result<(), RegistryError> {
+        let db = self.state.db();
+        loop {
+            let IndexLines { revision, lines } = db
+                .index_lines(name.as_str())
+                .await
+                .map_err(StateError::from)?;
+            let records = parse_index_file(name, &lines.join("\n")).map_err(TreeError::from)?;
+            tokio::task::block_in_place(|| self.tree.write_index(name, &records))?;
+            if db
+                .index_revision(name.as_str())
+                .await
+                .map_err(StateError::from)?
+                == revision
+            {
+                db.mark_rendered(name.as_str(), revision)
+                    .await
+                    .map_err(StateError::from)?;
+                return Ok(());
+            }
+        }
+    }
+
+    /// Rewrites `search.json` and the discovery index from the database,
+    /// again until what was written is of the index's newest revision;
+    /// not at all when this server wrote them at that revision already (a
+    /// burst of publishes is written once or twice, not once each).
+    async fn write_aggregates(&self) -> Result<(), RegistryError> {
+        let mut written = self.aggregates.lock().await;
+        let db = self.state.db();
+        let mut revision = db.index_counter().await.map_err(StateError::from)?;
+        if *written >= revision && *written != 0 {
+            return Ok(());
+        }
+        loop {
+            let all = self.all_records().await?;
+            tokio::task::block_in_place(|| {
+                self.tree.write_aggregates_counted(
+                    &all,
+                    &self.config,
+                    self.options.public_url.as_deref(),
+                    &self.downloads.counts(),
+                )
+            })?;
+            let now = db.index_counter().await.map_err(StateError::from)?;
+            if now == revision {
+                *written = revision;
+                return Ok(());
+            }
+            revision = now;
+        }
+    }
+
+    /// After a change of `name`'s index lines was committed: writes its
+    /// index file, the aggregates, the download counts and the signed
+    /// metadata.
+    async fn after_change(&self, name: &SkillName) -> Result<(), RegistryError> {
+        self.write_index(name).await?;
+        self.write_aggregates().await?;
         // The change is made: counts that cannot be written now are
         // written by the next flush, and must not fail it.
         if let Err(error) = self.flush_downloads() {
@@ -347,6 +523,12 @@ impl Registry {
     /// Returns true if and only if reading the tree needs a token.
     pub fn auth_required(&self) -> bool {
         self.options.auth_required
+    }
+
+    /// Returns true if and only if the registry is served as it is (a
+    /// mirror), changing nothing.
+    pub fn read_only(&self) -> bool {
+        self.options.read_only
     }
 
     /// Returns the largest archive accepted.
@@ -421,85 +603,95 @@ impl Registry {
                 .expect("the signer is one of the keys it was checked against")
         });
 
-        let records = self.records.lock().await;
-        let versions = records.get(&name).map(Vec::as_slice).unwrap_or_default();
-        if versions.iter().any(|existing| existing.vers == version)
-            || tokio::task::block_in_place(|| self.tree.has_archive(&name, &version))?
+        let db = self.state.db();
+        // A new name: too like an existing one? (Two look-alikes published
+        // at the same instant can both pass; the name itself has one owner.)
+        if db
+            .index_revision(name.as_str())
+            .await
+            .map_err(StateError::from)?
+            == 0
         {
-            return Err(RegistryError::Exists {
-                name: name.to_string(),
-                version: version.to_string(),
-            });
+            self.check_new_name(user, &name).await?;
         }
-        if let Some(existing) = versions
-            .iter()
-            .find(|existing| same_version(&existing.vers, &version))
-        {
-            return Err(RegistryError::SameVersion {
-                name: name.to_string(),
-                version: version.to_string(),
-                existing: existing.vers.to_string(),
-            });
-        }
-        // A new name, under the lock, so two look-alikes published at once
-        // cannot both pass.
-        if versions.is_empty() {
-            self.check_new_name(user, &name, &records).await?;
-        }
-        // Claimed under the lock, and in the database, so of two first
-        // publishes of a new name by different users (on any number of
-        // servers) exactly one gets it.
-        if !self
-            .state
-            .db()
+        // Claimed in the database, so of two first publishes of a new
+        // name by different users (on any number of servers) exactly one
+        // gets it.
+        if !db
             .claim(name.as_str(), user)
             .await
             .map_err(StateError::from)?
         {
             return Err(self.not_owner(user, &name).await);
         }
-        // The keys again, under the state lock: an owner or the admin may
-        // have changed them since, or another first signed publish may have
-        // registered its own.
-        tokio::task::block_in_place(|| {
-            self.state.locked(|| -> Result<(), RegistryError> {
-                let mut keys = self.tree.read_keys(&name)?;
-                match signer {
-                    None if keys.keys.is_empty() => Ok(()),
-                    None => Err(unsigned_with_keys(&name, &version, &keys.public_keys())),
-                    Some(key) if keys.keys.is_empty() => {
-                        keys.keys.push(keys::record(key, record.published));
-                        Ok(self.tree.write_keys(&name, &keys)?)
-                    }
-                    Some(key) if keys.contains(key) => Ok(()),
-                    Some(key) => Err(PublishError::UnregisteredKey {
-                        subject: format!("{name}@{version}"),
-                        name: name.to_string(),
-                        found: key.id(),
-                        registered: keys
-                            .keys
-                            .iter()
-                            .map(|record| record.id.clone())
-                            .collect::<Vec<_>>()
-                            .join(", "),
-                    }
-                    .into()),
-                }
-            })
-        })?;
+        let precedence = without_build(&version).to_string();
+        let claim = claim_id()?;
+        let expired_before = now_ms() - i64::try_from(CLAIM_LIFETIME.as_millis()).unwrap_or(0);
+        match db
+            .claim_version(
+                name.as_str(),
+                &precedence,
+                &version.to_string(),
+                &record.cksum.to_string(),
+                &claim,
+                expired_before,
+            )
+            .await
+            .map_err(StateError::from)?
+        {
+            Claim::Claimed => {}
+            Claim::Published { version: existing } if existing == version.to_string() => {
+                return Err(RegistryError::Exists {
+                    name: name.to_string(),
+                    version: version.to_string(),
+                });
+            }
+            Claim::Published { version: existing } => {
+                return Err(RegistryError::SameVersion {
+                    name: name.to_string(),
+                    version: version.to_string(),
+                    existing,
+                });
+            }
+            Claim::Busy => {
+                return Err(RegistryError::Busy {
+                    name: name.to_string(),
+                    version: version.to_string(),
+                });
+            }
+        }
         let files = VersionFiles {
             tarball: request.tarball,
             signature: request.signature,
             provenance: request.provenance,
         };
-        tokio::task::block_in_place(|| {
+        // The claim is this publish's: until the commit, a failure undoes
+        // what it wrote and gives the claim up.
+        let written = tokio::task::block_in_place(|| {
+            self.register_key(&name, &version, signer, record.published)?;
             self.tree
-                .write_version(&name, &version, &files, record.published)
-        })?;
-        let mut updated = versions.to_vec();
-        updated.push(record.clone());
-        self.replace_index(records, name.clone(), updated)?;
-        self.record_event(&NewEvent {
+                .replace_version(&name, &version, &files, record.published)
+                .map_err(RegistryError::from)
+        });
+        if let Err(error) = written {
+            // Files left (the store failing still) are listed by no index
+            // line, and the next publish of the version replaces them.
+            let undone = tokio::task::block_in_place(|| self.tree.remove_version(&name, &version));
+            if let Err(undo) = undone {
+                tracing::error!(
+                    error = error_chain(&undo),
+                    "cannot remove the files of a failed publish of {name}@{version}"
+                );
+            }
+            if let Err(release) = db.release_claim(name.as_str(), &precedence, &claim).await {
+                tracing::error!(
+                    error = error_chain(&release),
+                    "cannot give up the claim of a failed publish of {name}@{version}"
+                );
+            }
+            return Err(error);
+        }
+        let event = NewEvent {
             actor: user,
             action: "publish",
             skill: Some(name.as_str()),
@@ -508,9 +700,66 @@ impl Registry {
                 Some(signer) => format!("{}, signed by {signer}", record.cksum),
                 None => format!("{}, unsigned", record.cksum),
             }),
-        })
-        .await;
+        };
+        // A failed commit leaves the claim and the files as they are: the
+        // commit may have landed before the failure was seen. If it did
+        // not, the claim expires and its files go then.
+        let committed = db
+            .commit_version(
+                name.as_str(),
+                &precedence,
+                &claim,
+                &index_line(&record),
+                &event,
+            )
+            .await
+            .map_err(StateError::from)?;
+        if committed.is_none() {
+            // Claimed too long ago: another publish took it over.
+            return Err(RegistryError::Busy {
+                name: name.to_string(),
+                version: version.to_string(),
+            });
+        }
+        self.after_change(&name).await?;
         Ok(record)
+    }
+
+    /// Registers `signer` as `name`'s key on its first signed publish, or
+    /// checks it is one of the skill's keys, under the state lock: an owner
+    /// or the admin may have changed them since the signature was checked,
+    /// or another first signed publish may have registered its own.
+    fn register_key(
+        &self,
+        name: &SkillName,
+        version: &semver::Version,
+        signer: Option<&PublicKey>,
+        published: jiff::Timestamp,
+    ) -> Result<(), RegistryError> {
+        self.state.locked(|| -> Result<(), RegistryError> {
+            let mut keys = self.tree.read_keys(name)?;
+            match signer {
+                None if keys.keys.is_empty() => Ok(()),
+                None => Err(unsigned_with_keys(name, version, &keys.public_keys())),
+                Some(key) if keys.keys.is_empty() => {
+                    keys.keys.push(keys::record(key, published));
+                    Ok(self.tree.write_keys(name, &keys)?)
+                }
+                Some(key) if keys.contains(key) => Ok(()),
+                Some(key) => Err(PublishError::UnregisteredKey {
+                    subject: format!("{name}@{version}"),
+                    name: name.to_string(),
+                    found: key.id(),
+                    registered: keys
+                        .keys
+                        .iter()
+                        .map(|record| record.id.clone())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                }
+                .into()),
+            }
+        })
     }
 
     /// Appends `event` to the audit trail, after its change was made: a
@@ -540,28 +789,44 @@ impl Registry {
         let name: SkillName = name.parse().map_err(|_| not_found())?;
         let version: semver::Version = version.parse().map_err(|_| not_found())?;
         self.check_owner(user, &name).await?;
-        let records = self.records.lock().await;
-        let mut updated = records.get(&name).cloned().unwrap_or_default();
-        let record = updated
-            .iter_mut()
-            .find(|record| record.vers == version)
-            .ok_or_else(not_found)?;
-        record.yanked = yanked;
-        record.yanked_reason = if yanked {
+        let reason = if yanked {
             reason.filter(|reason| !reason.trim().is_empty())
         } else {
             None
         };
-        let record = record.clone();
-        self.replace_index(records, name.clone(), updated)?;
-        self.record_event(&NewEvent {
+        let event = NewEvent {
             actor: user,
             action: if yanked { "yank" } else { "unyank" },
             skill: Some(name.as_str()),
             version: Some(&version.to_string()),
-            detail: record.yanked_reason.clone(),
-        })
-        .await;
+            detail: reason.clone(),
+        };
+        let changed = self
+            .state
+            .db()
+            .change_line(
+                name.as_str(),
+                &version.to_string(),
+                |line| {
+                    let mut record: IndexRecord = serde_json::from_str(line)?;
+                    record.yanked = yanked;
+                    record.yanked_reason = reason;
+                    Ok(index_line(&record))
+                },
+                &event,
+            )
+            .await
+            .map_err(StateError::from)?;
+        let Some((line, _)) = changed else {
+            return Err(not_found());
+        };
+        let record = serde_json::from_str(&line).map_err(|error| {
+            RegistryError::from(TreeError::Io {
+                path: PathBuf::from(format!("the index line of {name}@{version}")),
+                source: std::io::Error::new(std::io::ErrorKind::InvalidData, error),
+            })
+        })?;
+        self.after_change(&name).await?;
         Ok(record)
     }
 
@@ -660,17 +925,21 @@ impl Registry {
 
     /// Refuses `name` when it could be taken for a skill `user` does not
     /// own: [`check_new_name`], with this registry's download counts.
-    async fn check_new_name(
-        &self,
-        user: &str,
-        name: &SkillName,
-        records: &AllRecords,
-    ) -> Result<(), RegistryError> {
+    async fn check_new_name(&self, user: &str, name: &SkillName) -> Result<(), RegistryError> {
         let counts = self.downloads.counts();
+        let names: Vec<SkillName> = self
+            .state
+            .db()
+            .published_names()
+            .await
+            .map_err(StateError::from)?
+            .into_iter()
+            .filter_map(|other| other.parse().ok())
+            .collect();
         // Only the few names that resemble `name` can refuse it: their
         // owners are read, and they alone are checked.
-        let resembling: Vec<&SkillName> = records
-            .keys()
+        let resembling: Vec<&SkillName> = names
+            .iter()
             .filter(|other| {
                 skillpkg_index::confusable::likeness(name.as_str(), other.as_str()).is_some()
             })
@@ -772,4 +1041,27 @@ fn unsigned_with_keys(
     RegistryError::BadRequest(format!(
         "{name}@{version} is not signed, but `{name}` has registered keys ({ids}): every version of it must be signed by one of them"
     ))
+}
+
+/// Returns `version` without its build metadata: the version's identity
+/// in precedence, which the database keeps one row of.
+fn without_build(version: &semver::Version) -> semver::Version {
+    semver::Version {
+        build: semver::BuildMetadata::EMPTY,
+        ..version.clone()
+    }
+}
+
+/// The index line of `record`, as index files hold it.
+fn index_line(record: &IndexRecord) -> String {
+    // serde_json escapes control characters: a record is always one line.
+    serde_json::to_string(record).expect("index records serialise")
+}
+
+/// A random id for a publish's claim.
+fn claim_id() -> Result<String, RegistryError> {
+    let mut random = [0_u8; 16];
+    getrandom::fill(&mut random)
+        .map_err(|error| RegistryError::Setup(format!("no randomness for a claim: {error}")))?;
+    Ok(random.iter().map(|byte| format!("{byte:02x}")).collect())
 }

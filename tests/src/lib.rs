@@ -25,11 +25,15 @@ pub mod registry;
 pub mod scripted;
 pub mod services;
 pub mod static_registry;
+pub mod tcp_proxy;
 
 pub use context::{TestContext, redact};
-pub use registry::{RegistryServer, Skill, TestRegistry, create_token, tarball, tarball_described};
+pub use registry::{
+    RegistryServer, Skill, TestRegistry, create_token, publish_raw, tarball, tarball_described,
+};
 pub use scripted::{Faults, FaultyServer};
 pub use services::{Garage, Postgres};
+pub use tcp_proxy::{Fault, TcpProxy};
 
 /// Returns the path of a workspace binary built by this `cargo test` run.
 pub fn binary(name: &str) -> PathBuf {

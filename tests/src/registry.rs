@@ -109,6 +109,34 @@ impl Drop for RegistryServer {
     }
 }
 
+/// Publishes the minimal skill `name@version` ([`tarball`]) to `server`
+/// through the API with `token`, unsigned: the status and the body.
+pub fn publish_raw(
+    server: &RegistryServer,
+    token: &str,
+    name: &str,
+    version: &str,
+) -> (u16, String) {
+    use reqwest::blocking::{Client, multipart};
+    let form = multipart::Form::new()
+        .text("name", name.to_owned())
+        .text("version", version.to_owned())
+        .part(
+            "tarball",
+            multipart::Part::bytes(tarball(name, version)).file_name("x.tgz"),
+        );
+    let response = Client::new()
+        .put(format!("{}/api/v1/skills", server.url()))
+        .bearer_auth(token)
+        .multipart(form)
+        .send()
+        .expect("the server answers a publish");
+    (
+        response.status().as_u16(),
+        response.text().expect("a publish's answer is text"),
+    )
+}
+
 /// Creates a token for `user` in the registry data folder `root`.
 pub fn create_token(root: &Path, user: &str) -> String {
     let output = run(Command::new(binary("skillpkg-registry"))
@@ -322,6 +350,12 @@ impl TestRegistry {
     /// Returns the server process, to kill it.
     pub fn server_mut(&mut self) -> &mut RegistryServer {
         &mut self.server
+    }
+
+    /// Puts `server` (started again on the same data folder) in place of
+    /// the registry's server, stopping the old one.
+    pub fn replace_server(&mut self, server: RegistryServer) {
+        self.server = server;
     }
 
     /// Returns the data folder.

@@ -365,6 +365,85 @@ impl StaticTree {
         self.write_new_file(&archive, files.tarball, modified)
     }
 
+    /// Writes an archive with its signature and provenance as
+    /// [`StaticTree::write_version`] does, replacing any there: for a
+    /// writer that another authority (the registry's database) made the
+    /// only one of this version, and which may find the files of an
+    /// earlier attempt that died.
+    pub fn replace_version(
+        &self,
+        name: &SkillName,
+        version: &semver::Version,
+        files: &VersionFiles<'_>,
+        published: jiff::Timestamp,
+    ) -> Result<(), TreeError> {
+        let modified = std::time::SystemTime::from(published);
+        let write = |relative: &str, bytes: &[u8]| match &self.backend {
+            Backend::Folder => {
+                let options = WriteOptions::default().create_parents().modified(modified);
+                crate::fs::write_atomic_with(&self.path(relative), bytes, &options)
+                    .map_err(TreeError::from)
+            }
+            Backend::Objects(_) => self.write_file(relative, bytes),
+        };
+        // As a new version: the archive last.
+        for (relative, bytes) in [
+            (signature_path(name, version), files.signature),
+            (provenance_path(name, version), files.provenance),
+        ] {
+            match bytes {
+                Some(bytes) => write(&relative, bytes)?,
+                None => self.remove_file(&relative)?,
+            }
+        }
+        write(&archive_path(name, version), files.tarball)
+    }
+
+    /// Removes the files of `name@version` (a publish that never
+    /// completed); none there is no error.
+    pub fn remove_version(
+        &self,
+        name: &SkillName,
+        version: &semver::Version,
+    ) -> Result<(), TreeError> {
+        // The archive first: a signature without its archive is never
+        // taken for a version.
+        for relative in [
+            archive_path(name, version),
+            signature_path(name, version),
+            provenance_path(name, version),
+        ] {
+            self.remove_file(&relative)?;
+        }
+        if let Backend::Folder = self.backend {
+            // And its folder, with whatever else a crash left in it.
+            let folder = self.path(&format!("dl/{name}/{version}"));
+            match fs_err::remove_dir_all(&folder) {
+                Ok(()) => {}
+                Err(error) if nothing_there(&error) => {}
+                Err(source) => {
+                    return Err(TreeError::Io {
+                        path: folder,
+                        source,
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn remove_file(&self, relative: &str) -> Result<(), TreeError> {
+        let path = self.path(relative);
+        match &self.backend {
+            Backend::Folder => match fs_err::remove_file(&path) {
+                Ok(()) => Ok(()),
+                Err(error) if nothing_there(&error) => Ok(()),
+                Err(source) => Err(TreeError::Io { path, source }),
+            },
+            Backend::Objects(objects) => objects.delete(relative).map_err(io_error(&path)),
+        }
+    }
+
     /// Reads `keys/<name>.json`; a skill with no registered key has none,
     /// which reads as an empty list.
     pub fn read_keys(&self, name: &SkillName) -> Result<KeysFile, TreeError> {
@@ -566,4 +645,13 @@ fn list_folder(dir: &Path, relative: &str, found: &mut Vec<String>) -> Result<()
         }
     }
     Ok(())
+}
+
+/// Whether `error` says there is no such file (or no such folder on the
+/// way to it).
+fn nothing_there(error: &std::io::Error) -> bool {
+    matches!(
+        error.kind(),
+        std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+    )
 }

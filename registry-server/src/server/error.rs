@@ -234,6 +234,7 @@ impl From<RegistryError> for ApiError {
             RegistryError::Exists { .. } | RegistryError::SameVersion { .. } => {
                 (StatusCode::CONFLICT, "exists")
             }
+            RegistryError::Busy { .. } => (StatusCode::CONFLICT, "publish-in-progress"),
             RegistryError::Confusable(_) => (StatusCode::CONFLICT, "confusable-name"),
             RegistryError::Tree(_)
             | RegistryError::State(_)

@@ -35,6 +35,7 @@ mod redirects;
 mod registries;
 mod registry;
 mod registry_state;
+mod replicas;
 mod server_dos;
 mod server_hostile;
 mod server_ops;

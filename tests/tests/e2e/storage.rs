@@ -235,9 +235,9 @@ fn a_registry_in_a_bucket_takes_publishes_and_its_web_endpoint_serves_installs()
     let installed = fs_err::read_to_string(project.join(".claude/skills/pdf/SKILL.md")).unwrap();
     assert!(installed.contains("Version two."), "{installed}");
 
-    // An archive with no index line, as a publish killed halfway leaves it
-    // in the bucket, is removed when a server starts on the bucket; every
-    // published version stays.
+    // A restart on the bucket keeps every version; an object no version
+    // of the database lists (a stray upload) is in no index file, and a
+    // publish of that version replaces it.
     let rt = tokio::runtime::Runtime::new().unwrap();
     let endpoint = garage.s3_endpoint();
     let store = Storage::from_url_with(
@@ -251,24 +251,25 @@ fn a_registry_in_a_bucket_takes_publishes_and_its_web_endpoint_serves_installs()
         ],
     )
     .unwrap();
-    let orphan = "dl/pdf/9.0.0/pdf-9.0.0.tgz";
-    rt.block_on(store.put(orphan, Bytes::from_static(b"half a publish")))
+    let stray = "dl/pdf/9.0.0/pdf-9.0.0.tgz";
+    rt.block_on(store.put(stray, Bytes::from_static(b"not an archive")))
         .unwrap();
     registry.server_mut().kill();
     let restarted = RegistryServer::start_with_env(registry.data(), &[], &env);
-    assert!(
-        restarted
-            .log()
-            .contains("recovered: removed dl/pdf/9.0.0, left by an interrupted publish"),
-        "{}",
-        restarted.log()
-    );
-    assert_eq!(rt.block_on(store.head(orphan)).unwrap(), None);
     assert_eq!(from_web("index/3/p/pdf"), index);
+    registry.replace_server(restarted);
+    registry.publish(&Skill::new("pdf", "9.0.0"));
+    let index = String::from_utf8(from_web("index/3/p/pdf").to_vec()).unwrap();
+    assert_eq!(index.lines().count(), 3, "{index}");
+    let archive = rt.block_on(store.get(stray)).unwrap().unwrap();
+    assert!(
+        index.contains(&skillpkg_index::checksum::Checksum::of(&archive).to_string()),
+        "the stray object was replaced by the published archive"
+    );
     let tree = rt.block_on(store.list("dl")).unwrap();
     assert_eq!(
         tree.len(),
-        6,
-        "three archives and their signatures: {tree:?}"
+        8,
+        "four archives and their signatures: {tree:?}"
     );
 }

@@ -1,0 +1,450 @@
+//! Versions in the database: the authority on what is published, so that
+//! any number of servers sharing one database publish each name@version
+//! exactly once and lose no index line (docs/registry.md, "At scale").
+//!
+//! A publish [claims](Db::claim_version) its row, writes its objects, then
+//! [commits](Db::commit_version): the row becomes published and the index
+//! file's revision goes up, with the audit event, in one transaction. The
+//! index file is then rendered from the rows ([`Db::index_lines`]) and
+//! written; its writer checks afterwards that no newer revision was
+//! committed meanwhile, and writes again when one was, so the last write of
+//! every index file is of its newest revision.
+
+use sqlx::Row as _;
+
+use super::{Db, DbError, NewEvent, insert_event};
+
+/// What claiming a version gave.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Claim {
+    /// The row is this publish's: write the objects, then commit.
+    Claimed,
+    /// The version is published (as `version`, which may differ in build
+    /// metadata).
+    Published { version: String },
+    /// Another publish of it is under way (and has not expired).
+    Busy,
+}
+
+/// An index file's lines as the database has them, at a revision.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IndexLines {
+    pub revision: i64,
+    /// The index lines (JSON), in publish order.
+    pub lines: Vec<String>,
+}
+
+/// Milliseconds since 1970.
+pub fn now_ms() -> i64 {
+    jiff::Timestamp::now().as_millisecond()
+}
+
+impl Db {
+    /// Claims `skill@version` (`precedence`: the version without build
+    /// metadata) for the publish `claim` of the archive `cksum`. A claim
+    /// older than `expired_before` (milliseconds since 1970) is taken over:
+    /// its publish died.
+    pub async fn claim_version(
+        &self,
+        skill: &str,
+        precedence: &str,
+        version: &str,
+        cksum: &str,
+        claim: &str,
+        expired_before: i64,
+    ) -> Result<Claim, DbError> {
+        self.run(async {
+            let mut tx = self.pool.begin().await?;
+            let inserted = sqlx::query(
+                "INSERT INTO versions (skill, precedence, version, cksum, state, claim, claimed_at) \
+                 VALUES ($1, $2, $3, $4, 'claimed', $5, $6) \
+                 ON CONFLICT (skill, precedence) DO NOTHING",
+            )
+            .bind(skill)
+            .bind(precedence)
+            .bind(version)
+            .bind(cksum)
+            .bind(claim)
+            .bind(now_ms())
+            .execute(&mut *tx)
+            .await?
+            .rows_affected()
+                == 1;
+            if inserted {
+                tx.commit().await?;
+                return Ok(Claim::Claimed);
+            }
+            // Taken over only if expired, in one statement: of two
+            // takers, one.
+            let taken = sqlx::query(
+                "UPDATE versions SET version = $3, cksum = $4, claim = $5, claimed_at = $6 \
+                 WHERE skill = $1 AND precedence = $2 AND state = 'claimed' AND claimed_at < $7",
+            )
+            .bind(skill)
+            .bind(precedence)
+            .bind(version)
+            .bind(cksum)
+            .bind(claim)
+            .bind(now_ms())
+            .bind(expired_before)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected()
+                == 1;
+            if taken {
+                tx.commit().await?;
+                return Ok(Claim::Claimed);
+            }
+            let row = sqlx::query(
+                "SELECT state, version FROM versions WHERE skill = $1 AND precedence = $2",
+            )
+            .bind(skill)
+            .bind(precedence)
+            .fetch_optional(&mut *tx)
+            .await?;
+            tx.commit().await?;
+            Ok(match row {
+                Some(row) if row.try_get::<String, _>(0)? == "published" => Claim::Published {
+                    version: row.try_get(1)?,
+                },
+                // Claimed by another, or released between the statements:
+                // either way, not this publish's.
+                _ => Claim::Busy,
+            })
+        })
+        .await
+    }
+
+    /// Gives up the claim `claim` of `skill@precedence` (its publish
+    /// failed before it committed).
+    pub async fn release_claim(
+        &self,
+        skill: &str,
+        precedence: &str,
+        claim: &str,
+    ) -> Result<(), DbError> {
+        self.run(async {
+            sqlx::query(
+                "DELETE FROM versions WHERE skill = $1 AND precedence = $2 AND claim = $3 AND state = 'claimed'",
+            )
+            .bind(skill)
+            .bind(precedence)
+            .bind(claim)
+            .execute(&self.pool)
+            .await?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// Publishes the claimed `skill@precedence` with its index line
+    /// `record`, and records `event`, in one transaction. Returns the index
+    /// file's new revision, or `None` (changing nothing) when the claim is
+    /// no longer `claim`'s: it expired and was taken over.
+    pub async fn commit_version(
+        &self,
+        skill: &str,
+        precedence: &str,
+        claim: &str,
+        record: &str,
+        event: &NewEvent<'_>,
+    ) -> Result<Option<i64>, DbError> {
+        self.run(async {
+            let mut tx = self.pool.begin().await?;
+            let revision = bump(&mut tx, skill).await?;
+            let published = sqlx::query(
+                "UPDATE versions SET state = 'published', record = $4, seq = $5 \
+                 WHERE skill = $1 AND precedence = $2 AND claim = $3 AND state = 'claimed'",
+            )
+            .bind(skill)
+            .bind(precedence)
+            .bind(claim)
+            .bind(record)
+            .bind(revision)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected()
+                == 1;
+            if !published {
+                tx.rollback().await?;
+                return Ok(None);
+            }
+            insert_event(&mut tx, event).await?;
+            tx.commit().await?;
+            Ok(Some(revision))
+        })
+        .await
+    }
+
+    /// Replaces the index line of the published `skill@version` with what
+    /// `change` makes of it, and records `event`, in one transaction.
+    /// Returns the new line and the index file's new revision, or `None`
+    /// (changing nothing) when that version is not published.
+    pub async fn change_line(
+        &self,
+        skill: &str,
+        version: &str,
+        change: impl FnOnce(&str) -> Result<String, serde_json::Error>,
+        event: &NewEvent<'_>,
+    ) -> Result<Option<(String, i64)>, DbError> {
+        self.run(async {
+            let mut tx = self.pool.begin().await?;
+            // The write first: the lock, so two changes of one line do
+            // not interleave.
+            let revision = bump(&mut tx, skill).await?;
+            let row = sqlx::query(
+                "SELECT record, precedence FROM versions \
+                 WHERE skill = $1 AND version = $2 AND state = 'published'",
+            )
+            .bind(skill)
+            .bind(version)
+            .fetch_optional(&mut *tx)
+            .await?;
+            let Some(row) = row else {
+                tx.rollback().await?;
+                return Ok(None);
+            };
+            let line: String = row.try_get(0)?;
+            let precedence: String = row.try_get(1)?;
+            let changed = change(&line).map_err(|error| {
+                sqlx::Error::Decode(format!("the index line of {skill}@{version}: {error}").into())
+            })?;
+            sqlx::query("UPDATE versions SET record = $3 WHERE skill = $1 AND precedence = $2")
+                .bind(skill)
+                .bind(precedence)
+                .bind(&changed)
+                .execute(&mut *tx)
+                .await?;
+            insert_event(&mut tx, event).await?;
+            tx.commit().await?;
+            Ok(Some((changed, revision)))
+        })
+        .await
+    }
+
+    /// The published lines of `skill`'s index file, at its revision: the
+    /// revision is read first, so the lines are of it or newer.
+    pub async fn index_lines(&self, skill: &str) -> Result<IndexLines, DbError> {
+        self.run(async {
+            let revision = self.revision_of(skill).await?;
+            let lines = sqlx::query(
+                "SELECT record FROM versions WHERE skill = $1 AND state = 'published' ORDER BY seq",
+            )
+            .bind(skill)
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(|row| row.try_get(0))
+            .collect::<Result<_, _>>()?;
+            Ok(IndexLines { revision, lines })
+        })
+        .await
+    }
+
+    /// The revision of `skill`'s index file (0 for none).
+    pub async fn index_revision(&self, skill: &str) -> Result<i64, DbError> {
+        self.run(self.revision_of(skill)).await
+    }
+
+    async fn revision_of(&self, skill: &str) -> Result<i64, sqlx::Error> {
+        Ok(
+            sqlx::query("SELECT revision FROM index_files WHERE skill = $1")
+                .bind(skill)
+                .fetch_optional(&self.pool)
+                .await?
+                .map(|row| row.try_get(0))
+                .transpose()?
+                .unwrap_or(0),
+        )
+    }
+
+    /// Notes that `skill`'s index file was written at `revision`.
+    pub async fn mark_rendered(&self, skill: &str, revision: i64) -> Result<(), DbError> {
+        self.run(async {
+            sqlx::query("UPDATE index_files SET rendered = $2 WHERE skill = $1 AND rendered < $2")
+                .bind(skill)
+                .bind(revision)
+                .execute(&self.pool)
+                .await?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// The skills whose index file in the tree lags its revision: a
+    /// server stopped between a commit and the write.
+    pub async fn unrendered(&self) -> Result<Vec<String>, DbError> {
+        self.run(async {
+            sqlx::query("SELECT skill FROM index_files WHERE rendered < revision ORDER BY skill")
+                .fetch_all(&self.pool)
+                .await?
+                .iter()
+                .map(|row| row.try_get(0))
+                .collect()
+        })
+        .await
+    }
+
+    /// The revision of the whole index: bumped by every change of a line.
+    pub async fn index_counter(&self) -> Result<i64, DbError> {
+        self.run(async {
+            sqlx::query("SELECT value FROM counters WHERE name = 'index'")
+                .fetch_one(&self.pool)
+                .await?
+                .try_get(0)
+        })
+        .await
+    }
+
+    /// Every published line, by skill and in publish order: what the
+    /// aggregate files are made of.
+    pub async fn all_lines(&self) -> Result<Vec<(String, String)>, DbError> {
+        self.run(async {
+            sqlx::query(
+                "SELECT skill, record FROM versions WHERE state = 'published' ORDER BY skill, seq",
+            )
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(|row| Ok((row.try_get(0)?, row.try_get(1)?)))
+            .collect()
+        })
+        .await
+    }
+
+    /// The names with a published version.
+    pub async fn published_names(&self) -> Result<Vec<String>, DbError> {
+        self.run(async {
+            sqlx::query(
+                "SELECT DISTINCT skill FROM versions WHERE state = 'published' ORDER BY skill",
+            )
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(|row| row.try_get(0))
+            .collect()
+        })
+        .await
+    }
+
+    /// Whether any version was ever recorded here.
+    pub async fn has_versions(&self) -> Result<bool, DbError> {
+        self.run(async {
+            Ok(sqlx::query("SELECT 1 FROM versions LIMIT 1")
+                .fetch_optional(&self.pool)
+                .await?
+                .is_some())
+        })
+        .await
+    }
+
+    /// The versions claimed before `before` (milliseconds since 1970) and
+    /// never published: `(skill, version, claim)`.
+    pub async fn stale_claims(
+        &self,
+        before: i64,
+    ) -> Result<Vec<(String, String, String)>, DbError> {
+        self.run(async {
+            sqlx::query(
+                "SELECT skill, version, claim FROM versions WHERE state = 'claimed' AND claimed_at < $1",
+            )
+            .bind(before)
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(|row| Ok((row.try_get(0)?, row.try_get(1)?, row.try_get(2)?)))
+            .collect()
+        })
+        .await
+    }
+
+    /// Records the versions of a tree that predates this table, as
+    /// published, in one transaction, once: `(skill, precedence, version,
+    /// cksum, line)` in each skill's publish order. Returns false,
+    /// importing nothing, when any version is recorded already.
+    pub async fn import_versions(
+        &self,
+        versions: &[(String, String, String, String, String)],
+        from: &str,
+    ) -> Result<bool, DbError> {
+        self.run(async {
+            let mut tx = self.pool.begin().await?;
+            // The write first, for the lock: two servers starting at once
+            // import once.
+            sqlx::query("UPDATE counters SET value = value + 1 WHERE name = 'index'")
+                .execute(&mut *tx)
+                .await?;
+            if sqlx::query("SELECT 1 FROM versions LIMIT 1")
+                .fetch_optional(&mut *tx)
+                .await?
+                .is_some()
+            {
+                tx.rollback().await?;
+                return Ok(false);
+            }
+            let mut skills = std::collections::BTreeMap::<&str, i64>::new();
+            for (skill, precedence, version, cksum, line) in versions {
+                let seq = skills.entry(skill).or_default();
+                *seq += 1;
+                sqlx::query(
+                    "INSERT INTO versions (skill, precedence, version, cksum, state, claim, claimed_at, record, seq) \
+                     VALUES ($1, $2, $3, $4, 'published', 'import', $5, $6, $7)",
+                )
+                .bind(skill)
+                .bind(precedence)
+                .bind(version)
+                .bind(cksum)
+                .bind(now_ms())
+                .bind(line)
+                .bind(*seq)
+                .execute(&mut *tx)
+                .await?;
+            }
+            for (skill, seq) in &skills {
+                sqlx::query(
+                    "INSERT INTO index_files (skill, revision, rendered) VALUES ($1, $2, $2)",
+                )
+                .bind(skill)
+                .bind(seq)
+                .execute(&mut *tx)
+                .await?;
+            }
+            insert_event(
+                &mut tx,
+                &NewEvent {
+                    actor: super::ADMIN,
+                    action: "import",
+                    detail: Some(format!(
+                        "{} versions of {} skills from the index files of {from}",
+                        versions.len(),
+                        skills.len()
+                    )),
+                    ..NewEvent::default()
+                },
+            )
+            .await?;
+            tx.commit().await?;
+            Ok(true)
+        })
+        .await
+    }
+}
+
+/// Bumps the revision of `skill`'s index file and of the whole index, in
+/// `tx`; returns the index file's new revision. Being a write, it takes
+/// the locks that order the transaction's reads.
+async fn bump(tx: &mut sqlx::Transaction<'_, sqlx::Any>, skill: &str) -> Result<i64, sqlx::Error> {
+    let revision = sqlx::query(
+        "INSERT INTO index_files (skill, revision, rendered) VALUES ($1, 1, 0) \
+         ON CONFLICT (skill) DO UPDATE SET revision = index_files.revision + 1 \
+         RETURNING revision",
+    )
+    .bind(skill)
+    .fetch_one(&mut **tx)
+    .await?
+    .try_get(0)?;
+    sqlx::query("UPDATE counters SET value = value + 1 WHERE name = 'index'")
+        .execute(&mut **tx)
+        .await?;
+    Ok(revision)
+}

@@ -23,7 +23,7 @@ use skillpkg_registry::keys::{change_keys, parse_ids, parse_keys};
 use skillpkg_registry::layout::{DataFolder, Kind};
 use skillpkg_registry::metadata;
 use skillpkg_registry::registry::{
-    DEFAULT_CONFUSABLE_MIN_DOWNLOADS, Options, RECOVERY_PERIOD, Registry,
+    CLAIM_LIFETIME, DEFAULT_CONFUSABLE_MIN_DOWNLOADS, Options, RECOVERY_PERIOD, Registry,
 };
 use skillpkg_registry::server::Limits;
 use skillpkg_registry::state::{Access, State};
@@ -267,6 +267,13 @@ struct ServeArgs {
     /// those of a CDN or static host in front of it.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_CONFUSABLE_MIN_DOWNLOADS)]
     confusable_min_downloads: u64,
+    /// How long a publish holds the version it is publishing (`10m`, the
+    /// default) before another publish of it may take it over and a
+    /// server removes what it wrote: the publish died. Keep it far above
+    /// the longest a publish's writes to the storage can take, and the
+    /// same on every server of a registry.
+    #[arg(long, value_name = "DURATION")]
+    claim_lifetime: Option<jiff::SignedDuration>,
     #[command(flatten)]
     limits: LimitArgs,
     /// With signed metadata (`skillpkg-registry keys init`): re-signed
@@ -614,6 +621,13 @@ fn serve(args: ServeArgs, places: Places<'_>) -> anyhow::Result<()> {
             timestamp_lifetime: args.lifetime.metadata_lifetime,
             read_only: args.read_only || folder.is_mirror(),
             confusable_min_downloads: args.confusable_min_downloads,
+            claim_lifetime: match args.claim_lifetime {
+                Some(lifetime) if lifetime.is_positive() => {
+                    std::time::Duration::try_from(lifetime).context("bad --claim-lifetime")?
+                }
+                Some(_) => anyhow::bail!("--claim-lifetime must be longer than 0"),
+                None => CLAIM_LIFETIME,
+            },
         };
         let access = if options.read_only {
             Access::ReadOnly

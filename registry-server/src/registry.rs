@@ -65,6 +65,9 @@ pub struct Options {
     /// How many downloads make a skill popular enough that a new name one
     /// edit from its name is refused (`--confusable-min-downloads`).
     pub confusable_min_downloads: u64,
+    /// How long a publish holds its version's claim before another may
+    /// take it over (`--claim-lifetime`).
+    pub claim_lifetime: Duration,
 }
 
 /// The default of [`Options::confusable_min_downloads`].
@@ -81,6 +84,7 @@ impl Default for Options {
             timestamp_lifetime: DEFAULT_TIMESTAMP_LIFETIME,
             read_only: false,
             confusable_min_downloads: DEFAULT_CONFUSABLE_MIN_DOWNLOADS,
+            claim_lifetime: CLAIM_LIFETIME,
         }
     }
 }
@@ -193,9 +197,10 @@ fn add_key_hint(name: &str) -> String {
     )
 }
 
-/// How long a claimed version stays claimed by a publish that does not
-/// finish: a publish's writes are bounded by the store's timeouts (well
-/// under a minute), so a claim this old is of a publish that died.
+/// The default of [`Options::claim_lifetime`]: how long a claimed version
+/// stays claimed by a publish that does not finish. A publish's writes are
+/// bounded by the store's timeouts (well under a minute), so a claim this
+/// old is of a publish that died.
 pub const CLAIM_LIFETIME: Duration = Duration::from_secs(600);
 
 /// How often a server looks for claims that expired and index files left
@@ -339,14 +344,14 @@ impl Registry {
     /// (`starting`) on a folder, every claim is of a publish that died
     /// with the last server (a folder has one server), and the folder is
     /// searched for archives no version lists; on a bucket, and later,
-    /// claims older than [`CLAIM_LIFETIME`] are. Returns what was removed.
+    /// claims older than the claim lifetime are. Returns what was removed.
     pub async fn recover(&self, starting: bool) -> Result<Vec<String>, RegistryError> {
         let db = self.state.db();
         let folder = starting && self.tree.folder().is_some();
         let before = if folder {
             i64::MAX
         } else {
-            now_ms() - i64::try_from(CLAIM_LIFETIME.as_millis()).unwrap_or(i64::MAX)
+            self.claims_expired_before()
         };
         let mut removed = Vec::new();
         for (skill, version, claim) in db.stale_claims(before).await.map_err(StateError::from)? {
@@ -378,6 +383,11 @@ impl Registry {
             }
         }
         Ok(removed)
+    }
+
+    /// Claims made before this (milliseconds since 1970) have expired.
+    fn claims_expired_before(&self) -> i64 {
+        now_ms() - i64::try_from(self.options.claim_lifetime.as_millis()).unwrap_or(i64::MAX)
     }
 
     /// Every published version, from the database.
@@ -626,7 +636,7 @@ impl Registry {
         }
         let precedence = without_build(&version).to_string();
         let claim = claim_id()?;
-        let expired_before = now_ms() - i64::try_from(CLAIM_LIFETIME.as_millis()).unwrap_or(0);
+        let expired_before = self.claims_expired_before();
         match db
             .claim_version(
                 name.as_str(),
@@ -701,10 +711,10 @@ impl Registry {
                 None => format!("{}, unsigned", record.cksum),
             }),
         };
-        // A failed commit leaves the claim and the files as they are: the
-        // commit may have landed before the failure was seen. If it did
-        // not, the claim expires and its files go then.
-        let committed = db
+        // A failed commit leaves the files as they are: it may have landed
+        // before the failure was seen. The claim is given up if it is
+        // still one (the database back): a retry then publishes at once.
+        let committed = match db
             .commit_version(
                 name.as_str(),
                 &precedence,
@@ -713,7 +723,21 @@ impl Registry {
                 &event,
             )
             .await
-            .map_err(StateError::from)?;
+        {
+            Ok(committed) => committed,
+            Err(error) => {
+                if db
+                    .release_claim(name.as_str(), &precedence, &claim)
+                    .await
+                    .is_err()
+                {
+                    tracing::warn!(
+                        "the claim of {name}@{version} stays until it expires: the database is unreachable"
+                    );
+                }
+                return Err(StateError::from(error).into());
+            }
+        };
         if committed.is_none() {
             // Claimed too long ago: another publish took it over.
             return Err(RegistryError::Busy {

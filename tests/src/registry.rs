@@ -110,7 +110,8 @@ impl Drop for RegistryServer {
 }
 
 /// Publishes the minimal skill `name@version` ([`tarball`]) to `server`
-/// through the API with `token`, unsigned: the status and the body.
+/// through the API with `token`, unsigned: the status and the body; status
+/// 0 and the error when no answer came (the server died).
 pub fn publish_raw(
     server: &RegistryServer,
     token: &str,
@@ -129,12 +130,14 @@ pub fn publish_raw(
         .put(format!("{}/api/v1/skills", server.url()))
         .bearer_auth(token)
         .multipart(form)
-        .send()
-        .expect("the server answers a publish");
-    (
-        response.status().as_u16(),
-        response.text().expect("a publish's answer is text"),
-    )
+        .send();
+    match response {
+        Ok(response) => (
+            response.status().as_u16(),
+            response.text().unwrap_or_default(),
+        ),
+        Err(error) => (0, error.to_string()),
+    }
 }
 
 /// Creates a token for `user` in the registry data folder `root`.

@@ -1,31 +1,49 @@
 //! Several `skillpkg-registry serve` processes sharing one bucket (Garage)
 //! and one PostgreSQL take publishes at once with the guarantees of one:
 //! every name@version is published exactly once, and no index line is
-//! lost, whatever the order their writes land in.
+//! lost, whatever the order their writes land in. And the faults, through
+//! real sockets (a TCP proxy between the servers and the bucket): a store
+//! that fails mid-publish, a server killed holding a claim, PostgreSQL
+//! restarted between a claim and its commit.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
+use skillpkg_registry::storage::Storage;
 use skillpkg_tests::tcp_proxy::is_request;
 use skillpkg_tests::{Fault, Garage, Postgres, RegistryServer, TcpProxy, binary, publish_raw, run};
 
-/// Two replicas of one registry: data folders of their own, one bucket and
-/// one database between them (as `SKILLPKG_REGISTRY_STORAGE` and
+/// Servers of one registry: data folders of their own, one bucket and one
+/// database between them (as `SKILLPKG_REGISTRY_STORAGE` and
 /// `SKILLPKG_REGISTRY_DATABASE`), and alice's token. They reach the bucket
-/// through a proxy that applies `rule` to their requests.
+/// through a proxy that applies a rule to their requests.
 struct Replicas {
     servers: Vec<RegistryServer>,
     token: String,
     proxy: TcpProxy,
-    _roots: Vec<tempfile::TempDir>,
+    env: Vec<(String, String)>,
+    flags: Vec<String>,
+    bucket: String,
+    roots: Vec<tempfile::TempDir>,
 }
 
 impl Replicas {
+    /// Two servers on the shared PostgreSQL, with no flags.
     fn start(rule: impl Fn(&[u8]) -> Fault + Send + Sync + 'static) -> Self {
+        Self::start_with(2, Postgres::shared().fresh_database(), &[], rule)
+    }
+
+    /// `count` servers on `database` with `flags`.
+    fn start_with(
+        count: usize,
+        database: String,
+        flags: &[&str],
+        rule: impl Fn(&[u8]) -> Fault + Send + Sync + 'static,
+    ) -> Self {
         let garage = Garage::shared();
         let bucket = garage.fresh_bucket();
-        let database = Postgres::shared().fresh_database();
         let s3 = garage
             .s3_endpoint()
             .trim_start_matches("http://")
@@ -40,22 +58,35 @@ impl Replicas {
         }
         env.push(("SKILLPKG_REGISTRY_STORAGE".into(), format!("s3://{bucket}")));
         env.push(("SKILLPKG_REGISTRY_DATABASE".into(), database));
-        let roots = vec![tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+        let roots: Vec<_> = (0..count).map(|_| tempfile::tempdir().unwrap()).collect();
         let created = run(std::process::Command::new(binary("skillpkg-registry"))
             .args(["token", "create", "--user", "alice", "--root"])
             .arg(roots[0].path())
             .envs(env.iter().map(|(key, value)| (key, value))));
         assert_eq!(created.code, 0, "{created:?}");
-        let servers = roots
-            .iter()
-            .map(|root| RegistryServer::start_with_env(root.path(), &[], &env))
-            .collect();
-        Self {
-            servers,
+        let flags: Vec<String> = flags.iter().map(|&flag| flag.to_owned()).collect();
+        let mut replicas = Self {
+            servers: Vec::new(),
             token: created.stdout.trim().to_owned(),
             proxy,
-            _roots: roots,
-        }
+            env,
+            flags,
+            bucket,
+            roots,
+        };
+        replicas.servers = (0..count).map(|i| replicas.start_server(i)).collect();
+        replicas
+    }
+
+    /// Starts server `i` on its data folder.
+    fn start_server(&self, i: usize) -> RegistryServer {
+        let flags: Vec<&str> = self.flags.iter().map(String::as_str).collect();
+        RegistryServer::start_with_env(self.roots[i].path(), &flags, &self.env)
+    }
+
+    /// Publishes `name@version` on server `i`: the status and the body.
+    fn publish(&self, i: usize, name: &str, version: &str) -> (u16, String) {
+        publish_raw(&self.servers[i], &self.token, name, version)
     }
 
     /// `GET path` of the tree through a replica (which reads the bucket).
@@ -65,6 +96,61 @@ impl Replicas {
         assert_eq!(response.status(), 200, "{path}");
         response.text().unwrap()
     }
+
+    /// The paths of the objects in the bucket below `prefix`, read
+    /// directly (not through the proxy).
+    fn objects(&self, prefix: &str) -> Vec<String> {
+        let garage = Garage::shared();
+        let endpoint = garage.s3_endpoint();
+        let store = Storage::from_url_with(
+            &format!("s3://{}", self.bucket),
+            [
+                ("aws_endpoint", endpoint.as_str()),
+                ("aws_region", garage.region()),
+                ("aws_access_key_id", garage.access_key_id()),
+                ("aws_secret_access_key", garage.secret_access_key()),
+                ("aws_allow_http", "true"),
+            ],
+        )
+        .unwrap();
+        tokio::runtime::Runtime::new()
+            .unwrap()
+            .block_on(store.list(prefix))
+            .unwrap()
+            .into_iter()
+            .map(|meta| meta.path)
+            .collect()
+    }
+
+    /// The versions in `name`'s index file, as server `i` serves it.
+    fn versions(&self, i: usize, name: &str) -> Vec<String> {
+        let path = skillpkg_index::registry::index_file_path(&name.parse().unwrap());
+        let mut versions: Vec<String> = self
+            .get(i, &path)
+            .lines()
+            .map(|line| {
+                serde_json::from_str::<serde_json::Value>(line).unwrap()["vers"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned()
+            })
+            .collect();
+        versions.sort();
+        versions
+    }
+}
+
+/// Returns true if and only if `piece` starts a `PUT` of an archive.
+fn puts_archive(piece: &[u8]) -> bool {
+    is_request(piece, "PUT", "/dl/")
+        && String::from_utf8_lossy(piece)
+            .lines()
+            .next()
+            .is_some_and(|line| {
+                line.split(' ')
+                    .nth(1)
+                    .is_some_and(|path| path.ends_with(".tgz"))
+            })
 }
 
 /// A delay of 0 to 300 ms, different each call: writes that land in
@@ -105,8 +191,7 @@ fn two_replicas_publish_each_version_once_and_lose_no_index_line() {
                 let (replicas, start) = (&replicas, &start);
                 scope.spawn(move || {
                     start.wait();
-                    let server = &replicas.servers[i % 2];
-                    let (status, body) = publish_raw(server, &replicas.token, name, version);
+                    let (status, body) = replicas.publish(i % 2, name, version);
                     (name.clone(), version.clone(), status, body)
                 })
             })
@@ -146,17 +231,7 @@ fn two_replicas_publish_each_version_once_and_lose_no_index_line() {
 
     // Every line is in the bucket, whichever replica is asked.
     for replica in 0..2 {
-        let many = replicas.get(replica, "index/ma/ny/many");
-        let mut versions: Vec<String> = many
-            .lines()
-            .map(|line| {
-                serde_json::from_str::<serde_json::Value>(line).unwrap()["vers"]
-                    .as_str()
-                    .unwrap()
-                    .to_owned()
-            })
-            .collect();
-        versions.sort();
+        let versions = replicas.versions(replica, "many");
         let mut expected: Vec<String> = (0..20).map(|i| format!("1.{i}.0")).collect();
         expected.sort();
         assert_eq!(versions, expected, "no line of `many` is lost");
@@ -185,4 +260,143 @@ fn two_replicas_publish_each_version_once_and_lose_no_index_line() {
         "every index write was delayed: {}",
         replicas.proxy.faults()
     );
+}
+
+#[test]
+fn a_store_failing_mid_publish_leaves_nothing_and_the_retry_lands() {
+    // The bucket answers 500 to every write of an archive while `failing`.
+    let failing = Arc::new(AtomicBool::new(true));
+    let replicas = {
+        let failing = Arc::clone(&failing);
+        Replicas::start_with(1, Postgres::shared().fresh_database(), &[], move |piece| {
+            if failing.load(Ordering::SeqCst) && puts_archive(piece) {
+                Fault::Answer(500)
+            } else {
+                Fault::Pass
+            }
+        })
+    };
+    let (status, body) = replicas.publish(0, "pdf", "1.0.0");
+    assert_eq!(status, 500, "{body}");
+    assert!(body.contains("internal"), "{body}");
+    assert!(!body.contains("s3://"), "no bucket in the answer: {body}");
+    assert!(
+        replicas.proxy.faults() >= 2,
+        "the store's 500 was retried: {}",
+        replicas.proxy.faults()
+    );
+    assert_eq!(replicas.objects("dl"), Vec::<String>::new(), "nothing left");
+    assert_eq!(replicas.objects("index"), Vec::<String>::new());
+    let log = replicas.servers[0].log();
+    assert!(
+        log.contains("dl/pdf/1.0.0/pdf-1.0.0.tgz") && log.contains("500"),
+        "the log names the object and the store's answer:\n{log}"
+    );
+
+    // The store is back: the same publish lands at once (the claim was
+    // given up).
+    failing.store(false, Ordering::SeqCst);
+    let (status, body) = replicas.publish(0, "pdf", "1.0.0");
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(replicas.versions(0, "pdf"), ["1.0.0"]);
+}
+
+#[test]
+fn a_server_killed_holding_a_claim_keeps_others_off_until_it_expires() {
+    // Archive writes are held back while `holding`: long enough to kill
+    // the server in the middle of one, and shorter than the claim's life
+    // (what reached the network before the kill lands before another
+    // publish may take the version over).
+    let holding = Arc::new(AtomicBool::new(true));
+    let mut replicas = {
+        let holding = Arc::clone(&holding);
+        Replicas::start_with(
+            2,
+            Postgres::shared().fresh_database(),
+            &["--claim-lifetime", "3s"],
+            move |piece| {
+                if holding.load(Ordering::SeqCst) && puts_archive(piece) {
+                    Fault::Delay(Duration::from_secs(2))
+                } else {
+                    Fault::Pass
+                }
+            },
+        )
+    };
+    let (status, body) = std::thread::scope(|scope| {
+        let replicas = &replicas;
+        let publish = scope.spawn(move || replicas.publish(0, "held", "1.0.0"));
+        // The claim is made, the archive on its way: the server dies.
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while replicas.proxy.faults() == 0 {
+            assert!(std::time::Instant::now() < deadline, "no archive write");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // Killed from here, while the other thread waits on its answer.
+        let pid = replicas.servers[0].pid();
+        let killed = std::process::Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        publish.join().unwrap()
+    });
+    assert_eq!(status, 0, "the killed server never answered: {body}");
+    holding.store(false, Ordering::SeqCst);
+    replicas.servers[0].kill();
+
+    // The other server: the version is someone's, for the claim's life.
+    let (status, body) = replicas.publish(1, "held", "1.0.0");
+    assert_eq!(status, 409, "{body}");
+    assert!(body.contains("being published"), "{body}");
+    std::thread::sleep(Duration::from_millis(3200));
+    let (status, body) = replicas.publish(1, "held", "1.0.0");
+    assert_eq!(status, 201, "the expired claim is taken over: {body}");
+    assert_eq!(replicas.versions(1, "held"), ["1.0.0"]);
+
+    // A server started again finds nothing to recover, and serves it.
+    replicas.servers[0] = replicas.start_server(0);
+    assert_eq!(replicas.versions(0, "held"), ["1.0.0"]);
+    assert!(
+        !replicas.servers[0].log().contains("recovered"),
+        "{}",
+        replicas.servers[0].log()
+    );
+}
+
+#[test]
+fn a_publish_rides_out_a_postgres_restart_while_its_archive_is_written() {
+    let mut postgres = Postgres::start();
+    let database = postgres.fresh_database();
+    let holding = Arc::new(AtomicBool::new(true));
+    let replicas = {
+        let holding = Arc::clone(&holding);
+        Replicas::start_with(1, database, &[], move |piece| {
+            if holding.load(Ordering::SeqCst) && puts_archive(piece) {
+                // Longer than PostgreSQL takes to restart.
+                Fault::Delay(Duration::from_secs(6))
+            } else {
+                Fault::Pass
+            }
+        })
+    };
+    let (status, body) = std::thread::scope(|scope| {
+        let replicas = &replicas;
+        let publish = scope.spawn(move || replicas.publish(0, "pdf", "1.0.0"));
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while replicas.proxy.faults() == 0 {
+            assert!(std::time::Instant::now() < deadline, "no archive write");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // Between the claim and the commit, every connection of the
+        // server's pool dies.
+        postgres.restart();
+        publish.join().unwrap()
+    });
+    holding.store(false, Ordering::SeqCst);
+    assert_eq!(status, 201, "{body}\n{}", replicas.servers[0].log());
+    assert_eq!(replicas.versions(0, "pdf"), ["1.0.0"]);
+    let (status, body) = replicas.publish(0, "pdf", "1.1.0");
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(replicas.versions(0, "pdf"), ["1.0.0", "1.1.0"]);
 }

@@ -49,12 +49,12 @@ def index_path(name: str) -> str:
 
 
 def tarball(name: str) -> bytes:
-    """A minimal skill archive: `<name>/SKILL.md`, as `skillpkg pack`
-    would lay it out."""
+    """A minimal skill archive: `SKILL.md` at its root, as `skillpkg pack`
+    lays it out."""
     text = f"---\nname: {name}\ndescription: Benchmark skill {name}. Use when measuring.\n---\n# {name}\n\nDo the step.\n".encode()
     out = io.BytesIO()
     with tarfile.open(fileobj=out, mode="w:gz", format=tarfile.PAX_FORMAT) as archive:
-        info = tarfile.TarInfo(f"{name}/SKILL.md")
+        info = tarfile.TarInfo("SKILL.md")
         info.size = len(text)
         info.mode = 0o644
         info.mtime = 0

@@ -22,13 +22,13 @@ use std::time::Duration;
 use skillpkg_index::archive::DEFAULT_MAX_BYTES;
 use skillpkg_index::registry::tree::{StaticTree, TreeError, VersionFiles};
 use skillpkg_index::registry::{
-    AllRecords, CONFIG_PATH, DEFAULT_DL_TEMPLATE, FORMAT_VERSION, IndexRecord, KeysFile,
-    RegistryConfig, parse_index_file,
+    AllRecords, CONFIG_PATH, DEFAULT_DL_TEMPLATE, DiscoveryEntry, DiscoveryIndex, FORMAT_VERSION,
+    IndexRecord, KeysFile, RegistryConfig, SearchEntry, SearchIndex, latest, parse_index_file,
 };
 use skillpkg_index::signing::PublicKey;
 use skillpkg_index::skill::SkillName;
 
-use crate::db::{Claim, IndexLines, NewEvent, now_ms};
+use crate::db::{CatalogRow, Claim, IndexLines, NewEvent, now_ms};
 use crate::downloads::{Downloads, DownloadsError};
 use crate::keys::{self, KeyChangeError};
 use crate::layout::DataFolder;
@@ -290,6 +290,15 @@ impl Registry {
         let mut removed = Vec::new();
         if !registry.options.read_only {
             registry.import_index_files().await?;
+            if registry
+                .state
+                .db()
+                .fill_catalog(summarise)
+                .await
+                .map_err(StateError::from)?
+            {
+                tracing::debug!("filled the catalog from the recorded versions");
+            }
             removed = registry.recover(true).await?;
             let config = &registry.config;
             tokio::task::block_in_place(|| registry.tree.write_config(config))?;
@@ -441,10 +450,11 @@ impl Registry {
         }
     }
 
-    /// Rewrites `search.json` and the discovery index from the database,
-    /// again until what was written is of the index's newest revision;
-    /// not at all when this server wrote them at that revision already (a
-    /// burst of publishes is written once or twice, not once each).
+    /// Rewrites `search.json` and the discovery index from the database's
+    /// catalog (a row a skill), again until what was written is of the
+    /// index's newest revision; not at all when this server wrote them at
+    /// that revision already (a burst of publishes is written once or
+    /// twice, not once each).
     async fn write_aggregates(&self) -> Result<(), RegistryError> {
         let mut written = self.aggregates.lock().await;
         let db = self.state.db();
@@ -453,15 +463,9 @@ impl Registry {
             return Ok(());
         }
         loop {
-            let all = self.all_records().await?;
-            tokio::task::block_in_place(|| {
-                self.tree.write_aggregates_counted(
-                    &all,
-                    &self.config,
-                    self.options.public_url.as_deref(),
-                    &self.downloads.counts(),
-                )
-            })?;
+            let catalog = db.catalog().await.map_err(StateError::from)?;
+            let (search, discovery) = self.aggregates_of(&catalog)?;
+            tokio::task::block_in_place(|| self.tree.write_aggregate_files(&search, &discovery))?;
             let now = db.index_counter().await.map_err(StateError::from)?;
             if now == revision {
                 *written = revision;
@@ -469,6 +473,54 @@ impl Registry {
             }
             revision = now;
         }
+    }
+
+    /// `search.json` and the discovery index of the catalog `rows`: what
+    /// [`SearchIndex::build`] and [`DiscoveryIndex::build`] make of every
+    /// index line, from a row a skill.
+    fn aggregates_of(
+        &self,
+        rows: &[CatalogRow],
+    ) -> Result<(SearchIndex, DiscoveryIndex), RegistryError> {
+        let counts = self.downloads.counts();
+        let mut search = Vec::with_capacity(rows.len());
+        let mut discovery = Vec::with_capacity(rows.len());
+        for row in rows {
+            let bad = |what: &str| {
+                RegistryError::from(TreeError::Io {
+                    path: PathBuf::from(format!("the catalog row of `{}`", row.skill)),
+                    source: std::io::Error::new(
+                        std::io::ErrorKind::InvalidData,
+                        format!("{what} is not valid"),
+                    ),
+                })
+            };
+            let name: SkillName = row.skill.parse().map_err(|_| bad("its name"))?;
+            let version: semver::Version = row.version.parse().map_err(|_| bad("its version"))?;
+            let cksum = row.cksum.parse().map_err(|_| bad("its checksum"))?;
+            discovery.push(DiscoveryEntry::of(
+                &name,
+                &version,
+                &row.description,
+                cksum,
+                &self.config,
+                self.options.public_url.as_deref(),
+            ));
+            search.push(SearchEntry {
+                downloads: counts.get(&name).copied().unwrap_or(0),
+                name,
+                version,
+                description: row.description.clone(),
+                versions: usize::try_from(row.versions).unwrap_or(0),
+            });
+        }
+        Ok((
+            SearchIndex {
+                v: FORMAT_VERSION,
+                skills: search,
+            },
+            DiscoveryIndex { skills: discovery },
+        ))
     }
 
     /// After a change of `name`'s index lines was committed: writes its
@@ -721,6 +773,7 @@ impl Registry {
                 &claim,
                 &index_line(&record),
                 &event,
+                summarise,
             )
             .await
         {
@@ -838,6 +891,7 @@ impl Registry {
                     Ok(index_line(&record))
                 },
                 &event,
+                summarise,
             )
             .await
             .map_err(StateError::from)?;
@@ -1088,4 +1142,22 @@ fn claim_id() -> Result<String, RegistryError> {
     getrandom::fill(&mut random)
         .map_err(|error| RegistryError::Setup(format!("no randomness for a claim: {error}")))?;
     Ok(random.iter().map(|byte| format!("{byte:02x}")).collect())
+}
+
+/// What the catalog keeps of `skill`, from its index lines: the newest
+/// version that is not yanked, as `search.json` and the discovery index
+/// list it ([`crate::db::Summarise`]).
+fn summarise(skill: &str, lines: &[String]) -> Result<Option<CatalogRow>, String> {
+    let name: SkillName = skill
+        .parse()
+        .map_err(|error| format!("`{skill}` is not a skill name: {error}"))?;
+    let records =
+        parse_index_file(&name, &lines.join("\n")).map_err(|error| error_chain(&error))?;
+    Ok(latest(&records).map(|newest| CatalogRow {
+        skill: skill.to_owned(),
+        version: newest.vers.to_string(),
+        description: newest.description.clone(),
+        cksum: newest.cksum.to_string(),
+        versions: i64::try_from(records.len()).unwrap_or(i64::MAX),
+    }))
 }

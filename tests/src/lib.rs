@@ -159,13 +159,46 @@ pub struct Nginx {
 impl Nginx {
     /// Serves `root` the way docs/index-format.md asks of a static host.
     pub fn serve(root: &Path) -> Self {
+        Self::start(
+            free_port(),
+            &format!(
+                r#"root {root};
+        location ~ /\.(?!well-known/) {{ return 404; }}
+        location /dl/ {{ add_header Cache-Control "public, max-age=31536000, immutable"; }}
+        location / {{ add_header Cache-Control "public, max-age=60, must-revalidate"; }}"#,
+                root = root.display()
+            ),
+        )
+    }
+
+    /// Listens on `port` in front of a registry whose tree is in a bucket,
+    /// as docs/deploy.md's second deployment: `/api/` goes to the registry
+    /// server at `api` (`127.0.0.1:PORT`), everything else to the bucket's
+    /// website endpoint at `web` (`127.0.0.1:PORT`) with the `Host` header
+    /// that names the bucket there.
+    pub fn front(port: u16, api: &str, web: &str, web_host: &str) -> Self {
+        Self::start(
+            port,
+            &format!(
+                r#"location /api/ {{
+            proxy_pass http://{api};
+            client_max_body_size 16m;
+            client_body_buffer_size 16m;
+            proxy_request_buffering off;
+        }}
+        location / {{ proxy_pass http://{web}; proxy_set_header Host {web_host}; }}"#
+            ),
+        )
+    }
+
+    /// Starts nginx on `port` with `locations` inside its `server` block.
+    fn start(port: u16, locations: &str) -> Self {
         let nginx = ["/usr/sbin/nginx", "/usr/bin/nginx"]
             .into_iter()
             .map(Path::new)
             .find(|path| path.exists())
             .expect("nginx is not installed: `apt-get install nginx` (.ci/run does)");
         let prefix = tempfile::tempdir().expect("temporary folder");
-        let port = free_port();
         let config = format!(
             r#"daemon off;
 master_process off;
@@ -184,15 +217,11 @@ http {{
     default_type "text/plain; charset=utf-8";
     server {{
         listen 127.0.0.1:{port};
-        root {root};
-        location ~ /\.(?!well-known/) {{ return 404; }}
-        location /dl/ {{ add_header Cache-Control "public, max-age=31536000, immutable"; }}
-        location / {{ add_header Cache-Control "public, max-age=60, must-revalidate"; }}
+        {locations}
     }}
 }}
 "#,
             prefix = prefix.path().display(),
-            root = root.display(),
         );
         let config_path = prefix.path().join("nginx.conf");
         fs_err::write(&config_path, config).expect("write nginx.conf");
@@ -216,6 +245,11 @@ http {{
     /// Returns the base URL.
     pub fn url(&self) -> &str {
         &self.url
+    }
+
+    /// Returns what nginx wrote to its error log.
+    pub fn error_log(&self) -> String {
+        fs_err::read_to_string(self._prefix.path().join("error.log")).unwrap_or_default()
     }
 }
 

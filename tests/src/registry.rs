@@ -20,6 +20,7 @@ pub struct RegistryServer {
     child: std::process::Child,
     root: PathBuf,
     url: String,
+    address: String,
 }
 
 impl RegistryServer {
@@ -63,8 +64,20 @@ impl RegistryServer {
                 fs_err::read_to_string(root.join("server.log")).unwrap_or_default()
             );
         };
+        // The address it listens on, which the URL is not when it was
+        // given a `--public-url`: its log says, before the line above.
+        let log = fs_err::read_to_string(root.join("server.log")).unwrap_or_default();
+        let address = log
+            .lines()
+            .rev()
+            .find_map(|line| {
+                let rest = line.split("listening address=").nth(1)?;
+                rest.split_whitespace().next().map(str::to_owned)
+            })
+            .unwrap_or_else(|| url.trim_start_matches("http://").to_owned());
         Self {
             url: url.to_owned(),
+            address,
             child,
             root: root.to_owned(),
         }
@@ -75,9 +88,10 @@ impl RegistryServer {
         &self.url
     }
 
-    /// Returns the address it listens on, `127.0.0.1:PORT`.
+    /// Returns the address it listens on, `127.0.0.1:PORT` (also when its
+    /// URL is a `--public-url`).
     pub fn address(&self) -> &str {
-        self.url.trim_start_matches("http://")
+        &self.address
     }
 
     /// Returns the server's process id.

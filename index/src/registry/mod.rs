@@ -414,25 +414,47 @@ impl DiscoveryIndex {
             .values()
             .filter_map(|records| {
                 let latest = latest(records)?;
-                let archive = config.archive_url(&latest.name, &latest.vers);
-                let url = if archive.contains("://") {
-                    archive
-                } else {
-                    match base_url {
-                        Some(base) => format!("{}/{archive}", base.trim_end_matches('/')),
-                        None => format!("../../{archive}"),
-                    }
-                };
-                Some(DiscoveryEntry {
-                    name: latest.name.clone(),
-                    kind: "archive".into(),
-                    description: latest.description.clone(),
-                    url,
-                    digest: latest.cksum,
-                })
+                Some(DiscoveryEntry::of(
+                    &latest.name,
+                    &latest.vers,
+                    &latest.description,
+                    latest.cksum,
+                    config,
+                    base_url,
+                ))
             })
             .collect();
         Self { skills }
+    }
+}
+
+impl DiscoveryEntry {
+    /// The entry of `name@version`, the newest version of a skill that is
+    /// not yanked, whose archive has the digest `digest`.
+    pub fn of(
+        name: &SkillName,
+        version: &semver::Version,
+        description: &str,
+        digest: Checksum,
+        config: &RegistryConfig,
+        base_url: Option<&str>,
+    ) -> Self {
+        let archive = config.archive_url(name, version);
+        let url = if archive.contains("://") {
+            archive
+        } else {
+            match base_url {
+                Some(base) => format!("{}/{archive}", base.trim_end_matches('/')),
+                None => format!("../../{archive}"),
+            }
+        };
+        Self {
+            name: name.clone(),
+            kind: "archive".into(),
+            description: description.to_owned(),
+            url,
+            digest,
+        }
     }
 }
 

@@ -303,14 +303,20 @@ impl StaticTree {
         base_url: Option<&str>,
         downloads: &BTreeMap<SkillName, u64>,
     ) -> Result<(), TreeError> {
-        self.write_file(
-            SEARCH_PATH,
-            &render_json(&SearchIndex::build(all).with_downloads(downloads)),
-        )?;
-        self.write_file(
-            DISCOVERY_PATH,
-            &render_json(&DiscoveryIndex::build(all, config, base_url)),
+        self.write_aggregate_files(
+            &SearchIndex::build(all).with_downloads(downloads),
+            &DiscoveryIndex::build(all, config, base_url),
         )
+    }
+
+    /// Rewrites `search.json` and the discovery index as given.
+    pub fn write_aggregate_files(
+        &self,
+        search: &SearchIndex,
+        discovery: &DiscoveryIndex,
+    ) -> Result<(), TreeError> {
+        self.write_file(SEARCH_PATH, &render_json(search))?;
+        self.write_file(DISCOVERY_PATH, &render_json(discovery))
     }
 
     /// Writes an archive and its signature, both with the modification time

@@ -34,6 +34,21 @@ pub struct IndexLines {
     pub lines: Vec<String>,
 }
 
+/// What `search.json` and the discovery index list of a skill: its newest
+/// version that is not yanked, and how many versions it has.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CatalogRow {
+    pub skill: String,
+    pub version: String,
+    pub description: String,
+    pub cksum: String,
+    pub versions: i64,
+}
+
+/// Makes a skill's [`CatalogRow`] from its index lines (`None`: every
+/// version is yanked); an error for a line it cannot read.
+pub type Summarise = fn(skill: &str, lines: &[String]) -> Result<Option<CatalogRow>, String>;
+
 /// Milliseconds since 1970.
 pub fn now_ms() -> i64 {
     jiff::Timestamp::now().as_millisecond()
@@ -148,6 +163,7 @@ impl Db {
         claim: &str,
         record: &str,
         event: &NewEvent<'_>,
+        summarise: Summarise,
     ) -> Result<Option<i64>, DbError> {
         self.run(async {
             let mut tx = self.pool.begin().await?;
@@ -169,6 +185,7 @@ impl Db {
                 tx.rollback().await?;
                 return Ok(None);
             }
+            refresh_catalog(&mut tx, skill, summarise).await?;
             insert_event(&mut tx, event).await?;
             tx.commit().await?;
             Ok(Some(revision))
@@ -186,6 +203,7 @@ impl Db {
         version: &str,
         change: impl FnOnce(&str) -> Result<String, serde_json::Error>,
         event: &NewEvent<'_>,
+        summarise: Summarise,
     ) -> Result<Option<(String, i64)>, DbError> {
         self.run(async {
             let mut tx = self.pool.begin().await?;
@@ -215,6 +233,7 @@ impl Db {
                 .bind(&changed)
                 .execute(&mut *tx)
                 .await?;
+            refresh_catalog(&mut tx, skill, summarise).await?;
             insert_event(&mut tx, event).await?;
             tx.commit().await?;
             Ok(Some((changed, revision)))
@@ -327,6 +346,62 @@ impl Db {
         .await
     }
 
+    /// Every skill's catalog row, by name.
+    pub async fn catalog(&self) -> Result<Vec<CatalogRow>, DbError> {
+        self.run(async {
+            sqlx::query(
+                "SELECT skill, version, description, cksum, versions FROM catalog ORDER BY skill",
+            )
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(|row| {
+                Ok(CatalogRow {
+                    skill: row.try_get(0)?,
+                    version: row.try_get(1)?,
+                    description: row.try_get(2)?,
+                    cksum: row.try_get(3)?,
+                    versions: row.try_get(4)?,
+                })
+            })
+            .collect()
+        })
+        .await
+    }
+
+    /// Fills the catalog from the versions recorded before it existed,
+    /// once; returns whether it did.
+    pub async fn fill_catalog(&self, summarise: Summarise) -> Result<bool, DbError> {
+        self.run(async {
+            let mut tx = self.pool.begin().await?;
+            // The write first: of two servers starting at once, one fills.
+            let first =
+                sqlx::query("UPDATE counters SET value = 1 WHERE name = 'catalog' AND value = 0")
+                    .execute(&mut *tx)
+                    .await?
+                    .rows_affected()
+                    == 1;
+            if !first {
+                tx.rollback().await?;
+                return Ok(false);
+            }
+            let skills: Vec<String> = sqlx::query(
+                "SELECT DISTINCT skill FROM versions WHERE state = 'published' ORDER BY skill",
+            )
+            .fetch_all(&mut *tx)
+            .await?
+            .iter()
+            .map(|row| row.try_get(0))
+            .collect::<Result<_, _>>()?;
+            for skill in &skills {
+                refresh_catalog(&mut tx, skill, summarise).await?;
+            }
+            tx.commit().await?;
+            Ok(true)
+        })
+        .await
+    }
+
     /// Whether any version was ever recorded here.
     pub async fn has_versions(&self) -> Result<bool, DbError> {
         self.run(async {
@@ -400,6 +475,10 @@ impl Db {
                 .execute(&mut *tx)
                 .await?;
             }
+            // The catalog is filled from them next.
+            sqlx::query("UPDATE counters SET value = 0 WHERE name = 'catalog'")
+                .execute(&mut *tx)
+                .await?;
             for (skill, seq) in &skills {
                 sqlx::query(
                     "INSERT INTO index_files (skill, revision, rendered) VALUES ($1, $2, $2)",
@@ -447,4 +526,45 @@ async fn bump(tx: &mut sqlx::Transaction<'_, sqlx::Any>, skill: &str) -> Result<
         .execute(&mut **tx)
         .await?;
     Ok(revision)
+}
+
+/// Writes `skill`'s catalog row from its published lines, in `tx`.
+async fn refresh_catalog(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    skill: &str,
+    summarise: Summarise,
+) -> Result<(), sqlx::Error> {
+    let lines: Vec<String> = sqlx::query(
+        "SELECT record FROM versions WHERE skill = $1 AND state = 'published' ORDER BY seq",
+    )
+    .bind(skill)
+    .fetch_all(&mut **tx)
+    .await?
+    .iter()
+    .map(|row| row.try_get(0))
+    .collect::<Result<_, _>>()?;
+    let row = summarise(skill, &lines).map_err(|error| sqlx::Error::Decode(error.into()))?;
+    match row {
+        Some(row) => {
+            sqlx::query(
+                "INSERT INTO catalog (skill, version, description, cksum, versions) \
+                 VALUES ($1, $2, $3, $4, $5) \
+                 ON CONFLICT (skill) DO UPDATE SET version = $2, description = $3, cksum = $4, versions = $5",
+            )
+            .bind(skill)
+            .bind(&row.version)
+            .bind(&row.description)
+            .bind(&row.cksum)
+            .bind(row.versions)
+            .execute(&mut **tx)
+            .await?;
+        }
+        None => {
+            sqlx::query("DELETE FROM catalog WHERE skill = $1")
+                .bind(skill)
+                .execute(&mut **tx)
+                .await?;
+        }
+    }
+    Ok(())
 }

@@ -273,3 +273,77 @@ fn a_registry_in_a_bucket_takes_publishes_and_its_web_endpoint_serves_installs()
         "four archives and their signatures: {tree:?}"
     );
 }
+
+/// docs/deploy.md's second deployment: one URL, nginx, in front of a
+/// bucket (its website endpoint, as a CDN would be) and of the server,
+/// which takes the publishes (`/api/`). A publisher and a user who know
+/// only that URL publish a signed skill and install it.
+#[test]
+fn nginx_in_front_of_a_bucket_and_the_server_is_one_registry() {
+    let garage = Garage::shared();
+    let bucket = garage.fresh_bucket();
+    let front_port = skillpkg_tests::free_port();
+    let front_url = format!("http://127.0.0.1:{front_port}");
+    let mut env = garage.s3_env();
+    env.push(("SKILLPKG_REGISTRY_STORAGE".into(), format!("s3://{bucket}")));
+    let cx = TestContext::new();
+    let registry = TestRegistry::builder(&cx)
+        .env(&env)
+        .flags(&["--public-url", &front_url, "--require-signatures"])
+        .start();
+    let front = skillpkg_tests::Nginx::front(
+        front_port,
+        registry.server().address(),
+        &garage.web_address().to_string(),
+        &garage.web_host_of(&bucket),
+    );
+    assert_eq!(front.url(), front_url);
+
+    let config: serde_json::Value = reqwest::blocking::get(format!("{front_url}/config.json"))
+        .unwrap()
+        .json()
+        .unwrap();
+    assert_eq!(config["api"], format!("{front_url}/api/v1"));
+
+    let dir = cx.path().join("skills/pdf");
+    Skill::new("pdf", "1.0.0")
+        .body("# PDF\n\nThrough the front.\n")
+        .write(&dir);
+    let published = registry.publisher(&[
+        "publish",
+        dir.to_str().unwrap(),
+        "--registry",
+        &front_url,
+        "--token",
+        registry.token(),
+    ]);
+    assert_eq!(published.code, 0, "{published:?}\n{}", front.error_log());
+    let served = registry.server().log();
+    assert!(
+        served.contains("method=PUT path=/api/v1/skills status=201"),
+        "the publish reached the server through nginx:\n{served}"
+    );
+
+    let project = cx.path().join("project");
+    let cache = cx.path().join("cache");
+    fs_err::create_dir_all(&project).unwrap();
+    assert_eq!(
+        cx.user_in(&project, &cache, &["init", "--target", "claude"])
+            .code,
+        0
+    );
+    let added = cx.user_in(&project, &cache, &["add", "pdf", "--registry", &front_url]);
+    assert_eq!(added.code, 0, "{added:?}");
+    let installed = fs_err::read_to_string(project.join(".claude/skills/pdf/SKILL.md")).unwrap();
+    assert!(installed.contains("Through the front."), "{installed}");
+    let lock = fs_err::read_to_string(project.join("skills.lock")).unwrap();
+    assert!(
+        lock.contains("signer = \""),
+        "the install checked the signature: {lock}"
+    );
+    assert!(
+        !registry.server().log().contains("path=/dl/"),
+        "the archive came from the bucket, not the server:\n{}",
+        registry.server().log()
+    );
+}

@@ -73,9 +73,85 @@ pub fn likeness(candidate: &str, existing: &str) -> Option<Likeness> {
     }
 }
 
+/// Returns the keys under which a registry files `name` so that the names
+/// it [resembles](likeness) are found without comparing it with every
+/// name: every two names that resemble each other share a key. The
+/// [`skeleton`] (`s:`), and the name and each string one character
+/// removal from it (`d:`): two names one insertion, removal, replacement
+/// or swap of neighbours apart have a removal (or the name itself) in
+/// common, the way SymSpell finds its candidates. Names that share a key
+/// may be two edits apart: check each with [`likeness`].
+pub fn lookup_keys(name: &str) -> Vec<String> {
+    let characters: Vec<char> = name.chars().collect();
+    let mut keys = vec![format!("s:{}", skeleton(name)), format!("d:{name}")];
+    for index in 0..characters.len() {
+        let removed: String = characters
+            .iter()
+            .enumerate()
+            .filter(|(other, _)| *other != index)
+            .map(|(_, character)| character)
+            .collect();
+        keys.push(format!("d:{removed}"));
+    }
+    keys.sort();
+    keys.dedup();
+    keys
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_that_resemble_each_other_share_a_lookup_key() {
+        let names = [
+            "pdf-processing",
+            "pdf-procesing",
+            "pdf-prcoessing",
+            "pdfprocessing",
+            "pdf-processingg",
+            "pdf-processinh",
+            "rnodern-css",
+            "modern-css",
+            "modern-ccs",
+            "ski11-lint",
+            "skill-lint",
+            "g00gle-docs",
+            "google-docs",
+            "logs",
+            "1ogs",
+            "log",
+            "lgos",
+            "a",
+            "b",
+            "ab",
+            "ba",
+            "csv-tools",
+            "xlsx-tools",
+        ];
+        for a in names {
+            for b in names {
+                let shared = lookup_keys(a)
+                    .iter()
+                    .any(|key| lookup_keys(b).contains(key));
+                if likeness(a, b).is_some() {
+                    assert!(
+                        shared,
+                        "`{a}` and `{b}` resemble each other but share no key"
+                    );
+                }
+            }
+        }
+        // And the keys are few: at most a name's length and two (the
+        // removals of either `s` of `ss` are one key).
+        assert_eq!(lookup_keys("pdf-processing").len(), 15);
+        assert!(
+            !lookup_keys("csv-tools")
+                .iter()
+                .any(|key| lookup_keys("xlsx-tools").contains(key)),
+            "unrelated names share no key"
+        );
+    }
 
     #[test]
     fn letters_that_look_alike_meet_in_the_skeleton() {

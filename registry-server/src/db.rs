@@ -20,7 +20,7 @@ use skillpkg_index::checksum::Checksum;
 use sqlx::any::{AnyPoolOptions, install_default_drivers};
 use sqlx::{AnyPool, Row as _};
 
-pub use versions::{CatalogRow, Claim, IndexLines, Summarise, now_ms};
+pub use versions::{CatalogRow, Claim, Derived, IndexLines, LookupKeys, Summarise, now_ms};
 
 /// Which engine a database runs on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -28,7 +28,7 @@ use skillpkg_index::registry::{
 use skillpkg_index::signing::PublicKey;
 use skillpkg_index::skill::SkillName;
 
-use crate::db::{CatalogRow, Claim, IndexLines, NewEvent, now_ms};
+use crate::db::{CatalogRow, Claim, Derived, IndexLines, NewEvent, now_ms};
 use crate::downloads::{Downloads, DownloadsError};
 use crate::keys::{self, KeyChangeError};
 use crate::layout::DataFolder;
@@ -299,6 +299,12 @@ impl Registry {
             {
                 tracing::debug!("filled the catalog from the recorded versions");
             }
+            registry
+                .state
+                .db()
+                .fill_lookup_keys(skillpkg_index::confusable::lookup_keys)
+                .await
+                .map_err(StateError::from)?;
             removed = registry.recover(true).await?;
             let config = &registry.config;
             tokio::task::block_in_place(|| registry.tree.write_config(config))?;
@@ -773,7 +779,10 @@ impl Registry {
                 &claim,
                 &index_line(&record),
                 &event,
-                summarise,
+                Derived {
+                    summarise,
+                    lookup_keys: skillpkg_index::confusable::lookup_keys,
+                },
             )
             .await
         {
@@ -1005,10 +1014,12 @@ impl Registry {
     /// own: [`check_new_name`], with this registry's download counts.
     async fn check_new_name(&self, user: &str, name: &SkillName) -> Result<(), RegistryError> {
         let counts = self.downloads.counts();
+        // The names filed under one of its lookup keys: every name it
+        // resembles, and a few more.
         let names: Vec<SkillName> = self
             .state
             .db()
-            .published_names()
+            .names_under(&skillpkg_index::confusable::lookup_keys(name.as_str()))
             .await
             .map_err(StateError::from)?
             .into_iter()

@@ -49,6 +49,18 @@ pub struct CatalogRow {
 /// version is yanked); an error for a line it cannot read.
 pub type Summarise = fn(skill: &str, lines: &[String]) -> Result<Option<CatalogRow>, String>;
 
+/// The lookup keys of a name (`confusable::lookup_keys`).
+pub type LookupKeys = fn(skill: &str) -> Vec<String>;
+
+/// What the database keeps beside a skill's index lines, and how it is
+/// made from them: the registry's formats, which the database does not
+/// know.
+#[derive(Clone, Copy, Debug)]
+pub struct Derived {
+    pub summarise: Summarise,
+    pub lookup_keys: LookupKeys,
+}
+
 /// Milliseconds since 1970.
 pub fn now_ms() -> i64 {
     jiff::Timestamp::now().as_millisecond()
@@ -163,7 +175,7 @@ impl Db {
         claim: &str,
         record: &str,
         event: &NewEvent<'_>,
-        summarise: Summarise,
+        derived: Derived,
     ) -> Result<Option<i64>, DbError> {
         self.run(async {
             let mut tx = self.pool.begin().await?;
@@ -185,7 +197,10 @@ impl Db {
                 tx.rollback().await?;
                 return Ok(None);
             }
-            refresh_catalog(&mut tx, skill, summarise).await?;
+            refresh_catalog(&mut tx, skill, derived.summarise).await?;
+            if revision == 1 {
+                insert_lookup_keys(&mut tx, skill, derived.lookup_keys).await?;
+            }
             insert_event(&mut tx, event).await?;
             tx.commit().await?;
             Ok(Some(revision))
@@ -331,21 +346,6 @@ impl Db {
         .await
     }
 
-    /// The names with a published version.
-    pub async fn published_names(&self) -> Result<Vec<String>, DbError> {
-        self.run(async {
-            sqlx::query(
-                "SELECT DISTINCT skill FROM versions WHERE state = 'published' ORDER BY skill",
-            )
-            .fetch_all(&self.pool)
-            .await?
-            .iter()
-            .map(|row| row.try_get(0))
-            .collect()
-        })
-        .await
-    }
-
     /// Every skill's catalog row, by name.
     pub async fn catalog(&self) -> Result<Vec<CatalogRow>, DbError> {
         self.run(async {
@@ -398,6 +398,57 @@ impl Db {
             }
             tx.commit().await?;
             Ok(true)
+        })
+        .await
+    }
+
+    /// Files every published name under its lookup keys, once, for the
+    /// names published before the keys existed; returns whether it did.
+    pub async fn fill_lookup_keys(&self, lookup_keys: LookupKeys) -> Result<bool, DbError> {
+        self.run(async {
+            let mut tx = self.pool.begin().await?;
+            let first =
+                sqlx::query("UPDATE counters SET value = 1 WHERE name = 'name_keys' AND value = 0")
+                    .execute(&mut *tx)
+                    .await?
+                    .rows_affected()
+                    == 1;
+            if !first {
+                tx.rollback().await?;
+                return Ok(false);
+            }
+            let skills: Vec<String> = sqlx::query(
+                "SELECT DISTINCT skill FROM versions WHERE state = 'published' ORDER BY skill",
+            )
+            .fetch_all(&mut *tx)
+            .await?
+            .iter()
+            .map(|row| row.try_get(0))
+            .collect::<Result<_, _>>()?;
+            for skill in &skills {
+                insert_lookup_keys(&mut tx, skill, lookup_keys).await?;
+            }
+            tx.commit().await?;
+            Ok(true)
+        })
+        .await
+    }
+
+    /// The published names filed under any of `keys`: those a name with
+    /// these lookup keys may resemble.
+    pub async fn names_under(&self, keys: &[String]) -> Result<Vec<String>, DbError> {
+        self.run(async {
+            let mut names = std::collections::BTreeSet::new();
+            for key in keys {
+                let rows = sqlx::query("SELECT skill FROM name_keys WHERE key = $1")
+                    .bind(key)
+                    .fetch_all(&self.pool)
+                    .await?;
+                for row in rows {
+                    names.insert(row.try_get::<String, _>(0)?);
+                }
+            }
+            Ok(names.into_iter().collect())
         })
         .await
     }
@@ -475,8 +526,8 @@ impl Db {
                 .execute(&mut *tx)
                 .await?;
             }
-            // The catalog is filled from them next.
-            sqlx::query("UPDATE counters SET value = 0 WHERE name = 'catalog'")
+            // The catalog and the lookup keys are filled from them next.
+            sqlx::query("UPDATE counters SET value = 0 WHERE name IN ('catalog', 'name_keys')")
                 .execute(&mut *tx)
                 .await?;
             for (skill, seq) in &skills {
@@ -565,6 +616,22 @@ async fn refresh_catalog(
                 .execute(&mut **tx)
                 .await?;
         }
+    }
+    Ok(())
+}
+
+/// Files `skill` under its lookup keys, in `tx`.
+async fn insert_lookup_keys(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    skill: &str,
+    lookup_keys: LookupKeys,
+) -> Result<(), sqlx::Error> {
+    for key in lookup_keys(skill) {
+        sqlx::query("INSERT INTO name_keys (key, skill) VALUES ($1, $2) ON CONFLICT DO NOTHING")
+            .bind(key)
+            .bind(skill)
+            .execute(&mut **tx)
+            .await?;
     }
     Ok(())
 }

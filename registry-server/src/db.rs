@@ -11,6 +11,7 @@
 //! lock of what it changes: two servers, or a server and an admin command,
 //! never interleave one.
 
+mod downloads;
 mod versions;
 
 use std::path::Path;

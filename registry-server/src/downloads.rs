@@ -1,36 +1,38 @@
-//! Download counts: how many times `serve` has sent an archive of each
-//! skill, the popularity the confusable-name check at publish and the
-//! `downloads` of `search.json` rest on.
-//!
-//! ```text
-//! state/downloads.json   {"v":1,"downloads":{"pdf-processing":1234}}
-//! ```
+//! Download counts: how many times the registry's servers have sent an
+//! archive of each skill, the popularity the confusable-name check at
+//! publish and the `downloads` of `search.json` rest on.
 //!
 //! A count is one `GET` of a `dl/<name>/<version>/<name>-<version>.tgz`
 //! answered in full (200; not a `HEAD`, not a 304 revalidation). Counting
-//! is a map increment in memory; the file is written when a publish or yank
-//! rewrites `search.json`, every [`FLUSH_PERIOD`] when counts changed, and
-//! when the server stops, so a crash loses at most that period's counts.
-//! Archives served by a CDN, nginx or any other static host never reach
-//! the server and are not counted; a read-only server (a mirror) counts
-//! nothing, since it writes nothing.
+//! is a map increment in memory; every [`FLUSH_PERIOD`], after each change
+//! of the index, and when the server stops, a server adds what it counted
+//! to the totals in the database and reads everyone's totals back, so
+//! servers sharing a database share their counts, and a crash loses at
+//! most that period's. Archives served by a CDN, nginx or any other
+//! static host never reach the server and are not counted; a read-only
+//! server (a mirror) counts nothing, since it writes nothing.
+//!
+//! A registry that kept its counts in `state/downloads.json` has them
+//! added to the database once, at start; the file is then renamed
+//! `downloads.json.imported`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use skillpkg_index::fs::{WriteError, WriteOptions, write_atomic_with};
 use skillpkg_index::skill::SkillName;
 
-/// The file the counts are kept in, in the state folder.
+use crate::db::{Db, DbError};
+
+/// The file the counts were kept in before the database, in the state
+/// folder.
 const DOWNLOADS_FILE: &str = "downloads.json";
 
-/// How often changed counts are written to disk by a running server.
+/// How often a running server adds its counts to the database.
 pub const FLUSH_PERIOD: std::time::Duration = std::time::Duration::from_secs(30);
 
-#[derive(Default, serde::Serialize, serde::Deserialize)]
+#[derive(Default, serde::Deserialize)]
 struct DownloadsFile {
-    v: u32,
     #[serde(default)]
     downloads: BTreeMap<SkillName, u64>,
 }
@@ -51,54 +53,63 @@ pub enum DownloadsError {
         source: serde_json::Error,
     },
     #[error(transparent)]
-    Write(#[from] WriteError),
+    Db(#[from] DbError),
 }
 
-/// The counts, in memory, and where they are kept.
+/// The counts: everyone's totals as last read, and this server's since.
 #[derive(Debug)]
 pub struct Downloads {
     /// `None`: counting is off (a read-only server).
-    path: Option<PathBuf>,
+    db: Option<Db>,
     counts: Mutex<Counts>,
 }
 
 #[derive(Debug, Default)]
 struct Counts {
-    by_name: BTreeMap<SkillName, u64>,
-    /// Whether they changed since they were last written.
-    dirty: bool,
+    /// The totals in the database, as last read.
+    totals: BTreeMap<SkillName, u64>,
+    /// Counted here since the last flush.
+    pending: BTreeMap<SkillName, u64>,
 }
 
 impl Downloads {
-    /// Reads the counts kept in the state folder `state` (none yet when
-    /// there is no file).
-    pub fn open(state: &Path) -> Result<Self, DownloadsError> {
+    /// The counts in `db`, after adding those of a `downloads.json` left
+    /// in the state folder `state` by an earlier version.
+    pub async fn open(state: &Path, db: &Db) -> Result<Self, DownloadsError> {
         let path = state.join(DOWNLOADS_FILE);
-        let by_name = match fs_err::read(&path) {
+        match fs_err::read(&path) {
             Ok(bytes) => {
-                serde_json::from_slice::<DownloadsFile>(&bytes)
-                    .map_err(|source| DownloadsError::Corrupt {
+                let file: DownloadsFile =
+                    serde_json::from_slice(&bytes).map_err(|source| DownloadsError::Corrupt {
                         path: path.clone(),
                         source,
-                    })?
+                    })?;
+                let counts = file
                     .downloads
+                    .into_iter()
+                    .map(|(name, count)| (name.to_string(), count))
+                    .collect();
+                db.import_downloads(&counts).await?;
+                let mut imported = path.as_os_str().to_owned();
+                imported.push(".imported");
+                fs_err::rename(&path, PathBuf::from(imported))
+                    .map_err(|source| DownloadsError::Read { path, source })?;
             }
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => BTreeMap::new(),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
             Err(source) => return Err(DownloadsError::Read { path, source }),
+        }
+        let downloads = Self {
+            db: Some(db.clone()),
+            counts: Mutex::default(),
         };
-        Ok(Self {
-            path: Some(path),
-            counts: Mutex::new(Counts {
-                by_name,
-                dirty: false,
-            }),
-        })
+        downloads.flush().await?;
+        Ok(downloads)
     }
 
     /// Counts nothing and writes nothing.
     pub fn off() -> Self {
         Self {
-            path: None,
+            db: None,
             counts: Mutex::default(),
         }
     }
@@ -111,43 +122,65 @@ impl Downloads {
 
     /// Counts one download of an archive of `name`.
     pub fn record(&self, name: &SkillName) {
-        if self.path.is_none() {
+        if self.db.is_none() {
             return;
         }
         let mut counts = self.lock();
-        let count = counts.by_name.entry(name.clone()).or_insert(0);
+        let count = counts.pending.entry(name.clone()).or_insert(0);
         *count = count.saturating_add(1);
-        counts.dirty = true;
     }
 
-    /// Returns every skill's count.
+    /// Returns every skill's count: the totals as last read, and what this
+    /// server counted since.
     pub fn counts(&self) -> BTreeMap<SkillName, u64> {
-        self.lock().by_name.clone()
+        let counts = self.lock();
+        let mut all = counts.totals.clone();
+        for (name, count) in &counts.pending {
+            let total = all.entry(name.clone()).or_insert(0);
+            *total = total.saturating_add(*count);
+        }
+        all
     }
 
     /// Returns the count of `name`.
     pub fn count(&self, name: &SkillName) -> u64 {
-        self.lock().by_name.get(name).copied().unwrap_or(0)
+        let counts = self.lock();
+        let total = counts.totals.get(name).copied().unwrap_or(0);
+        total.saturating_add(counts.pending.get(name).copied().unwrap_or(0))
     }
 
-    /// Writes the counts, if they changed since they were last written.
-    pub fn flush(&self) -> Result<(), DownloadsError> {
-        let Some(path) = &self.path else {
+    /// Adds what this server counted to the database's totals, and reads
+    /// everyone's back.
+    pub async fn flush(&self) -> Result<(), DownloadsError> {
+        let Some(db) = &self.db else {
             return Ok(());
         };
-        let mut counts = self.lock();
-        if !counts.dirty {
-            return Ok(());
+        let flushed = self.lock().pending.clone();
+        if !flushed.is_empty() {
+            let by_name = flushed
+                .iter()
+                .map(|(name, count)| (name.to_string(), *count))
+                .collect();
+            db.add_downloads(&by_name).await?;
         }
-        let file = DownloadsFile {
-            v: 1,
-            downloads: counts.by_name.clone(),
-        };
-        let mut bytes = serde_json::to_vec(&file).expect("counts serialise");
-        bytes.push(b'\n');
-        // Under the lock, so two flushes never write older counts last.
-        write_atomic_with(path, &bytes, &WriteOptions::default())?;
-        counts.dirty = false;
+        let totals: BTreeMap<SkillName, u64> = db
+            .downloads()
+            .await?
+            .into_iter()
+            .filter_map(|(name, count)| Some((name.parse().ok()?, count)))
+            .collect();
+        // What was added leaves `pending` as the totals that hold it come
+        // in, in one step: a reader never counts it twice or not at all.
+        let mut counts = self.lock();
+        for (name, count) in flushed {
+            if let Some(pending) = counts.pending.get_mut(&name) {
+                *pending = pending.saturating_sub(count);
+                if *pending == 0 {
+                    counts.pending.remove(&name);
+                }
+            }
+        }
+        counts.totals = totals;
         Ok(())
     }
 }
@@ -156,31 +189,60 @@ impl Downloads {
 mod tests {
     use super::*;
 
-    #[test]
-    fn counts_survive_a_flush_and_a_reopen_and_a_read_only_server_counts_nothing() {
+    #[tokio::test]
+    async fn counts_are_added_to_the_database_and_read_back_by_another_server() {
         let state = tempfile::tempdir().unwrap();
+        let db = Db::in_memory().await.unwrap();
         let pdf: SkillName = "pdf".parse().unwrap();
-        let downloads = Downloads::open(state.path()).unwrap();
-        assert_eq!(downloads.count(&pdf), 0);
-        downloads.record(&pdf);
-        downloads.record(&pdf);
-        downloads.flush().unwrap();
-        let text = fs_err::read_to_string(state.path().join(DOWNLOADS_FILE)).unwrap();
-        assert_eq!(text, "{\"v\":1,\"downloads\":{\"pdf\":2}}\n");
-        let reopened = Downloads::open(state.path()).unwrap();
-        assert_eq!(reopened.count(&pdf), 2);
+        let one = Downloads::open(state.path(), &db).await.unwrap();
+        let two = Downloads::open(state.path(), &db).await.unwrap();
+        assert_eq!(one.count(&pdf), 0);
+        one.record(&pdf);
+        one.record(&pdf);
+        two.record(&pdf);
+        assert_eq!(one.count(&pdf), 2, "counted here, not yet flushed");
+        one.flush().await.unwrap();
+        two.flush().await.unwrap();
+        assert_eq!(two.count(&pdf), 3, "both servers' counts");
+        one.flush().await.unwrap();
+        assert_eq!(one.counts().get(&pdf), Some(&3));
 
         let off = Downloads::off();
         off.record(&pdf);
         assert_eq!(off.count(&pdf), 0);
-        off.flush().unwrap();
+        off.flush().await.unwrap();
     }
 
-    #[test]
-    fn a_corrupt_counts_file_is_an_error_naming_it() {
+    #[tokio::test]
+    async fn a_counts_file_of_an_earlier_version_is_added_once() {
         let state = tempfile::tempdir().unwrap();
+        let db = Db::in_memory().await.unwrap();
+        fs_err::write(
+            state.path().join(DOWNLOADS_FILE),
+            "{\"v\":1,\"downloads\":{\"pdf\":7}}\n",
+        )
+        .unwrap();
+        let pdf: SkillName = "pdf".parse().unwrap();
+        let downloads = Downloads::open(state.path(), &db).await.unwrap();
+        assert_eq!(downloads.count(&pdf), 7);
+        assert!(!state.path().join(DOWNLOADS_FILE).exists());
+        assert!(state.path().join("downloads.json.imported").exists());
+        // Put back by hand, it is not added twice.
+        fs_err::write(
+            state.path().join(DOWNLOADS_FILE),
+            "{\"v\":1,\"downloads\":{\"pdf\":7}}\n",
+        )
+        .unwrap();
+        let again = Downloads::open(state.path(), &db).await.unwrap();
+        assert_eq!(again.count(&pdf), 7);
+    }
+
+    #[tokio::test]
+    async fn a_corrupt_counts_file_is_an_error_naming_it() {
+        let state = tempfile::tempdir().unwrap();
+        let db = Db::in_memory().await.unwrap();
         fs_err::write(state.path().join(DOWNLOADS_FILE), "{").unwrap();
-        let error = Downloads::open(state.path()).unwrap_err();
+        let error = Downloads::open(state.path(), &db).await.unwrap_err();
         assert!(error.to_string().contains(DOWNLOADS_FILE), "{error}");
     }
 }

@@ -730,11 +730,10 @@ fn serve(args: ServeArgs, places: Places<'_>) -> anyhow::Result<()> {
     })
 }
 
-/// Writes the download counts off the async threads, logging a failure:
-/// counts are worth keeping, not worth stopping the server for.
-async fn flush_downloads(registry: &Arc<Registry>) {
-    let registry = Arc::clone(registry);
-    if let Ok(Err(error)) = tokio::task::spawn_blocking(move || registry.flush_downloads()).await {
+/// Adds the download counts to the database, logging a failure: counts
+/// are worth keeping, not worth stopping the server for.
+async fn flush_downloads(registry: &Registry) {
+    if let Err(error) = registry.flush_downloads().await {
         tracing::error!(
             error = skillpkg_registry::report::error_chain(&error),
             "cannot write the download counts"

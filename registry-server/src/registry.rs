@@ -273,7 +273,7 @@ impl Registry {
                 max_skill_bytes: options.max_skill_bytes,
                 require_signatures: options.require_signatures,
             };
-            let downloads = Downloads::open(&folder.state)?;
+            let downloads = Downloads::open(&folder.state, state.db()).await?;
             let signer = Signer::open(&folder.root, &tree, options.timestamp_lifetime)?;
             (config, signer, downloads)
         };
@@ -530,19 +530,20 @@ impl Registry {
     }
 
     /// After a change of `name`'s index lines was committed: writes its
-    /// index file, the aggregates, the download counts and the signed
+    /// index file, the download counts, the aggregates and the signed
     /// metadata.
     async fn after_change(&self, name: &SkillName) -> Result<(), RegistryError> {
         self.write_index(name).await?;
-        self.write_aggregates().await?;
-        // The change is made: counts that cannot be written now are
-        // written by the next flush, and must not fail it.
-        if let Err(error) = self.flush_downloads() {
+        // The counts first, everyone's, for `search.json`. The change is
+        // made: counts that cannot be written now are written by the next
+        // flush, and must not fail it.
+        if let Err(error) = self.flush_downloads().await {
             tracing::error!(
                 error = error_chain(&error),
                 "cannot write the download counts"
             );
         }
+        self.write_aggregates().await?;
         tokio::task::block_in_place(|| self.sign_metadata())?;
         Ok(())
     }
@@ -563,9 +564,10 @@ impl Registry {
         self.downloads.record(name);
     }
 
-    /// Writes the download counts, if they changed since last written.
-    pub fn flush_downloads(&self) -> Result<(), RegistryError> {
-        Ok(self.downloads.flush()?)
+    /// Adds the downloads counted here to the database's totals, and
+    /// reads everyone's back.
+    pub async fn flush_downloads(&self) -> Result<(), RegistryError> {
+        Ok(self.downloads.flush().await?)
     }
 
     /// Returns how long signed metadata is valid, when the registry has it.

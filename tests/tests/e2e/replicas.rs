@@ -400,3 +400,31 @@ fn a_publish_rides_out_a_postgres_restart_while_its_archive_is_written() {
     assert_eq!(status, 201, "{body}");
     assert_eq!(replicas.versions(0, "pdf"), ["1.0.0", "1.1.0"]);
 }
+
+#[test]
+fn servers_sharing_a_database_share_their_download_counts() {
+    let replicas = Replicas::start(|_| Fault::Pass);
+    assert_eq!(replicas.publish(0, "pdf", "1.0.0").0, 201);
+    let archive = format!("{}/dl/pdf/1.0.0/pdf-1.0.0.tgz", replicas.servers[0].url());
+    for _ in 0..3 {
+        let answer = reqwest::blocking::get(&archive).unwrap();
+        assert_eq!(answer.status(), 200);
+        answer.bytes().unwrap();
+    }
+    // A change on the first server adds its counts to the database; one on
+    // the second reads everyone's into the `search.json` it writes.
+    assert_eq!(replicas.publish(0, "csv", "1.0.0").0, 201);
+    assert_eq!(replicas.publish(1, "xlsx", "1.0.0").0, 201);
+    let search: serde_json::Value = serde_json::from_str(&replicas.get(1, "search.json")).unwrap();
+    let pdf = search["skills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|entry| entry["name"] == "pdf")
+        .cloned();
+    assert_eq!(
+        pdf.map(|entry| entry["downloads"].clone()),
+        Some(3.into()),
+        "{search}"
+    );
+}

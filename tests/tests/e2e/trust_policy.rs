@@ -349,7 +349,7 @@ fn require_provenance_and_allowed_signers_pass_over_versions_and_name_why() {
 
 #[test]
 fn a_confusable_new_name_is_refused_at_publish_and_add_warns_of_a_popular_neighbour() {
-    let world = World::new(&["--confusable-min-downloads", "3"]);
+    let mut world = World::new(&["--confusable-min-downloads", "3"]);
     let url = world.registry.url().to_owned();
     world
         .registry
@@ -443,7 +443,7 @@ fn a_confusable_new_name_is_refused_at_publish_and_add_warns_of_a_popular_neighb
     assert_eq!(body["errors"][0]["code"], "confusable-name", "{body}");
 
     // Its owner may publish a name one edit from it; the publish writes the
-    // counts into search.json and keeps them in the state folder.
+    // counts into search.json.
     world
         .registry
         .publish(&Skill::new("pdf-processings", "1.0.0"));
@@ -461,8 +461,27 @@ fn a_confusable_new_name_is_refused_at_publish_and_add_warns_of_a_popular_neighb
     assert_eq!(downloads("pdf-processing"), Some(3.into()));
     // No downloads: no key, as in trees written before counting.
     assert_eq!(downloads("pdf-procesing"), Some(serde_json::Value::Null));
-    let kept = fs_err::read_to_string(world.registry.data().join("state/downloads.json")).unwrap();
-    assert_eq!(kept, "{\"v\":1,\"downloads\":{\"pdf-processing\":3}}\n");
+    // The counts are kept in the database: a server started again on the
+    // folder has them.
+    world.registry.server_mut().kill();
+    let restarted = skillpkg_tests::RegistryServer::start(
+        world.registry.data(),
+        &["--confusable-min-downloads", "3"],
+    );
+    world.registry.replace_server(restarted);
+    let url = world.registry.url().to_owned();
+    world.registry.publish(&Skill::new("csv-tools", "1.0.0"));
+    let search: serde_json::Value =
+        serde_json::from_slice(&fs_err::read(world.registry.public().join("search.json")).unwrap())
+            .unwrap();
+    assert!(
+        search["skills"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|entry| entry["name"] == "pdf-processing" && entry["downloads"] == 3),
+        "{search}"
+    );
 
     // Adding the typo of a popular name warns, in text and in JSON.
     world.manifest(&format!(

@@ -6,7 +6,9 @@ use std::process::Command;
 
 use reqwest::blocking::Client;
 use skillpkg_index::checksum::Checksum;
-use skillpkg_tests::{Postgres, RegistryServer, binary, create_token, publish_raw as publish, run};
+use skillpkg_tests::{
+    Postgres, RegistryServer, binary, create_token, publish_raw as publish, run, tarball,
+};
 
 /// `skillpkg-registry events --json` of the data folder `root`.
 fn events(root: &std::path::Path, skill: Option<&str>) -> Vec<serde_json::Value> {
@@ -311,4 +313,76 @@ fn a_server_rides_out_a_postgres_restart_and_says_what_failed_while_it_was_down(
             .map(|line| serde_json::from_str(line).unwrap())
             .collect();
     assert_eq!(versions.len(), 2, "the failed publish left nothing");
+}
+
+/// A registry of an earlier skillpkg, whose versions are only in its index
+/// files (here a tree `build` wrote, as a server before the database did):
+/// the server records them in its database at first start, once, and then
+/// treats them as its own: the same index file, a version that exists, a
+/// yank, a new version beside them.
+#[test]
+fn a_tree_from_before_the_database_has_its_versions_recorded_once() {
+    let archives = tempfile::tempdir().unwrap();
+    for (name, version) in [("pdf", "1.0.0"), ("pdf", "1.1.0"), ("csv", "0.1.0")] {
+        fs_err::write(
+            archives.path().join(format!("{name}-{version}.tgz")),
+            tarball(name, version),
+        )
+        .unwrap();
+    }
+    let root = tempfile::tempdir().unwrap();
+    let built = run(Command::new(binary("skillpkg-registry"))
+        .args(["build", "--from"])
+        .arg(archives.path())
+        .arg("--out")
+        .arg(root.path().join("public")));
+    assert_eq!(built.code, 0, "{built:?}");
+    let index_before = fs_err::read(root.path().join("public/index/3/p/pdf")).unwrap();
+    let alice = create_token(root.path(), "alice");
+
+    let server = RegistryServer::start(root.path(), &[]);
+    assert_eq!(
+        fs_err::read(root.path().join("public/index/3/p/pdf")).unwrap(),
+        index_before,
+        "the index file is written from the database as it was"
+    );
+    let (status, body) = publish(&server, &alice, "pdf", "1.1.0");
+    assert_eq!(status, 409, "{body}");
+    assert!(body.contains("already published"), "{body}");
+    let (status, body) = publish(&server, &alice, "pdf", "1.2.0");
+    assert_eq!(status, 201, "{body}");
+    let yanked = Client::new()
+        .delete(format!("{}/api/v1/skills/csv/0.1.0/yank", server.url()))
+        .bearer_auth(&alice)
+        .send()
+        .unwrap();
+    assert_eq!(yanked.status(), 200);
+    let csv = fs_err::read_to_string(root.path().join("public/index/3/c/csv")).unwrap();
+    assert!(csv.contains("\"yanked\":true"), "{csv}");
+    let pdf = fs_err::read_to_string(root.path().join("public/index/3/p/pdf")).unwrap();
+    assert_eq!(pdf.lines().count(), 3, "{pdf}");
+
+    // Started again: recorded once, nothing imported twice.
+    drop(server);
+    let again = RegistryServer::start(root.path(), &[]);
+    let imports: Vec<serde_json::Value> = events(root.path(), None)
+        .into_iter()
+        .filter(|event| event["action"] == "import")
+        .collect();
+    assert_eq!(imports.len(), 1, "{imports:?}");
+    assert!(
+        imports[0]["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("3 versions of 2 skills from "),
+        "{imports:?}"
+    );
+    assert_eq!(
+        fs_err::read_to_string(root.path().join("public/index/3/p/pdf"))
+            .unwrap()
+            .lines()
+            .count(),
+        3
+    );
+    drop(again);
 }

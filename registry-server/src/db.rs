@@ -12,6 +12,7 @@
 //! never interleave one.
 
 mod downloads;
+mod keys;
 mod versions;
 
 use std::path::Path;
@@ -21,6 +22,7 @@ use skillpkg_index::checksum::Checksum;
 use sqlx::any::{AnyPoolOptions, install_default_drivers};
 use sqlx::{AnyPool, Row as _};
 
+pub use keys::KeysRow;
 pub use versions::{CatalogRow, Claim, Derived, IndexLines, LookupKeys, Summarise, now_ms};
 
 /// Which engine a database runs on.

@@ -12,16 +12,20 @@
 //! at least one: with none left, the next publish could register any key.
 //! Rotation is two steps, or one request: add the new key, remove the old.
 //!
-//! Every change holds the state lock ([`State::locked`]), so publishes, API
-//! requests and the admin command can change keys at the same time.
+//! The database holds each skill's keys file ([`Db::change_keys_file`]):
+//! every change reads and writes it in one transaction, so publishes, API
+//! requests and the admin command, on any number of servers, can change
+//! keys at the same time; the file in the tree is then written from the
+//! database and re-checked against its newest revision.
 
 use jiff::Timestamp;
 use skillpkg_index::registry::tree::{StaticTree, TreeError};
-use skillpkg_index::registry::{KeyRecord, KeysFile};
+use skillpkg_index::registry::{KeyRecord, KeysFile, KeysFileError, keys_path, render_json};
 use skillpkg_index::signing::{KeyError, KeyId, PublicKey};
 use skillpkg_index::skill::SkillName;
 
-use crate::state::{State, StateError};
+use crate::db::Db;
+use crate::state::StateError;
 
 /// Why keys could not be changed.
 #[derive(Debug, thiserror::Error)]
@@ -42,10 +46,108 @@ pub enum KeyChangeError {
         "`{name}` must keep at least one key, or its next publish could register any key: add the new key first, then remove the old one"
     )]
     LastKey { name: SkillName },
+    #[error("the keys of `{name}` in the database are not a valid keys file")]
+    Stored {
+        name: SkillName,
+        #[source]
+        source: KeysFileError,
+    },
     #[error(transparent)]
     Tree(#[from] TreeError),
     #[error(transparent)]
     State(#[from] StateError),
+}
+
+/// Reads a keys file as the database keeps it (`None`: no keys).
+pub fn parse_stored(name: &SkillName, file: Option<&str>) -> Result<KeysFile, KeyChangeError> {
+    match file {
+        Some(file) => KeysFile::parse(file.as_bytes()).map_err(|source| KeyChangeError::Stored {
+            name: name.clone(),
+            source,
+        }),
+        None => Ok(KeysFile::empty()),
+    }
+}
+
+/// A keys file as the tree and the database keep it.
+pub fn render(file: &KeysFile) -> String {
+    String::from_utf8(render_json(file)).expect("JSON is UTF-8")
+}
+
+/// Returns the keys of `name`, from the database.
+pub async fn keys_of(db: &Db, name: &SkillName) -> Result<KeysFile, KeyChangeError> {
+    let row = db
+        .keys_file(name.as_str())
+        .await
+        .map_err(StateError::from)?;
+    parse_stored(name, row.file.as_deref())
+}
+
+/// Changes the keys of `name` in the database with `change` (which gets
+/// the current keys and returns whether it changed them, and a value),
+/// then writes `keys/<name>.json` to `tree`.
+pub async fn change_with<T, E: From<KeyChangeError>>(
+    db: &Db,
+    tree: &StaticTree,
+    name: &SkillName,
+    change: impl FnOnce(&mut KeysFile) -> Result<T, E>,
+) -> Result<(KeysFile, T), E> {
+    let outcome = db
+        .change_keys_file(name.as_str(), |file| {
+            let mut keys = parse_stored(name, file)?;
+            let before = keys.clone();
+            let value = change(&mut keys)?;
+            let changed = (keys != before).then(|| render(&keys));
+            Ok::<_, E>((changed, (keys, value)))
+        })
+        .await
+        .map_err(|error| KeyChangeError::from(StateError::from(error)))?;
+    let ((keys, value), _) = outcome?;
+    write_keys_file(db, tree, name).await?;
+    Ok((keys, value))
+}
+
+/// Writes `keys/<name>.json` from the database, again until what it wrote
+/// is of the newest revision.
+pub async fn write_keys_file(
+    db: &Db,
+    tree: &StaticTree,
+    name: &SkillName,
+) -> Result<(), KeyChangeError> {
+    loop {
+        let row = db
+            .keys_file(name.as_str())
+            .await
+            .map_err(StateError::from)?;
+        let Some(file) = row.file else {
+            return Ok(());
+        };
+        tokio::task::block_in_place(|| tree.write_file(&keys_path(name), file.as_bytes()))?;
+        let now = db
+            .keys_file(name.as_str())
+            .await
+            .map_err(StateError::from)?;
+        if now.revision == row.revision {
+            db.mark_keys_rendered(name.as_str(), row.revision)
+                .await
+                .map_err(StateError::from)?;
+            return Ok(());
+        }
+    }
+}
+
+/// Records the keys files of `tree` in the database, once: a registry of
+/// an earlier version kept them only there.
+pub async fn import_keys_files(db: &Db, tree: &StaticTree) -> Result<(), KeyChangeError> {
+    let files = tokio::task::block_in_place(|| tree.read_all_keys())?;
+    let rows: Vec<(String, String)> = files
+        .iter()
+        .map(|(name, file)| (name.to_string(), render(file)))
+        .collect();
+    db.import_keys_files(&rows)
+        .await
+        .map_err(StateError::from)?;
+    Ok(())
 }
 
 /// Parses public keys, each minisign's base64 line or a public key file.
@@ -139,26 +241,19 @@ pub fn describe_change(add: &[PublicKey], remove: &[KeyId]) -> String {
     parts.join("; ")
 }
 
-/// Changes the keys of `name` in `tree` under the state lock, and returns
-/// the keys it has now. The file is replaced atomically, and only when
-/// something changed.
-pub fn change_keys(
+/// Changes the keys of `name` in the database and writes its keys file
+/// to `tree`; returns the keys it has now.
+pub async fn change_keys(
+    db: &Db,
     tree: &StaticTree,
-    state: &State,
     name: &SkillName,
     add: &[PublicKey],
     remove: &[KeyId],
     now: Timestamp,
 ) -> Result<KeysFile, KeyChangeError> {
-    state.locked(|| {
-        let mut file = tree.read_keys(name)?;
-        let before = file.clone();
-        apply(&mut file, name, add, remove, now)?;
-        if file != before {
-            tree.write_keys(name, &file)?;
-        }
-        Ok(file)
-    })
+    let (keys, ()) =
+        change_with(db, tree, name, |file| apply(file, name, add, remove, now)).await?;
+    Ok(keys)
 }
 
 #[cfg(test)]

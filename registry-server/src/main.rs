@@ -19,7 +19,7 @@ use skillpkg_registry::build::{BuildOptions, build};
 use skillpkg_registry::db::{ADMIN, NewEvent};
 use skillpkg_registry::downloads::FLUSH_PERIOD;
 use skillpkg_registry::keys::describe_change;
-use skillpkg_registry::keys::{change_keys, parse_ids, parse_keys};
+use skillpkg_registry::keys::{change_keys, import_keys_files, parse_ids, parse_keys};
 use skillpkg_registry::layout::{DataFolder, Kind};
 use skillpkg_registry::metadata;
 use skillpkg_registry::registry::{
@@ -886,7 +886,18 @@ fn key(command: KeyCommand, places: Places<'_>) -> anyhow::Result<()> {
         let folder = registry_folder(root)?;
         let tree = places.storage(&folder)?.tree();
         with_state(root, &folder.state, places.database, |runtime, state| {
-            change_keys(&tree, state, skill, add, remove, jiff::Timestamp::now())?;
+            runtime.block_on(async {
+                import_keys_files(state.db(), &tree).await?;
+                change_keys(
+                    state.db(),
+                    &tree,
+                    skill,
+                    add,
+                    remove,
+                    jiff::Timestamp::now(),
+                )
+                .await
+            })?;
             sign_metadata(root, &tree, state)?;
             runtime.block_on(state.db().record(&NewEvent {
                 actor: ADMIN,

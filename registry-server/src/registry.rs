@@ -290,6 +290,7 @@ impl Registry {
         let mut removed = Vec::new();
         if !registry.options.read_only {
             registry.import_index_files().await?;
+            keys::import_keys_files(registry.state.db(), &registry.tree).await?;
             if registry
                 .state
                 .db()
@@ -388,6 +389,11 @@ impl Registry {
             removed.extend(found);
             removed.sort();
             removed.dedup();
+        }
+        for skill in db.unrendered_keys().await.map_err(StateError::from)? {
+            if let Ok(name) = skill.parse::<SkillName>() {
+                keys::write_keys_file(db, &self.tree, &name).await?;
+            }
         }
         for skill in db.unrendered().await.map_err(StateError::from)? {
             if let Ok(name) = skill.parse::<SkillName>() {
@@ -644,7 +650,7 @@ impl Registry {
                 "{name}@{version}: the `key` part was sent without a `signature`"
             )));
         }
-        let registered = self.tree.read_keys(&name)?.public_keys();
+        let registered = keys::keys_of(self.state.db(), &name).await?.public_keys();
         let signer_keys = match &sent_key {
             _ if !registered.is_empty() => SignerKeys::Registered(&registered),
             Some(key) => SignerKeys::FirstUse(key),
@@ -737,12 +743,17 @@ impl Registry {
         };
         // The claim is this publish's: until the commit, a failure undoes
         // what it wrote and gives the claim up.
-        let written = tokio::task::block_in_place(|| {
-            self.register_key(&name, &version, signer, record.published)?;
-            self.tree
-                .replace_version(&name, &version, &files, record.published)
-                .map_err(RegistryError::from)
-        });
+        let written = match self
+            .register_key(&name, &version, signer, record.published)
+            .await
+        {
+            Ok(()) => tokio::task::block_in_place(|| {
+                self.tree
+                    .replace_version(&name, &version, &files, record.published)
+                    .map_err(RegistryError::from)
+            }),
+            Err(error) => Err(error),
+        };
         if let Err(error) = written {
             // Files left (the store failing still) are listed by no index
             // line, and the next publish of the version replaces them.
@@ -814,40 +825,40 @@ impl Registry {
     }
 
     /// Registers `signer` as `name`'s key on its first signed publish, or
-    /// checks it is one of the skill's keys, under the state lock: an owner
-    /// or the admin may have changed them since the signature was checked,
-    /// or another first signed publish may have registered its own.
-    fn register_key(
+    /// checks it is one of the skill's keys, in one transaction of the
+    /// database: an owner or the admin may have changed them since the
+    /// signature was checked, or another first signed publish (on any
+    /// server) may have registered its own.
+    async fn register_key(
         &self,
         name: &SkillName,
         version: &semver::Version,
         signer: Option<&PublicKey>,
         published: jiff::Timestamp,
     ) -> Result<(), RegistryError> {
-        self.state.locked(|| -> Result<(), RegistryError> {
-            let mut keys = self.tree.read_keys(name)?;
-            match signer {
-                None if keys.keys.is_empty() => Ok(()),
-                None => Err(unsigned_with_keys(name, version, &keys.public_keys())),
-                Some(key) if keys.keys.is_empty() => {
-                    keys.keys.push(keys::record(key, published));
-                    Ok(self.tree.write_keys(name, &keys)?)
-                }
-                Some(key) if keys.contains(key) => Ok(()),
-                Some(key) => Err(PublishError::UnregisteredKey {
-                    subject: format!("{name}@{version}"),
-                    name: name.to_string(),
-                    found: key.id(),
-                    registered: keys
-                        .keys
-                        .iter()
-                        .map(|record| record.id.clone())
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                }
-                .into()),
+        keys::change_with(self.state.db(), &self.tree, name, |keys| match signer {
+            None if keys.keys.is_empty() => Ok(()),
+            None => Err(unsigned_with_keys(name, version, &keys.public_keys())),
+            Some(key) if keys.keys.is_empty() => {
+                keys.keys.push(keys::record(key, published));
+                Ok(())
             }
+            Some(key) if keys.contains(key) => Ok(()),
+            Some(key) => Err(PublishError::UnregisteredKey {
+                subject: format!("{name}@{version}"),
+                name: name.to_string(),
+                found: key.id(),
+                registered: keys
+                    .keys
+                    .iter()
+                    .map(|record| record.id.clone())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            }
+            .into()),
         })
+        .await?;
+        Ok(())
     }
 
     /// Appends `event` to the audit trail, after its change was made: a
@@ -964,7 +975,7 @@ impl Registry {
         let not_found =
             || RegistryError::NotFound(format!("`{name}` has never been published here"));
         let skill: SkillName = name.parse().map_err(|_| not_found())?;
-        let keys = self.tree.read_keys(&skill)?;
+        let keys = keys::keys_of(self.state.db(), &skill).await?;
         if keys.keys.is_empty() && self.owners_of(name).await?.is_empty() {
             return Err(not_found());
         }
@@ -989,18 +1000,16 @@ impl Registry {
         }
         let add = keys::parse_keys(add)?;
         let remove = keys::parse_ids(remove)?;
-        let keys = tokio::task::block_in_place(|| {
-            let keys = keys::change_keys(
-                &self.tree,
-                &self.state,
-                &skill,
-                &add,
-                &remove,
-                jiff::Timestamp::now(),
-            )?;
-            self.sign_metadata()?;
-            Ok::<_, RegistryError>(keys)
-        })?;
+        let keys = keys::change_keys(
+            self.state.db(),
+            &self.tree,
+            &skill,
+            &add,
+            &remove,
+            jiff::Timestamp::now(),
+        )
+        .await?;
+        tokio::task::block_in_place(|| self.sign_metadata())?;
         self.record_event(&NewEvent {
             actor: user,
             action: "keys",

@@ -428,3 +428,86 @@ fn servers_sharing_a_database_share_their_download_counts() {
         "{search}"
     );
 }
+
+/// Publishes `name@version` to server `i` signed by `key`, sending the
+/// public key (a first signed publish registers it).
+fn publish_signed(
+    replicas: &Replicas,
+    i: usize,
+    name: &str,
+    version: &str,
+    key: &skillpkg_index::signing::SecretKey,
+) -> (u16, String) {
+    use reqwest::blocking::multipart::{Form, Part};
+    use skillpkg_index::signing::{Signature, TrustedComment};
+    let tarball = skillpkg_tests::tarball(name, version);
+    let comment = TrustedComment {
+        name: name.parse().unwrap(),
+        version: version.parse().unwrap(),
+        sha256: skillpkg_index::checksum::Checksum::of(&tarball),
+    }
+    .to_string();
+    let signature = Signature::sign(key, &tarball, &comment).to_file();
+    let form = Form::new()
+        .text("name", name.to_owned())
+        .text("version", version.to_owned())
+        .part("tarball", Part::bytes(tarball).file_name("x.tgz"))
+        .part(
+            "signature",
+            Part::bytes(signature.into_bytes()).file_name("x.minisig"),
+        )
+        .text("key", key.public().to_base64());
+    let answer = reqwest::blocking::Client::new()
+        .put(format!("{}/api/v1/skills", replicas.servers[i].url()))
+        .bearer_auth(&replicas.token)
+        .multipart(form)
+        .send()
+        .unwrap();
+    (answer.status().as_u16(), answer.text().unwrap())
+}
+
+#[test]
+fn of_first_signed_publishes_on_two_servers_one_key_wins() {
+    let replicas = Replicas::start(|_| Fault::Pass);
+    let keys: Vec<skillpkg_index::signing::SecretKey> = (0..8)
+        .map(|_| skillpkg_index::signing::SecretKey::generate().unwrap())
+        .collect();
+    let start = std::sync::Barrier::new(keys.len());
+    let answers: Vec<(u16, String)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = keys
+            .iter()
+            .enumerate()
+            .map(|(minor, key)| {
+                let (replicas, start) = (&replicas, &start);
+                scope.spawn(move || {
+                    start.wait();
+                    publish_signed(replicas, minor % 2, "pdf", &format!("1.{minor}.0"), key)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let keys_file: serde_json::Value =
+        serde_json::from_str(&replicas.get(0, "keys/pdf.json")).unwrap();
+    let registered: Vec<&str> = keys_file["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|key| key["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(registered.len(), 1, "one key wins: {keys_file} {answers:?}");
+    let mut published = 0;
+    for (status, body) in &answers {
+        match status {
+            201 => {
+                published += 1;
+                let line: serde_json::Value = serde_json::from_str(body).unwrap();
+                assert_eq!(line["signer"], registered[0], "{body}");
+            }
+            403 => assert!(body.contains("not registered for `pdf`"), "{body}"),
+            _ => panic!("{status}: {body}"),
+        }
+    }
+    assert!(published >= 1, "{answers:?}");
+    assert_eq!(replicas.versions(1, "pdf").len(), published);
+}

@@ -695,6 +695,9 @@ fn serve(args: ServeArgs, places: Places<'_>) -> anyhow::Result<()> {
             });
         }
         if !registry.read_only() {
+            tokio::spawn(Arc::clone(&registry).write_discovery_after_changes());
+        }
+        if !registry.read_only() {
             // What a publish on any server left: claims it never
             // committed, index files it never wrote.
             let registry = Arc::clone(&registry);

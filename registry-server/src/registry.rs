@@ -22,8 +22,9 @@ use std::time::Duration;
 use skillpkg_index::archive::DEFAULT_MAX_BYTES;
 use skillpkg_index::registry::tree::{StaticTree, TreeError, VersionFiles};
 use skillpkg_index::registry::{
-    AllRecords, CONFIG_PATH, DEFAULT_DL_TEMPLATE, DiscoveryEntry, DiscoveryIndex, FORMAT_VERSION,
-    IndexRecord, KeysFile, RegistryConfig, SearchEntry, SearchIndex, latest, parse_index_file,
+    AllRecords, CONFIG_PATH, DEFAULT_DL_TEMPLATE, DISCOVERY_PATH, DiscoveryEntry, DiscoveryIndex,
+    FORMAT_VERSION, IndexRecord, KeysFile, RegistryConfig, SEARCH_PATH, SearchEntry, SearchIndex,
+    latest, parse_index_file, render_json,
 };
 use skillpkg_index::signing::PublicKey;
 use skillpkg_index::skill::SkillName;
@@ -203,6 +204,19 @@ fn add_key_hint(name: &str) -> String {
 /// old is of a publish that died.
 pub const CLAIM_LIFETIME: Duration = Duration::from_secs(600);
 
+/// How long the writer of the discovery index waits after a change for
+/// more, before it writes: the most the discovery index lags a publish.
+pub const DISCOVERY_DELAY: Duration = Duration::from_secs(1);
+
+/// A file made from the whole catalog.
+#[derive(Clone, Copy, Debug)]
+enum Aggregate {
+    /// `search.json`.
+    Search,
+    /// `.well-known/agent-skills/index.json`.
+    Discovery,
+}
+
 /// How often a server looks for claims that expired and index files left
 /// unwritten ([`Registry::recover`]).
 pub const RECOVERY_PERIOD: Duration = Duration::from_secs(60);
@@ -216,10 +230,14 @@ pub struct Registry {
     state: State,
     config: RegistryConfig,
     options: Options,
-    /// The index's revision the aggregate files were last written at by
-    /// this server; held while they are written, so that one server
-    /// writes them one at a time, and not again for a revision it wrote.
-    aggregates: tokio::sync::Mutex<i64>,
+    /// The index's revision `search.json` was last written at by this
+    /// server; held while it is written, so that one server writes it one
+    /// at a time, and not again for a revision it wrote.
+    search_written: tokio::sync::Mutex<i64>,
+    /// The same, for the discovery index.
+    discovery_written: tokio::sync::Mutex<i64>,
+    /// Wakes the writer of the discovery index after a change.
+    discovery_wanted: tokio::sync::Notify,
     /// Re-signs the snapshot and timestamp after every change, when the
     /// registry has signed metadata.
     signer: Option<Signer>,
@@ -283,7 +301,9 @@ impl Registry {
             state,
             config,
             options,
-            aggregates: tokio::sync::Mutex::new(0),
+            search_written: tokio::sync::Mutex::new(0),
+            discovery_written: tokio::sync::Mutex::new(0),
+            discovery_wanted: tokio::sync::Notify::new(),
             signer,
             downloads,
         };
@@ -309,7 +329,8 @@ impl Registry {
             removed = registry.recover(true).await?;
             let config = &registry.config;
             tokio::task::block_in_place(|| registry.tree.write_config(config))?;
-            registry.write_aggregates().await?;
+            registry.write_aggregate(Aggregate::Search).await?;
+            registry.write_aggregate(Aggregate::Discovery).await?;
         }
         tokio::task::block_in_place(|| registry.sign_metadata())?;
         Ok((registry, removed))
@@ -462,13 +483,15 @@ impl Registry {
         }
     }
 
-    /// Rewrites `search.json` and the discovery index from the database's
-    /// catalog (a row a skill), again until what was written is of the
-    /// index's newest revision; not at all when this server wrote them at
-    /// that revision already (a burst of publishes is written once or
-    /// twice, not once each).
-    async fn write_aggregates(&self) -> Result<(), RegistryError> {
-        let mut written = self.aggregates.lock().await;
+    /// Rewrites `which` from the database's catalog (a row a skill), again
+    /// until what was written is of the index's newest revision; not at
+    /// all when this server wrote it at that revision already (a burst of
+    /// publishes is written once or twice, not once each).
+    async fn write_aggregate(&self, which: Aggregate) -> Result<(), RegistryError> {
+        let mut written = match which {
+            Aggregate::Search => self.search_written.lock().await,
+            Aggregate::Discovery => self.discovery_written.lock().await,
+        };
         let db = self.state.db();
         let mut revision = db.index_counter().await.map_err(StateError::from)?;
         if *written >= revision && *written != 0 {
@@ -477,13 +500,35 @@ impl Registry {
         loop {
             let catalog = db.catalog().await.map_err(StateError::from)?;
             let (search, discovery) = self.aggregates_of(&catalog)?;
-            tokio::task::block_in_place(|| self.tree.write_aggregate_files(&search, &discovery))?;
+            let (path, bytes) = match which {
+                Aggregate::Search => (SEARCH_PATH, render_json(&search)),
+                Aggregate::Discovery => (DISCOVERY_PATH, render_json(&discovery)),
+            };
+            tokio::task::block_in_place(|| self.tree.write_file(path, &bytes))?;
             let now = db.index_counter().await.map_err(StateError::from)?;
             if now == revision {
                 *written = revision;
                 return Ok(());
             }
             revision = now;
+        }
+    }
+
+    /// Writes the discovery index after changes, for as long as the
+    /// server runs: woken by each change, it waits [`DISCOVERY_DELAY`] for
+    /// more (a burst is written once), then writes it from the catalog.
+    /// The discovery index is one file listing every skill: writing it in
+    /// each publish would make a publish's cost grow with the registry.
+    pub async fn write_discovery_after_changes(self: std::sync::Arc<Self>) {
+        loop {
+            self.discovery_wanted.notified().await;
+            tokio::time::sleep(DISCOVERY_DELAY).await;
+            if let Err(error) = self.write_aggregate(Aggregate::Discovery).await {
+                tracing::error!(
+                    error = error_chain(&error),
+                    "cannot write the discovery index"
+                );
+            }
         }
     }
 
@@ -536,8 +581,8 @@ impl Registry {
     }
 
     /// After a change of `name`'s index lines was committed: writes its
-    /// index file, the download counts, the aggregates and the signed
-    /// metadata.
+    /// index file, the download counts, `search.json` and the signed
+    /// metadata, and wakes the writer of the discovery index.
     async fn after_change(&self, name: &SkillName) -> Result<(), RegistryError> {
         self.write_index(name).await?;
         // The counts first, everyone's, for `search.json`. The change is
@@ -549,7 +594,8 @@ impl Registry {
                 "cannot write the download counts"
             );
         }
-        self.write_aggregates().await?;
+        self.write_aggregate(Aggregate::Search).await?;
+        self.discovery_wanted.notify_one();
         tokio::task::block_in_place(|| self.sign_metadata())?;
         Ok(())
     }

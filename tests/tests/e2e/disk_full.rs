@@ -213,6 +213,12 @@ fn a_publish_to_a_full_disk_fails_cleanly_and_succeeds_once_space_is_freed() {
     let output = publish(&small);
     assert_eq!(output.code, 0, "{output:?}");
 
+    // The discovery index is written a moment after a publish.
+    let discovery = server.public().join(".well-known/agent-skills/index.json");
+    assert!(skillpkg_tests::wait_until(
+        std::time::Duration::from_secs(10),
+        || fs_err::read_to_string(&discovery).is_ok_and(|text| text.contains("\"small\""))
+    ));
     let big = big_skill(&sandbox, "big", 2 * 1024 * 1024);
     disk.fill(1024 * 1024);
     let public_before = files_below(&server.public());

@@ -174,13 +174,25 @@ fn a_publish_lands_in_the_api_answer_and_the_static_tree() {
         .json()
         .unwrap();
     assert_eq!(search["skills"][0]["name"], "pdf-processing");
-    let discovery: serde_json::Value = fixture
-        .client
-        .get(format!("{url}/.well-known/agent-skills/index.json"))
-        .send()
-        .unwrap()
-        .json()
-        .unwrap();
+    // The discovery index is written a moment after the publish (it lists
+    // every skill: docs/registry.md, "At scale").
+    let discovery = || -> serde_json::Value {
+        fixture
+            .client
+            .get(format!("{url}/.well-known/agent-skills/index.json"))
+            .send()
+            .unwrap()
+            .json()
+            .unwrap()
+    };
+    assert!(
+        skillpkg_tests::wait_until(std::time::Duration::from_secs(10), || {
+            discovery()["skills"][0]["digest"] == body["cksum"]
+        }),
+        "the discovery index lists the version: {}",
+        discovery()
+    );
+    let discovery = discovery();
     assert_eq!(discovery["skills"][0]["type"], "archive");
     assert_eq!(discovery["skills"][0]["digest"], body["cksum"]);
     let config: serde_json::Value = fixture
@@ -842,6 +854,7 @@ fn build_writes_the_tree_the_server_wrote_byte_for_byte() {
         format!("built {} with 3 skills, 4 versions", tree.display())
     );
     let built = skillpkg_tests::files_below(&tree);
+    wait_for_discovery(&fixture, &built);
     let served = fixture.snapshot();
     assert_eq!(
         built.keys().collect::<Vec<_>>(),
@@ -850,6 +863,19 @@ fn build_writes_the_tree_the_server_wrote_byte_for_byte() {
     for (path, bytes) in &served {
         assert_eq!(&built[path], bytes, "{} differs", path.display());
     }
+}
+
+/// Waits until the server's discovery index is the one in `built`: it is
+/// written a moment after a publish (docs/registry.md, "At scale").
+fn wait_for_discovery(fixture: &Fixture, built: &BTreeMap<PathBuf, Vec<u8>>) {
+    let path = Path::new(".well-known/agent-skills/index.json");
+    let served = fixture.server.public().join(path);
+    assert!(
+        skillpkg_tests::wait_until(std::time::Duration::from_secs(10), || {
+            fs_err::read(&served).ok().as_ref() == built.get(path)
+        }),
+        "the discovery index never became the built one"
+    );
 }
 
 #[test]
@@ -878,7 +904,7 @@ fn a_failed_build_writes_nothing() {
     assert_eq!(output.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&output.stderr);
     insta::assert_snapshot!(skillpkg_tests::redact(&stderr), @"
-    error: [TEMP]/bad-1.0.0.tgz cannot be published: the archive was refused: entry `../evil` has an unsafe path: entry `../evil` has an unsafe path: the path contains an empty, `.` or `..` component
+    error: [TEMP]/bad-1.0.0.tgz cannot be published: the archive was refused: entry `../evil` has an unsafe path: the path contains an empty, `.` or `..` component
       Caused by: the archive was refused: entry `../evil` has an unsafe path
       Caused by: entry `../evil` has an unsafe path
       Caused by: the path contains an empty, `.` or `..` component
@@ -901,6 +927,15 @@ fn nginx_serves_the_same_tree_with_the_same_answers() {
             tarball_described("pdf-processing", version, "Reads PDFs."),
         );
     }
+    // The discovery index is written a moment after the publishes.
+    let discovery = fixture
+        .server
+        .public()
+        .join(".well-known/agent-skills/index.json");
+    assert!(skillpkg_tests::wait_until(
+        std::time::Duration::from_secs(10),
+        || fs_err::read_to_string(&discovery).is_ok_and(|text| text.contains("1.1.0"))
+    ));
     let nginx = Nginx::serve(&fixture.server.public());
     assert_served_alike(
         &fixture,

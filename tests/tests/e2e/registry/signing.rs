@@ -707,6 +707,7 @@ fn build_reproduces_a_signed_tree_byte_for_byte() {
     ]);
     assert_eq!(output.code, 0, "{}", output.stderr);
     let built = skillpkg_tests::files_below(&tree);
+    super::wait_for_discovery(&fixture, &built);
     let served = fixture.snapshot();
     assert_eq!(
         built.keys().collect::<Vec<_>>(),

@@ -314,18 +314,14 @@ impl Registry {
             if registry
                 .state
                 .db()
-                .fill_catalog(summarise)
+                .fill_derived(DERIVED)
                 .await
                 .map_err(StateError::from)?
             {
-                tracing::debug!("filled the catalog from the recorded versions");
+                tracing::debug!(
+                    "filled the catalog and the lookup keys from the recorded versions"
+                );
             }
-            registry
-                .state
-                .db()
-                .fill_lookup_keys(skillpkg_index::confusable::lookup_keys)
-                .await
-                .map_err(StateError::from)?;
             removed = registry.recover(true).await?;
             let config = &registry.config;
             tokio::task::block_in_place(|| registry.tree.write_config(config))?;
@@ -838,10 +834,7 @@ impl Registry {
                 &claim,
                 &index_line(&record),
                 &event,
-                Derived {
-                    summarise,
-                    lookup_keys: skillpkg_index::confusable::lookup_keys,
-                },
+                DERIVED,
             )
             .await
         {
@@ -1211,6 +1204,13 @@ fn claim_id() -> Result<String, RegistryError> {
         .map_err(|error| RegistryError::Setup(format!("no randomness for a claim: {error}")))?;
     Ok(random.iter().map(|byte| format!("{byte:02x}")).collect())
 }
+
+/// What the database derives from a skill's index lines, in the formats
+/// of the tree.
+const DERIVED: Derived = Derived {
+    summarise,
+    lookup_keys: skillpkg_index::confusable::lookup_keys,
+};
 
 /// What the catalog keeps of `skill`, from its index lines: the newest
 /// version that is not yanked, as `search.json` and the discovery index

@@ -4,6 +4,7 @@
 
 use sqlx::Row as _;
 
+use super::versions::take_once;
 use super::{Db, DbError};
 
 /// A skill's keys file as the database has it, at a revision.
@@ -123,14 +124,7 @@ impl Db {
     pub async fn import_keys_files(&self, files: &[(String, String)]) -> Result<bool, DbError> {
         self.run(async {
             let mut tx = self.pool.begin().await?;
-            let first = sqlx::query(
-                "UPDATE counters SET value = 1 WHERE name = 'keys_imported' AND value = 0",
-            )
-            .execute(&mut *tx)
-            .await?
-            .rows_affected()
-                == 1;
-            if !first {
+            if !take_once(&mut tx, "keys_imported").await? {
                 tx.rollback().await?;
                 return Ok(false);
             }

@@ -369,19 +369,16 @@ impl Db {
         .await
     }
 
-    /// Fills the catalog from the versions recorded before it existed,
-    /// once; returns whether it did.
-    pub async fn fill_catalog(&self, summarise: Summarise) -> Result<bool, DbError> {
+    /// Fills what is derived from the published lines (the catalog, the
+    /// names' lookup keys) for the versions recorded before it existed,
+    /// once each; returns whether it filled anything.
+    pub async fn fill_derived(&self, derived: Derived) -> Result<bool, DbError> {
         self.run(async {
             let mut tx = self.pool.begin().await?;
-            // The write first: of two servers starting at once, one fills.
-            let first =
-                sqlx::query("UPDATE counters SET value = 1 WHERE name = 'catalog' AND value = 0")
-                    .execute(&mut *tx)
-                    .await?
-                    .rows_affected()
-                    == 1;
-            if !first {
+            // The writes first: of two servers starting at once, one fills.
+            let catalog = take_once(&mut tx, "catalog").await?;
+            let lookup_keys = take_once(&mut tx, "name_keys").await?;
+            if !catalog && !lookup_keys {
                 tx.rollback().await?;
                 return Ok(false);
             }
@@ -394,39 +391,12 @@ impl Db {
             .map(|row| row.try_get(0))
             .collect::<Result<_, _>>()?;
             for skill in &skills {
-                refresh_catalog(&mut tx, skill, summarise).await?;
-            }
-            tx.commit().await?;
-            Ok(true)
-        })
-        .await
-    }
-
-    /// Files every published name under its lookup keys, once, for the
-    /// names published before the keys existed; returns whether it did.
-    pub async fn fill_lookup_keys(&self, lookup_keys: LookupKeys) -> Result<bool, DbError> {
-        self.run(async {
-            let mut tx = self.pool.begin().await?;
-            let first =
-                sqlx::query("UPDATE counters SET value = 1 WHERE name = 'name_keys' AND value = 0")
-                    .execute(&mut *tx)
-                    .await?
-                    .rows_affected()
-                    == 1;
-            if !first {
-                tx.rollback().await?;
-                return Ok(false);
-            }
-            let skills: Vec<String> = sqlx::query(
-                "SELECT DISTINCT skill FROM versions WHERE state = 'published' ORDER BY skill",
-            )
-            .fetch_all(&mut *tx)
-            .await?
-            .iter()
-            .map(|row| row.try_get(0))
-            .collect::<Result<_, _>>()?;
-            for skill in &skills {
-                insert_lookup_keys(&mut tx, skill, lookup_keys).await?;
+                if catalog {
+                    refresh_catalog(&mut tx, skill, derived.summarise).await?;
+                }
+                if lookup_keys {
+                    insert_lookup_keys(&mut tx, skill, derived.lookup_keys).await?;
+                }
             }
             tx.commit().await?;
             Ok(true)
@@ -634,4 +604,20 @@ async fn insert_lookup_keys(
             .await?;
     }
     Ok(())
+}
+
+/// Sets the counter `name` from 0 to 1 in `tx`; returns whether it was 0:
+/// whether this transaction does what the counter says was not done yet.
+pub(super) async fn take_once(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    name: &str,
+) -> Result<bool, sqlx::Error> {
+    Ok(
+        sqlx::query("UPDATE counters SET value = 1 WHERE name = $1 AND value = 0")
+            .bind(name)
+            .execute(&mut **tx)
+            .await?
+            .rows_affected()
+            == 1,
+    )
 }

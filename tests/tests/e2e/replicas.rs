@@ -11,7 +11,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use skillpkg_registry::storage::Storage;
 use skillpkg_tests::tcp_proxy::is_request;
 use skillpkg_tests::{Fault, Garage, Postgres, RegistryServer, TcpProxy, binary, publish_raw, run};
 
@@ -101,18 +100,7 @@ impl Replicas {
     /// directly (not through the proxy).
     fn objects(&self, prefix: &str) -> Vec<String> {
         let garage = Garage::shared();
-        let endpoint = garage.s3_endpoint();
-        let store = Storage::from_url_with(
-            &format!("s3://{}", self.bucket),
-            [
-                ("aws_endpoint", endpoint.as_str()),
-                ("aws_region", garage.region()),
-                ("aws_access_key_id", garage.access_key_id()),
-                ("aws_secret_access_key", garage.secret_access_key()),
-                ("aws_allow_http", "true"),
-            ],
-        )
-        .unwrap();
+        let store = crate::storage::on_garage(garage, &self.bucket, "", garage.secret_access_key());
         tokio::runtime::Runtime::new()
             .unwrap()
             .block_on(store.list(prefix))

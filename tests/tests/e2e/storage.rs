@@ -10,7 +10,7 @@ use skillpkg_registry::storage::{Storage, StorageError};
 use skillpkg_tests::{Garage, RegistryServer, Skill, TestContext, TestRegistry};
 
 /// The storage `s3://BUCKET/PREFIX` on `garage`, with `secret` as the key.
-fn on_garage(garage: &Garage, bucket: &str, prefix: &str, secret: &str) -> Storage {
+pub(crate) fn on_garage(garage: &Garage, bucket: &str, prefix: &str, secret: &str) -> Storage {
     let endpoint = garage.s3_endpoint();
     Storage::from_url_with(
         &format!("s3://{bucket}/{prefix}"),
@@ -166,7 +166,7 @@ fn a_registry_in_a_bucket_takes_publishes_and_its_web_endpoint_serves_installs()
     let prefix = "served-registry";
     let storage_url = format!("s3://{}/{prefix}", garage.bucket());
     let mut env = garage.s3_env();
-    env.push(("SKILLPKG_REGISTRY_STORAGE".into(), storage_url.clone()));
+    env.push(("SKILLPKG_REGISTRY_STORAGE".into(), storage_url));
     let cx = TestContext::new();
     let mut registry = TestRegistry::builder(&cx)
         .env(&env)
@@ -239,18 +239,7 @@ fn a_registry_in_a_bucket_takes_publishes_and_its_web_endpoint_serves_installs()
     // of the database lists (a stray upload) is in no index file, and a
     // publish of that version replaces it.
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let endpoint = garage.s3_endpoint();
-    let store = Storage::from_url_with(
-        &storage_url,
-        [
-            ("aws_endpoint", endpoint.as_str()),
-            ("aws_region", garage.region()),
-            ("aws_access_key_id", garage.access_key_id()),
-            ("aws_secret_access_key", garage.secret_access_key()),
-            ("aws_allow_http", "true"),
-        ],
-    )
-    .unwrap();
+    let store = on_garage(garage, garage.bucket(), prefix, garage.secret_access_key());
     let stray = "dl/pdf/9.0.0/pdf-9.0.0.tgz";
     rt.block_on(store.put(stray, Bytes::from_static(b"not an archive")))
         .unwrap();

@@ -151,6 +151,22 @@ async fn a_bucket_that_refuses_or_is_down_fails_fast_naming_the_bucket_and_path(
     ));
 }
 
+/// Runs `skillpkg init` and `skillpkg add pdf --registry URL` in a new
+/// project of `cx`; returns the installed `SKILL.md` and `skills.lock`.
+fn add_pdf_from(cx: &TestContext, registry: &str) -> (String, String) {
+    let project = cx.path().join("project");
+    let cache = cx.path().join("cache");
+    fs_err::create_dir_all(&project).unwrap();
+    let init = cx.user_in(&project, &cache, &["init", "--target", "claude"]);
+    assert_eq!(init.code, 0, "{init:?}");
+    let added = cx.user_in(&project, &cache, &["add", "pdf", "--registry", registry]);
+    assert_eq!(added.code, 0, "{added:?}");
+    (
+        fs_err::read_to_string(project.join(".claude/skills/pdf/SKILL.md")).unwrap(),
+        fs_err::read_to_string(project.join("skills.lock")).unwrap(),
+    )
+}
+
 /// A registry whose tree is in a bucket: `serve --storage s3://...` takes
 /// signed publishes into the bucket (nothing into the data folder's
 /// `public/`), its own `GET`s read the bucket, a restart on the same bucket
@@ -222,17 +238,7 @@ fn a_registry_in_a_bucket_takes_publishes_and_its_web_endpoint_serves_installs()
     assert_eq!(again.status(), 304);
 
     // A client installs from the bucket's web endpoint.
-    let project = cx.path().join("project");
-    let cache = cx.path().join("cache");
-    fs_err::create_dir_all(&project).unwrap();
-    assert_eq!(
-        cx.user_in(&project, &cache, &["init", "--target", "claude"])
-            .code,
-        0
-    );
-    let added = cx.user_in(&project, &cache, &["add", "pdf", "--registry", &web]);
-    assert_eq!(added.code, 0, "{added:?}");
-    let installed = fs_err::read_to_string(project.join(".claude/skills/pdf/SKILL.md")).unwrap();
+    let (installed, _) = add_pdf_from(&cx, &web);
     assert!(installed.contains("Version two."), "{installed}");
 
     // A restart on the bucket keeps every version; an object no version
@@ -313,19 +319,8 @@ fn nginx_in_front_of_a_bucket_and_the_server_is_one_registry() {
         "the publish reached the server through nginx:\n{served}"
     );
 
-    let project = cx.path().join("project");
-    let cache = cx.path().join("cache");
-    fs_err::create_dir_all(&project).unwrap();
-    assert_eq!(
-        cx.user_in(&project, &cache, &["init", "--target", "claude"])
-            .code,
-        0
-    );
-    let added = cx.user_in(&project, &cache, &["add", "pdf", "--registry", &front_url]);
-    assert_eq!(added.code, 0, "{added:?}");
-    let installed = fs_err::read_to_string(project.join(".claude/skills/pdf/SKILL.md")).unwrap();
+    let (installed, lock) = add_pdf_from(&cx, &front_url);
     assert!(installed.contains("Through the front."), "{installed}");
-    let lock = fs_err::read_to_string(project.join("skills.lock")).unwrap();
     assert!(
         lock.contains("signer = \""),
         "the install checked the signature: {lock}"

@@ -28,7 +28,7 @@ use skillpkg_index::registry::{
 use skillpkg_index::signing::{PublicKey, Signature, TrustedComment};
 use skillpkg_index::skill::SkillName;
 
-use crate::publish::{Policy, PublishError, SignerKeys, Upload, verify_archive};
+use crate::publish::{Policy, PublishError, SignerKeys, Upload, verify_archive, without_build};
 use crate::report::error_chain;
 
 /// How to build.
@@ -215,14 +215,6 @@ pub fn build(from: &Path, out: &Path, options: &BuildOptions) -> Result<BuildRep
         skills: all.len(),
         versions: all.values().map(Vec::len).sum(),
     })
-}
-
-/// Returns `version` without its build metadata.
-fn without_build(version: &semver::Version) -> semver::Version {
-    semver::Version {
-        build: semver::BuildMetadata::EMPTY,
-        ..version.clone()
-    }
 }
 
 /// Reads the file beside the archive `<stem>.tgz` named `<stem><suffix>`,

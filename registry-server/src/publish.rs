@@ -24,6 +24,16 @@ use skillpkg_index::signing::{
 };
 use skillpkg_index::skill::{self, Diagnostic, Severity, SkillName, ValidateOptions};
 
+/// Returns `version` without its build metadata: its identity in
+/// precedence, under which `1.0.0+build2` and `1.0.0` are one version (as
+/// semver and cargo count them), which a registry publishes once.
+pub fn without_build(version: &semver::Version) -> semver::Version {
+    semver::Version {
+        build: semver::BuildMetadata::EMPTY,
+        ..version.clone()
+    }
+}
+
 /// The largest signature or provenance file accepted. A minisign signature
 /// is a few hundred bytes and a provenance envelope a few KiB; the bound
 /// keeps a publisher from storing anything else beside the archive.

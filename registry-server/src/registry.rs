@@ -24,7 +24,7 @@ use skillpkg_index::registry::tree::{StaticTree, TreeError, VersionFiles};
 use skillpkg_index::registry::{
     AllRecords, CONFIG_PATH, DEFAULT_DL_TEMPLATE, DISCOVERY_PATH, DiscoveryEntry, DiscoveryIndex,
     FORMAT_VERSION, IndexRecord, KeysFile, RegistryConfig, SEARCH_PATH, SearchEntry, SearchIndex,
-    latest, parse_index_file, render_json,
+    latest, parse_index_file, render_index_line, render_json,
 };
 use skillpkg_index::signing::PublicKey;
 use skillpkg_index::skill::SkillName;
@@ -36,6 +36,7 @@ use crate::layout::DataFolder;
 use crate::metadata::{DEFAULT_TIMESTAMP_LIFETIME, KeysError, Signer};
 use crate::publish::{
     ConfusableName, Policy, PublishError, SignerKeys, Upload, check_new_name, verify_archive,
+    without_build,
 };
 use crate::report::error_chain;
 use crate::state::{OwnerChangeError, State, StateError};
@@ -353,7 +354,7 @@ impl Registry {
                     without_build(&record.vers).to_string(),
                     record.vers.to_string(),
                     record.cksum.to_string(),
-                    index_line(record),
+                    render_index_line(record),
                 ));
             }
         }
@@ -495,11 +496,7 @@ impl Registry {
         }
         loop {
             let catalog = db.catalog().await.map_err(StateError::from)?;
-            let (search, discovery) = self.aggregates_of(&catalog)?;
-            let (path, bytes) = match which {
-                Aggregate::Search => (SEARCH_PATH, render_json(&search)),
-                Aggregate::Discovery => (DISCOVERY_PATH, render_json(&discovery)),
-            };
+            let (path, bytes) = self.render_aggregate(which, &catalog)?;
             tokio::task::block_in_place(|| self.tree.write_file(path, &bytes))?;
             let now = db.index_counter().await.map_err(StateError::from)?;
             if now == revision {
@@ -528,16 +525,20 @@ impl Registry {
         }
     }
 
-    /// `search.json` and the discovery index of the catalog `rows`: what
-    /// [`SearchIndex::build`] and [`DiscoveryIndex::build`] make of every
+    /// The path and bytes of `which` made from the catalog `rows`: what
+    /// [`SearchIndex::build`] or [`DiscoveryIndex::build`] makes of every
     /// index line, from a row a skill.
-    fn aggregates_of(
+    fn render_aggregate(
         &self,
+        which: Aggregate,
         rows: &[CatalogRow],
-    ) -> Result<(SearchIndex, DiscoveryIndex), RegistryError> {
-        let counts = self.downloads.counts();
-        let mut search = Vec::with_capacity(rows.len());
-        let mut discovery = Vec::with_capacity(rows.len());
+    ) -> Result<(&'static str, Vec<u8>), RegistryError> {
+        let counts = match which {
+            Aggregate::Search => self.downloads.counts(),
+            Aggregate::Discovery => Default::default(),
+        };
+        let mut search = Vec::new();
+        let mut discovery = Vec::new();
         for row in rows {
             let bad = |what: &str| {
                 RegistryError::from(TreeError::Io {
@@ -551,29 +552,37 @@ impl Registry {
             let name: SkillName = row.skill.parse().map_err(|_| bad("its name"))?;
             let version: semver::Version = row.version.parse().map_err(|_| bad("its version"))?;
             let cksum = row.cksum.parse().map_err(|_| bad("its checksum"))?;
-            discovery.push(DiscoveryEntry::of(
-                &name,
-                &version,
-                &row.description,
-                cksum,
-                &self.config,
-                self.options.public_url.as_deref(),
-            ));
-            search.push(SearchEntry {
-                downloads: counts.get(&name).copied().unwrap_or(0),
-                name,
-                version,
-                description: row.description.clone(),
-                versions: usize::try_from(row.versions).unwrap_or(0),
-            });
+            match which {
+                Aggregate::Search => search.push(SearchEntry {
+                    downloads: counts.get(&name).copied().unwrap_or(0),
+                    name,
+                    version,
+                    description: row.description.clone(),
+                    versions: usize::try_from(row.versions).unwrap_or(0),
+                }),
+                Aggregate::Discovery => discovery.push(DiscoveryEntry::of(
+                    &name,
+                    &version,
+                    &row.description,
+                    cksum,
+                    &self.config,
+                    self.options.public_url.as_deref(),
+                )),
+            }
         }
-        Ok((
-            SearchIndex {
-                v: FORMAT_VERSION,
-                skills: search,
-            },
-            DiscoveryIndex { skills: discovery },
-        ))
+        Ok(match which {
+            Aggregate::Search => (
+                SEARCH_PATH,
+                render_json(&SearchIndex {
+                    v: FORMAT_VERSION,
+                    skills: search,
+                }),
+            ),
+            Aggregate::Discovery => (
+                DISCOVERY_PATH,
+                render_json(&DiscoveryIndex { skills: discovery }),
+            ),
+        })
     }
 
     /// After a change of `name`'s index lines was committed: writes its
@@ -832,7 +841,7 @@ impl Registry {
                 name.as_str(),
                 &precedence,
                 &claim,
-                &index_line(&record),
+                &render_index_line(&record),
                 &event,
                 DERIVED,
             )
@@ -949,7 +958,7 @@ impl Registry {
                     let mut record: IndexRecord = serde_json::from_str(line)?;
                     record.yanked = yanked;
                     record.yanked_reason = reason;
-                    Ok(index_line(&record))
+                    Ok(render_index_line(&record))
                 },
                 &event,
                 summarise,
@@ -1148,12 +1157,6 @@ impl Registry {
     }
 }
 
-/// Returns true if and only if `a` and `b` are one version: equal but for
-/// their build metadata, which semver ignores in precedence.
-pub fn same_version(a: &semver::Version, b: &semver::Version) -> bool {
-    a.cmp_precedence(b) == std::cmp::Ordering::Equal
-}
-
 /// Parses the `key` part of a publish.
 fn parse_sent_key(bytes: &[u8]) -> Result<PublicKey, RegistryError> {
     std::str::from_utf8(bytes)
@@ -1180,21 +1183,6 @@ fn unsigned_with_keys(
     RegistryError::BadRequest(format!(
         "{name}@{version} is not signed, but `{name}` has registered keys ({ids}): every version of it must be signed by one of them"
     ))
-}
-
-/// Returns `version` without its build metadata: the version's identity
-/// in precedence, which the database keeps one row of.
-fn without_build(version: &semver::Version) -> semver::Version {
-    semver::Version {
-        build: semver::BuildMetadata::EMPTY,
-        ..version.clone()
-    }
-}
-
-/// The index line of `record`, as index files hold it.
-fn index_line(record: &IndexRecord) -> String {
-    // serde_json escapes control characters: a record is always one line.
-    serde_json::to_string(record).expect("index records serialise")
 }
 
 /// A random id for a publish's claim.

@@ -309,11 +309,16 @@ pub fn render_index_file(records: &[IndexRecord]) -> String {
     sorted.sort_by(|a, b| a.vers.cmp(&b.vers));
     let mut text = String::new();
     for record in sorted {
-        // serde_json escapes control characters, so a record is always one line.
-        text.push_str(&serde_json::to_string(record).expect("index records serialise"));
+        text.push_str(&render_index_line(record));
         text.push('\n');
     }
     text
+}
+
+/// Renders one index line, without its newline.
+pub fn render_index_line(record: &IndexRecord) -> String {
+    // serde_json escapes control characters, so a record is always one line.
+    serde_json::to_string(record).expect("index records serialise")
 }
 
 /// Every skill of a registry: its name and its versions.

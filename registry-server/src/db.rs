@@ -23,7 +23,9 @@ use sqlx::any::{AnyPoolOptions, install_default_drivers};
 use sqlx::{AnyPool, Row as _};
 
 pub use keys::KeysRow;
-pub use versions::{CatalogRow, Claim, Derived, IndexLines, LookupKeys, Summarise, now_ms};
+pub use versions::{
+    BinRevisions, CatalogRow, Claim, Derived, IndexLines, LookupKeys, Summarise, now_ms,
+};
 
 /// Which engine a database runs on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

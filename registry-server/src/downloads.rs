@@ -1,13 +1,12 @@
 //! Download counts: how many times the registry's servers have sent an
-//! archive of each skill, the popularity the confusable-name check at
-//! publish and the `downloads` of `search.json` rest on.
+//! archive of each skill, the `downloads` of the search index.
 //!
 //! A count is one `GET` of a `dl/<name>/<version>/<name>-<version>.tgz`
 //! answered in full (200; not a `HEAD`, not a 304 revalidation). Counting
 //! is a map increment in memory; every [`FLUSH_PERIOD`], after each change
 //! of the index, and when the server stops, a server adds what it counted
-//! to the totals in the database and reads everyone's totals back, so
-//! servers sharing a database share their counts, and a crash loses at
+//! to the totals in the database, which a search shard is written with,
+//! so servers sharing a database share their counts, and a crash loses at
 //! most that period's. Archives served by a CDN, nginx or any other
 //! static host never reach the server and are not counted; a read-only
 //! server (a mirror) counts nothing, since it writes nothing.
@@ -61,15 +60,8 @@ pub enum DownloadsError {
 pub struct Downloads {
     /// `None`: counting is off (a read-only server).
     db: Option<Db>,
-    counts: Mutex<Counts>,
-}
-
-#[derive(Debug, Default)]
-struct Counts {
-    /// The totals in the database, as last read.
-    totals: BTreeMap<SkillName, u64>,
     /// Counted here since the last flush.
-    pending: BTreeMap<SkillName, u64>,
+    pending: Mutex<BTreeMap<SkillName, u64>>,
 }
 
 impl Downloads {
@@ -98,24 +90,22 @@ impl Downloads {
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
             Err(source) => return Err(DownloadsError::Read { path, source }),
         }
-        let downloads = Self {
+        Ok(Self {
             db: Some(db.clone()),
-            counts: Mutex::default(),
-        };
-        downloads.flush().await?;
-        Ok(downloads)
+            pending: Mutex::default(),
+        })
     }
 
     /// Counts nothing and writes nothing.
     pub fn off() -> Self {
         Self {
             db: None,
-            counts: Mutex::default(),
+            pending: Mutex::default(),
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Counts> {
-        self.counts
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<SkillName, u64>> {
+        self.pending
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
@@ -125,62 +115,36 @@ impl Downloads {
         if self.db.is_none() {
             return;
         }
-        let mut counts = self.lock();
-        let count = counts.pending.entry(name.clone()).or_insert(0);
+        let mut pending = self.lock();
+        let count = pending.entry(name.clone()).or_insert(0);
         *count = count.saturating_add(1);
     }
 
-    /// Returns every skill's count: the totals as last read, and what this
-    /// server counted since.
-    pub fn counts(&self) -> BTreeMap<SkillName, u64> {
-        let counts = self.lock();
-        let mut all = counts.totals.clone();
-        for (name, count) in &counts.pending {
-            let total = all.entry(name.clone()).or_insert(0);
-            *total = total.saturating_add(*count);
-        }
-        all
-    }
-
-    /// Returns the count of `name`.
-    pub fn count(&self, name: &SkillName) -> u64 {
-        let counts = self.lock();
-        let total = counts.totals.get(name).copied().unwrap_or(0);
-        total.saturating_add(counts.pending.get(name).copied().unwrap_or(0))
-    }
-
-    /// Adds what this server counted to the database's totals, and reads
-    /// everyone's back.
+    /// Adds what this server counted to the database's totals.
     pub async fn flush(&self) -> Result<(), DownloadsError> {
         let Some(db) = &self.db else {
             return Ok(());
         };
-        let flushed = self.lock().pending.clone();
-        if !flushed.is_empty() {
-            let by_name = flushed
-                .iter()
-                .map(|(name, count)| (name.to_string(), *count))
-                .collect();
-            db.add_downloads(&by_name).await?;
+        let flushed = self.lock().clone();
+        if flushed.is_empty() {
+            return Ok(());
         }
-        let totals: BTreeMap<SkillName, u64> = db
-            .downloads()
-            .await?
-            .into_iter()
-            .filter_map(|(name, count)| Some((name.parse().ok()?, count)))
+        let by_name = flushed
+            .iter()
+            .map(|(name, count)| (name.to_string(), *count))
             .collect();
-        // What was added leaves `pending` as the totals that hold it come
-        // in, in one step: a reader never counts it twice or not at all.
-        let mut counts = self.lock();
+        db.add_downloads(&by_name).await?;
+        // What was added leaves `pending`; what was counted meanwhile
+        // stays for the next flush.
+        let mut pending = self.lock();
         for (name, count) in flushed {
-            if let Some(pending) = counts.pending.get_mut(&name) {
-                *pending = pending.saturating_sub(count);
-                if *pending == 0 {
-                    counts.pending.remove(&name);
+            if let Some(left) = pending.get_mut(&name) {
+                *left = left.saturating_sub(count);
+                if *left == 0 {
+                    pending.remove(&name);
                 }
             }
         }
-        counts.totals = totals;
         Ok(())
     }
 }
@@ -196,21 +160,22 @@ mod tests {
         let pdf: SkillName = "pdf".parse().unwrap();
         let one = Downloads::open(state.path(), &db).await.unwrap();
         let two = Downloads::open(state.path(), &db).await.unwrap();
-        assert_eq!(one.count(&pdf), 0);
+        let total = || async { db.downloads().await.unwrap().get("pdf").copied() };
         one.record(&pdf);
         one.record(&pdf);
         two.record(&pdf);
-        assert_eq!(one.count(&pdf), 2, "counted here, not yet flushed");
+        assert_eq!(total().await, None, "counted, not yet flushed");
         one.flush().await.unwrap();
+        assert_eq!(total().await, Some(2));
         two.flush().await.unwrap();
-        assert_eq!(two.count(&pdf), 3, "both servers' counts");
+        assert_eq!(total().await, Some(3), "both servers' counts");
         one.flush().await.unwrap();
-        assert_eq!(one.counts().get(&pdf), Some(&3));
+        assert_eq!(total().await, Some(3), "a flush adds a count once");
 
         let off = Downloads::off();
         off.record(&pdf);
-        assert_eq!(off.count(&pdf), 0);
         off.flush().await.unwrap();
+        assert_eq!(total().await, Some(3));
     }
 
     #[tokio::test]
@@ -223,8 +188,8 @@ mod tests {
         )
         .unwrap();
         let pdf: SkillName = "pdf".parse().unwrap();
-        let downloads = Downloads::open(state.path(), &db).await.unwrap();
-        assert_eq!(downloads.count(&pdf), 7);
+        Downloads::open(state.path(), &db).await.unwrap();
+        assert_eq!(db.downloads().await.unwrap().get(pdf.as_str()), Some(&7));
         assert!(!state.path().join(DOWNLOADS_FILE).exists());
         assert!(state.path().join("downloads.json.imported").exists());
         // Put back by hand, it is not added twice.
@@ -233,8 +198,8 @@ mod tests {
             "{\"v\":1,\"downloads\":{\"pdf\":7}}\n",
         )
         .unwrap();
-        let again = Downloads::open(state.path(), &db).await.unwrap();
-        assert_eq!(again.count(&pdf), 7);
+        Downloads::open(state.path(), &db).await.unwrap();
+        assert_eq!(db.downloads().await.unwrap().get(pdf.as_str()), Some(&7));
     }
 
     #[tokio::test]

@@ -274,6 +274,12 @@ struct ServeArgs {
     /// same on every server of a registry.
     #[arg(long, value_name = "DURATION")]
     claim_lifetime: Option<jiff::SignedDuration>,
+    /// The most skills a shard of the search index is meant to hold: a
+    /// registry with more is split into 16 shards, then 256 (at start, and
+    /// checked every minute). A publish rewrites one shard.
+    #[arg(long, value_name = "N", default_value_t = skillpkg_index::registry::SKILLS_PER_SHARD,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    skills_per_shard: usize,
     #[command(flatten)]
     limits: LimitArgs,
     /// With signed metadata (`skillpkg-registry keys init`): re-signed
@@ -628,6 +634,7 @@ fn serve(args: ServeArgs, places: Places<'_>) -> anyhow::Result<()> {
                 Some(_) => anyhow::bail!("--claim-lifetime must be longer than 0"),
                 None => CLAIM_LIFETIME,
             },
+            skills_per_shard: args.skills_per_shard,
         };
         let access = if options.read_only {
             Access::ReadOnly

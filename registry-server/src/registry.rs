@@ -14,7 +14,8 @@
 //!
 //! A publish writes, in this order: the key it registers (on a skill's first
 //! signed publish), the signature, the provenance, the archive, then
-//! (committed) the index file, `search.json` and the discovery index.
+//! (committed) the index file and the search shard that lists the skill;
+//! a moment later, the discovery index.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -23,13 +24,13 @@ use skillpkg_index::archive::DEFAULT_MAX_BYTES;
 use skillpkg_index::registry::tree::{StaticTree, TreeError, VersionFiles};
 use skillpkg_index::registry::{
     AllRecords, CONFIG_PATH, DEFAULT_DL_TEMPLATE, DISCOVERY_PATH, DiscoveryEntry, DiscoveryIndex,
-    FORMAT_VERSION, IndexRecord, KeysFile, RegistryConfig, SEARCH_PATH, SearchEntry, SearchIndex,
-    latest, parse_index_file, render_index_line, render_json,
+    FORMAT_VERSION, IndexRecord, KeysFile, RegistryConfig, SEARCH_VERSION, SearchEntry,
+    SearchIndex, ShardCount, latest, parse_index_file, render_index_line, render_json,
 };
 use skillpkg_index::signing::PublicKey;
 use skillpkg_index::skill::SkillName;
 
-use crate::db::{CatalogRow, Claim, Derived, IndexLines, NewEvent, now_ms};
+use crate::db::{BinRevisions, CatalogRow, Claim, Derived, IndexLines, NewEvent, now_ms};
 use crate::downloads::{Downloads, DownloadsError};
 use crate::keys::{self, KeyChangeError};
 use crate::layout::DataFolder;
@@ -70,6 +71,10 @@ pub struct Options {
     /// How long a publish holds its version's claim before another may
     /// take it over (`--claim-lifetime`).
     pub claim_lifetime: Duration,
+    /// The most skills a shard of the search index is meant to hold: a
+    /// registry with more gets more shards (checked at start and every
+    /// [`RECOVERY_PERIOD`]).
+    pub skills_per_shard: usize,
 }
 
 /// The default of [`Options::confusable_min_downloads`].
@@ -87,6 +92,7 @@ impl Default for Options {
             read_only: false,
             confusable_min_downloads: DEFAULT_CONFUSABLE_MIN_DOWNLOADS,
             claim_lifetime: CLAIM_LIFETIME,
+            skills_per_shard: skillpkg_index::registry::SKILLS_PER_SHARD,
         }
     }
 }
@@ -209,15 +215,6 @@ pub const CLAIM_LIFETIME: Duration = Duration::from_secs(600);
 /// more, before it writes: the most the discovery index lags a publish.
 pub const DISCOVERY_DELAY: Duration = Duration::from_secs(1);
 
-/// A file made from the whole catalog.
-#[derive(Clone, Copy, Debug)]
-enum Aggregate {
-    /// `search.json`.
-    Search,
-    /// `.well-known/agent-skills/index.json`.
-    Discovery,
-}
-
 /// How often a server looks for claims that expired and index files left
 /// unwritten ([`Registry::recover`]).
 pub const RECOVERY_PERIOD: Duration = Duration::from_secs(60);
@@ -231,11 +228,9 @@ pub struct Registry {
     state: State,
     config: RegistryConfig,
     options: Options,
-    /// The index's revision `search.json` was last written at by this
-    /// server; held while it is written, so that one server writes it one
-    /// at a time, and not again for a revision it wrote.
-    search_written: tokio::sync::Mutex<i64>,
-    /// The same, for the discovery index.
+    /// The index's revision the discovery index was last written at by
+    /// this server; held while it is written, so that one server writes it
+    /// one at a time, and not again for a revision it wrote.
     discovery_written: tokio::sync::Mutex<i64>,
     /// Wakes the writer of the discovery index after a change.
     discovery_wanted: tokio::sync::Notify,
@@ -302,7 +297,6 @@ impl Registry {
             state,
             config,
             options,
-            search_written: tokio::sync::Mutex::new(0),
             discovery_written: tokio::sync::Mutex::new(0),
             discovery_wanted: tokio::sync::Notify::new(),
             signer,
@@ -326,8 +320,7 @@ impl Registry {
             removed = registry.recover(true).await?;
             let config = &registry.config;
             tokio::task::block_in_place(|| registry.tree.write_config(config))?;
-            registry.write_aggregate(Aggregate::Search).await?;
-            registry.write_aggregate(Aggregate::Discovery).await?;
+            registry.write_discovery().await?;
         }
         tokio::task::block_in_place(|| registry.sign_metadata())?;
         Ok((registry, removed))
@@ -421,6 +414,20 @@ impl Registry {
                 self.write_index(&name).await?;
             }
         }
+        // The search index: more shards when the registry outgrew them,
+        // and the shards a server did not write after its commit.
+        let shards = self.search_shards(true).await?;
+        let mut lagging: Vec<u32> = db
+            .unrendered_bins()
+            .await
+            .map_err(StateError::from)?
+            .into_iter()
+            .map(|bin| u32::from(bin) / (256 / shards.get()))
+            .collect();
+        lagging.dedup();
+        for shard in lagging {
+            self.write_shard(shards, shard, false).await?;
+        }
         Ok(removed)
     }
 
@@ -480,15 +487,112 @@ impl Registry {
         }
     }
 
-    /// Rewrites `which` from the database's catalog (a row a skill), again
-    /// until what was written is of the index's newest revision; not at
-    /// all when this server wrote it at that revision already (a burst of
-    /// publishes is written once or twice, not once each).
-    async fn write_aggregate(&self, which: Aggregate) -> Result<(), RegistryError> {
-        let mut written = match which {
-            Aggregate::Search => self.search_written.lock().await,
-            Aggregate::Discovery => self.discovery_written.lock().await,
-        };
+    /// How many shards the search index has. Decides it when no server
+    /// has yet, or, with `grow`, when the registry outgrew it (never
+    /// fewer); when `search.json` does not say the decided count yet (a
+    /// new count, or a server that stopped while writing it), writes every
+    /// shard of it, then `search.json`.
+    async fn search_shards(&self, grow: bool) -> Result<ShardCount, RegistryError> {
+        let db = self.state.db();
+        let (mut decided, mut written) = db.search_shards().await.map_err(StateError::from)?;
+        if decided == 0 || grow {
+            let skills = db.catalog_size().await.map_err(StateError::from)?;
+            let wanted = ShardCount::for_skills(skills, self.options.skills_per_shard);
+            if wanted.get() > decided {
+                db.decide_search_shards(decided, wanted.get())
+                    .await
+                    .map_err(StateError::from)?;
+                // This server's count, or the one another decided first.
+                (decided, written) = db.search_shards().await.map_err(StateError::from)?;
+            }
+        }
+        let shards = ShardCount::new(decided).ok_or_else(|| {
+            RegistryError::Setup(format!(
+                "the database says the search index has {decided} shards, which is not 1, 16 or 256"
+            ))
+        })?;
+        if written != decided {
+            tracing::info!(
+                shards = decided,
+                "writing the search index in {decided} shards"
+            );
+            for shard in 0..shards.get() {
+                self.write_shard(shards, shard, true).await?;
+            }
+            tokio::task::block_in_place(|| self.tree.write_search_root(shards))?;
+            db.mark_search_shards_written(decided)
+                .await
+                .map_err(StateError::from)?;
+            // The shards of the count before, which nothing names now (a
+            // reader that read `search.json` just before finds them gone,
+            // and lists those skills at its next read).
+            if let Some(before) = ShardCount::new(written).filter(|before| *before != shards) {
+                tokio::task::block_in_place(|| self.tree.remove_search_shards(before))?;
+            }
+        }
+        Ok(shards)
+    }
+
+    /// Writes shard `shard` of the search index from the catalog rows of
+    /// its bins, again until what was written is of their newest
+    /// revisions; not at all (unless `always`) when it was written at
+    /// them already (a burst of publishes in one shard is written once or
+    /// twice, not once each).
+    async fn write_shard(
+        &self,
+        shards: ShardCount,
+        shard: u32,
+        always: bool,
+    ) -> Result<(), RegistryError> {
+        let db = self.state.db();
+        let bins = shards.bins(shard);
+        let mut first = true;
+        loop {
+            let (revisions, rows): (BinRevisions, _) = db
+                .search_shard(bins.clone())
+                .await
+                .map_err(StateError::from)?;
+            if first && !always && !revisions.lagging {
+                return Ok(());
+            }
+            first = false;
+            let mut skills = Vec::with_capacity(rows.len());
+            for (row, downloads) in &rows {
+                let (name, version, _) = catalog_entry(row)?;
+                skills.push(SearchEntry {
+                    name,
+                    version,
+                    description: row.description.clone(),
+                    versions: usize::try_from(row.versions).unwrap_or(0),
+                    downloads: *downloads,
+                });
+            }
+            let bytes = render_json(&SearchIndex {
+                v: SEARCH_VERSION,
+                skills,
+            });
+            let path = shards.path(shard);
+            tokio::task::block_in_place(|| self.tree.write_file(&path, &bytes))?;
+            let now = db
+                .search_bins(bins.clone())
+                .await
+                .map_err(StateError::from)?;
+            if now.same(&revisions) {
+                db.mark_bins_rendered(&revisions)
+                    .await
+                    .map_err(StateError::from)?;
+                return Ok(());
+            }
+        }
+    }
+
+    /// Rewrites the discovery index from the database's catalog (a row a
+    /// skill), again until what was written is of the index's newest
+    /// revision; not at all when this server wrote it at that revision
+    /// already (a burst of publishes is written once or twice, not once
+    /// each).
+    async fn write_discovery(&self) -> Result<(), RegistryError> {
+        let mut written = self.discovery_written.lock().await;
         let db = self.state.db();
         let mut revision = db.index_counter().await.map_err(StateError::from)?;
         if *written >= revision && *written != 0 {
@@ -496,8 +600,20 @@ impl Registry {
         }
         loop {
             let catalog = db.catalog().await.map_err(StateError::from)?;
-            let (path, bytes) = self.render_aggregate(which, &catalog)?;
-            tokio::task::block_in_place(|| self.tree.write_file(path, &bytes))?;
+            let mut skills = Vec::with_capacity(catalog.len());
+            for row in &catalog {
+                let (name, version, cksum) = catalog_entry(row)?;
+                skills.push(DiscoveryEntry::of(
+                    &name,
+                    &version,
+                    &row.description,
+                    cksum,
+                    &self.config,
+                    self.options.public_url.as_deref(),
+                ));
+            }
+            let bytes = render_json(&DiscoveryIndex { skills });
+            tokio::task::block_in_place(|| self.tree.write_file(DISCOVERY_PATH, &bytes))?;
             let now = db.index_counter().await.map_err(StateError::from)?;
             if now == revision {
                 *written = revision;
@@ -516,7 +632,7 @@ impl Registry {
         loop {
             self.discovery_wanted.notified().await;
             tokio::time::sleep(DISCOVERY_DELAY).await;
-            if let Err(error) = self.write_aggregate(Aggregate::Discovery).await {
+            if let Err(error) = self.write_discovery().await {
                 tracing::error!(
                     error = error_chain(&error),
                     "cannot write the discovery index"
@@ -525,72 +641,12 @@ impl Registry {
         }
     }
 
-    /// The path and bytes of `which` made from the catalog `rows`: what
-    /// [`SearchIndex::build`] or [`DiscoveryIndex::build`] makes of every
-    /// index line, from a row a skill.
-    fn render_aggregate(
-        &self,
-        which: Aggregate,
-        rows: &[CatalogRow],
-    ) -> Result<(&'static str, Vec<u8>), RegistryError> {
-        let counts = match which {
-            Aggregate::Search => self.downloads.counts(),
-            Aggregate::Discovery => Default::default(),
-        };
-        let mut search = Vec::new();
-        let mut discovery = Vec::new();
-        for row in rows {
-            let bad = |what: &str| {
-                RegistryError::from(TreeError::Io {
-                    path: PathBuf::from(format!("the catalog row of `{}`", row.skill)),
-                    source: std::io::Error::new(
-                        std::io::ErrorKind::InvalidData,
-                        format!("{what} is not valid"),
-                    ),
-                })
-            };
-            let name: SkillName = row.skill.parse().map_err(|_| bad("its name"))?;
-            let version: semver::Version = row.version.parse().map_err(|_| bad("its version"))?;
-            let cksum = row.cksum.parse().map_err(|_| bad("its checksum"))?;
-            match which {
-                Aggregate::Search => search.push(SearchEntry {
-                    downloads: counts.get(&name).copied().unwrap_or(0),
-                    name,
-                    version,
-                    description: row.description.clone(),
-                    versions: usize::try_from(row.versions).unwrap_or(0),
-                }),
-                Aggregate::Discovery => discovery.push(DiscoveryEntry::of(
-                    &name,
-                    &version,
-                    &row.description,
-                    cksum,
-                    &self.config,
-                    self.options.public_url.as_deref(),
-                )),
-            }
-        }
-        Ok(match which {
-            Aggregate::Search => (
-                SEARCH_PATH,
-                render_json(&SearchIndex {
-                    v: FORMAT_VERSION,
-                    skills: search,
-                }),
-            ),
-            Aggregate::Discovery => (
-                DISCOVERY_PATH,
-                render_json(&DiscoveryIndex { skills: discovery }),
-            ),
-        })
-    }
-
     /// After a change of `name`'s index lines was committed: writes its
-    /// index file, the download counts, `search.json` and the signed
-    /// metadata, and wakes the writer of the discovery index.
+    /// index file, the download counts, the search shard that lists it and
+    /// the signed metadata, and wakes the writer of the discovery index.
     async fn after_change(&self, name: &SkillName) -> Result<(), RegistryError> {
         self.write_index(name).await?;
-        // The counts first, everyone's, for `search.json`. The change is
+        // The counts first, this server's, for the shard. The change is
         // made: counts that cannot be written now are written by the next
         // flush, and must not fail it.
         if let Err(error) = self.flush_downloads().await {
@@ -599,7 +655,9 @@ impl Registry {
                 "cannot write the download counts"
             );
         }
-        self.write_aggregate(Aggregate::Search).await?;
+        let shards = self.search_shards(false).await?;
+        self.write_shard(shards, shards.shard_of(name.as_str()), false)
+            .await?;
         self.discovery_wanted.notify_one();
         tokio::task::block_in_place(|| self.sign_metadata())?;
         Ok(())
@@ -1072,7 +1130,14 @@ impl Registry {
     /// Refuses `name` when it could be taken for a skill `user` does not
     /// own: [`check_new_name`], with this registry's download counts.
     async fn check_new_name(&self, user: &str, name: &SkillName) -> Result<(), RegistryError> {
-        let counts = self.downloads.counts();
+        // The counts are read from the database: this server's go there
+        // first. Counts that cannot be written are not worth failing for.
+        if let Err(error) = self.flush_downloads().await {
+            tracing::error!(
+                error = error_chain(&error),
+                "cannot write the download counts"
+            );
+        }
         // The names filed under one of its lookup keys: every name it
         // resembles, and a few more.
         let names: Vec<SkillName> = self
@@ -1093,7 +1158,15 @@ impl Registry {
             })
             .collect();
         let mut owned = std::collections::BTreeSet::new();
+        let mut counts = std::collections::BTreeMap::new();
         for other in &resembling {
+            let count = self
+                .state
+                .db()
+                .download_count(other.as_str())
+                .await
+                .map_err(StateError::from)?;
+            counts.insert(*other, count);
             if self
                 .owners_of(other.as_str())
                 .await?
@@ -1107,7 +1180,7 @@ impl Registry {
             name,
             resembling
                 .iter()
-                .map(|other| (*other, counts.get(*other).copied().unwrap_or(0))),
+                .map(|other| (*other, counts.get(other).copied().unwrap_or(0))),
             &|other: &SkillName| owned.contains(other),
             self.options.confusable_min_downloads,
         )?;
@@ -1201,7 +1274,7 @@ const DERIVED: Derived = Derived {
 };
 
 /// What the catalog keeps of `skill`, from its index lines: the newest
-/// version that is not yanked, as `search.json` and the discovery index
+/// version that is not yanked, as the search index and the discovery index
 /// list it ([`crate::db::Summarise`]).
 fn summarise(skill: &str, lines: &[String]) -> Result<Option<CatalogRow>, String> {
     let name: SkillName = skill
@@ -1216,4 +1289,30 @@ fn summarise(skill: &str, lines: &[String]) -> Result<Option<CatalogRow>, String
         cksum: newest.cksum.to_string(),
         versions: i64::try_from(records.len()).unwrap_or(i64::MAX),
     }))
+}
+
+/// The name, version and checksum of a catalog row, checked.
+fn catalog_entry(
+    row: &CatalogRow,
+) -> Result<
+    (
+        SkillName,
+        semver::Version,
+        skillpkg_index::checksum::Checksum,
+    ),
+    RegistryError,
+> {
+    let bad = |what: &str| {
+        RegistryError::from(TreeError::Io {
+            path: PathBuf::from(format!("the catalog row of `{}`", row.skill)),
+            source: std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("{what} is not valid"),
+            ),
+        })
+    };
+    let name = row.skill.parse().map_err(|_| bad("its name"))?;
+    let version = row.version.parse().map_err(|_| bad("its version"))?;
+    let cksum = row.cksum.parse().map_err(|_| bad("its checksum"))?;
+    Ok((name, version, cksum))
 }

@@ -297,6 +297,36 @@ pub fn wait_until(deadline: Duration, mut condition: impl FnMut() -> bool) -> bo
     }
 }
 
+/// The skills a registry's search index lists, by name, read with `read`
+/// (a path of the tree to its text): `search.json`, then every shard it
+/// names (docs/index-format.md, "search.json"). Panics on a tree that does
+/// not follow the format.
+pub fn search_entries(read: impl Fn(&str) -> String) -> Vec<serde_json::Value> {
+    let root: serde_json::Value = serde_json::from_str(&read("search.json")).unwrap();
+    assert_eq!(root["v"], 2, "search.json: {root}");
+    let shards = root["shards"].as_u64().unwrap();
+    let paths: Vec<String> = match shards {
+        1 => vec!["search/all.json".to_owned()],
+        16 => (0..16)
+            .map(|shard| format!("search/{shard:x}.json"))
+            .collect(),
+        256 => (0..256)
+            .map(|shard| format!("search/{shard:02x}.json"))
+            .collect(),
+        other => panic!("search.json names {other} shards"),
+    };
+    let mut entries: Vec<serde_json::Value> = paths
+        .iter()
+        .flat_map(|path| {
+            let shard: serde_json::Value = serde_json::from_str(&read(path)).unwrap();
+            assert_eq!(shard["v"], 2, "{path}: {shard}");
+            shard["skills"].as_array().unwrap().clone()
+        })
+        .collect();
+    entries.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
+    entries
+}
+
 /// Every file below `root` (path relative to it -> bytes): for comparing
 /// trees, and for checking that a refused operation changed nothing.
 pub fn files_below(root: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {

@@ -12,8 +12,8 @@
 //!    before anything is written. Signature and provenance go first, the
 //!    archive last, each by an atomic rename: an archive in DEST is complete,
 //!    so an interrupted run resumes where it stopped.
-//! 4. Then the index files, keys files, `search.json` and the discovery
-//!    index; then `config.json` (the mirror's own: read-only, relative
+//! 4. Then the index files, keys files, the search index (its shards,
+//!    then `search.json`) and the discovery index; then `config.json` (the mirror's own: read-only, relative
 //!    `dl`, and the source's `auth-required`: a mirror of a private
 //!    registry is private, and is said so with a warning); last the roots, `snapshot.json` and `timestamp.json`, exactly as
 //!    the source signed them. A client never sees new metadata before the
@@ -30,8 +30,8 @@ use skillpkg_index::checksum::Checksum;
 use skillpkg_index::registry::metadata::{ROOT_PATH, Snapshot, root_path};
 use skillpkg_index::registry::tree::StaticTree;
 use skillpkg_index::registry::{
-    DISCOVERY_PATH, IndexRecord, KeysFile, RegistryConfig, SEARCH_PATH, archive_path,
-    index_file_path, keys_path, parse_index_file, provenance_path, signature_path,
+    DISCOVERY_PATH, IndexRecord, KeysFile, RegistryConfig, SEARCH_PATH, SearchFile, SearchIndex,
+    archive_path, index_file_path, keys_path, parse_index_file, provenance_path, signature_path,
 };
 use skillpkg_index::signing::PublicKey;
 use skillpkg_index::skill::SkillName;
@@ -128,8 +128,6 @@ pub fn run(args: &MirrorArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
         let registry = registries.open(&spec, Access::Write).await?;
         let snapshot = registry.snapshot().await?;
         report.signed_metadata = snapshot.is_some();
-        let names = choose(&registry, snapshot.as_deref(), &patterns).await?;
-        report.skills = names.len();
         let mut fetcher = Fetcher {
             registry: &registry,
             dest: &dest,
@@ -139,6 +137,9 @@ pub fn run(args: &MirrorArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
             bytes: 0,
             pending: Vec::new(),
         };
+        let listed = read_search(&mut fetcher, &source).await?;
+        let names = choose(&registry, snapshot.as_deref(), listed, &patterns)?;
+        report.skills = names.len();
         let mut planned = Vec::new();
         for name in names {
             let path = index_file_path(&name);
@@ -200,9 +201,10 @@ pub fn run(args: &MirrorArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
             bar.finish_and_clear();
         }
         // The index files, keys files and aggregates, now that every
-        // archive they list is in place.
-        fetcher.read(SEARCH_PATH).await?;
+        // archive they list is in place; `search.json` after the shards it
+        // names.
         fetcher.read(DISCOVERY_PATH).await?;
+        fetcher.pending.sort_by_key(|(path, _)| path == SEARCH_PATH);
         for (skill, _) in &planned {
             let path = index_file_path(&skill.name);
             if dest.read_file(&path)?.as_deref() != Some(&skill.index[..]) {
@@ -276,11 +278,41 @@ fn patterns(texts: &[String]) -> anyhow::Result<Option<globset::GlobSet>> {
     Ok(Some(builder.build()?))
 }
 
+/// Reads the source's search index (`search.json` and the shards it
+/// names) through `fetcher`, so that DEST gets it too; returns the names
+/// it lists.
+async fn read_search(
+    fetcher: &mut Fetcher<'_>,
+    source: &RegistryUrl,
+) -> anyhow::Result<Vec<SkillName>> {
+    let Some(bytes) = fetcher.read(SEARCH_PATH).await? else {
+        return Ok(Vec::new());
+    };
+    let bad = |path: &str| format!("the search index of {source} ({path}) is not valid");
+    let shards = match SearchFile::parse(&bytes).with_context(|| bad(SEARCH_PATH))? {
+        SearchFile::Listed(index) => {
+            return Ok(index.skills.into_iter().map(|entry| entry.name).collect());
+        }
+        SearchFile::Sharded(shards) => shards,
+    };
+    let mut names = Vec::new();
+    for path in shards.paths() {
+        if let Some(bytes) = fetcher.read(&path).await? {
+            let shard: SearchIndex = serde_json::from_slice(&bytes).with_context(|| bad(&path))?;
+            names.extend(shard.skills.into_iter().map(|entry| entry.name));
+        }
+    }
+    names.sort();
+    names.dedup();
+    Ok(names)
+}
+
 /// The skills to mirror: those the snapshot lists (or, without signed
-/// metadata, `search.json`), filtered by the patterns.
-async fn choose(
+/// metadata, the search index: `listed`), filtered by the patterns.
+fn choose(
     registry: &Registry,
     snapshot: Option<&Snapshot>,
+    listed: Vec<SkillName>,
     patterns: &Option<globset::GlobSet>,
 ) -> anyhow::Result<Vec<SkillName>> {
     let all: Vec<SkillName> = match snapshot {
@@ -290,13 +322,7 @@ async fn choose(
             .filter(|path| path.starts_with("index/"))
             .filter_map(|path| path.rsplit('/').next()?.parse().ok())
             .collect(),
-        None => registry
-            .search_index()
-            .await?
-            .skills
-            .into_iter()
-            .map(|entry| entry.name)
-            .collect(),
+        None => listed,
     };
     let Some(patterns) = patterns else {
         return Ok(all);

@@ -7,7 +7,7 @@
 //!                               of the root before it and of its own
 //! root.json                     the newest root (a copy)
 //! snapshot.json                 the sha256 of every index file, keys file and
-//!                               search.json; signed by the index key
+//!                               file of the search index; signed by the index key
 //! timestamp.json                the snapshot's version and sha256, a sequence
 //!                               number and a short expiry; signed by the index key
 //! ```
@@ -49,10 +49,16 @@ pub fn root_path(version: u64) -> String {
 }
 
 /// Returns true if and only if the snapshot lists the file at `path`: the
-/// index files, the keys files and the search index. The archives are
-/// covered by the index lines' sha256, `config.json` is a mirror's own.
+/// index files, the keys files and the search index (`search.json` and its
+/// shards). The archives are covered by the index lines' sha256,
+/// `config.json` is a mirror's own.
 pub fn in_snapshot(path: &str) -> bool {
-    path.starts_with("index/") || path.starts_with("keys/") || path == super::SEARCH_PATH
+    path.starts_with("index/")
+        || path.starts_with("keys/")
+        || path == super::SEARCH_PATH
+        || path
+            .strip_prefix(super::SEARCH_SHARDS_DIR)
+            .is_some_and(|rest| rest.starts_with('/'))
 }
 
 /// A role: which keys may sign, and how many must.

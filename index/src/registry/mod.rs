@@ -9,7 +9,8 @@
 //! dl/<name>/<version>/<name>-<version>.tgz.minisig   its signature, when signed
 //! dl/<name>/<version>/<name>-<version>.intoto.jsonl  its provenance, when sent
 //! keys/<name>.json                              KeysFile: the publisher keys
-//! search.json                                   SearchIndex
+//! search.json                                   SearchShards: how many shards
+//! search/all.json  search/a.json  search/ab.json  SearchIndex: the skills of a shard
 //! .well-known/agent-skills/index.json           DiscoveryIndex
 //! ```
 //!
@@ -33,6 +34,14 @@ pub const FORMAT_VERSION: u32 = 1;
 pub const CONFIG_PATH: &str = "config.json";
 /// Where the search index is.
 pub const SEARCH_PATH: &str = "search.json";
+/// The version of `search.json` (and of its shards) this crate writes:
+/// 1 listed every skill in `search.json`; 2 says how many shards list them.
+pub const SEARCH_VERSION: u32 = 2;
+/// Where the shards of the search index are.
+pub const SEARCH_SHARDS_DIR: &str = "search";
+/// The most skills a search shard is meant to hold: a registry with more
+/// is split into more shards ([`ShardCount::for_skills`]).
+pub const SKILLS_PER_SHARD: usize = 1000;
 /// Where the Agent Skills Discovery index is.
 pub const DISCOVERY_PATH: &str = ".well-known/agent-skills/index.json";
 /// Where `skillpkg mirror` keeps its record of a mirror (its source and
@@ -332,11 +341,157 @@ pub fn latest(records: &[IndexRecord]) -> Option<&IndexRecord> {
         .max_by(|a, b| a.vers.cmp(&b.vers))
 }
 
-/// `search.json`.
+/// A shard of the search index (`search/<shard>.json`), or, in version 1,
+/// `search.json` itself: the skills it lists, by name.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct SearchIndex {
     pub v: u32,
     pub skills: Vec<SearchEntry>,
+}
+
+/// `search.json` since version 2: how many shards list the skills. A
+/// publish rewrites the one shard of its skill, whose size does not grow
+/// with the registry's, instead of a file listing every skill.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SearchShards {
+    pub v: u32,
+    pub shards: ShardCount,
+}
+
+/// What `search.json` is: the skills themselves (version 1, written by
+/// earlier registries), or the number of shards that list them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SearchFile {
+    Listed(SearchIndex),
+    Sharded(ShardCount),
+}
+
+impl SearchFile {
+    /// Parses `search.json`.
+    pub fn parse(bytes: &[u8]) -> Result<Self, serde_json::Error> {
+        #[derive(serde::Deserialize)]
+        struct Version {
+            v: u32,
+        }
+        let Version { v } = serde_json::from_slice(bytes)?;
+        if v >= SEARCH_VERSION {
+            let shards: SearchShards = serde_json::from_slice(bytes)?;
+            Ok(Self::Sharded(shards.shards))
+        } else {
+            Ok(Self::Listed(serde_json::from_slice(bytes)?))
+        }
+    }
+}
+
+/// How many shards the search index has: 1, 16 or 256. A skill is in the
+/// shard named by the first hex digits of the sha256 of its name (none,
+/// one or two of them), its *bin* being the first byte.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(into = "u32")]
+pub struct ShardCount(u32);
+
+impl ShardCount {
+    /// One shard, `search/all.json`.
+    pub const ONE: Self = Self(1);
+
+    /// Returns the shard count `count`, if it is one of 1, 16 and 256.
+    pub fn new(count: u32) -> Option<Self> {
+        matches!(count, 1 | 16 | 256).then_some(Self(count))
+    }
+
+    /// The fewest shards that hold `skills` skills with at most
+    /// `per_shard` ([`SKILLS_PER_SHARD`] by default) a shard on average.
+    pub fn for_skills(skills: usize, per_shard: usize) -> Self {
+        if skills <= per_shard {
+            Self(1)
+        } else if skills <= 16 * per_shard {
+            Self(16)
+        } else {
+            Self(256)
+        }
+    }
+
+    /// The number of shards.
+    pub fn get(self) -> u32 {
+        self.0
+    }
+
+    /// How many bins each shard holds.
+    fn bins_per_shard(self) -> u32 {
+        256 / self.0
+    }
+
+    /// The shard that lists `name`.
+    pub fn shard_of(self, name: &str) -> u32 {
+        u32::from(search_bin(name)) / self.bins_per_shard()
+    }
+
+    /// The bins (first bytes of the sha256 of names) of shard `shard`.
+    pub fn bins(self, shard: u32) -> std::ops::RangeInclusive<u8> {
+        let per = self.bins_per_shard();
+        let first = u8::try_from(shard * per).unwrap_or(u8::MAX);
+        let last = u8::try_from(shard * per + per - 1).unwrap_or(u8::MAX);
+        first..=last
+    }
+
+    /// The path of shard `shard`.
+    pub fn path(self, shard: u32) -> String {
+        match self.0 {
+            1 => format!("{SEARCH_SHARDS_DIR}/all.json"),
+            16 => format!("{SEARCH_SHARDS_DIR}/{shard:x}.json"),
+            _ => format!("{SEARCH_SHARDS_DIR}/{shard:02x}.json"),
+        }
+    }
+
+    /// The paths of every shard, in order.
+    pub fn paths(self) -> impl Iterator<Item = String> {
+        (0..self.0).map(move |shard| self.path(shard))
+    }
+
+    /// Splits `entries` (in name order) into the shards' files, in order
+    /// of their paths; every shard is there, an empty one too.
+    pub fn split(self, entries: Vec<SearchEntry>) -> Vec<(String, SearchIndex)> {
+        let mut shards: Vec<(String, SearchIndex)> = self
+            .paths()
+            .map(|path| {
+                (
+                    path,
+                    SearchIndex {
+                        v: SEARCH_VERSION,
+                        skills: Vec::new(),
+                    },
+                )
+            })
+            .collect();
+        for entry in entries {
+            let shard = self.shard_of(entry.name.as_str()) as usize;
+            shards[shard].1.skills.push(entry);
+        }
+        shards
+    }
+}
+
+impl From<ShardCount> for u32 {
+    fn from(count: ShardCount) -> Self {
+        count.0
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ShardCount {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let count = u32::deserialize(deserializer)?;
+        Self::new(count).ok_or_else(|| {
+            serde::de::Error::custom(format!("{count} shards: a search index has 1, 16 or 256"))
+        })
+    }
+}
+
+/// The bin of a skill name: the first byte of its sha256, which names the
+/// search shard that lists it ([`ShardCount::shard_of`]).
+pub fn search_bin(name: &str) -> u8 {
+    use sha2::Digest as _;
+    sha2::Sha256::digest(name.as_bytes())[0]
 }
 
 /// One skill in `search.json`.
@@ -362,7 +517,8 @@ fn is_zero(count: &u64) -> bool {
 }
 
 impl SearchIndex {
-    /// Builds the search index of a registry.
+    /// Lists every skill of a registry, by name, as the search index's
+    /// shards hold them (split them with [`ShardCount::split`]).
     pub fn build(all: &AllRecords) -> Self {
         let skills = all
             .iter()
@@ -378,7 +534,7 @@ impl SearchIndex {
             })
             .collect();
         Self {
-            v: FORMAT_VERSION,
+            v: SEARCH_VERSION,
             skills,
         }
     }
@@ -639,5 +795,92 @@ mod tests {
             absolute.skills[0].url,
             "https://skills.example.com/dl/pdf-processing/1.0.0/pdf-processing-1.0.0.tgz"
         );
+    }
+
+    #[test]
+    fn a_skill_is_in_the_shard_its_bin_is_in_whatever_the_shard_count() {
+        let per = SKILLS_PER_SHARD;
+        assert_eq!(ShardCount::for_skills(0, per), ShardCount::ONE);
+        assert_eq!(ShardCount::for_skills(per, per).get(), 1);
+        assert_eq!(ShardCount::for_skills(per + 1, per).get(), 16);
+        assert_eq!(ShardCount::for_skills(16 * per, per).get(), 16);
+        assert_eq!(ShardCount::for_skills(16 * per + 1, per).get(), 256);
+        // The bin is the first byte of the sha256 of the name:
+        // sha256("pdf") = c35b21...; sha256("csv") = 53bb9b...
+        assert_eq!(search_bin("pdf"), 0xc3, "{}", Checksum::of(b"pdf"));
+        assert_eq!(search_bin("csv"), 0x53, "{}", Checksum::of(b"csv"));
+        let sixteen = ShardCount::new(16).unwrap();
+        let all = ShardCount::new(256).unwrap();
+        assert_eq!(
+            ShardCount::ONE.path(ShardCount::ONE.shard_of("pdf")),
+            "search/all.json"
+        );
+        assert_eq!(sixteen.path(sixteen.shard_of("pdf")), "search/c.json");
+        assert_eq!(sixteen.path(sixteen.shard_of("csv")), "search/5.json");
+        assert_eq!(all.path(all.shard_of("pdf")), "search/c3.json");
+        assert_eq!(all.path(all.shard_of("csv")), "search/53.json");
+        for count in [ShardCount::ONE, sixteen, all] {
+            let paths: Vec<String> = count.paths().collect();
+            assert_eq!(paths.len(), count.get() as usize);
+            let mut unique = paths.clone();
+            unique.dedup();
+            assert_eq!(unique, paths, "paths are distinct and in order");
+            for name in ["pdf", "csv", "pdf-processing", "a"] {
+                let shard = count.shard_of(name);
+                assert!(
+                    count.bins(shard).contains(&search_bin(name)),
+                    "{name} in {count:?}"
+                );
+            }
+            let covered: usize = (0..count.get())
+                .map(|shard| count.bins(shard).count())
+                .sum();
+            assert_eq!(covered, 256, "the shards cover every bin once");
+        }
+        assert_eq!(ShardCount::new(7), None);
+    }
+
+    #[test]
+    fn split_puts_every_entry_in_its_shard_and_writes_empty_shards_too() {
+        let entry = |text: &str| SearchEntry {
+            name: name(text),
+            version: "1.0.0".parse().unwrap(),
+            description: String::new(),
+            versions: 1,
+            downloads: 0,
+        };
+        let sixteen = ShardCount::new(16).unwrap();
+        let shards = sixteen.split(vec![entry("csv"), entry("pdf")]);
+        assert_eq!(shards.len(), 16);
+        assert_eq!(shards[12].0, "search/c.json");
+        assert_eq!(shards[12].1.skills, vec![entry("pdf")]);
+        assert_eq!(shards[5].1.skills, vec![entry("csv")]);
+        let listed: usize = shards.iter().map(|(_, shard)| shard.skills.len()).sum();
+        assert_eq!(listed, 2);
+    }
+
+    #[test]
+    fn search_json_is_read_in_both_versions_and_a_bad_shard_count_is_refused() {
+        let listed = SearchFile::parse(br#"{"v":1,"skills":[]}"#).unwrap();
+        assert_eq!(
+            listed,
+            SearchFile::Listed(SearchIndex {
+                v: 1,
+                skills: vec![]
+            })
+        );
+        let sharded = SearchFile::parse(br#"{"v":2,"shards":16}"#).unwrap();
+        assert_eq!(sharded, SearchFile::Sharded(ShardCount::new(16).unwrap()));
+        let rendered = render_json(&SearchShards {
+            v: SEARCH_VERSION,
+            shards: ShardCount::new(256).unwrap(),
+        });
+        assert_eq!(
+            SearchFile::parse(&rendered).unwrap(),
+            SearchFile::Sharded(ShardCount::new(256).unwrap())
+        );
+        let error = SearchFile::parse(br#"{"v":2,"shards":7}"#).unwrap_err();
+        assert!(error.to_string().contains("1, 16 or 256"), "{error}");
+        assert!(SearchFile::parse(br#"{"v":2,"skills":[]}"#).is_err());
     }
 }

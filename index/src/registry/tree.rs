@@ -14,7 +14,8 @@ use std::collections::BTreeMap;
 
 use super::{
     AllRecords, CONFIG_PATH, DISCOVERY_PATH, DiscoveryIndex, IndexError, IndexRecord, KeysFile,
-    RegistryConfig, SEARCH_PATH, SearchIndex, archive_path, index_file_path, keys_path,
+    RegistryConfig, SEARCH_PATH, SEARCH_SHARDS_DIR, SEARCH_VERSION, SKILLS_PER_SHARD, SearchEntry,
+    SearchIndex, SearchShards, ShardCount, archive_path, index_file_path, keys_path,
     parse_index_file, provenance_path, render_index_file, render_json, signature_path,
 };
 use crate::fs::{WriteError, WriteOptions};
@@ -284,7 +285,8 @@ impl StaticTree {
         Ok(all)
     }
 
-    /// Rewrites `search.json` and the discovery index from `all`.
+    /// Rewrites the search index (its shards, then `search.json`) and the
+    /// discovery index from `all`.
     pub fn write_aggregates(
         &self,
         all: &AllRecords,
@@ -294,8 +296,8 @@ impl StaticTree {
         self.write_aggregates_counted(all, config, base_url, &BTreeMap::new())
     }
 
-    /// Rewrites `search.json`, with the download counts `downloads`, and
-    /// the discovery index from `all`.
+    /// Rewrites the search index, with the download counts `downloads`,
+    /// and the discovery index from `all`.
     pub fn write_aggregates_counted(
         &self,
         all: &AllRecords,
@@ -303,20 +305,47 @@ impl StaticTree {
         base_url: Option<&str>,
         downloads: &BTreeMap<SkillName, u64>,
     ) -> Result<(), TreeError> {
-        self.write_aggregate_files(
-            &SearchIndex::build(all).with_downloads(downloads),
-            &DiscoveryIndex::build(all, config, base_url),
+        let search = SearchIndex::build(all).with_downloads(downloads);
+        let shards = ShardCount::for_skills(search.skills.len(), SKILLS_PER_SHARD);
+        self.write_search(shards, search.skills)?;
+        self.write_file(
+            DISCOVERY_PATH,
+            &render_json(&DiscoveryIndex::build(all, config, base_url)),
         )
     }
 
-    /// Rewrites `search.json` and the discovery index as given.
-    pub fn write_aggregate_files(
+    /// Writes the search index of `entries` (every skill, by name) in
+    /// `shards` shards: every shard, then `search.json`, which names them,
+    /// so a reader never finds a shard missing.
+    pub fn write_search(
         &self,
-        search: &SearchIndex,
-        discovery: &DiscoveryIndex,
+        shards: ShardCount,
+        entries: Vec<SearchEntry>,
     ) -> Result<(), TreeError> {
-        self.write_file(SEARCH_PATH, &render_json(search))?;
-        self.write_file(DISCOVERY_PATH, &render_json(discovery))
+        for (path, shard) in shards.split(entries) {
+            self.write_file(&path, &render_json(&shard))?;
+        }
+        self.write_search_root(shards)
+    }
+
+    /// Removes the shards of the search index at `shards` shards: those of
+    /// a count `search.json` no longer names (the counts' paths differ).
+    pub fn remove_search_shards(&self, shards: ShardCount) -> Result<(), TreeError> {
+        for path in shards.paths() {
+            self.remove_file(&path)?;
+        }
+        Ok(())
+    }
+
+    /// Writes `search.json`: that the search index has `shards` shards.
+    pub fn write_search_root(&self, shards: ShardCount) -> Result<(), TreeError> {
+        self.write_file(
+            SEARCH_PATH,
+            &render_json(&SearchShards {
+                v: SEARCH_VERSION,
+                shards,
+            }),
+        )
     }
 
     /// Writes an archive and its signature, both with the modification time
@@ -487,12 +516,13 @@ impl StaticTree {
     }
 
     /// Returns the sha256 of every file the signed snapshot lists
-    /// ([`super::metadata::in_snapshot`]: index files, keys files,
-    /// `search.json`), by path relative to the root. Temporary files are
+    /// ([`super::metadata::in_snapshot`]: index files, keys files, the
+    /// search index), by path relative to the root. Temporary files are
     /// not part of the tree and are skipped.
     pub fn snapshot_files(&self) -> Result<BTreeMap<String, crate::checksum::Checksum>, TreeError> {
         let mut files = BTreeMap::new();
-        for path in self.list("index")?.into_iter().chain(self.list("keys")?) {
+        let listed = self.list("index")?.into_iter().chain(self.list("keys")?);
+        for path in listed.chain(self.list(SEARCH_SHARDS_DIR)?) {
             // Listed, then gone: replaced between the two calls in a store
             // that replaces by delete and create; never by this tree.
             if let Some(bytes) = self.read_file(&path)? {

@@ -1,5 +1,6 @@
 //! Download counts in the database: every server adds the downloads it
-//! counted since its last flush, and reads everyone's totals back.
+//! counted since its last flush; the totals are read with the search shard
+//! that lists a skill, and for the names a new name resembles.
 
 use std::collections::BTreeMap;
 
@@ -26,6 +27,22 @@ impl Db {
             }
             tx.commit().await?;
             Ok(())
+        })
+        .await
+    }
+
+    /// `skill`'s total downloads.
+    pub async fn download_count(&self, skill: &str) -> Result<u64, DbError> {
+        self.run(async {
+            let count: Option<i64> = sqlx::query("SELECT count FROM downloads WHERE skill = $1")
+                .bind(skill)
+                .fetch_optional(&self.pool)
+                .await?
+                .map(|row| row.try_get(0))
+                .transpose()?;
+            Ok(count
+                .and_then(|count| u64::try_from(count).ok())
+                .unwrap_or(0))
         })
         .await
     }

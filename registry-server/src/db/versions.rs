@@ -34,8 +34,8 @@ pub struct IndexLines {
     pub lines: Vec<String>,
 }
 
-/// What `search.json` and the discovery index list of a skill: its newest
-/// version that is not yanked, and how many versions it has.
+/// What the search index and the discovery index list of a skill: its
+/// newest version that is not yanked, and how many versions it has.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CatalogRow {
     pub skill: String,
@@ -43,6 +43,23 @@ pub struct CatalogRow {
     pub description: String,
     pub cksum: String,
     pub versions: i64,
+}
+
+/// The revisions of some bins of the search index, as read together.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BinRevisions {
+    /// Each bin that has a revision, and it, by bin.
+    pub bins: Vec<(i32, i64)>,
+    /// Whether any of them was last written at an older revision.
+    pub lagging: bool,
+}
+
+impl BinRevisions {
+    /// Whether `other` holds the same revisions (whether or not either
+    /// lags).
+    pub fn same(&self, other: &Self) -> bool {
+        self.bins == other.bins
+    }
 }
 
 /// Makes a skill's [`CatalogRow`] from its index lines (`None`: every
@@ -346,6 +363,177 @@ impl Db {
         .await
     }
 
+    /// The catalog rows of the bins `bins`, by name, each with its
+    /// download count, and the bins' revisions, read first: the rows are
+    /// of these revisions or newer.
+    pub async fn search_shard(
+        &self,
+        bins: std::ops::RangeInclusive<u8>,
+    ) -> Result<(BinRevisions, Vec<(CatalogRow, u64)>), DbError> {
+        self.run(async {
+            let revisions = self.bin_revisions(bins.clone()).await?;
+            let rows = sqlx::query(
+                "SELECT c.skill, c.version, c.description, c.cksum, c.versions, d.count \
+                 FROM catalog c LEFT JOIN downloads d ON d.skill = c.skill \
+                 WHERE c.bin BETWEEN $1 AND $2 ORDER BY c.skill",
+            )
+            .bind(i32::from(*bins.start()))
+            .bind(i32::from(*bins.end()))
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(|row| {
+                let downloads: Option<i64> = row.try_get(5)?;
+                Ok((
+                    CatalogRow {
+                        skill: row.try_get(0)?,
+                        version: row.try_get(1)?,
+                        description: row.try_get(2)?,
+                        cksum: row.try_get(3)?,
+                        versions: row.try_get(4)?,
+                    },
+                    downloads
+                        .and_then(|count| u64::try_from(count).ok())
+                        .unwrap_or(0),
+                ))
+            })
+            .collect::<Result<_, sqlx::Error>>()?;
+            Ok((revisions, rows))
+        })
+        .await
+    }
+
+    /// The revisions of the bins `bins` that have one.
+    pub async fn search_bins(
+        &self,
+        bins: std::ops::RangeInclusive<u8>,
+    ) -> Result<BinRevisions, DbError> {
+        self.run(self.bin_revisions(bins)).await
+    }
+
+    async fn bin_revisions(
+        &self,
+        bins: std::ops::RangeInclusive<u8>,
+    ) -> Result<BinRevisions, sqlx::Error> {
+        let rows = sqlx::query(
+            "SELECT bin, revision, rendered FROM search_bins WHERE bin BETWEEN $1 AND $2 ORDER BY bin",
+        )
+        .bind(i32::from(*bins.start()))
+        .bind(i32::from(*bins.end()))
+        .fetch_all(&self.pool)
+        .await?;
+        let mut revisions = BinRevisions::default();
+        for row in rows {
+            let bin: i32 = row.try_get(0)?;
+            let revision: i64 = row.try_get(1)?;
+            let rendered: i64 = row.try_get(2)?;
+            revisions.bins.push((bin, revision));
+            revisions.lagging |= rendered < revision;
+        }
+        Ok(revisions)
+    }
+
+    /// Notes that the shard of the bins `written` was written at their
+    /// revisions.
+    pub async fn mark_bins_rendered(&self, written: &BinRevisions) -> Result<(), DbError> {
+        self.run(async {
+            for (bin, revision) in &written.bins {
+                sqlx::query(
+                    "UPDATE search_bins SET rendered = $2 WHERE bin = $1 AND rendered < $2",
+                )
+                .bind(bin)
+                .bind(revision)
+                .execute(&self.pool)
+                .await?;
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    /// The bins whose shard in the tree lags their revision: a server
+    /// stopped between a commit and the write.
+    pub async fn unrendered_bins(&self) -> Result<Vec<u8>, DbError> {
+        self.run(async {
+            sqlx::query("SELECT bin FROM search_bins WHERE rendered < revision ORDER BY bin")
+                .fetch_all(&self.pool)
+                .await?
+                .iter()
+                .map(|row| {
+                    let bin: i32 = row.try_get(0)?;
+                    Ok(u8::try_from(bin).unwrap_or(u8::MAX))
+                })
+                .collect()
+        })
+        .await
+    }
+
+    /// How many shards the search index has (0: not decided yet), and how
+    /// many `search.json` says it has.
+    pub async fn search_shards(&self) -> Result<(u32, u32), DbError> {
+        self.run(async {
+            let mut counts = [0; 2];
+            for (count, name) in counts
+                .iter_mut()
+                .zip(["search_shards", "search_shards_written"])
+            {
+                let value: i64 = sqlx::query("SELECT value FROM counters WHERE name = $1")
+                    .bind(name)
+                    .fetch_one(&self.pool)
+                    .await?
+                    .try_get(0)?;
+                *count = u32::try_from(value).unwrap_or(0);
+            }
+            Ok((counts[0], counts[1]))
+        })
+        .await
+    }
+
+    /// Decides that the search index has `shards` shards, when it has
+    /// `from`; returns whether it did (another server may have first).
+    pub async fn decide_search_shards(&self, from: u32, shards: u32) -> Result<bool, DbError> {
+        self.run(async {
+            Ok(sqlx::query(
+                "UPDATE counters SET value = $2 WHERE name = 'search_shards' AND value = $1",
+            )
+            .bind(i64::from(from))
+            .bind(i64::from(shards))
+            .execute(&self.pool)
+            .await?
+            .rows_affected()
+                == 1)
+        })
+        .await
+    }
+
+    /// Notes that `search.json` says there are `shards` shards, unless
+    /// another count was decided meanwhile.
+    pub async fn mark_search_shards_written(&self, shards: u32) -> Result<(), DbError> {
+        self.run(async {
+            sqlx::query(
+                "UPDATE counters SET value = $1 WHERE name = 'search_shards_written' \
+                 AND (SELECT value FROM counters WHERE name = 'search_shards') = $1",
+            )
+            .bind(i64::from(shards))
+            .execute(&self.pool)
+            .await?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// How many skills the catalog lists.
+    pub async fn catalog_size(&self) -> Result<usize, DbError> {
+        self.run(async {
+            let count: i64 = sqlx::query("SELECT COUNT(*) FROM catalog")
+                .fetch_one(&self.pool)
+                .await?
+                .try_get(0)?;
+            Ok(usize::try_from(count).unwrap_or(0))
+        })
+        .await
+    }
+
     /// Every skill's catalog row, by name.
     pub async fn catalog(&self) -> Result<Vec<CatalogRow>, DbError> {
         self.run(async {
@@ -565,18 +753,29 @@ async fn refresh_catalog(
     .map(|row| row.try_get(0))
     .collect::<Result<_, _>>()?;
     let row = summarise(skill, &lines).map_err(|error| sqlx::Error::Decode(error.into()))?;
+    // Its bin's revision goes up: the search shard that lists it is
+    // written again.
+    let bin = i32::from(skillpkg_index::registry::search_bin(skill));
+    sqlx::query(
+        "INSERT INTO search_bins (bin, revision, rendered) VALUES ($1, 1, 0) \
+         ON CONFLICT (bin) DO UPDATE SET revision = search_bins.revision + 1",
+    )
+    .bind(bin)
+    .execute(&mut **tx)
+    .await?;
     match row {
         Some(row) => {
             sqlx::query(
-                "INSERT INTO catalog (skill, version, description, cksum, versions) \
-                 VALUES ($1, $2, $3, $4, $5) \
-                 ON CONFLICT (skill) DO UPDATE SET version = $2, description = $3, cksum = $4, versions = $5",
+                "INSERT INTO catalog (skill, version, description, cksum, versions, bin) \
+                 VALUES ($1, $2, $3, $4, $5, $6) \
+                 ON CONFLICT (skill) DO UPDATE SET version = $2, description = $3, cksum = $4, versions = $5, bin = $6",
             )
             .bind(skill)
             .bind(&row.version)
             .bind(&row.description)
             .bind(&row.cksum)
             .bind(row.versions)
+            .bind(bin)
             .execute(&mut **tx)
             .await?;
         }

@@ -36,6 +36,7 @@ mod registries;
 mod registry;
 mod registry_state;
 mod replicas;
+mod search_shards;
 mod server_dos;
 mod server_hostile;
 mod server_ops;

@@ -233,15 +233,12 @@ fn two_replicas_publish_each_version_once_and_lose_no_index_line() {
             assert_eq!(index.lines().count(), 1, "{name}");
         }
         // The aggregates were written last at the newest revision.
-        let search: serde_json::Value =
-            serde_json::from_str(&replicas.get(replica, "search.json")).unwrap();
-        let skills: BTreeMap<String, serde_json::Value> = search["skills"]
-            .as_array()
-            .unwrap()
+        let search = skillpkg_tests::search_entries(|path| replicas.get(replica, path));
+        let skills: BTreeMap<String, serde_json::Value> = search
             .iter()
             .map(|skill| (skill["name"].as_str().unwrap().to_owned(), skill.clone()))
             .collect();
-        assert_eq!(skills.len(), 42, "{search}");
+        assert_eq!(skills.len(), 42, "{search:?}");
     }
     assert!(
         replicas.proxy.faults() >= 61,
@@ -400,20 +397,15 @@ fn servers_sharing_a_database_share_their_download_counts() {
         answer.bytes().unwrap();
     }
     // A change on the first server adds its counts to the database; one on
-    // the second reads everyone's into the `search.json` it writes.
+    // the second reads everyone's into the search shard it writes.
     assert_eq!(replicas.publish(0, "csv", "1.0.0").0, 201);
     assert_eq!(replicas.publish(1, "xlsx", "1.0.0").0, 201);
-    let search: serde_json::Value = serde_json::from_str(&replicas.get(1, "search.json")).unwrap();
-    let pdf = search["skills"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|entry| entry["name"] == "pdf")
-        .cloned();
+    let search = skillpkg_tests::search_entries(|path| replicas.get(1, path));
+    let pdf = search.iter().find(|entry| entry["name"] == "pdf").cloned();
     assert_eq!(
         pdf.map(|entry| entry["downloads"].clone()),
         Some(3.into()),
-        "{search}"
+        "{search:?}"
     );
 }
 

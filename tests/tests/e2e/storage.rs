@@ -212,6 +212,7 @@ fn a_registry_in_a_bucket_takes_publishes_and_its_web_endpoint_serves_installs()
     for path in [
         "config.json",
         "search.json",
+        "search/all.json",
         "root.json",
         "snapshot.json",
         "timestamp.json",

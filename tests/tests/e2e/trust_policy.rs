@@ -443,17 +443,15 @@ fn a_confusable_new_name_is_refused_at_publish_and_add_warns_of_a_popular_neighb
     assert_eq!(body["errors"][0]["code"], "confusable-name", "{body}");
 
     // Its owner may publish a name one edit from it; the publish writes the
-    // counts into search.json.
+    // counts into the search index.
     world
         .registry
         .publish(&Skill::new("pdf-processings", "1.0.0"));
-    let search: serde_json::Value =
-        serde_json::from_slice(&fs_err::read(world.registry.public().join("search.json")).unwrap())
-            .unwrap();
+    let public = world.registry.public();
+    let search =
+        skillpkg_tests::search_entries(|path| fs_err::read_to_string(public.join(path)).unwrap());
     let downloads = |name: &str| {
-        search["skills"]
-            .as_array()
-            .unwrap()
+        search
             .iter()
             .find(|entry| entry["name"] == name)
             .map(|entry| entry["downloads"].clone())
@@ -471,16 +469,14 @@ fn a_confusable_new_name_is_refused_at_publish_and_add_warns_of_a_popular_neighb
     world.registry.replace_server(restarted);
     let url = world.registry.url().to_owned();
     world.registry.publish(&Skill::new("csv-tools", "1.0.0"));
-    let search: serde_json::Value =
-        serde_json::from_slice(&fs_err::read(world.registry.public().join("search.json")).unwrap())
-            .unwrap();
+    let public = world.registry.public();
+    let search =
+        skillpkg_tests::search_entries(|path| fs_err::read_to_string(public.join(path)).unwrap());
     assert!(
-        search["skills"]
-            .as_array()
-            .unwrap()
+        search
             .iter()
             .any(|entry| entry["name"] == "pdf-processing" && entry["downloads"] == 3),
-        "{search}"
+        "{search:?}"
     );
 
     // Adding the typo of a popular name warns, in text and in JSON.

@@ -50,11 +50,12 @@ use std::future::Future;
 use std::time::Duration;
 
 use anyhow::Context as _;
+use futures_util::{StreamExt as _, TryStreamExt as _};
 use reqwest::StatusCode;
 use skillpkg_index::checksum::Checksum;
 use skillpkg_index::registry::{
-    CONFIG_PATH, FORMAT_VERSION, IndexRecord, RegistryConfig, SEARCH_PATH, SearchIndex,
-    index_file_path, parse_index_file,
+    CONFIG_PATH, FORMAT_VERSION, IndexRecord, RegistryConfig, SEARCH_PATH, SEARCH_VERSION,
+    SearchEntry, SearchFile, SearchIndex, index_file_path, parse_index_file,
 };
 use skillpkg_index::skill::SkillName;
 use url::Url;
@@ -601,19 +602,52 @@ impl Registry {
         }
     }
 
-    /// Returns `search.json`. A registry with no skill yet may have none,
-    /// which reads as an empty index.
+    /// Returns the search index: every skill's latest version, by name,
+    /// from `search.json` (version 1) or the shards it names (read
+    /// [`PARALLEL_SHARD_READS`] at a time, each checked against the signed
+    /// snapshot when there is one). A registry with no skill yet may have
+    /// none, which reads as an empty index, as does a missing shard.
     pub async fn search_index(&self) -> Result<SearchIndex, RegistryError> {
         let url = self.url.join(SEARCH_PATH);
         let bytes = self.fetch(&url, Limit::Client(MAX_TREE_FILE_BYTES)).await?;
         self.check_file(SEARCH_PATH, bytes.as_deref()).await?;
-        match bytes {
-            Some(bytes) => parse_json(&url, &bytes, "search index"),
-            None => Ok(SearchIndex {
-                v: FORMAT_VERSION,
+        let Some(bytes) = bytes else {
+            return Ok(SearchIndex {
+                v: SEARCH_VERSION,
                 skills: Vec::new(),
-            }),
-        }
+            });
+        };
+        let shards =
+            match SearchFile::parse(&bytes).map_err(|source| RegistryError::BadDocument {
+                url: redacted(&url),
+                what: "search index",
+                source,
+            })? {
+                SearchFile::Listed(index) => return Ok(index),
+                SearchFile::Sharded(shards) => shards,
+            };
+        let shards: Vec<Vec<SearchEntry>> = futures_util::stream::iter(shards.paths())
+            .map(|path| async move {
+                let url = self.url.join(&path);
+                let bytes = self.fetch(&url, Limit::Client(MAX_TREE_FILE_BYTES)).await?;
+                self.check_file(&path, bytes.as_deref()).await?;
+                match bytes {
+                    Some(bytes) => parse_json::<SearchIndex>(&url, &bytes, "search index shard")
+                        .map(|shard| shard.skills),
+                    None => Ok(Vec::new()),
+                }
+            })
+            .buffered(PARALLEL_SHARD_READS)
+            .try_collect()
+            .await?;
+        let mut skills: Vec<SearchEntry> = shards.into_iter().flatten().collect();
+        // A name listed twice (by a hostile or half-written tree) once.
+        skills.sort_by(|a, b| a.name.cmp(&b.name));
+        skills.dedup_by(|a, b| a.name == b.name);
+        Ok(SearchIndex {
+            v: SEARCH_VERSION,
+            skills,
+        })
     }
 
     /// Returns the registry's API, or [`RegistryError::ReadOnly`] for a tree
@@ -756,6 +790,8 @@ fn unexpected(url: &Url, answer: &Answer, token: Option<&Token>) -> RegistryErro
 
 /// How many times a read is tried when the server fails (5xx) or the
 /// network does, and the first wait; each wait doubles.
+/// How many shards of the search index are read at once.
+const PARALLEL_SHARD_READS: usize = 16;
 const ATTEMPTS: u32 = 4;
 const FIRST_BACKOFF: Duration = Duration::from_millis(250);
 

@@ -1,9 +1,9 @@
-#!/usr/bin/env python3
 """Publish cost against registry size: the raw HTTP publish into an empty
 registry and into a large one, the same run, taking turns.
 
 Usage: python3 bench/publish_scale.py [--skills 20000] [--versions 5]
-           [--runs 31] [--registry PATH] [--database postgres://...]
+           [--runs 31] [--registry PATH] [--storage folder|s3|both]
+           [--database postgres://... | --postgres] [--work-dir DIR]
 
 Builds the release binaries (unless --registry is given), then makes two
 data folders: an empty one, and one whose tree holds --skills skills of
@@ -13,96 +13,46 @@ archives, which a publish never reads). Each gets a server on a loopback
 port; the large one records the tree's versions in its database at its
 first start, which is timed. With --database (a PostgreSQL server URL
 whose user may create databases), each server gets a database of its own
-there instead of SQLite.
+there instead of SQLite; --postgres starts a PostgreSQL of the bench's own
+for that (benchkit.py: as the tests start theirs).
 
-Then --runs rounds, each publishing to both servers in turns (which goes
+--storage s3 keeps both trees in a Garage of the bench's own (started as
+the tests start theirs, on loopback) instead of the data folders: the
+servers get `--storage s3://skillpkg/empty` and `s3://skillpkg/large`, and
+the large tree's index files are written to a folder and put into the
+bucket under `large/` by an S3 client in benchkit.py (SigV4, 8 connections)
+before the server's first start, which then records them from the bucket.
+--storage both runs the folder pair and the bucket pair in the same run,
+four servers taking turns.
+
+--work-dir puts the data folders (and Garage's and PostgreSQL's) there
+instead of the system's temporary folder: /dev/shm takes the disk's
+fsyncs out of the figures (a publish fsyncs five files on a folder).
+
+Then --runs rounds, each publishing to every server in turns (which goes
 first alternates), over one keep-alive connection each: a new version of an
 existing skill, and the first version of a new name (which the look-alike
 check compares with every name). Reported: the median, min and max of each,
-and large / empty as the ratio of the medians.
+large / empty as the ratio of the medians and the median of the per-round
+ratios, for each storage; and each server's CPU time over the rounds (from
+/proc, three seconds after the last publish, so its background rewrites of
+the discovery index count) per publish: a figure the load on the machine
+moves less than the times.
 """
 
 import argparse
-import hashlib
-import http.client
-import io
-import json
 import shutil
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 import uuid
 from pathlib import Path
 
+from benchkit import Garage, Postgres, Server, template_line, upload_tree, write_synthetic
+
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def index_path(name: str) -> str:
-    if len(name) <= 2:
-        return f"index/{len(name)}/{name}"
-    if len(name) == 3:
-        return f"index/3/{name[0]}/{name}"
-    return f"index/{name[0:2]}/{name[2:4]}/{name}"
-
-
-def tarball(name: str) -> bytes:
-    """A minimal skill archive: `SKILL.md` at its root, as `skillpkg pack`
-    lays it out."""
-    text = f"---\nname: {name}\ndescription: Benchmark skill {name}. Use when measuring.\n---\n# {name}\n\nDo the step.\n".encode()
-    out = io.BytesIO()
-    with tarfile.open(fileobj=out, mode="w:gz", format=tarfile.PAX_FORMAT) as archive:
-        info = tarfile.TarInfo("SKILL.md")
-        info.size = len(text)
-        info.mode = 0o644
-        info.mtime = 0
-        archive.addfile(info, io.BytesIO(text))
-    return out.getvalue()
-
-
-def multipart(name: str, version: str) -> tuple[bytes, str]:
-    boundary = uuid.uuid4().hex
-    body = b""
-    for key, value in (("name", name), ("version", version)):
-        body += f'--{boundary}\r\nContent-Disposition: form-data; name="{key}"\r\n\r\n{value}\r\n'.encode()
-    body += f'--{boundary}\r\nContent-Disposition: form-data; name="tarball"; filename="x.tgz"\r\n\r\n'.encode()
-    body += tarball(name) + f"\r\n--{boundary}--\r\n".encode()
-    return body, f"multipart/form-data; boundary={boundary}"
-
-
-class Server:
-    def __init__(self, registry: Path, data: Path, database: str | None):
-        self.extra = ["--database", database] if database else []
-        self.token = subprocess.run(
-            [registry, "token", "create", "--root", data, "--user", "bench", *self.extra],
-            capture_output=True, text=True, check=True).stdout.strip()
-        started = time.perf_counter()
-        self.process = subprocess.Popen(
-            [registry, "serve", "--root", data, "--listen", "127.0.0.1:0", *self.extra],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        line = self.process.stdout.readline().strip()
-        self.start_seconds = time.perf_counter() - started
-        url = line.removeprefix("listening on ")
-        host, port = url.removeprefix("http://").split(":")
-        self.connection = http.client.HTTPConnection(host, int(port))
-
-    def publish(self, name: str, version: str) -> float:
-        body, content_type = multipart(name, version)
-        started = time.perf_counter()
-        self.connection.request("PUT", "/api/v1/skills", body, {
-            "Authorization": f"Bearer {self.token}", "Content-Type": content_type})
-        response = self.connection.getresponse()
-        text = response.read()
-        took = time.perf_counter() - started
-        if response.status != 201:
-            sys.exit(f"publish of {name}@{version} failed: {response.status} {text[:300]!r}")
-        return took
-
-    def stop(self) -> None:
-        self.process.kill()
-        self.process.wait()
 
 
 def create_database(url: str, name: str) -> str:
@@ -122,73 +72,98 @@ def main() -> None:
     parser.add_argument("--versions", type=int, default=5)
     parser.add_argument("--runs", type=int, default=31)
     parser.add_argument("--registry", type=Path)
+    parser.add_argument("--storage", choices=("folder", "s3", "both"), default="folder")
     parser.add_argument("--database", help="a PostgreSQL URL whose user may create databases")
+    parser.add_argument("--postgres", action="store_true", help="start a PostgreSQL of the bench's own")
+    parser.add_argument("--work-dir", type=Path)
     args = parser.parse_args()
 
     registry = args.registry
     if registry is None:
         subprocess.run(["cargo", "build", "--release", "--quiet", "-p", "skillpkg-registry"], cwd=ROOT, check=True)
         registry = ROOT / "target/release/skillpkg-registry"
-    work = Path(tempfile.mkdtemp(prefix="skillpkg-scale-"))
-    servers = []
+    work = Path(tempfile.mkdtemp(prefix="skillpkg-scale-", dir=args.work_dir))
+    servers: dict[tuple[str, str], Server] = {}
+    services = []
     try:
-        # A real line to copy: one publish into a scratch registry.
-        scratch = Server(registry, work / "scratch", None)
-        scratch.publish("template", "1.0.0")
-        scratch.stop()
-        template = json.loads((work / "scratch/public" / index_path("template")).read_text().splitlines()[0])
-
+        template = template_line(registry, work)
         large = work / "large"
         started = time.perf_counter()
-        for i in range(args.skills):
-            name = f"scale-{i:06d}"
-            lines = []
-            for v in range(args.versions):
-                record = dict(template, name=name, vers=f"1.{v}.0",
-                              cksum="sha256:" + hashlib.sha256(f"{name}@{v}".encode()).hexdigest())
-                lines.append(json.dumps(record, separators=(",", ":")))
-            path = large / "public" / index_path(name)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text("\n".join(lines) + "\n")
+        write_synthetic(large / "public", template, args.skills, args.versions)
         print(f"wrote {args.skills} index files, {args.skills * args.versions} versions, "
               f"in {time.perf_counter() - started:.1f} s")
 
-        databases = [None, None]
-        if args.database:
-            suffix = uuid.uuid4().hex[:8]
-            databases = [create_database(args.database, f"bench_empty_{suffix}"),
-                         create_database(args.database, f"bench_large_{suffix}")]
-        empty_server = Server(registry, work / "empty", databases[0])
-        servers.append(empty_server)
-        large_server = Server(registry, large, databases[1])
-        servers.append(large_server)
-        print(f"start: empty {empty_server.start_seconds:.2f} s, large {large_server.start_seconds:.2f} s "
-              f"(recording {args.skills * args.versions} versions in the database)")
+        storages = ["folder", "s3"] if args.storage == "both" else [args.storage]
+        garage = None
+        if "s3" in storages:
+            garage = Garage(base=args.work_dir)
+            services.append(garage)
+            started = time.perf_counter()
+            count = upload_tree(garage, large / "public", "large")
+            print(f"put {count} index files into Garage in {time.perf_counter() - started:.1f} s")
+        database_url = args.database
+        if args.postgres:
+            postgres = Postgres(base=args.work_dir)
+            services.append(postgres)
+            database_url = postgres.create_database("bench")
+
+        for storage in storages:
+            for which in ("empty", "large"):
+                database = None
+                if database_url:
+                    database = create_database(database_url, f"bench_{storage}_{which}_{uuid.uuid4().hex[:8]}")
+                if storage == "folder":
+                    data = large if which == "large" else work / "empty"
+                    server = Server(registry, data, database)
+                else:
+                    data = work / f"s3-{which}"
+                    data.mkdir()
+                    server = Server(registry, data, database, f"s3://{Garage.BUCKET}/{which}", garage.env())
+                servers[(storage, which)] = server
+            print(f"start, {storage}: empty {servers[(storage, 'empty')].start_seconds:.2f} s, "
+                  f"large {servers[(storage, 'large')].start_seconds:.2f} s "
+                  f"(recording {args.skills * args.versions} versions in the database)")
 
         # The same skills exist in both, for the new-version publishes.
-        for server in (empty_server,):
+        for storage in storages:
             for r in range(args.runs + 1):
-                server.publish(f"scale-{r:06d}", "1.0.0")
-        times = {(which, kind): [] for which in ("empty", "large") for kind in ("version", "name")}
+                servers[(storage, "empty")].publish(f"scale-{r:06d}", "1.0.0")
+        keys = list(servers)
+        times = {(key, kind): [] for key in keys for kind in ("version", "name")}
+        cpu_before = {key: server.cpu_seconds() for key, server in servers.items()}
         for r in range(args.runs + 1):
-            order = [("empty", empty_server), ("large", large_server)]
+            # Each server goes first in turn, and the order reverses every round.
+            order = keys[r % len(keys):] + keys[:r % len(keys)]
             if r % 2:
                 order.reverse()
-            for which, server in order:
+            for key in order:
+                server = servers[key]
                 version = server.publish(f"scale-{r:06d}", f"2.{r}.0")
                 name = server.publish(f"fresh-{r:04d}-{uuid.uuid4().hex[:6]}", "1.0.0")
                 if r > 0:  # the first round warms up
-                    times[(which, "version")].append(version)
-                    times[(which, "name")].append(name)
-        backend = "PostgreSQL" if args.database else "SQLite"
-        print(f"raw HTTP publish, folder storage, {backend}, {args.runs} each:")
-        for kind, label in (("version", "a new version"), ("name", "a new name")):
-            empty = describe(f"{label}, empty registry", times[("empty", kind)])
-            large_median = describe(f"{label}, {args.skills * args.versions} versions", times[("large", kind)])
-            print(f"  {'ratio':<28} {large_median / empty:8.2f}x")
+                    times[(key, "version")].append(version)
+                    times[(key, "name")].append(name)
+        time.sleep(3)  # the discovery index is written a moment after the last publish
+        cpu = {key: (server.cpu_seconds() - cpu_before[key]) / (2 * (args.runs + 1)) for key, server in servers.items()}
+        backend = "PostgreSQL" if database_url else "SQLite"
+        for storage in storages:
+            place = "folder storage" if storage == "folder" else "S3 storage (Garage)"
+            print(f"raw HTTP publish, {place}, {backend}, {args.runs} each:")
+            for kind, label in (("version", "a new version"), ("name", "a new name")):
+                empty = describe(f"{label}, empty registry", times[((storage, "empty"), kind)])
+                large_median = describe(f"{label}, {args.skills * args.versions} versions",
+                                        times[((storage, "large"), kind)])
+                per_round = statistics.median(
+                    b / a for a, b in zip(times[((storage, "empty"), kind)], times[((storage, "large"), kind)]))
+                print(f"  {'ratio':<28} {large_median / empty:8.2f}x (per round {per_round:.2f}x)")
+            empty_cpu, large_cpu = cpu[(storage, "empty")], cpu[(storage, "large")]
+            print(f"  {'server CPU a publish':<28} {empty_cpu * 1000:8.2f} ms empty, {large_cpu * 1000:.2f} ms large "
+                  f"({large_cpu / empty_cpu:.2f}x; background work included)")
     finally:
-        for server in servers:
+        for server in servers.values():
             server.stop()
+        for service in services:
+            service.stop()
         shutil.rmtree(work, ignore_errors=True)
 
 

@@ -13,6 +13,7 @@
 
 mod downloads;
 mod keys;
+mod signing;
 mod versions;
 
 use std::path::Path;
@@ -23,6 +24,7 @@ use sqlx::any::{AnyPoolOptions, install_default_drivers};
 use sqlx::{AnyPool, Row as _};
 
 pub use keys::KeysRow;
+pub use signing::Unsigned;
 pub use versions::{
     BinRevisions, CatalogRow, Claim, Derived, IndexLines, LookupKeys, Summarise, now_ms,
 };

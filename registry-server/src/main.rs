@@ -678,10 +678,7 @@ fn serve(args: ServeArgs, places: Places<'_>) -> anyhow::Result<()> {
                 interval.tick().await;
                 loop {
                     interval.tick().await;
-                    let registry = Arc::clone(&registry);
-                    let signed =
-                        tokio::task::spawn_blocking(move || registry.sign_metadata()).await;
-                    if let Ok(Err(error)) = signed {
+                    if let Err(error) = registry.sign_metadata(true).await {
                         tracing::error!(
                             error = skillpkg_registry::report::error_chain(&error),
                             "cannot re-sign the timestamp"

@@ -16,8 +16,12 @@ use std::path::{Path, PathBuf};
 
 use jiff::{SignedDuration, Timestamp};
 use skillpkg_index::fs::{WriteError, WriteOptions, write_atomic_with};
+use std::collections::BTreeMap;
+
+use skillpkg_index::checksum::Checksum;
 use skillpkg_index::registry::metadata::{
-    self, MetadataError, ROOT_PATH, Root, Seen, TIMESTAMP_PATH, TimestampFile, root_path,
+    self, Listing, MetaTree, MetadataError, ROOT_PATH, Root, Seen, Snapshot, TIMESTAMP_PATH,
+    TimestampFile, root_path,
 };
 use skillpkg_index::registry::tree::{StaticTree, TreeError};
 use skillpkg_index::signing::{KeyError, PublicKey, SecretKey};
@@ -163,9 +167,18 @@ impl Signer {
     }
 
     /// Writes a new snapshot of the tree as it is now and a timestamp naming
-    /// it, each one version on from the current ones. The caller serialises
-    /// calls (the state lock).
+    /// it, each one version on from the current ones, hashing every file
+    /// the snapshot lists. The caller serialises calls (the state lock).
     pub fn sign(&self) -> Result<u64, KeysError> {
+        self.sign_changes(None)
+    }
+
+    /// [`Self::sign`], hashing only the files at `changed` (those written
+    /// since the last signing; a file that is gone leaves the snapshot)
+    /// when the current snapshot is a tree of nodes (version 2); every
+    /// file otherwise, or with `None`. Writes the new nodes and bins, then
+    /// the snapshot, then the timestamp.
+    pub fn sign_changes(&self, changed: Option<&[String]>) -> Result<u64, KeysError> {
         let read;
         let key = match &self.key {
             IndexKey::File(path) => {
@@ -174,16 +187,85 @@ impl Signer {
             }
             IndexKey::Key(key) => key,
         };
-        let files = self.tree.snapshot_files()?;
         let previous = self.seen()?;
+        let nodes = match changed {
+            Some(changed) => self.current_nodes()?.and_then(|nodes| {
+                match self.update_nodes(&nodes, changed) {
+                    Ok(tree) => Some(tree),
+                    // A node or bin missing or changed in the tree: it is
+                    // made again from every file.
+                    Err(error) => {
+                        tracing::warn!(
+                            error = %error,
+                            "the signed snapshot's tree is not intact; hashing every file again"
+                        );
+                        None
+                    }
+                }
+            }),
+            None => None,
+        };
+        let tree = match nodes {
+            Some(tree) => tree,
+            None => MetaTree::build(&self.tree.snapshot_files()?),
+        };
+        for (path, bytes) in &tree.written {
+            self.tree.write_file(path, bytes)?;
+        }
         let expires = Timestamp::now() + self.lifetime;
-        let (snapshot, timestamp) =
-            metadata::sign_snapshot_and_timestamp(files, previous, expires, key);
+        let (snapshot, timestamp) = metadata::sign_snapshot_and_timestamp(
+            Listing::Nodes(tree.nodes),
+            previous,
+            expires,
+            key,
+        );
         // The snapshot first: a reader that gets the new timestamp finds
         // its snapshot in place.
         self.tree.write_file(metadata::SNAPSHOT_PATH, &snapshot)?;
         self.tree.write_file(TIMESTAMP_PATH, &timestamp)?;
         Ok(previous.timestamp + 1)
+    }
+
+    /// The nodes of the current snapshot, when it is a tree (version 2).
+    fn current_nodes(&self) -> Result<Option<BTreeMap<String, Checksum>>, KeysError> {
+        let Some(bytes) = self.tree.read_file(metadata::SNAPSHOT_PATH)? else {
+            return Ok(None);
+        };
+        Ok(
+            metadata::parse::<Snapshot>(metadata::SNAPSHOT_PATH, "snapshot", &bytes)
+                .ok()
+                .and_then(|snapshot| snapshot.signed.nodes),
+        )
+    }
+
+    /// The tree `nodes` with the files at `changed` hashed again.
+    fn update_nodes(
+        &self,
+        nodes: &BTreeMap<String, Checksum>,
+        changed: &[String],
+    ) -> Result<MetaTree, MetadataError> {
+        let unreadable = |path: &str, error: &dyn std::fmt::Display| MetadataError::Malformed {
+            file: path.to_owned(),
+            reason: format!("it cannot be read: {error}"),
+        };
+        let mut changes = BTreeMap::new();
+        for path in changed {
+            let bytes = self
+                .tree
+                .read_file(path)
+                .map_err(|error| unreadable(path, &error))?;
+            changes.insert(path.clone(), bytes.map(|bytes| Checksum::of(&bytes)));
+        }
+        MetaTree::update(nodes, &changes, |sum| {
+            let path = metadata::meta_path(sum);
+            self.tree
+                .read_file(&path)
+                .map_err(|error| unreadable(&path, &error))?
+                .ok_or(MetadataError::Missing {
+                    file: path,
+                    snapshot: 0,
+                })
+        })
     }
 
     /// The versions of the current timestamp and snapshot.

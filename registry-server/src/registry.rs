@@ -215,6 +215,10 @@ pub const CLAIM_LIFETIME: Duration = Duration::from_secs(600);
 /// more, before it writes: the most the discovery index lags a publish.
 pub const DISCOVERY_DELAY: Duration = Duration::from_secs(1);
 
+/// How long a server may sign for before another may take the signing
+/// over ([`Registry::sign_metadata`]): far above a signing's time.
+pub const SIGNING_LEASE: Duration = Duration::from_secs(300);
+
 /// How often a server looks for claims that expired and index files left
 /// unwritten ([`Registry::recover`]).
 pub const RECOVERY_PERIOD: Duration = Duration::from_secs(60);
@@ -237,6 +241,8 @@ pub struct Registry {
     /// Re-signs the snapshot and timestamp after every change, when the
     /// registry has signed metadata.
     signer: Option<Signer>,
+    /// This server's id as the holder of the signing lease.
+    signer_id: String,
     /// How many times each skill's archives were served.
     downloads: Downloads,
 }
@@ -300,6 +306,7 @@ impl Registry {
             discovery_written: tokio::sync::Mutex::new(0),
             discovery_wanted: tokio::sync::Notify::new(),
             signer,
+            signer_id: claim_id()?,
             downloads,
         };
         let mut removed = Vec::new();
@@ -322,7 +329,7 @@ impl Registry {
             tokio::task::block_in_place(|| registry.tree.write_config(config))?;
             registry.write_discovery().await?;
         }
-        tokio::task::block_in_place(|| registry.sign_metadata())?;
+        registry.sign_metadata(true).await?;
         Ok((registry, removed))
     }
 
@@ -659,19 +666,93 @@ impl Registry {
         self.write_shard(shards, shards.shard_of(name.as_str()), false)
             .await?;
         self.discovery_wanted.notify_one();
-        tokio::task::block_in_place(|| self.sign_metadata())?;
+        self.sign_metadata(false).await?;
         Ok(())
     }
 
-    /// Re-signs the snapshot and timestamp (under the state lock, so a
-    /// running server and the admin commands never sign at once), when the
-    /// registry has signed metadata. Returns the new timestamp version.
-    pub fn sign_metadata(&self) -> Result<Option<u64>, RegistryError> {
+    /// Re-signs the snapshot and timestamp, when the registry has signed
+    /// metadata, hashing only the files written since the last signing
+    /// (docs/registry.md, "At scale"). One server of those sharing the
+    /// database signs at a time, the holder of the signing lease: a server
+    /// that finds it held leaves its change to the holder, which looks
+    /// for changes again when it is done, and signs them (group commit).
+    /// Signs even when nothing changed with `always` (a timestamp about to
+    /// expire). Returns the new timestamp version, if this server signed.
+    pub async fn sign_metadata(&self, always: bool) -> Result<Option<u64>, RegistryError> {
         let Some(signer) = &self.signer else {
             return Ok(None);
         };
-        self.state
-            .locked(|| signer.sign().map(Some).map_err(RegistryError::from))
+        let db = self.state.db();
+        let mut signed = None;
+        loop {
+            let unsigned = db.unsigned().await.map_err(StateError::from)?;
+            if unsigned.is_empty() && (signed.is_some() || !always) {
+                return Ok(signed);
+            }
+            let now = now_ms();
+            let lease = i64::try_from(SIGNING_LEASE.as_millis()).unwrap_or(i64::MAX);
+            if !db
+                .take_signing_lease(&self.signer_id, now, now.saturating_add(lease))
+                .await
+                .map_err(StateError::from)?
+            {
+                return Ok(signed);
+            }
+            let result = self.sign_unsigned(signer).await;
+            let released = db.release_signing_lease(&self.signer_id).await;
+            signed = Some(result?);
+            released.map_err(StateError::from)?;
+        }
+    }
+
+    /// Signs what was written since the last signing (under the state
+    /// lock too, so a running server and the admin commands of its
+    /// machine never sign at once), and notes it signed.
+    async fn sign_unsigned(&self, signer: &Signer) -> Result<u64, RegistryError> {
+        let db = self.state.db();
+        // Read before the files are: what is written after is signed by
+        // the next signing.
+        let unsigned = db.unsigned().await.map_err(StateError::from)?;
+        let mut paths = vec![skillpkg_index::registry::SEARCH_PATH.to_owned()];
+        let names = |skills: &[(String, i64)]| -> Vec<SkillName> {
+            skills
+                .iter()
+                .filter_map(|(skill, _)| skill.parse().ok())
+                .collect()
+        };
+        paths.extend(
+            names(&unsigned.index_files)
+                .iter()
+                .map(skillpkg_index::registry::index_file_path),
+        );
+        paths.extend(
+            names(&unsigned.keys_files)
+                .iter()
+                .map(skillpkg_index::registry::keys_path),
+        );
+        let (_, written) = db.search_shards().await.map_err(StateError::from)?;
+        if let Some(shards) = ShardCount::new(written) {
+            for (bin, _) in &unsigned.bins {
+                let bin = u32::try_from(*bin).unwrap_or(0);
+                paths.push(shards.path(bin / (256 / shards.get())));
+            }
+        }
+        if let Some((written, signed)) = unsigned.shards {
+            for count in [written, signed].into_iter().filter_map(ShardCount::new) {
+                paths.extend(count.paths());
+            }
+        }
+        paths.sort();
+        paths.dedup();
+        let version = tokio::task::block_in_place(|| {
+            self.state.locked(|| {
+                signer
+                    .sign_changes(Some(&paths))
+                    .map_err(RegistryError::from)
+            })
+        })?;
+        db.mark_signed(&unsigned).await.map_err(StateError::from)?;
+        Ok(version)
     }
 
     /// Counts a download of an archive of `name`.
@@ -1115,7 +1196,7 @@ impl Registry {
             jiff::Timestamp::now(),
         )
         .await?;
-        tokio::task::block_in_place(|| self.sign_metadata())?;
+        self.sign_metadata(false).await?;
         self.record_event(&NewEvent {
             actor: user,
             action: "keys",
@@ -1258,7 +1339,7 @@ fn unsigned_with_keys(
     ))
 }
 
-/// A random id for a publish's claim.
+/// A random id: a publish's claim, a server's hold of the signing lease.
 fn claim_id() -> Result<String, RegistryError> {
     let mut random = [0_u8; 16];
     getrandom::fill(&mut random)

@@ -1,7 +1,10 @@
 //! `skillpkg mirror SOURCE DEST`: a verified, incremental copy of a
 //! registry as a static tree (docs/registries.md#mirrors).
 //!
-//! 1. Open SOURCE and check its signed metadata, when it has some.
+//! 1. Open SOURCE and check its signed metadata, when it has some, and walk
+//!    the snapshot's nodes and bins (version 2) for the sha256 of every
+//!    file: those DEST has are read from it (they are named by their
+//!    sha256), the others fetched and written to DEST before the snapshot.
 //! 2. Read the index file of every chosen skill: skipped when the copy in
 //!    DEST already has the sha256 the snapshot lists, else fetched and
 //!    checked against the snapshot (without signed metadata: a conditional
@@ -27,7 +30,7 @@ use std::collections::BTreeMap;
 use anyhow::Context as _;
 use futures_util::{StreamExt as _, TryStreamExt as _};
 use skillpkg_index::checksum::Checksum;
-use skillpkg_index::registry::metadata::{ROOT_PATH, Snapshot, root_path};
+use skillpkg_index::registry::metadata::{ROOT_PATH, Snapshot, meta_path, root_path};
 use skillpkg_index::registry::tree::StaticTree;
 use skillpkg_index::registry::{
     DISCOVERY_PATH, IndexRecord, KeysFile, RegistryConfig, SEARCH_PATH, SearchFile, SearchIndex,
@@ -128,17 +131,24 @@ pub fn run(args: &MirrorArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
         let registry = registries.open(&spec, Access::Write).await?;
         let snapshot = registry.snapshot().await?;
         report.signed_metadata = snapshot.is_some();
+        let (signed, meta) = match snapshot.as_deref() {
+            Some(snapshot) => {
+                let (files, meta) = signed_files(&registry, &dest, snapshot, &mut report).await?;
+                (Some(files), meta)
+            }
+            None => (None, Vec::new()),
+        };
         let mut fetcher = Fetcher {
             registry: &registry,
             dest: &dest,
-            snapshot: snapshot.as_deref(),
+            signed: signed.as_ref(),
             etags: std::mem::take(&mut state.etags),
             files: 0,
             bytes: 0,
             pending: Vec::new(),
         };
         let listed = read_search(&mut fetcher, &source).await?;
-        let names = choose(&registry, snapshot.as_deref(), listed, &patterns)?;
+        let names = choose(&registry, signed.as_ref(), listed, &patterns)?;
         report.skills = names.len();
         let mut planned = Vec::new();
         for name in names {
@@ -228,6 +238,11 @@ pub fn run(args: &MirrorArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
         report.auth_required = config.auth_required;
         dest.write_config(&config)?;
         if snapshot.is_some() {
+            // The snapshot's nodes and bins DEST lacks, before the
+            // snapshot that names them.
+            for (path, bytes) in &meta {
+                dest.write_file(path, bytes)?;
+            }
             copy_metadata(&registry, &dest, &mut report).await?;
         }
         anyhow::Ok(())
@@ -307,17 +322,71 @@ async fn read_search(
     Ok(names)
 }
 
-/// The skills to mirror: those the snapshot lists (or, without signed
-/// metadata, the search index: `listed`), filtered by the patterns.
+/// The sha256 of every file `snapshot` lists: its list (version 1), or
+/// (version 2) what its nodes and bins list, read from DEST when DEST has
+/// them (they are named by their sha256, so a copy is the same), else from
+/// the source and returned to be written to DEST.
+async fn signed_files(
+    registry: &Registry,
+    dest: &StaticTree,
+    snapshot: &Snapshot,
+    report: &mut Report,
+) -> anyhow::Result<(BTreeMap<String, Checksum>, Vec<(String, Vec<u8>)>)> {
+    if let Some(files) = &snapshot.files {
+        return Ok((files.clone(), Vec::new()));
+    }
+    let mut files = BTreeMap::new();
+    let mut fetched = Vec::new();
+    let Some(nodes) = &snapshot.nodes else {
+        return Ok((files, fetched));
+    };
+    let mut read = async |sum: &Checksum, kind: &'static str| -> anyhow::Result<_> {
+        let path = meta_path(sum);
+        if let Some(bytes) = dest.read_file(&path)?
+            && let Ok(entries) = registry.remember_meta(&path, sum, kind, &bytes)
+        {
+            return Ok(entries);
+        }
+        let bytes = registry.raw_file(&path).await?.with_context(|| {
+            format!(
+                "{} lists {path} in its signed snapshot (version {}) but does not serve it",
+                registry.url(),
+                snapshot.version
+            )
+        })?;
+        let entries = registry
+            .remember_meta(&path, sum, kind, &bytes)
+            .with_context(|| format!("{path} of {} is not valid", registry.url()))?;
+        report.files += 1;
+        report.bytes += bytes.len() as u64;
+        fetched.push((path, bytes));
+        anyhow::Ok(entries)
+    };
+    for node in nodes.values() {
+        let bins = read(node, "node").await?;
+        for bin in bins.values() {
+            files.extend(
+                read(bin, "bin")
+                    .await?
+                    .iter()
+                    .map(|(path, sum)| (path.clone(), *sum)),
+            );
+        }
+    }
+    Ok((files, fetched))
+}
+
+/// The skills to mirror: those the snapshot lists (`signed`, the sha256
+/// of every file it lists), or, without signed metadata, the search
+/// index (`listed`), filtered by the patterns.
 fn choose(
     registry: &Registry,
-    snapshot: Option<&Snapshot>,
+    signed: Option<&BTreeMap<String, Checksum>>,
     listed: Vec<SkillName>,
     patterns: &Option<globset::GlobSet>,
 ) -> anyhow::Result<Vec<SkillName>> {
-    let all: Vec<SkillName> = match snapshot {
-        Some(snapshot) => snapshot
-            .files
+    let all: Vec<SkillName> = match signed {
+        Some(signed) => signed
             .keys()
             .filter(|path| path.starts_with("index/"))
             .filter_map(|path| path.rsplit('/').next()?.parse().ok())
@@ -346,7 +415,8 @@ fn choose(
 struct Fetcher<'a> {
     registry: &'a Registry,
     dest: &'a StaticTree,
-    snapshot: Option<&'a Snapshot>,
+    /// The sha256 of every file the snapshot lists, when there is one.
+    signed: Option<&'a BTreeMap<String, Checksum>>,
     /// Path → ETag, of the last run and then of this one.
     etags: BTreeMap<String, String>,
     /// Files (200s) and bytes fetched.
@@ -362,8 +432,8 @@ impl Fetcher<'_> {
     /// instead when it is known to be the same.
     async fn read(&mut self, path: &str) -> anyhow::Result<Option<Vec<u8>>> {
         let local = self.dest.read_file(path)?;
-        if let Some(snapshot) = self.snapshot {
-            if let (Some(expected), Some(local)) = (snapshot.files.get(path), &local)
+        if let Some(signed) = self.signed {
+            if let (Some(expected), Some(local)) = (signed.get(path), &local)
                 && Checksum::of(local) == *expected
             {
                 return Ok(Some(local.clone()));

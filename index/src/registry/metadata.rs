@@ -7,7 +7,11 @@
 //!                               of the root before it and of its own
 //! root.json                     the newest root (a copy)
 //! snapshot.json                 the sha256 of every index file, keys file and
-//!                               file of the search index; signed by the index key
+//!                               file of the search index, through a tree of
+//!                               nodes and bins (version 2) or listed (version 1);
+//!                               signed by the index key
+//! meta/<sha256>.json            the snapshot's nodes and bins, named by the
+//!                               sha256 of their bytes: immutable
 //! timestamp.json                the snapshot's version and sha256, a sequence
 //!                               number and a short expiry; signed by the index key
 //! ```
@@ -148,7 +152,16 @@ impl Root {
     }
 }
 
-/// `snapshot.json`: the sha256 of every file [`in_snapshot`] lists.
+/// `snapshot.json`: the sha256 of every file [`in_snapshot`] lists, in one
+/// of two forms. Version 1 lists them (`files`), so its size, and the cost
+/// of signing it, grow with the registry. Version 2 (`nodes`) is the root
+/// of a tree: the paths are spread over 256 nodes by the first byte of the
+/// sha256 of the path, each node over 16 bins by the high half of the
+/// second byte, and each bin lists the sha256 of its paths' files. Nodes
+/// and bins are files of their own, `meta/<sha256>.json`, named by the
+/// sha256 of their bytes, so the snapshot that names a node's sha256 signs
+/// everything below it, and a change rewrites one bin, one node and the
+/// snapshot: a few KB whatever the registry's size.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Snapshot {
     #[serde(rename = "type")]
@@ -156,7 +169,215 @@ pub struct Snapshot {
     pub version: u64,
     #[serde(with = "super::rfc3339_seconds")]
     pub expires: Timestamp,
+    /// Version 1: every file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub files: Option<BTreeMap<String, Checksum>>,
+    /// Version 2: the sha256 of each node that lists any file, by its
+    /// two hex digits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nodes: Option<BTreeMap<String, Checksum>>,
+}
+
+/// Where the nodes and bins of snapshots of version 2 are.
+pub const META_DIR: &str = "meta";
+
+/// Returns the path of the node or bin whose bytes have the sha256 `sum`.
+pub fn meta_path(sum: &Checksum) -> String {
+    format!("{META_DIR}/{}.json", sum.hex())
+}
+
+/// A node of a snapshot of version 2 (`meta/<sha256>.json`): the sha256 of
+/// each of its bins that lists any file, by its hex digit.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SnapshotNode {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub bins: BTreeMap<String, Checksum>,
+}
+
+/// A bin of a snapshot of version 2 (`meta/<sha256>.json`): the sha256 of
+/// each of its files, by path.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SnapshotBin {
+    #[serde(rename = "type")]
+    pub kind: String,
     pub files: BTreeMap<String, Checksum>,
+}
+
+/// Where a path is listed in a snapshot of version 2: its node (two hex
+/// digits, the first byte of the sha256 of the path) and its bin in it
+/// (one hex digit, the high half of the second byte).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Slot {
+    pub node: String,
+    pub bin: String,
+}
+
+/// Returns the slot of `path`.
+pub fn slot(path: &str) -> Slot {
+    use sha2::Digest as _;
+    let digest = sha2::Sha256::digest(path.as_bytes());
+    Slot {
+        node: format!("{:02x}", digest[0]),
+        bin: format!("{:x}", digest[1] >> 4),
+    }
+}
+
+/// Parses a node or bin read at `file`, checking that its bytes have the
+/// sha256 `sum` the level above names.
+pub fn parse_meta<T: DeserializeOwned>(
+    file: &str,
+    sum: &Checksum,
+    kind: &str,
+    bytes: &[u8],
+) -> Result<T, MetadataError> {
+    let malformed = |reason: String| MetadataError::Malformed {
+        file: file.to_owned(),
+        reason,
+    };
+    if Checksum::of(bytes) != *sum {
+        return Err(MetadataError::FileMismatch {
+            file: file.to_owned(),
+            snapshot: 0,
+        });
+    }
+    let value: serde_json::Value =
+        serde_json::from_slice(bytes).map_err(|error| malformed(error.to_string()))?;
+    let found = value.get("type").and_then(|value| value.as_str());
+    if found != Some(kind) {
+        return Err(malformed(format!(
+            "its type is {found:?}, and {kind:?} was expected"
+        )));
+    }
+    serde_json::from_value(value).map_err(|error| malformed(error.to_string()))
+}
+
+/// The nodes and bins of a snapshot of version 2, as files: built from
+/// every file's sha256, or changed from an earlier tree.
+#[derive(Debug, Default)]
+pub struct MetaTree {
+    /// The snapshot's `nodes`.
+    pub nodes: BTreeMap<String, Checksum>,
+    /// The nodes and bins to write (path, bytes): those the tree has and
+    /// the earlier one did not. Write them before the snapshot.
+    pub written: Vec<(String, Vec<u8>)>,
+}
+
+/// Changed files of one bin: a path and its new sha256 (`None`: gone).
+type Changes<'a> = Vec<(&'a String, &'a Option<Checksum>)>;
+
+fn render_meta<T: serde::Serialize>(value: &T) -> (Checksum, Vec<u8>) {
+    let bytes = super::render_json(value);
+    (Checksum::of(&bytes), bytes)
+}
+
+impl MetaTree {
+    /// The tree of `files` (path to sha256).
+    pub fn build(files: &BTreeMap<String, Checksum>) -> Self {
+        let mut by_slot: BTreeMap<Slot, BTreeMap<String, Checksum>> = BTreeMap::new();
+        for (path, sum) in files {
+            by_slot
+                .entry(slot(path))
+                .or_default()
+                .insert(path.clone(), *sum);
+        }
+        let mut tree = Self::default();
+        let mut node_bins: BTreeMap<String, BTreeMap<String, Checksum>> = BTreeMap::new();
+        for (slot, files) in by_slot {
+            let (sum, bytes) = render_meta(&SnapshotBin {
+                kind: "bin".into(),
+                files,
+            });
+            tree.written.push((meta_path(&sum), bytes));
+            node_bins
+                .entry(slot.node)
+                .or_default()
+                .insert(slot.bin, sum);
+        }
+        for (node, bins) in node_bins {
+            let (sum, bytes) = render_meta(&SnapshotNode {
+                kind: "node".into(),
+                bins,
+            });
+            tree.written.push((meta_path(&sum), bytes));
+            tree.nodes.insert(node, sum);
+        }
+        tree
+    }
+
+    /// The tree `nodes` (an earlier snapshot's) with `changes` made: a
+    /// path to its file's new sha256, or `None` for a file that is gone.
+    /// `read` returns a node or bin of the earlier tree by its sha256
+    /// (checked here). Only the bins and nodes on the changed paths are
+    /// read and written again.
+    pub fn update<E: From<MetadataError>>(
+        nodes: &BTreeMap<String, Checksum>,
+        changes: &BTreeMap<String, Option<Checksum>>,
+        mut read: impl FnMut(&Checksum) -> Result<Vec<u8>, E>,
+    ) -> Result<Self, E> {
+        // The changes by node, then by bin.
+        let mut by_node: BTreeMap<String, BTreeMap<String, Changes<'_>>> = BTreeMap::new();
+        for (path, sum) in changes {
+            let Slot { node, bin } = slot(path);
+            by_node
+                .entry(node)
+                .or_default()
+                .entry(bin)
+                .or_default()
+                .push((path, sum));
+        }
+        let mut tree = Self {
+            nodes: nodes.clone(),
+            written: Vec::new(),
+        };
+        for (node, bins) in by_node {
+            let mut node_bins = match nodes.get(&node) {
+                Some(sum) => {
+                    let path = meta_path(sum);
+                    parse_meta::<SnapshotNode>(&path, sum, "node", &read(sum)?)?.bins
+                }
+                None => BTreeMap::new(),
+            };
+            for (bin, changed) in bins {
+                let mut files = match node_bins.get(&bin) {
+                    Some(sum) => {
+                        let path = meta_path(sum);
+                        parse_meta::<SnapshotBin>(&path, sum, "bin", &read(sum)?)?.files
+                    }
+                    None => BTreeMap::new(),
+                };
+                for (path, sum) in changed {
+                    match sum {
+                        Some(sum) => files.insert(path.clone(), *sum),
+                        None => files.remove(path),
+                    };
+                }
+                if files.is_empty() {
+                    node_bins.remove(&bin);
+                    continue;
+                }
+                let (sum, bytes) = render_meta(&SnapshotBin {
+                    kind: "bin".into(),
+                    files,
+                });
+                tree.written.push((meta_path(&sum), bytes));
+                node_bins.insert(bin, sum);
+            }
+            if node_bins.is_empty() {
+                tree.nodes.remove(&node);
+                continue;
+            }
+            let (sum, bytes) = render_meta(&SnapshotNode {
+                kind: "node".into(),
+                bins: node_bins,
+            });
+            tree.written.push((meta_path(&sum), bytes));
+            tree.nodes.insert(node, sum);
+        }
+        Ok(tree)
+    }
 }
 
 /// What the timestamp says of the snapshot.
@@ -497,15 +718,37 @@ pub fn verify_snapshot(
     if snapshot.version != timestamp.snapshot.version {
         return Err(mismatch());
     }
+    if snapshot.files.is_some() == snapshot.nodes.is_some() {
+        return Err(MetadataError::Malformed {
+            file: SNAPSHOT_PATH.into(),
+            reason: "it must have exactly one of `files` (version 1) and `nodes` (version 2)"
+                .into(),
+        });
+    }
     check_expiry(SNAPSHOT_PATH, snapshot.expires, now)?;
     Ok(snapshot)
 }
 
 impl Snapshot {
-    /// Checks a file [`in_snapshot`] lists against the snapshot: `bytes` is
-    /// `None` when the file is missing (a 404).
+    /// Checks a file [`in_snapshot`] lists against a snapshot of version 1:
+    /// `bytes` is `None` when the file is missing (a 404). A snapshot of
+    /// version 2 names the file's sha256 through its nodes and bins: find
+    /// it ([`slot`]), then [`Self::check_expected`].
     pub fn check_file(&self, path: &str, bytes: Option<&[u8]>) -> Result<(), MetadataError> {
-        match (self.files.get(path), bytes) {
+        let expected = self.files.as_ref().and_then(|files| files.get(path));
+        self.check_expected(path, expected, bytes)
+    }
+
+    /// Checks a file against `expected`, the sha256 the snapshot names for
+    /// it (`None`: it names none); `bytes` is `None` when the file is
+    /// missing.
+    pub fn check_expected(
+        &self,
+        path: &str,
+        expected: Option<&Checksum>,
+        bytes: Option<&[u8]>,
+    ) -> Result<(), MetadataError> {
+        match (expected, bytes) {
             (Some(expected), Some(bytes)) if Checksum::of(bytes) == *expected => Ok(()),
             (Some(_), Some(_)) => Err(MetadataError::FileMismatch {
                 file: path.to_owned(),
@@ -524,22 +767,35 @@ impl Snapshot {
     }
 }
 
-/// The snapshot and timestamp that describe `files` (path → bytes of every
+/// What a snapshot lists: every file (version 1), or the nodes of a
+/// [`MetaTree`] (version 2).
+#[derive(Clone, Debug)]
+pub enum Listing {
+    Files(BTreeMap<String, Checksum>),
+    Nodes(BTreeMap<String, Checksum>),
+}
+
+/// The snapshot and timestamp that describe `listing` (the sha256 of every
 /// file [`in_snapshot`] lists), signed by `index_key`, with the versions
 /// after `previous`.
 pub fn sign_snapshot_and_timestamp(
-    files: BTreeMap<String, Checksum>,
+    listing: Listing,
     previous: Seen,
     expires: Timestamp,
     index_key: &SecretKey,
 ) -> (Vec<u8>, Vec<u8>) {
     let expires = super::whole_seconds(expires);
+    let (files, nodes) = match listing {
+        Listing::Files(files) => (Some(files), None),
+        Listing::Nodes(nodes) => (None, Some(nodes)),
+    };
     let snapshot = sign(
         &Snapshot {
             kind: "snapshot".into(),
             version: previous.snapshot + 1,
             expires,
             files,
+            nodes,
         },
         &[index_key],
     );
@@ -649,8 +905,12 @@ mod tests {
         let root = root(1, &[&root_key], 1, &index);
         let mut files = BTreeMap::new();
         files.insert("index/1/a".to_owned(), Checksum::of(b"line\n"));
-        let (snapshot, timestamp) =
-            sign_snapshot_and_timestamp(files.clone(), Seen::default(), in_days(1), &index);
+        let (snapshot, timestamp) = sign_snapshot_and_timestamp(
+            Listing::Files(files.clone()),
+            Seen::default(),
+            in_days(1),
+            &index,
+        );
         let now = Timestamp::now();
         let checked = verify_timestamp(&root, &timestamp, Seen::default(), now).unwrap();
         assert_eq!(checked.version, 1);
@@ -690,8 +950,12 @@ mod tests {
             Err(MetadataError::Expired { .. })
         ));
         // Signed by a root key instead of the index key.
-        let (_, wrong) =
-            sign_snapshot_and_timestamp(files.clone(), Seen::default(), in_days(1), &root_key);
+        let (_, wrong) = sign_snapshot_and_timestamp(
+            Listing::Files(files.clone()),
+            Seen::default(),
+            in_days(1),
+            &root_key,
+        );
         assert!(matches!(
             verify_timestamp(&root, &wrong, Seen::default(), now),
             Err(MetadataError::Signatures {
@@ -701,7 +965,7 @@ mod tests {
         ));
         // A snapshot other than the one the timestamp names.
         let (other_snapshot, _) = sign_snapshot_and_timestamp(
-            files,
+            Listing::Files(files),
             Seen {
                 timestamp: 1,
                 snapshot: 1,
@@ -721,5 +985,67 @@ mod tests {
             .unwrap()
             .replace("\"version\":1", "\"version\":9");
         assert!(verify_timestamp(&root, edited.as_bytes(), Seen::default(), now).is_err());
+    }
+
+    #[test]
+    fn a_meta_tree_changed_in_place_is_the_tree_built_from_scratch() {
+        let sum = |text: &str| Checksum::of(text.as_bytes());
+        let mut files: BTreeMap<String, Checksum> = (0..300)
+            .map(|index| {
+                (
+                    format!("index/sk/il/skill-{index}"),
+                    sum(&index.to_string()),
+                )
+            })
+            .collect();
+        files.insert("search.json".into(), sum("search"));
+        let built = MetaTree::build(&files);
+        let store: BTreeMap<String, Vec<u8>> = built.written.iter().cloned().collect();
+        // 301 paths over 256 nodes: about 177 nodes are expected.
+        assert!(built.nodes.len() > 150, "{}", built.nodes.len());
+        // Changed, added and removed files.
+        let mut changes: BTreeMap<String, Option<Checksum>> = BTreeMap::new();
+        changes.insert("index/sk/il/skill-7".into(), Some(sum("seven, again")));
+        changes.insert("index/ne/w-/new-skill".into(), Some(sum("new")));
+        changes.insert("index/sk/il/skill-8".into(), None);
+        let mut reads = 0;
+        let updated = MetaTree::update(&built.nodes, &changes, |sum| {
+            reads += 1;
+            store
+                .get(&meta_path(sum))
+                .cloned()
+                .ok_or(MetadataError::Missing {
+                    file: meta_path(sum),
+                    snapshot: 0,
+                })
+        })
+        .unwrap();
+        assert!(
+            reads <= 6,
+            "only the changed paths' nodes and bins: {reads}"
+        );
+        assert!(updated.written.len() <= 6, "{}", updated.written.len());
+        for (path, change) in &changes {
+            match change {
+                Some(new) => files.insert(path.clone(), *new),
+                None => files.remove(path),
+            };
+        }
+        assert_eq!(updated.nodes, MetaTree::build(&files).nodes);
+        // A node or bin is named by its sha256: a changed one is refused.
+        let (path, bytes) = &built.written[0];
+        let named: Checksum = format!(
+            "sha256:{}",
+            &path["meta/".len()..path.len() - ".json".len()]
+        )
+        .parse()
+        .unwrap();
+        assert!(parse_meta::<SnapshotBin>(path, &named, "bin", bytes).is_ok());
+        let mut changed = bytes.clone();
+        changed[10] ^= 1;
+        assert!(matches!(
+            parse_meta::<SnapshotBin>(path, &named, "bin", &changed),
+            Err(MetadataError::FileMismatch { .. })
+        ));
     }
 }

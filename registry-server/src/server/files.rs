@@ -288,7 +288,8 @@ fn file_headers(path: &str) -> (&'static str, &'static str) {
         .is_some_and(|version| !version.is_empty() && version.bytes().all(|b| b.is_ascii_digit()));
     if path.ends_with(".tgz") {
         ("application/gzip", IMMUTABLE)
-    } else if versioned_root {
+    } else if versioned_root || path.starts_with("meta/") {
+        // The snapshot's nodes and bins are named by their sha256.
         ("application/json", IMMUTABLE)
     } else if path.ends_with(".minisig") {
         ("text/plain; charset=utf-8", IMMUTABLE)

@@ -101,6 +101,25 @@ impl World {
     }
 }
 
+/// The path of the bin of the snapshot in `tree` that lists `path`: the
+/// node named by the first byte of the sha256 of the path, the bin in it
+/// by the high half of the second (docs/index-format.md).
+fn bin_of(tree: &Path, path: &str) -> String {
+    use sha2::Digest as _;
+    let digest = sha2::Sha256::digest(path.as_bytes());
+    let read = |relative: &str| -> serde_json::Value {
+        serde_json::from_slice(&fs_err::read(tree.join(relative)).unwrap()).unwrap()
+    };
+    let meta = |sum: &serde_json::Value| {
+        format!("meta/{}.json", &sum.as_str().unwrap()["sha256:".len()..])
+    };
+    let snapshot = read("snapshot.json");
+    let node = read(&meta(
+        &snapshot["signed"]["nodes"][format!("{:02x}", digest[0])],
+    ));
+    meta(&node["bins"][format!("{:x}", digest[1] >> 4)])
+}
+
 /// Copies a folder, for a second (stale or tampered) copy of a mirror.
 fn copy_tree(from: &Path, to: &Path) {
     for (relative, bytes) in skillpkg_tests::files_below(from) {
@@ -176,8 +195,22 @@ fn a_mirror_of_100_skills_installs_the_same_lock_and_updates_incrementally() {
         .filter(|path| path.starts_with("index/"))
         .count();
     assert_eq!(index_files, 5, "only the new index files: {served:?}");
+    // The snapshot's nodes and bins: only those on the paths of the
+    // files that changed, a node and a bin each at most.
+    let signed_files = served
+        .iter()
+        .filter(|path| skillpkg_index::registry::metadata::in_snapshot(path))
+        .count();
+    let meta = served
+        .iter()
+        .filter(|path| path.starts_with("meta/"))
+        .count();
     assert!(
-        served.len() < 40,
+        (1..=2 * signed_files).contains(&meta),
+        "{meta} nodes and bins for {signed_files} changed files: {served:?}"
+    );
+    assert!(
+        served.len() - meta < 40,
         "{} requests for 5 new skills: {served:?}",
         served.len()
     );
@@ -186,15 +219,16 @@ fn a_mirror_of_100_skills_installs_the_same_lock_and_updates_incrementally() {
             .join("dl/new-4/1.0.0/new-4-1.0.0.tgz.minisig")
             .is_file()
     );
-    // A third run with nothing new fetches no archive and no index file.
+    // A third run with nothing new fetches no archive, no index file and
+    // no node or bin.
     origin.faults().served.clear();
     let third = world.mirror(origin.url(), &mirror);
     assert_eq!(third["downloaded"], 0);
     let served = origin.faults().served.clone();
     assert!(
-        !served
-            .iter()
-            .any(|path| path.starts_with("index/") || path.ends_with(".tgz")),
+        !served.iter().any(|path| path.starts_with("index/")
+            || path.ends_with(".tgz")
+            || path.starts_with("meta/")),
         "{served:?}"
     );
 }
@@ -298,6 +332,36 @@ fn mirrors_that_lie_are_refused_naming_the_registry_and_installing_nothing() {
     error: registry file://[HOME]/mixed/ cannot be trusted: index/al/ph/alpha differs from the registry's signed snapshot (version 5)
     hint: a file differs from what the registry signed: the mirror or cache changed it, or mixes two versions of the index; nothing was installed. Sync the mirror again or use the origin registry
     ");
+
+    // The snapshot's bin that lists alpha's index file, changed or gone:
+    // nodes and bins are named by their sha256, which the level above
+    // signs.
+    for (project, change) in [("p5", "changed"), ("p6", "removed")] {
+        let copy = world.path(&format!("{change}-meta"));
+        copy_tree(&mirror, &copy);
+        let bin = copy.join(bin_of(&copy, "index/al/ph/alpha"));
+        if change == "changed" {
+            let text = fs_err::read_to_string(&bin).unwrap();
+            fs_err::write(
+                &bin,
+                text.replace("\"files\":{", "\"files\":{\"index/x\":\"sha256:00\","),
+            )
+            .unwrap();
+        } else {
+            fs_err::remove_file(&bin).unwrap();
+        }
+        let refused = world.install_refused(project, &copy, &["alpha"]);
+        let said = world.refusal(&refused, project);
+        let expected = if change == "changed" {
+            "differs from the registry's signed snapshot (version 5)"
+        } else {
+            "is in the registry's signed snapshot (version 5) but is missing"
+        };
+        assert!(
+            said.contains("meta/") && said.contains(expected),
+            "{change}: {said}"
+        );
+    }
 
     // Rollback: the older copy, at the mirror's own address, after the
     // user saw the newer one.

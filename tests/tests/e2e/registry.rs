@@ -1043,7 +1043,23 @@ fn a_server_killed_during_publishes_restarts_consistent() {
                     }
                 });
             }
-            std::thread::sleep(std::time::Duration::from_millis(100 + 80 * (round % 6)));
+            // The first rounds kill at a time chosen in advance; the
+            // others at a moment an archive is in place whose version the
+            // index file does not list yet (the window this test is
+            // about), found by watching the folder, or after 3 s.
+            let started = std::time::Instant::now();
+            let fixed = std::time::Duration::from_millis(100 + 80 * (round % 6));
+            let public = root.path().join("public");
+            loop {
+                let waited = started.elapsed();
+                if (round < 2 && waited >= fixed)
+                    || (round >= 2 && archive_without_line(&public))
+                    || waited >= std::time::Duration::from_secs(3)
+                {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
             server.kill();
         });
         server = RegistryServer::start(root.path(), &[]);
@@ -1060,6 +1076,23 @@ fn a_server_killed_during_publishes_restarts_consistent() {
         "no kill landed between an archive and its index line; the test proved nothing:\n{}",
         server.log()
     );
+}
+
+/// Whether the tree at `public` has an archive of `heavy` whose version
+/// its index file does not list (yet), once it lists one.
+fn archive_without_line(public: &Path) -> bool {
+    let listed = fs_err::read_to_string(public.join("index/he/av/heavy")).unwrap_or_default();
+    if listed.is_empty() {
+        return false;
+    }
+    let Ok(versions) = std::fs::read_dir(public.join("dl/heavy")) else {
+        return false;
+    };
+    versions.flatten().any(|entry| {
+        let version = entry.file_name().to_string_lossy().into_owned();
+        entry.path().join(format!("heavy-{version}.tgz")).is_file()
+            && !listed.contains(&format!("\"vers\":\"{version}\""))
+    })
 }
 
 fn check_consistent(public: &Path) {

@@ -41,6 +41,18 @@ impl Replicas {
         flags: &[&str],
         rule: impl Fn(&[u8]) -> Fault + Send + Sync + 'static,
     ) -> Self {
+        Self::start_full(count, database, flags, false, rule)
+    }
+
+    /// `count` servers on `database` with `flags`, with signed metadata
+    /// when `signed`.
+    fn start_full(
+        count: usize,
+        database: String,
+        flags: &[&str],
+        signed: bool,
+        rule: impl Fn(&[u8]) -> Fault + Send + Sync + 'static,
+    ) -> Self {
         let garage = Garage::shared();
         let bucket = garage.fresh_bucket();
         let s3 = garage
@@ -63,6 +75,28 @@ impl Replicas {
             .arg(roots[0].path())
             .envs(env.iter().map(|(key, value)| (key, value))));
         assert_eq!(created.code, 0, "{created:?}");
+        if signed {
+            // One registry, one index key: `keys init` on the first data
+            // folder writes the roots to the bucket; every server signs
+            // with the same key, one at a time.
+            let root_key = roots[0].path().join("root.key");
+            let generated = run(std::process::Command::new(binary("skillpkg-registry"))
+                .args(["keys", "generate"])
+                .arg(&root_key));
+            assert_eq!(generated.code, 0, "{generated:?}");
+            let init = run(std::process::Command::new(binary("skillpkg-registry"))
+                .args(["keys", "init", "--root"])
+                .arg(roots[0].path())
+                .arg("--root-key")
+                .arg(&root_key)
+                .envs(env.iter().map(|(key, value)| (key, value))));
+            assert_eq!(init.code, 0, "{init:?}");
+            let index_key = roots[0].path().join("state/index.key");
+            for root in &roots[1..] {
+                fs_err::create_dir_all(root.path().join("state")).unwrap();
+                fs_err::copy(&index_key, root.path().join("state/index.key")).unwrap();
+            }
+        }
         let flags: Vec<String> = flags.iter().map(|&flag| flag.to_owned()).collect();
         let mut replicas = Self {
             servers: Vec::new(),
@@ -490,4 +524,66 @@ fn of_first_signed_publishes_on_two_servers_one_key_wins() {
     }
     assert!(published >= 1, "{answers:?}");
     assert_eq!(replicas.versions(1, "pdf").len(), published);
+}
+
+/// Signed metadata with several servers: one signs at a time (the lease
+/// in the database), and the snapshot, a tree of nodes and bins, ends up
+/// covering every publish of either server, which a mirror checks file by
+/// file.
+#[test]
+fn two_servers_sign_one_snapshot_that_covers_every_publish() {
+    // Index writes and snapshot writes held back at random, so publishes
+    // land while another server holds the lease and signs.
+    let replicas =
+        Replicas::start_full(2, Postgres::shared().fresh_database(), &[], true, |piece| {
+            if is_request(piece, "PUT", "/index/") || is_request(piece, "PUT", "/snapshot.json") {
+                Fault::Delay(jitter())
+            } else {
+                Fault::Pass
+            }
+        });
+    let names: Vec<String> = (0..16).map(|i| format!("signed-{i}")).collect();
+    let start = std::sync::Barrier::new(names.len());
+    std::thread::scope(|scope| {
+        for (i, name) in names.iter().enumerate() {
+            let (replicas, start) = (&replicas, &start);
+            scope.spawn(move || {
+                start.wait();
+                let (status, body) = replicas.publish(i % 2, name, "1.0.0");
+                assert_eq!(status, 201, "{name}: {body}");
+            });
+        }
+    });
+    // The last signing may still run when the last publish answers (its
+    // server left its change to the lease's holder): the snapshot covers
+    // everything once `timestamp.json` stops changing and a mirror, which
+    // checks every index file against it, passes.
+    let snapshot: serde_json::Value =
+        serde_json::from_str(&replicas.get(0, "snapshot.json")).unwrap();
+    assert!(
+        snapshot["signed"]["nodes"].is_object() && snapshot["signed"]["files"].is_null(),
+        "a tree of nodes (version 2): {snapshot}"
+    );
+    let sandbox = skillpkg_tests::TestContext::new();
+    let dest = sandbox.path().join("mirror");
+    let mirrored = skillpkg_tests::wait_until(Duration::from_secs(20), || {
+        let output = run(sandbox
+            .skillpkg_command()
+            .args(["mirror", replicas.servers[1].url()])
+            .arg(&dest)
+            .args(["--all", "--json"]));
+        output.code == 0 && output.json()["skills"] == names.len()
+    });
+    assert!(
+        mirrored,
+        "a mirror of every publish passes the snapshot's checks"
+    );
+    for name in &names {
+        let path = skillpkg_index::registry::index_file_path(&name.parse().unwrap());
+        assert!(dest.join(&path).is_file(), "{path}");
+    }
+    assert!(
+        !replicas.objects("meta").is_empty(),
+        "the nodes and bins are in the bucket"
+    );
 }

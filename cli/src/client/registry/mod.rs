@@ -69,7 +69,9 @@ pub use self::trust::TrustConfig;
 use super::index_cache::IndexCache;
 use super::registry_url::{RegistryUrl, redacted};
 use crate::client::token::Token;
-use skillpkg_index::registry::metadata::{Snapshot, TIMESTAMP_PATH, in_snapshot};
+use skillpkg_index::registry::metadata::{
+    self, MetadataError, Snapshot, SnapshotBin, SnapshotNode, TIMESTAMP_PATH, in_snapshot,
+};
 
 /// Runs `future` to completion on a current-thread runtime. The client's
 /// requests wait on the network, not the processor: one thread keeps many
@@ -102,7 +104,13 @@ pub struct Registry {
     /// The index files read from this registry before, with their ETags;
     /// `None` for a `file://` registry, or when there is no cache folder.
     index_cache: Option<IndexCache>,
+    /// The nodes and bins of snapshots of version 2 read so far, by their
+    /// sha256 (immutable, so never read twice).
+    meta: std::sync::Mutex<std::collections::HashMap<Checksum, MetaEntries>>,
 }
+
+/// A node's bins or a bin's files, each with its sha256.
+pub type MetaEntries = std::sync::Arc<std::collections::BTreeMap<String, Checksum>>;
 
 /// What the checks of a registry's signed metadata found so far.
 #[derive(Debug, Default)]
@@ -161,6 +169,7 @@ impl Registry {
             snapshot: tokio::sync::Mutex::new(CheckedChain::default()),
             metadata_files: std::sync::Mutex::new(VerifiedMetadata::default()),
             index_cache: None,
+            meta: std::sync::Mutex::default(),
         })
     }
 
@@ -310,7 +319,8 @@ impl Registry {
         let (Some(snapshot), checks) = self.checked_snapshot().await? else {
             return Ok(());
         };
-        let Err(problem) = snapshot.check_file(path, bytes) else {
+        let expected = self.signed_sha256(&snapshot, path).await?;
+        let Err(problem) = snapshot.check_expected(path, expected.as_ref(), bytes) else {
             return Ok(());
         };
         let fresh = {
@@ -326,12 +336,15 @@ impl Registry {
             }
         };
         match fresh {
-            Some(fresh) if fresh.version != snapshot.version => fresh
-                .check_file(path, bytes)
-                .map_err(|problem| RegistryError::Metadata {
-                    registry: self.label(),
-                    problem,
-                }),
+            Some(fresh) if fresh.version != snapshot.version => {
+                let expected = self.signed_sha256(&fresh, path).await?;
+                fresh
+                    .check_expected(path, expected.as_ref(), bytes)
+                    .map_err(|problem| RegistryError::Metadata {
+                        registry: self.label(),
+                        problem,
+                    })
+            }
             _ => Err(RegistryError::Metadata {
                 registry: self.label(),
                 problem,
@@ -348,9 +361,105 @@ impl Registry {
             return Ok(true);
         }
         Ok(match self.snapshot().await? {
-            Some(snapshot) => snapshot.check_file(path, Some(bytes)).is_ok(),
+            Some(snapshot) => {
+                let expected = self.signed_sha256(&snapshot, path).await?;
+                snapshot
+                    .check_expected(path, expected.as_ref(), Some(bytes))
+                    .is_ok()
+            }
             None => true,
         })
+    }
+
+    /// The sha256 `snapshot` names for the file at `path`, if any: from
+    /// its list (version 1), or through the node and bin of the path
+    /// (version 2), read from the registry once each and checked against
+    /// the sha256 the level above names.
+    pub async fn signed_sha256(
+        &self,
+        snapshot: &Snapshot,
+        path: &str,
+    ) -> Result<Option<Checksum>, RegistryError> {
+        if let Some(files) = &snapshot.files {
+            return Ok(files.get(path).copied());
+        }
+        let Some(nodes) = &snapshot.nodes else {
+            return Ok(None);
+        };
+        let slot = metadata::slot(path);
+        let Some(node) = nodes.get(&slot.node) else {
+            return Ok(None);
+        };
+        let bins = self.meta_entries(snapshot, node, "node").await?;
+        let Some(bin) = bins.get(&slot.bin) else {
+            return Ok(None);
+        };
+        let files = self.meta_entries(snapshot, bin, "bin").await?;
+        Ok(files.get(path).copied())
+    }
+
+    /// The entries of the node or bin (`kind`) whose sha256 is `sum`.
+    pub async fn meta_entries(
+        &self,
+        snapshot: &Snapshot,
+        sum: &Checksum,
+        kind: &'static str,
+    ) -> Result<MetaEntries, RegistryError> {
+        if let Some(found) = self.lock_meta().get(sum) {
+            return Ok(found.clone());
+        }
+        let path = metadata::meta_path(sum);
+        let refused = |problem: MetadataError| RegistryError::Metadata {
+            registry: self.label(),
+            problem: match problem {
+                MetadataError::FileMismatch { file, .. } => MetadataError::FileMismatch {
+                    file,
+                    snapshot: snapshot.version,
+                },
+                other => other,
+            },
+        };
+        let url = self.url.join(&path);
+        let bytes = self
+            .fetch(&url, Limit::Client(MAX_META_BYTES))
+            .await?
+            .ok_or_else(|| {
+                refused(MetadataError::Missing {
+                    file: path.clone(),
+                    snapshot: snapshot.version,
+                })
+            })?;
+        let entries = self
+            .remember_meta(&path, sum, kind, &bytes)
+            .map_err(refused)?;
+        Ok(entries)
+    }
+
+    /// Checks the node or bin (`kind`) read at `path` against `sum` and
+    /// keeps its entries for this command.
+    pub fn remember_meta(
+        &self,
+        path: &str,
+        sum: &Checksum,
+        kind: &'static str,
+        bytes: &[u8],
+    ) -> Result<MetaEntries, MetadataError> {
+        let entries = if kind == "node" {
+            metadata::parse_meta::<SnapshotNode>(path, sum, kind, bytes)?.bins
+        } else {
+            metadata::parse_meta::<SnapshotBin>(path, sum, kind, bytes)?.files
+        };
+        let entries = std::sync::Arc::new(entries);
+        self.lock_meta().insert(*sum, entries.clone());
+        Ok(entries)
+    }
+
+    fn lock_meta(
+        &self,
+    ) -> std::sync::MutexGuard<'_, std::collections::HashMap<Checksum, MetaEntries>> {
+        self.meta
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Returns the registry's base URL.
@@ -790,6 +899,9 @@ fn unexpected(url: &Url, answer: &Answer, token: Option<&Token>) -> RegistryErro
 
 /// How many times a read is tried when the server fails (5xx) or the
 /// network does, and the first wait; each wait doubles.
+/// The most a node or bin of a snapshot may be: a bin lists a 4,096th of
+/// the registry's files (about 50 KB at a million skills).
+const MAX_META_BYTES: u64 = 4 << 20;
 /// How many shards of the search index are read at once.
 const PARALLEL_SHARD_READS: usize = 16;
 const ATTEMPTS: u32 = 4;
@@ -872,6 +984,7 @@ mod tests {
             snapshot: tokio::sync::Mutex::new(CheckedChain::default()),
             metadata_files: std::sync::Mutex::new(VerifiedMetadata::default()),
             index_cache: None,
+            meta: std::sync::Mutex::default(),
         }
     }
 

@@ -1085,7 +1085,7 @@ fn archive_without_line(public: &Path) -> bool {
     if listed.is_empty() {
         return false;
     }
-    let Ok(versions) = std::fs::read_dir(public.join("dl/heavy")) else {
+    let Ok(versions) = fs_err::read_dir(public.join("dl/heavy")) else {
         return false;
     };
     versions.flatten().any(|entry| {

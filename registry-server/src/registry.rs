@@ -217,7 +217,7 @@ pub const DISCOVERY_DELAY: Duration = Duration::from_secs(1);
 
 /// How long a server may sign for before another may take the signing
 /// over ([`Registry::sign_metadata`]): far above a signing's time.
-pub const SIGNING_LEASE: Duration = Duration::from_secs(300);
+pub const SIGNING_LEASE: Duration = Duration::from_secs(120);
 
 /// How often a server looks for claims that expired and index files left
 /// unwritten ([`Registry::recover`]).
@@ -495,13 +495,18 @@ impl Registry {
     }
 
     /// How many shards the search index has. Decides it when no server
-    /// has yet, or, with `grow`, when the registry outgrew it (never
-    /// fewer); when `search.json` does not say the decided count yet (a
-    /// new count, or a server that stopped while writing it), writes every
-    /// shard of it, then `search.json`.
+    /// has yet, or, with `grow` (at start and in the periodic check, never
+    /// in a publish), when the registry outgrew it (never fewer), and then
+    /// when `search.json` does not say the decided count yet (a new count,
+    /// or a server that stopped while writing it) writes every shard of
+    /// it, then `search.json`. A publish meanwhile writes its shard at the
+    /// decided count, which `search.json` names once every shard is there.
     async fn search_shards(&self, grow: bool) -> Result<ShardCount, RegistryError> {
         let db = self.state.db();
         let (mut decided, mut written) = db.search_shards().await.map_err(StateError::from)?;
+        if !grow && let Some(decided) = ShardCount::new(decided) {
+            return Ok(decided);
+        }
         if decided == 0 || grow {
             let skills = db.catalog_size().await.map_err(StateError::from)?;
             let wanted = ShardCount::for_skills(skills, self.options.skills_per_shard);

@@ -135,11 +135,23 @@ pub fn signed_metadata(data: &[u8]) {
                 },
             };
             if let Ok(snapshot) = metadata::verify_snapshot(root, &timestamp, bytes, now()) {
-                for (path, checksum) in &snapshot.files {
+                for (path, checksum) in snapshot.files.iter().flatten() {
                     assert!(snapshot.check_file(path, None).is_err());
                     let _ = checksum;
                 }
             }
+            // The same bytes as a node or a bin of a snapshot's tree, named
+            // by their sha256, and as the one node and bin a change reads.
+            let sum = Checksum::of(bytes);
+            let _ = metadata::parse_meta::<metadata::SnapshotNode>("meta/x.json", &sum, "node", bytes);
+            let _ = metadata::parse_meta::<metadata::SnapshotBin>("meta/x.json", &sum, "bin", bytes);
+            let path = "index/pd/f-/pdf-processing";
+            let slot = metadata::slot(path);
+            let nodes = std::collections::BTreeMap::from([(slot.node, sum)]);
+            let changes = std::collections::BTreeMap::from([(path.to_owned(), Some(sum))]);
+            let _ = metadata::MetaTree::update(&nodes, &changes, |_| {
+                Ok::<_, metadata::MetadataError>(bytes.to_vec())
+            });
             let parsed: Result<Unverified<metadata::Snapshot>, _> =
                 metadata::parse(metadata::SNAPSHOT_PATH, "snapshot", bytes);
             if let Ok(unverified) = parsed {

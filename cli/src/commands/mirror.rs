@@ -431,6 +431,14 @@ impl Fetcher<'_> {
     /// against the snapshot when there is one), reading DEST's copy
     /// instead when it is known to be the same.
     async fn read(&mut self, path: &str) -> anyhow::Result<Option<Vec<u8>>> {
+        if let Some(signed) = self.signed
+            && skillpkg_index::registry::metadata::in_snapshot(path)
+            && !signed.contains_key(path)
+        {
+            // The snapshot says there is none (a skill without keys, a
+            // registry without shards): nothing to ask for.
+            return Ok(None);
+        }
         let local = self.dest.read_file(path)?;
         if let Some(signed) = self.signed {
             if let (Some(expected), Some(local)) = (signed.get(path), &local)

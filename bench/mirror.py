@@ -14,6 +14,7 @@ folder. Then:
 
   first        `skillpkg mirror --all` from that nginx into an empty folder
   incremental  the same after `--new` more publishes
+  again        the same once more, with nothing new
   origin       cold `skillpkg install --locked` of all N skills from the server
   mirror       the same from the mirror, served by a second nginx
 
@@ -226,8 +227,13 @@ def main() -> None:
         meta_needed = len(reachable_meta(data / "public") - meta_before)
         second, second_requests, second_bytes = run_mirror()
         second_kinds = by_kind(log)
+        third, third_requests, third_bytes = run_mirror()
+        third_kinds = by_kind(log)
 
-        print(f"first mirror run: {first_requests} requests, {first_bytes / 1e6:.2f} MB, {first['seconds']:.1f} s")
+        total_skills = args.skills + args.large_skills
+        new_kind = "new versions" if args.large_skills else "new skills"
+        print(f"first mirror run, {total_skills} skills:      {first_requests:5d} requests, {first_bytes / 1e6:7.2f} MB, {first['seconds'] * 1000:7.1f} ms ({first['downloaded']} archives)")
+        print(f"incremental run, {args.new} {new_kind}:      {second_requests:5d} requests, {second_bytes / 1e6:7.2f} MB, {second['seconds'] * 1000:7.1f} ms ({second['downloaded']} archives)")
         print(f"files the {args.new} publishes added or changed in the origin's tree, and what the incremental run fetched:")
         print(f"  {'':<18} {'changed':>8} {'requests':>9} {'200':>6} {'304':>6} {'404':>6} {'bytes':>11}")
         for label in sorted(set(changed) | set(second_kinds), key=lambda k: -second_kinds[k]["bytes"]):
@@ -238,14 +244,17 @@ def main() -> None:
               + (f"  (removed: {dict(removed)})" if removed else ""))
         print(f"  of the {changed['meta nodes']} meta nodes written, {meta_needed} are reached from the last snapshot "
               f"and were not from the first run's: what a mirror needs")
+        where = ", ".join(f"{label} {sum(v for k, v in counter.items() if k != 'bytes')} "
+                          f"({'/'.join(f'{v} {k}' for k, v in counter.items() if k != 'bytes')}, {counter['bytes']:,} bytes)"
+                          for label, counter in sorted(third_kinds.items(), key=lambda item: -item[1]["bytes"]))
+        print(f"a run with nothing new after it: {third_requests} requests, {third_bytes / 1e6:.2f} MB, "
+              f"{third['seconds'] * 1000:.1f} ms ({where})")
         first_404 = sum(counter["404"] for counter in first_kinds.values())
         if first_404:
             where = ", ".join(f"{label} {counter['404']}" for label, counter in first_kinds.items() if counter["404"])
             print(f"first run 404s: {first_404} ({where})")
 
         if args.runs == 0:
-            print(f"first mirror run, {args.skills} skills:      {first_requests:5d} requests, {first_bytes / 1e6:7.2f} MB, {first['seconds'] * 1000:7.1f} ms ({first['downloaded']} archives)")
-            print(f"incremental run, {args.new} new:      {second_requests:5d} requests, {second_bytes / 1e6:7.2f} MB, {second['seconds'] * 1000:7.1f} ms ({second['downloaded']} archives)")
             return
         process, mirror_url, _ = nginx(work / "nginx-mirror", mirror)
         processes.append(process)
@@ -271,8 +280,6 @@ def main() -> None:
         via_origin = min(via_origin, timed(origin))
         via_mirror = min(via_mirror, timed(mirror_url))
 
-        print(f"first mirror run, {args.skills} skills:      {first_requests:5d} requests, {first_bytes / 1e6:7.2f} MB, {first['seconds'] * 1000:7.1f} ms ({first['downloaded']} archives)")
-        print(f"incremental run, {args.new} new skills:      {second_requests:5d} requests, {second_bytes / 1e6:7.2f} MB, {second['seconds'] * 1000:7.1f} ms ({second['downloaded']} archives)")
         print(f"incremental / first:                  {second_requests / first_requests:.3f} of the requests, {second_bytes / first_bytes:.3f} of the bytes")
         print(f"cold install of {args.skills} skills via origin: {via_origin * 1000:7.1f} ms (skillpkg-registry serve)")
         print(f"cold install of {args.skills} skills via mirror: {via_mirror * 1000:7.1f} ms (nginx)  ratio {via_mirror / via_origin:.2f}")

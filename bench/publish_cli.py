@@ -29,7 +29,9 @@ breakdown of the command's extra time, interleaved with them in each round:
 pack DIR` (validates too) and `skillpkg publish --dry-run` (validates,
 packs, reads config.json; no upload). With --strace, one more publish of
 each kind under `strace -f -c` (system calls by count) and `perf stat`
-(task clock, page faults), when those programs are there.
+(task clock, page faults) of the publish, and `perf stat -r 5` of each
+part (task clock, user and system time, page faults), when those programs
+are there.
 
 --work-dir puts the data folder, the skill and the client's folders there
 (/dev/shm: no disk; a publish fsyncs five files on a folder).
@@ -39,6 +41,7 @@ of the medians and the median of the per-round ratios.
 """
 
 import argparse
+import http.client
 import os
 import random
 import shutil
@@ -149,7 +152,6 @@ def main() -> None:
                           "--token", server.token, "-q", *sign], env=env)
 
         def raw(body: tuple[bytes, str]) -> float:
-            import http.client
             connection = http.client.HTTPConnection(server.host, server.port)
             took = server.publish(names["raw"], "", body, connection)
             connection.close()
@@ -190,7 +192,9 @@ def main() -> None:
         command_median = show("command")
         raw_median = show("raw")
         per_round = statistics.median(c / r for c, r in zip(times["command"], times["raw"]))
-        print(f"  {'command / raw':<28} {command_median / raw_median:8.2f}x (per round {per_round:.2f}x)")
+        ratio = command_median / raw_median
+        print(f"  {'command / raw':<28} {ratio:8.2f}x (per round {per_round:.2f}x; "
+              f"target 2x: {'met' if ratio <= 2 else 'missed'})")
         print("the command's parts, each a process of its own, the same rounds:")
         for label in parts_of:
             show(label)
@@ -220,6 +224,20 @@ def main() -> None:
                     stats = {line.split(",")[2]: line.split(",")[0] for line in output.splitlines()
                              if line.count(",") >= 3 and not line.startswith("#")}
                     print("perf stat of one `skillpkg publish`: " + ", ".join(f"{key} {value}" for key, value in stats.items()))
+                    # The parts, five runs each: CPU and page faults.
+                    for label, argv in parts_of.items():
+                        result = subprocess.run(["perf", "stat", "-x,", "-r", "5", "-o", str(work / "part.txt"),
+                                                 "-e", "task-clock,page-faults,user_time,system_time", *argv],
+                                                env=env, capture_output=True, text=True)
+                        stats = {line.split(",")[2]: line.split(",")[0] for line in (work / "part.txt").read_text().splitlines()
+                                 if line.count(",") >= 3 and not line.startswith("#")}
+
+                        def ms(key: str) -> str:
+                            value = stats.get(key, "")
+                            return f"{int(value) / 1e6:.1f}" if value.isdigit() else "?"
+
+                        print(f"  perf stat -r 5, {label}: task-clock {stats.get('task-clock', '?')} ms "
+                              f"(user {ms('user_time')}, system {ms('system_time')}), page faults {stats.get('page-faults', '?')}")
     finally:
         if server:
             server.stop()

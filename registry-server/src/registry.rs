@@ -212,7 +212,9 @@ fn add_key_hint(name: &str) -> String {
 pub const CLAIM_LIFETIME: Duration = Duration::from_secs(600);
 
 /// How long the writer of the discovery index waits after a change for
-/// more, before it writes: the most the discovery index lags a publish.
+/// more, before it writes: the most the discovery index lags a publish,
+/// unless writing it took more than a tenth of that (a large registry),
+/// when it waits ten times that long.
 pub const DISCOVERY_DELAY: Duration = Duration::from_secs(1);
 
 /// How long a server may sign for before another may take the signing
@@ -641,15 +643,21 @@ impl Registry {
     /// The discovery index is one file listing every skill: writing it in
     /// each publish would make a publish's cost grow with the registry.
     pub async fn write_discovery_after_changes(self: std::sync::Arc<Self>) {
+        let mut took = Duration::ZERO;
         loop {
             self.discovery_wanted.notified().await;
-            tokio::time::sleep(DISCOVERY_DELAY).await;
+            // At least ten times the last write's time: however large the
+            // registry, the rewrites take a tenth of the server's time at
+            // most.
+            tokio::time::sleep(DISCOVERY_DELAY.max(took * 10)).await;
+            let started = std::time::Instant::now();
             if let Err(error) = self.write_discovery().await {
                 tracing::error!(
                     error = error_chain(&error),
                     "cannot write the discovery index"
                 );
             }
+            took = started.elapsed();
         }
     }
 

@@ -597,12 +597,17 @@ impl Db {
     pub async fn names_under(&self, keys: &[String]) -> Result<Vec<String>, DbError> {
         self.run(async {
             let mut names = std::collections::BTreeSet::new();
-            for key in keys {
-                let rows = sqlx::query("SELECT skill FROM name_keys WHERE key = $1")
-                    .bind(key)
-                    .fetch_all(&self.pool)
-                    .await?;
-                for row in rows {
+            // One statement for a name's keys (a few dozen), not one a key.
+            for chunk in keys.chunks(KEYS_A_STATEMENT) {
+                let sql = format!(
+                    "SELECT skill FROM name_keys WHERE key IN ({})",
+                    placeholders(chunk.len(), 1)
+                );
+                let mut query = sqlx::query(&sql);
+                for key in chunk {
+                    query = query.bind(key);
+                }
+                for row in query.fetch_all(&self.pool).await? {
                     names.insert(row.try_get::<String, _>(0)?);
                 }
             }
@@ -789,20 +794,40 @@ async fn refresh_catalog(
     Ok(())
 }
 
-/// Files `skill` under its lookup keys, in `tx`.
+/// Files `skill` under its lookup keys, in `tx`: one statement for a
+/// name's keys.
 async fn insert_lookup_keys(
     tx: &mut sqlx::Transaction<'_, sqlx::Any>,
     skill: &str,
     lookup_keys: LookupKeys,
 ) -> Result<(), sqlx::Error> {
-    for key in lookup_keys(skill) {
-        sqlx::query("INSERT INTO name_keys (key, skill) VALUES ($1, $2) ON CONFLICT DO NOTHING")
-            .bind(key)
-            .bind(skill)
-            .execute(&mut **tx)
-            .await?;
+    let keys = lookup_keys(skill);
+    for chunk in keys.chunks(KEYS_A_STATEMENT) {
+        let rows: Vec<String> = (0..chunk.len())
+            .map(|index| format!("(${}, $1)", index + 2))
+            .collect();
+        let sql = format!(
+            "INSERT INTO name_keys (key, skill) VALUES {} ON CONFLICT DO NOTHING",
+            rows.join(", ")
+        );
+        let mut query = sqlx::query(&sql).bind(skill);
+        for key in chunk {
+            query = query.bind(key);
+        }
+        query.execute(&mut **tx).await?;
     }
     Ok(())
+}
+
+/// The most lookup keys bound in one statement.
+const KEYS_A_STATEMENT: usize = 200;
+
+/// `$first, $first+1, ...`: `count` numbered placeholders.
+fn placeholders(count: usize, first: usize) -> String {
+    (first..first + count)
+        .map(|index| format!("${index}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Sets the counter `name` from 0 to 1 in `tx`; returns whether it was 0:

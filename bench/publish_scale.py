@@ -4,7 +4,7 @@ registry and into a large one, the same run, taking turns.
 Usage: python3 bench/publish_scale.py [--skills 20000] [--versions 5]
            [--runs 31] [--registry PATH] [--storage folder|s3|both]
            [--database postgres://... | --postgres] [--work-dir DIR]
-           [--gap SECONDS]
+           [--gap SECONDS] [--signed]
 
 Builds the release binaries (unless --registry is given), then makes two
 data folders: an empty one, and one whose tree holds --skills skills of
@@ -49,6 +49,7 @@ moves less than the times.
 """
 
 import argparse
+import os
 import shutil
 import statistics
 import subprocess
@@ -84,6 +85,8 @@ def main() -> None:
     parser.add_argument("--postgres", action="store_true", help="start a PostgreSQL of the bench's own")
     parser.add_argument("--work-dir", type=Path)
     parser.add_argument("--gap", type=float, default=0.0, help="seconds to wait between rounds")
+    parser.add_argument("--signed", action="store_true",
+                        help="signed metadata on every registry (`keys init` before the first start)")
     args = parser.parse_args()
 
     registry = args.registry
@@ -115,18 +118,32 @@ def main() -> None:
             services.append(postgres)
             database_url = postgres.create_database("bench")
 
+        root_key = work / "root.key"
+        if args.signed:
+            subprocess.run([registry, "keys", "generate", root_key], check=True, capture_output=True)
+
+        def signed(data: Path, extra: list[str], env: dict[str, str] | None) -> None:
+            if args.signed:
+                data.mkdir(exist_ok=True)
+                subprocess.run([registry, "keys", "init", "--root", data, "--root-key", root_key, *extra],
+                               check=True, capture_output=True, env=dict(os.environ, **(env or {})))
+
         for storage in storages:
             for which in ("empty", "large"):
                 database = None
                 if database_url:
                     database = create_database(database_url, f"bench_{storage}_{which}_{uuid.uuid4().hex[:8]}")
+                db_args = ["--database", database] if database else []
                 if storage == "folder":
                     data = large if which == "large" else work / "empty"
+                    signed(data, db_args, None)
                     server = Server(registry, data, database)
                 else:
                     data = work / f"s3-{which}"
                     data.mkdir()
-                    server = Server(registry, data, database, f"s3://{Garage.BUCKET}/{which}", garage.env())
+                    location = f"s3://{Garage.BUCKET}/{which}"
+                    signed(data, [*db_args, "--storage", location], garage.env())
+                    server = Server(registry, data, database, location, garage.env())
                 servers[(storage, which)] = server
             print(f"start, {storage}: empty {servers[(storage, 'empty')].start_seconds:.2f} s, "
                   f"large {servers[(storage, 'large')].start_seconds:.2f} s "
@@ -157,7 +174,8 @@ def main() -> None:
         backend = "PostgreSQL" if database_url else "SQLite"
         for storage in storages:
             place = "folder storage" if storage == "folder" else "S3 storage (Garage)"
-            print(f"raw HTTP publish, {place}, {backend}, {args.runs} each:")
+            metadata = ", signed metadata" if args.signed else ""
+            print(f"raw HTTP publish, {place}, {backend}{metadata}, {args.runs} each:")
             for kind, label in (("version", "a new version"), ("name", "a new name")):
                 empty = describe(f"{label}, empty registry", times[((storage, "empty"), kind)])
                 large_median = describe(f"{label}, {args.skills * args.versions} versions",

@@ -566,7 +566,7 @@ impl Registry {
                 .search_shard(bins.clone())
                 .await
                 .map_err(StateError::from)?;
-            if first && !always && !revisions.lagging {
+            if first && !always && revisions.lagging.is_empty() {
                 return Ok(());
             }
             first = false;

@@ -50,8 +50,8 @@ pub struct CatalogRow {
 pub struct BinRevisions {
     /// Each bin that has a revision, and it, by bin.
     pub bins: Vec<(i32, i64)>,
-    /// Whether any of them was last written at an older revision.
-    pub lagging: bool,
+    /// Those of them last written at an older revision.
+    pub lagging: Vec<(i32, i64)>,
 }
 
 impl BinRevisions {
@@ -428,24 +428,32 @@ impl Db {
             let revision: i64 = row.try_get(1)?;
             let rendered: i64 = row.try_get(2)?;
             revisions.bins.push((bin, revision));
-            revisions.lagging |= rendered < revision;
+            if rendered < revision {
+                revisions.lagging.push((bin, revision));
+            }
         }
         Ok(revisions)
     }
 
     /// Notes that the shard of the bins `written` was written at their
-    /// revisions.
+    /// revisions: those that lagged, in one transaction (a shard of a small
+    /// registry holds all 256 bins, of which a publish changed one).
     pub async fn mark_bins_rendered(&self, written: &BinRevisions) -> Result<(), DbError> {
+        if written.lagging.is_empty() {
+            return Ok(());
+        }
         self.run(async {
-            for (bin, revision) in &written.bins {
+            let mut tx = self.pool.begin().await?;
+            for (bin, revision) in &written.lagging {
                 sqlx::query(
                     "UPDATE search_bins SET rendered = $2 WHERE bin = $1 AND rendered < $2",
                 )
                 .bind(bin)
                 .bind(revision)
-                .execute(&self.pool)
+                .execute(&mut *tx)
                 .await?;
             }
+            tx.commit().await?;
             Ok(())
         })
         .await

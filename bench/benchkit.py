@@ -40,6 +40,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def binaries(skillpkg: Path | None, registry: Path | None) -> tuple[Path, Path]:
+    """The `skillpkg` and `skillpkg-registry` under test: those given, else
+    this tree's release build, built first when either is not given."""
+    if skillpkg is None or registry is None:
+        subprocess.run(["cargo", "build", "--release", "--quiet", "--bins"], cwd=ROOT, check=True)
+    return ((skillpkg or ROOT / "target/release/skillpkg").resolve(),
+            (registry or ROOT / "target/release/skillpkg-registry").resolve())
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -51,9 +51,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from benchkit import template_line, write_synthetic
+from benchkit import binaries, template_line, write_synthetic
 
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def free_port() -> int:
@@ -153,10 +152,8 @@ def main() -> None:
     parser.add_argument("--skillpkg", type=Path)
     parser.add_argument("--registry", type=Path)
     args = parser.parse_args()
-    if args.skillpkg is None or args.registry is None:
-        subprocess.run(["cargo", "build", "--release", "--quiet", "--bins"], cwd=ROOT, check=True)
-    skillpkg = str((args.skillpkg or ROOT / "target/release/skillpkg").resolve())
-    registry = str((args.registry or ROOT / "target/release/skillpkg-registry").resolve())
+    skillpkg_path, registry_path = binaries(args.skillpkg, args.registry)
+    skillpkg, registry = str(skillpkg_path), str(registry_path)
     work = Path(tempfile.mkdtemp(prefix="skillpkg-mirror-bench-", dir=args.work_dir))
     processes = []
     env = dict(os.environ, SKILLPKG_CONFIG_DIR=str(work / "config"), SKILLPKG_CACHE_DIR=str(work / "cache"),

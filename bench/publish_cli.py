@@ -53,9 +53,8 @@ import time
 import uuid
 from pathlib import Path
 
-from benchkit import Server
+from benchkit import Server, binaries
 
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def run(command, **kwargs) -> subprocess.CompletedProcess:
@@ -99,10 +98,8 @@ def main() -> None:
     parser.add_argument("--registry", type=Path)
     parser.add_argument("--work-dir", type=Path)
     args = parser.parse_args()
-    if args.skillpkg is None or args.registry is None:
-        subprocess.run(["cargo", "build", "--release", "--quiet", "--bins"], cwd=ROOT, check=True)
-    skillpkg = str((args.skillpkg or ROOT / "target/release/skillpkg").resolve())
-    registry = (args.registry or ROOT / "target/release/skillpkg-registry").resolve()
+    skillpkg_path, registry = binaries(args.skillpkg, args.registry)
+    skillpkg = str(skillpkg_path)
     work = Path(tempfile.mkdtemp(prefix="skillpkg-publish-cli-", dir=args.work_dir))
     server = None
     try:

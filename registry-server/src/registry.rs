@@ -431,7 +431,7 @@ impl Registry {
             .await
             .map_err(StateError::from)?
             .into_iter()
-            .map(|bin| u32::from(bin) / (256 / shards.get()))
+            .map(|bin| shards.shard_of_bin(bin))
             .collect();
         lagging.dedup();
         for shard in lagging {
@@ -743,11 +743,10 @@ impl Registry {
                 .iter()
                 .map(skillpkg_index::registry::keys_path),
         );
-        let (_, written) = db.search_shards().await.map_err(StateError::from)?;
-        if let Some(shards) = ShardCount::new(written) {
+        if let Some(shards) = ShardCount::new(unsigned.shards_written) {
             for (bin, _) in &unsigned.bins {
-                let bin = u32::try_from(*bin).unwrap_or(0);
-                paths.push(shards.path(bin / (256 / shards.get())));
+                let bin = u8::try_from(*bin).unwrap_or(u8::MAX);
+                paths.push(shards.path(shards.shard_of_bin(bin)));
             }
         }
         if let Some((written, signed)) = unsigned.shards {

@@ -424,7 +424,12 @@ impl ShardCount {
 
     /// The shard that lists `name`.
     pub fn shard_of(self, name: &str) -> u32 {
-        u32::from(search_bin(name)) / self.bins_per_shard()
+        self.shard_of_bin(search_bin(name))
+    }
+
+    /// The shard that holds the bin `bin`.
+    pub fn shard_of_bin(self, bin: u8) -> u32 {
+        u32::from(bin) / self.bins_per_shard()
     }
 
     /// The bins (first bytes of the sha256 of names) of shard `shard`.

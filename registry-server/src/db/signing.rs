@@ -17,6 +17,8 @@ pub struct Unsigned {
     pub keys_files: Vec<(String, i64)>,
     /// Bins of the search index whose shard was written.
     pub bins: Vec<(i32, i64)>,
+    /// The shard count `search.json` names (0: none yet).
+    pub shards_written: u32,
     /// The shard count `search.json` names, and the one last signed (0:
     /// none), when they differ.
     pub shards: Option<(u32, u32)>,
@@ -54,20 +56,13 @@ impl Db {
                 .iter()
                 .map(|row| Ok((row.try_get::<i32, _>(0)?, row.try_get::<i64, _>(1)?)))
                 .collect::<Result<Vec<_>, sqlx::Error>>()?;
-            let counter = |name: &'static str| async move {
-                let value: i64 = sqlx::query("SELECT value FROM counters WHERE name = $1")
-                    .bind(name)
-                    .fetch_one(&self.pool)
-                    .await?
-                    .try_get(0)?;
-                Ok::<_, sqlx::Error>(u32::try_from(value).unwrap_or(0))
-            };
-            let written = counter("search_shards_written").await?;
-            let signed = counter("search_shards_signed").await?;
+            let written = self.shard_counter("search_shards_written").await?;
+            let signed = self.shard_counter("search_shards_signed").await?;
             Ok(Unsigned {
                 index_files,
                 keys_files,
                 bins,
+                shards_written: written,
                 shards: (written != signed).then_some((written, signed)),
             })
         })

@@ -338,13 +338,21 @@ impl Db {
 
     /// The revision of the whole index: bumped by every change of a line.
     pub async fn index_counter(&self) -> Result<i64, DbError> {
-        self.run(async {
-            sqlx::query("SELECT value FROM counters WHERE name = 'index'")
-                .fetch_one(&self.pool)
-                .await?
-                .try_get(0)
-        })
-        .await
+        self.run(self.counter("index")).await
+    }
+
+    /// The value of the counter `name`.
+    pub(super) async fn counter(&self, name: &str) -> Result<i64, sqlx::Error> {
+        sqlx::query("SELECT value FROM counters WHERE name = $1")
+            .bind(name)
+            .fetch_one(&self.pool)
+            .await?
+            .try_get(0)
+    }
+
+    /// The value of the counter `name`, a shard count.
+    pub(super) async fn shard_counter(&self, name: &str) -> Result<u32, sqlx::Error> {
+        Ok(u32::try_from(self.counter(name).await?).unwrap_or(0))
     }
 
     /// Every published line, by skill and in publish order: what the
@@ -480,19 +488,10 @@ impl Db {
     /// many `search.json` says it has.
     pub async fn search_shards(&self) -> Result<(u32, u32), DbError> {
         self.run(async {
-            let mut counts = [0; 2];
-            for (count, name) in counts
-                .iter_mut()
-                .zip(["search_shards", "search_shards_written"])
-            {
-                let value: i64 = sqlx::query("SELECT value FROM counters WHERE name = $1")
-                    .bind(name)
-                    .fetch_one(&self.pool)
-                    .await?
-                    .try_get(0)?;
-                *count = u32::try_from(value).unwrap_or(0);
-            }
-            Ok((counts[0], counts[1]))
+            Ok((
+                self.shard_counter("search_shards").await?,
+                self.shard_counter("search_shards_written").await?,
+            ))
         })
         .await
     }

@@ -2,15 +2,17 @@
 """`skillpkg publish` as a command against the raw HTTP publish it makes:
 the same skill, the same server, the same run, taking turns.
 
-Usage: python3 bench/publish_cli.py [--runs 31] [--kb 40] [--signed]
+Usage: python3 bench/publish_cli.py [--runs 31] [--kb 40] [--content words|docs] [--signed]
            [--strace] [--skillpkg PATH] [--registry PATH] [--work-dir DIR]
 
 Builds the release binaries (unless --skillpkg is given), starts
 `skillpkg-registry serve` on loopback with a fresh data folder (folder
 storage, SQLite) and writes a skill of about --kb KB (a SKILL.md and four
 reference files of words, as mirror.py's; --kb 0: a SKILL.md alone), with
-no version in its frontmatter. Each round, in turns (which goes first
-alternates):
+no version in its frontmatter. --content docs fills them with prose
+instead: Markdown cut from this repository's docs/ (seven words repeated
+compress 10 to 1 and are deflate's slow case; prose compresses about 3 to
+1). Each round, in turns (which goes first alternates):
 
   command   `skillpkg publish DIR --version V --registry URL --token T -q`:
             a process that validates and packs the folder, reads the
@@ -70,16 +72,27 @@ def timed(command, **kwargs) -> float:
     return time.perf_counter() - started
 
 
-def write_skill(folder: Path, name: str, kb: int) -> None:
+def write_skill(folder: Path, name: str, kb: int, content: str = "words") -> None:
     rng = random.Random(7)
     (folder / "references").mkdir(parents=True)
-    body = "Do the thing.\n" * (400 if kb else 4)
+    if content == "docs":
+        # Prose as skills hold it: Markdown cut from this repository's docs.
+        docs = "".join(path.read_text() for path in sorted((Path(__file__).parent.parent / "docs").glob("*.md")))
+        body = docs[: 4 * 1024] if kb else docs[:56]
+        text = docs[len(body):]
+    else:
+        body = "Do the thing.\n" * (400 if kb else 4)
+        text = ""
     (folder / "SKILL.md").write_text(f"---\nname: {name}\ndescription: Benchmark skill {name}. Use when measuring.\n---\n# {name}\n" + body)
     parts = 4 if kb else 0
+    share = int((kb * 1024 - len(body)) / parts) if parts else 0
     for part in range(parts):
+        if content == "docs":
+            (folder / "references" / f"part-{part}.md").write_text(text[part * share:(part + 1) * share])
+            continue
         words = []
         size = 0
-        while size < (kb * 1024 - len(body)) / parts:
+        while size < share:
             word = rng.choice(["alpha", "beta", "gamma", "delta", "skill", "agent", "file"])
             words.append(word)
             size += len(word) + 1
@@ -92,6 +105,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=31)
     parser.add_argument("--kb", type=int, default=40)
+    parser.add_argument("--content", choices=["words", "docs"], default="words")
     parser.add_argument("--signed", action="store_true")
     parser.add_argument("--strace", action="store_true")
     parser.add_argument("--skillpkg", type=Path)
@@ -121,7 +135,7 @@ def main() -> None:
         folders = {}
         for side, name in names.items():
             folders[side] = work / "skills" / name
-            write_skill(folders[side], name, args.kb)
+            write_skill(folders[side], name, args.kb, args.content)
         archives = work / "archives"
         archives.mkdir()
 
@@ -177,7 +191,7 @@ def main() -> None:
 
         size = len(prepare_raw("99.0.0")[0])
         kind = "signed" if args.signed else "unsigned (--no-sign)"
-        print(f"publish of a {args.kb} KB skill ({size / 1024:.1f} KB request body), {kind}, "
+        print(f"publish of a {args.kb} KB skill of {args.content} ({size / 1024:.1f} KB request body), {kind}, "
               f"folder storage, SQLite, {args.runs} rounds:")
 
         def show(label: str) -> float:

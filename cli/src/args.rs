@@ -55,6 +55,9 @@ impl ColorChoice {
 }
 
 #[derive(Debug, Subcommand)]
+// Each command's arguments are built only for the command that runs: a run
+// of one command need not build the other thirty.
+#[command(defer = true)]
 pub enum Command {
     /// Check skills against the Agent Skills specification.
     ///
@@ -523,7 +526,8 @@ pub struct SignArgs {
     pub json: bool,
 }
 
-/// Options of every command that installs.
+// Options of every command that installs. (A plain comment: with deferred arguments, a flattened
+// struct's doc comment would become the command's `about`.)
 #[derive(Debug, Args)]
 pub struct InstallFlags {
     /// Fail if skills.lock would change (for CI).
@@ -725,7 +729,8 @@ pub struct VerifyArgs {
     pub json: bool,
 }
 
-/// Which registry to use.
+// Which registry to use. (A plain comment: with deferred arguments, a flattened
+// struct's doc comment would become the command's `about`.)
 #[derive(Debug, Args)]
 pub struct RegistryArgs {
     /// The registry: the NAME of a `[registries.NAME]` table (in
@@ -740,7 +745,8 @@ pub struct RegistryArgs {
     pub registry: Option<String>,
 }
 
-/// The token to authenticate with.
+// The token to authenticate with. (A plain comment: with deferred arguments, a flattened
+// struct's doc comment would become the command's `about`.)
 #[derive(Debug, Args)]
 pub struct TokenArgs {
     /// The API token. Defaults to $SKILLPKG_REGISTRY_<NAME>_TOKEN, else
@@ -1019,7 +1025,8 @@ pub struct ScopesArgs {
     pub json: bool,
 }
 
-/// Where `prompt` and `select` take their skills from.
+// Where `prompt` and `select` take their skills from. (A plain comment: with deferred arguments, a flattened
+// struct's doc comment would become the command's `about`.)
 #[derive(Debug, Args)]
 pub struct SkillSourceArgs {
     /// The agent whose folders to read: claude-code, codex or copilot

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 use serde_json::json;
 use skillpkg_index::archive::{self, Limits, PackedSkill, human_bytes, tree_hash::hex};
+use skillpkg_index::name::SkillName;
 use skillpkg_index::skill::{self, Frontmatter, SkillReport, ValidateOptions};
 
 use crate::args::PackArgs;
@@ -69,7 +70,22 @@ pub fn validate_and_pack(
                 .into(),
         );
     }
-    let report = skill::validate_skill(dir, &ValidateOptions::for_folder(dir));
+    let options = ValidateOptions::for_folder(dir);
+    // A valid skill's name is its folder's: pack under that name while the
+    // skill is validated, on another core. The archive's bytes depend on
+    // the name (its own tarballs are left out) but not on the version,
+    // which validation reads. A skill named otherwise is invalid, so the
+    // guess is only wasted on a skill that is refused anyway.
+    let guess = options
+        .folder_name
+        .as_deref()
+        .and_then(|name| name.parse::<SkillName>().ok());
+    let (report, packing) = std::thread::scope(|scope| {
+        let packing = guess.map(|name| (name.clone(), scope.spawn(|| pack_files(dir, name))));
+        let report = skill::validate_skill(dir, &options);
+        let packed = packing.map(|(name, packing)| (name, packing.join()));
+        (report, packed)
+    });
     if json && !report.is_valid() {
         // Scripts get the diagnostics in the same shape `validate --json` uses.
         printer.json(&json!({ "error": "invalid skill", "skill": report_json(&report) }));
@@ -92,9 +108,21 @@ pub fn validate_and_pack(
         .into());
     };
     let version = resolve_version(version, &frontmatter, dir)?;
-    let skill = archive::pack_dir(dir, frontmatter.name, version, &Limits::default())
-        .with_context(|| format!("cannot pack `{}`", dir.display()))?;
+    let packed = match packing {
+        Some((_, Err(panic))) => std::panic::resume_unwind(panic),
+        Some((guess, Ok(packed))) if guess == frontmatter.name => packed,
+        _ => pack_files(dir, frontmatter.name),
+    };
+    let mut skill = packed.with_context(|| format!("cannot pack `{}`", dir.display()))?;
+    skill.version = version;
     Ok(Packed { skill, report })
+}
+
+/// Packs the files of `dir` as skill `name`. The version is set by the
+/// caller: it is not in the archive's bytes.
+fn pack_files(dir: &Path, name: SkillName) -> Result<PackedSkill, archive::PackError> {
+    let unset = semver::Version::new(0, 0, 0);
+    archive::pack_dir(dir, name, unset, &Limits::default())
 }
 
 /// The version to pack: `--version`, else the frontmatter's. A `--version`

@@ -6,7 +6,7 @@ use skillpkg_index::checksum::Checksum;
 
 use crate::args::PublishArgs;
 use crate::client::registries::{Access, Registries, RegistrySpec};
-use crate::client::registry::{self, Action, Attachments};
+use crate::client::registry::{self, Action, Attachments, Registry};
 use crate::client::registry_url::{RegistryUrl, redacted};
 use crate::client::settings::Environment;
 use crate::client::token::Token;
@@ -38,18 +38,48 @@ pub fn run(args: &PublishArgs, printer: &Printer) -> anyhow::Result<ExitStatus> 
             error.context("publish signs every version: give it a key, or pass --no-sign to publish unsigned")
         })?)
     };
-    let Packed { skill: packed, .. } =
-        validate_and_pack(&args.path, args.version.as_ref(), args.json, printer)?;
-    let attachments = attachments(args, key.as_ref(), &packed)?;
-    registry::block_on(upload(
-        args,
-        &registries,
-        spec,
-        token,
-        &packed,
-        attachments,
-        printer,
-    ))?
+    // The registry's config.json is read while the skill is validated and
+    // packed on another thread: the two wait on different things.
+    let (packed_sender, packing) = tokio::sync::oneshot::channel();
+    std::thread::scope(|scope| {
+        scope.spawn(move || {
+            let packed = validate_and_pack(&args.path, args.version.as_ref(), args.json, printer);
+            // The receiver is gone only if the upload side failed already.
+            let _ = packed_sender.send(packed);
+        });
+        registry::block_on(async {
+            let (packed, registry) = packed_and_opened(&registries, spec, packing).await?;
+            let attachments = attachments(args, key.as_ref(), &packed)?;
+            upload(args, &registry, token, &packed, attachments, printer).await
+        })?
+    })
+}
+
+/// Waits for the packed skill and the opened registry. A skill that cannot
+/// be packed is reported as soon as that is known, even while the registry
+/// is still being reached; a skill's error comes before a registry's.
+async fn packed_and_opened(
+    registries: &Registries,
+    spec: &RegistrySpec,
+    mut packing: tokio::sync::oneshot::Receiver<anyhow::Result<Packed>>,
+) -> anyhow::Result<(PackedSkill, Registry)> {
+    let packed = |received: Result<anyhow::Result<Packed>, _>| -> anyhow::Result<PackedSkill> {
+        let Packed { skill, .. } =
+            received.map_err(|_| anyhow::anyhow!("packing the skill stopped"))??;
+        Ok(skill)
+    };
+    let opening = registries.open(spec, Access::Write);
+    tokio::pin!(opening);
+    tokio::select! {
+        received = &mut packing => {
+            let packed = packed(received)?;
+            Ok((packed, opening.await?))
+        }
+        opened = &mut opening => {
+            let packed = packed(packing.await)?;
+            Ok((packed, opened?))
+        }
+    }
 }
 
 /// Signs the archive (and its provenance) with `key`.
@@ -83,14 +113,12 @@ fn attachments(
 
 async fn upload(
     args: &PublishArgs,
-    registries: &Registries,
-    spec: &RegistrySpec,
+    registry: &Registry,
     token: Option<Token>,
     packed: &PackedSkill,
     attachments: Attachments,
     printer: &Printer,
 ) -> anyhow::Result<ExitStatus> {
-    let registry = registries.open(spec, Access::Write).await?;
     let api = registry.api(Action::Publish)?;
     let url = redacted(&api.publish_url());
     // Without --dry-run, `run` made sure there is a token.

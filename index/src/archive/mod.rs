@@ -4,7 +4,7 @@
 //! Layout (normative text in `docs/archive-format.md`):
 //!
 //! ```text
-//! pdf-processing-1.2.0.tgz     gzip (no name, mtime 0, OS 255, level 9, miniz_oxide)
+//! pdf-processing-1.2.0.tgz     gzip (no name, mtime 0, OS 255, level 6, miniz_oxide)
 //!   SKILL.md                   entries relative to the skill root, sorted bytewise
 //!   references/                directories: mode 0755
 //!   references/api.md          files: mode 0644, or 0755 when executable

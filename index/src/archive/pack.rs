@@ -17,7 +17,7 @@ use crate::name::{SKILL_MD, SkillName};
 /// The gzip compression level. Pinned with the backend (miniz_oxide, the
 /// `rust_backend` feature of flate2): another level or backend would give
 /// other bytes for the same content.
-const GZIP_LEVEL: u32 = 9;
+const GZIP_LEVEL: u32 = 6;
 
 /// The gzip header's operating system byte: 255, "unknown", so the archive
 /// does not say where it was made.

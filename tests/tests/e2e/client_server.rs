@@ -179,7 +179,7 @@ fn yank_and_undo_with_the_client() {
     pdf 1.0.0
     Reads PDFs.
 
-    size:       148 B (148 bytes)
+    size:       145 B (145 bytes)
     checksum:   sha256:[SHA256]
     tree:       h1:Dy8KvkzHA/mzz7WrtAWjpcc55FHe96C9y8tlVeXVVYE=
     files:      1
@@ -390,7 +390,7 @@ fn provenance_names_the_commit_and_a_dirty_tree_is_refused() {
     pdf 1.0.0
     Reads PDFs.
 
-    size:       149 B (149 bytes)
+    size:       146 B (146 bytes)
     checksum:   sha256:[SHA256]
     tree:       h1:r8t0CSH6lVv9GkjSK8JKnqTj2fW4IQn+Y7KUDz56BBI=
     files:      1

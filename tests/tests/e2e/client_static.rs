@@ -290,8 +290,8 @@ fn info_of_a_yanked_version_says_why() {
     pdf-processing 1.1.0
     Extract text and tables from PDF files.
 
-    size:       175 B (175 bytes)
-    checksum:   sha256:a0590ec49fc6d0e11af046c3915ffd681732ea7db78627dec0a548fc6783b7c1
+    size:       173 B (173 bytes)
+    checksum:   sha256:afc8b5a02b7a77f221a588ed64ec4d081376694c5fb3facd86cba1863673a9a2
     tree:       h1:i0lyTo65W5ndx+PmRiSe/69hPxCb+g2+TB5vl6W1Ljg=
     files:      1
     depends on: commit-messages ^0.3
@@ -310,8 +310,8 @@ fn info_of_a_yanked_version_says_why() {
     pdf 1.0.0
     Read PDF files.
 
-    size:       169 B (169 bytes)
-    checksum:   sha256:734459045a2e12aceb89d593d4c83fb473b168397eed330c4c82cf32c2c80fcd
+    size:       167 B (167 bytes)
+    checksum:   sha256:cfe0b6c530ed6367a543297611e650f8355022f247fad9f8b089ed4c1f90e19e
     tree:       h1:Hta4V2dHL3fo444wbC6djLzXV1tVl16a/jA5iIPJr54=
     files:      1
     depends on: none
@@ -493,8 +493,8 @@ fn publish_dry_run_refuses_what_pack_refuses() {
     name:     pdf
     version:  1.0.0
     files:    1
-    size:     156 B (156 bytes)
-    sha256:   sha256:20f1d42aa52838bba8aef39121f902fba9576b928e3a0fdece108629ba97f5ad
+    size:     153 B (153 bytes)
+    sha256:   sha256:241ba0e9418ac6b2b64d14713cb89175bcc7264c4c75fdec6ec7667b2df1e901
     tree:     h1:/EojJya0ldFtx/QellG0Z1nvl24Zzj7JoZycPeRCCMU=
     upload:   PUT http://127.0.0.1:9/api/v1/skills
     ");

@@ -258,8 +258,8 @@ fn a_publish_to_a_full_disk_fails_cleanly_and_succeeds_once_space_is_freed() {
     big 1.0.0
     Does big things. Use when testing.
 
-    size:       1.6 MiB (1728446 bytes)
-    checksum:   sha256:61f8fe4ba310060d10bde5bdce8c849018f6bf6a4d155936b04f2f561b00b8fc
+    size:       1.6 MiB (1728447 bytes)
+    checksum:   sha256:011c5517476085202e175e84f62cc2aba7cab379330864a5486368f236af5839
     tree:       h1:VO13hGSy4sfKdELdW09SSDZtrnMHH6SkU8y9Ij/Rtuk=
     files:      2
     depends on: none

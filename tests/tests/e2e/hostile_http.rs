@@ -208,6 +208,71 @@ fn a_server_that_never_answers_is_given_up_on() {
     assert_eq!(tries, 4, "a stall is retried like any network failure");
 }
 
+/// `publish` reads the registry's config.json while it validates and packs:
+/// a skill that cannot be packed is reported as soon as that is known, not
+/// after the tries at a registry that does not answer (four of a second
+/// each here), and nothing is uploaded.
+#[test]
+fn publish_reports_a_bad_skill_without_waiting_for_a_stalled_registry() {
+    let sandbox = TestContext::new();
+    let (server, _) = registry_answering("config.json", |_| {
+        std::thread::sleep(STALL);
+        0
+    });
+    let skill = sandbox.skill("pdf", "pdf", "", "# PDF\n");
+    let skill = skill.to_str().unwrap();
+    let url = server.url();
+    let args = [
+        "publish",
+        skill,
+        "--registry",
+        &url,
+        "--token",
+        "t",
+        "--no-sign",
+    ];
+    let (output, took) = skillpkg(&sandbox, &args);
+    assert_eq!(output.code, 1, "{output:?}");
+    insta::assert_snapshot!(sandbox.redact(&output.stderr), @"
+    error: cannot pack `[HOME]/pdf`: the skill has no version
+    hint: add `version: 1.0.0` to the frontmatter, or pass `--version 1.0.0`
+    ");
+    assert!(took < Duration::from_secs(3), "took {took:?}");
+    assert!(
+        server
+            .requests()
+            .iter()
+            .all(|request| request.path == "config.json"),
+        "only config.json was asked for: {:?}",
+        server.requests()
+    );
+
+    // A good skill waits for the registry, and says it did not answer.
+    let args = [
+        "publish",
+        skill,
+        "--version",
+        "1.0.0",
+        "--registry",
+        &url,
+        "--token",
+        "t",
+        "--no-sign",
+    ];
+    let (output, took) = skillpkg(&sandbox, &args);
+    assert_eq!(output.code, 2, "{output:?}");
+    insta::assert_snapshot!(sandbox.redact(&output.stderr), @"
+    error: http://127.0.0.1:[PORT]/config.json did not answer in time; the request was given up
+      Caused by: error sending request
+      Caused by: operation timed out
+    hint: the registry is stalled or overloaded; SKILLPKG_HTTP_TIMEOUT sets how many seconds to wait for its next bytes (now 1)
+    ");
+    assert!(
+        took >= Duration::from_secs(3),
+        "four tries of a second each: {took:?}"
+    );
+}
+
 #[test]
 fn a_server_that_stalls_in_the_middle_of_a_body_is_given_up_on() {
     let sandbox = TestContext::new();

@@ -432,7 +432,7 @@ fn faults_leave_the_installed_state_and_lock_intact() {
     tampered[middle] ^= 0xff;
     fs_err::write(&archive, &tampered).unwrap();
     insta::assert_snapshot!(refusal(1), @"
-    error: pdf@1.1.0: the archive from the registry http://127.0.0.1:[PORT]/ is sha256:5223717c645332ca17ada7e8868cc461412078c6e5aa762afb6348a41e3f5fea, but skills.lock says sha256:ab71f75ff4156bdd49cb140e69dceee90505fb4ff1b0cbc28502ff3d77d6db92: it was changed or cut short
+    error: pdf@1.1.0: the archive from the registry http://127.0.0.1:[PORT]/ is sha256:468b4c73e49904a63cc64688d398b96361c35705b7de97a50573285a3f14804c, but skills.lock says sha256:6785b4155a6bbbb9289b50623150b2432bfdfaf72ce1738faa83c76bfbe160d0: it was changed or cut short
     hint: try again; if it persists, the registry or a proxy serves wrong bytes
     ");
     fs_err::write(&archive, &original).unwrap();

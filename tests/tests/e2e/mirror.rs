@@ -313,7 +313,7 @@ fn mirrors_that_lie_are_refused_naming_the_registry_and_installing_nothing() {
     assert_eq!(refused.code, 1, "{refused:?}");
     insta::assert_snapshot!(world.sandbox.redact(&refused.stderr), @"
           Adding alpha *
-    error: alpha@1.1.0: the archive from the registry file://[HOME]/changed-tarball/ is sha256:eeebdb85abbe42b5101fcabc1bc12b74ec2207bc614b2a69250ed50c49cfe819, but skills.lock says sha256:30f306329f4ac5dbbafe10fab2d1f91e95560d4547bc7fc56afe81e668a970c4: it was changed or cut short
+    error: alpha@1.1.0: the archive from the registry file://[HOME]/changed-tarball/ is sha256:d4e00ecaaa1d0aa6ba36f29efe2373fb57e52565c31c576285dc6ba53e23c17b, but skills.lock says sha256:06a55da697715b359016e98e9c7dda741c01fe7915c35661dcecc4526f89b545: it was changed or cut short
     hint: try again; if it persists, the registry or a proxy serves wrong bytes
     ");
     assert!(!world.path("p2/.claude/skills/alpha").exists());

@@ -313,7 +313,7 @@ fn a_good_signature_verifies() {
     assert_eq!(output.code, 0, "{output:?}");
     insta::assert_snapshot!(signed.redact(&output.stdout), @"
     signed by:  key [SIGNER] ([SIGNER KEY])
-    sha256:     sha256:3e0b0585457e7e0b37e069d777ab9a8cc27014eaca593589ad9acbb9bf2c580a
+    sha256:     sha256:13854313002959898e13da7fb96c68f6239c3826239677b397b458468b9d2f5a
     provenance: none
     ");
 }
@@ -369,7 +369,7 @@ fn a_signature_for_another_skill_version_or_archive_is_refused() {
     error: [HOME]/pdf-1.0.0.tgz holds pdf@1.0.0, but its signature is for pdf@2.0.0
     ---
     error: pdf@1.0.0 failed verification
-      Caused by: the signature is for pdf@1.0.0 (sha256:2c69436dc18e5782410cdfa0e5e728985a4e51939a2ba73998e933e9921fed02), not for pdf@1.0.0 (sha256:3e0b0585457e7e0b37e069d777ab9a8cc27014eaca593589ad9acbb9bf2c580a)
+      Caused by: the signature is for pdf@1.0.0 (sha256:2c69436dc18e5782410cdfa0e5e728985a4e51939a2ba73998e933e9921fed02), not for pdf@1.0.0 (sha256:13854313002959898e13da7fb96c68f6239c3826239677b397b458468b9d2f5a)
     ");
 }
 
@@ -444,7 +444,7 @@ fn a_provenance_for_another_archive_is_refused() {
     signed.sandbox.write("pdf-1.0.0.intoto.jsonl", &wrong);
     insta::assert_snapshot!(signed.refusal(), @"
     error: pdf@1.0.0 failed verification
-      Caused by: the provenance describes an archive with digest sha256:f41f3fa625ff120ddca7ef456bf66371ecea23c129f4e4c32367101edb516cf8, not this archive (sha256:3e0b0585457e7e0b37e069d777ab9a8cc27014eaca593589ad9acbb9bf2c580a)
+      Caused by: the provenance describes an archive with digest sha256:f41f3fa625ff120ddca7ef456bf66371ecea23c129f4e4c32367101edb516cf8, not this archive (sha256:13854313002959898e13da7fb96c68f6239c3826239677b397b458468b9d2f5a)
     ");
     let right = sign_provenance(&signed.key, "pdf-1.0.0.tgz", &signed.sha256(), &source);
     signed.sandbox.write("pdf-1.0.0.intoto.jsonl", &right);
@@ -452,7 +452,7 @@ fn a_provenance_for_another_archive_is_refused() {
     assert_eq!(output.code, 0, "{output:?}");
     insta::assert_snapshot!(signed.redact(&output.stdout), @"
     signed by:  key [SIGNER] ([SIGNER KEY])
-    sha256:     sha256:3e0b0585457e7e0b37e069d777ab9a8cc27014eaca593589ad9acbb9bf2c580a
+    sha256:     sha256:13854313002959898e13da7fb96c68f6239c3826239677b397b458468b9d2f5a
     source:     git+https://example.com/skills @ aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa
     built by:   ci
     ");

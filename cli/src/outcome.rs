@@ -62,7 +62,7 @@ pub fn json_error(error: &anyhow::Error) -> serde_json::Value {
     serde_json::json!({
         "error": {
             "message": error.to_string(),
-            "causes": error.chain().skip(1).map(ToString::to_string).collect::<Vec<_>>(),
+            "causes": crate::printer::causes(error),
             "hint": hint(error),
             "unmet": unmet,
         }

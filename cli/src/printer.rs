@@ -102,13 +102,31 @@ impl Printer {
             "{red}error{red:#}: {}",
             terminal_safe(&error.to_string())
         );
-        for cause in error.chain().skip(1) {
-            let _ = writeln!(stderr, "  Caused by: {}", terminal_safe(&cause.to_string()));
+        for cause in causes(error) {
+            let _ = writeln!(stderr, "  Caused by: {}", terminal_safe(&cause));
         }
         if let Some(hint) = hint {
             let _ = writeln!(stderr, "{note}hint{note:#}: {}", terminal_safe(hint));
         }
     }
+}
+
+/// Returns the causes of `error` worth showing below it: each one's text,
+/// leaving out a cause already said, word for word, by the error or a
+/// cause above it (an error that quotes its source, a wrapper that repeats
+/// the request's failure), so that no sentence is read twice.
+pub fn causes(error: &anyhow::Error) -> Vec<String> {
+    let mut said = vec![error.to_string()];
+    let mut causes = Vec::new();
+    for cause in error.chain().skip(1) {
+        let text = cause.to_string();
+        if text.trim().is_empty() || said.iter().any(|above| above.contains(&text)) {
+            continue;
+        }
+        said.push(text.clone());
+        causes.push(text);
+    }
+    causes
 }
 
 /// Returns `text` with every control character other than a newline or a
@@ -152,5 +170,22 @@ mod tests {
             terminal_safe("no solution:\n\tpdf 1.0.0 needs base ^2"),
             Cow::Borrowed("no solution:\n\tpdf 1.0.0 needs base ^2")
         ));
+    }
+
+    #[test]
+    fn a_cause_already_said_is_left_out() {
+        let error = anyhow::anyhow!("operation timed out")
+            .context("request or response body error")
+            .context("request or response body error")
+            .context("cannot read index/pd/f-/pdf: request or response body error");
+        assert_eq!(causes(&error), vec!["operation timed out"]);
+
+        let error = anyhow::anyhow!("operation timed out")
+            .context("error sending request")
+            .context("config.json did not answer in time");
+        assert_eq!(
+            causes(&error),
+            vec!["error sending request", "operation timed out"]
+        );
     }
 }

@@ -70,17 +70,21 @@ pub fn run(args: &AddArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
         })
         .collect();
     for skill in &set {
+        // Without a requirement, the one written is known only once the
+        // version is resolved: it is said then (`Added`).
+        let requirement = match skill.requirement.as_str() {
+            "*" => String::new(),
+            requirement => format!(" {requirement}"),
+        };
         match &skill.registry {
             RegistryChoice::Named(registry) => printer.status(
                 "Adding",
-                &format!(
-                    "{} {} from registry `{registry}`",
-                    skill.name, skill.requirement
-                ),
+                &format!("{}{requirement} from registry `{registry}`", skill.name),
             ),
-            _ => printer.status("Adding", &format!("{} {}", skill.name, skill.requirement)),
+            _ => printer.status("Adding", &format!("{}{requirement}", skill.name)),
         }
     }
+    let pinned_requirements = std::cell::RefCell::new(Vec::new());
     let before_install = |text: &str| -> anyhow::Result<String> {
         let (mut text, _) = manifest::edit(text, &set, &[], &args.install.targets)?;
         if let Some(url) = record_registry {
@@ -110,11 +114,16 @@ pub fn run(args: &AddArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
         if pinned.is_empty() {
             return Ok(text.to_owned());
         }
-        Ok(manifest::edit(text, &pinned, &[], &[])?.0)
+        let text = manifest::edit(text, &pinned, &[], &[])?.0;
+        *pinned_requirements.borrow_mut() = pinned
+            .iter()
+            .map(|skill| format!("{} {}", skill.name, skill.requirement))
+            .collect();
+        Ok(text)
     };
     // A name one typo from a popular skill's may be a squatter's.
     let lookalikes: Vec<_> = set.iter().map(|skill| skill.name.clone()).collect();
-    install_with(
+    let status = install_with(
         &args.install,
         install_registry,
         None,
@@ -125,7 +134,13 @@ pub fn run(args: &AddArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
             lookalikes: &lookalikes,
         },
         printer,
-    )
+    )?;
+    if status == ExitStatus::Success {
+        for pinned in pinned_requirements.borrow().iter() {
+            printer.status("Added", &format!("{pinned} to {}", manifest::MANIFEST));
+        }
+    }
+    Ok(status)
 }
 
 pub fn remove(args: &RemoveArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {

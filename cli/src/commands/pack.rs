@@ -150,9 +150,10 @@ fn resolve_version(
                 Some((_, text)) => format!(
                     "`metadata.version` is {text:?}, which is not a semantic version: write it as MAJOR.MINOR.PATCH, like `1.0.0`"
                 ),
-                None => {
-                    "add `version: 1.0.0` to the frontmatter, or pass `--version 1.0.0`".to_owned()
-                }
+                // `metadata.version`, not a top-level `version`: the base
+                // specification has no such key, and `validate --strict`
+                // refuses what is not portable.
+                None => "add `version: \"1.0.0\"` under `metadata:` in the frontmatter, or pass `--version 1.0.0`".to_owned(),
             };
             Err(UserError::new(format!(
                 "cannot pack `{}`: the skill has no version",
@@ -231,7 +232,7 @@ fn packed_text(packed: &PackedSkill, output: &Path) -> String {
             "tarball:  {} ({tarball_bytes} bytes)",
             human_bytes(tarball_bytes)
         ),
-        format!("sha256:   sha256:{}", hex(&packed.sha256)),
+        format!("checksum: sha256:{}", hex(&packed.sha256)),
         format!("tree:     {}", packed.tree),
         format!("path:     {}", output.display()),
     ]

@@ -174,7 +174,7 @@ fn dry_run_text(packed: &PackedSkill, api_url: &str) -> String {
         format!("version:  {}", packed.version),
         format!("files:    {}", packed.files.len()),
         format!("size:     {} ({size} bytes)", human_bytes(size)),
-        format!("sha256:   sha256:{}", hex(&packed.sha256)),
+        format!("checksum: sha256:{}", hex(&packed.sha256)),
         format!("tree:     {}", packed.tree),
         format!("upload:   PUT {api_url}"),
     ]

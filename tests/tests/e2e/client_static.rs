@@ -422,7 +422,7 @@ fn publish_dry_run_shows_the_upload_and_needs_no_token() {
         "name:     pdf\n",
         "version:  2.0.0\n",
         "files:    1\n",
-        "sha256:   sha256:",
+        "checksum: sha256:",
         "tree:     h1:",
         "upload:   PUT http://127.0.0.1:9/api/v1/skills\n",
     ] {
@@ -472,10 +472,10 @@ fn publish_dry_run_refuses_what_pack_refuses() {
         .args(["publish", "--dry-run", "--registry", &registry])
         .arg(&skill));
     assert_code(&output, 1);
-    insta::assert_snapshot!(sandbox.redact(&output.stderr), @"
+    insta::assert_snapshot!(sandbox.redact(&output.stderr), @r#"
     error: cannot pack `[HOME]/pdf`: the skill has no version
-    hint: add `version: 1.0.0` to the frontmatter, or pass `--version 1.0.0`
-    ");
+    hint: add `version: "1.0.0"` under `metadata:` in the frontmatter, or pass `--version 1.0.0`
+    "#);
 
     let output = run(sandbox
         .skillpkg_command()
@@ -494,7 +494,7 @@ fn publish_dry_run_refuses_what_pack_refuses() {
     version:  1.0.0
     files:    1
     size:     153 B (153 bytes)
-    sha256:   sha256:241ba0e9418ac6b2b64d14713cb89175bcc7264c4c75fdec6ec7667b2df1e901
+    checksum: sha256:241ba0e9418ac6b2b64d14713cb89175bcc7264c4c75fdec6ec7667b2df1e901
     tree:     h1:/EojJya0ldFtx/QellG0Z1nvl24Zzj7JoZycPeRCCMU=
     upload:   PUT http://127.0.0.1:9/api/v1/skills
     ");

@@ -118,7 +118,7 @@ fn a_target_record_naming_paths_cannot_make_skillpkg_delete_folders() {
       Caused by: the name contains '.' at position 1; only lowercase letters a-z, digits and `-` are allowed at line 1 column 28
     hint: check where it came from (a repository should not commit it), delete it, and run `skillpkg install --force` to take the folders over again
     ---
-          Adding alpha *
+          Adding alpha
     error: [HOME]/project/.claude/skills/.skillpkg.json is corrupt or was not written by skillpkg
       Caused by: the name contains '.' at position 1; only lowercase letters a-z, digits and `-` are allowed at line 1 column 28
     hint: check where it came from (a repository should not commit it), delete it, and run `skillpkg install --force` to take the folders over again
@@ -178,7 +178,7 @@ fn a_target_record_cannot_claim_a_folder_the_user_made() {
     let output = skillpkg(&sandbox, &project, &["add", "helper"]);
     assert_eq!(output.code, 1, "{output:?}");
     insta::assert_snapshot!(sandbox.redact(&output.stderr), @"
-          Adding helper *
+          Adding helper
     error: [HOME]/project/.claude/skills/helper was changed since skillpkg installed it (or was never installed by it: its files are not the ones recorded in [HOME]/project/.claude/skills/.skillpkg.json)
     hint: `skillpkg verify` shows what changed; move the folder away to keep your changes, or pass --force to replace it
     ");
@@ -351,12 +351,12 @@ fn an_archive_that_is_not_the_skill_it_claims_is_refused_at_install() {
         assert!(!project.join(".claude/skills").join(name).exists());
     }
     insta::assert_snapshot!(said.join("---\n"), @"
-          Adding empty *
+          Adding empty
     error: cannot unpack empty@1.0.0
       Caused by: the archive has no `SKILL.md` file at its root
     hint: the registry serves an archive that skillpkg refuses to unpack; nothing was installed; report it to the registry's operator or the skill's publisher
     ---
-          Adding imposter *
+          Adding imposter
     error: imposter@1.0.0 is not a valid skill: its SKILL.md names the skill `other`, not `imposter`
     hint: the registry serves an archive that was never validated; report it to the registry's operator or the skill's publisher
     ");

@@ -162,7 +162,7 @@ fn installing_an_archive_carrying_git_config_is_refused_and_changes_nothing() {
         Entry::File(".git/config", config.as_bytes()),
     ]);
     insta::assert_snapshot!(add_refusal(&tarball, files), @"
-          Adding evil *
+          Adding evil
     error: cannot unpack evil@1.0.0
       Caused by: entry `.git/HEAD` has an unsafe path
       Caused by: `.git` is Git metadata, which Git reads and may act on (running hooks or commands) in the folder a skill is installed in
@@ -180,7 +180,7 @@ fn installing_an_archive_with_a_pax_global_header_is_refused_and_changes_nothing
         Entry::File("SKILL.md", SKILL_MD),
     ]);
     insta::assert_snapshot!(add_refusal(&tarball, &[("SKILL.md", SKILL_MD)]), @"
-          Adding evil *
+          Adding evil
     error: cannot unpack evil@1.0.0
       Caused by: entry `pax_global_header` is a PAX global header; only regular files and directories are allowed
     hint: the registry serves an archive that skillpkg refuses to unpack; nothing was installed; report it to the registry's operator or the skill's publisher

@@ -127,6 +127,10 @@ fn add_installs_into_two_targets_locks_and_remove_undoes_it() {
     }
     let manifest = fs_err::read_to_string(world.project().join("skills.toml")).unwrap();
     assert!(manifest.contains("pdf = \"^1.0.0\""), "{manifest}");
+    // What it writes is said once it is known, not `*` before.
+    let said = &added.stderr;
+    assert!(said.contains("Adding pdf\n"), "{said}");
+    assert!(said.contains("Added pdf ^1.0.0 to skills.toml\n"), "{said}");
     let lock = world.lock();
     assert!(
         lock.contains("name = \"pdf\"\nversion = \"1.0.0\"\nsource = \"registry:default\""),
@@ -274,7 +278,7 @@ fn a_version_conflict_is_explained_and_changes_nothing() {
     let conflict = world.user(&["add", "new-user"]);
     assert_eq!(conflict.code, 1, "{conflict:?}");
     insta::assert_snapshot!(world.sandbox.redact(&conflict.stderr), @"
-          Adding new-user *
+          Adding new-user
     error: no set of skill versions satisfies every requirement:
     Because new-user 1.0.0 depends on shared 2.0.0 and old-user 1.0.0 depends on shared 1.0.0, old-user 1.0.0, new-user 1.0.0 are incompatible.
     And because your skills.toml depends on old-user 1.0.0 and your skills.toml depends on new-user 1.0.0, your skills.toml is forbidden.

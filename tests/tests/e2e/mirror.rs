@@ -296,7 +296,7 @@ fn mirrors_that_lie_are_refused_naming_the_registry_and_installing_nothing() {
     fs_err::write(&index, text.replace("\"yanked\":false", "\"yanked\":true")).unwrap();
     let refused = world.install_refused("p1", &changed_line, &["alpha"]);
     insta::assert_snapshot!(world.refusal(&refused, "p1"), @"
-          Adding alpha *
+          Adding alpha
     error: registry file://[HOME]/changed-line/ cannot be trusted: index/al/ph/alpha differs from the registry's signed snapshot (version 5)
     hint: a file differs from what the registry signed: the mirror or cache changed it, or mixes two versions of the index; nothing was installed. Sync the mirror again or use the origin registry
     ");
@@ -312,7 +312,7 @@ fn mirrors_that_lie_are_refused_naming_the_registry_and_installing_nothing() {
     let refused = world.install_refused("p2", &changed_tarball, &["alpha"]);
     assert_eq!(refused.code, 1, "{refused:?}");
     insta::assert_snapshot!(world.sandbox.redact(&refused.stderr), @"
-          Adding alpha *
+          Adding alpha
     error: alpha@1.1.0: the archive from the registry file://[HOME]/changed-tarball/ is sha256:d4e00ecaaa1d0aa6ba36f29efe2373fb57e52565c31c576285dc6ba53e23c17b, but skills.lock says sha256:06a55da697715b359016e98e9c7dda741c01fe7915c35661dcecc4526f89b545: it was changed or cut short
     hint: try again; if it persists, the registry or a proxy serves wrong bytes
     ");
@@ -328,7 +328,7 @@ fn mirrors_that_lie_are_refused_naming_the_registry_and_installing_nothing() {
     .unwrap();
     let refused = world.install_refused("p3", &mixed, &["alpha"]);
     insta::assert_snapshot!(world.refusal(&refused, "p3"), @"
-          Adding alpha *
+          Adding alpha
     error: registry file://[HOME]/mixed/ cannot be trusted: index/al/ph/alpha differs from the registry's signed snapshot (version 5)
     hint: a file differs from what the registry signed: the mirror or cache changed it, or mixes two versions of the index; nothing was installed. Sync the mirror again or use the origin registry
     ");
@@ -370,7 +370,7 @@ fn mirrors_that_lie_are_refused_naming_the_registry_and_installing_nothing() {
     copy_tree(&stale, &mirror);
     let refused = world.install_refused("p4", &mirror, &["beta"]);
     insta::assert_snapshot!(world.refusal(&refused, "p4"), @"
-          Adding beta *
+          Adding beta
     error: registry file://[HOME]/mirror/ cannot be trusted: timestamp.json is a rollback: it has version 4, older than version 5 seen before
     hint: it serves older metadata than skillpkg saw before: a stale mirror or cache, or an attack; nothing was installed. Use the origin registry, or wait until the mirror is synced again
     ");
@@ -418,7 +418,7 @@ fn a_frozen_mirror_is_refused_once_its_timestamp_expires() {
     );
     let refused = world.install_refused("p", &mirror, &["alpha"]);
     insta::assert_snapshot!(world.refusal(&refused, "p"), @"
-          Adding alpha *
+          Adding alpha
     error: registry file://[HOME]/mirror/ cannot be trusted: timestamp.json expired at [TIME]: the registry's metadata is frozen or stale
     hint: its metadata is past its expiry: a mirror that stopped syncing (run `skillpkg mirror` again), a registry that stopped re-signing (`skillpkg-registry keys sign`), or a clock far off; nothing was installed
     ");
@@ -491,7 +491,7 @@ fn key_rotations_keep_clients_working_and_a_weak_root_rotation_is_refused() {
     fs_err::write(mirror.join("4.root.json"), forged).unwrap();
     let refused = world.install_refused("weak", &mirror, &["alpha"]);
     insta::assert_snapshot!(world.refusal(&refused, "weak"), @"
-          Adding alpha *
+          Adding alpha
     error: registry file://[HOME]/mirror/ cannot be trusted: 4.root.json is signed by 1 valid root key(s), and the root role needs 2
     hint: the registry's keys do not vouch for its metadata; nothing was installed. If its operators really changed the root keys, ask them for the new root key and update `root-key`
     ");

@@ -249,7 +249,7 @@ fn human_output_names_every_figure() {
     files:    4
     unpacked: 162 B (162 bytes)
     tarball:  389 B (389 bytes)
-    sha256:   sha256:11a60a2ee879cf2ca3e39d35edeb569bbb85839cfb91fbe058fe6bf5eb933b94
+    checksum: sha256:11a60a2ee879cf2ca3e39d35edeb569bbb85839cfb91fbe058fe6bf5eb933b94
     tree:     h1:wpjZSQoYjrENyEA26dnWV4EuqM8XBPh+ESwprl21tJE=
     path:     pdf-1.2.3.tgz
     ");

@@ -579,7 +579,7 @@ fn a_registry_cannot_point_the_client_at_local_files() {
         said.push(world.sandbox.redact(&verify.stderr));
     }
     insta::assert_snapshot!(said.join("---\n"), @"
-          Adding pdf *
+          Adding pdf
     error: cannot download pdf@1.0.0
       Caused by: registry http://127.0.0.1:[PORT]/ points at file://[HOME]/secret.tgz, which was refused: an http:// or https:// registry may only name http:// or https:// URLs
     hint: the registry (or something between it and you) is broken or hostile; nothing it sent was used
@@ -588,7 +588,7 @@ fn a_registry_cannot_point_the_client_at_local_files() {
       Caused by: registry http://127.0.0.1:[PORT]/ points at file://[HOME]/secret.tgz, which was refused: an http:// or https:// registry may only name http:// or https:// URLs
     hint: the registry (or something between it and you) is broken or hostile; nothing it sent was used
     ---
-          Adding pdf *
+          Adding pdf
     error: cannot download pdf@1.0.0
       Caused by: registry http://127.0.0.1:[PORT]/ points at file://elsewhere.example/dl/pdf-1.0.0.tgz, which was refused: an http:// or https:// registry may only name http:// or https:// URLs
     hint: the registry (or something between it and you) is broken or hostile; nothing it sent was used

@@ -234,7 +234,9 @@ struct ServeArgs {
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
     listen: String,
     /// The URL clients use to reach this server, when it is not
-    /// `http://ADDR` (behind a proxy, say).
+    /// `http://ADDR` (behind a proxy, say): config.json's `api` is under
+    /// it, and so are the discovery index's URLs, which are relative
+    /// without it.
     #[arg(long, value_name = "URL")]
     public_url: Option<String>,
     /// The largest archive accepted, in bytes.
@@ -613,13 +615,15 @@ fn serve(args: ServeArgs, places: Places<'_>) -> anyhow::Result<()> {
         let address = listener
             .local_addr()
             .context("cannot read the listening address")?;
-        let public_url = args
+        let api_url = args
             .public_url
+            .clone()
             .unwrap_or_else(|| format!("http://{address}"));
         let folder = DataFolder::locate(&args.root);
         let storage = places.storage(&folder)?;
         let options = Options {
-            public_url: Some(public_url.clone()),
+            public_url: args.public_url,
+            api_url: Some(api_url.clone()),
             max_skill_bytes: args.max_skill_bytes,
             require_signatures: args.require_signatures,
             audit_refuse: args.audit_refuse.0,
@@ -726,8 +730,8 @@ fn serve(args: ServeArgs, places: Places<'_>) -> anyhow::Result<()> {
                 }
             });
         }
-        tracing::info!(%address, url = %public_url, "listening");
-        println!("listening on {public_url}");
+        tracing::info!(%address, url = %api_url, "listening");
+        println!("listening on {api_url}");
         let _ = std::io::stdout().flush();
         let app = skillpkg_registry::server::router(Arc::clone(&registry), limits);
         skillpkg_registry::server::serve(listener, app, limits, shutdown.wait()).await;

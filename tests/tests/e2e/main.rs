@@ -24,6 +24,7 @@ mod index_fetch;
 mod install;
 mod install_crash;
 mod install_plan;
+mod interop;
 mod mcp;
 mod mcp_python;
 mod mcp_run;

@@ -195,8 +195,18 @@ fn a_publish_lands_in_the_api_answer_and_the_static_tree() {
         discovery()
     );
     let discovery = discovery();
+    assert_eq!(
+        discovery["$schema"], "https://schemas.agentskills.io/discovery/0.2.0/schema.json",
+        "the 0.2.0 shape, which installers read only when it says so"
+    );
     assert_eq!(discovery["skills"][0]["type"], "archive");
     assert_eq!(discovery["skills"][0]["digest"], body["cksum"]);
+    // Without --public-url, relative to the index: a copy of the tree on
+    // another host does not point back at this server.
+    assert_eq!(
+        discovery["skills"][0]["url"],
+        "../../dl/pdf-processing/1.2.0/pdf-processing-1.2.0.tgz"
+    );
     let config: serde_json::Value = fixture
         .client
         .get(format!("{url}/config.json"))
@@ -843,7 +853,9 @@ fn build_writes_the_tree_the_server_wrote_byte_for_byte() {
         .arg(fixture.server.public().join("dl"))
         .arg("--out")
         .arg(&tree)
-        .args(["--api", &format!("{url}/api/v1"), "--public-url", url])
+        // The server was given no public URL: its discovery index's URLs
+        // are relative, and so are the build's without one.
+        .args(["--api", &format!("{url}/api/v1")])
         .output()
         .unwrap();
     assert!(

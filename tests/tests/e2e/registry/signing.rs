@@ -702,8 +702,6 @@ fn build_reproduces_a_signed_tree_byte_for_byte() {
         "--require-signatures".as_ref(),
         "--api".as_ref(),
         api.as_ref(),
-        "--public-url".as_ref(),
-        fixture.server.url().as_ref(),
     ]);
     assert_eq!(output.code, 0, "{}", output.stderr);
     let built = skillpkg_tests::files_below(&tree);

@@ -309,6 +309,49 @@ pub enum Command {
     #[cfg(feature = "runtime")]
     #[command(after_help = MCP_EXAMPLES)]
     Mcp(McpArgs),
+
+    /// Print a shell completion script.
+    ///
+    /// Writes the script for SHELL (bash, zsh, fish, powershell or elvish)
+    /// on stdout; load it from the shell's startup file, as the examples
+    /// show. It completes commands, options and their fixed values.
+    #[command(after_help = COMPLETIONS_EXAMPLES)]
+    Completions(CompletionsArgs),
+
+    /// Write the manual pages.
+    ///
+    /// Without --out, prints the page of skillpkg itself (roff) on stdout.
+    /// With --out DIR, writes skillpkg.1 and one page per command
+    /// (skillpkg-publish.1, skillpkg-key-generate.1, ...) into DIR, which
+    /// must exist.
+    #[command(after_help = MAN_EXAMPLES)]
+    Man(ManArgs),
+}
+
+const COMPLETIONS_EXAMPLES: &str = "\
+Examples:
+  skillpkg completions bash > ~/.local/share/bash-completion/completions/skillpkg
+  skillpkg completions zsh > ~/.zfunc/_skillpkg        with fpath+=~/.zfunc before compinit
+  skillpkg completions fish > ~/.config/fish/completions/skillpkg.fish
+  skillpkg completions powershell >> $PROFILE";
+
+const MAN_EXAMPLES: &str = "\
+Examples:
+  skillpkg man | man -l -                          read the main page now
+  skillpkg man --out ~/.local/share/man/man1       install every page for `man skillpkg-add`";
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to write the script for.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write every page into this folder instead of printing the main one.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
 }
 
 #[cfg(feature = "runtime")]

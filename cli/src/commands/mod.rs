@@ -2,6 +2,7 @@
 
 pub mod add;
 pub mod audit;
+pub mod completions;
 pub mod info;
 pub mod init;
 pub mod install;

@@ -14,6 +14,7 @@ mod audit_doors;
 mod audit_sets;
 mod client_server;
 mod client_static;
+mod completions;
 mod disk_full;
 mod examples;
 mod host_profiles;

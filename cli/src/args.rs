@@ -13,7 +13,7 @@ use crate::spec::{SkillSpec, SkillVersion};
 /// with a SKILL.md that Claude Code, Codex, GitHub Copilot and other agents
 /// read from their skills folders.
 #[derive(Debug, Parser)]
-#[command(name = "skillpkg", version, max_term_width = 100)]
+#[command(name = "skillpkg", version = env!("SKILLPKG_LONG_VERSION"), max_term_width = 100)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,

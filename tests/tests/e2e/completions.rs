@@ -136,3 +136,28 @@ fn the_manual_pages_render_without_warnings() {
         );
     }
 }
+
+/// `--version` names the commit the binary was built from, so that a bug
+/// report says which code it is about.
+#[test]
+fn version_names_the_commit_it_was_built_from() {
+    let sandbox = TestContext::new();
+    let output = run(sandbox.skillpkg_command().arg("--version"));
+    assert_eq!(output.code, 0, "{output:?}");
+    let head = run(Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR")));
+    assert_eq!(head.code, 0, "the tests run in a git checkout: {head:?}");
+    let date = run(Command::new("git")
+        .args(["log", "-1", "--format=%cs", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR")));
+    assert_eq!(
+        output.stdout.trim(),
+        format!(
+            "skillpkg {} ({} {})",
+            env!("CARGO_PKG_VERSION"),
+            head.stdout.trim(),
+            date.stdout.trim()
+        )
+    );
+}

@@ -12,17 +12,30 @@ pub enum ExitStatus {
     Success,
     /// The input was wrong: an invalid skill, a bad path, a refused archive.
     Failure,
+    /// A registry could not be reached or answered wrong: the network, a
+    /// timeout, a server error, a reply that is not what the format says.
+    /// Trying again later may work.
+    Network,
     /// Something unexpected: a bug, or the machine (I/O, permissions).
     Error,
 }
 
+impl ExitStatus {
+    /// The process's exit code: 0, 1, 3 and 4. 2 is a usage error, which
+    /// the argument parser exits with before any command runs.
+    pub fn code(self) -> u8 {
+        match self {
+            Self::Success => 0,
+            Self::Failure => 1,
+            Self::Network => 3,
+            Self::Error => 4,
+        }
+    }
+}
+
 impl From<ExitStatus> for std::process::ExitCode {
     fn from(status: ExitStatus) -> Self {
-        match status {
-            ExitStatus::Success => Self::SUCCESS,
-            ExitStatus::Failure => Self::from(1),
-            ExitStatus::Error => Self::from(2),
-        }
+        Self::from(status.code())
     }
 }
 

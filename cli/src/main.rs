@@ -1,5 +1,6 @@
 //! The `skillpkg` binary: parse arguments, run, and turn the outcome into an
-//! exit status (0 ok, 1 a problem the user can fix, 2 unexpected).
+//! exit status (0 ok, 1 a problem the user can fix, 2 a usage error, 3 a
+//! registry that cannot be reached or answers wrong, 4 unexpected).
 
 use std::process::ExitCode;
 

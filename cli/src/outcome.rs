@@ -4,7 +4,8 @@
 
 use crate::error::{ExitStatus, UserError};
 
-/// Returns the exit status for an error: 1 when the user can fix it, else 2.
+/// Returns the exit status for an error: 1 when the user can fix it, 3
+/// when a registry could not be reached or answered wrong, else 4.
 pub fn exit_status(error: &anyhow::Error) -> ExitStatus {
     use skillpkg_index::archive::{PackError, UnpackError};
 
@@ -21,8 +22,13 @@ pub fn exit_status(error: &anyhow::Error) -> ExitStatus {
                 .downcast_ref::<RegistryError>()
                 .is_some_and(RegistryError::is_user_error)
     });
+    let is_network = error
+        .chain()
+        .any(|cause| cause.is::<RegistryError>() || cause.is::<reqwest::Error>());
     if is_user_error {
         ExitStatus::Failure
+    } else if is_network {
+        ExitStatus::Network
     } else {
         ExitStatus::Error
     }

@@ -671,7 +671,7 @@ fn a_password_in_the_registry_url_is_never_printed() {
             "http://alice:s3cret@127.0.0.1:9/",
         ],
     );
-    assert_code(&output, 2);
+    assert_code(&output, 3);
     insta::assert_snapshot!(sandbox.redact(&output.stderr), @"
     error: cannot reach http://****@127.0.0.1:9/config.json
       Caused by: error sending request

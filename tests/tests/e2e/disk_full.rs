@@ -223,8 +223,8 @@ fn a_publish_to_a_full_disk_fails_cleanly_and_succeeds_once_space_is_freed() {
     disk.fill(1024 * 1024);
     let public_before = files_below(&server.public());
     let output = publish(&big);
-    // A failing server is exit status 2, as every server failure is.
-    assert_eq!(output.code, 2, "{output:?}");
+    // A failing server is exit status 3, as every server failure is.
+    assert_eq!(output.code, 3, "{output:?}");
     insta::assert_snapshot!(sandbox.redact(&output.stderr), @"
     warning[non-portable-key]: `version` is a key of the Universal Agent Skill extensions, not of the Agent Skills specification
      --> [HOME]/src/big/SKILL.md:4:1

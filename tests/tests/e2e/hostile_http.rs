@@ -62,7 +62,7 @@ fn registry_answering(
 }
 
 fn assert_failed_with(output: &Output, needle: &str) {
-    assert_eq!(output.code, 2, "{output:?}");
+    assert_eq!(output.code, 3, "{output:?}");
     assert!(
         output.stderr.contains(needle),
         "`{needle}` not in:\n{}",
@@ -79,7 +79,7 @@ fn an_endless_config_json_is_cut_off_at_one_mebibyte() {
         stream_endlessly(stream, 64 * MIB, b' ')
     });
     let (output, _) = skillpkg(&sandbox, &["search", "pdf", "--registry", &server.url()]);
-    assert_eq!(output.code, 2, "{output:?}");
+    assert_eq!(output.code, 3, "{output:?}");
     insta::assert_snapshot!(sandbox.redact(&output.stderr), @"
     error: http://127.0.0.1:[PORT]/config.json is larger than the 1048576 bytes skillpkg reads for such a file; the download was stopped
     hint: the registry (or something between it and you) is broken or hostile; nothing it sent was used
@@ -95,7 +95,7 @@ fn an_endless_root_json_is_cut_off_at_one_mebibyte() {
         stream_endlessly(stream, 64 * MIB, b'{')
     });
     let (output, _) = skillpkg(&sandbox, &["search", "pdf", "--registry", &server.url()]);
-    assert_eq!(output.code, 2, "{output:?}");
+    assert_eq!(output.code, 3, "{output:?}");
     insta::assert_snapshot!(sandbox.redact(&output.stderr), @"
     error: http://127.0.0.1:[PORT]/1.root.json is larger than the 1048576 bytes skillpkg reads for such a file; the download was stopped
     hint: the registry (or something between it and you) is broken or hostile; nothing it sent was used
@@ -110,7 +110,7 @@ fn an_endless_index_file_is_cut_off_at_64_mebibytes() {
         stream_endlessly(stream, 160 * MIB, b'\n')
     });
     let (output, _) = skillpkg(&sandbox, &["info", "pdf", "--registry", &server.url()]);
-    assert_eq!(output.code, 2, "{output:?}");
+    assert_eq!(output.code, 3, "{output:?}");
     insta::assert_snapshot!(sandbox.redact(&output.stderr), @"
     error: http://127.0.0.1:[PORT]/index/3/p/pdf is larger than the 67108864 bytes skillpkg reads for such a file; the download was stopped
     hint: the registry (or something between it and you) is broken or hostile; nothing it sent was used
@@ -133,7 +133,7 @@ fn a_content_length_past_the_cap_is_refused_before_any_of_the_body() {
     let (server, _) =
         registry_answering("config.json", |stream| declare_and_stall(stream, 1 << 40));
     let (output, took) = skillpkg(&sandbox, &["search", "pdf", "--registry", &server.url()]);
-    assert_eq!(output.code, 2, "{output:?}");
+    assert_eq!(output.code, 3, "{output:?}");
     insta::assert_snapshot!(sandbox.redact(&output.stderr), @"
     error: http://127.0.0.1:[PORT]/config.json is larger than the 1048576 bytes skillpkg reads for such a file; the download was stopped
     hint: the registry (or something between it and you) is broken or hostile; nothing it sent was used
@@ -173,7 +173,7 @@ fn an_archive_is_capped_by_the_client_whatever_max_skill_bytes_the_registry_clai
     let (init, _) = in_project(&["init", "--target", "claude", "--registry", &server.url()]);
     assert_eq!(init.code, 0, "{init:?}");
     let (output, took) = in_project(&["add", "pdf"]);
-    assert_eq!(output.code, 2, "{output:?}");
+    assert_eq!(output.code, 3, "{output:?}");
     insta::assert_snapshot!(sandbox.redact(&output.stderr), @"
           Adding pdf
     error: cannot download pdf@1.0.0
@@ -191,7 +191,7 @@ fn a_server_that_never_answers_is_given_up_on() {
         0
     });
     let (output, took) = skillpkg(&sandbox, &["search", "pdf", "--registry", &server.url()]);
-    assert_eq!(output.code, 2, "{output:?}");
+    assert_eq!(output.code, 3, "{output:?}");
     insta::assert_snapshot!(sandbox.redact(&output.stderr), @"
     error: http://127.0.0.1:[PORT]/config.json did not answer in time; the request was given up
       Caused by: error sending request
@@ -260,7 +260,7 @@ fn publish_reports_a_bad_skill_without_waiting_for_a_stalled_registry() {
         "--no-sign",
     ];
     let (output, took) = skillpkg(&sandbox, &args);
-    assert_eq!(output.code, 2, "{output:?}");
+    assert_eq!(output.code, 3, "{output:?}");
     insta::assert_snapshot!(sandbox.redact(&output.stderr), @"
     error: http://127.0.0.1:[PORT]/config.json did not answer in time; the request was given up
       Caused by: error sending request
@@ -283,7 +283,7 @@ fn a_server_that_stalls_in_the_middle_of_a_body_is_given_up_on() {
         0
     });
     let (output, took) = skillpkg(&sandbox, &["search", "pdf", "--registry", &server.url()]);
-    assert_eq!(output.code, 2, "{output:?}");
+    assert_eq!(output.code, 3, "{output:?}");
     // Each cause once: the body's error is wrapped twice in the same words.
     insta::assert_snapshot!(sandbox.redact(&output.stderr), @"
     error: http://127.0.0.1:[PORT]/search.json did not answer in time; the request was given up
@@ -336,7 +336,7 @@ fn a_gzip_bomb_is_never_inflated() {
     });
     let (output, took) = skillpkg(&sandbox, &["search", "pdf", "--registry", &server.url()]);
     // Read as the (compressed) bytes it is, and refused as not JSON.
-    assert_eq!(output.code, 2, "{output:?}");
+    assert_eq!(output.code, 3, "{output:?}");
     insta::assert_snapshot!(sandbox.redact(&output.stderr), @"
     error: http://127.0.0.1:[PORT]/config.json is not a valid registry config.json
       Caused by: expected value at line 1 column 1
@@ -409,7 +409,7 @@ fn terminal_escapes_from_a_registry_never_reach_the_terminal() {
             &server.url(),
         ],
     );
-    assert_eq!(output.code, 2, "{output:?}");
+    assert_eq!(output.code, 3, "{output:?}");
     // skillpkg's own colours are the only escapes: shown as `<ESC>` here.
     let said = sandbox.redact(&output.stderr).replace('\u{1b}', "<ESC>");
     insta::assert_snapshot!(said, @r#"
@@ -440,7 +440,7 @@ fn terminal_escapes_from_a_registry_never_reach_the_terminal() {
             &server.url(),
         ],
     );
-    assert_eq!(output.code, 2, "{output:?}");
+    assert_eq!(output.code, 3, "{output:?}");
     assert_no_escapes(&output);
 
     let line =
@@ -460,7 +460,7 @@ fn terminal_escapes_from_a_registry_never_reach_the_terminal() {
             &server.url(),
         ],
     );
-    assert_eq!(output.code, 2, "{output:?}");
+    assert_eq!(output.code, 3, "{output:?}");
     assert_no_escapes(&output);
 }
 

@@ -350,7 +350,7 @@ fn the_lock_and_the_error_do_not_depend_on_the_order_files_arrive_in() {
     for proxy in [&first_late, &second_late, &first_late] {
         world.want(proxy.url(), "top");
         let failed = world.user(&["lock"]);
-        assert_eq!(failed.code, 2, "{failed:?}");
+        assert_eq!(failed.code, 3, "{failed:?}");
         errors.push(
             failed
                 .stderr
@@ -559,7 +559,7 @@ fn with_signed_metadata_a_stale_or_changed_copy_never_passes_the_snapshot() {
     fs_err::remove_dir_all(world.cache().join("index")).unwrap();
     world.want(proxy.url(), "app");
     let frozen = world.user(&["lock"]);
-    assert_eq!(frozen.code, 2, "{frozen:?}");
+    assert_eq!(frozen.code, 3, "{frozen:?}");
     assert!(
         frozen
             .stderr

@@ -421,10 +421,10 @@ fn faults_leave_the_installed_state_and_lock_intact() {
 
     // A download cut short.
     faulty.faults().truncate_archives = true;
-    // A network failure, not the user's: exit 2.
+    // A network failure, not the user's: exit 3.
     // Not a snapshot: a body cut short is reported as "cannot reach" with
-    // a hint about the network, and its causes repeat one another.
-    let said = refusal(2);
+    // a hint about the network.
+    let said = refusal(3);
     assert!(said.contains("cannot download pdf@1.1.0"), "{said}");
     faulty.faults().truncate_archives = false;
 
@@ -443,7 +443,7 @@ fn faults_leave_the_installed_state_and_lock_intact() {
 
     // An archive past the registry's size limit: the download stops there.
     fs_err::write(&archive, vec![0_u8; 9 * 1024 * 1024]).unwrap();
-    insta::assert_snapshot!(refusal(2), @"
+    insta::assert_snapshot!(refusal(3), @"
     error: cannot download pdf@1.1.0
       Caused by: http://127.0.0.1:[PORT]/dl/pdf/1.1.0/pdf-1.1.0.tgz is larger than the 8388608 bytes the registry allows; the download was stopped
     ");

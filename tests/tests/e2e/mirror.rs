@@ -88,7 +88,7 @@ impl World {
     /// Asserts that `output` failed and that `project` has nothing
     /// installed and no lock; returns what it said, redacted.
     fn refusal(&self, output: &Output, project: &str) -> String {
-        assert_eq!(output.code, 2, "{output:?}");
+        assert_eq!(output.code, 3, "{output:?}");
         let project = self.path(project);
         assert!(!project.join("skills.lock").exists(), "no lock written");
         let installed = project.join(".claude/skills");
@@ -654,7 +654,7 @@ fn a_vendor_folder_installs_locked_for_a_registry_that_pins_its_root_key_and_req
     // archive in the folder is refused by the lock's checksum.
     fs_err::remove_dir_all(world.path("project/.claude")).unwrap();
     let unlocked = world.user_with("project", &["update"], "empty-cache-2");
-    assert_eq!(unlocked.code, 2, "{unlocked:?}");
+    assert_eq!(unlocked.code, 3, "{unlocked:?}");
     assert!(
         unlocked.stderr.contains("registry `corp`"),
         "{}",

@@ -355,7 +355,7 @@ fn login_publish_and_yank_follow_no_redirect_so_no_token_leaves_the_api() {
         ],
     ] {
         let output = world.user(args);
-        assert_eq!(output.code, 2, "{args:?}: {output:?}");
+        assert_eq!(output.code, 3, "{args:?}: {output:?}");
         let stderr = output.stderr.replace(&elsewhere.url(), "[ELSEWHERE]");
         said.push(world.sandbox.redact(&stderr));
         assert_no_token(&output, &token);
@@ -421,7 +421,7 @@ fn a_redirect_loop_stops_at_once_with_a_clear_error() {
         redirect(stream, "302 Found", "/search.json");
     });
     let output = search(&world, &registry.url());
-    assert_eq!(output.code, 2, "{output:?}");
+    assert_eq!(output.code, 3, "{output:?}");
     insta::assert_snapshot!(world.sandbox.redact(&output.stderr), @"
     error: http://127.0.0.1:[PORT]/search.json redirected in a loop, back to http://127.0.0.1:[PORT]/search.json
     hint: the registry (or something between it and you) is broken or hostile; nothing it sent was used
@@ -450,7 +450,7 @@ fn a_redirect_chain_of_more_than_ten_hops_stops_with_a_clear_error() {
         );
     });
     let output = search(&world, &registry.url());
-    assert_eq!(output.code, 2, "{output:?}");
+    assert_eq!(output.code, 3, "{output:?}");
     insta::assert_snapshot!(world.sandbox.redact(&output.stderr), @"
     error: http://127.0.0.1:[PORT]/search.json redirected more than 10 times; the redirects were stopped
     hint: the registry (or something between it and you) is broken or hostile; nothing it sent was used
@@ -477,7 +477,7 @@ fn a_redirect_to_a_file_url_or_another_scheme_is_refused() {
             redirect(stream, "302 Found", &location);
         });
         let output = search(&world, &registry.url());
-        assert_eq!(output.code, 2, "{output:?}");
+        assert_eq!(output.code, 3, "{output:?}");
         said.push(world.sandbox.redact(&output.stderr));
     }
     insta::assert_snapshot!(said.join("---\n"), @"
@@ -539,7 +539,7 @@ fn the_token_is_never_printed_even_when_a_redirect_echoes_it() {
         .url()
         .replace("http://", &format!("http://alice:{token}@"));
     let output = search(&world, &with_password);
-    assert_eq!(output.code, 2, "{output:?}");
+    assert_eq!(output.code, 3, "{output:?}");
     insta::assert_snapshot!(world.sandbox.redact(&output.stderr), @"
     error: http://****@127.0.0.1:[PORT]/search.json redirected in a loop, back to http://****@127.0.0.1:[PORT]/search.json
     hint: the registry (or something between it and you) is broken or hostile; nothing it sent was used
@@ -572,10 +572,10 @@ fn a_registry_cannot_point_the_client_at_local_files() {
         let init = world.user(&["init", "--target", "claude", "--registry", &registry.url()]);
         assert_eq!(init.code, 0, "{init:?}");
         let output = world.user(&["add", "pdf"]);
-        assert_eq!(output.code, 2, "{output:?}");
+        assert_eq!(output.code, 3, "{output:?}");
         said.push(world.sandbox.redact(&output.stderr));
         let verify = world.user(&["verify", "pdf@1.0.0", "--registry", &registry.url()]);
-        assert_eq!(verify.code, 2, "{verify:?}");
+        assert_eq!(verify.code, 3, "{verify:?}");
         said.push(world.sandbox.redact(&verify.stderr));
     }
     insta::assert_snapshot!(said.join("---\n"), @"

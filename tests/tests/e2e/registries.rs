@@ -362,7 +362,7 @@ fn a_mirror_that_is_down_fails_unless_fallback_to_origin_reads_the_index() {
     };
     world.write_manifest(&manifest(false));
     let down = world.user(&["install"], &[]);
-    assert_eq!(down.code, 2, "an unreachable server is exit 2: {down:?}");
+    assert_eq!(down.code, 3, "an unreachable server is exit 3: {down:?}");
     insta::assert_snapshot!(world.sandbox.redact(&down.stderr), @"
     error: cannot read registry `corp` from its mirror http://127.0.0.1:[PORT]/ (`fallback-to-origin` is off)
       Caused by: cannot reach http://127.0.0.1:[PORT]/config.json

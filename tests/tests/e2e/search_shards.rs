@@ -200,7 +200,7 @@ fn a_hostile_search_index_gets_an_error_naming_its_file() {
     let tree = sandbox.path().join("tree");
     let search = |expected: &str| {
         let output = sandbox.skillpkg(["search", "pdf", "--registry", tree.to_str().unwrap()]);
-        assert_eq!(output.code, 2, "{output:?}");
+        assert_eq!(output.code, 3, "{output:?}");
         assert!(
             output.stderr.contains(expected),
             "`{expected}` not in:\n{}",

@@ -66,6 +66,7 @@ pub enum Command {
     /// .git and node_modules are skipped). Prints every problem with its code, file, line
     /// and column, then `N valid, M invalid, K warnings`. Exits with 1 when
     /// any skill is invalid. Codes are listed in docs/skill-format.md.
+    #[command(after_help = VALIDATE_EXAMPLES)]
     Validate(ValidateArgs),
 
     /// Look for malicious or risky content in skills.
@@ -98,15 +99,7 @@ pub enum Command {
     /// most likely meant; an existing DIR/NAME is refused and left as it is.
     /// The folder is built beside DIR/NAME and renamed into place, so it
     /// appears whole or not at all.
-    ///
-    /// Examples:
-    ///
-    ///   skillpkg new pdf-forms
-    ///
-    ///   skillpkg new pdf-forms --description "Fill PDF forms. Use when a user asks to fill or check a PDF form."
-    ///
-    ///   skillpkg new pdf-forms --tools --runtime node --path .claude/skills
-    #[command(verbatim_doc_comment)]
+    #[command(verbatim_doc_comment, after_help = NEW_EXAMPLES)]
     New(NewArgs),
 
     /// Pack a skill into a deterministic .tgz, ready to publish.
@@ -119,6 +112,7 @@ pub enum Command {
     /// exactly SKILL.md. Left out: files listed in `.skillignore` (gitignore
     /// syntax), `.git/`, `__pycache__/`, `.DS_Store`, and earlier tarballs of
     /// the skill (`<name>-*.tgz`) at its root.
+    #[command(after_help = PACK_EXAMPLES)]
     Pack(PackArgs),
 
     /// Validate, pack and upload a skill to a registry.
@@ -128,6 +122,7 @@ pub enum Command {
     /// token. A published version is immutable: it can be yanked, never
     /// replaced. With --dry-run, shows what would be uploaded and where, and
     /// needs no token.
+    #[command(after_help = PUBLISH_EXAMPLES)]
     Publish(PublishArgs),
 
     /// Yank a published version, or undo a yank.
@@ -135,6 +130,7 @@ pub enum Command {
     /// A yanked version stays downloadable (so existing lockfiles keep
     /// working) but is no longer picked for new installs, and is marked
     /// yanked in `skillpkg info`. Only the skill's owners may yank.
+    #[command(after_help = YANK_EXAMPLES)]
     Yank(YankArgs),
 
     /// Store a token for a registry, after checking it with the registry.
@@ -146,6 +142,7 @@ pub enum Command {
     /// `publish`, `yank` and reads of that registry (when it is private)
     /// use it. The config dir is $SKILLPKG_CONFIG_DIR, else the
     /// user config folder (`~/.config` on Linux).
+    #[command(after_help = LOGIN_EXAMPLES)]
     Login(LoginArgs),
 
     /// Search a registry's skills by name and description.
@@ -153,6 +150,7 @@ pub enum Command {
     /// Every word of QUERY must occur (ignoring case) in a skill's name or
     /// description. Skills whose name matches come first. Shows each skill's
     /// latest version that is not yanked.
+    #[command(after_help = SEARCH_EXAMPLES)]
     Search(SearchArgs),
 
     /// Show a skill's details and versions.
@@ -160,6 +158,7 @@ pub enum Command {
     /// Shows the latest version that is not yanked, or NAME@VERSION: its
     /// description, size, checksum, tree hash, files, dependencies, signer
     /// and publication time, then every version with yanks marked.
+    #[command(after_help = INFO_EXAMPLES)]
     Info(InfoArgs),
 
     /// Create or show the signing key that `publish` and `sign` use.
@@ -167,12 +166,14 @@ pub enum Command {
     /// Keys are minisign keys: `minisign -Vm FILE -P KEY` verifies every
     /// skillpkg signature.
     #[command(subcommand)]
+    #[command(after_help = KEY_EXAMPLES)]
     Key(KeyCommand),
 
     /// Start a project: write skills.toml.
     ///
     /// Asks nothing: the targets come from --target (default: claude) and
     /// the registry from --registry, if given.
+    #[command(after_help = INIT_EXAMPLES)]
     Init(InitArgs),
 
     /// Add skills to skills.toml and install them.
@@ -181,11 +182,13 @@ pub enum Command {
     /// version). --target adds targets to the manifest too; --registry NAME
     /// takes the skills from that registry (`registry = "NAME"` in their
     /// entries).
+    #[command(after_help = ADD_EXAMPLES)]
     Add(AddArgs),
 
     /// Remove skills from skills.toml and from every target.
     ///
     /// Only folders skillpkg installed are removed.
+    #[command(after_help = REMOVE_EXAMPLES)]
     Remove(RemoveArgs),
 
     /// Install what skills.toml asks for, as skills.lock pins it.
@@ -193,17 +196,21 @@ pub enum Command {
     /// Resolves and updates skills.lock when it does not satisfy
     /// skills.toml (not with --locked). Every archive is checked against the
     /// lock's sha256 and its publisher's signature before it is unpacked.
+    #[command(after_help = INSTALL_EXAMPLES)]
     Install(InstallArgs),
 
     /// Resolve skills.toml and write skills.lock, installing nothing.
+    #[command(after_help = LOCK_EXAMPLES)]
     Lock(InstallArgs),
 
     /// Update skills (all, or the ones named) to the newest versions
     /// skills.toml allows, and install them.
+    #[command(after_help = UPDATE_EXAMPLES)]
     Update(UpdateArgs),
 
     /// List the installed skills per target, and whether their files still
     /// match skills.lock.
+    #[command(after_help = LIST_EXAMPLES)]
     List(ListArgs),
 
     /// Copy everything skills.lock needs into DIR: a static tree that
@@ -211,6 +218,7 @@ pub enum Command {
     ///
     /// Every archive is checked against the lock's sha256 and pinned signer
     /// before it is written.
+    #[command(after_help = VENDOR_EXAMPLES)]
     Vendor(VendorArgs),
 
     /// Copy a registry into a static tree, verified and incremental.
@@ -223,13 +231,16 @@ pub enum Command {
     /// (when it has some) before anything is. Run it again to fetch only
     /// what is new; an interrupted run resumes. Point clients at DEST with
     /// `mirror = "URL"` in the registry's config (docs/registries.md).
+    #[command(after_help = MIRROR_EXAMPLES)]
     Mirror(MirrorArgs),
 
     /// Show the dependency tree of the project's skills, from skills.lock.
+    #[command(after_help = TREE_EXAMPLES)]
     Tree(TreeArgs),
 
     /// Show locked skills that have newer versions: the newest skills.toml
     /// allows (wanted) and the newest there is (latest).
+    #[command(after_help = OUTDATED_EXAMPLES)]
     Outdated(OutdatedArgs),
 
     /// Sign an archive: write FILE.tgz.minisig.
@@ -239,6 +250,7 @@ pub enum Command {
     /// read from the archive's own SKILL.md (or its `<name>-<version>.tgz`
     /// file name). The key comes from --key, $SKILLPKG_SIGNING_KEY, or
     /// `signing-key` in the user config file, else the default key.
+    #[command(after_help = SIGN_EXAMPLES)]
     Sign(SignArgs),
 
     /// Verify who signed an archive, and where it was built.
@@ -248,6 +260,7 @@ pub enum Command {
     /// FILE.tgz (with FILE.tgz.minisig, or --sig, and the publisher's --key).
     /// Checks the signature (prehashed Ed25519), the trusted comment's name,
     /// version and sha256, and the provenance, before unpacking anything.
+    #[command(after_help = VERIFY_EXAMPLES)]
     Verify(VerifyArgs),
 
     /// List the skills each agent would load from here, in its precedence.
@@ -327,6 +340,142 @@ pub enum Command {
     #[command(after_help = MAN_EXAMPLES)]
     Man(ManArgs),
 }
+
+const NEW_EXAMPLES: &str = "\
+Examples:
+  skillpkg new pdf-forms                                                 a skill in ./pdf-forms
+  skillpkg new pdf-forms --description \"Fill PDF forms. Use when ...\"    with its description
+  skillpkg new pdf-forms --tools --runtime node --path .claude/skills    with a tool";
+
+const VALIDATE_EXAMPLES: &str = "\
+Examples:
+  skillpkg validate                                 the skill in the current folder
+  skillpkg validate skills/ --strict                every skill below skills/, warnings as errors
+  skillpkg validate . --host all                    which agent hosts accept it, and why not
+  skillpkg validate pdf --allow unknown-key         leave one warning out
+  skillpkg validate skills/ --json | jq '.summary'  for scripts";
+
+const PACK_EXAMPLES: &str = "\
+Examples:
+  skillpkg pack                                      pack ./ as NAME-VERSION.tgz
+  skillpkg pack skills/pdf --version 1.2.0 -o dist/  into dist/, at 1.2.0
+  skillpkg pack --json | jq -r .sha256               the archive's checksum";
+
+const PUBLISH_EXAMPLES: &str = "\
+Examples:
+  skillpkg publish --dry-run                                         what would be uploaded, where
+  skillpkg publish skills/pdf --version 1.2.0                        sign and upload it
+  skillpkg publish --registry corp --provenance                      to `corp`, with provenance
+  SKILLPKG_REGISTRY_CORP_TOKEN=... skillpkg publish --registry corp  the token from the environment";
+
+const YANK_EXAMPLES: &str = "\
+Examples:
+  skillpkg yank pdf@1.2.0 --reason 'breaks forms'  new resolves skip it; locks keep it
+  skillpkg yank pdf@1.2.0 --undo                   make it resolvable again";
+
+const LOGIN_EXAMPLES: &str = "\
+Examples:
+  skillpkg login                                    paste a token for the default registry
+  skillpkg login --registry corp                    for the registry named `corp`
+  echo \"$TOKEN\" | skillpkg login --registry corp    from a pipe, as scripts do";
+
+const SEARCH_EXAMPLES: &str = "\
+Examples:
+  skillpkg search pdf                                  skills whose name or description match
+  skillpkg search 'pdf forms' --limit 5                every word must match
+  skillpkg search pdf --json | jq -r '.skills[].name'  names only";
+
+const INFO_EXAMPLES: &str = "\
+Examples:
+  skillpkg info pdf-processing                         the latest version, and every version
+  skillpkg info pdf-processing@1.2.0                   one version: files, checksum, signer
+  skillpkg info pdf-processing --registry corp --json  from `corp`, for scripts";
+
+const KEY_EXAMPLES: &str = "\
+Examples:
+  skillpkg key generate  a signing key, protected by a password
+  skillpkg key show      its key id and public key, to publish";
+
+const INIT_EXAMPLES: &str = "\
+Examples:
+  skillpkg init                                         skills.toml for Claude Code's .claude/skills
+  skillpkg init --target claude --target copilot        two agents' folders
+  skillpkg init --registry https://skills.example.com/  with a registry";
+
+const ADD_EXAMPLES: &str = "\
+Examples:
+  skillpkg add pdf-processing                    the latest version, written as ^VERSION
+  skillpkg add pdf-processing@~1.2 csv-insights  two skills, one with a requirement
+  skillpkg add pdf --registry corp               from the registry named `corp`
+  skillpkg add pdf --global                      into the user-level folders";
+
+const REMOVE_EXAMPLES: &str = "\
+Examples:
+  skillpkg remove pdf-processing  from skills.toml, the lock and every target";
+
+const INSTALL_EXAMPLES: &str = "\
+Examples:
+  skillpkg install                     what skills.toml asks for, as skills.lock pins it
+  skillpkg install --locked            in CI: fail if skills.lock would change
+  skillpkg install --frozen            --locked with no network: from the cache only
+  skillpkg install --registry vendor/  from a folder `skillpkg vendor` wrote";
+
+const LOCK_EXAMPLES: &str = "\
+Examples:
+  skillpkg lock           resolve and write skills.lock, installing nothing
+  skillpkg lock --locked  check that skills.lock is up to date";
+
+const UPDATE_EXAMPLES: &str = "\
+Examples:
+  skillpkg update                 every skill to the newest version its requirement allows
+  skillpkg update pdf-processing  that one only";
+
+const LIST_EXAMPLES: &str = "\
+Examples:
+  skillpkg list                  the installed skills, their versions and folders
+  skillpkg list --global --json  the user-level ones, for scripts";
+
+const VENDOR_EXAMPLES: &str = "\
+Examples:
+  skillpkg vendor vendor/                       everything skills.lock needs, verified
+  skillpkg install --locked --registry vendor/  then install with no network";
+
+const MIRROR_EXAMPLES: &str = "\
+Examples:
+  skillpkg mirror https://skills.example.com/ mirror/ --all            every skill, verified
+  skillpkg mirror https://skills.example.com/ mirror/ --skill 'pdf-*'  the matching ones
+  skillpkg mirror https://skills.example.com/ mirror/ --all            again: only what changed";
+
+const TREE_EXAMPLES: &str = "\
+Examples:
+  skillpkg tree         the skills and what they depend on
+  skillpkg tree --json  for scripts";
+
+const OUTDATED_EXAMPLES: &str = "\
+Examples:
+  skillpkg outdated         locked, newest allowed, and latest versions
+  skillpkg outdated --json  for scripts";
+
+const SIGN_EXAMPLES: &str = "\
+Examples:
+  skillpkg sign pdf-1.2.0.tgz               write pdf-1.2.0.tgz.minisig with your key
+  skillpkg sign pdf-1.2.0.tgz --key ci.key  with another key";
+
+const VERIFY_EXAMPLES: &str = "\
+Examples:
+  skillpkg verify                                    the installed skills' files against skills.lock
+  skillpkg verify pdf-processing@1.2.0               who signed it, where it was built
+  skillpkg verify pdf-1.2.0.tgz --key publisher.pub  a local archive and its .minisig";
+
+const KEY_GENERATE_EXAMPLES: &str = "\
+Examples:
+  skillpkg key generate                          the default key, protected by a password
+  skillpkg key generate -o ci.key --no-password  an unprotected key for CI";
+
+const KEY_SHOW_EXAMPLES: &str = "\
+Examples:
+  skillpkg key show                      the default key's id and public key
+  skillpkg key show --key ci.key --json  another key's, for scripts";
 
 const COMPLETIONS_EXAMPLES: &str = "\
 Examples:
@@ -524,8 +673,10 @@ pub enum KeyCommand {
     /// terminal, or $SKILLPKG_KEY_PASSWORD), or stored unencrypted with
     /// --no-password. Without a terminal and without $SKILLPKG_KEY_PASSWORD,
     /// nothing is asked: pass --no-password.
+    #[command(after_help = KEY_GENERATE_EXAMPLES)]
     Generate(KeyGenerateArgs),
     /// Show the signing key's id and public key.
+    #[command(after_help = KEY_SHOW_EXAMPLES)]
     Show(KeyShowArgs),
 }
 

@@ -93,6 +93,36 @@ fn ignore_closed_pipe(error: std::io::Error) -> std::io::Result<()> {
 mod tests {
     use super::*;
 
+    /// Every command's `--help` ends with examples that start with the
+    /// command itself (or a pipe into it), so a new command without them
+    /// fails here.
+    #[test]
+    fn every_command_has_examples_of_itself() {
+        fn check(command: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            for sub in command.get_subcommands() {
+                if sub.get_name() == "help" {
+                    continue;
+                }
+                let path = format!("{path} {}", sub.get_name());
+                let examples = sub
+                    .get_after_help()
+                    .map(ToString::to_string)
+                    .unwrap_or_default();
+                let shows_itself = examples.starts_with("Examples:\n")
+                    && examples.lines().skip(1).any(|line| line.contains(&path));
+                if !shows_itself {
+                    missing.push(path.clone());
+                }
+                check(sub, &path, missing);
+            }
+        }
+        let mut command = Cli::command();
+        command.build();
+        let mut missing = Vec::new();
+        check(&command, NAME, &mut missing);
+        assert!(missing.is_empty(), "no examples of themselves: {missing:?}");
+    }
+
     #[test]
     fn every_command_has_a_page_and_subcommands_are_named_after_their_parents() {
         let mut command = Cli::command();

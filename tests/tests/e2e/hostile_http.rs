@@ -222,16 +222,13 @@ fn publish_reports_a_bad_skill_without_waiting_for_a_stalled_registry() {
     let skill = sandbox.skill("pdf", "pdf", "", "# PDF\n");
     let skill = skill.to_str().unwrap();
     let url = server.url();
-    let args = [
-        "publish",
-        skill,
-        "--registry",
-        &url,
-        "--token",
-        "t",
-        "--no-sign",
-    ];
-    let (output, took) = skillpkg(&sandbox, &args);
+    let publish = |version: &[&str]| {
+        let mut args = vec!["publish", skill];
+        args.extend(version);
+        args.extend(["--registry", &url, "--token", "t", "--no-sign"]);
+        skillpkg(&sandbox, &args)
+    };
+    let (output, took) = publish(&[]);
     assert_eq!(output.code, 1, "{output:?}");
     insta::assert_snapshot!(sandbox.redact(&output.stderr), @r#"
     error: cannot pack `[HOME]/pdf`: the skill has no version
@@ -248,18 +245,7 @@ fn publish_reports_a_bad_skill_without_waiting_for_a_stalled_registry() {
     );
 
     // A good skill waits for the registry, and says it did not answer.
-    let args = [
-        "publish",
-        skill,
-        "--version",
-        "1.0.0",
-        "--registry",
-        &url,
-        "--token",
-        "t",
-        "--no-sign",
-    ];
-    let (output, took) = skillpkg(&sandbox, &args);
+    let (output, took) = publish(&["--version", "1.0.0"]);
     assert_eq!(output.code, 3, "{output:?}");
     insta::assert_snapshot!(sandbox.redact(&output.stderr), @"
     error: http://127.0.0.1:[PORT]/config.json did not answer in time; the request was given up

@@ -323,6 +323,17 @@ pub enum Command {
     #[command(after_help = MCP_EXAMPLES)]
     Mcp(McpArgs),
 
+    /// Show where skillpkg reads and writes, and what is configured.
+    ///
+    /// Prints the user config file, the credentials file, the default
+    /// signing key, the cache and state folders and the project's
+    /// skills.toml (each marked when absent); the default registry and
+    /// every configured registry, with where it is defined; and the
+    /// variables skillpkg reads that are set. Tokens, keys and passwords are
+    /// shown as ****.
+    #[command(after_help = CONFIG_EXAMPLES)]
+    Config(ConfigArgs),
+
     /// Print a shell completion script.
     ///
     /// Writes the script for SHELL (bash, zsh, fish, powershell or elvish)
@@ -476,6 +487,22 @@ const KEY_SHOW_EXAMPLES: &str = "\
 Examples:
   skillpkg key show                      the default key's id and public key
   skillpkg key show --key ci.key --json  another key's, for scripts";
+
+const CONFIG_EXAMPLES: &str = "\
+Examples:
+  skillpkg config                          what a command run here would use
+  skillpkg config --registry corp          with `corp` as the default registry
+  skillpkg config --json | jq .registries  for scripts";
+
+#[derive(Debug, Args)]
+pub struct ConfigArgs {
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
 
 const COMPLETIONS_EXAMPLES: &str = "\
 Examples:

@@ -92,3 +92,20 @@ pub const SKILLPKG_HTTP_TIMEOUT: &str = "SKILLPKG_HTTP_TIMEOUT";
 /// For tests only: any non-empty value removes the waits between retries of
 /// a failed download (the retries themselves still happen).
 pub const SKILLPKG_TEST_NO_RETRY_DELAY: &str = "SKILLPKG_TEST_NO_RETRY_DELAY";
+
+/// Every variable above that `skillpkg config` shows when it is set, and
+/// whether its value is a secret (shown as `****`). The
+/// `SKILLPKG_REGISTRY_<NAME>_TOKEN` variables are secrets too.
+pub const SHOWN: &[(&str, bool)] = &[
+    (SKILLPKG_REGISTRY, false),
+    (SKILLPKG_TOKEN, true),
+    (SKILLPKG_CONFIG_DIR, false),
+    (SKILLPKG_CACHE_DIR, false),
+    (SKILLPKG_STATE_DIR, false),
+    (SKILLPKG_SIGNING_KEY, true),
+    (SKILLPKG_KEY_PASSWORD, true),
+    (SKILLPKG_HTTP_TIMEOUT, false),
+    (CODEX_HOME, false),
+    (NO_COLOR, false),
+    (CI, false),
+];

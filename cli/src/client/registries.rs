@@ -468,6 +468,11 @@ impl Registries {
 
     /// Returns the name of the default registry (`default` when none is
     /// configured).
+    /// Returns every configured registry, by name.
+    pub fn specs(&self) -> impl Iterator<Item = &RegistrySpec> {
+        self.specs.values()
+    }
+
     pub fn default_name(&self) -> &str {
         &self.default_name
     }

@@ -3,6 +3,7 @@
 pub mod add;
 pub mod audit;
 pub mod completions;
+pub mod config;
 pub mod info;
 pub mod init;
 pub mod install;

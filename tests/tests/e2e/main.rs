@@ -15,6 +15,7 @@ mod audit_sets;
 mod client_server;
 mod client_static;
 mod completions;
+mod config;
 mod disk_full;
 mod examples;
 mod host_profiles;

@@ -70,7 +70,7 @@ pub fn run(cli: args::Cli, printer: &printer::Printer) -> anyhow::Result<ExitSta
         #[cfg(feature = "runtime")]
         args::Command::Mcp(args) => commands::mcp::run(&args, printer),
         args::Command::Config(args) => commands::config::run(&args, printer),
-        args::Command::Completions(args) => commands::completions::run(&args),
+        args::Command::Completions(args) => commands::completions::run(&args, printer),
         args::Command::Man(args) => commands::completions::man(&args, printer),
     }
 }

@@ -62,6 +62,12 @@ impl Printer {
         let _ = writeln!(stdout, "{text}");
     }
 
+    /// Writes bytes to stdout as they are (a generated script or page).
+    pub fn bytes(&self, bytes: &[u8]) {
+        let mut stdout = std::io::stdout().lock();
+        let _ = stdout.write_all(bytes);
+    }
+
     /// Writes JSON that is already serialised (a document as a server sent
     /// it) to stdout.
     pub fn json_text(&self, text: &str) {
@@ -117,16 +123,13 @@ impl Printer {
 /// the request's failure), so that no sentence is read twice.
 pub fn causes(error: &anyhow::Error) -> Vec<String> {
     let mut said = vec![error.to_string()];
-    let mut causes = Vec::new();
     for cause in error.chain().skip(1) {
         let text = cause.to_string();
-        if text.trim().is_empty() || said.iter().any(|above| above.contains(&text)) {
-            continue;
+        if !text.trim().is_empty() && !said.iter().any(|above| above.contains(&text)) {
+            said.push(text);
         }
-        said.push(text.clone());
-        causes.push(text);
     }
-    causes
+    said.split_off(1)
 }
 
 /// Returns `text` with every control character other than a newline or a

@@ -12,12 +12,11 @@ use crate::printer::Printer;
 const NAME: &str = "skillpkg";
 
 /// Prints the completion script for the chosen shell.
-pub fn run(args: &CompletionsArgs) -> anyhow::Result<ExitStatus> {
+pub fn run(args: &CompletionsArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
     let mut command = Cli::command();
     let mut script = Vec::new();
     clap_complete::generate(args.shell, &mut command, NAME, &mut script);
-    std::io::Write::write_all(&mut std::io::stdout().lock(), &script)
-        .or_else(ignore_closed_pipe)?;
+    printer.bytes(&script);
     Ok(ExitStatus::Success)
 }
 
@@ -28,9 +27,7 @@ pub fn man(args: &ManArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
     // command that runs.
     command.build();
     let Some(dir) = &args.out else {
-        let page = render(&command)?;
-        std::io::Write::write_all(&mut std::io::stdout().lock(), &page)
-            .or_else(ignore_closed_pipe)?;
+        printer.bytes(&render(&command)?);
         return Ok(ExitStatus::Success);
     };
     if !dir.is_dir() {
@@ -78,15 +75,6 @@ fn render(command: &clap::Command) -> anyhow::Result<Vec<u8>> {
     let mut page = Vec::new();
     clap_mangen::Man::new(command.clone()).render(&mut page)?;
     Ok(page)
-}
-
-/// A reader that stopped reading (`skillpkg man | head`) is not an error.
-fn ignore_closed_pipe(error: std::io::Error) -> std::io::Result<()> {
-    if error.kind() == std::io::ErrorKind::BrokenPipe {
-        Ok(())
-    } else {
-        Err(error)
-    }
 }
 
 #[cfg(test)]

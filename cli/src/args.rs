@@ -181,7 +181,9 @@ pub enum Command {
     /// NAME or NAME@REQ (a semver requirement; default: ^ the newest
     /// version). --target adds targets to the manifest too; --registry NAME
     /// takes the skills from that registry (`registry = "NAME"` in their
-    /// entries).
+    /// entries). A path (starting with `./`, `../`, `/` or `path:`) takes
+    /// the skill from that folder, read again at every install; a folder of
+    /// several skills needs --skill or --all (or asks, on a terminal).
     #[command(after_help = ADD_EXAMPLES)]
     Add(AddArgs),
 
@@ -418,7 +420,9 @@ Examples:
   skillpkg add pdf-processing                    the latest version, written as ^VERSION
   skillpkg add pdf-processing@~1.2 csv-insights  two skills, one with a requirement
   skillpkg add pdf --registry corp               from the registry named `corp`
-  skillpkg add pdf --global                      into the user-level folders";
+  skillpkg add pdf --global                      into the user-level folders
+  skillpkg add ./skills/pdf                      from a folder, written `{ path = \"skills/pdf\" }`
+  skillpkg add path:../shared --skill csv        one skill of a folder that holds several";
 
 const REMOVE_EXAMPLES: &str = "\
 Examples:
@@ -835,9 +839,17 @@ pub struct InitArgs {
 
 #[derive(Debug, Args)]
 pub struct AddArgs {
-    /// NAME or NAME@REQ.
-    #[arg(value_name = "NAME[@REQ]", required = true)]
+    /// NAME or NAME@REQ from a registry, or a folder (`./skills/pdf`,
+    /// `path:../shared/pdf`).
+    #[arg(value_name = "NAME[@REQ]|SOURCE", required = true)]
     pub skills: Vec<String>,
+    /// Of the skills a folder holds, add the one named NAME (repeat for
+    /// several).
+    #[arg(long = "skill", value_name = "NAME", conflicts_with = "all")]
+    pub skill: Vec<skillpkg_index::skill::SkillName>,
+    /// Add every skill a folder holds.
+    #[arg(long)]
+    pub all: bool,
     /// Skills to accept unsigned.
     #[command(flatten)]
     pub install: InstallFlags,

@@ -84,6 +84,20 @@ struct Signed {
 }
 
 impl VerifiedArchive {
+    /// An archive skillpkg packed itself from files it read (a skill from a
+    /// folder or a git repository): there is no publisher's signature or
+    /// checksum to check; the lock pins its tree hash, which the install
+    /// checks when it unpacks it.
+    pub fn packed_here(packed: archive::PackedSkill) -> Self {
+        VerifiedArchive {
+            name: packed.name,
+            version: packed.version,
+            checksum: Checksum::from_digest(packed.sha256),
+            bytes: packed.tarball,
+            signature: None,
+        }
+    }
+
     pub fn name(&self) -> &SkillName {
         &self.name
     }

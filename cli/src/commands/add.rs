@@ -9,12 +9,25 @@ use crate::printer::Printer;
 use crate::project::lockfile::Lockfile;
 use crate::project::manifest;
 use crate::project::manifest::{RegistryChoice, SetSkill};
+use crate::project::sources::{self, Direct};
 use crate::spec::SkillSpec;
+use skillpkg_index::skill::{SKILL_MD, SkillName};
+use std::path::{Path, PathBuf};
 
 pub fn run(args: &AddArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
     let root = project_root()?;
     let mut set = Vec::new();
+    let mut direct: Vec<(SkillName, Direct)> = Vec::new();
     for text in &args.skills {
+        if let Some(folder) = folder_argument(text) {
+            for (name, source) in folder_skills(text, folder, &root, args)? {
+                if direct.iter().any(|(other, _)| other == &name) {
+                    return Err(UserError::new(format!("`{name}` is given twice")).into());
+                }
+                direct.push((name, source));
+            }
+            continue;
+        }
         let (name, requirement) = match text.split_once('@') {
             Some((name, requirement)) => {
                 requirement.parse::<semver::VersionReq>().map_err(|error| {
@@ -30,6 +43,20 @@ pub fn run(args: &AddArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
             UserError::new(format!("`{name}` is not a skill name")).with_source(error)
         })?;
         set.push((spec.name, requirement));
+    }
+    if (!args.skill.is_empty() || args.all) && direct.is_empty() {
+        return Err(UserError::new("--skill and --all choose among the skills of a folder")
+            .with_hint("give the folder too: `skillpkg add ./skills --skill pdf`; a skill from a registry is added by its name alone")
+            .into());
+    }
+    if let Some((name, _)) = direct
+        .iter()
+        .find(|(name, _)| set.iter().any(|(other, _)| other == name))
+    {
+        return Err(UserError::new(format!(
+            "`{name}` is given both as a registry skill and from a folder"
+        ))
+        .into());
     }
     // `--registry` of a configured registry is where the added skills come
     // from, recorded in their entries; the URL of a registry that is not
@@ -84,9 +111,15 @@ pub fn run(args: &AddArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
             _ => printer.status("Adding", &format!("{}{requirement}", skill.name)),
         }
     }
+    for (name, source) in &direct {
+        printer.status("Adding", &format!("{name} from {}", source.describe()));
+    }
     let pinned_requirements = std::cell::RefCell::new(Vec::new());
     let before_install = |text: &str| -> anyhow::Result<String> {
         let (mut text, _) = manifest::edit(text, &set, &[], &args.install.targets)?;
+        for (name, source) in &direct {
+            text = manifest::set_direct(&text, name, source)?;
+        }
         if let Some(url) = record_registry {
             text = manifest::set_registry_url(&text, url)?;
         }
@@ -139,8 +172,204 @@ pub fn run(args: &AddArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
         for pinned in pinned_requirements.borrow().iter() {
             printer.status("Added", &format!("{pinned} to {}", manifest::MANIFEST));
         }
+        for (name, source) in &direct {
+            printer.status(
+                "Added",
+                &format!(
+                    "{name} from {} to {}",
+                    source.describe(),
+                    manifest::MANIFEST
+                ),
+            );
+        }
     }
     Ok(status)
+}
+
+/// The folder an argument of `add` names, when it names one: `path:DIR`, or
+/// a path that starts with `./`, `../` or `/` (a skill name never does).
+fn folder_argument(text: &str) -> Option<&str> {
+    if let Some(path) = text.strip_prefix("path:") {
+        return Some(path);
+    }
+    let is_path = text == "."
+        || text == ".."
+        || ["./", "../", "/", ".\\", "..\\"]
+            .iter()
+            .any(|prefix| text.starts_with(prefix))
+        || std::path::Path::new(text).is_absolute();
+    is_path.then_some(text)
+}
+
+/// The skills `add` takes from the folder `folder` (the argument `text`):
+/// the folder itself when it holds a SKILL.md, else those of its
+/// subfolders that --skill names, or all with --all, or the only one, or
+/// those the user picks on a terminal. Each is validated now, so that a
+/// bad skill is refused before skills.toml changes; each is written
+/// relative to the project's root.
+fn folder_skills(
+    text: &str,
+    folder: &str,
+    root: &Path,
+    args: &AddArgs,
+) -> anyhow::Result<Vec<(SkillName, Direct)>> {
+    let dir = std::env::current_dir()?.join(folder);
+    let dir = match std::fs::canonicalize(&dir) {
+        Ok(dir) => dir,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            let hint = if text.contains('@') {
+                "a skill from a folder has no version requirement: give the folder alone"
+            } else {
+                "give the folder that holds the skill's SKILL.md"
+            };
+            return Err(UserError::new(format!("`{folder}` does not exist"))
+                .with_hint(hint)
+                .into());
+        }
+        Err(error) => {
+            return Err(UserError::new(format!("cannot read `{folder}`"))
+                .with_source(error)
+                .into());
+        }
+    };
+    let root = fs_err::canonicalize(root)?;
+    let folders: Vec<PathBuf> = if dir.join(SKILL_MD).is_file() {
+        if !args.skill.is_empty() {
+            return Err(UserError::new(format!(
+                "`{folder}` is a skill itself, so --skill has nothing to choose from"
+            ))
+            .with_hint("leave out --skill")
+            .into());
+        }
+        vec![dir]
+    } else {
+        choose(folder, &dir, &sources::skills_below(&dir, 3), args)?
+    };
+    let mut chosen = Vec::new();
+    for path in folders {
+        let skill = sources::read_folder(&path, &format!("`{text}`"))?;
+        let written = sources::relative_path(&path, &root).ok_or_else(|| {
+            UserError::new(format!(
+                "`{}` cannot be written relative to the project at {}",
+                path.display(),
+                root.display()
+            ))
+        })?;
+        chosen.push((skill.packed.name, Direct::Path(written)));
+    }
+    Ok(chosen)
+}
+
+/// Chooses among the skills `found` below `dir` (paths relative to it).
+fn choose(
+    folder: &str,
+    dir: &Path,
+    found: &[String],
+    args: &AddArgs,
+) -> anyhow::Result<Vec<PathBuf>> {
+    let name_of = |relative: &String| relative.rsplit('/').next().unwrap_or(relative).to_owned();
+    if found.is_empty() {
+        return Err(UserError::new(format!(
+            "`{folder}` holds no skill: it has no SKILL.md, nor any folder below it that has one"
+        ))
+        .with_hint("a skill is a folder with a SKILL.md; give that folder")
+        .into());
+    }
+    let listed = || {
+        found
+            .iter()
+            .map(|relative| match name_of(relative) {
+                name if &name == relative => name,
+                name => format!("{name} ({relative})"),
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if args.all {
+        return Ok(found.iter().map(|relative| dir.join(relative)).collect());
+    }
+    if !args.skill.is_empty() {
+        let mut chosen = Vec::new();
+        for name in &args.skill {
+            let Some(relative) = found
+                .iter()
+                .find(|relative| name_of(relative) == name.as_str())
+            else {
+                return Err(UserError::new(format!("`{folder}` has no skill `{name}`"))
+                    .with_hint(format!("it has {}", listed()))
+                    .into());
+            };
+            chosen.push(dir.join(relative));
+        }
+        return Ok(chosen);
+    }
+    if let [only] = found {
+        return Ok(vec![dir.join(only)]);
+    }
+    if let Some(picked) = ask(found, &name_of)? {
+        return Ok(picked
+            .into_iter()
+            .map(|relative| dir.join(relative))
+            .collect());
+    }
+    Err(UserError::new(format!(
+        "`{folder}` holds {} skills: {}",
+        found.len(),
+        listed()
+    ))
+    .with_hint("choose with --skill NAME (repeat for several), or take them all with --all")
+    .into())
+}
+
+/// On a terminal, asks which of `found` to add; `None` when there is no
+/// terminal to ask on.
+fn ask<'a>(
+    found: &'a [String],
+    name_of: &dyn Fn(&String) -> String,
+) -> anyhow::Result<Option<Vec<&'a String>>> {
+    use std::io::{BufRead as _, IsTerminal as _, Write as _};
+    if !std::io::stdin().is_terminal() || !std::io::stderr().is_terminal() {
+        return Ok(None);
+    }
+    let mut stderr = std::io::stderr().lock();
+    for (number, relative) in found.iter().enumerate() {
+        writeln!(
+            stderr,
+            "  {}) {} ({relative})",
+            number + 1,
+            name_of(relative)
+        )?;
+    }
+    write!(
+        stderr,
+        "Which skills? (numbers separated by spaces, or `all`): "
+    )?;
+    stderr.flush()?;
+    let mut line = String::new();
+    std::io::stdin().lock().read_line(&mut line)?;
+    let line = line.trim();
+    if line == "all" {
+        return Ok(Some(found.iter().collect()));
+    }
+    let mut picked = Vec::new();
+    for word in line.split([' ', ',']).filter(|word| !word.is_empty()) {
+        let chosen = word
+            .parse::<usize>()
+            .ok()
+            .and_then(|number| number.checked_sub(1))
+            .and_then(|index| found.get(index))
+            .ok_or_else(|| {
+                UserError::new(format!("`{word}` is not one of the numbers listed"))
+                    .with_hint("nothing was added; run the command again")
+            })?;
+        picked.push(chosen);
+    }
+    if picked.is_empty() {
+        return Err(UserError::new("no skill chosen")
+            .with_hint("nothing was added")
+            .into());
+    }
+    Ok(Some(picked))
 }
 
 pub fn remove(args: &RemoveArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {

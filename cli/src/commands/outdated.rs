@@ -26,7 +26,8 @@ pub fn run(args: &OutdatedArgs, printer: &Printer) -> anyhow::Result<ExitStatus>
     let rows = registry::block_on(async {
         let mut opened = OpenRegistries::new(&registries);
         let mut rows = Vec::new();
-        for entry in &lock.skills {
+        // Skills from folders and repositories have no versions to compare.
+        for entry in lock.skills.iter().filter(|entry| !entry.is_direct()) {
             let registry = opened.open(entry.require_registry()?).await?;
             let records = registry.index(&entry.name).await?;
             let wanted = manifest.skills.get(&entry.name).and_then(|requirement| {

@@ -18,15 +18,15 @@ pub fn run(args: &TreeArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
     })?;
     if args.json {
         let roots: Vec<_> = manifest
-            .skills
-            .keys()
+            .names()
+            .into_iter()
             .map(|name| node(&lock, name, &mut Vec::new()))
             .collect();
         printer.json(&roots);
         return Ok(ExitStatus::Success);
     }
     let mut lines = Vec::new();
-    for name in manifest.skills.keys() {
+    for name in manifest.names() {
         draw(&lock, name, "", "", &mut Vec::new(), &mut lines);
     }
     printer.result(&lines.join("\n"));

@@ -54,12 +54,19 @@ pub fn run(args: &VendorArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
         .context("cannot create a temporary folder")?;
     let tree = StaticTree::new(staging.path());
     let cache = Cache::open()?;
+    let mut skipped = Vec::new();
     registry::block_on(async {
         let mut opened = OpenRegistries::new(&registries);
         if lock.skills.is_empty() {
             opened.open(registries.default_name()).await?;
         }
         for entry in &lock.skills {
+            if entry.is_direct() {
+                // A vendored tree is a registry's: a skill from a folder
+                // or a repository has no index line or signature to copy.
+                skipped.push(format!("{} ({})", entry.name, entry.source));
+                continue;
+            }
             let registry = opened.open(entry.require_registry()?).await?;
             let records = registry.index(&entry.name).await?;
             let record = records
@@ -81,7 +88,7 @@ pub fn run(args: &VendorArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
                 &Expected {
                     name: &entry.name,
                     version: &entry.version,
-                    checksum: entry.checksum,
+                    checksum: entry.require_checksum()?,
                     signer: entry.signer.as_deref(),
                     pinned_by: "skills.lock",
                 },
@@ -135,13 +142,19 @@ pub fn run(args: &VendorArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
         fs_err::remove_dir(out)?;
     }
     fs_err::rename(staging.keep(), out)?;
+    let vendored = lock.skills.len() - skipped.len();
     if args.json {
-        printer.json(&json!({ "dir": out, "skills": lock.skills.len() }));
+        printer.json(&json!({ "dir": out, "skills": vendored, "skipped": skipped }));
     } else {
         printer.status(
             "Vendored",
-            &format!("{} skills into {}", lock.skills.len(), out.display()),
+            &format!("{vendored} skills into {}", out.display()),
         );
+        for skipped in &skipped {
+            printer.diagnostic(&format!(
+                "note: left out {skipped}: it comes from a folder or a repository, not a registry, and installs from there"
+            ));
+        }
         printer.result(&format!(
             "install from it with: skillpkg install --locked --registry {}",
             out.display()

@@ -46,6 +46,7 @@ use super::policy::{
     self, Judge, ProvenanceFact, ProvenanceFacts, Skipped, Trust, check_downgrade,
 };
 use super::resolve;
+use super::sources::{self, DirectLock};
 use super::targets::{InstalledSkill, Target};
 use crate::client::fetch::check_provenance;
 use crate::client::registries::{OpenRegistries, Registries, RegistrySpec};
@@ -187,7 +188,26 @@ fn registry_of<'a>(
 /// Returns true if and only if the lock satisfies the manifest as it is:
 /// every requirement met from its registry, every dependency locked from
 /// the registry of the skill that depends on it, nothing extra.
-fn satisfies(lock: &Lockfile, manifest: &Manifest, registries: &Registries) -> bool {
+fn satisfies(
+    lock: &Lockfile,
+    manifest: &Manifest,
+    registries: &Registries,
+    direct: &DirectLock,
+) -> bool {
+    direct.satisfied_by(lock)
+        && registry_part(lock, manifest, registries)
+            .is_some_and(|part| part.len() + direct.entries.len() == lock.skills.len())
+}
+
+/// The entries of the lock that satisfy the manifest's skills from
+/// registries (each requirement met from its registry, each dependency
+/// locked from the registry of the skill that depends on it), or `None`
+/// when it does not.
+fn registry_part<'lock>(
+    lock: &'lock Lockfile,
+    manifest: &Manifest,
+    registries: &Registries,
+) -> Option<Vec<&'lock LockedSkill>> {
     let mut reachable = std::collections::BTreeSet::new();
     let mut pending: Vec<(&SkillName, &str)> = manifest
         .skills
@@ -195,11 +215,9 @@ fn satisfies(lock: &Lockfile, manifest: &Manifest, registries: &Registries) -> b
         .map(|(name, requirement)| (name, registry_of(requirement, registries)))
         .collect();
     while let Some((name, registry)) = pending.pop() {
-        let Some(entry) = lock.get(name) else {
-            return false;
-        };
+        let entry = lock.get(name)?;
         if entry.registry() != Some(registry) {
-            return false;
+            return None;
         }
         if reachable.insert(name.clone()) {
             pending.extend(
@@ -210,10 +228,16 @@ fn satisfies(lock: &Lockfile, manifest: &Manifest, registries: &Registries) -> b
             );
         }
     }
-    manifest.skills.iter().all(|(name, requirement)| {
+    let met = manifest.skills.iter().all(|(name, requirement)| {
         lock.get(name)
             .is_some_and(|entry| requirement.requirement.matches(&entry.version))
-    }) && reachable.len() == lock.skills.len()
+    });
+    met.then(|| {
+        lock.skills
+            .iter()
+            .filter(|entry| reachable.contains(&entry.name))
+            .collect()
+    })
 }
 
 /// Refuses what the registries' `require-signatures` forbids: a manifest
@@ -285,6 +309,10 @@ pub async fn install(
     if let Some(names) = &options.update {
         check_update_names(names, manifest, old_lock.as_ref())?;
     }
+    // Skills from folders are read (validated, packed) first: a bad one
+    // stops the install before any registry is asked.
+    let direct = sources::lock_direct(root, manifest, old_lock.as_ref())?;
+    report.warnings.extend(direct.warnings.iter().cloned());
     // With --locked only what the lock pins is read (or nothing at all,
     // when the lock does not satisfy the manifest).
     let mut opened = if options.locked {
@@ -300,16 +328,27 @@ pub async fn install(
     let lock = match &old_lock {
         Some(lock)
             if options.update.is_none()
-                && satisfies(lock, manifest, registries)
+                && satisfies(lock, manifest, registries, &direct)
                 && refused.is_empty() =>
         {
             lock.clone()
         }
         _ => {
-            if let Some((entry, skipped)) = refused.first()
-                && (options.locked || options.offline)
-            {
-                return Err(UserError::new(format!(
+            // Only skills from folders changed: the registries' part of
+            // the lock stands, nothing is resolved (and nothing asked).
+            let kept = old_lock
+                .as_ref()
+                .filter(|_| options.update.is_none() && refused.is_empty() && !options.locked)
+                .and_then(|lock| registry_part(lock, manifest, registries));
+            if let Some(kept) = kept {
+                let mut skills: Vec<LockedSkill> = kept.into_iter().cloned().collect();
+                skills.extend(direct.entries.iter().cloned());
+                Lockfile { skills }
+            } else {
+                if let Some((entry, skipped)) = refused.first()
+                    && (options.locked || options.offline)
+                {
+                    return Err(UserError::new(format!(
                     "skills.lock has {}@{}, which the policy of skills.toml refuses: {}",
                     entry.name,
                     entry.version,
@@ -319,49 +358,120 @@ pub async fn install(
                     "run `skillpkg install` without --locked or --offline, to choose versions the policy accepts, and commit skills.lock",
                 )
                 .into());
-            }
-            if options.locked {
-                return Err(UserError::new(
-                    "skills.lock does not match skills.toml, and --locked forbids changing it",
-                )
+                }
+                if let Some(entry) = old_lock
+                    .as_ref()
+                    .and_then(|lock| direct.changed_since(lock))
+                    .filter(|_| options.locked)
+                {
+                    return Err(UserError::new(format!(
+                    "the files of `{}` ({}) changed since skills.lock was written, and --locked forbids changing it",
+                    entry.name, entry.source
+                ))
                 .with_hint(
                     "run `skillpkg install` without --locked, and commit the new skills.lock",
                 )
                 .into());
-            }
-            if options.offline {
-                return Err(UserError::new("skills.lock does not match skills.toml, and resolving needs the registry's index")
+                }
+                if options.locked {
+                    return Err(UserError::new(
+                        "skills.lock does not match skills.toml, and --locked forbids changing it",
+                    )
+                    .with_hint(
+                        "run `skillpkg install` without --locked, and commit the new skills.lock",
+                    )
+                    .into());
+                }
+                if options.offline && !manifest.skills.is_empty() {
+                    return Err(UserError::new("skills.lock does not match skills.toml, and resolving needs the registry's index")
                     .with_hint("run without --offline once, to update skills.lock")
                     .into());
-            }
-            let fetched = fetch_indexes(&mut opened, manifest, old_lock.as_ref()).await?;
-            let keep = |name: &SkillName| {
-                let kept = match &options.update {
-                    None => true,
-                    Some(names) => !names.is_empty() && !names.contains(name),
+                }
+                let mut lock = if manifest.skills.is_empty() {
+                    Lockfile::default()
+                } else {
+                    resolve_registry_skills(
+                        &mut opened,
+                        manifest,
+                        registries,
+                        old_lock.as_ref(),
+                        &refused,
+                        options,
+                        now,
+                        &mut report,
+                    )
+                    .await?
                 };
-                kept && !refused.iter().any(|(entry, _)| &entry.name == name)
-            };
-            let resolution = resolve_with_policy(
-                &mut opened,
-                manifest,
-                &fetched,
-                old_lock.as_ref(),
-                &keep,
-                now,
-            )
-            .await?;
-            new_lock(
-                &resolution,
-                &fetched.registries,
-                manifest,
-                registries,
-                old_lock.as_ref(),
-                options,
-                &mut report,
-            )?
+                if let Some(entry) = direct
+                    .entries
+                    .iter()
+                    .find(|entry| lock.get(&entry.name).is_some())
+                {
+                    return Err(UserError::new(format!(
+                    "`{}` is taken from `{}` in skills.toml, but a skill from a registry depends on a skill of that name",
+                    entry.name, entry.source
+                ))
+                .with_hint("a skill from a registry brings its dependencies from that registry: rename one of them, or take both from the registry")
+                .into());
+                }
+                lock.skills.extend(direct.entries.iter().cloned());
+                lock
+            }
         }
     };
+    finish_install(
+        manifest, registries, targets, options, reporter, opened, old_lock, lock, direct, report,
+    )
+    .await
+}
+
+/// Resolves the skills of skills.toml that come from registries, under the
+/// policy, into lock entries.
+#[allow(clippy::too_many_arguments)]
+async fn resolve_registry_skills(
+    opened: &mut OpenRegistries<'_>,
+    manifest: &Manifest,
+    registries: &Registries,
+    old_lock: Option<&Lockfile>,
+    refused: &[(LockedSkill, Skipped)],
+    options: &Options,
+    now: jiff::Timestamp,
+    report: &mut Report,
+) -> anyhow::Result<Lockfile> {
+    let fetched = fetch_indexes(opened, manifest, old_lock).await?;
+    let keep = |name: &SkillName| {
+        let kept = match &options.update {
+            None => true,
+            Some(names) => !names.is_empty() && !names.contains(name),
+        };
+        kept && !refused.iter().any(|(entry, _)| &entry.name == name)
+    };
+    let resolution = resolve_with_policy(opened, manifest, &fetched, old_lock, &keep, now).await?;
+    new_lock(
+        &resolution,
+        &fetched.registries,
+        manifest,
+        registries,
+        old_lock,
+        options,
+        report,
+    )
+}
+
+/// Installs `lock`, the lock the install ends with, into the targets.
+#[allow(clippy::too_many_arguments)]
+async fn finish_install(
+    manifest: &Manifest,
+    registries: &Registries,
+    targets: &[Target],
+    options: &Options,
+    reporter: &dyn Reporter,
+    mut opened: OpenRegistries<'_>,
+    old_lock: Option<Lockfile>,
+    lock: Lockfile,
+    direct: DirectLock,
+    mut report: Report,
+) -> anyhow::Result<Report> {
     check_signature_policy(manifest, Some(&lock), registries)?;
     warn_lookalikes(&options.lookalikes, &lock, &opened, &mut report).await;
 
@@ -396,11 +506,23 @@ pub async fn install(
         .collect();
     needed.sort_by(|a, b| a.name.cmp(&b.name));
     needed.dedup_by(|a, b| a.name == b.name);
+    // Skills from folders are packed already; the others come from their
+    // registries.
+    let (direct_needed, needed): (Vec<&LockedSkill>, Vec<&LockedSkill>) =
+        needed.into_iter().partition(|entry| entry.is_direct());
+    let mut packed = direct.packed;
+    let mut archives: BTreeMap<SkillName, VerifiedArchive> = BTreeMap::new();
+    for entry in direct_needed {
+        let skill = packed
+            .remove(&entry.name)
+            .expect("every skill from a folder is packed");
+        archives.insert(entry.name.clone(), VerifiedArchive::packed_here(skill));
+    }
     // Each registry is opened only if one of its archives is not cached.
     if !options.offline {
         for entry in &needed {
             let registry = entry.require_registry()?;
-            if opened.get(registry).is_none() && !cache.has(&entry.checksum) {
+            if opened.get(registry).is_none() && !cache.has(&entry.require_checksum()?) {
                 opened.open(registry).await.with_context(|| {
                     format!(
                         "skills.lock takes {}@{} from registry `{registry}`",
@@ -412,7 +534,7 @@ pub async fn install(
     }
     // A bounded pool: a slow archive holds up no other.
     reporter.fetching(needed.len());
-    let archives: BTreeMap<SkillName, VerifiedArchive> =
+    let fetched: Vec<(SkillName, VerifiedArchive)> =
         futures_util::stream::iter(needed.iter().map(|entry| {
             let source = Source {
                 cache: Some(&cache),
@@ -421,7 +543,7 @@ pub async fn install(
                 offline: options.offline,
             };
             async move {
-                let archive = fetch_verified(source, &expected(entry)).await?;
+                let archive = fetch_verified(source, &expected(entry)?).await?;
                 reporter.fetched(1);
                 anyhow::Ok((entry.name.clone(), archive))
             }
@@ -429,6 +551,7 @@ pub async fn install(
         .buffer_unordered(PARALLEL_DOWNLOADS)
         .try_collect()
         .await?;
+    archives.extend(fetched);
     reporter.finished();
     let (staged, audits) = stage(targets, &plans, &archives, &manifest.audit_allow)?;
     let verdicts = judge(&audits, &lock, old_lock.as_ref(), options, &mut report)?;
@@ -577,7 +700,7 @@ fn judge(
         }
         let accepted_before = old_lock
             .and_then(|old| old.get(&entry.name))
-            .filter(|old| old.checksum == entry.checksum)
+            .filter(|old| old.checksum == entry.checksum && old.tree == entry.tree)
             .and_then(|old| old.audit.as_ref())
             .is_some_and(|old| {
                 old.verdict == summary.verdict
@@ -761,13 +884,16 @@ fn check_update_names(
     manifest: &Manifest,
     lock: Option<&Lockfile>,
 ) -> anyhow::Result<()> {
-    let known = |name: &SkillName| {
-        manifest.skills.contains_key(name) || lock.is_some_and(|lock| lock.get(name).is_some())
-    };
+    let known =
+        |name: &SkillName| manifest.has(name) || lock.is_some_and(|lock| lock.get(name).is_some());
     let Some(unknown) = names.iter().find(|name| !known(name)) else {
         return Ok(());
     };
-    let mut candidates: Vec<&str> = manifest.skills.keys().map(SkillName::as_str).collect();
+    let mut candidates: Vec<&str> = manifest
+        .names()
+        .into_iter()
+        .map(SkillName::as_str)
+        .collect();
     candidates.extend(
         lock.iter()
             .flat_map(|lock| &lock.skills)
@@ -937,7 +1063,7 @@ fn new_lock(
             name: record.name.clone(),
             version: record.vers.clone(),
             source: registry_source(registry),
-            checksum: record.cksum,
+            checksum: Some(record.cksum),
             tree: record.tree.clone(),
             signer: record.signer.clone(),
             provenance,
@@ -945,7 +1071,7 @@ fn new_lock(
             // very archive; else the registry's, until the files are fetched.
             audit: old
                 .and_then(|lock| lock.get(&record.name))
-                .filter(|entry| entry.checksum == record.cksum)
+                .filter(|entry| entry.checksum == Some(record.cksum))
                 .and_then(|entry| entry.audit.clone())
                 .or_else(|| record.audit.clone()),
             dependencies: record
@@ -980,6 +1106,8 @@ fn lock_refusals(
     let Some(lock) = lock else {
         return Vec::new();
     };
+    // Skills from folders and repositories are the project's own choice:
+    // the policy is about which versions of a registry's skills to take.
     let by_name: BTreeMap<SkillName, String> = lock
         .skills
         .iter()
@@ -996,6 +1124,7 @@ fn lock_refusals(
     };
     lock.skills
         .iter()
+        .filter(|entry| !entry.is_direct())
         .filter_map(|entry| Some((entry.clone(), judge.judge_locked(entry)?)))
         .collect()
 }
@@ -1115,15 +1244,15 @@ async fn warn_lookalikes(
     }
 }
 
-/// What the lock says an archive must be.
-fn expected(entry: &LockedSkill) -> Expected<'_> {
-    Expected {
+/// What the lock says a registry's archive must be.
+fn expected(entry: &LockedSkill) -> anyhow::Result<Expected<'_>> {
+    Ok(Expected {
         name: &entry.name,
         version: &entry.version,
-        checksum: entry.checksum,
+        checksum: entry.require_checksum()?,
         signer: entry.signer.as_deref(),
         pinned_by: "skills.lock",
-    }
+    })
 }
 
 /// Moves the complete folder `source` (already inside `target`) to

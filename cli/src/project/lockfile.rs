@@ -17,6 +17,14 @@ pub const LOCK_VERSION: u32 = 1;
 /// nothing in the lock.
 const REGISTRY_SOURCE_PREFIX: &str = "registry:";
 
+/// What a `source` of a skill from a local folder starts with; the rest is
+/// the folder, relative to the project's root, with `/` separators.
+pub const PATH_SOURCE_PREFIX: &str = "path:";
+/// What a `source` of a skill from a git repository starts with; the rest
+/// is the repository's URL with `?rev=REV&path=PATH` as the manifest asks
+/// (each when given) and `#COMMIT`, the commit it was resolved to.
+pub const GIT_SOURCE_PREFIX: &str = "git+";
+
 /// Returns the `source` of a skill from the registry named `registry`.
 pub fn registry_source(registry: &str) -> String {
     format!("{REGISTRY_SOURCE_PREFIX}{registry}")
@@ -28,7 +36,13 @@ pub struct LockedSkill {
     pub name: SkillName,
     pub version: semver::Version,
     pub source: String,
-    pub checksum: Checksum,
+    /// The SHA-256 of the registry's archive. Absent for a skill from a
+    /// folder or a git repository: its files are pinned by `tree` alone
+    /// (skillpkg packs them itself, and the bytes of an archive it packs
+    /// may change between versions of skillpkg; the files do not).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checksum: Option<Checksum>,
+    /// The tree hash of the skill's files (docs/archive-format.md).
     pub tree: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signer: Option<String>,
@@ -67,6 +81,12 @@ impl LockedSkill {
         self.source.strip_prefix(REGISTRY_SOURCE_PREFIX)
     }
 
+    /// Returns true if and only if the skill comes from a local folder or a
+    /// git repository rather than a registry.
+    pub fn is_direct(&self) -> bool {
+        self.source.starts_with(PATH_SOURCE_PREFIX) || self.source.starts_with(GIT_SOURCE_PREFIX)
+    }
+
     /// Returns the name of the registry the skill comes from, or an error
     /// for a `source` this skillpkg does not know.
     pub fn require_registry(&self) -> anyhow::Result<&str> {
@@ -76,6 +96,19 @@ impl LockedSkill {
                 self.name, self.source
             ))
             .with_hint("a newer skillpkg may have written it: upgrade skillpkg, or delete skills.lock and run `skillpkg install`")
+            .into()
+        })
+    }
+
+    /// The registry's archive this entry pins: its checksum, or an error
+    /// for an entry that has none (a registry entry always has one).
+    pub fn require_checksum(&self) -> anyhow::Result<Checksum> {
+        self.checksum.ok_or_else(|| {
+            UserError::new(format!(
+                "skills.lock takes `{}` from `{}` but has no `checksum` for it",
+                self.name, self.source
+            ))
+            .with_hint("delete skills.lock and run `skillpkg install` to write a fresh one")
             .into()
         })
     }
@@ -189,7 +222,7 @@ mod tests {
             name: name.parse().unwrap(),
             version: "1.0.0".parse().unwrap(),
             source: registry_source("default"),
-            checksum: Checksum::of(name.as_bytes()),
+            checksum: Some(Checksum::of(name.as_bytes())),
             tree: "h1:x".into(),
             signer: Some("A448895874B90297".into()),
             provenance: None,

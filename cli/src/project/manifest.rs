@@ -10,6 +10,7 @@ use anyhow::Context as _;
 use skillpkg_index::skill::SkillName;
 
 use super::policy::{self, Policy};
+use super::sources::Direct;
 use crate::client::registries::{self, ConfigFile, ProjectRegistries, RegistrySpec};
 use crate::error::UserError;
 
@@ -37,7 +38,10 @@ pub struct Manifest {
     /// `[registries.NAME]` tables.
     pub registries: BTreeMap<String, RegistrySpec>,
     pub targets: Vec<String>,
+    /// The skills taken from a registry, by version.
     pub skills: BTreeMap<SkillName, Requirement>,
+    /// The skills taken from a folder or a git repository.
+    pub direct: BTreeMap<SkillName, Direct>,
     /// `[audit] allow`: audit findings the project accepts, with reasons.
     pub audit_allow: Vec<skillpkg_index::audit::Allow>,
     /// `[policy]`: which versions resolution may choose.
@@ -53,6 +57,19 @@ impl Manifest {
             default: self.registry.clone(),
             specs: self.registries.clone(),
         }
+    }
+
+    /// Returns true if and only if the manifest asks for `name`, from a
+    /// registry or from elsewhere.
+    pub fn has(&self, name: &SkillName) -> bool {
+        self.skills.contains_key(name) || self.direct.contains_key(name)
+    }
+
+    /// The names of every skill the manifest asks for, sorted.
+    pub fn names(&self) -> Vec<&SkillName> {
+        let mut names: Vec<&SkillName> = self.skills.keys().chain(self.direct.keys()).collect();
+        names.sort();
+        names
     }
 
     /// Returns the project's folder.
@@ -94,7 +111,8 @@ struct RawInstall {
 }
 
 /// The keys of a skill's table in `[skills]`.
-const SKILL_KEYS: &str = "`version`, `allow-unsigned` and `registry`";
+const SKILL_KEYS: &str =
+    "`version`, `allow-unsigned` and `registry` (or `path`, or `git` with `rev` and `path`)";
 
 /// Finds the project: the nearest folder at or above `start` with a manifest.
 pub fn find_root(start: &Path) -> Option<PathBuf> {
@@ -120,6 +138,7 @@ pub fn parse(path: PathBuf, text: &str) -> anyhow::Result<Manifest> {
             .with_source(error)
     })?;
     let mut skills = BTreeMap::new();
+    let mut direct = BTreeMap::new();
     for (name, value) in raw.skills {
         let skill: SkillName = name.parse().map_err(|error| {
             UserError::new(format!(
@@ -128,7 +147,13 @@ pub fn parse(path: PathBuf, text: &str) -> anyhow::Result<Manifest> {
             ))
             .with_source(error)
         })?;
-        skills.insert(skill, requirement(&name, &value, &path)?);
+        match entry(&name, &value, &path)? {
+            Entry::Registry(requirement) => skills.insert(skill, requirement),
+            Entry::Direct(source) => {
+                direct.insert(skill, source);
+                continue;
+            }
+        };
     }
     let audit_allow = raw.audit.map(|audit| audit.allow).unwrap_or_default();
     for allow in &audit_allow {
@@ -155,15 +180,23 @@ pub fn parse(path: PathBuf, text: &str) -> anyhow::Result<Manifest> {
             .map(|install| install.targets)
             .unwrap_or_default(),
         skills,
+        direct,
         audit_allow,
     })
 }
 
-/// Reads one entry of `[skills]`: a requirement string, or a table with
-/// `version`, `allow-unsigned` and `registry`. Read by hand rather than by
-/// serde so that a misspelt key is an error that names it: a `registy`
-/// silently ignored would take the skill from another registry.
-fn requirement(name: &str, value: &toml::Value, path: &Path) -> anyhow::Result<Requirement> {
+/// One entry of `[skills]`.
+enum Entry {
+    Registry(Requirement),
+    Direct(Direct),
+}
+
+/// Reads one entry of `[skills]`: a requirement string, a table with
+/// `version`, `allow-unsigned` and `registry`, or a table with `path` or
+/// `git` ([`Direct`]). Read by hand rather than by serde so that a misspelt
+/// key is an error that names it: a `registy` silently ignored would take
+/// the skill from another registry.
+fn entry(name: &str, value: &toml::Value, path: &Path) -> anyhow::Result<Entry> {
     let invalid = |problem: String| -> anyhow::Error {
         UserError::new(format!(
             "the entry of `{name}` in {} {problem}",
@@ -176,6 +209,9 @@ fn requirement(name: &str, value: &toml::Value, path: &Path) -> anyhow::Result<R
     };
     let (text, allow_unsigned, registry) = match value {
         toml::Value::String(text) => (text.as_str(), false, None),
+        toml::Value::Table(table) if table.contains_key("path") || table.contains_key("git") => {
+            return Direct::from_table(table, &invalid).map(Entry::Direct);
+        }
         toml::Value::Table(table) => {
             if let Some(key) = table
                 .keys()
@@ -225,11 +261,11 @@ fn requirement(name: &str, value: &toml::Value, path: &Path) -> anyhow::Result<R
         .with_hint("write it like \"^1.2\", \"~1.2.3\", \"=1.0.0\" or \"*\"")
         .with_source(error)
     })?;
-    Ok(Requirement {
+    Ok(Entry::Registry(Requirement {
         requirement,
         allow_unsigned,
         registry,
-    })
+    }))
 }
 
 /// Writes a new manifest; refuses to replace one.
@@ -348,6 +384,15 @@ pub fn edit(
     for skill in set {
         let name = skill.name.as_str();
         let version = skill.requirement.as_str();
+        // A folder's or a repository's entry becomes a registry's: none of
+        // its keys apply any more.
+        if skills
+            .get(name)
+            .and_then(|item| item.as_table_like())
+            .is_some_and(|table| table.contains_key("path") || table.contains_key("git"))
+        {
+            skills.remove(name);
+        }
         match skills
             .get_mut(name)
             .and_then(|item| item.as_table_like_mut())
@@ -402,6 +447,15 @@ pub fn edit(
         }
     }
     Ok((document.to_string(), missing))
+}
+
+/// Returns the manifest `text` with `name` taken from `source` (a folder or
+/// a git repository), replacing its entry.
+pub fn set_direct(text: &str, name: &SkillName, source: &Direct) -> anyhow::Result<String> {
+    let mut document = load_document(text)?;
+    let skills = skills_table(&mut document)?;
+    skills.insert(name.as_str(), toml_edit::value(source.to_toml()));
+    Ok(document.to_string())
 }
 
 /// Replaces a file atomically.

@@ -9,4 +9,5 @@ pub mod manifest;
 pub mod plan;
 pub mod policy;
 pub mod resolve;
+pub mod sources;
 pub mod targets;

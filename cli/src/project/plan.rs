@@ -407,7 +407,7 @@ mod tests {
             name: name(skill),
             version: version.parse().unwrap(),
             source: "registry+default".into(),
-            checksum: Checksum::of(b"archive"),
+            checksum: Some(Checksum::of(b"archive")),
             tree: tree.to_owned(),
             signer: None,
             provenance: None,

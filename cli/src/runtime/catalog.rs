@@ -508,13 +508,13 @@ fn changed_files(
     locked: &LockedSkill,
     cache: Option<&crate::client::Cache>,
 ) -> Vec<String> {
-    let Some(cache) = cache else {
+    let (Some(cache), Some(checksum)) = (cache, locked.checksum) else {
         return Vec::new();
     };
     let expected = crate::client::Expected {
         name: &locked.name,
         version: &locked.version,
-        checksum: locked.checksum,
+        checksum,
         signer: locked.signer.as_deref(),
         pinned_by: "skills.lock",
     };

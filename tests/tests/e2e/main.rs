@@ -45,6 +45,7 @@ mod server_hostile;
 mod server_ops;
 mod services;
 mod signing;
+mod sources;
 mod spec_examples;
 mod storage;
 mod tools;

@@ -1,0 +1,535 @@
+//! Skills that come from somewhere other than a registry (docs/sources.md):
+//! a local folder (`{ path = "skills/pdf" }`) or a git repository (`{ git =
+//! URL, rev = REV, path = PATH }`).
+//!
+//! Such a skill goes through the same gate as a registry's archive: its
+//! folder is validated as `publish` would, packed by skillpkg's own packer
+//! (which leaves out what a package leaves out and refuses what it
+//! refuses: symlinks, unportable paths, more than 8 MiB), and the archive is
+//! then unpacked, tree-hashed, audited and installed like any other. The
+//! lock pins its files by their tree hash, not by an archive checksum: the
+//! bytes of an archive skillpkg packs may change between its versions, the
+//! files do not.
+
+use std::path::{Component, Path, PathBuf};
+
+use skillpkg_index::archive::{self, Limits, PackedSkill};
+use skillpkg_index::skill::{self, SkillName, ValidateOptions};
+
+use std::collections::BTreeMap;
+
+use super::lockfile::{GIT_SOURCE_PREFIX, LockedSkill, Lockfile, PATH_SOURCE_PREFIX};
+use super::manifest::Manifest;
+use crate::error::UserError;
+
+/// A manifest entry that names where a skill's files are, not a version.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Direct {
+    /// `{ path = "skills/pdf" }`: a folder, relative to the project's root
+    /// (or absolute), read again at every install.
+    Path(String),
+    /// `{ git = URL, rev = REV, path = PATH }`.
+    Git(GitSource),
+}
+
+/// A skill in a git repository.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GitSource {
+    /// The repository: `https://`, `ssh://`, `git://` or `file://` URL, or
+    /// a local path.
+    pub url: String,
+    /// A branch, a tag or a commit; the remote's default branch when
+    /// absent.
+    pub rev: Option<String>,
+    /// The skill's folder inside the repository; its root when absent.
+    pub path: Option<String>,
+}
+
+/// The keys of a skill's table that name a folder or a repository.
+pub const DIRECT_KEYS: [&str; 3] = ["path", "git", "rev"];
+
+impl Direct {
+    /// Reads a `[skills]` table that has `path` or `git`; `invalid` words
+    /// the error for the entry.
+    pub fn from_table(
+        table: &toml::Table,
+        invalid: &dyn Fn(String) -> anyhow::Error,
+    ) -> anyhow::Result<Direct> {
+        let string = |key: &str| -> anyhow::Result<Option<String>> {
+            match table.get(key) {
+                None => Ok(None),
+                Some(toml::Value::String(text)) if !text.trim().is_empty() => {
+                    Ok(Some(text.clone()))
+                }
+                Some(_) => Err(invalid(format!(
+                    "has a `{key}` that is not a non-empty string"
+                ))),
+            }
+        };
+        if let Some(key) = table
+            .keys()
+            .find(|key| !DIRECT_KEYS.contains(&key.as_str()))
+        {
+            return Err(invalid(format!(
+                "has `{key}`, which a skill from a folder or a git repository cannot have (its keys are `path`, `git` and `rev`)"
+            )));
+        }
+        let path = string("path")?;
+        if let Some(path) = &path {
+            check_relative_path(path)
+                .map_err(|why| invalid(format!("has `path = \"{path}\"`, {why}")))?;
+        }
+        match string("git")? {
+            Some(url) => Ok(Direct::Git(GitSource {
+                url,
+                rev: string("rev")?,
+                path: path.map(|path| normalize(&path)),
+            })),
+            None if table.contains_key("rev") => Err(invalid("has `rev` without `git`".into())),
+            None => Ok(Direct::Path(
+                path.expect("a direct entry has `path` or `git`"),
+            )),
+        }
+    }
+
+    /// The entry as skills.toml writes it.
+    pub fn to_toml(&self) -> toml_edit::InlineTable {
+        let mut table = toml_edit::InlineTable::new();
+        match self {
+            Direct::Path(path) => {
+                table.insert("path", path.as_str().into());
+            }
+            Direct::Git(git) => {
+                table.insert("git", git.url.as_str().into());
+                if let Some(rev) = &git.rev {
+                    table.insert("rev", rev.as_str().into());
+                }
+                if let Some(path) = &git.path {
+                    table.insert("path", path.as_str().into());
+                }
+            }
+        }
+        table
+    }
+
+    /// The `source` of the lock entry, without a git source's commit.
+    fn source_stem(&self) -> String {
+        match self {
+            Direct::Path(path) => format!("{PATH_SOURCE_PREFIX}{}", normalize(path)),
+            Direct::Git(git) => {
+                let mut query = url::form_urlencoded::Serializer::new(String::new());
+                if let Some(rev) = &git.rev {
+                    query.append_pair("rev", rev);
+                }
+                if let Some(path) = &git.path {
+                    query.append_pair("path", path);
+                }
+                let query = query.finish();
+                let separator = if query.is_empty() { "" } else { "?" };
+                format!("{GIT_SOURCE_PREFIX}{}{separator}{query}", git.url)
+            }
+        }
+    }
+
+    /// The `source` of the lock entry of this skill; `commit` is what a git
+    /// source was resolved to.
+    pub fn lock_source(&self, commit: Option<&str>) -> String {
+        match commit {
+            Some(commit) => format!("{}#{commit}", self.source_stem()),
+            None => self.source_stem(),
+        }
+    }
+
+    /// Returns true if and only if `entry` was locked from this very entry
+    /// (for a git source: the same URL, `rev` and `path`, at any commit).
+    pub fn locked_by(&self, entry: &LockedSkill) -> bool {
+        match self {
+            Direct::Path(_) => entry.source == self.source_stem(),
+            Direct::Git(_) => entry
+                .source
+                .rsplit_once('#')
+                .is_some_and(|(stem, _)| stem == self.source_stem()),
+        }
+    }
+
+    /// Says where the skill comes from, for messages: `./skills/pdf`,
+    /// `https://host/repo.git (v1.2.0)`.
+    pub fn describe(&self) -> String {
+        match self {
+            Direct::Path(path) => format!("folder {path}"),
+            Direct::Git(git) => {
+                let mut text = format!("git repository {}", git.url);
+                if let Some(path) = &git.path {
+                    text.push_str(&format!(", folder {path}"));
+                }
+                if let Some(rev) = &git.rev {
+                    text.push_str(&format!(", at {rev}"));
+                }
+                text
+            }
+        }
+    }
+}
+
+/// Returns the commit a git `source` of skills.lock pins.
+pub fn locked_commit(source: &str) -> Option<&str> {
+    source
+        .strip_prefix(GIT_SOURCE_PREFIX)?
+        .rsplit_once('#')
+        .map(|(_, commit)| commit)
+}
+
+/// `skills/pdf/`, `./skills\pdf` -> `skills/pdf`.
+fn normalize(path: &str) -> String {
+    let slashed = path.replace('\\', "/");
+    let parts: Vec<&str> = slashed
+        .split('/')
+        .enumerate()
+        .filter(|(index, part)| !(part.is_empty() && *index > 0) && *part != ".")
+        .map(|(_, part)| part)
+        .collect();
+    if parts.is_empty() {
+        ".".to_owned()
+    } else {
+        parts.join("/")
+    }
+}
+
+/// A folder path in skills.toml: not empty and free of NUL. It may lead out
+/// of the project (a skill shared by two projects beside each other): the
+/// folder is only read, and what it holds must still be a valid skill.
+fn check_relative_path(path: &str) -> Result<(), String> {
+    if path.contains('\0') {
+        return Err("which holds a NUL character".into());
+    }
+    Ok(())
+}
+
+/// The folder of a `path` source of the project at `root`.
+pub fn folder_of(root: &Path, path: &str) -> PathBuf {
+    root.join(path)
+}
+
+/// Returns `path` relative to `base` (both absolute and normalised), with
+/// `/` separators: how `add ./skills/pdf`, typed anywhere in the project,
+/// is written in skills.toml.
+pub fn relative_path(path: &Path, base: &Path) -> Option<String> {
+    let path: Vec<Component<'_>> = path.components().collect();
+    let base: Vec<Component<'_>> = base.components().collect();
+    if path.first() != base.first() {
+        return None;
+    }
+    let common = path.iter().zip(&base).take_while(|(a, b)| a == b).count();
+    let mut parts: Vec<String> = vec!["..".to_owned(); base.len() - common];
+    for component in &path[common..] {
+        parts.push(component.as_os_str().to_str()?.to_owned());
+    }
+    Some(if parts.is_empty() {
+        ".".to_owned()
+    } else {
+        parts.join("/")
+    })
+}
+
+/// A skill read from a folder: validated and packed.
+#[derive(Debug)]
+pub struct FolderSkill {
+    pub packed: PackedSkill,
+    /// Skills its frontmatter says it depends on (installed only for
+    /// skills from a registry, for now).
+    pub dependencies: Vec<SkillName>,
+}
+
+/// Reads the skill in `dir`: validated as `publish` validates (an invalid
+/// skill is refused, its errors named), then packed in memory. `origin`
+/// says where the folder came from, for messages.
+pub fn read_folder(dir: &Path, origin: &str) -> anyhow::Result<FolderSkill> {
+    let metadata = match fs_err::metadata(dir) {
+        Ok(metadata) => metadata,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            return Err(
+                UserError::new(format!("{origin}: `{}` does not exist", dir.display()))
+                    .with_hint("give the folder that holds the skill's SKILL.md")
+                    .into(),
+            );
+        }
+        Err(error) => return Err(error.into()),
+    };
+    if !metadata.is_dir() {
+        return Err(
+            UserError::new(format!("{origin}: `{}` is not a folder", dir.display()))
+                .with_hint("give the folder that holds the skill's SKILL.md")
+                .into(),
+        );
+    }
+    if !dir.join(skill::SKILL_MD).is_file() {
+        let mut hint = "a skill is a folder with a SKILL.md".to_owned();
+        let inside = skills_below(dir, 2);
+        if !inside.is_empty() {
+            hint = format!(
+                "it holds skills in {}: give one of those folders",
+                inside.join(", ")
+            );
+        }
+        return Err(
+            UserError::new(format!("{origin}: `{}` has no SKILL.md", dir.display()))
+                .with_hint(hint)
+                .into(),
+        );
+    }
+    let options = ValidateOptions::for_folder(dir);
+    let report = skill::validate_skill(dir, &options);
+    let Some(frontmatter) = report.frontmatter.clone().filter(|_| report.is_valid()) else {
+        let errors: Vec<String> = report
+            .diagnostics
+            .iter()
+            .filter(|diagnostic| diagnostic.severity == skill::Severity::Error)
+            .take(5)
+            .map(|diagnostic| match &diagnostic.location {
+                Some(location) => format!(
+                    "{}:{}: {}",
+                    diagnostic.file.display(),
+                    location.line,
+                    diagnostic.message
+                ),
+                None => format!("{}: {}", diagnostic.file.display(), diagnostic.message),
+            })
+            .collect();
+        return Err(UserError::new(format!(
+            "{origin}: not a valid skill: {}",
+            errors.join("; ")
+        ))
+        .with_hint(format!(
+            "nothing was installed; `skillpkg validate {}` lists every problem",
+            dir.display()
+        ))
+        .into());
+    };
+    let version = frontmatter
+        .version
+        .clone()
+        .unwrap_or_else(|| semver::Version::new(0, 0, 0));
+    let packed = archive::pack_dir(dir, frontmatter.name.clone(), version, &Limits::default())
+        .map_err(|error| {
+            let hint = error.hint();
+            let error = UserError::new(format!(
+                "{origin}: cannot take the skill in `{}`",
+                dir.display()
+            ))
+            .with_source(error);
+            match hint {
+                Some(hint) => error.with_hint(hint),
+                None => error,
+            }
+        })?;
+    Ok(FolderSkill {
+        packed,
+        dependencies: frontmatter
+            .dependencies
+            .into_iter()
+            .map(|dependency| dependency.name)
+            .collect(),
+    })
+}
+
+/// The skills of the manifest that come from a folder or a repository, as
+/// they stand now.
+#[derive(Debug, Default)]
+pub struct DirectLock {
+    /// Their lock entries.
+    pub entries: Vec<LockedSkill>,
+    /// The archives packed from their files, by name.
+    pub packed: BTreeMap<SkillName, PackedSkill>,
+    pub warnings: Vec<String>,
+}
+
+impl DirectLock {
+    /// Returns the locked entry of `name` when the lock has it from the
+    /// same source with the same files.
+    pub fn satisfied_by(&self, lock: &Lockfile) -> bool {
+        self.entries.iter().all(|entry| {
+            lock.get(&entry.name)
+                .is_some_and(|locked| locked.source == entry.source && locked.tree == entry.tree)
+        })
+    }
+
+    /// The first skill whose files changed since `lock` pinned them from the
+    /// same source.
+    pub fn changed_since<'a>(&'a self, lock: &Lockfile) -> Option<&'a LockedSkill> {
+        self.entries.iter().find(|entry| {
+            lock.get(&entry.name)
+                .is_some_and(|locked| locked.source == entry.source && locked.tree != entry.tree)
+        })
+    }
+}
+
+/// Reads every skill of the manifest that comes from a folder: each is
+/// validated and packed now (a folder is read again at every install: its
+/// files are the truth, and the lock follows them).
+pub fn lock_direct(
+    root: &Path,
+    manifest: &Manifest,
+    old: Option<&Lockfile>,
+) -> anyhow::Result<DirectLock> {
+    let mut lock = DirectLock::default();
+    for (name, source) in &manifest.direct {
+        let origin = format!("`{name}` in skills.toml");
+        let folder = match source {
+            Direct::Path(path) => read_folder(&folder_of(root, path), &origin)?,
+            Direct::Git(_) => {
+                return Err(UserError::new(format!(
+                    "{origin} comes from a git repository, which this skillpkg cannot read yet"
+                ))
+                .with_hint("publish the skill to a registry, or check the repository out and use `{ path = \"...\" }`")
+                .into());
+            }
+        };
+        if &folder.packed.name != name {
+            return Err(UserError::new(format!(
+                "{origin} is taken from {}, which holds the skill `{}`",
+                source.describe(),
+                folder.packed.name
+            ))
+            .with_hint(format!(
+                "name the entry `{}`, or point it at the folder of `{name}`",
+                folder.packed.name
+            ))
+            .into());
+        }
+        if !folder.dependencies.is_empty() {
+            let names: Vec<&str> = folder.dependencies.iter().map(SkillName::as_str).collect();
+            lock.warnings.push(format!(
+                "`{name}` depends on {}, which skillpkg installs only for skills from a registry: add them to skills.toml",
+                names.join(", ")
+            ));
+        }
+        let packed = folder.packed;
+        let tree = packed.tree.to_string();
+        let source = source.lock_source(None);
+        let audit = old
+            .and_then(|lock| lock.get(name))
+            .filter(|locked| locked.source == source && locked.tree == tree)
+            .and_then(|locked| locked.audit.clone());
+        lock.entries.push(LockedSkill {
+            name: name.clone(),
+            version: packed.version.clone(),
+            source,
+            checksum: None,
+            tree,
+            signer: None,
+            provenance: None,
+            dependencies: Vec::new(),
+            audit,
+        });
+        lock.packed.insert(name.clone(), packed);
+    }
+    Ok(lock)
+}
+
+/// The folders with a SKILL.md at most `depth` levels below `dir`, sorted,
+/// relative to it.
+pub fn skills_below(dir: &Path, depth: usize) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut pending = vec![(dir.to_owned(), 0)];
+    while let Some((folder, level)) = pending.pop() {
+        let Ok(entries) = fs_err::read_dir(&folder) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            let name = entry.file_name();
+            if !kind.is_dir() || name.to_string_lossy().starts_with('.') {
+                continue;
+            }
+            let path = entry.path();
+            if path.join(skill::SKILL_MD).is_file() {
+                if let Some(relative) = relative_path(&path, dir) {
+                    found.push(relative);
+                }
+            } else if level + 1 < depth {
+                pending.push((path, level + 1));
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[allow(clippy::needless_pass_by_value)] // the shape `from_table` takes
+    fn invalid(problem: String) -> anyhow::Error {
+        anyhow::anyhow!("the entry {problem}")
+    }
+
+    fn table(text: &str) -> toml::Table {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn entries_read_and_lock_sources_round_trip() {
+        let path = Direct::from_table(&table("path = \"./skills/pdf/\""), &invalid).unwrap();
+        assert_eq!(path, Direct::Path("./skills/pdf/".into()));
+        assert_eq!(path.lock_source(None), "path:skills/pdf");
+
+        let git = Direct::from_table(
+            &table("git = \"https://example.com/a b.git\"\nrev = \"v1&2\"\npath = \"review/\""),
+            &invalid,
+        )
+        .unwrap();
+        let source = git.lock_source(Some("0123abcd"));
+        assert_eq!(
+            source,
+            "git+https://example.com/a b.git?rev=v1%262&path=review#0123abcd"
+        );
+        assert_eq!(locked_commit(&source), Some("0123abcd"));
+        let entry = LockedSkill {
+            name: "review".parse().unwrap(),
+            version: semver::Version::new(0, 0, 0),
+            source,
+            checksum: None,
+            tree: "h1:x".into(),
+            signer: None,
+            provenance: None,
+            dependencies: Vec::new(),
+            audit: None,
+        };
+        assert!(git.locked_by(&entry));
+        let Direct::Git(mut other) = git else {
+            unreachable!()
+        };
+        other.rev = Some("v2".into());
+        assert!(!Direct::Git(other).locked_by(&entry));
+        assert!(!path.locked_by(&entry));
+    }
+
+    #[test]
+    fn bad_entries_are_named() {
+        let error = |text: &str| {
+            Direct::from_table(&table(text), &invalid)
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(error("path = \"x\"\nversion = \"1\"").contains("`version`"));
+        assert!(error("path = \"x\"\nrev = \"main\"").contains("`rev` without `git`"));
+        assert!(error("path = \"\"").contains("not a non-empty string"));
+        assert!(error("git = 3").contains("`git`"));
+    }
+
+    #[test]
+    fn paths_are_written_relative_to_the_project() {
+        let rel = |path: &str, base: &str| relative_path(Path::new(path), Path::new(base));
+        assert_eq!(rel("/p/skills/pdf", "/p").as_deref(), Some("skills/pdf"));
+        assert_eq!(
+            rel("/shared/pdf", "/p/q").as_deref(),
+            Some("../../shared/pdf")
+        );
+        assert_eq!(rel("/p", "/p").as_deref(), Some("."));
+        assert_eq!(normalize("./a//b/./c/"), "a/b/c");
+        assert_eq!(normalize("/abs/x"), "/abs/x");
+    }
+}

@@ -22,9 +22,11 @@ pub fn exit_status(error: &anyhow::Error) -> ExitStatus {
                 .downcast_ref::<RegistryError>()
                 .is_some_and(RegistryError::is_user_error)
     });
-    let is_network = error
-        .chain()
-        .any(|cause| cause.is::<RegistryError>() || cause.is::<reqwest::Error>());
+    let is_network = error.chain().any(|cause| {
+        cause.is::<RegistryError>()
+            || cause.is::<reqwest::Error>()
+            || cause.is::<crate::project::git::FetchError>()
+    });
     if is_user_error {
         ExitStatus::Failure
     } else if is_network {
@@ -53,6 +55,11 @@ pub fn hint(error: &anyhow::Error) -> Option<String> {
                 cause
                     .downcast_ref::<RegistryError>()
                     .and_then(RegistryError::hint)
+            })
+            .or_else(|| {
+                cause.is::<crate::project::git::FetchError>().then(|| {
+                    "check the URL, that the repository exists and that you may read it; nothing was changed".to_owned()
+                })
             })
     })
 }

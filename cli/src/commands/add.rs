@@ -6,10 +6,11 @@ use crate::client::settings::Environment;
 use crate::commands::install::{ManifestEdit, install_with, project_root};
 use crate::error::{ExitStatus, UserError};
 use crate::printer::Printer;
+use crate::project::git;
 use crate::project::lockfile::Lockfile;
 use crate::project::manifest;
 use crate::project::manifest::{RegistryChoice, SetSkill};
-use crate::project::sources::{self, Direct};
+use crate::project::sources::{self, Direct, GitSource};
 use crate::spec::SkillSpec;
 use skillpkg_index::skill::{SKILL_MD, SkillName};
 use std::path::{Path, PathBuf};
@@ -21,6 +22,21 @@ pub fn run(args: &AddArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
     for text in &args.skills {
         if let Some(folder) = folder_argument(text) {
             for (name, source) in folder_skills(text, folder, &root, args)? {
+                if direct.iter().any(|(other, _)| other == &name) {
+                    return Err(UserError::new(format!("`{name}` is given twice")).into());
+                }
+                direct.push((name, source));
+            }
+            continue;
+        }
+        if let Some(git) = sources::git_argument(text) {
+            sources::check_git_url(&git.url).map_err(|why| {
+                UserError::new(format!(
+                    "`{text}` names a git repository `{}`, {why}",
+                    git.url
+                ))
+            })?;
+            for (name, source) in git_skills(text, &git, args, printer)? {
                 if direct.iter().any(|(other, _)| other == &name) {
                     return Err(UserError::new(format!("`{name}` is given twice")).into());
                 }
@@ -45,8 +61,8 @@ pub fn run(args: &AddArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
         set.push((spec.name, requirement));
     }
     if (!args.skill.is_empty() || args.all) && direct.is_empty() {
-        return Err(UserError::new("--skill and --all choose among the skills of a folder")
-            .with_hint("give the folder too: `skillpkg add ./skills --skill pdf`; a skill from a registry is added by its name alone")
+        return Err(UserError::new("--skill and --all choose among the skills of a folder or a git repository")
+            .with_hint("give the folder or the repository too: `skillpkg add ./skills --skill pdf`; a skill from a registry is added by its name alone")
             .into());
     }
     if let Some((name, _)) = direct
@@ -256,6 +272,66 @@ fn folder_skills(
             ))
         })?;
         chosen.push((skill.packed.name, Direct::Path(written)));
+    }
+    Ok(chosen)
+}
+
+/// The skills `add` takes from the git repository `git` (the argument
+/// `text`): fetched, its revision resolved, and the skills at its path (or
+/// below) chosen as for a folder. Each is read and validated now.
+fn git_skills(
+    text: &str,
+    git: &GitSource,
+    args: &AddArgs,
+    printer: &Printer,
+) -> anyhow::Result<Vec<(SkillName, Direct)>> {
+    printer.status("Fetching", &git.url);
+    let (commit, found) = git::list_skills(git, args.install.offline)?;
+    let base = git.path.clone().unwrap_or_else(|| ".".to_owned());
+    let relative: Vec<String> = found
+        .iter()
+        .map(|path| match base.as_str() {
+            "." => path.clone(),
+            base if path == base => ".".to_owned(),
+            base => path
+                .strip_prefix(&format!("{base}/"))
+                .unwrap_or(path)
+                .to_owned(),
+        })
+        .collect();
+    let folders = if relative.iter().any(|path| path == ".") {
+        if !args.skill.is_empty() {
+            return Err(UserError::new(format!(
+                "`{text}` is a skill itself, so --skill has nothing to choose from"
+            ))
+            .with_hint("leave out --skill")
+            .into());
+        }
+        vec![PathBuf::from(".")]
+    } else {
+        choose(text, Path::new("."), &relative, args)?
+    };
+    let mut chosen = Vec::new();
+    for folder in folders {
+        let relative = folder.to_string_lossy().replace('\\', "/");
+        let relative = relative.trim_start_matches("./");
+        let path = match (base.as_str(), relative) {
+            (".", ".") | (".", "") => None,
+            (".", relative) => Some(relative.to_owned()),
+            (base, "." | "") => Some(base.to_owned()),
+            (base, relative) => Some(format!("{base}/{relative}")),
+        };
+        let source = GitSource {
+            path,
+            ..git.clone()
+        };
+        let (_, skill) = git::read_skill(
+            &source,
+            Some(&commit),
+            args.install.offline,
+            &format!("`{text}`"),
+        )?;
+        chosen.push((skill.packed.name, Direct::Git(source)));
     }
     Ok(chosen)
 }

@@ -311,7 +311,14 @@ pub async fn install(
     }
     // Skills from folders are read (validated, packed) first: a bad one
     // stops the install before any registry is asked.
-    let direct = sources::lock_direct(root, manifest, old_lock.as_ref())?;
+    let direct = sources::lock_direct(
+        root,
+        manifest,
+        old_lock.as_ref(),
+        options.update.as_deref(),
+        options.offline,
+        options.locked,
+    )?;
     report.warnings.extend(direct.warnings.iter().cloned());
     // With --locked only what the lock pins is read (or nothing at all,
     // when the lock does not satisfy the manifest).
@@ -513,9 +520,20 @@ async fn finish_install(
     let mut packed = direct.packed;
     let mut archives: BTreeMap<SkillName, VerifiedArchive> = BTreeMap::new();
     for entry in direct_needed {
-        let skill = packed
-            .remove(&entry.name)
-            .expect("every skill from a folder is packed");
+        let skill = match packed.remove(&entry.name) {
+            Some(skill) => skill,
+            // A git source kept at its locked commit: read now.
+            None => {
+                let Some(sources::Direct::Git(git)) = manifest.direct.get(&entry.name) else {
+                    unreachable!("only git sources are locked without being read");
+                };
+                let commit = sources::locked_commit(&entry.source);
+                let origin = format!("`{}` in skills.toml", entry.name);
+                super::git::read_skill(git, commit, options.offline, &origin)?
+                    .1
+                    .packed
+            }
+        };
         archives.insert(entry.name.clone(), VerifiedArchive::packed_here(skill));
     }
     // Each registry is opened only if one of its archives is not cached.

@@ -2,6 +2,7 @@
 //! are installed into.
 
 pub mod commit;
+pub mod git;
 mod indexes;
 pub mod install;
 pub mod lockfile;

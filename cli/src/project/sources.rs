@@ -80,11 +80,15 @@ impl Direct {
                 .map_err(|why| invalid(format!("has `path = \"{path}\"`, {why}")))?;
         }
         match string("git")? {
-            Some(url) => Ok(Direct::Git(GitSource {
-                url,
-                rev: string("rev")?,
-                path: path.map(|path| normalize(&path)),
-            })),
+            Some(url) => {
+                check_git_url(&url)
+                    .map_err(|why| invalid(format!("has `git = \"{url}\"`, {why}")))?;
+                Ok(Direct::Git(GitSource {
+                    url,
+                    rev: string("rev")?,
+                    path: path.map(|path| normalize(&path)),
+                }))
+            }
             None if table.contains_key("rev") => Err(invalid("has `rev` without `git`".into())),
             None => Ok(Direct::Path(
                 path.expect("a direct entry has `path` or `git`"),
@@ -117,16 +121,19 @@ impl Direct {
         match self {
             Direct::Path(path) => format!("{PATH_SOURCE_PREFIX}{}", normalize(path)),
             Direct::Git(git) => {
-                let mut query = url::form_urlencoded::Serializer::new(String::new());
+                let mut query = Vec::new();
                 if let Some(rev) = &git.rev {
-                    query.append_pair("rev", rev);
+                    query.push(format!("rev={}", escape(rev)));
                 }
                 if let Some(path) = &git.path {
-                    query.append_pair("path", path);
+                    query.push(format!("path={}", escape(path)));
                 }
-                let query = query.finish();
                 let separator = if query.is_empty() { "" } else { "?" };
-                format!("{GIT_SOURCE_PREFIX}{}{separator}{query}", git.url)
+                format!(
+                    "{GIT_SOURCE_PREFIX}{}{separator}{}",
+                    git.url,
+                    query.join("&")
+                )
             }
         }
     }
@@ -171,6 +178,27 @@ impl Direct {
     }
 }
 
+/// Escapes what would make a value of a `source`'s query ambiguous (`%`,
+/// `&`, `=`, `#`, `?`, whitespace), keeping `/` readable.
+fn escape(value: &str) -> String {
+    let mut escaped = String::with_capacity(value.len());
+    for character in value.chars() {
+        match character {
+            '%' | '&' | '=' | '#' | '?' | '+' => {
+                escaped.push_str(&format!("%{:02X}", u32::from(character)));
+            }
+            character if character.is_whitespace() || character.is_control() => {
+                let mut bytes = [0; 4];
+                for byte in character.encode_utf8(&mut bytes).bytes() {
+                    escaped.push_str(&format!("%{byte:02X}"));
+                }
+            }
+            character => escaped.push(character),
+        }
+    }
+    escaped
+}
+
 /// Returns the commit a git `source` of skills.lock pins.
 pub fn locked_commit(source: &str) -> Option<&str> {
     source
@@ -201,6 +229,35 @@ fn normalize(path: &str) -> String {
 fn check_relative_path(path: &str) -> Result<(), String> {
     if path.contains('\0') {
         return Err("which holds a NUL character".into());
+    }
+    Ok(())
+}
+
+/// A repository URL from skills.toml, which may come from a cloned
+/// repository: an `https`, `http`, `ssh`, `git` or `file` URL, an scp-like
+/// `user@host:path` or a local path, with nothing that a transport could
+/// read as an option (a part starting with `-`, as in `ssh://-oProxyCommand=...`)
+/// or a command (`ext::`).
+pub fn check_git_url(url: &str) -> Result<(), String> {
+    if url
+        .chars()
+        .any(|character| character.is_whitespace() || character.is_control())
+    {
+        return Err("which holds whitespace or control characters".into());
+    }
+    if let Some((scheme, _)) = url.split_once("://") {
+        if !matches!(scheme, "https" | "http" | "ssh" | "git" | "file") {
+            return Err(format!(
+                "whose scheme `{scheme}` is not https, http, ssh, git or file"
+            ));
+        }
+    } else if url.contains("::") {
+        return Err("which names a transport helper (`::`), which skillpkg does not run".into());
+    }
+    if url.split(['/', '@', ':']).any(|part| part.starts_with('-')) {
+        return Err(
+            "in which a part starts with `-`, which a transport could read as an option".into(),
+        );
     }
     Ok(())
 }
@@ -363,25 +420,44 @@ impl DirectLock {
     }
 }
 
-/// Reads every skill of the manifest that comes from a folder: each is
-/// validated and packed now (a folder is read again at every install: its
-/// files are the truth, and the lock follows them).
+/// Locks every skill of the manifest that comes from a folder or a git
+/// repository. A folder is validated and packed now (it is read again at
+/// every install: its files are the truth, and the lock follows them). A
+/// git source keeps its locked commit while its entry (URL, `rev`, `path`)
+/// is unchanged and it is not being updated (`update`: the names to
+/// update, all when empty); else its `rev` is resolved again, and the
+/// skill read at that commit.
 pub fn lock_direct(
     root: &Path,
     manifest: &Manifest,
     old: Option<&Lockfile>,
+    update: Option<&[SkillName]>,
+    offline: bool,
+    locked: bool,
 ) -> anyhow::Result<DirectLock> {
     let mut lock = DirectLock::default();
     for (name, source) in &manifest.direct {
         let origin = format!("`{name}` in skills.toml");
-        let folder = match source {
-            Direct::Path(path) => read_folder(&folder_of(root, path), &origin)?,
-            Direct::Git(_) => {
-                return Err(UserError::new(format!(
-                    "{origin} comes from a git repository, which this skillpkg cannot read yet"
-                ))
-                .with_hint("publish the skill to a registry, or check the repository out and use `{ path = \"...\" }`")
-                .into());
+        let updating = update.is_some_and(|names| names.is_empty() || names.contains(name));
+        let (folder, commit) = match source {
+            Direct::Path(path) => (read_folder(&folder_of(root, path), &origin)?, None),
+            Direct::Git(git) => {
+                if let Some(entry) = old
+                    .and_then(|lock| lock.get(name))
+                    .filter(|entry| source.locked_by(entry) && !updating)
+                {
+                    // Read only when a target needs its files.
+                    lock.entries.push(entry.clone());
+                    continue;
+                }
+                if locked {
+                    // Not locked as skills.toml asks: the lock does not
+                    // satisfy the manifest, which --locked refuses (without
+                    // fetching anything first).
+                    continue;
+                }
+                let (commit, folder) = super::git::read_skill(git, None, offline, &origin)?;
+                (folder, Some(commit))
             }
         };
         if &folder.packed.name != name {
@@ -405,7 +481,7 @@ pub fn lock_direct(
         }
         let packed = folder.packed;
         let tree = packed.tree.to_string();
-        let source = source.lock_source(None);
+        let source = source.lock_source(commit.as_deref());
         let audit = old
             .and_then(|lock| lock.get(name))
             .filter(|locked| locked.source == source && locked.tree == tree)
@@ -424,6 +500,101 @@ pub fn lock_direct(
         lock.packed.insert(name.clone(), packed);
     }
     Ok(lock)
+}
+
+/// Reads a git source as `add` is given it: `git+URL[#REV]`,
+/// `github:OWNER/REPO[/PATH][@REV]`, `OWNER/REPO[/PATH][@REV]` (GitHub),
+/// a `https://github.com/OWNER/REPO[/tree/REV/PATH]` page, or any URL whose
+/// path ends in `.git` (`#REV` for the revision). `None` when `text` is not
+/// one of these.
+pub fn git_argument(text: &str) -> Option<GitSource> {
+    if let Some(rest) = text.strip_prefix("git+") {
+        let (url, rev) = split_rev(rest, '#');
+        return Some(GitSource {
+            url: url.to_owned(),
+            rev,
+            path: None,
+        });
+    }
+    if let Some(rest) = text.strip_prefix("github:") {
+        return github(rest);
+    }
+    if let Some(rest) = text
+        .strip_prefix("https://github.com/")
+        .or_else(|| text.strip_prefix("http://github.com/"))
+    {
+        let rest = rest.trim_end_matches('/');
+        let parts: Vec<&str> = rest.split('/').collect();
+        if parts.len() >= 4 && parts[2] == "tree" {
+            // A page: /OWNER/REPO/tree/REV/PATH (a REV with `/` is read as
+            // its first part; write `github:OWNER/REPO/PATH@REV` for it).
+            let path = parts[4..].join("/");
+            return Some(GitSource {
+                url: github_url(parts[0], parts[1]),
+                rev: Some(parts[3].to_owned()),
+                path: (!path.is_empty()).then_some(path),
+            });
+        }
+        let (rest, rev) = split_rev(rest, '#');
+        return github(&rest.replace(".git", "")).map(|source| GitSource {
+            rev: rev.or(source.rev),
+            ..source
+        });
+    }
+    if let Some((scheme, _)) = text.split_once("://") {
+        let (url, rev) = split_rev(text, '#');
+        let is_git =
+            matches!(scheme, "git" | "ssh" | "file") || url.trim_end_matches('/').ends_with(".git");
+        return is_git.then(|| GitSource {
+            url: url.to_owned(),
+            rev,
+            path: None,
+        });
+    }
+    if text.contains('/') && !text.starts_with(['.', '/', '~']) && !text.contains(':') {
+        return github(text);
+    }
+    None
+}
+
+/// `OWNER/REPO[/PATH][@REV]`.
+fn github(text: &str) -> Option<GitSource> {
+    let (text, rev) = split_rev(text, '@');
+    let mut parts = text.trim_matches('/').splitn(3, '/');
+    let owner = parts.next().filter(|part| is_github_name(part))?;
+    let repo = parts.next().filter(|part| is_github_name(part))?;
+    let path = parts.next().map(normalize).filter(|path| path != ".");
+    Some(GitSource {
+        url: github_url(owner, repo),
+        rev,
+        path,
+    })
+}
+
+fn github_url(owner: &str, repo: &str) -> String {
+    format!(
+        "https://github.com/{owner}/{}.git",
+        repo.trim_end_matches(".git")
+    )
+}
+
+fn is_github_name(text: &str) -> bool {
+    !text.is_empty()
+        && text
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.'))
+        && text != "."
+        && text != ".."
+}
+
+/// `text` split at the last `separator` into what is before it and a
+/// non-empty revision after it.
+fn split_rev(text: &str, separator: char) -> (&str, Option<String>) {
+    match text.rsplit_once(separator) {
+        Some((before, rev)) if !rev.is_empty() => (before, Some(rev.to_owned())),
+        Some((before, _)) => (before, None),
+        None => (text, None),
+    }
 }
 
 /// The folders with a SKILL.md at most `depth` levels below `dir`, sorted,
@@ -477,14 +648,14 @@ mod tests {
         assert_eq!(path.lock_source(None), "path:skills/pdf");
 
         let git = Direct::from_table(
-            &table("git = \"https://example.com/a b.git\"\nrev = \"v1&2\"\npath = \"review/\""),
+            &table("git = \"https://example.com/a.git\"\nrev = \"v1&2\"\npath = \"review/\""),
             &invalid,
         )
         .unwrap();
         let source = git.lock_source(Some("0123abcd"));
         assert_eq!(
             source,
-            "git+https://example.com/a b.git?rev=v1%262&path=review#0123abcd"
+            "git+https://example.com/a.git?rev=v1%262&path=review#0123abcd"
         );
         assert_eq!(locked_commit(&source), Some("0123abcd"));
         let entry = LockedSkill {
@@ -518,6 +689,72 @@ mod tests {
         assert!(error("path = \"x\"\nrev = \"main\"").contains("`rev` without `git`"));
         assert!(error("path = \"\"").contains("not a non-empty string"));
         assert!(error("git = 3").contains("`git`"));
+        assert!(error("git = \"ssh://-oProxyCommand=touch%20x/r\"").contains("starts with `-`"));
+        assert!(error("git = \"ext::sh -c touch% /tmp/x\"").contains("whitespace"));
+        assert!(error("git = \"ext::sh\"").contains("transport helper"));
+        assert!(error("git = \"gopher://x/r\"").contains("scheme `gopher`"));
+        assert!(check_git_url("git@github.com:acme/skills.git").is_ok());
+        assert!(check_git_url("../sibling/repo").is_ok());
+    }
+
+    #[test]
+    fn git_arguments_of_every_form_are_read_and_others_are_left_alone() {
+        let read = |text: &str| git_argument(text).map(|git| (git.url, git.rev, git.path));
+        let some = |url: &str, rev: Option<&str>, path: Option<&str>| {
+            Some((
+                url.to_owned(),
+                rev.map(str::to_owned),
+                path.map(str::to_owned),
+            ))
+        };
+        let acme = "https://github.com/acme/skills.git";
+        assert_eq!(read("acme/skills"), some(acme, None, None));
+        assert_eq!(
+            read("acme/skills/review@v1.2.0"),
+            some(acme, Some("v1.2.0"), Some("review"))
+        );
+        assert_eq!(
+            read("github:acme/skills/a/b/@main"),
+            some(acme, Some("main"), Some("a/b"))
+        );
+        assert_eq!(
+            read("https://github.com/acme/skills"),
+            some(acme, None, None)
+        );
+        assert_eq!(
+            read("https://github.com/acme/skills.git#v2"),
+            some(acme, Some("v2"), None)
+        );
+        assert_eq!(
+            read("https://github.com/acme/skills/tree/main/skills/pdf"),
+            some(acme, Some("main"), Some("skills/pdf"))
+        );
+        assert_eq!(
+            read("git+https://git.example.com/x/skills#abc123"),
+            some("https://git.example.com/x/skills", Some("abc123"), None)
+        );
+        assert_eq!(
+            read("git://127.0.0.1:9418/skills.git"),
+            some("git://127.0.0.1:9418/skills.git", None, None)
+        );
+        assert_eq!(
+            read("file:///srv/skills"),
+            some("file:///srv/skills", None, None)
+        );
+        for other in [
+            "pdf",
+            "pdf@^1",
+            "./skills/x",
+            "/abs/x",
+            "path:x",
+            "https://skills.example.com/",
+            "https://example.com/x.tgz",
+            "../a/b",
+            "a/..",
+            "c:/x",
+        ] {
+            assert_eq!(read(other), None, "{other}");
+        }
     }
 
     #[test]

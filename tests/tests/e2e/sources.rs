@@ -343,3 +343,231 @@ fn a_folder_entry_keeps_working_offline_and_needs_no_registry() {
     let locked = skillpkg(&["install", "--frozen"]);
     assert_eq!(locked.code, 0, "{locked:?}");
 }
+
+/// A `git daemon` serving the repositories under a folder on a loopback
+/// port, stopped when dropped.
+struct GitDaemon {
+    child: std::process::Child,
+    url: String,
+}
+
+impl GitDaemon {
+    fn start(base: &Path) -> Self {
+        let port = skillpkg_tests::free_port();
+        // `git-daemon` itself: `git daemon` would run it as a child that
+        // outlives a kill of `git`.
+        let exec_path = git(base, &["--exec-path"]);
+        let child = std::process::Command::new(Path::new(&exec_path).join("git-daemon"))
+            .args(["--reuseaddr", "--export-all", "--listen=127.0.0.1"])
+            .arg(format!("--port={port}"))
+            .arg(format!("--base-path={}", base.display()))
+            .arg(base)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("`git daemon` starts (the `git` package)");
+        skillpkg_tests::wait_for_port(port);
+        Self {
+            child,
+            url: format!("git://127.0.0.1:{port}"),
+        }
+    }
+}
+
+impl Drop for GitDaemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs `git ARGS` in `dir` and returns its stdout, trimmed.
+fn git(dir: &Path, args: &[&str]) -> String {
+    let output = std::process::Command::new("git")
+        .current_dir(dir)
+        .args(["-c", "user.name=Test", "-c", "user.email=test@example.com"])
+        .args(args)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", dir)
+        .output()
+        .expect("git runs");
+    assert!(
+        output.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap().trim().to_owned()
+}
+
+/// A repository `skills.git` under `base` with two skills in `skills/`,
+/// tagged `v1`, and the commit it made.
+fn skills_repository(base: &Path) -> (PathBuf, String) {
+    let repo = base.join("skills.git");
+    pdf_tools("1.0.0").write(&repo.join("skills/pdf-tools"));
+    Skill::new("notes", "1.0.0").write(&repo.join("skills/notes"));
+    git(&repo, &["init", "-q", "-b", "main"]);
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-q", "-m", "two skills"]);
+    git(&repo, &["tag", "-a", "v1", "-m", "v1"]);
+    let commit = git(&repo, &["rev-parse", "HEAD"]);
+    (repo, commit)
+}
+
+#[test]
+fn a_skill_from_a_git_repository_is_pinned_by_commit_and_installs_exactly_that_commit() {
+    let world = World::new();
+    let served = world.sandbox.path().join("served");
+    let (repo, first) = skills_repository(&served);
+    let daemon = GitDaemon::start(&served);
+    let url = format!("{}/skills.git", daemon.url);
+
+    // Several skills: a choice is needed, and nothing changes meanwhile.
+    let before = world.files();
+    let ambiguous = world.user(&["add", &format!("git+{url}#v1")]);
+    assert_eq!(ambiguous.code, 1, "{ambiguous:?}");
+    assert!(
+        ambiguous
+            .stderr
+            .contains("holds 2 skills: notes (skills/notes), pdf-tools (skills/pdf-tools)"),
+        "{}",
+        ambiguous.stderr
+    );
+    assert_eq!(world.files(), before);
+
+    let added = world.user(&["add", &format!("git+{url}#v1"), "--skill", "pdf-tools"]);
+    assert_eq!(added.code, 0, "{added:?}");
+    let manifest = world.read("skills.toml");
+    assert!(
+        manifest.contains(&format!(
+            "pdf-tools = {{ git = \"{url}\", rev = \"v1\", path = \"skills/pdf-tools\" }}"
+        )),
+        "{manifest}"
+    );
+    let lock = world.read("skills.lock");
+    let entry = lock_entry(&lock, "pdf-tools");
+    assert!(
+        entry.contains(&format!(
+            "source = \"git+{url}?rev=v1&path=skills/pdf-tools#{first}\""
+        )),
+        "the annotated tag is peeled to its commit: {entry}"
+    );
+    assert!(!entry.contains("checksum"), "{entry}");
+    let installed = world.project().join(".claude/skills/pdf-tools");
+    assert_eq!(
+        fs_err::read_to_string(installed.join("SKILL.md")).unwrap(),
+        git(&repo, &["show", "v1:skills/pdf-tools/SKILL.md"]) + "\n"
+    );
+    assert!(is_executable(&installed.join("scripts/extract.sh")));
+
+    // The branch moves on; the lock keeps the commit, on a fresh machine
+    // too (no cache, no installed folder), and `update` takes the new one.
+    let main_entry = world.user(&["add", &format!("git+{url}"), "--skill", "notes"]);
+    assert_eq!(main_entry.code, 0, "{main_entry:?}");
+    fs_err::write(repo.join("skills/notes/extra.md"), "new\n").unwrap();
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-q", "-m", "more notes"]);
+    let second = git(&repo, &["rev-parse", "HEAD"]);
+    fs_err::remove_dir_all(world.project().join(".claude")).unwrap();
+    let fresh = world.sandbox.user_in(
+        &world.project(),
+        &world.sandbox.path().join("other-cache"),
+        &["install", "--locked"],
+    );
+    assert_eq!(fresh.code, 0, "{fresh:?}");
+    assert!(
+        !world
+            .project()
+            .join(".claude/skills/notes/extra.md")
+            .exists()
+    );
+    assert!(lock_entry(&world.read("skills.lock"), "notes").contains(&format!("#{first}\"")));
+    let updated = world.user(&["update", "notes"]);
+    assert_eq!(updated.code, 0, "{updated:?}");
+    assert!(
+        world
+            .project()
+            .join(".claude/skills/notes/extra.md")
+            .is_file()
+    );
+    let relocked = world.read("skills.lock");
+    assert!(
+        lock_entry(&relocked, "notes").contains(&format!("#{second}\"")),
+        "{relocked}"
+    );
+    assert_eq!(
+        lock_entry(&relocked, "pdf-tools"),
+        entry,
+        "only `notes` was updated"
+    );
+
+    // Offline, from the clone in the cache.
+    drop(daemon);
+    fs_err::remove_dir_all(world.project().join(".claude")).unwrap();
+    let offline = world.user(&["install", "--frozen"]);
+    assert_eq!(offline.code, 0, "{offline:?}");
+    assert!(installed.join("SKILL.md").is_file());
+}
+
+#[test]
+fn a_bad_git_source_gets_a_clear_error_and_changes_nothing() {
+    let world = World::new();
+    let served = world.sandbox.path().join("served");
+    let (repo, _) = skills_repository(&served);
+    // A repository without skills, and one whose skill is a symlink away
+    // from a secret.
+    let empty = served.join("empty.git");
+    fs_err::create_dir_all(&empty).unwrap();
+    fs_err::write(empty.join("README.md"), "nothing\n").unwrap();
+    git(&empty, &["init", "-q", "-b", "main"]);
+    git(&empty, &["add", "-A"]);
+    git(&empty, &["commit", "-q", "-m", "no skills"]);
+    std::os::unix::fs::symlink("/etc/passwd", repo.join("skills/notes/passwd")).unwrap();
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-q", "-m", "a symlink"]);
+    let daemon = GitDaemon::start(&served);
+    let before = world.files();
+
+    let cases = [
+        (
+            format!("git+{}/absent.git", daemon.url),
+            3,
+            format!(
+                "cannot fetch the git repository `{}/absent.git`",
+                daemon.url
+            ),
+        ),
+        (
+            format!("git+{}/empty.git", daemon.url),
+            1,
+            format!("`git+{}/empty.git` holds no skill", daemon.url),
+        ),
+        (
+            format!("git+{}/skills.git#v9", daemon.url),
+            1,
+            "has no branch, tag or commit `v9`".to_owned(),
+        ),
+        (
+            format!("git+{}/skills.git#main", daemon.url),
+            1,
+            "has the symlink `passwd`, which a skill cannot hold".to_owned(),
+        ),
+    ];
+    for (argument, code, expected) in cases {
+        let mut args = vec!["add", argument.as_str()];
+        if argument.ends_with("#main") {
+            args.extend(["--skill", "notes"]);
+        }
+        let output = world.user(&args);
+        assert_eq!(output.code, code, "{argument}: {output:?}");
+        assert!(
+            output.stderr.contains(&expected),
+            "{argument}: {}",
+            output.stderr
+        );
+        assert_eq!(
+            world.files(),
+            before,
+            "a refused `add {argument}` changed the project"
+        );
+    }
+}

@@ -1,0 +1,486 @@
+//! Git repositories as sources of skills, read with `gix` (no `git` binary
+//! needed).
+//!
+//! Each repository is kept as a bare clone in the cache
+//! (`<cache>/git/<digest of the URL>`), fetched again when a revision must
+//! be resolved or a commit is missing, under a file lock so two skillpkg
+//! processes do not fetch into it at once. Its branches are fetched as
+//! `refs/remotes/origin/*`, its tags as `refs/tags/*` and its default branch
+//! as `refs/remotes/origin/HEAD`.
+//!
+//! A skill's folder is read from the commit's tree objects, never checked
+//! out: a repository is hostile input like an archive, so each name is
+//! checked (no `.`, `..`, separators or NUL), symlinks and submodules are
+//! refused, and the files written are counted against the package limits
+//! before the folder goes through [`super::sources::read_folder`] like any
+//! other.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+
+use fs4::fs_std::FileExt as _;
+use skillpkg_index::archive::Limits;
+use skillpkg_index::skill::SKILL_MD;
+
+use super::sources::{FolderSkill, GitSource, read_folder};
+use crate::error::UserError;
+
+/// A repository could not be fetched: the network, the URL or the
+/// server. Exits with status 3, like a registry that cannot be reached.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot fetch the git repository `{url}`")]
+pub struct FetchError {
+    pub url: String,
+    #[source]
+    pub source: Box<dyn std::error::Error + Send + Sync>,
+}
+
+/// A bare clone in the cache, locked while it is used.
+pub struct Repository {
+    repo: gix::Repository,
+    url: String,
+    _lock: fs_err::File,
+}
+
+impl std::fmt::Debug for Repository {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("Repository")
+            .field("url", &self.url)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The refspecs every cached clone fetches.
+const REFSPECS: [&str; 3] = [
+    "+HEAD:refs/remotes/origin/HEAD",
+    "+refs/heads/*:refs/remotes/origin/*",
+    "+refs/tags/*:refs/tags/*",
+];
+
+/// How deep below a repository's root (or the given path) `add` looks for
+/// skills.
+pub const SEARCH_DEPTH: usize = 4;
+
+/// Installs the TLS crypto provider gix's HTTP client needs (ring, which
+/// the rest of skillpkg uses too); harmless when one is installed already.
+fn install_crypto_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
+impl Repository {
+    /// Opens the cached clone of `url` without fetching, creating nothing;
+    /// `None` when there is none yet.
+    fn cached(cache: &Path, url: &str) -> anyhow::Result<Option<Self>> {
+        let (dir, lock) = Self::lock(cache, url)?;
+        if !dir.join("HEAD").is_file() {
+            return Ok(None);
+        }
+        let repo = gix::open(&dir).map_err(|error| {
+            UserError::new(format!(
+                "the cached clone of `{url}` at {} cannot be read",
+                dir.display()
+            ))
+            .with_hint(format!("delete {} and try again", dir.display()))
+            .with_source(error)
+        })?;
+        Ok(Some(Self {
+            repo,
+            url: url.to_owned(),
+            _lock: lock,
+        }))
+    }
+
+    /// The folder of `url`'s clone, and a lock on it.
+    fn lock(cache: &Path, url: &str) -> anyhow::Result<(PathBuf, fs_err::File)> {
+        let key = skillpkg_index::checksum::Checksum::of(url.as_bytes()).hex();
+        let root = cache.join("git");
+        fs_err::create_dir_all(&root)?;
+        let dir = root.join(&key[..24]);
+        let lock = fs_err::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(root.join(format!("{}.lock", &key[..24])))?;
+        lock.file().lock_exclusive()?;
+        Ok((dir, lock))
+    }
+
+    /// Opens the cached clone of `url`, fetching it (cloning it the first
+    /// time).
+    pub fn fetch(cache: &Path, url: &str) -> anyhow::Result<Self> {
+        install_crypto_provider();
+        let (dir, lock) = Self::lock(cache, url)?;
+        let interrupt = AtomicBool::new(false);
+        let failed = |error: Box<dyn std::error::Error + Send + Sync>| FetchError {
+            url: url.to_owned(),
+            source: error,
+        };
+        let repo = if dir.join("HEAD").is_file() {
+            let repo = gix::open(&dir).map_err(|error| failed(error.into()))?;
+            repo.find_remote("origin")
+                .map_err(|error| failed(error.into()))?
+                .connect(gix::remote::Direction::Fetch)
+                .map_err(|error| failed(error.into()))?
+                .prepare_fetch(gix::progress::Discard, Default::default())
+                .map_err(|error| failed(error.into()))?
+                .receive(gix::progress::Discard, &interrupt)
+                .map_err(|error| failed(error.into()))?;
+            repo
+        } else {
+            // Cloned beside, then renamed: a failed clone leaves nothing
+            // that looks like a clone.
+            let partial = tempfile::Builder::new()
+                .prefix(".clone-")
+                .tempdir_in(dir.parent().expect("the clone has a parent"))?;
+            let mut prepare = gix::prepare_clone_bare(url, partial.path())
+                .map_err(|error| failed(error.into()))?
+                .configure_remote(|remote| {
+                    remote.with_refspecs(REFSPECS, gix::remote::Direction::Fetch)
+                });
+            prepare
+                .fetch_only(gix::progress::Discard, &interrupt)
+                .map_err(|error| failed(error.into()))?;
+            drop(prepare);
+            fs_err::rename(partial.keep(), &dir)?;
+            gix::open(&dir).map_err(|error| failed(error.into()))?
+        };
+        Ok(Self {
+            repo,
+            url: url.to_owned(),
+            _lock: lock,
+        })
+    }
+
+    /// Resolves `rev` (a tag, a branch or a commit id; the default branch
+    /// when `None`) to a commit.
+    pub fn resolve(&self, rev: Option<&str>) -> anyhow::Result<gix::ObjectId> {
+        let candidates: Vec<String> = match rev {
+            None => vec!["refs/remotes/origin/HEAD".to_owned()],
+            Some(rev) => vec![
+                format!("refs/tags/{rev}"),
+                format!("refs/remotes/origin/{rev}"),
+            ],
+        };
+        for name in &candidates {
+            if let Ok(Some(mut reference)) = self.repo.try_find_reference(name.as_str())
+                && let Ok(id) = reference.peel_to_id()
+            {
+                return self.commit_of(id.detach(), rev.unwrap_or("HEAD"));
+            }
+        }
+        if let Some(rev) = rev.filter(|rev| {
+            (4..=40).contains(&rev.len()) && rev.bytes().all(|byte| byte.is_ascii_hexdigit())
+        }) && let Ok(id) = self.repo.rev_parse_single(rev)
+        {
+            return self.commit_of(id.detach(), rev);
+        }
+        let shown = rev.unwrap_or("its default branch");
+        Err(UserError::new(format!(
+            "the git repository `{}` has no branch, tag or commit `{shown}`",
+            self.url
+        ))
+        .with_hint("give a branch, a tag or a commit id the repository has (`rev` in skills.toml, `#REV` or `@REV` on the command line)")
+        .into())
+    }
+
+    /// The commit `id` is or points to (an annotated tag).
+    fn commit_of(&self, id: gix::ObjectId, rev: &str) -> anyhow::Result<gix::ObjectId> {
+        let object = self.repo.find_object(id)?;
+        let commit = object.peel_to_commit().map_err(|error| {
+            UserError::new(format!(
+                "`{rev}` in the git repository `{}` is not a commit",
+                self.url
+            ))
+            .with_source(error)
+        })?;
+        Ok(commit.id)
+    }
+
+    /// Returns true if and only if the clone has the commit `id`.
+    fn has_commit(&self, id: &gix::ObjectId) -> bool {
+        self.repo
+            .find_object(*id)
+            .is_ok_and(|object| object.kind == gix::object::Kind::Commit)
+    }
+
+    /// The tree at `path` (the root when `None`) of `commit`.
+    fn tree(&self, commit: gix::ObjectId, path: Option<&str>) -> anyhow::Result<gix::Tree<'_>> {
+        let tree = self.repo.find_commit(commit)?.tree()?;
+        let Some(path) = path.filter(|path| *path != ".") else {
+            return Ok(tree);
+        };
+        let missing = || -> anyhow::Error {
+            UserError::new(format!(
+                "the git repository `{}` has no folder `{path}` at commit {commit}",
+                self.url
+            ))
+            .with_hint("give the folder of the skill, relative to the repository's root")
+            .into()
+        };
+        let entry = tree.lookup_entry_by_path(path)?.ok_or_else(missing)?;
+        if !entry.mode().is_tree() {
+            return Err(missing());
+        }
+        Ok(entry.object()?.into_tree())
+    }
+
+    /// The folders that hold a SKILL.md at `path` (or the root) of
+    /// `commit` and up to [`SEARCH_DEPTH`] levels below it, relative to the
+    /// repository's root, sorted.
+    pub fn find_skills(
+        &self,
+        commit: gix::ObjectId,
+        path: Option<&str>,
+    ) -> anyhow::Result<Vec<String>> {
+        let start = path.filter(|path| *path != ".").map(str::to_owned);
+        let mut found = Vec::new();
+        let mut pending = vec![(self.tree(commit, path)?.id, start, 0)];
+        while let Some((id, at, level)) = pending.pop() {
+            let tree = self.repo.find_tree(id)?;
+            let decoded = tree.decode()?;
+            if decoded
+                .entries
+                .iter()
+                .any(|entry| entry.filename == SKILL_MD && entry.mode.is_blob())
+            {
+                found.push(at.unwrap_or_else(|| ".".to_owned()));
+                continue;
+            }
+            if level == SEARCH_DEPTH {
+                continue;
+            }
+            for entry in decoded.entries.iter().filter(|entry| entry.mode.is_tree()) {
+                let Ok(name) = std::str::from_utf8(entry.filename) else {
+                    continue;
+                };
+                if name == ".git" || check_name(name).is_err() {
+                    continue;
+                }
+                let child = match &at {
+                    Some(at) => format!("{at}/{name}"),
+                    None => name.to_owned(),
+                };
+                pending.push((entry.oid.to_owned(), Some(child), level + 1));
+            }
+        }
+        found.sort();
+        Ok(found)
+    }
+
+    /// Writes the files of the tree at `path` of `commit` into `into` (a
+    /// new folder).
+    fn extract(
+        &self,
+        commit: gix::ObjectId,
+        path: Option<&str>,
+        into: &Path,
+    ) -> anyhow::Result<()> {
+        let limits = Limits::default();
+        let mut files = 0_usize;
+        let mut bytes = 0_u64;
+        let mut pending = vec![(self.tree(commit, path)?.id, into.to_owned(), String::new())];
+        fs_err::create_dir(into)?;
+        while let Some((id, dir, shown)) = pending.pop() {
+            let tree = self.repo.find_tree(id)?;
+            for entry in tree.decode()?.entries {
+                let name = std::str::from_utf8(entry.filename)
+                    .ok()
+                    .filter(|name| check_name(name).is_ok())
+                    .ok_or_else(|| {
+                        self.refuse(
+                            commit,
+                            &format!("the name {:?} in `{shown}`", entry.filename),
+                        )
+                    })?;
+                let place = format!("{shown}{name}");
+                let target = dir.join(name);
+                match entry.mode.kind() {
+                    gix::object::tree::EntryKind::Tree => {
+                        fs_err::create_dir(&target)?;
+                        pending.push((entry.oid.to_owned(), target, format!("{place}/")));
+                    }
+                    gix::object::tree::EntryKind::Blob
+                    | gix::object::tree::EntryKind::BlobExecutable => {
+                        files += 1;
+                        let blob = self.repo.find_blob(entry.oid)?;
+                        bytes += blob.data.len() as u64;
+                        if files > limits.max_entries || bytes > limits.max_unpacked_bytes {
+                            return Err(self.refuse(
+                                commit,
+                                &format!(
+                                    "more than {} files or {} of files",
+                                    limits.max_entries,
+                                    skillpkg_index::archive::human_bytes(limits.max_unpacked_bytes)
+                                ),
+                            ));
+                        }
+                        fs_err::write(&target, &blob.data)?;
+                        set_executable(
+                            &target,
+                            entry.mode.kind() == gix::object::tree::EntryKind::BlobExecutable,
+                        )?;
+                    }
+                    gix::object::tree::EntryKind::Link => {
+                        return Err(self.refuse(commit, &format!("the symlink `{place}`")));
+                    }
+                    gix::object::tree::EntryKind::Commit => {
+                        return Err(self.refuse(commit, &format!("the submodule `{place}`")));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn refuse(&self, commit: gix::ObjectId, what: &str) -> anyhow::Error {
+        UserError::new(format!(
+            "the skill in the git repository `{}` at commit {commit} has {what}, which a skill cannot hold",
+            self.url
+        ))
+        .with_hint("nothing was installed; a skill's files are plain files and folders with portable names")
+        .into()
+    }
+}
+
+/// A name in a tree: one portable path component.
+fn check_name(name: &str) -> Result<(), ()> {
+    let bad = name.is_empty()
+        || name == "."
+        || name == ".."
+        || name.contains(['/', '\\', '\0'])
+        || name.eq_ignore_ascii_case(".git");
+    if bad { Err(()) } else { Ok(()) }
+}
+
+#[cfg(unix)]
+fn set_executable(path: &Path, executable: bool) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let mode = if executable { 0o755 } else { 0o644 };
+    fs_err::set_permissions(path, std::fs::Permissions::from_mode(mode))
+}
+
+#[cfg(not(unix))]
+fn set_executable(_path: &Path, _executable: bool) -> std::io::Result<()> {
+    Ok(())
+}
+
+/// The cache folder git clones live in.
+fn cache_root() -> anyhow::Result<PathBuf> {
+    Ok(crate::client::Cache::open()?.root().to_owned())
+}
+
+/// Reads the skill `source` names, at `commit` when given (a locked one:
+/// fetched only when the cached clone lacks it), else at the commit its
+/// `rev` resolves to now (always fetched). Returns the commit and the
+/// skill, validated and packed. `origin` names the entry for messages.
+pub fn read_skill(
+    source: &GitSource,
+    commit: Option<&str>,
+    offline: bool,
+    origin: &str,
+) -> anyhow::Result<(String, FolderSkill)> {
+    let cache = cache_root()?;
+    let locked = commit
+        .map(|commit| {
+            gix::ObjectId::from_hex(commit.as_bytes()).map_err(|error| {
+                UserError::new(format!(
+                    "{origin}: `{commit}` in skills.lock is not a commit id"
+                ))
+                .with_hint("delete skills.lock and run `skillpkg install` to write a fresh one")
+                .with_source(error)
+            })
+        })
+        .transpose()?;
+    let repository = match (locked, Repository::cached(&cache, &source.url)?) {
+        (Some(id), Some(cached)) if cached.has_commit(&id) => cached,
+        (_, cached) if offline => {
+            let why = if cached.is_none() {
+                "is not in the cache"
+            } else if locked.is_some() {
+                "lacks the locked commit in the cache"
+            } else {
+                "must be fetched to resolve its revision"
+            };
+            return Err(UserError::new(format!(
+                "{origin}: the git repository `{}` {why}, and --offline forbids fetching it",
+                source.url
+            ))
+            .with_hint("run without --offline once")
+            .into());
+        }
+        (_, cached) => {
+            drop(cached);
+            Repository::fetch(&cache, &source.url)?
+        }
+    };
+    let commit = match locked {
+        Some(id) if repository.has_commit(&id) => id,
+        Some(id) => {
+            return Err(UserError::new(format!(
+                "{origin}: the git repository `{}` no longer has the commit {id} that skills.lock pins",
+                source.url
+            ))
+            .with_hint("if it was rewritten on purpose, run `skillpkg update NAME` to lock a commit it has")
+            .into());
+        }
+        None => repository.resolve(source.rev.as_deref())?,
+    };
+    let scratch = tempfile::tempdir()?;
+    let staging = scratch.path().join("skill");
+    repository.extract(commit, source.path.as_deref(), &staging)?;
+    drop(repository);
+    // A skill's folder is named after it: the repository's (or its
+    // folder's) name may differ, so the folder is named by its SKILL.md.
+    let folder = match skill_name(&staging) {
+        Some(name) => {
+            let named = scratch.path().join(&name);
+            fs_err::rename(&staging, &named)?;
+            named
+        }
+        None => staging,
+    };
+    let skill = read_folder(&folder, origin)?;
+    Ok((commit.to_string(), skill))
+}
+
+/// The `name` a folder's SKILL.md gives, when it gives a usable one.
+fn skill_name(dir: &Path) -> Option<String> {
+    let bytes = fs_err::read(dir.join(SKILL_MD)).ok()?;
+    let document = skillpkg_index::skill::document::parse(&bytes).ok()?;
+    let name = document.get("name")?.1.value.as_str()?.to_owned();
+    name.parse::<skillpkg_index::skill::SkillName>().ok()?;
+    Some(name)
+}
+
+/// The skills of a repository, for `add`: fetches it, resolves `rev` and
+/// lists the folders with a SKILL.md at `path` and below. Returns the commit
+/// and the folders.
+pub fn list_skills(source: &GitSource, offline: bool) -> anyhow::Result<(String, Vec<String>)> {
+    if offline {
+        return Err(UserError::new(format!(
+            "adding from the git repository `{}` fetches it, and --offline forbids that",
+            source.url
+        ))
+        .into());
+    }
+    let repository = Repository::fetch(&cache_root()?, &source.url)?;
+    let commit = repository.resolve(source.rev.as_deref())?;
+    let found = repository.find_skills(commit, source.path.as_deref())?;
+    Ok((commit.to_string(), found))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_that_would_leave_their_folder_are_refused() {
+        for bad in ["", ".", "..", "a/b", "a\\b", "nul\0", ".git", ".GIT"] {
+            assert!(check_name(bad).is_err(), "{bad:?}");
+        }
+        for good in ["SKILL.md", ".skillignore", "..x", "a b"] {
+            assert!(check_name(good).is_ok(), "{good:?}");
+        }
+    }
+}

@@ -15,15 +15,57 @@
 //! before the folder goes through [`super::sources::read_folder`] like any
 //! other.
 
+#[cfg(feature = "git")]
 use std::path::{Path, PathBuf};
+#[cfg(feature = "git")]
 use std::sync::atomic::AtomicBool;
 
+#[cfg(feature = "git")]
 use fs4::fs_std::FileExt as _;
+#[cfg(feature = "git")]
 use skillpkg_index::archive::Limits;
+#[cfg(feature = "git")]
 use skillpkg_index::skill::SKILL_MD;
 
+#[cfg(feature = "git")]
 use super::sources::{FolderSkill, GitSource, read_folder};
+#[cfg(feature = "git")]
 use crate::error::UserError;
+
+/// Without the `git` feature (the fuzz targets build without it), every
+/// git source is refused.
+#[cfg(not(feature = "git"))]
+mod without_git {
+    use super::super::sources::{FolderSkill, GitSource};
+    use crate::error::UserError;
+
+    fn refused(source: &GitSource) -> anyhow::Error {
+        UserError::new(format!(
+            "`{}` is a git repository, and this skillpkg was built without git support",
+            source.url
+        ))
+        .with_hint("build skillpkg with its default features")
+        .into()
+    }
+
+    pub fn read_skill(
+        source: &GitSource,
+        _commit: Option<&str>,
+        _offline: bool,
+        _origin: &str,
+    ) -> anyhow::Result<(String, FolderSkill)> {
+        Err(refused(source))
+    }
+
+    pub fn list_skills(
+        source: &GitSource,
+        _offline: bool,
+    ) -> anyhow::Result<(String, Vec<String>)> {
+        Err(refused(source))
+    }
+}
+#[cfg(not(feature = "git"))]
+pub use without_git::{list_skills, read_skill};
 
 /// A repository could not be fetched: the network, the URL or the
 /// server. Exits with status 3, like a registry that cannot be reached.
@@ -35,6 +77,7 @@ pub struct FetchError {
     pub source: Box<dyn std::error::Error + Send + Sync>,
 }
 
+#[cfg(feature = "git")]
 /// A bare clone in the cache, locked while it is used.
 pub struct Repository {
     repo: gix::Repository,
@@ -42,6 +85,7 @@ pub struct Repository {
     _lock: fs_err::File,
 }
 
+#[cfg(feature = "git")]
 impl std::fmt::Debug for Repository {
     fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         formatter
@@ -51,6 +95,7 @@ impl std::fmt::Debug for Repository {
     }
 }
 
+#[cfg(feature = "git")]
 /// The refspecs every cached clone fetches.
 const REFSPECS: [&str; 3] = [
     "+HEAD:refs/remotes/origin/HEAD",
@@ -58,16 +103,19 @@ const REFSPECS: [&str; 3] = [
     "+refs/tags/*:refs/tags/*",
 ];
 
+#[cfg(feature = "git")]
 /// How deep below a repository's root (or the given path) `add` looks for
 /// skills.
 pub const SEARCH_DEPTH: usize = 4;
 
+#[cfg(feature = "git")]
 /// Installs the TLS crypto provider gix's HTTP client needs (ring, which
 /// the rest of skillpkg uses too); harmless when one is installed already.
 fn install_crypto_provider() {
     let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
+#[cfg(feature = "git")]
 impl Repository {
     /// Opens the cached clone of `url` without fetching, creating nothing;
     /// `None` when there is none yet.
@@ -343,6 +391,7 @@ impl Repository {
     }
 }
 
+#[cfg(feature = "git")]
 /// A name in a tree: one portable path component.
 fn check_name(name: &str) -> Result<(), ()> {
     let bad = name.is_empty()
@@ -353,23 +402,25 @@ fn check_name(name: &str) -> Result<(), ()> {
     if bad { Err(()) } else { Ok(()) }
 }
 
-#[cfg(unix)]
+#[cfg(all(unix, feature = "git"))]
 fn set_executable(path: &Path, executable: bool) -> std::io::Result<()> {
     use std::os::unix::fs::PermissionsExt as _;
     let mode = if executable { 0o755 } else { 0o644 };
     fs_err::set_permissions(path, std::fs::Permissions::from_mode(mode))
 }
 
-#[cfg(not(unix))]
+#[cfg(all(not(unix), feature = "git"))]
 fn set_executable(_path: &Path, _executable: bool) -> std::io::Result<()> {
     Ok(())
 }
 
+#[cfg(feature = "git")]
 /// The cache folder git clones live in.
 fn cache_root() -> anyhow::Result<PathBuf> {
     Ok(crate::client::Cache::open()?.root().to_owned())
 }
 
+#[cfg(feature = "git")]
 /// Reads the skill `source` names, at `commit` when given (a locked one:
 /// fetched only when the cached clone lacks it), else at the commit its
 /// `rev` resolves to now (always fetched). Returns the commit and the
@@ -444,6 +495,7 @@ pub fn read_skill(
     Ok((commit.to_string(), skill))
 }
 
+#[cfg(feature = "git")]
 /// The `name` a folder's SKILL.md gives, when it gives a usable one.
 fn skill_name(dir: &Path) -> Option<String> {
     let bytes = fs_err::read(dir.join(SKILL_MD)).ok()?;
@@ -453,6 +505,7 @@ fn skill_name(dir: &Path) -> Option<String> {
     Some(name)
 }
 
+#[cfg(feature = "git")]
 /// The skills of a repository, for `add`: fetches it, resolves `rev` and
 /// lists the folders with a SKILL.md at `path` and below. Returns the commit
 /// and the folders.
@@ -470,7 +523,7 @@ pub fn list_skills(source: &GitSource, offline: bool) -> anyhow::Result<(String,
     Ok((commit.to_string(), found))
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "git"))]
 mod tests {
     use super::*;
 

@@ -182,8 +182,10 @@ pub enum Command {
     /// version). --target adds targets to the manifest too; --registry NAME
     /// takes the skills from that registry (`registry = "NAME"` in their
     /// entries). A path (starting with `./`, `../`, `/` or `path:`) takes
-    /// the skill from that folder, read again at every install; a folder of
-    /// several skills needs --skill or --all (or asks, on a terminal).
+    /// the skill from that folder, read again at every install; a git
+    /// repository is pinned by commit, a discovery index or a tarball by
+    /// digest. A source of several skills needs --skill or --all (or asks,
+    /// on a terminal).
     #[command(after_help = ADD_EXAMPLES)]
     Add(AddArgs),
 
@@ -417,12 +419,18 @@ Examples:
 
 const ADD_EXAMPLES: &str = "\
 Examples:
-  skillpkg add pdf-processing                    the latest version, written as ^VERSION
-  skillpkg add pdf-processing@~1.2 csv-insights  two skills, one with a requirement
-  skillpkg add pdf --registry corp               from the registry named `corp`
-  skillpkg add pdf --global                      into the user-level folders
-  skillpkg add ./skills/pdf                      from a folder, written `{ path = \"skills/pdf\" }`
-  skillpkg add path:../shared --skill csv        one skill of a folder that holds several";
+  skillpkg add pdf-processing                          the latest version, written as ^VERSION
+  skillpkg add pdf-processing@~1.2 csv-insights        two skills, one with a requirement
+  skillpkg add pdf --registry corp                     from the registry named `corp`
+  skillpkg add pdf --global                            into the user-level folders
+  skillpkg add ./skills/pdf                            from a folder, written `{ path = \"skills/pdf\" }`
+  skillpkg add path:../shared --skill csv              one skill of a folder that holds several
+  skillpkg add acme/skills/review@v1.2.0               from a GitHub repository's folder, at a tag
+  skillpkg add git+https://git.example.com/s.git#main --all
+                                                       every skill of any git repository, at `main`
+  skillpkg add https://skills.example.com/ --skill notes
+                                                       from a site's discovery index
+  skillpkg add https://example.com/csv-2.0.0.tgz       from a tarball";
 
 const REMOVE_EXAMPLES: &str = "\
 Examples:
@@ -839,15 +847,17 @@ pub struct InitArgs {
 
 #[derive(Debug, Args)]
 pub struct AddArgs {
-    /// NAME or NAME@REQ from a registry, or a folder (`./skills/pdf`,
-    /// `path:../shared/pdf`).
+    /// NAME or NAME@REQ from a registry; or a folder (`./skills/pdf`,
+    /// `path:../shared/pdf`), a git repository (`OWNER/REPO[/PATH][@REV]`,
+    /// `github:...`, `git+URL#REV`), a site's discovery index
+    /// (`https://...`) or a tarball URL (`https://.../x.tgz`).
     #[arg(value_name = "NAME[@REQ]|SOURCE", required = true)]
     pub skills: Vec<String>,
-    /// Of the skills a folder holds, add the one named NAME (repeat for
-    /// several).
+    /// Of the skills a folder, repository or index holds, add the one named
+    /// NAME (repeat for several).
     #[arg(long = "skill", value_name = "NAME", conflicts_with = "all")]
     pub skill: Vec<skillpkg_index::skill::SkillName>,
-    /// Add every skill a folder holds.
+    /// Add every skill a folder, repository or index holds.
     #[arg(long)]
     pub all: bool,
     /// Skills to accept unsigned.

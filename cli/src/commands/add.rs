@@ -2,15 +2,16 @@
 
 use crate::args::{AddArgs, RemoveArgs};
 use crate::client::registries::Registries;
+use crate::client::registry;
 use crate::client::settings::Environment;
 use crate::commands::install::{ManifestEdit, install_with, project_root};
 use crate::error::{ExitStatus, UserError};
 use crate::printer::Printer;
-use crate::project::git;
 use crate::project::lockfile::Lockfile;
 use crate::project::manifest;
 use crate::project::manifest::{RegistryChoice, SetSkill};
 use crate::project::sources::{self, Direct, GitSource};
+use crate::project::{git, web};
 use crate::spec::SkillSpec;
 use skillpkg_index::skill::{SKILL_MD, SkillName};
 use std::path::{Path, PathBuf};
@@ -37,6 +38,15 @@ pub fn run(args: &AddArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
                 ))
             })?;
             for (name, source) in git_skills(text, &git, args, printer)? {
+                if direct.iter().any(|(other, _)| other == &name) {
+                    return Err(UserError::new(format!("`{name}` is given twice")).into());
+                }
+                direct.push((name, source));
+            }
+            continue;
+        }
+        if text.starts_with("https://") || text.starts_with("http://") {
+            for (name, source) in web_skills(text, args, printer)? {
                 if direct.iter().any(|(other, _)| other == &name) {
                     return Err(UserError::new(format!("`{name}` is given twice")).into());
                 }
@@ -334,6 +344,75 @@ fn git_skills(
         chosen.push((skill.packed.name, Direct::Git(source)));
     }
     Ok(chosen)
+}
+
+/// The skills `add` takes from a URL: a tarball (its path ends in `.tgz`
+/// or `.tar.gz`), else a site's discovery index (or the index's own URL),
+/// among whose skills --skill, --all or the user chooses. Each is fetched,
+/// checked against its digest and validated now.
+fn web_skills(
+    text: &str,
+    args: &AddArgs,
+    printer: &Printer,
+) -> anyhow::Result<Vec<(SkillName, Direct)>> {
+    if args.install.offline {
+        return Err(UserError::new(format!(
+            "adding from `{text}` fetches it, and --offline forbids that"
+        ))
+        .into());
+    }
+    let url = web::parse_url(text)?;
+    let origin = format!("`{text}`");
+    if web::is_tarball(&url) {
+        if !args.skill.is_empty() || args.all {
+            return Err(UserError::new(format!(
+                "`{text}` is a tarball of one skill, so --skill and --all have nothing to choose from"
+            ))
+            .into());
+        }
+        printer.status("Fetching", text);
+        let (_, skill) = registry::block_on(web::read_tarball(&url, None, &origin))??;
+        return Ok(vec![(skill.packed.name, Direct::Url(text.to_owned()))]);
+    }
+    printer.status("Fetching", &format!("the discovery index of {text}"));
+    let index = registry::block_on(web::read_index(text))??;
+    for skipped in &index.skipped {
+        printer.diagnostic(&format!("warning: {} leaves out {skipped}", index.url));
+    }
+    let names: Vec<String> = index
+        .skills
+        .iter()
+        .map(|skill| skill.name.to_string())
+        .collect();
+    if names.is_empty() {
+        return Err(UserError::new(format!(
+            "the discovery index at {} lists no skill skillpkg can install",
+            index.url
+        ))
+        .with_hint("its entries are left out for the reasons above")
+        .into());
+    }
+    let chosen = choose(text, Path::new(""), &names, args)?;
+    let mut skills = Vec::new();
+    for name in chosen {
+        let name = name.to_string_lossy();
+        let skill = index
+            .skills
+            .iter()
+            .find(|skill| skill.name.as_str() == name)
+            .expect("a chosen skill is listed");
+        let folder = registry::block_on(web::read_index_skill(skill, None, &origin))??;
+        if folder.packed.name != skill.name {
+            return Err(UserError::new(format!(
+                "{origin}: the index lists `{}`, but its SKILL.md names the skill `{}`",
+                skill.name, folder.packed.name
+            ))
+            .with_hint("the site's index and files disagree; nothing was installed")
+            .into());
+        }
+        skills.push((skill.name.clone(), Direct::Index(text.to_owned())));
+    }
+    Ok(skills)
 }
 
 /// Chooses among the skills `found` below `dir` (paths relative to it).

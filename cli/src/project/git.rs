@@ -431,6 +431,27 @@ pub fn read_skill(
     offline: bool,
     origin: &str,
 ) -> anyhow::Result<(String, FolderSkill)> {
+    off_the_runtime(|| read_skill_here(source, commit, offline, origin))
+}
+
+/// Runs `work` on a thread of its own: gix's HTTP transport is reqwest's
+/// blocking client, which must not run (or be dropped) on a thread that
+/// drives an async runtime, as `install`'s does.
+fn off_the_runtime<T: Send>(work: impl FnOnce() -> anyhow::Result<T> + Send) -> anyhow::Result<T> {
+    std::thread::scope(|scope| {
+        scope
+            .spawn(work)
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    })
+}
+
+fn read_skill_here(
+    source: &GitSource,
+    commit: Option<&str>,
+    offline: bool,
+    origin: &str,
+) -> anyhow::Result<(String, FolderSkill)> {
     let cache = cache_root()?;
     let locked = commit
         .map(|commit| {
@@ -483,9 +504,9 @@ pub fn read_skill(
     drop(repository);
     // A skill's folder is named after it: the repository's (or its
     // folder's) name may differ, so the folder is named by its SKILL.md.
-    let folder = match skill_name(&staging) {
+    let folder = match super::sources::skill_name_of(&staging) {
         Some(name) => {
-            let named = scratch.path().join(&name);
+            let named = scratch.path().join(name.as_str());
             fs_err::rename(&staging, &named)?;
             named
         }
@@ -493,16 +514,6 @@ pub fn read_skill(
     };
     let skill = read_folder(&folder, origin)?;
     Ok((commit.to_string(), skill))
-}
-
-#[cfg(feature = "git")]
-/// The `name` a folder's SKILL.md gives, when it gives a usable one.
-fn skill_name(dir: &Path) -> Option<String> {
-    let bytes = fs_err::read(dir.join(SKILL_MD)).ok()?;
-    let document = skillpkg_index::skill::document::parse(&bytes).ok()?;
-    let name = document.get("name")?.1.value.as_str()?.to_owned();
-    name.parse::<skillpkg_index::skill::SkillName>().ok()?;
-    Some(name)
 }
 
 #[cfg(feature = "git")]
@@ -517,10 +528,12 @@ pub fn list_skills(source: &GitSource, offline: bool) -> anyhow::Result<(String,
         ))
         .into());
     }
-    let repository = Repository::fetch(&cache_root()?, &source.url)?;
-    let commit = repository.resolve(source.rev.as_deref())?;
-    let found = repository.find_skills(commit, source.path.as_deref())?;
-    Ok((commit.to_string(), found))
+    off_the_runtime(|| {
+        let repository = Repository::fetch(&cache_root()?, &source.url)?;
+        let commit = repository.resolve(source.rev.as_deref())?;
+        let found = repository.find_skills(commit, source.path.as_deref())?;
+        Ok((commit.to_string(), found))
+    })
 }
 
 #[cfg(all(test, feature = "git"))]

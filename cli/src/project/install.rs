@@ -318,7 +318,8 @@ pub async fn install(
         options.update.as_deref(),
         options.offline,
         options.locked,
-    )?;
+    )
+    .await?;
     report.warnings.extend(direct.warnings.iter().cloned());
     // With --locked only what the lock pins is read (or nothing at all,
     // when the lock does not satisfy the manifest).
@@ -522,17 +523,8 @@ async fn finish_install(
     for entry in direct_needed {
         let skill = match packed.remove(&entry.name) {
             Some(skill) => skill,
-            // A git source kept at its locked commit: read now.
-            None => {
-                let Some(sources::Direct::Git(git)) = manifest.direct.get(&entry.name) else {
-                    unreachable!("only git sources are locked without being read");
-                };
-                let commit = sources::locked_commit(&entry.source);
-                let origin = format!("`{}` in skills.toml", entry.name);
-                super::git::read_skill(git, commit, options.offline, &origin)?
-                    .1
-                    .packed
-            }
+            // A source kept as the lock pins it: fetched now.
+            None => fetch_pinned(manifest, entry, options.offline).await?,
         };
         archives.insert(entry.name.clone(), VerifiedArchive::packed_here(skill));
     }
@@ -1260,6 +1252,56 @@ async fn warn_lookalikes(
             report.warnings.push(warning);
         }
     }
+}
+
+/// Fetches the files of `entry`, a skill from a git repository, a
+/// discovery index or a tarball URL, as skills.lock pins them.
+async fn fetch_pinned(
+    manifest: &Manifest,
+    entry: &LockedSkill,
+    offline: bool,
+) -> anyhow::Result<skillpkg_index::archive::PackedSkill> {
+    let source = manifest
+        .direct
+        .get(&entry.name)
+        .expect("a direct entry of the lock is in the manifest");
+    let origin = format!("`{}` in skills.toml", entry.name);
+    let packed = match source {
+        sources::Direct::Git(git) => {
+            let commit = sources::locked_commit(&entry.source);
+            super::git::read_skill(git, commit, offline, &origin)?
+                .1
+                .packed
+        }
+        _ if offline => {
+            return Err(UserError::new(format!(
+                "{origin} comes from the {}, which is not cached, and --offline forbids fetching it",
+                source.describe()
+            ))
+            .with_hint("run without --offline")
+            .into());
+        }
+        _ => {
+            sources::fetch(source, &entry.name, Some(entry), &origin)
+                .await?
+                .2
+                .packed
+        }
+    };
+    if packed.tree.as_str() != entry.tree {
+        return Err(UserError::new(format!(
+            "{origin}: the files of the {} have the tree hash {}, but skills.lock pins {}",
+            source.describe(),
+            packed.tree,
+            entry.tree
+        ))
+        .with_hint(format!(
+            "they changed since the lock was written; run `skillpkg update {}` to take them, after reviewing them",
+            entry.name
+        ))
+        .into());
+    }
+    Ok(packed)
 }
 
 /// What the lock says a registry's archive must be.

@@ -25,6 +25,13 @@ pub const PATH_SOURCE_PREFIX: &str = "path:";
 /// (each when given) and `#COMMIT`, the commit it was resolved to.
 pub const GIT_SOURCE_PREFIX: &str = "git+";
 
+/// What a `source` of a skill from a discovery index starts with; the rest
+/// is the index's URL as skills.toml gives it.
+pub const INDEX_SOURCE_PREFIX: &str = "index+";
+/// What a `source` of a skill from a tarball URL starts with; the rest is
+/// the URL.
+pub const URL_SOURCE_PREFIX: &str = "url+";
+
 /// Returns the `source` of a skill from the registry named `registry`.
 pub fn registry_source(registry: &str) -> String {
     format!("{REGISTRY_SOURCE_PREFIX}{registry}")
@@ -81,10 +88,18 @@ impl LockedSkill {
         self.source.strip_prefix(REGISTRY_SOURCE_PREFIX)
     }
 
-    /// Returns true if and only if the skill comes from a local folder or a
-    /// git repository rather than a registry.
+    /// Returns true if and only if the skill comes from a local folder, a
+    /// git repository, a discovery index or a tarball URL rather than a
+    /// registry.
     pub fn is_direct(&self) -> bool {
-        self.source.starts_with(PATH_SOURCE_PREFIX) || self.source.starts_with(GIT_SOURCE_PREFIX)
+        [
+            PATH_SOURCE_PREFIX,
+            GIT_SOURCE_PREFIX,
+            INDEX_SOURCE_PREFIX,
+            URL_SOURCE_PREFIX,
+        ]
+        .iter()
+        .any(|prefix| self.source.starts_with(prefix))
     }
 
     /// Returns the name of the registry the skill comes from, or an error

@@ -209,7 +209,9 @@ fn entry(name: &str, value: &toml::Value, path: &Path) -> anyhow::Result<Entry> 
     };
     let (text, allow_unsigned, registry) = match value {
         toml::Value::String(text) => (text.as_str(), false, None),
-        toml::Value::Table(table) if table.contains_key("path") || table.contains_key("git") => {
+        toml::Value::Table(table)
+            if super::sources::is_direct_table(&|key| table.contains_key(key)) =>
+        {
             return Direct::from_table(table, &invalid).map(Entry::Direct);
         }
         toml::Value::Table(table) => {
@@ -389,7 +391,7 @@ pub fn edit(
         if skills
             .get(name)
             .and_then(|item| item.as_table_like())
-            .is_some_and(|table| table.contains_key("path") || table.contains_key("git"))
+            .is_some_and(|table| super::sources::is_direct_table(&|key| table.contains_key(key)))
         {
             skills.remove(name);
         }

@@ -12,3 +12,4 @@ pub mod policy;
 pub mod resolve;
 pub mod sources;
 pub mod targets;
+pub mod web;

@@ -18,7 +18,10 @@ use skillpkg_index::skill::{self, SkillName, ValidateOptions};
 
 use std::collections::BTreeMap;
 
-use super::lockfile::{GIT_SOURCE_PREFIX, LockedSkill, Lockfile, PATH_SOURCE_PREFIX};
+use super::lockfile::{
+    GIT_SOURCE_PREFIX, INDEX_SOURCE_PREFIX, LockedSkill, Lockfile, PATH_SOURCE_PREFIX,
+    URL_SOURCE_PREFIX,
+};
 use super::manifest::Manifest;
 use crate::error::UserError;
 
@@ -30,6 +33,11 @@ pub enum Direct {
     Path(String),
     /// `{ git = URL, rev = REV, path = PATH }`.
     Git(GitSource),
+    /// `{ index = URL }`: the skill of that name in the discovery index of
+    /// a site (or at that URL).
+    Index(String),
+    /// `{ url = URL }`: a tarball of the skill's folder.
+    Url(String),
 }
 
 /// A skill in a git repository.
@@ -45,8 +53,14 @@ pub struct GitSource {
     pub path: Option<String>,
 }
 
-/// The keys of a skill's table that name a folder or a repository.
-pub const DIRECT_KEYS: [&str; 3] = ["path", "git", "rev"];
+/// The keys of a skill's table that name where its files are.
+pub const DIRECT_KEYS: [&str; 5] = ["path", "git", "rev", "index", "url"];
+
+/// Returns true if and only if a `[skills]` table names where the skill's
+/// files are rather than a version.
+pub fn is_direct_table(has: &dyn Fn(&str) -> bool) -> bool {
+    ["path", "git", "index", "url"].into_iter().any(has)
+}
 
 impl Direct {
     /// Reads a `[skills]` table that has `path` or `git`; `invalid` words
@@ -71,8 +85,35 @@ impl Direct {
             .find(|key| !DIRECT_KEYS.contains(&key.as_str()))
         {
             return Err(invalid(format!(
-                "has `{key}`, which a skill from a folder or a git repository cannot have (its keys are `path`, `git` and `rev`)"
+                "has `{key}`, which a skill from a folder, a git repository, a discovery index or a URL cannot have (their keys are `path`, `git` with `rev` and `path`, `index` and `url`)"
             )));
+        }
+        let kinds: Vec<&str> = ["git", "index", "url"]
+            .into_iter()
+            .filter(|key| table.contains_key(*key))
+            .collect();
+        if kinds.len() > 1 {
+            return Err(invalid(format!(
+                "has both `{}` and `{}`",
+                kinds[0], kinds[1]
+            )));
+        }
+        for key in ["index", "url"] {
+            if let Some(url) = string(key)? {
+                if let Some(other) = ["path", "rev"]
+                    .into_iter()
+                    .find(|other| table.contains_key(*other))
+                {
+                    return Err(invalid(format!("has `{other}` beside `{key}`")));
+                }
+                super::web::parse_url(&url)
+                    .map_err(|error| invalid(format!("has `{key} = \"{url}\"`: {error}")))?;
+                return Ok(if key == "index" {
+                    Direct::Index(url)
+                } else {
+                    Direct::Url(url)
+                });
+            }
         }
         let path = string("path")?;
         if let Some(path) = &path {
@@ -103,6 +144,12 @@ impl Direct {
             Direct::Path(path) => {
                 table.insert("path", path.as_str().into());
             }
+            Direct::Index(url) => {
+                table.insert("index", url.as_str().into());
+            }
+            Direct::Url(url) => {
+                table.insert("url", url.as_str().into());
+            }
             Direct::Git(git) => {
                 table.insert("git", git.url.as_str().into());
                 if let Some(rev) = &git.rev {
@@ -120,6 +167,8 @@ impl Direct {
     fn source_stem(&self) -> String {
         match self {
             Direct::Path(path) => format!("{PATH_SOURCE_PREFIX}{}", normalize(path)),
+            Direct::Index(url) => format!("{INDEX_SOURCE_PREFIX}{url}"),
+            Direct::Url(url) => format!("{URL_SOURCE_PREFIX}{url}"),
             Direct::Git(git) => {
                 let mut query = Vec::new();
                 if let Some(rev) = &git.rev {
@@ -151,7 +200,9 @@ impl Direct {
     /// (for a git source: the same URL, `rev` and `path`, at any commit).
     pub fn locked_by(&self, entry: &LockedSkill) -> bool {
         match self {
-            Direct::Path(_) => entry.source == self.source_stem(),
+            Direct::Path(_) | Direct::Index(_) | Direct::Url(_) => {
+                entry.source == self.source_stem()
+            }
             Direct::Git(_) => entry
                 .source
                 .rsplit_once('#')
@@ -164,6 +215,8 @@ impl Direct {
     pub fn describe(&self) -> String {
         match self {
             Direct::Path(path) => format!("folder {path}"),
+            Direct::Index(url) => format!("discovery index {url}"),
+            Direct::Url(url) => format!("tarball {url}"),
             Direct::Git(git) => {
                 let mut text = format!("git repository {}", git.url);
                 if let Some(path) = &git.path {
@@ -427,7 +480,7 @@ impl DirectLock {
 /// is unchanged and it is not being updated (`update`: the names to
 /// update, all when empty); else its `rev` is resolved again, and the
 /// skill read at that commit.
-pub fn lock_direct(
+pub async fn lock_direct(
     root: &Path,
     manifest: &Manifest,
     old: Option<&Lockfile>,
@@ -439,31 +492,119 @@ pub fn lock_direct(
     for (name, source) in &manifest.direct {
         let origin = format!("`{name}` in skills.toml");
         let updating = update.is_some_and(|names| names.is_empty() || names.contains(name));
-        let (folder, commit) = match source {
-            Direct::Path(path) => (read_folder(&folder_of(root, path), &origin)?, None),
-            Direct::Git(git) => {
-                if let Some(entry) = old
-                    .and_then(|lock| lock.get(name))
-                    .filter(|entry| source.locked_by(entry) && !updating)
-                {
-                    // Read only when a target needs its files.
-                    lock.entries.push(entry.clone());
-                    continue;
-                }
-                if locked {
-                    // Not locked as skills.toml asks: the lock does not
-                    // satisfy the manifest, which --locked refuses (without
-                    // fetching anything first).
-                    continue;
-                }
-                let (commit, folder) = super::git::read_skill(git, None, offline, &origin)?;
-                (folder, Some(commit))
-            }
-        };
+        if let Direct::Path(path) = source {
+            let folder = read_folder(&folder_of(root, path), &origin)?;
+            lock.add(name, source.lock_source(None), None, folder, old)?;
+            continue;
+        }
+        // A source fetched from elsewhere keeps what the lock pins while
+        // its entry is unchanged; it is read only when a target needs its
+        // files.
+        if let Some(entry) = old
+            .and_then(|lock| lock.get(name))
+            .filter(|entry| source.locked_by(entry) && !updating)
+        {
+            lock.entries.push(entry.clone());
+            continue;
+        }
+        if locked {
+            // Not locked as skills.toml asks: the lock does not satisfy the
+            // manifest, which --locked refuses (without fetching anything).
+            continue;
+        }
+        if offline {
+            return Err(UserError::new(format!(
+                "{origin} comes from the {}, which must be fetched to lock it, and --offline forbids that",
+                source.describe()
+            ))
+            .with_hint("run without --offline once")
+            .into());
+        }
+        let (lock_source, checksum, folder) = fetch(source, name, None, &origin).await?;
+        lock.add(name, lock_source, checksum, folder, old)?;
+    }
+    Ok(lock)
+}
+
+/// Fetches the skill `name` that `source` (not a folder) names: at the
+/// commit, digest or checksum `pinned` says (from skills.lock), else as
+/// the source stands now. Returns the `source` to lock, the checksum to
+/// lock (of a tarball or an index's artifact) and the skill.
+pub async fn fetch(
+    source: &Direct,
+    name: &SkillName,
+    pinned: Option<&LockedSkill>,
+    origin: &str,
+) -> anyhow::Result<(
+    String,
+    Option<skillpkg_index::checksum::Checksum>,
+    FolderSkill,
+)> {
+    match source {
+        Direct::Path(path) => Err(anyhow::anyhow!("the folder {path} is not fetched")),
+        Direct::Git(git) => {
+            let commit = pinned.and_then(|entry| locked_commit(&entry.source));
+            let (commit, folder) = super::git::read_skill(git, commit, false, origin)?;
+            Ok((source.lock_source(Some(&commit)), None, folder))
+        }
+        Direct::Index(site) => {
+            let index = super::web::read_index(site).await?;
+            let Some(skill) = index.skills.iter().find(|skill| &skill.name == name) else {
+                let why = index
+                    .skipped
+                    .iter()
+                    .find(|why| why.starts_with(&format!("`{name}`")))
+                    .map(|why| format!(" (its entry is not valid: {why})"))
+                    .unwrap_or_default();
+                return Err(UserError::new(format!(
+                    "{origin}: the discovery index at {} lists no skill `{name}`{why}",
+                    index.url
+                ))
+                .with_hint(format!("it lists {}", listed(&index)))
+                .into());
+            };
+            let locked = pinned.and_then(|entry| entry.checksum);
+            let folder = super::web::read_index_skill(skill, locked, origin).await?;
+            Ok((source.lock_source(None), skill.artifact.digest(), folder))
+        }
+        Direct::Url(url) => {
+            let url = super::web::parse_url(url)?;
+            let locked = pinned.and_then(|entry| entry.checksum);
+            let (checksum, folder) = super::web::read_tarball(&url, locked, origin).await?;
+            Ok((source.lock_source(None), Some(checksum), folder))
+        }
+    }
+}
+
+/// The skills an index lists, for messages.
+pub fn listed(index: &super::web::Index) -> String {
+    if index.skills.is_empty() {
+        return "no valid entry".to_owned();
+    }
+    index
+        .skills
+        .iter()
+        .map(|skill| skill.name.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl DirectLock {
+    /// Adds the skill `name` read from `source`, checking it is the skill
+    /// the entry names.
+    fn add(
+        &mut self,
+        name: &SkillName,
+        source: String,
+        checksum: Option<skillpkg_index::checksum::Checksum>,
+        folder: FolderSkill,
+        old: Option<&Lockfile>,
+    ) -> anyhow::Result<()> {
+        let origin = format!("`{name}` in skills.toml");
         if &folder.packed.name != name {
             return Err(UserError::new(format!(
                 "{origin} is taken from {}, which holds the skill `{}`",
-                source.describe(),
+                describe_source(&source),
                 folder.packed.name
             ))
             .with_hint(format!(
@@ -474,32 +615,48 @@ pub fn lock_direct(
         }
         if !folder.dependencies.is_empty() {
             let names: Vec<&str> = folder.dependencies.iter().map(SkillName::as_str).collect();
-            lock.warnings.push(format!(
+            self.warnings.push(format!(
                 "`{name}` depends on {}, which skillpkg installs only for skills from a registry: add them to skills.toml",
                 names.join(", ")
             ));
         }
         let packed = folder.packed;
         let tree = packed.tree.to_string();
-        let source = source.lock_source(commit.as_deref());
         let audit = old
             .and_then(|lock| lock.get(name))
             .filter(|locked| locked.source == source && locked.tree == tree)
             .and_then(|locked| locked.audit.clone());
-        lock.entries.push(LockedSkill {
+        self.entries.push(LockedSkill {
             name: name.clone(),
             version: packed.version.clone(),
             source,
-            checksum: None,
+            checksum,
             tree,
             signer: None,
             provenance: None,
             dependencies: Vec::new(),
             audit,
         });
-        lock.packed.insert(name.clone(), packed);
+        self.packed.insert(name.clone(), packed);
+        Ok(())
     }
-    Ok(lock)
+}
+
+/// A lock `source`, said for messages: `path:skills/pdf` as `folder
+/// skills/pdf`; others as they are.
+fn describe_source(source: &str) -> String {
+    match source.strip_prefix(PATH_SOURCE_PREFIX) {
+        Some(path) => format!("folder {path}"),
+        None => source.to_owned(),
+    }
+}
+
+/// The `name` a folder's SKILL.md gives, when it gives a valid one: what a
+/// folder fetched from elsewhere is named after.
+pub fn skill_name_of(dir: &Path) -> Option<SkillName> {
+    let bytes = fs_err::read(dir.join(skill::SKILL_MD)).ok()?;
+    let document = skill::document::parse(&bytes).ok()?;
+    document.get("name")?.1.value.as_str()?.parse().ok()
 }
 
 /// Reads a git source as `add` is given it: `git+URL[#REV]`,

@@ -46,6 +46,7 @@ mod server_ops;
 mod services;
 mod signing;
 mod sources;
+mod sources_web;
 mod spec_examples;
 mod storage;
 mod tools;

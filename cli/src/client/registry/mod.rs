@@ -936,6 +936,23 @@ where
 
 /// Reads a file of the registry, with retries: `Some(bytes)`, or `None`
 /// when it does not exist (404, or a missing file for `file://`).
+/// GETs `url` (`http` or `https`) for a source that is not a registry (a
+/// discovery index, a file it names, a tarball URL): no token, redirects
+/// followed as for a registry's files (never from https down to http),
+/// retried like them, and the body read under `max_bytes`. `None` for a
+/// 404.
+pub async fn get_public(url: &Url, max_bytes: u64) -> anyhow::Result<Option<Vec<u8>>> {
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(crate::error::UserError::new(format!(
+            "`{}` is not an http:// or https:// URL",
+            redacted(url)
+        ))
+        .into());
+    }
+    let http = Http::new()?;
+    Ok(fetch(&http, url, None, Limit::Client(max_bytes)).await?)
+}
+
 async fn fetch(
     http: &Http,
     url: &Url,

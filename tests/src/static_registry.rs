@@ -77,6 +77,7 @@ impl Registry {
             digests.push(FileDigest {
                 path: (*path).to_owned(),
                 sha256: *Checksum::of(contents.as_bytes()).digest(),
+                executable: false,
             });
         }
         let tarball = builder.into_inner().unwrap().finish().unwrap();

@@ -7,7 +7,7 @@ use crate::args::ListArgs;
 use crate::commands::install::{project_root, project_targets};
 use crate::error::{ExitStatus, UserError};
 use crate::printer::Printer;
-use crate::project::plan::installed_tree;
+use crate::project::plan::folder_matches;
 use crate::project::{lockfile, manifest};
 
 /// One installed skill and what its files say.
@@ -28,13 +28,17 @@ fn rows(global: bool) -> anyhow::Result<Vec<Row>> {
         let state = target.state()?;
         for (name, installed) in &state.skills {
             let locked = lock.get(name);
-            let tree = installed_tree(&target.dir.join(name.as_str()))?;
+            let dir = target.dir.join(name.as_str());
+            let matches = match locked {
+                Some(entry) => folder_matches(&dir, &entry.tree)?,
+                None => false,
+            };
             rows.push(Row {
                 target: target.name.clone(),
                 name: name.to_string(),
                 version: installed.version.clone(),
                 locked: locked.map(|entry| entry.version.to_string()),
-                matches: locked.is_some_and(|entry| Some(&entry.tree) == tree.as_ref()),
+                matches,
             });
         }
     }

@@ -637,7 +637,7 @@ fn stage(
                             .with_hint("the registry serves an archive that skillpkg refuses to unpack; nothing was installed; report it to the registry's operator or the skill's publisher")
                             .with_source(error)
                     })?;
-                    if files.tree.as_str() != entry.tree {
+                    if !files.tree_is(&entry.tree) {
                         return Err(UserError::new(format!(
                             "{}@{}: the archive's files have the tree hash {}, but skills.lock says {}",
                             entry.name, entry.version, files.tree, entry.tree
@@ -654,14 +654,7 @@ fn stage(
                             })?;
                     audited.suppress(Some(entry.name.as_str()), allows);
                     audits.insert(entry.name.clone(), audited);
-                    let digests = files
-                        .files
-                        .into_iter()
-                        .map(|file| skillpkg_index::archive::FileDigest {
-                            path: file.path,
-                            sha256: file.sha256,
-                        })
-                        .collect();
+                    let digests = files.digests();
                     &first
                         .entry(entry.name.clone())
                         .or_insert((destination.clone(), digests))
@@ -1288,7 +1281,7 @@ async fn fetch_pinned(
                 .packed
         }
     };
-    if packed.tree.as_str() != entry.tree {
+    if !packed.tree_is(&entry.tree) {
         return Err(UserError::new(format!(
             "{origin}: the files of the {} have the tree hash {}, but skills.lock pins {}",
             source.describe(),

@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use skillpkg_index::archive::walk::{self, EntryKind};
-use skillpkg_index::archive::{FileDigest, tree_hash};
+use skillpkg_index::archive::{FileDigest, tree_hash, tree_matches};
 use skillpkg_index::checksum::Checksum;
 use skillpkg_index::skill::SkillName;
 
@@ -25,9 +25,10 @@ use crate::error::UserError;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum OnDisk {
     Missing,
-    /// A folder: its files' digests and their tree hash; `other` lists the
-    /// symlinks and special files in it (never part of an installed skill,
-    /// so their presence is a change).
+    /// A folder: its files' digests and their (`h2:`) tree hash; `other`
+    /// lists the symlinks and special files in it (never part of an
+    /// installed skill, so their presence is a change). A folder known
+    /// unchanged by its stamp has no `files` and the recorded `tree`.
     Folder {
         files: Vec<FileDigest>,
         tree: String,
@@ -44,6 +45,18 @@ impl OnDisk {
         match self {
             Self::Folder { tree, other, .. } if other.is_empty() => Some(tree),
             _ => None,
+        }
+    }
+
+    /// Returns true if and only if what is there is a folder skillpkg could
+    /// have installed whose files hash to `expected`, an `h2:` or (written
+    /// before) `h1:` tree hash.
+    pub fn tree_is(&self, expected: &str) -> bool {
+        match self {
+            Self::Folder { files, tree, other } if other.is_empty() => {
+                tree == expected || tree_matches(files, expected)
+            }
+            _ => false,
         }
     }
 }
@@ -133,7 +146,7 @@ fn plan_target<'lock>(
                 && installed.replacing.is_none()
                 && installed.version == entry.version.to_string()
         });
-        if same_version && !force && disk.tree() == Some(entry.tree.as_str()) {
+        if same_version && !force && disk.tree_is(&entry.tree) {
             plan.unchanged += 1;
             continue;
         }
@@ -158,7 +171,7 @@ fn plan_target<'lock>(
                 .into());
             }
             (OnDisk::Folder { files, tree, other }, Some(installed)) => {
-                if other.is_empty() && installed.recognises(tree) {
+                if installed.recognises(disk) {
                     (Some(tree.clone()), Why::Replace)
                 } else if same_version {
                     (
@@ -193,7 +206,7 @@ fn plan_target<'lock>(
         let disk = target.disk.get(name).unwrap_or(&OnDisk::Missing);
         let ours = match disk {
             OnDisk::Missing => true,
-            _ => force || disk.tree().is_some_and(|tree| installed.recognises(tree)),
+            _ => force || installed.recognises(disk),
         };
         if ours {
             plan.remove.push(name.clone());
@@ -261,7 +274,7 @@ pub fn observe(
         let found = read_folder(&path)?;
         if let Some(installed) = recorded
             && installed.replacing.is_none()
-            && found.tree() == Some(installed.tree.as_str())
+            && found.tree_is(&installed.tree)
             && let Some(stamp) = stamp_of(&path)?
         {
             stamps.insert(name.clone(), stamp);
@@ -301,13 +314,10 @@ pub fn stamp_of(path: &Path) -> anyhow::Result<Option<String>> {
     )))
 }
 
-/// Recomputes the tree hash of an installed folder (its files; links are
-/// never followed); `None` when there is no folder.
-pub fn installed_tree(dir: &Path) -> anyhow::Result<Option<String>> {
-    Ok(match read_folder(dir)? {
-        OnDisk::Folder { tree, .. } => Some(tree),
-        _ => None,
-    })
+/// Returns true if and only if the folder `dir` holds files (and no links)
+/// that hash to `expected`.
+pub fn folder_matches(dir: &Path, expected: &str) -> anyhow::Result<bool> {
+    Ok(read_folder(dir)?.tree_is(expected))
 }
 
 /// What is at `path`.
@@ -322,11 +332,12 @@ pub fn read_folder(path: &Path) -> anyhow::Result<OnDisk> {
     let mut other = Vec::new();
     for entry in walk::walk_all(path)? {
         match entry.kind {
-            EntryKind::File { .. } => {
+            EntryKind::File { executable, .. } => {
                 let bytes = fs_err::read(path.join(&entry.path))?;
                 files.push(FileDigest {
                     path: entry.path,
                     sha256: *Checksum::of(&bytes).digest(),
+                    executable,
                 });
             }
             EntryKind::Directory => {}
@@ -381,6 +392,7 @@ mod tests {
         FileDigest {
             path: path.to_owned(),
             sha256: *Checksum::of(content.as_bytes()).digest(),
+            executable: false,
         }
     }
 

@@ -621,11 +621,13 @@ impl DirectLock {
             ));
         }
         let packed = folder.packed;
-        let tree = packed.tree.to_string();
-        let audit = old
+        // The lock's own tree hash while the files still match it (an
+        // `h1:` one too: the lock does not change for the hash's version).
+        let same = old
             .and_then(|lock| lock.get(name))
-            .filter(|locked| locked.source == source && locked.tree == tree)
-            .and_then(|locked| locked.audit.clone());
+            .filter(|locked| locked.source == source && packed.tree_is(&locked.tree));
+        let tree = same.map_or_else(|| packed.tree.to_string(), |locked| locked.tree.clone());
+        let audit = same.and_then(|locked| locked.audit.clone());
         self.entries.push(LockedSkill {
             name: name.clone(),
             version: packed.version.clone(),

@@ -36,7 +36,8 @@ pub struct TargetState {
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct InstalledSkill {
     pub version: String,
-    /// The `h1:` tree hash of the folder as installed.
+    /// The tree hash (`h2:`, or `h1:` in records written before) of the
+    /// folder as installed.
     pub tree: String,
     /// While an install replaces the folder: the tree hash of the folder
     /// being replaced (absent when there was none). A kill between the
@@ -54,10 +55,14 @@ pub struct InstalledSkill {
 }
 
 impl InstalledSkill {
-    /// Returns true if and only if a folder whose files hash to `tree` is
-    /// the one this record says skillpkg installed (or was replacing).
-    pub fn recognises(&self, tree: &str) -> bool {
-        self.tree == tree || self.replacing.as_deref() == Some(tree)
+    /// Returns true if and only if `disk` is the folder this record says
+    /// skillpkg installed (or was replacing).
+    pub fn recognises(&self, disk: &super::plan::OnDisk) -> bool {
+        disk.tree_is(&self.tree)
+            || self
+                .replacing
+                .as_deref()
+                .is_some_and(|replacing| disk.tree_is(replacing))
     }
 }
 

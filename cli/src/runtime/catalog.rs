@@ -92,7 +92,7 @@ pub struct ServedSkill {
     pub properties: JsonObject,
     /// `sha256:` of `SKILL.md`.
     pub digest: String,
-    /// The `h1:` tree hash of the files.
+    /// The `h2:` tree hash of the files.
     pub tree: String,
     /// The version `skills.lock` pins, when skillpkg installed the skill.
     pub locked: Option<semver::Version>,
@@ -107,6 +107,26 @@ pub struct ServedSkill {
     pub entry: Skill,
 }
 
+impl ServedSkill {
+    /// Returns true if and only if the files hash to `expected`, an `h2:` or
+    /// (in locks written before) `h1:` tree hash.
+    pub fn tree_is(&self, expected: &str) -> bool {
+        self.tree == expected
+            || skillpkg_index::archive::tree_matches(
+                &self
+                    .files
+                    .iter()
+                    .map(|file| FileDigest {
+                        path: file.path.clone(),
+                        sha256: file.sha256,
+                        executable: file.executable,
+                    })
+                    .collect::<Vec<_>>(),
+                expected,
+            )
+    }
+}
+
 /// A file of a served skill.
 #[derive(Clone, Debug)]
 pub struct ServedFile {
@@ -114,6 +134,7 @@ pub struct ServedFile {
     pub path: String,
     pub size: u64,
     pub sha256: [u8; 32],
+    pub executable: bool,
 }
 
 /// Why a file of a skill is not served.
@@ -205,7 +226,7 @@ impl ServedCatalog {
                             read.locked = Some(entry.version.clone());
                             // An archive never holds a link, so one in an
                             // installed skill was put there since.
-                            if read.tree != entry.tree || !read.links.is_empty() {
+                            if !read.tree_is(&entry.tree) || !read.links.is_empty() {
                                 read.modified = changed_files(&read, entry, options.cache.as_ref());
                                 read.modified.extend(
                                     read.links.iter().map(|link| format!("{link} (link added)")),
@@ -414,7 +435,7 @@ fn read_skill(
     let mut total = 0u64;
     for entry in entries {
         match entry.kind {
-            EntryKind::File { size, .. } => {
+            EntryKind::File { size, executable } => {
                 total += size;
                 if files.len() >= MAX_FILES || total > MAX_SKILL_BYTES {
                     return Err(format!(
@@ -428,6 +449,7 @@ fn read_skill(
                     path: entry.path,
                     size: bytes.len() as u64,
                     sha256: Sha256::digest(&bytes).into(),
+                    executable,
                 });
             }
             // Symlinks and special files are never served: what a link
@@ -452,6 +474,7 @@ fn read_skill(
             .map(|file| FileDigest {
                 path: file.path.clone(),
                 sha256: file.sha256,
+                executable: file.executable,
             })
             .collect::<Vec<_>>(),
     )

@@ -26,7 +26,7 @@ pub use pack::{
     PackError, PackedSkill, check_entries, leave_out_own_tarballs, pack_dir, package_entries,
 };
 pub use path::{PathProblem, check_portable_path, collision_key};
-pub use tree_hash::{FileDigest, TreeHash, tree_hash};
+pub use tree_hash::{FileDigest, TreeHash, tree_hash, tree_hash_h1, tree_matches};
 pub(crate) use unpack::rename_no_replace;
 pub use unpack::{Ambiguity, UnpackError, UnpackedFile, UnpackedSkill, unpack, unpack_into_empty};
 pub use vcs::find_git_repository;

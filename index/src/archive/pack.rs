@@ -46,6 +46,12 @@ pub struct PackedSkill {
 }
 
 impl PackedSkill {
+    /// Returns true if and only if the files hash to `expected`, an `h2:`
+    /// or `h1:` tree hash.
+    pub fn tree_is(&self, expected: &str) -> bool {
+        super::tree_matches(&self.files, expected)
+    }
+
     /// Returns the conventional file name: `<name>-<version>.tgz`.
     pub fn file_name(&self) -> String {
         format!("{}-{}.tgz", self.name, self.version)
@@ -348,6 +354,7 @@ pub fn pack_dir(
                 files.push(FileDigest {
                     path: entry.path.clone(),
                     sha256: Sha256::digest(&contents).into(),
+                    executable,
                 });
             }
             EntryKind::Symlink | EntryKind::Special => unreachable!("refused by check_entries"),

@@ -64,8 +64,28 @@ pub struct UnpackedFile {
 pub struct UnpackedSkill {
     /// The files, sorted bytewise by path.
     pub files: Vec<UnpackedFile>,
-    /// The tree hash of the files.
+    /// The (`h2:`) tree hash of the files.
     pub tree: TreeHash,
+}
+
+impl UnpackedSkill {
+    /// The files' digests.
+    pub fn digests(&self) -> Vec<FileDigest> {
+        self.files
+            .iter()
+            .map(|file| FileDigest {
+                path: file.path.clone(),
+                sha256: file.sha256,
+                executable: file.executable,
+            })
+            .collect()
+    }
+
+    /// Returns true if and only if the files hash to `expected`, an `h2:`
+    /// or `h1:` tree hash.
+    pub fn tree_is(&self, expected: &str) -> bool {
+        super::tree_matches(&self.digests(), expected)
+    }
 }
 
 /// Why an archive was refused.
@@ -526,6 +546,7 @@ fn unpack_into(
         .map(|file| FileDigest {
             path: file.path.clone(),
             sha256: file.sha256,
+            executable: file.executable,
         })
         .collect();
     Ok(UnpackedSkill {

@@ -268,16 +268,24 @@ pub(crate) fn names(dir: &Path) -> Vec<String> {
     names
 }
 
-/// The `h1:` hash computed from its definition, independently of the crate.
-pub(crate) fn expected_tree(files: &[(&str, &[u8])]) -> String {
+/// The `h2:` hash computed from its definition (docs/archive-format.md),
+/// independently of the crate: files are (path, contents, mode).
+pub(crate) fn expected_tree(files: &[(&str, &[u8], u32)]) -> String {
     let mut sorted = files.to_vec();
     sorted.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
     let summary: String = sorted
         .iter()
-        .map(|(path, data)| format!("{:x}  {path}\n", Sha256::digest(data)))
+        .map(|(path, data, mode)| {
+            let mode = if mode & 0o111 != 0 {
+                "100755"
+            } else {
+                "100644"
+            };
+            format!("{:x} {mode} {path}\n", Sha256::digest(data))
+        })
         .collect();
     format!(
-        "h1:{}",
+        "h2:{}",
         base64::engine::general_purpose::STANDARD.encode(Sha256::digest(summary))
     )
 }

@@ -181,7 +181,7 @@ fn yank_and_undo_with_the_client() {
 
     size:       145 B (145 bytes)
     checksum:   sha256:[SHA256]
-    tree:       h1:Dy8KvkzHA/mzz7WrtAWjpcc55FHe96C9y8tlVeXVVYE=
+    tree:       h2:+Ab35/dxgUANwl4X11APXBHkn9EqbpIfRb89M1F91CA=
     files:      1
     depends on: none
     signer:     [KEYID]
@@ -392,7 +392,7 @@ fn provenance_names_the_commit_and_a_dirty_tree_is_refused() {
 
     size:       146 B (146 bytes)
     checksum:   sha256:[SHA256]
-    tree:       h1:r8t0CSH6lVv9GkjSK8JKnqTj2fW4IQn+Y7KUDz56BBI=
+    tree:       h2:BX5zJf8WVS9eqtWSU3h5/AgaU0rVIOR+NzkwN8MLgAw=
     files:      1
     depends on: none
     signer:     [KEYID]

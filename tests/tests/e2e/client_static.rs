@@ -260,7 +260,7 @@ fn info_shows_the_latest_version_that_is_not_yanked_and_every_version() {
     for expected in [
         "pdf-processing 1.2.0\nExtract text and tables from PDF files, fast.\n",
         "\nchecksum:   sha256:",
-        "\ntree:       h1:",
+        "\ntree:       h2:",
         "\nfiles:      1\n",
         "\ndepends on: commit-messages ^0.3\n",
         "\nsigner:     none (unsigned)\n",
@@ -292,7 +292,7 @@ fn info_of_a_yanked_version_says_why() {
 
     size:       173 B (173 bytes)
     checksum:   sha256:afc8b5a02b7a77f221a588ed64ec4d081376694c5fb3facd86cba1863673a9a2
-    tree:       h1:i0lyTo65W5ndx+PmRiSe/69hPxCb+g2+TB5vl6W1Ljg=
+    tree:       h2:MWJyp6Y2Eodn8xVXQrNsZsCKwAEqPGz7Pvibt8oLNeQ=
     files:      1
     depends on: commit-messages ^0.3
     signer:     none (unsigned)
@@ -312,7 +312,7 @@ fn info_of_a_yanked_version_says_why() {
 
     size:       167 B (167 bytes)
     checksum:   sha256:cfe0b6c530ed6367a543297611e650f8355022f247fad9f8b089ed4c1f90e19e
-    tree:       h1:Hta4V2dHL3fo444wbC6djLzXV1tVl16a/jA5iIPJr54=
+    tree:       h2:fHh++tCZp6a650LnCXR4kgUgIsnE6UCX6QRV+IKGV94=
     files:      1
     depends on: none
     signer:     E53D620918B4F81F
@@ -423,7 +423,7 @@ fn publish_dry_run_shows_the_upload_and_needs_no_token() {
         "version:  2.0.0\n",
         "files:    1\n",
         "checksum: sha256:",
-        "tree:     h1:",
+        "tree:     h2:",
         "upload:   PUT http://127.0.0.1:9/api/v1/skills\n",
     ] {
         assert!(
@@ -495,7 +495,7 @@ fn publish_dry_run_refuses_what_pack_refuses() {
     files:    1
     size:     153 B (153 bytes)
     checksum: sha256:241ba0e9418ac6b2b64d14713cb89175bcc7264c4c75fdec6ec7667b2df1e901
-    tree:     h1:/EojJya0ldFtx/QellG0Z1nvl24Zzj7JoZycPeRCCMU=
+    tree:     h2:1AJFGExuT7r9vT3MgeBfVN6pAhCaZJuP+/QbpcAaZJs=
     upload:   PUT http://127.0.0.1:9/api/v1/skills
     ");
 }

@@ -260,7 +260,7 @@ fn a_publish_to_a_full_disk_fails_cleanly_and_succeeds_once_space_is_freed() {
 
     size:       1.6 MiB (1728447 bytes)
     checksum:   sha256:011c5517476085202e175e84f62cc2aba7cab379330864a5486368f236af5839
-    tree:       h1:VO13hGSy4sfKdELdW09SSDZtrnMHH6SkU8y9Ij/Rtuk=
+    tree:       h2:+1CsSeP90zDsKIYWXhMdCTgpE5O20O7eQLS6oAVIQDM=
     files:      2
     depends on: none
     signer:     none (unsigned)

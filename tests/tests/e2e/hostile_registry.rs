@@ -80,6 +80,7 @@ fn registry_serving_with(
         .map(|(path, data)| FileDigest {
             path: (*path).to_owned(),
             sha256: <sha2::Sha256 as sha2::Digest>::digest(data).into(),
+            executable: false,
         })
         .collect();
     digests.sort_by(|a, b| a.path.cmp(&b.path));
@@ -324,7 +325,7 @@ fn search_and_info_never_print_control_characters_from_the_registry() {
 
     size:       137 B (137 bytes)
     checksum:   sha256:23c7bd1ace507c6e52c8750bd0b59eb9db9c7983a1d22ffa421c59cbdbb1d70c
-    tree:       h1:+oPXuAVGAsg77wxCYv+tIRYFQ2n33uBF6t8mpTm19B8=
+    tree:       h2:KhZHITxz/oRfmRXlmc40ENsHaOrIOWDCgk+UKCBzhdU=
     files:      1
     depends on: none
     signer:     none (unsigned)

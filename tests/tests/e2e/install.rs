@@ -594,3 +594,92 @@ fn a_vendor_folder_installs_with_the_server_gone_and_an_empty_cache() {
         "the lock is the same from the vendor folder"
     );
 }
+
+#[test]
+fn verify_reports_a_script_that_lost_its_executable_bit_and_install_puts_it_back() {
+    let world = World::new();
+    world.publish("pdf", "1.0.0", &[]);
+    world.init(world.registry.url());
+    assert_eq!(world.user(&["add", "pdf"]).code, 0);
+    let lock = world.lock();
+    assert!(lock.contains("tree = \"h2:"), "{lock}");
+    let script = world.project().join(".claude/skills/pdf/scripts/run.sh");
+    fs_err::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+
+    let verified = world.user(&["verify"]);
+    assert_eq!(verified.code, 1, "{verified:?}");
+    assert!(
+        verified
+            .stdout
+            .contains("pdf in claude: the files differ from skills.lock"),
+        "{}",
+        verified.stdout
+    );
+    assert!(
+        verified.stdout.contains("1 verified, 1 changed"),
+        "{}",
+        verified.stdout
+    );
+    let restored = world.user(&["install"]);
+    assert_eq!(restored.code, 0, "{restored:?}");
+    assert!(
+        is_executable(&script),
+        "install restores the executable bit"
+    );
+    assert_eq!(world.user(&["verify"]).code, 0);
+}
+
+#[test]
+fn a_lock_and_an_index_line_with_an_h1_tree_hash_still_install_and_verify() {
+    use skillpkg_index::archive::{Limits, pack_dir, tree_hash_h1};
+    let sandbox = TestContext::new();
+    let mut registry = skillpkg_tests::static_registry::Registry::new(&sandbox);
+    // A version published before h2: its index line has the h1 hash.
+    let source = sandbox.path().join("source/legacy");
+    Skill::new("legacy", "1.0.0")
+        .file("scripts/run.sh", "#!/bin/sh\necho legacy\n", true)
+        .write(&source);
+    let packed = pack_dir(
+        &source,
+        "legacy".parse().unwrap(),
+        "1.0.0".parse().unwrap(),
+        &Limits::default(),
+    )
+    .unwrap();
+    let h1 = tree_hash_h1(&packed.files).to_string();
+    registry.publish_tarball("legacy", "1.0.0", &packed.tarball, &h1, packed.files.len());
+    let project = sandbox.path().join("project");
+    fs_err::create_dir_all(&project).unwrap();
+    fs_err::write(
+        project.join("skills.toml"),
+        format!(
+            "[registry]\nurl = \"{}\"\n\n[install]\ntargets = [\"claude\"]\n\n[skills]\nlegacy = {{ version = \"1\", allow-unsigned = true }}\n",
+            registry.url()
+        ),
+    )
+    .unwrap();
+    let skillpkg = |args: &[&str]| {
+        run(sandbox
+            .skillpkg_command()
+            .current_dir(&project)
+            .args(args)
+            .env("SKILLPKG_CACHE_DIR", sandbox.path().join("cache")))
+    };
+    let installed = skillpkg(&["install"]);
+    assert_eq!(installed.code, 0, "{installed:?}");
+    let lock = fs_err::read_to_string(project.join("skills.lock")).unwrap();
+    assert!(
+        lock.contains(&format!("tree = \"{h1}\"")),
+        "the lock keeps the registry's h1: {lock}"
+    );
+    assert_eq!(skillpkg(&["verify"]).code, 0);
+    fs_err::remove_dir_all(project.join(".claude")).unwrap();
+    let locked = skillpkg(&["install", "--locked"]);
+    assert_eq!(locked.code, 0, "{locked:?}");
+    assert!(locked.stdout.contains("1 installed"), "{}", locked.stdout);
+    // h1 sees contents, not modes.
+    fs_err::write(project.join(".claude/skills/legacy/SKILL.md"), "edited").unwrap();
+    assert_eq!(skillpkg(&["verify"]).code, 1);
+    assert_eq!(skillpkg(&["install"]).code, 0);
+    assert_eq!(skillpkg(&["verify"]).code, 0);
+}

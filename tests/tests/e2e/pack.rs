@@ -40,8 +40,11 @@ fn pack(sandbox: &TestContext, dir: &Path, output: &Path) -> skillpkg_tests::Out
 
 /// The `h1:` hash computed by coreutils alone, as Go's dirhash defines it.
 fn shell_tree_hash(dir: &Path) -> String {
+    // h2 (docs/archive-format.md): git's mode for an executable file
+    // (owner, group or other may run it) or any other.
     let script = r#"find . -type f -printf '%P\n' | LC_ALL=C sort | while IFS= read -r f; do
-        printf '%s  %s\n' "$(sha256sum < "$f" | cut -d' ' -f1)" "$f"; done |
+        case "$(stat -c %a "$f")" in *[1357]*) mode=100755 ;; *) mode=100644 ;; esac
+        printf '%s %s %s\n' "$(sha256sum < "$f" | cut -d' ' -f1)" "$mode" "$f"; done |
         sha256sum | cut -d' ' -f1 | tr a-f A-F | basenc --base16 -d | base64"#;
     let output = Command::new("bash")
         .arg("-c")
@@ -50,7 +53,7 @@ fn shell_tree_hash(dir: &Path) -> String {
         .output()
         .unwrap();
     assert!(output.status.success());
-    format!("h1:{}", String::from_utf8(output.stdout).unwrap().trim())
+    format!("h2:{}", String::from_utf8(output.stdout).unwrap().trim())
 }
 
 #[test]
@@ -250,7 +253,7 @@ fn human_output_names_every_figure() {
     unpacked: 162 B (162 bytes)
     tarball:  389 B (389 bytes)
     checksum: sha256:11a60a2ee879cf2ca3e39d35edeb569bbb85839cfb91fbe058fe6bf5eb933b94
-    tree:     h1:wpjZSQoYjrENyEA26dnWV4EuqM8XBPh+ESwprl21tJE=
+    tree:     h2:eLtWh1GnL3TqGEmNUsp09QqxNrYMKcGc43ZL2WnTcdk=
     path:     pdf-1.2.3.tgz
     ");
     insta::assert_snapshot!(sandbox.redact(&output.stderr), @"

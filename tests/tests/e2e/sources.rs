@@ -102,7 +102,7 @@ fn a_skill_from_a_folder_installs_beside_a_registry_skill_and_its_lock_follows_i
     let lock = world.read("skills.lock");
     let entry = lock_entry(&lock, "pdf-tools");
     assert!(
-        entry.contains("version = \"0.3.0\"\nsource = \"path:skills/pdf-tools\"\ntree = \"h1:"),
+        entry.contains("version = \"0.3.0\"\nsource = \"path:skills/pdf-tools\"\ntree = \"h2:"),
         "{lock}"
     );
     assert!(

@@ -171,8 +171,10 @@ pub enum Command {
 
     /// Start a project: write skills.toml.
     ///
-    /// Asks nothing: the targets come from --target (default: claude) and
-    /// the registry from --registry, if given.
+    /// The targets come from --agent (the folders those agents read) or
+    /// --target; with neither, on a terminal it asks which agents the
+    /// project uses, and elsewhere it takes claude. The registry comes from
+    /// --registry, if given.
     #[command(after_help = INIT_EXAMPLES)]
     Init(InitArgs),
 
@@ -413,8 +415,9 @@ Examples:
 
 const INIT_EXAMPLES: &str = "\
 Examples:
-  skillpkg init                                         skills.toml for Claude Code's .claude/skills
-  skillpkg init --target claude --target copilot        two agents' folders
+  skillpkg init                                         asks which agents, on a terminal (else claude)
+  skillpkg init --agent claude-code,codex,copilot       the fewest folders those agents read
+  skillpkg init --target claude --target copilot        two agents' folders, by target
   skillpkg init --registry https://skills.example.com/  with a registry";
 
 const ADD_EXAMPLES: &str = "\
@@ -832,8 +835,18 @@ pub struct NewArgs {
 
 #[derive(Debug, Args)]
 pub struct InitArgs {
+    /// The agent tools the project uses (comma-separated or repeated):
+    /// skillpkg picks the folders each of them reads today, the fewest that
+    /// serve them all, and says why.
+    #[arg(
+        long = "agent",
+        value_name = "AGENT",
+        value_delimiter = ',',
+        conflicts_with = "targets"
+    )]
+    pub agents: Vec<crate::project::targets::Agent>,
     /// Where skills are installed: claude, codex, copilot, agents, or a path
-    /// (repeat for several; default: claude).
+    /// (repeat for several; default: claude, or the agents' folders).
     #[arg(long = "target", value_name = "TARGET")]
     pub targets: Vec<String>,
     /// The default registry to record in skills.toml: a URL, or the name

@@ -26,6 +26,7 @@ pub fn exit_status(error: &anyhow::Error) -> ExitStatus {
         cause.is::<RegistryError>()
             || cause.is::<reqwest::Error>()
             || cause.is::<crate::project::git::FetchError>()
+            || cause.is::<crate::client::registry::DownloadError>()
     });
     if is_user_error {
         ExitStatus::Failure
@@ -42,6 +43,12 @@ pub fn hint(error: &anyhow::Error) -> Option<String> {
 
     use crate::client::registry::RegistryError;
     error.chain().find_map(|cause| {
+        if cause.is::<crate::client::registry::DownloadError>() {
+            return Some(
+                "check the URL and your network; the site may be down, or may not serve that file; nothing was changed"
+                    .to_owned(),
+            );
+        }
         cause
             .downcast_ref::<UserError>()
             .and_then(|error| error.hint.clone())

@@ -92,6 +92,24 @@ impl Cache {
         Some((bytes, record))
     }
 
+    /// Stores a file that comes with no signature (a tarball URL's, a
+    /// discovery index's artifact), under its own checksum.
+    pub fn store_unsigned(&self, checksum: &Checksum, bytes: &[u8]) -> anyhow::Result<()> {
+        debug_assert_eq!(&Checksum::of(bytes), checksum);
+        self.write(checksum, bytes, None)
+    }
+
+    /// The file stored for `checksum`, checked against it (a damaged
+    /// entry is dropped); `None` when there is none.
+    pub fn unsigned(&self, checksum: &Checksum) -> Option<Vec<u8>> {
+        let (bytes, _) = self.read(checksum)?;
+        if &Checksum::of(&bytes) != checksum {
+            self.forget(checksum);
+            return None;
+        }
+        Some(bytes)
+    }
+
     /// Drops a damaged entry, so it is fetched again.
     pub(super) fn forget(&self, checksum: &Checksum) {
         let _ = fs_err::remove_file(self.entry(checksum));

@@ -37,7 +37,17 @@ pub fn run(args: &AddArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
                     git.url
                 ))
             })?;
-            for (name, source) in git_skills(text, &git, args, printer)? {
+            if !text.contains(':') && Path::new(text).exists() {
+                return Err(UserError::new(format!(
+                    "`{text}` is both a folder here and the GitHub repository `{}`",
+                    git.url
+                ))
+                .with_hint(format!(
+                    "write `./{text}` for the folder, or `github:{text}` for the repository"
+                ))
+                .into());
+            }
+            for (name, source) in git_skills(text, &git, &root, args, printer)? {
                 if direct.iter().any(|(other, _)| other == &name) {
                     return Err(UserError::new(format!("`{name}` is given twice")).into());
                 }
@@ -45,7 +55,8 @@ pub fn run(args: &AddArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
             }
             continue;
         }
-        if text.starts_with("https://") || text.starts_with("http://") {
+        let lower = text.to_ascii_lowercase();
+        if lower.starts_with("https://") || lower.starts_with("http://") {
             for (name, source) in web_skills(text, args, printer)? {
                 if direct.iter().any(|(other, _)| other == &name) {
                     return Err(UserError::new(format!("`{name}` is given twice")).into());
@@ -239,6 +250,11 @@ fn folder_skills(
     root: &Path,
     args: &AddArgs,
 ) -> anyhow::Result<Vec<(SkillName, Direct)>> {
+    if folder.is_empty() {
+        return Err(UserError::new("`path:` names no folder")
+            .with_hint("write the folder after it: `path:skills/pdf`, or `path:.` for this one")
+            .into());
+    }
     let dir = std::env::current_dir()?.join(folder);
     let dir = match std::fs::canonicalize(&dir) {
         Ok(dir) => dir,
@@ -292,11 +308,40 @@ fn folder_skills(
 fn git_skills(
     text: &str,
     git: &GitSource,
+    root: &Path,
     args: &AddArgs,
     printer: &Printer,
 ) -> anyhow::Result<Vec<(SkillName, Direct)>> {
-    printer.status("Fetching", &git.url);
-    let (commit, found) = git::list_skills(git, args.install.offline)?;
+    if args.install.offline {
+        return Err(UserError::new(format!(
+            "adding from `{text}` fetches it, and --offline forbids that"
+        ))
+        .into());
+    }
+    // A repository on this machine is named as typed, relative to this
+    // folder, and written relative to the project's root, which is what
+    // an install reads it against.
+    let mut git = git.clone();
+    let location = if sources::is_local_path(&git.url) {
+        let path =
+            fs_err::canonicalize(std::env::current_dir()?.join(&git.url)).map_err(|error| {
+                UserError::new(format!(
+                    "`{}` is not a git repository on this machine",
+                    git.url
+                ))
+                .with_source(error)
+            })?;
+        let root = fs_err::canonicalize(root)?;
+        if let Some(relative) = sources::relative_path(&path, &root) {
+            git.url = relative;
+        }
+        path.to_string_lossy().into_owned()
+    } else {
+        git.url.clone()
+    };
+    let git = &git;
+    printer.status("Fetching", &location);
+    let (commit, found) = git::list_skills(git, &location, args.install.offline)?;
     let base = git.path.clone().unwrap_or_else(|| ".".to_owned());
     let relative: Vec<String> = found
         .iter()
@@ -337,6 +382,7 @@ fn git_skills(
         };
         let (_, skill) = git::read_skill(
             &source,
+            &location,
             Some(&commit),
             args.install.offline,
             &format!("`{text}`"),

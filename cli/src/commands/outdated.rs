@@ -62,8 +62,25 @@ pub fn run(args: &OutdatedArgs, printer: &Printer) -> anyhow::Result<ExitStatus>
         })).collect::<Vec<_>>());
         return Ok(ExitStatus::Success);
     }
+    // Said, not silently counted as up to date: nothing compares them.
+    let direct: Vec<String> = lock
+        .skills
+        .iter()
+        .filter(|entry| entry.is_direct())
+        .map(|entry| entry.name.to_string())
+        .collect();
+    if !direct.is_empty() {
+        printer.diagnostic(&format!(
+            "note: not checked: {} (from folders, git repositories or URLs; `skillpkg update NAME` takes what they hold now)",
+            direct.join(", ")
+        ));
+    }
     if outdated.is_empty() {
-        printer.result("every skill is up to date");
+        printer.result(if direct.is_empty() {
+            "every skill is up to date"
+        } else {
+            "every skill from a registry is up to date"
+        });
         return Ok(ExitStatus::Success);
     }
     let show = |version: &Option<semver::Version>| {

@@ -28,7 +28,7 @@ use skillpkg_index::archive::Limits;
 use skillpkg_index::skill::SKILL_MD;
 
 #[cfg(feature = "git")]
-use super::sources::{FolderSkill, GitSource, read_folder};
+use super::sources::{FolderSkill, GitSource, read_fetched};
 #[cfg(feature = "git")]
 use crate::error::UserError;
 
@@ -50,6 +50,7 @@ mod without_git {
 
     pub fn read_skill(
         source: &GitSource,
+        _location: &str,
         _commit: Option<&str>,
         _offline: bool,
         _origin: &str,
@@ -223,11 +224,11 @@ impl Repository {
         {
             return self.commit_of(id.detach(), rev);
         }
-        let shown = rev.unwrap_or("its default branch");
-        Err(UserError::new(format!(
-            "the git repository `{}` has no branch, tag or commit `{shown}`",
-            self.url
-        ))
+        let what = match rev {
+            Some(rev) => format!("has no branch, tag or commit `{rev}`"),
+            None => "has no default branch (it is empty, or its HEAD names no branch)".to_owned(),
+        };
+        Err(UserError::new(format!("the git repository `{}` {what}", self.url))
         .with_hint("give a branch, a tag or a commit id the repository has (`rev` in skills.toml, `#REV` or `@REV` on the command line)")
         .into())
     }
@@ -325,44 +326,75 @@ impl Repository {
         into: &Path,
     ) -> anyhow::Result<()> {
         let limits = Limits::default();
-        let mut files = 0_usize;
+        // Files and folders alike count against the package's limits, as
+        // they go: trees can be shared, so a few objects can describe
+        // millions of folders, and one blob can be gigabytes.
+        let mut entries = 0_usize;
         let mut bytes = 0_u64;
-        let mut pending = vec![(self.tree(commit, path)?.id, into.to_owned(), String::new())];
+        let mut pending = vec![(
+            self.tree(commit, path)?.id,
+            into.to_owned(),
+            String::new(),
+            0,
+        )];
         fs_err::create_dir(into)?;
-        while let Some((id, dir, shown)) = pending.pop() {
+        while let Some((id, dir, shown, depth)) = pending.pop() {
             let tree = self.repo.find_tree(id)?;
+            let mut names = std::collections::HashSet::new();
             for entry in tree.decode()?.entries {
                 let name = std::str::from_utf8(entry.filename)
                     .ok()
                     .filter(|name| check_name(name).is_ok())
                     .ok_or_else(|| {
-                        self.refuse(
-                            commit,
-                            &format!("the name {:?} in `{shown}`", entry.filename),
-                        )
+                        let at = if shown.is_empty() {
+                            "the skill's folder".to_owned()
+                        } else {
+                            format!("`{}`", shown.trim_end_matches('/'))
+                        };
+                        self.refuse(commit, &format!("the name {:?} in {at}", entry.filename))
                     })?;
                 let place = format!("{shown}{name}");
+                // Git itself (fsck) refuses a tree that names an entry
+                // twice: readers would disagree on which one is the file.
+                if !names.insert(name) {
+                    return Err(self.refuse(commit, &format!("two entries named `{place}`")));
+                }
+                entries += 1;
+                if entries > limits.max_entries || depth >= limits.max_depth {
+                    return Err(self.refuse(
+                        commit,
+                        &format!(
+                            "more than {} files and folders, or folders more than {} deep",
+                            limits.max_entries, limits.max_depth
+                        ),
+                    ));
+                }
                 let target = dir.join(name);
                 match entry.mode.kind() {
                     gix::object::tree::EntryKind::Tree => {
                         fs_err::create_dir(&target)?;
-                        pending.push((entry.oid.to_owned(), target, format!("{place}/")));
+                        pending.push((
+                            entry.oid.to_owned(),
+                            target,
+                            format!("{place}/"),
+                            depth + 1,
+                        ));
                     }
                     gix::object::tree::EntryKind::Blob
                     | gix::object::tree::EntryKind::BlobExecutable => {
-                        files += 1;
-                        let blob = self.repo.find_blob(entry.oid)?;
-                        bytes += blob.data.len() as u64;
-                        if files > limits.max_entries || bytes > limits.max_unpacked_bytes {
+                        // The size from the object's header, before its
+                        // bytes are read.
+                        bytes += self.repo.find_header(entry.oid)?.size();
+                        if bytes > limits.max_unpacked_bytes {
                             return Err(self.refuse(
                                 commit,
                                 &format!(
-                                    "more than {} files or {} of files",
-                                    limits.max_entries,
+                                    "more than {} of files",
                                     skillpkg_index::archive::human_bytes(limits.max_unpacked_bytes)
                                 ),
                             ));
                         }
+                        let blob = self.repo.find_blob(entry.oid)?;
                         fs_err::write(&target, &blob.data)?;
                         set_executable(
                             &target,
@@ -421,17 +453,71 @@ fn cache_root() -> anyhow::Result<PathBuf> {
 }
 
 #[cfg(feature = "git")]
-/// Reads the skill `source` names, at `commit` when given (a locked one:
+/// Reads the skill `source` names (its repository at `location`: the URL,
+/// or a local path resolved against the project), at `commit` when given (a locked one:
 /// fetched only when the cached clone lacks it), else at the commit its
 /// `rev` resolves to now (always fetched). Returns the commit and the
 /// skill, validated and packed. `origin` names the entry for messages.
 pub fn read_skill(
     source: &GitSource,
+    location: &str,
     commit: Option<&str>,
     offline: bool,
     origin: &str,
 ) -> anyhow::Result<(String, FolderSkill)> {
-    off_the_runtime(|| read_skill_here(source, commit, offline, origin))
+    off_the_runtime(|| read_skill_here(source, location, commit, offline, origin))
+}
+
+/// The repositories this process fetched, and the commits their
+/// revisions resolved to: one fetch per repository and one commit per
+/// revision in a run, so that the skills of one branch added or installed
+/// together are locked at the same commit.
+static FETCHED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+type Resolutions = Vec<((String, Option<String>), gix::ObjectId)>;
+static RESOLVED: std::sync::Mutex<Resolutions> = std::sync::Mutex::new(Vec::new());
+
+fn resolved(location: &str, rev: Option<&str>) -> Option<gix::ObjectId> {
+    let memo = RESOLVED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    memo.iter()
+        .find(|((at, at_rev), _)| at == location && at_rev.as_deref() == rev)
+        .map(|(_, id)| *id)
+}
+
+/// The cached clone of `location`, fetched unless this process fetched it
+/// already.
+fn fetch_once(cache: &Path, location: &str) -> anyhow::Result<Repository> {
+    let fetched = FETCHED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .iter()
+        .any(|at| at == location);
+    if fetched && let Some(cached) = Repository::cached(cache, location)? {
+        return Ok(cached);
+    }
+    let repository = Repository::fetch(cache, location)?;
+    FETCHED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .push(location.to_owned());
+    Ok(repository)
+}
+
+fn resolve_once(
+    repository: &Repository,
+    location: &str,
+    rev: Option<&str>,
+) -> anyhow::Result<gix::ObjectId> {
+    if let Some(id) = resolved(location, rev) {
+        return Ok(id);
+    }
+    let id = repository.resolve(rev)?;
+    RESOLVED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .push(((location.to_owned(), rev.map(str::to_owned)), id));
+    Ok(id)
 }
 
 /// Runs `work` on a thread of its own: gix's HTTP transport is reqwest's
@@ -448,6 +534,7 @@ fn off_the_runtime<T: Send>(work: impl FnOnce() -> anyhow::Result<T> + Send) -> 
 
 fn read_skill_here(
     source: &GitSource,
+    location: &str,
     commit: Option<&str>,
     offline: bool,
     origin: &str,
@@ -464,39 +551,44 @@ fn read_skill_here(
             })
         })
         .transpose()?;
-    let repository = match (locked, Repository::cached(&cache, &source.url)?) {
+    let resolved = resolved(location, source.rev.as_deref());
+    let offline_refusal = |why: &str| -> anyhow::Error {
+        UserError::new(format!(
+            "{origin}: the git repository `{location}` {why}, and --offline (or --frozen) forbids fetching it"
+        ))
+        .with_hint("run without --offline once")
+        .into()
+    };
+    let wanted = locked.or(resolved);
+    let repository = match (wanted, Repository::cached(&cache, location)?) {
         (Some(id), Some(cached)) if cached.has_commit(&id) => cached,
         (_, cached) if offline => {
-            let why = if cached.is_none() {
+            return Err(offline_refusal(if cached.is_none() {
                 "is not in the cache"
             } else if locked.is_some() {
                 "lacks the locked commit in the cache"
             } else {
                 "must be fetched to resolve its revision"
-            };
-            return Err(UserError::new(format!(
-                "{origin}: the git repository `{}` {why}, and --offline forbids fetching it",
-                source.url
-            ))
-            .with_hint("run without --offline once")
-            .into());
+            }));
         }
         (_, cached) => {
             drop(cached);
-            Repository::fetch(&cache, &source.url)?
+            fetch_once(&cache, location)?
         }
     };
     let commit = match locked {
         Some(id) if repository.has_commit(&id) => id,
         Some(id) => {
             return Err(UserError::new(format!(
-                "{origin}: the git repository `{}` no longer has the commit {id} that skills.lock pins",
-                source.url
+                "{origin}: the git repository `{location}` does not have the commit {id} that skills.lock pins"
             ))
-            .with_hint("if it was rewritten on purpose, run `skillpkg update NAME` to lock a commit it has")
+            .with_hint("its history was rewritten (or the lock edited); run `skillpkg update` with the skill's name to lock a commit it has")
             .into());
         }
-        None => repository.resolve(source.rev.as_deref())?,
+        None => match resolved {
+            Some(id) => id,
+            None => resolve_once(&repository, location, source.rev.as_deref())?,
+        },
     };
     let scratch = tempfile::tempdir()?;
     let staging = scratch.path().join("skill");
@@ -512,7 +604,7 @@ fn read_skill_here(
         }
         None => staging,
     };
-    let skill = read_folder(&folder, origin)?;
+    let skill = read_fetched(&folder, origin)?;
     Ok((commit.to_string(), skill))
 }
 
@@ -520,17 +612,20 @@ fn read_skill_here(
 /// The skills of a repository, for `add`: fetches it, resolves `rev` and
 /// lists the folders with a SKILL.md at `path` and below. Returns the commit
 /// and the folders.
-pub fn list_skills(source: &GitSource, offline: bool) -> anyhow::Result<(String, Vec<String>)> {
+pub fn list_skills(
+    source: &GitSource,
+    location: &str,
+    offline: bool,
+) -> anyhow::Result<(String, Vec<String>)> {
     if offline {
         return Err(UserError::new(format!(
-            "adding from the git repository `{}` fetches it, and --offline forbids that",
-            source.url
+            "adding from the git repository `{location}` fetches it, and --offline forbids that"
         ))
         .into());
     }
     off_the_runtime(|| {
-        let repository = Repository::fetch(&cache_root()?, &source.url)?;
-        let commit = repository.resolve(source.rev.as_deref())?;
+        let repository = fetch_once(&cache_root()?, location)?;
+        let commit = resolve_once(&repository, location, source.rev.as_deref())?;
         let found = repository.find_skills(commit, source.path.as_deref())?;
         Ok((commit.to_string(), found))
     })

@@ -318,6 +318,7 @@ pub async fn install(
         options.update.as_deref(),
         options.offline,
         options.locked,
+        targets,
     )
     .await?;
     report.warnings.extend(direct.warnings.iter().cloned());
@@ -1259,23 +1260,33 @@ async fn fetch_pinned(
         .get(&entry.name)
         .expect("a direct entry of the lock is in the manifest");
     let origin = format!("`{}` in skills.toml", entry.name);
-    let packed = match source {
-        sources::Direct::Git(git) => {
+    // A tarball's or an index's artifact the lock pins by checksum is read
+    // from the cache when it is there, offline too.
+    let cached = match source {
+        sources::Direct::Index(_) | sources::Direct::Url(_) => entry
+            .checksum
+            .and_then(|checksum| super::web::read_cached(&checksum, &entry.name, &origin)),
+        _ => None,
+    };
+    let packed = match (source, cached) {
+        (_, Some(cached)) => cached?.packed,
+        (sources::Direct::Git(git), None) => {
             let commit = sources::locked_commit(&entry.source);
-            super::git::read_skill(git, commit, offline, &origin)?
+            let location = git.location(manifest.root());
+            super::git::read_skill(git, &location, commit, offline, &origin)?
                 .1
                 .packed
         }
-        _ if offline => {
+        (_, None) if offline => {
             return Err(UserError::new(format!(
-                "{origin} comes from the {}, which is not cached, and --offline forbids fetching it",
+                "{origin} comes from the {}, whose files are not in the cache, and --offline (or --frozen) forbids fetching them",
                 source.describe()
             ))
-            .with_hint("run without --offline")
+            .with_hint("run without --offline once")
             .into());
         }
-        _ => {
-            sources::fetch(source, &entry.name, Some(entry), &origin)
+        (_, None) => {
+            sources::fetch(manifest.root(), source, &entry.name, Some(entry), &origin)
                 .await?
                 .2
                 .packed

@@ -252,6 +252,36 @@ fn escape(value: &str) -> String {
     escaped
 }
 
+impl GitSource {
+    /// Where the repository is for a project at `root`: the URL as it is,
+    /// or a local path resolved against the project's root (never against
+    /// the folder a command runs in), so that one entry means one
+    /// repository wherever it is read from, and is cached as that one.
+    pub fn location(&self, root: &Path) -> String {
+        if !is_local_path(&self.url) {
+            return self.url.clone();
+        }
+        let path = root.join(&self.url);
+        std::fs::canonicalize(&path)
+            .unwrap_or(path)
+            .to_string_lossy()
+            .into_owned()
+    }
+}
+
+/// Returns true if and only if a git `url` is a local path: no scheme, and
+/// not scp-like (`user@host:path`, where a `:` comes before any `/`).
+pub fn is_local_path(url: &str) -> bool {
+    if url.contains("://") {
+        return false;
+    }
+    match (url.find(':'), url.find('/')) {
+        (Some(colon), Some(slash)) => colon > slash,
+        (Some(_), None) => false,
+        _ => true,
+    }
+}
+
 /// Returns the commit a git `source` of skills.lock pins.
 pub fn locked_commit(source: &str) -> Option<&str> {
     source
@@ -307,9 +337,19 @@ pub fn check_git_url(url: &str) -> Result<(), String> {
     } else if url.contains("::") {
         return Err("which names a transport helper (`::`), which skillpkg does not run".into());
     }
-    if url.split(['/', '@', ':']).any(|part| part.starts_with('-')) {
+    // Percent-decoded too: `%2D` is a `-` to a transport that decodes.
+    let decoded = url.replace("%2D", "-").replace("%2d", "-");
+    if decoded
+        .split(['/', '@', ':', '[', ']'])
+        .any(|part| part.starts_with('-'))
+    {
         return Err(
             "in which a part starts with `-`, which a transport could read as an option".into(),
+        );
+    }
+    if url::Url::parse(url).is_ok_and(|parsed| parsed.password().is_some()) {
+        return Err(
+            "which holds a password, which would be written to skills.toml and skills.lock".into(),
         );
     }
     Ok(())
@@ -350,10 +390,26 @@ pub struct FolderSkill {
     pub dependencies: Vec<SkillName>,
 }
 
-/// Reads the skill in `dir`: validated as `publish` validates (an invalid
-/// skill is refused, its errors named), then packed in memory. `origin`
-/// says where the folder came from, for messages.
+/// Reads the skill in `dir`, a folder of the user's: validated as `publish`
+/// validates (an invalid skill is refused, its errors named), then packed
+/// in memory. `origin` says where the folder came from, for messages.
 pub fn read_folder(dir: &Path, origin: &str) -> anyhow::Result<FolderSkill> {
+    read_skill_folder(dir, origin, true)
+}
+
+/// [`read_folder`] for a folder skillpkg wrote from a repository, an
+/// index or a tarball: messages name the source, not the temporary
+/// folder, and hints speak of the source's files.
+pub fn read_fetched(dir: &Path, origin: &str) -> anyhow::Result<FolderSkill> {
+    read_skill_folder(dir, origin, false)
+}
+
+fn read_skill_folder(dir: &Path, origin: &str, local: bool) -> anyhow::Result<FolderSkill> {
+    if !local && !dir.join(skill::SKILL_MD).is_file() {
+        return Err(UserError::new(format!("{origin}: the skill's folder has no SKILL.md"))
+            .with_hint("give the folder of the skill, the one that holds SKILL.md; nothing was installed")
+            .into());
+    }
     let metadata = match fs_err::metadata(dir) {
         Ok(metadata) => metadata,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
@@ -409,10 +465,14 @@ pub fn read_folder(dir: &Path, origin: &str) -> anyhow::Result<FolderSkill> {
             "{origin}: not a valid skill: {}",
             errors.join("; ")
         ))
-        .with_hint(format!(
-            "nothing was installed; `skillpkg validate {}` lists every problem",
-            dir.display()
-        ))
+        .with_hint(if local {
+            format!(
+                "nothing was installed; `skillpkg validate {}` lists every problem",
+                dir.display()
+            )
+        } else {
+            "nothing was installed; the publisher of the skill can list every problem with `skillpkg validate`".to_owned()
+        })
         .into());
     };
     let version = frontmatter
@@ -421,11 +481,17 @@ pub fn read_folder(dir: &Path, origin: &str) -> anyhow::Result<FolderSkill> {
         .unwrap_or_else(|| semver::Version::new(0, 0, 0));
     let packed = archive::pack_dir(dir, frontmatter.name.clone(), version, &Limits::default())
         .map_err(|error| {
-            let hint = error.hint();
-            let error = UserError::new(format!(
-                "{origin}: cannot take the skill in `{}`",
-                dir.display()
-            ))
+            let hint = error.hint().filter(|_| local);
+            let error = if local {
+                UserError::new(format!(
+                    "{origin}: cannot take the skill in `{}`",
+                    dir.display()
+                ))
+            } else {
+                UserError::new(format!("{origin}: cannot take the skill")).with_hint(
+                    "nothing was installed; the skill's files are beyond what a package may hold",
+                )
+            }
             .with_source(error);
             match hint {
                 Some(hint) => error.with_hint(hint),
@@ -487,13 +553,16 @@ pub async fn lock_direct(
     update: Option<&[SkillName]>,
     offline: bool,
     locked: bool,
+    targets: &[super::targets::Target],
 ) -> anyhow::Result<DirectLock> {
     let mut lock = DirectLock::default();
     for (name, source) in &manifest.direct {
         let origin = format!("`{name}` in skills.toml");
         let updating = update.is_some_and(|names| names.is_empty() || names.contains(name));
         if let Direct::Path(path) = source {
-            let folder = read_folder(&folder_of(root, path), &origin)?;
+            let dir = folder_of(root, path);
+            check_apart_from_targets(&dir, targets, &origin, path)?;
+            let folder = read_folder(&dir, &origin)?;
             lock.add(name, source.lock_source(None), None, folder, old)?;
             continue;
         }
@@ -520,10 +589,56 @@ pub async fn lock_direct(
             .with_hint("run without --offline once")
             .into());
         }
-        let (lock_source, checksum, folder) = fetch(source, name, None, &origin).await?;
+        let (lock_source, checksum, folder) = fetch(root, source, name, None, &origin).await?;
         lock.add(name, lock_source, checksum, folder, old)?;
     }
     Ok(lock)
+}
+
+/// Refuses a skill folder that is inside an install target (installing it
+/// would replace the very folder it is read from) or that holds one (each
+/// install would pack the copies it made before).
+fn check_apart_from_targets(
+    dir: &Path,
+    targets: &[super::targets::Target],
+    origin: &str,
+    path: &str,
+) -> anyhow::Result<()> {
+    let resolve = |path: &Path| -> PathBuf {
+        // A target may not exist yet: its nearest existing ancestor,
+        // resolved, and the rest as written.
+        let mut existing = path;
+        let mut rest = Vec::new();
+        while !existing.exists() {
+            let Some(parent) = existing.parent() else {
+                break;
+            };
+            rest.push(existing.file_name().unwrap_or_default().to_owned());
+            existing = parent;
+        }
+        let mut resolved = std::fs::canonicalize(existing).unwrap_or_else(|_| existing.to_owned());
+        resolved.extend(rest.iter().rev());
+        resolved
+    };
+    let folder = resolve(dir);
+    for target in targets {
+        let target_dir = resolve(&target.dir);
+        let relation = if folder.starts_with(&target_dir) {
+            "is inside"
+        } else if target_dir.starts_with(&folder) {
+            "holds"
+        } else {
+            continue;
+        };
+        return Err(UserError::new(format!(
+            "{origin} is taken from folder {path}, which {relation} the install target `{}` ({})",
+            target.name,
+            target.dir.display()
+        ))
+        .with_hint("keep the skill's own folder apart from the agent folders skillpkg installs into, such as skills/NAME")
+        .into());
+    }
+    Ok(())
 }
 
 /// Fetches the skill `name` that `source` (not a folder) names: at the
@@ -531,6 +646,7 @@ pub async fn lock_direct(
 /// the source stands now. Returns the `source` to lock, the checksum to
 /// lock (of a tarball or an index's artifact) and the skill.
 pub async fn fetch(
+    root: &Path,
     source: &Direct,
     name: &SkillName,
     pinned: Option<&LockedSkill>,
@@ -544,7 +660,8 @@ pub async fn fetch(
         Direct::Path(path) => Err(anyhow::anyhow!("the folder {path} is not fetched")),
         Direct::Git(git) => {
             let commit = pinned.and_then(|entry| locked_commit(&entry.source));
-            let (commit, folder) = super::git::read_skill(git, commit, false, origin)?;
+            let location = git.location(root);
+            let (commit, folder) = super::git::read_skill(git, &location, commit, false, origin)?;
             Ok((source.lock_source(Some(&commit)), None, folder))
         }
         Direct::Index(site) => {
@@ -678,16 +795,29 @@ pub fn git_argument(text: &str) -> Option<GitSource> {
     if let Some(rest) = text.strip_prefix("github:") {
         return github(rest);
     }
-    if let Some(rest) = text
-        .strip_prefix("https://github.com/")
-        .or_else(|| text.strip_prefix("http://github.com/"))
+    let lower = text.to_ascii_lowercase();
+    let is_web = lower.starts_with("https://") || lower.starts_with("http://");
+    // A tarball is a tarball wherever it is, GitHub's release and archive
+    // downloads included.
+    if is_web && url::Url::parse(text).is_ok_and(|url| super::web::is_tarball(&url)) {
+        return None;
+    }
+    if let Some(rest) = ["https://github.com/", "http://github.com/"]
+        .iter()
+        .find(|prefix| lower.starts_with(*prefix))
+        .map(|prefix| &text[prefix.len()..])
     {
         let rest = rest.trim_end_matches('/');
         let parts: Vec<&str> = rest.split('/').collect();
-        if parts.len() >= 4 && parts[2] == "tree" {
-            // A page: /OWNER/REPO/tree/REV/PATH (a REV with `/` is read as
+        if parts.len() >= 4 && matches!(parts[2], "tree" | "blob") {
+            // A page: /OWNER/REPO/tree/REV/PATH, or a file's page
+            // /OWNER/REPO/blob/REV/PATH/SKILL.md (a REV with `/` is read as
             // its first part; write `github:OWNER/REPO/PATH@REV` for it).
-            let path = parts[4..].join("/");
+            let mut path: Vec<&str> = parts[4..].to_vec();
+            if path.last().is_some_and(|last| *last == skill::SKILL_MD) {
+                path.pop();
+            }
+            let path = path.join("/");
             return Some(GitSource {
                 url: github_url(parts[0], parts[1]),
                 rev: Some(parts[3].to_owned()),
@@ -695,16 +825,28 @@ pub fn git_argument(text: &str) -> Option<GitSource> {
             });
         }
         let (rest, rev) = split_rev(rest, '#');
-        return github(&rest.replace(".git", "")).map(|source| GitSource {
+        return github(rest).map(|source| GitSource {
             rev: rev.or(source.rev),
             ..source
         });
     }
     if let Some((scheme, _)) = text.split_once("://") {
         let (url, rev) = split_rev(text, '#');
-        let is_git =
-            matches!(scheme, "git" | "ssh" | "file") || url.trim_end_matches('/').ends_with(".git");
+        let is_git = matches!(scheme.to_ascii_lowercase().as_str(), "git" | "ssh" | "file")
+            || url.trim_end_matches('/').ends_with(".git");
         return is_git.then(|| GitSource {
+            url: url.to_owned(),
+            rev,
+            path: None,
+        });
+    }
+    // scp-like: `git@github.com:acme/skills.git[#REV]`.
+    if let Some((user_host, _)) = text.split_once(':')
+        && user_host.contains('@')
+        && !user_host.contains('/')
+    {
+        let (url, rev) = split_rev(text, '#');
+        return Some(GitSource {
             url: url.to_owned(),
             rev,
             path: None,
@@ -731,10 +873,8 @@ fn github(text: &str) -> Option<GitSource> {
 }
 
 fn github_url(owner: &str, repo: &str) -> String {
-    format!(
-        "https://github.com/{owner}/{}.git",
-        repo.trim_end_matches(".git")
-    )
+    let repo = repo.strip_suffix(".git").unwrap_or(repo);
+    format!("https://github.com/{owner}/{repo}.git")
 }
 
 fn is_github_name(text: &str) -> bool {
@@ -853,6 +993,9 @@ mod tests {
         assert!(error("git = \"ext::sh\"").contains("transport helper"));
         assert!(error("git = \"gopher://x/r\"").contains("scheme `gopher`"));
         assert!(check_git_url("git@github.com:acme/skills.git").is_ok());
+        assert!(check_git_url("ssh://%2DoProxyCommand=id@host/r").is_err());
+        assert!(check_git_url("[-oProxyCommand=id]:x.git").is_err());
+        assert!(check_git_url("https://alice:secret@host/r.git").is_err());
         assert!(check_git_url("../sibling/repo").is_ok());
     }
 

@@ -74,6 +74,84 @@ pub struct Target {
     pub dir: PathBuf,
 }
 
+/// An agent tool, as `init --agent` names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Agent {
+    /// Claude Code: `.claude/skills`.
+    #[value(name = "claude-code", alias = "claude")]
+    ClaudeCode,
+    /// Current Codex: `.agents/skills`, from the working folder up to the
+    /// repository's root.
+    Codex,
+    /// GitHub Copilot: `.github/skills`, and `.claude/skills` too.
+    #[value(alias = "github-copilot")]
+    Copilot,
+}
+
+impl Agent {
+    /// The name `--agent` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Agent::ClaudeCode => "claude-code",
+            Agent::Codex => "codex",
+            Agent::Copilot => "copilot",
+        }
+    }
+
+    /// The project folders the agent reads skills from today, as targets,
+    /// the one it prefers first.
+    fn reads(self) -> &'static [&'static str] {
+        match self {
+            Agent::ClaudeCode => &["claude"],
+            Agent::Codex => &["agents"],
+            Agent::Copilot => &["copilot", "claude"],
+        }
+    }
+}
+
+/// The fewest targets that every agent of `agents` reads, each with why:
+/// an agent that reads a folder another agent needs anyway is served by
+/// it, so that no agent finds the same skill in two of its folders.
+pub fn targets_for(agents: &[Agent]) -> Vec<(String, String)> {
+    let mut chosen: Vec<&'static str> = Vec::new();
+    // The agents that read one folder only decide first.
+    let mut ordered: Vec<Agent> = agents.to_vec();
+    ordered.sort_by_key(|agent| agent.reads().len());
+    ordered.dedup();
+    for agent in &ordered {
+        if !agent.reads().iter().any(|target| chosen.contains(target)) {
+            chosen.push(agent.reads()[0]);
+        }
+    }
+    // One order whatever the agents' order: Claude's folder first.
+    let rank = |target: &&str| {
+        ["claude", "agents", "copilot"]
+            .iter()
+            .position(|t| t == target)
+    };
+    chosen.sort_by_key(rank);
+    let folder = |target: &str| match target {
+        "claude" => ".claude/skills",
+        "agents" => ".agents/skills",
+        "copilot" => ".github/skills",
+        _ => unreachable!("a named target"),
+    };
+    chosen
+        .into_iter()
+        .map(|target| {
+            let readers: Vec<&str> = ordered
+                .iter()
+                .filter(|agent| agent.reads().contains(&target))
+                .map(|agent| agent.name())
+                .collect();
+            (
+                target.to_owned(),
+                format!("{} (read by {})", folder(target), readers.join(" and ")),
+            )
+        })
+        .collect()
+}
+
 /// The targets that name an agent's folders (the others are paths).
 const NAMED: [&str; 4] = ["claude", "codex", "copilot", "agents"];
 
@@ -167,15 +245,7 @@ fn resolve_unchecked(name: &str, root: &Path, global: bool) -> anyhow::Result<Ta
             }
         }
         ("copilot", false) => root.join(".github/skills"),
-        ("copilot", true) => {
-            return Err(
-                UserError::new("GitHub Copilot has no user-level skills folder")
-                    .with_hint(
-                        "install into the project (without --global), or use the `agents` target",
-                    )
-                    .into(),
-            );
-        }
+        ("copilot", true) => home()?.join(".copilot/skills"),
         ("agents", false) => root.join(".agents/skills"),
         ("agents", true) => home()?.join(".agents/skills"),
         (path, _) if path.contains('/') || path.starts_with('.') => root.join(path),
@@ -213,5 +283,34 @@ impl Target {
         let mut text = serde_json::to_string_pretty(state).expect("a target state serialises");
         text.push('\n');
         super::manifest::write(&self.dir.join(STATE_FILE), &text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_agent_reads_one_folder_of_the_fewest_targets() {
+        let targets = |agents: &[Agent]| -> Vec<String> {
+            targets_for(agents)
+                .into_iter()
+                .map(|(target, _)| target)
+                .collect()
+        };
+        assert_eq!(targets(&[Agent::ClaudeCode]), ["claude"]);
+        assert_eq!(targets(&[Agent::Codex]), ["agents"]);
+        assert_eq!(targets(&[Agent::Copilot]), ["copilot"]);
+        assert_eq!(targets(&[Agent::ClaudeCode, Agent::Copilot]), ["claude"]);
+        assert_eq!(
+            targets(&[Agent::Codex, Agent::Copilot]),
+            ["agents", "copilot"]
+        );
+        assert_eq!(
+            targets(&[Agent::Copilot, Agent::Codex, Agent::ClaudeCode]),
+            ["claude", "agents"]
+        );
+        let why = targets_for(&[Agent::ClaudeCode, Agent::Copilot]);
+        assert_eq!(why[0].1, ".claude/skills (read by claude-code and copilot)");
     }
 }

@@ -24,7 +24,7 @@ use skillpkg_index::checksum::Checksum;
 use skillpkg_index::skill::{SKILL_MD, SkillName};
 use url::Url;
 
-use super::sources::{FolderSkill, read_folder};
+use super::sources::{FolderSkill, read_fetched};
 use crate::client::registry::get_public;
 use crate::error::UserError;
 
@@ -85,6 +85,14 @@ pub fn parse_url(text: &str) -> anyhow::Result<Url> {
             "`{text}` is not an http:// or https:// URL"
         ))
         .with_hint("a discovery index or a tarball is read over HTTP; a local folder is added by its path")
+        .into());
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(UserError::new(format!(
+            "`{}` holds a user name or password, which would be written to skills.toml and skills.lock",
+            crate::client::registry_url::redacted(&url)
+        ))
+        .with_hint("give the URL without credentials; a site that needs them is better published to a private registry (docs/registry.md)")
         .into());
     }
     Ok(url)
@@ -207,9 +215,20 @@ fn read_entry(index: &Url, entry: &serde_json::Value, v2: bool) -> Result<IndexS
             .map(|file| file.as_str().map(str::to_owned))
             .collect::<Option<_>>()
             .ok_or_else(|| format!("`{name}`: a file that is not a string"))?;
+        let limits = Limits::default();
+        if files.len() > limits.max_entries {
+            return Err(format!("`{name}`: more than {} files", limits.max_entries));
+        }
         for file in &files {
-            check_portable_path(file, &Limits::default())
+            check_portable_path(file, &limits)
                 .map_err(|problem| format!("`{name}`: the file {file:?} ({problem})"))?;
+            // Each is a URL path below the skill's: nothing that a URL
+            // would read otherwise (`%2e%2e` is `..`, `#` and `?` end it).
+            if file.contains(['%', '#', '?']) {
+                return Err(format!(
+                    "`{name}`: the file {file:?} (`%`, `#` and `?` would be read as part of a URL)"
+                ));
+            }
         }
         if !files.iter().any(|file| file == SKILL_MD) {
             return Err(format!("`{name}`: its files have no SKILL.md"));
@@ -272,6 +291,13 @@ pub async fn read_index_skill(
             let mut total = 0_u64;
             for file in files {
                 let url = base.join(file)?;
+                if !url.as_str().starts_with(base.as_str()) {
+                    return Err(UserError::new(format!(
+                        "{origin}: the file {file:?} of `{}` leads out of its folder",
+                        skill.name
+                    ))
+                    .into());
+                }
                 let bytes = get_public(&url, limits.max_unpacked_bytes)
                     .await?
                     .ok_or_else(|| missing(origin, &url))?;
@@ -299,7 +325,7 @@ pub async fn read_index_skill(
             unpack(&bytes, &folder, origin)?;
         }
     }
-    read_folder(&folder, origin)
+    read_fetched(&folder, origin)
 }
 
 /// Reads the tarball at `url`: downloaded, its SHA-256 checked against
@@ -311,9 +337,12 @@ pub async fn read_tarball(
     origin: &str,
 ) -> anyhow::Result<(Checksum, FolderSkill)> {
     let limits = Limits::default();
-    let bytes = get_public(url, limits.max_packed_bytes)
-        .await?
-        .ok_or_else(|| missing(origin, url))?;
+    let bytes = match locked.and_then(|locked| cached(&locked)) {
+        Some(bytes) => bytes,
+        None => get_public(url, limits.max_packed_bytes)
+            .await?
+            .ok_or_else(|| missing(origin, url))?,
+    };
     let checksum = Checksum::of(&bytes);
     if let Some(locked) = locked
         && locked != checksum
@@ -327,6 +356,7 @@ pub async fn read_tarball(
     let scratch = tempfile::tempdir()?;
     let unpacked = scratch.path().join("skill");
     unpack(&bytes, &unpacked, origin)?;
+    store(&checksum, &bytes);
     // Named after the skill, as its folder must be.
     let folder = match super::sources::skill_name_of(&unpacked) {
         Some(name) => {
@@ -336,11 +366,14 @@ pub async fn read_tarball(
         }
         None => unpacked,
     };
-    Ok((checksum, read_folder(&folder, origin)?))
+    Ok((checksum, read_fetched(&folder, origin)?))
 }
 
 /// Downloads `url` and checks its digest.
 async fn download(url: &Url, digest: Checksum, max: u64, origin: &str) -> anyhow::Result<Vec<u8>> {
+    if let Some(bytes) = cached(&digest) {
+        return Ok(bytes);
+    }
     let bytes = get_public(url, max)
         .await?
         .ok_or_else(|| missing(origin, url))?;
@@ -352,12 +385,50 @@ async fn download(url: &Url, digest: Checksum, max: u64, origin: &str) -> anyhow
         .with_hint("the site serves files that do not match its own index; nothing was installed; tell its operator")
         .into());
     }
+    store(&digest, &bytes);
     Ok(bytes)
+}
+
+/// The artifact of checksum `checksum` from the cache, when it is there.
+fn cached(checksum: &Checksum) -> Option<Vec<u8>> {
+    crate::client::Cache::open().ok()?.unsigned(checksum)
+}
+
+/// Keeps an artifact whose checksum was checked in the cache, for later
+/// installs (offline ones too). A cache that cannot be written is no error:
+/// the file is fetched again next time.
+fn store(checksum: &Checksum, bytes: &[u8]) {
+    if let Ok(cache) = crate::client::Cache::open() {
+        let _ = cache.store_unsigned(checksum, bytes);
+    }
+}
+
+/// Reads a skill whose artifact skills.lock pins by `checksum` from the
+/// cache, when it is there: a `.tar.gz` (a tarball URL's, or an index's
+/// `archive`) or a SKILL.md alone (an index's `skill-md`). `None` when it
+/// is not cached.
+pub fn read_cached(
+    checksum: &Checksum,
+    name: &SkillName,
+    origin: &str,
+) -> Option<anyhow::Result<FolderSkill>> {
+    let bytes = cached(checksum)?;
+    Some((|| {
+        let scratch = tempfile::tempdir()?;
+        let folder = scratch.path().join(name.as_str());
+        if bytes.starts_with(&[0x1f, 0x8b]) {
+            unpack(&bytes, &folder, origin)?;
+        } else {
+            fs_err::create_dir(&folder)?;
+            fs_err::write(folder.join(SKILL_MD), &bytes)?;
+        }
+        read_fetched(&folder, origin)
+    })())
 }
 
 fn missing(origin: &str, url: &Url) -> anyhow::Error {
     UserError::new(format!("{origin}: {url} is not found (404)"))
-        .with_hint("the site lists a file it does not serve; nothing was installed")
+        .with_hint("check the URL (the site lists or names a file it does not serve); nothing was installed")
         .into()
 }
 

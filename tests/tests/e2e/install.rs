@@ -683,3 +683,65 @@ fn a_lock_and_an_index_line_with_an_h1_tree_hash_still_install_and_verify() {
     assert_eq!(skillpkg(&["install"]).code, 0);
     assert_eq!(skillpkg(&["verify"]).code, 0);
 }
+
+#[test]
+fn init_picks_the_folders_the_named_agents_read_and_copilot_has_a_user_folder() {
+    let world = World::new();
+    world.publish("pdf", "1.0.0", &[]);
+    let init = world.user(&[
+        "init",
+        "--agent",
+        "claude-code,codex,copilot",
+        "--registry",
+        world.registry.url(),
+    ]);
+    assert_eq!(init.code, 0, "{init:?}");
+    let manifest = fs_err::read_to_string(world.project().join("skills.toml")).unwrap();
+    assert!(
+        manifest.contains("targets = [\"claude\", \"agents\"]"),
+        "{manifest}"
+    );
+    assert!(
+        init.stderr
+            .contains("Target claude: .claude/skills (read by claude-code and copilot)"),
+        "{}",
+        init.stderr
+    );
+    assert!(
+        init.stderr
+            .contains("Target agents: .agents/skills (read by codex)"),
+        "{}",
+        init.stderr
+    );
+    let both = world.user(&["init", "--agent", "codex", "--target", "claude"]);
+    assert_eq!(
+        both.code, 2,
+        "--agent and --target are one choice: {both:?}"
+    );
+
+    let elsewhere = world.sandbox.path().join("json-project");
+    fs_err::create_dir_all(&elsewhere).unwrap();
+    let json = world.sandbox.user_in(
+        &elsewhere,
+        &world.sandbox.path().join("cache"),
+        &["init", "--agent", "copilot", "--json"],
+    );
+    assert_eq!(json.code, 0, "{json:?}");
+    let document: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(
+        document["targets"],
+        serde_json::json!([{ "target": "copilot", "why": ".github/skills (read by copilot)" }])
+    );
+
+    // Copilot's user folder, for --global.
+    let added = world.user(&["add", "pdf", "--global", "--target", "copilot"]);
+    assert_eq!(added.code, 0, "{added:?}");
+    assert!(
+        world
+            .sandbox
+            .path()
+            .join(".copilot/skills/pdf/SKILL.md")
+            .is_file(),
+        "{added:?}"
+    );
+}

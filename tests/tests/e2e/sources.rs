@@ -571,3 +571,175 @@ fn a_bad_git_source_gets_a_clear_error_and_changes_nothing() {
         );
     }
 }
+
+/// Writes a git object of `kind` with the raw `bytes` (which git's own
+/// tools would refuse to make) and returns its id.
+fn raw_object(repo: &Path, kind: &str, bytes: &[u8]) -> String {
+    use std::io::Write as _;
+    let mut child = std::process::Command::new("git")
+        .current_dir(repo)
+        .args(["hash-object", "-t", kind, "--literally", "-w", "--stdin"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(bytes).unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success());
+    String::from_utf8(output.stdout).unwrap().trim().to_owned()
+}
+
+/// A raw tree entry: mode, name, and the object's id in hex.
+fn tree_entry(mode: &str, name: &str, id: &str) -> Vec<u8> {
+    let mut entry = format!("{mode} {name}\0").into_bytes();
+    entry.extend(
+        (0..id.len())
+            .step_by(2)
+            .map(|at| u8::from_str_radix(&id[at..at + 2], 16).unwrap()),
+    );
+    entry
+}
+
+/// Makes `tree` the tip of branch `branch` in `repo`.
+fn commit_tree(repo: &Path, branch: &str, tree: &str) {
+    let commit = git(repo, &["commit-tree", tree, "-m", branch]);
+    git(
+        repo,
+        &["update-ref", &format!("refs/heads/{branch}"), &commit],
+    );
+}
+
+#[test]
+fn hostile_git_trees_are_refused_before_they_cost_disk_or_memory() {
+    let world = World::new();
+    let repo = world.sandbox.path().join("hostile.git");
+    fs_err::create_dir_all(&repo).unwrap();
+    git(&repo, &["init", "-q", "--bare", "-b", "main"]);
+    let skill_md = raw_object(
+        &repo,
+        "blob",
+        b"---\nname: hostile\ndescription: Does hostile things. Use when testing.\n---\nhi\n",
+    );
+    // A tree bomb: five levels of ten references to the same tree, a
+    // hundred thousand folders from six small objects.
+    let mut level = raw_object(&repo, "tree", &tree_entry("100644", "SKILL.md", &skill_md));
+    for _ in 0..5 {
+        let entries: Vec<u8> = (0..10)
+            .flat_map(|index| tree_entry("40000", &format!("d{index}"), &level))
+            .collect();
+        level = raw_object(&repo, "tree", &entries);
+    }
+    let mut root = tree_entry("100644", "SKILL.md", &skill_md);
+    root.extend(tree_entry("40000", "bomb", &level));
+    commit_tree(&repo, "bomb", &raw_object(&repo, "tree", &root));
+    // Two entries of one name: git shows the first, a naive reader writes
+    // the last.
+    let other = raw_object(
+        &repo,
+        "blob",
+        b"---\nname: hostile\ndescription: The other one.\n---\n",
+    );
+    let mut twice = tree_entry("100644", "SKILL.md", &skill_md);
+    twice.extend(tree_entry("100644", "SKILL.md", &other));
+    commit_tree(&repo, "twice", &raw_object(&repo, "tree", &twice));
+    // A 64 MiB blob of zeros, a few dozen kilobytes in the repository.
+    let big = raw_object(&repo, "blob", &vec![0_u8; 64 << 20]);
+    let mut large = tree_entry("100644", "SKILL.md", &skill_md);
+    large.extend(tree_entry("100644", "zeros.bin", &big));
+    commit_tree(&repo, "large", &raw_object(&repo, "tree", &large));
+
+    let url = format!("file://{}", repo.display());
+    let before = world.files();
+    for (branch, expected) in [
+        ("bomb", "more than 10000 files and folders"),
+        ("twice", "has two entries named `SKILL.md`"),
+        ("large", "more than 8.0 MiB of files"),
+    ] {
+        let started = std::time::Instant::now();
+        let output = world.user(&["add", &format!("git+{url}#{branch}")]);
+        assert_eq!(output.code, 1, "{branch}: {output:?}");
+        assert!(
+            output.stderr.contains(expected),
+            "{branch}: {}",
+            output.stderr
+        );
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "{branch} took {:?}",
+            started.elapsed()
+        );
+        assert_eq!(world.files(), before, "{branch} changed the project");
+    }
+}
+
+#[test]
+fn a_local_repository_is_read_against_the_project_and_folder_sources_keep_apart_from_targets() {
+    let world = World::new();
+    let (repo, commit) = skills_repository(&world.sandbox.path().join("repos"));
+    let manifest = world.project().join("skills.toml");
+    let text = fs_err::read_to_string(&manifest).unwrap();
+    // Relative to the project's root, wherever the command runs.
+    fs_err::write(
+        &manifest,
+        format!("{text}notes = {{ git = \"../repos/skills.git\", path = \"skills/notes\" }}\n"),
+    )
+    .unwrap();
+    let sub = world.project().join("docs");
+    fs_err::create_dir_all(&sub).unwrap();
+    let installed = world.user_in(&sub, &["install"]);
+    assert_eq!(installed.code, 0, "{installed:?}");
+    let lock = world.read("skills.lock");
+    assert!(
+        lock.contains(&format!(
+            "source = \"git+../repos/skills.git?path=skills/notes#{commit}\""
+        )),
+        "{lock}"
+    );
+    assert!(
+        world
+            .project()
+            .join(".claude/skills/notes/SKILL.md")
+            .is_file()
+    );
+    drop(repo);
+
+    // A folder inside an install target, or holding one, is refused before
+    // anything changes (installing it would replace or nest itself).
+    Skill::new("inside", "1.0.0").write(&world.project().join(".claude/skills/inside"));
+    let before = world.files();
+    let inside = world.user(&["add", "./.claude/skills/inside", "--force"]);
+    assert_eq!(inside.code, 1, "{inside:?}");
+    assert!(
+        inside.stderr.contains("is taken from folder .claude/skills/inside, which is inside the install target `claude`"),
+        "{}",
+        inside.stderr
+    );
+    assert_eq!(world.files(), before);
+    Skill::new("project", "1.0.0").write(&world.project());
+    let before = world.files();
+    let whole = world.user(&["add", "."]);
+    assert_eq!(whole.code, 1, "{whole:?}");
+    assert!(
+        whole
+            .stderr
+            .contains("which holds the install target `claude`"),
+        "{}",
+        whole.stderr
+    );
+    assert_eq!(world.files(), before);
+
+    let outdated = world.user(&["outdated"]);
+    assert_eq!(outdated.code, 0, "{outdated:?}");
+    assert!(
+        outdated.stderr.contains("note: not checked: notes"),
+        "{}",
+        outdated.stderr
+    );
+    assert!(
+        outdated
+            .stdout
+            .contains("every skill from a registry is up to date"),
+        "{}",
+        outdated.stdout
+    );
+}

@@ -34,6 +34,13 @@ impl Project {
             .user_in(&self.dir(), &self.sandbox.path().join("cache"), args)
     }
 
+    /// Runs skillpkg in the project with a cache of its own: another
+    /// machine, with the same project.
+    fn elsewhere(&self, args: &[&str]) -> Output {
+        self.sandbox
+            .user_in(&self.dir(), &self.sandbox.path().join("other-cache"), args)
+    }
+
     fn read(&self, relative: &str) -> String {
         fs_err::read_to_string(self.dir().join(relative)).unwrap_or_default()
     }
@@ -140,7 +147,9 @@ fn a_skill_from_a_discovery_index_is_pinned_by_its_digest_and_changes_only_on_up
     wait_for_discovery(&registry, "dl/pdf/1.1.0/");
     fs_err::remove_dir_all(project.dir().join(".claude")).unwrap();
     let before = project.files();
-    let refused = project.user(&["install"]);
+    // The locked archive is still in this cache (and installs from it);
+    // another machine must fetch it, and the site now serves other bytes.
+    let refused = project.elsewhere(&["install"]);
     assert_eq!(refused.code, 1, "{refused:?}");
     assert!(
         refused.stderr.contains("the discovery index now lists"),
@@ -153,6 +162,13 @@ fn a_skill_from_a_discovery_index_is_pinned_by_its_digest_and_changes_only_on_up
         refused.stderr
     );
     assert_eq!(project.files(), before);
+    let from_cache = project.user(&["install", "--locked"]);
+    assert_eq!(from_cache.code, 0, "{from_cache:?}");
+    assert_eq!(
+        files_below(&project.installed("pdf")),
+        files_below(&project.expected(&pdf, "pdf")),
+        "the locked version, from the cache"
+    );
     let updated = project.user(&["update", "pdf"]);
     assert_eq!(updated.code, 0, "{updated:?}");
     assert_eq!(
@@ -184,6 +200,7 @@ fn older_indexes_skill_md_entries_and_tarballs_install_and_lies_are_refused() {
     let index_v1 = serde_json::json!({ "skills": [
         { "name": "notes", "description": "Takes notes.", "files": files },
         { "name": "escape", "description": "Reads outside.", "files": ["SKILL.md", "../../secret.txt"] },
+        { "name": "encoded", "description": "Reads outside.", "files": ["SKILL.md", "%2e%2e/%2e%2e/secret.txt"] },
     ]});
     fs_err::write(
         site.join(".well-known/skills/index.json"),
@@ -225,6 +242,11 @@ fn older_indexes_skill_md_entries_and_tarballs_install_and_lies_are_refused() {
         "{}",
         added.stderr
     );
+    assert!(
+        added.stderr.contains("leaves out `encoded`: the file \"%2e%2e/%2e%2e/secret.txt\" (`%`, `#` and `?` would be read as part of a URL)"),
+        "{}",
+        added.stderr
+    );
     assert_eq!(
         files_below(&project.installed("notes")),
         files_below(&project.expected(&notes, "notes")),
@@ -261,6 +283,15 @@ fn older_indexes_skill_md_entries_and_tarballs_install_and_lies_are_refused() {
         files_below(&project.expected(&csv, "csv"))
     );
 
+    // Offline, the tarball comes from the cache, checked against the lock.
+    fs_err::remove_dir_all(project.installed("csv")).unwrap();
+    let frozen = project.user(&["install", "--frozen"]);
+    assert_eq!(frozen.code, 0, "{frozen:?}");
+    assert_eq!(
+        files_below(&project.installed("csv")),
+        files_below(&project.expected(&csv, "csv"))
+    );
+
     // Lies and changes: nothing installed, nothing changed.
     let before = project.files();
     let liar = project.user(&["add", &other_url, "--skill", "liar"]);
@@ -290,7 +321,7 @@ fn older_indexes_skill_md_entries_and_tarballs_install_and_lies_are_refused() {
     assert_eq!(repacked.code, 0, "{repacked:?}");
     fs_err::remove_dir_all(project.installed("csv")).unwrap();
     let before = project.files();
-    let changed = project.user(&["install", "--locked"]);
+    let changed = project.elsewhere(&["install", "--locked"]);
     assert_eq!(changed.code, 1, "{changed:?}");
     assert!(
         changed

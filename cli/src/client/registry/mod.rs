@@ -942,6 +942,10 @@ where
 /// retried like them, and the body read under `max_bytes`. `None` for a
 /// 404.
 pub async fn get_public(url: &Url, max_bytes: u64) -> anyhow::Result<Option<Vec<u8>>> {
+    let failed = |source: Box<dyn std::error::Error + Send + Sync>| DownloadError {
+        url: redacted(url),
+        source,
+    };
     if !matches!(url.scheme(), "http" | "https") {
         return Err(crate::error::UserError::new(format!(
             "`{}` is not an http:// or https:// URL",
@@ -950,7 +954,20 @@ pub async fn get_public(url: &Url, max_bytes: u64) -> anyhow::Result<Option<Vec<
         .into());
     }
     let http = Http::new()?;
-    Ok(fetch(&http, url, None, Limit::Client(max_bytes)).await?)
+    fetch(&http, url, None, Limit::Client(max_bytes))
+        .await
+        .map_err(|error| failed(Box::new(error)).into())
+}
+
+/// A file of a source that is not a registry (a discovery index, a file it
+/// names, a tarball) could not be downloaded: the network, or the site.
+/// Exits with status 3, like a registry that cannot be reached.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot download {url}")]
+pub struct DownloadError {
+    pub url: String,
+    #[source]
+    pub source: Box<dyn std::error::Error + Send + Sync>,
 }
 
 async fn fetch(

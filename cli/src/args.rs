@@ -29,6 +29,12 @@ pub struct GlobalArgs {
     #[arg(long, short, global = true)]
     pub quiet: bool,
 
+    /// Log what skillpkg does on stderr: -v each step (requests, cache,
+    /// fetches, resolution), -vv details, -vvv everything, dependencies'
+    /// too. SKILLPKG_LOG (`RUST_LOG` syntax) chooses instead.
+    #[arg(long, short, action = clap::ArgAction::Count, global = true, conflicts_with = "quiet")]
+    pub verbose: u8,
+
     /// When to use colour: `auto` uses it on a terminal unless NO_COLOR is set.
     #[arg(long, value_enum, default_value_t = ColorChoice::Auto, global = true, value_name = "WHEN")]
     pub color: ColorChoice,

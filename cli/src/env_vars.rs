@@ -89,6 +89,11 @@ pub const SKILLPKG_STATE_DIR: &str = "SKILLPKG_STATE_DIR";
 /// is given up (and retried, like any network failure).
 pub const SKILLPKG_HTTP_TIMEOUT: &str = "SKILLPKG_HTTP_TIMEOUT";
 
+/// What `-v` logs, in `RUST_LOG`'s syntax (`skillpkg=debug`,
+/// `skillpkg::client=trace,gix=info`): set, it takes the place of the level
+/// `-v`, `-vv` and `-vvv` choose, and logs without them too.
+pub const SKILLPKG_LOG: &str = "SKILLPKG_LOG";
+
 /// For tests only: any non-empty value removes the waits between retries of
 /// a failed download (the retries themselves still happen).
 pub const SKILLPKG_TEST_NO_RETRY_DELAY: &str = "SKILLPKG_TEST_NO_RETRY_DELAY";
@@ -105,6 +110,7 @@ pub const SHOWN: &[(&str, bool)] = &[
     (SKILLPKG_SIGNING_KEY, true),
     (SKILLPKG_KEY_PASSWORD, true),
     (SKILLPKG_HTTP_TIMEOUT, false),
+    (SKILLPKG_LOG, false),
     (CODEX_HOME, false),
     (NO_COLOR, false),
     (CI, false),

@@ -22,6 +22,7 @@ pub mod client;
 pub mod commands;
 pub mod env_vars;
 pub mod error;
+pub mod logging;
 pub mod outcome;
 pub mod printer;
 pub mod project;

@@ -10,6 +10,7 @@ use skillpkg::{args::Cli, outcome, printer::Printer};
 fn main() -> ExitCode {
     let cli = Cli::parse();
     cli.global.color.write_global();
+    skillpkg::logging::init(cli.global.verbose);
     let printer = Printer::new(cli.global.quiet);
     match skillpkg::run(cli, &printer) {
         Ok(status) => status.into(),

@@ -147,9 +147,11 @@ pub async fn fetch_verified(
     if let Some(cache) = source.cache
         && let Some(archive) = from_cache(cache, expected)
     {
+        tracing::info!("{}: from the cache, checked", expected.label());
         return Ok(archive);
     }
     let label = expected.label();
+    tracing::info!("{label}: not in the cache, downloading");
     let Some(registry) = source.registry else {
         let error = if source.offline {
             UserError::new(format!(

@@ -159,6 +159,8 @@ impl Repository {
     /// time).
     pub fn fetch(cache: &Path, url: &str) -> anyhow::Result<Self> {
         install_crypto_provider();
+        let started = std::time::Instant::now();
+        tracing::info!(%url, "fetching the git repository");
         let (dir, lock) = Self::lock(cache, url)?;
         let interrupt = AtomicBool::new(false);
         let failed = |error: Box<dyn std::error::Error + Send + Sync>| FetchError {
@@ -194,6 +196,11 @@ impl Repository {
             fs_err::rename(partial.keep(), &dir)?;
             gix::open(&dir).map_err(|error| failed(error.into()))?
         };
+        tracing::info!(
+            %url,
+            ms = started.elapsed().as_millis() as u64,
+            "fetched the git repository"
+        );
         Ok(Self {
             repo,
             url: url.to_owned(),
@@ -513,6 +520,7 @@ fn resolve_once(
         return Ok(id);
     }
     let id = repository.resolve(rev)?;
+    tracing::info!(%location, rev = rev.unwrap_or("HEAD"), commit = %id, "resolved");
     RESOLVED
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)

@@ -340,6 +340,7 @@ pub async fn install(
                 && satisfies(lock, manifest, registries, &direct)
                 && refused.is_empty() =>
         {
+            tracing::info!("skills.lock satisfies skills.toml: nothing to resolve");
             lock.clone()
         }
         _ => {
@@ -447,6 +448,7 @@ async fn resolve_registry_skills(
     now: jiff::Timestamp,
     report: &mut Report,
 ) -> anyhow::Result<Lockfile> {
+    tracing::info!("resolving the skills of skills.toml from their registries");
     let fetched = fetch_indexes(opened, manifest, old_lock).await?;
     let keep = |name: &SkillName| {
         let kept = match &options.update {
@@ -506,6 +508,18 @@ async fn finish_install(
         });
     }
     let plans = plan::plan(&lock, &observed, options.force)?;
+    for (target, plan) in targets.iter().zip(&plans) {
+        tracing::info!(
+            target = %target.name,
+            put = plan.put.len(),
+            unchanged = plan.unchanged,
+            remove = plan.remove.len(),
+            "plan"
+        );
+        for put in &plan.put {
+            tracing::debug!(target = %target.name, skill = %put.entry.name, why = ?put.why, "put");
+        }
+    }
     // Every archive fetched and verified, and unpacked into a temporary
     // folder inside each target, before any skill folder changes: a
     // download, checksum or signature failure changes nothing.

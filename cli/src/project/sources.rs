@@ -559,6 +559,7 @@ pub async fn lock_direct(
     for (name, source) in &manifest.direct {
         let origin = format!("`{name}` in skills.toml");
         let updating = update.is_some_and(|names| names.is_empty() || names.contains(name));
+        tracing::debug!(skill = %name, source = %source.describe(), "reading");
         if let Direct::Path(path) = source {
             let dir = folder_of(root, path);
             check_apart_from_targets(&dir, targets, &origin, path)?;

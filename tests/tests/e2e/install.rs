@@ -745,3 +745,82 @@ fn init_picks_the_folders_the_named_agents_read_and_copilot_has_a_user_folder() 
         "{added:?}"
     );
 }
+
+#[test]
+fn verbose_logs_each_request_and_decision_and_the_log_filter_chooses_what() {
+    let world = World::new();
+    world.publish("pdf", "1.0.0", &[]);
+    world.init(world.registry.url());
+    let quiet = world.user(&["add", "pdf"]);
+    assert_eq!(quiet.code, 0, "{quiet:?}");
+    assert!(
+        !quiet.stderr.contains(" INFO "),
+        "no log without -v: {}",
+        quiet.stderr
+    );
+
+    for target in [".claude", ".agents"] {
+        fs_err::remove_dir_all(world.project().join(target)).unwrap();
+    }
+    let fresh_cache = world.sandbox.path().join("fresh-cache");
+    let verbose = world
+        .sandbox
+        .user_in(&world.project(), &fresh_cache, &["-v", "install"]);
+    assert_eq!(verbose.code, 0, "{verbose:?}");
+    let log = &verbose.stderr;
+    assert!(
+        log.contains("INFO skills.lock satisfies skills.toml: nothing to resolve"),
+        "{log}"
+    );
+    assert!(
+        log.contains("INFO plan target=claude put=1 unchanged=0 remove=0"),
+        "{log}"
+    );
+    assert!(
+        log.contains("INFO pdf@1.0.0: not in the cache, downloading"),
+        "{log}"
+    );
+    assert!(
+        log.contains(&format!(
+            "INFO GET url={}/config.json status=200",
+            world.registry.url()
+        )),
+        "{log}"
+    );
+    assert!(!log.contains("DEBUG"), "-v is info: {log}");
+
+    let details = world.user(&["-vv", "install", "--force"]);
+    assert_eq!(details.code, 0, "{details:?}");
+    assert!(
+        details
+            .stderr
+            .contains("DEBUG skillpkg::project::install: put target=claude skill=pdf why=Forced"),
+        "{}",
+        details.stderr
+    );
+
+    // SKILLPKG_LOG chooses instead, in RUST_LOG's syntax, with no -v.
+    let filtered = run(world
+        .sandbox
+        .skillpkg_command()
+        .current_dir(world.project())
+        .args(["install", "--force"])
+        .env("SKILLPKG_CONFIG_DIR", world.sandbox.path().join("user"))
+        .env("SKILLPKG_CACHE_DIR", &fresh_cache)
+        .env("SKILLPKG_LOG", "skillpkg::client=info"));
+    assert_eq!(filtered.code, 0, "{filtered:?}");
+    assert!(
+        !filtered.stderr.contains("plan target="),
+        "{}",
+        filtered.stderr
+    );
+    assert!(
+        filtered
+            .stderr
+            .contains("INFO pdf@1.0.0: from the cache, checked"),
+        "{}",
+        filtered.stderr
+    );
+    let bad = world.user(&["-q", "-v", "install"]);
+    assert_eq!(bad.code, 2, "-q and -v contradict: {bad:?}");
+}

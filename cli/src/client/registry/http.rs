@@ -309,10 +309,17 @@ impl Http {
             if let Some(etag) = etag {
                 request = request.header(reqwest::header::IF_NONE_MATCH, etag);
             }
+            let started = std::time::Instant::now();
             let response = request
                 .send()
                 .await
                 .map_err(|source| self.failed(url, &hop, token, source))?;
+            tracing::info!(
+                url = %shown(&hop, token),
+                status = response.status().as_u16(),
+                ms = started.elapsed().as_millis() as u64,
+                "GET"
+            );
             if !is_redirect(response.status()) {
                 return Ok(Answer {
                     response,
@@ -409,6 +416,7 @@ pub(super) fn read_local(url: &Url, limit: Limit) -> Result<Option<Vec<u8>>, Reg
             source: std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a local file URL"),
         });
     };
+    tracing::debug!(path = %path.display(), "read");
     let file = match fs_err::File::open(&path) {
         Ok(file) => file,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),

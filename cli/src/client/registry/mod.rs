@@ -921,9 +921,16 @@ where
     let mut tries = 1;
     loop {
         match attempt().await {
-            Err(RegistryError::Status { status, .. }) if status >= 500 && tries < ATTEMPTS => {}
-            Err(RegistryError::Network { .. } | RegistryError::Timeout { .. })
-                if tries < ATTEMPTS => {}
+            Err(error @ RegistryError::Status { status, .. })
+                if status >= 500 && tries < ATTEMPTS =>
+            {
+                tracing::info!("try {tries} of {ATTEMPTS} failed, retrying: {error}");
+            }
+            Err(error @ (RegistryError::Network { .. } | RegistryError::Timeout { .. }))
+                if tries < ATTEMPTS =>
+            {
+                tracing::info!("try {tries} of {ATTEMPTS} failed, retrying: {error}");
+            }
             other => return other,
         }
         if !no_delay {
@@ -934,8 +941,6 @@ where
     }
 }
 
-/// Reads a file of the registry, with retries: `Some(bytes)`, or `None`
-/// when it does not exist (404, or a missing file for `file://`).
 /// GETs `url` (`http` or `https`) for a source that is not a registry (a
 /// discovery index, a file it names, a tarball URL): no token, redirects
 /// followed as for a registry's files (never from https down to http),
@@ -970,6 +975,8 @@ pub struct DownloadError {
     pub source: Box<dyn std::error::Error + Send + Sync>,
 }
 
+/// Reads a file of the registry, with retries: `Some(bytes)`, or `None`
+/// when it does not exist (404, or a missing file for `file://`).
 async fn fetch(
     http: &Http,
     url: &Url,

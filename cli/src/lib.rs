@@ -34,7 +34,6 @@ pub mod search;
 pub mod signing_key;
 pub mod skill_archive;
 pub mod spec;
-pub mod terminal;
 
 pub use error::{ExitStatus, UserError};
 

@@ -6,7 +6,7 @@
 //! ever asked: the command fails and names the variable to set.
 
 use skillpkg_index::fs::{WriteOptions, write_atomic_with};
-use std::io::{BufRead as _, IsTerminal as _};
+use std::io::IsTerminal as _;
 use std::path::Path;
 
 use anyhow::Context as _;
@@ -16,7 +16,6 @@ use crate::client::settings::{self, Environment, KeySource};
 use crate::env_vars;
 use crate::error::UserError;
 use crate::printer::Printer;
-use crate::terminal::EchoOff;
 
 /// Loads the signing key: `--key`, `SKILLPKG_SIGNING_KEY`, the config file's
 /// `signing-key`, or the default file. `None` when there is none anywhere.
@@ -96,13 +95,7 @@ pub fn password(
         .into());
     }
     printer.prompt(prompt);
-    let _echo_off = EchoOff::new(&stdin);
-    let mut line = String::new();
-    stdin
-        .lock()
-        .read_line(&mut line)
-        .context("cannot read the password")?;
-    printer.prompt("\n");
+    let line = rpassword::read_password().context("cannot read the password")?;
     Ok(line.trim_end_matches(['\r', '\n']).to_owned())
 }
 

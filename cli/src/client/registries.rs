@@ -885,7 +885,7 @@ fn is_unauthorized(error: &anyhow::Error) -> bool {
 fn is_unreachable(error: &anyhow::Error) -> bool {
     match error.downcast_ref::<RegistryError>() {
         Some(RegistryError::Network { .. } | RegistryError::Timeout { .. }) => true,
-        Some(RegistryError::Status { status, .. }) => *status >= 500,
+        Some(RegistryError::Status { status, .. }) => *status >= 500 || *status == 429,
         _ => false,
     }
 }

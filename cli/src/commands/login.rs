@@ -10,9 +10,9 @@ use crate::client::registry::{self, Action};
 use crate::client::settings::Environment;
 use crate::client::token::{Token, TokenError};
 use crate::commands::registries_here;
+use crate::env_vars;
 use crate::error::{ExitStatus, UserError};
 use crate::printer::Printer;
-use crate::{env_vars, terminal};
 
 pub fn run(args: &LoginArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
     let environment = Environment::from_process();
@@ -58,15 +58,9 @@ fn read_token(registry: &str, printer: &Printer) -> anyhow::Result<Token> {
     let stdin = std::io::stdin();
     let mut line = String::new();
     if stdin.is_terminal() {
+        // From the terminal itself, without echo.
         printer.prompt(&format!("Paste your token for {registry}: "));
-        let echo_off = terminal::EchoOff::new(&stdin);
-        stdin
-            .lock()
-            .read_line(&mut line)
-            .context("cannot read the token from stdin")?;
-        drop(echo_off);
-        // The user's Enter was not echoed either.
-        printer.prompt("\n");
+        line = rpassword::read_password().context("cannot read the token from the terminal")?;
     } else {
         stdin
             .lock()

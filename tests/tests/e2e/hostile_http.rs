@@ -530,3 +530,72 @@ fn a_registry_that_re_signs_between_the_timestamp_and_the_snapshot_is_read_again
         .count();
     assert_eq!(timestamps, 2, "read once more, and only once");
 }
+
+#[test]
+fn a_busy_server_is_retried_after_the_wait_it_asks_for_and_one_asking_too_long_is_reported() {
+    // 429 with `Retry-After: 1` twice, then the file: the client waits about
+    // a second each time (the delays are real here), and succeeds.
+    let asked = Arc::new(AtomicU64::new(0));
+    let counter = asked.clone();
+    let server = ScriptedServer::start(move |request, stream| match request.path.as_str() {
+        "config.json" if counter.fetch_add(1, Ordering::SeqCst) < 2 => respond(
+            stream,
+            "429 Too Many Requests",
+            &[("Retry-After", "1")],
+            b"slow down",
+        ),
+        "config.json" => respond(stream, "200 OK", &[], CONFIG.as_bytes()),
+        "search.json" => respond(stream, "200 OK", &[], br#"{"v":1,"skills":[]}"#),
+        _ => respond(stream, "404 Not Found", &[], b""),
+    });
+    let sandbox = TestContext::new();
+    let start = Instant::now();
+    let output = run(sandbox
+        .skillpkg_command()
+        .args(["-v", "search", "pdf", "--registry", &server.url()])
+        .env("SKILLPKG_CONFIG_DIR", sandbox.path().join("config"))
+        .env("SKILLPKG_CACHE_DIR", sandbox.path().join("cache"))
+        .env("SKILLPKG_STATE_DIR", sandbox.path().join("state")));
+    let took = start.elapsed();
+    assert_eq!(output.code, 0, "{output:?}");
+    assert_eq!(
+        asked.load(Ordering::SeqCst),
+        3,
+        "two refusals, then the file"
+    );
+    assert!(
+        took >= Duration::from_secs(2),
+        "it waited as asked: {took:?}"
+    );
+    assert!(took < Duration::from_secs(15), "{took:?}");
+    assert!(
+        output.stderr.contains("retrying in 1s:")
+            && output.stderr.contains("(it asks to retry after 1 s)"),
+        "{}",
+        output.stderr
+    );
+
+    // A server that asks for an hour is not waited for.
+    let (busy, _) = registry_answering("search.json", |stream| {
+        respond(
+            stream,
+            "503 Service Unavailable",
+            &[("Retry-After", "3600")],
+            b"",
+        );
+        0
+    });
+    let start = Instant::now();
+    let output = run(sandbox
+        .skillpkg_command()
+        .args(["search", "pdf", "--registry", &busy.url()])
+        .env("SKILLPKG_CONFIG_DIR", sandbox.path().join("config"))
+        .env("SKILLPKG_CACHE_DIR", sandbox.path().join("cache2"))
+        .env("SKILLPKG_STATE_DIR", sandbox.path().join("state")));
+    assert!(
+        start.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        start.elapsed()
+    );
+    assert_failed_with(&output, "answered HTTP 503 (it asks to retry after 3600 s)");
+}

@@ -612,14 +612,19 @@ fn commit_tree(repo: &Path, branch: &str, tree: &str) {
 #[test]
 fn hostile_git_trees_are_refused_before_they_cost_disk_or_memory() {
     let world = World::new();
-    let repo = world.sandbox.path().join("hostile.git");
-    fs_err::create_dir_all(&repo).unwrap();
-    git(&repo, &["init", "-q", "--bare", "-b", "main"]);
-    let skill_md = raw_object(
-        &repo,
-        "blob",
-        b"---\nname: hostile\ndescription: Does hostile things. Use when testing.\n---\nhi\n",
-    );
+    // One repository a case, so that each fetch carries only its own.
+    let bare = |name: &str| {
+        let repo = world.sandbox.path().join(format!("{name}.git"));
+        fs_err::create_dir_all(&repo).unwrap();
+        git(&repo, &["init", "-q", "--bare", "-b", "main"]);
+        let skill_md = raw_object(
+            &repo,
+            "blob",
+            b"---\nname: hostile\ndescription: Does hostile things. Use when testing.\n---\nhi\n",
+        );
+        (repo, skill_md)
+    };
+    let (repo, skill_md) = bare("bomb");
     // A tree bomb: five levels of ten references to the same tree, a
     // hundred thousand folders from six small objects.
     let mut level = raw_object(&repo, "tree", &tree_entry("100644", "SKILL.md", &skill_md));
@@ -634,6 +639,7 @@ fn hostile_git_trees_are_refused_before_they_cost_disk_or_memory() {
     commit_tree(&repo, "bomb", &raw_object(&repo, "tree", &root));
     // Two entries of one name: git shows the first, a naive reader writes
     // the last.
+    let (repo, skill_md) = bare("twice");
     let other = raw_object(
         &repo,
         "blob",
@@ -642,19 +648,23 @@ fn hostile_git_trees_are_refused_before_they_cost_disk_or_memory() {
     let mut twice = tree_entry("100644", "SKILL.md", &skill_md);
     twice.extend(tree_entry("100644", "SKILL.md", &other));
     commit_tree(&repo, "twice", &raw_object(&repo, "tree", &twice));
-    // A 64 MiB blob of zeros, a few dozen kilobytes in the repository.
-    let big = raw_object(&repo, "blob", &vec![0_u8; 64 << 20]);
+    // A 16 MiB blob of zeros, a few dozen kilobytes in the repository.
+    let (repo, skill_md) = bare("large");
+    let big = raw_object(&repo, "blob", &vec![0_u8; 16 << 20]);
     let mut large = tree_entry("100644", "SKILL.md", &skill_md);
     large.extend(tree_entry("100644", "zeros.bin", &big));
     commit_tree(&repo, "large", &raw_object(&repo, "tree", &large));
 
-    let url = format!("file://{}", repo.display());
     let before = world.files();
     for (branch, expected) in [
         ("bomb", "more than 10000 files and folders"),
         ("twice", "has two entries named `SKILL.md`"),
         ("large", "more than 8.0 MiB of files"),
     ] {
+        let url = format!(
+            "file://{}",
+            world.sandbox.path().join(format!("{branch}.git")).display()
+        );
         let started = std::time::Instant::now();
         let output = world.user(&["add", &format!("git+{url}#{branch}")]);
         assert_eq!(output.code, 1, "{branch}: {output:?}");
@@ -663,8 +673,10 @@ fn hostile_git_trees_are_refused_before_they_cost_disk_or_memory() {
             "{branch}: {}",
             output.stderr
         );
+        // A guard against a reader that builds the whole bomb (a hundred
+        // thousand folders), not a speed target.
         assert!(
-            started.elapsed() < std::time::Duration::from_secs(20),
+            started.elapsed() < std::time::Duration::from_secs(60),
             "{branch} took {:?}",
             started.elapsed()
         );

@@ -784,6 +784,11 @@ fn help_shows_examples() {
       -q, --quiet
               Print only results and errors, no status lines
 
+      -v, --verbose...
+              Log what skillpkg does on stderr: -v each step (requests, cache, fetches, resolution), -vv
+              details, -vvv everything, dependencies' too. SKILLPKG_LOG (`RUST_LOG` syntax) chooses
+              instead
+
           --color <WHEN>
               When to use colour: `auto` uses it on a terminal unless NO_COLOR is set
               
@@ -825,6 +830,11 @@ fn help_shows_examples() {
       -q, --quiet
               Print only results and errors, no status lines
 
+      -v, --verbose...
+              Log what skillpkg does on stderr: -v each step (requests, cache, fetches, resolution), -vv
+              details, -vvv everything, dependencies' too. SKILLPKG_LOG (`RUST_LOG` syntax) chooses
+              instead
+
           --color <WHEN>
               When to use colour: `auto` uses it on a terminal unless NO_COLOR is set
               
@@ -863,6 +873,11 @@ fn help_shows_examples() {
 
       -q, --quiet
               Print only results and errors, no status lines
+
+      -v, --verbose...
+              Log what skillpkg does on stderr: -v each step (requests, cache, fetches, resolution), -vv
+              details, -vvv everything, dependencies' too. SKILLPKG_LOG (`RUST_LOG` syntax) chooses
+              instead
 
           --color <WHEN>
               When to use colour: `auto` uses it on a terminal unless NO_COLOR is set

@@ -101,9 +101,14 @@ pub enum RegistryError {
         #[source]
         source: std::io::Error,
     },
-    /// A file of the static tree answered with an unexpected status.
-    #[error("{url} answered HTTP {status}")]
-    Status { url: String, status: u16 },
+    /// A file of the static tree answered with an unexpected status;
+    /// `retry_after` is the wait its `Retry-After` asked for, in seconds.
+    #[error("{url} answered HTTP {status}{}", retry_after.map(|seconds| format!(" (it asks to retry after {seconds} s)")).unwrap_or_default())]
+    Status {
+        url: String,
+        status: u16,
+        retry_after: Option<u64>,
+    },
     /// A download grew past the registry's size limit.
     #[error("{url} is larger than the {limit} bytes the registry allows; the download was stopped")]
     TooLarge { url: String, limit: u64 },
@@ -198,7 +203,8 @@ impl RegistryError {
             | Self::InsecureApi { .. }
             | Self::TokenWithheld { .. }
             | Self::Refused { .. } => true,
-            Self::Status { status, .. } => (400..500).contains(status),
+            // 429 is the server's load, not the request's fault.
+            Self::Status { status, .. } => (400..500).contains(status) && *status != 429,
             Self::Network { .. }
             | Self::Timeout { .. }
             | Self::Redirect { .. }

@@ -526,6 +526,7 @@ impl Registry {
                 return Err(RegistryError::Status {
                     url: http::shown(&url, self.token.as_ref()),
                     status: StatusCode::NOT_MODIFIED.as_u16(),
+                    retry_after: None,
                 });
             }
         };
@@ -894,51 +895,87 @@ fn unexpected(url: &Url, answer: &Answer, token: Option<&Token>) -> RegistryErro
     RegistryError::Status {
         url: shown(url, token),
         status,
+        retry_after: answer
+            .response
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| retry_after(value, jiff::Timestamp::now())),
     }
 }
 
-/// How many times a read is tried when the server fails (5xx) or the
-/// network does, and the first wait; each wait doubles.
+/// The wait a `Retry-After` value asks for, in whole seconds: a number of
+/// seconds, or an HTTP date (a date past is no wait). `None` for a value
+/// that is neither.
+fn retry_after(value: &str, now: jiff::Timestamp) -> Option<u64> {
+    let value = value.trim();
+    if let Ok(seconds) = value.parse::<u64>() {
+        return Some(seconds);
+    }
+    let date = jiff::fmt::rfc2822::parse(value).ok()?.timestamp();
+    Some(u64::try_from(date.duration_since(now).as_secs()).unwrap_or(0))
+}
+
 /// The most a node or bin of a snapshot may be: a bin lists a 4,096th of
 /// the registry's files (about 50 KB at a million skills).
 const MAX_META_BYTES: u64 = 4 << 20;
 /// How many shards of the search index are read at once.
 const PARALLEL_SHARD_READS: usize = 16;
+/// How many times a read is tried when the server fails (5xx, 429) or the
+/// network does, and the first wait; each wait doubles, with jitter.
 const ATTEMPTS: u32 = 4;
 const FIRST_BACKOFF: Duration = Duration::from_millis(250);
+/// The longest `Retry-After` a command waits for; a server that asks for
+/// more gets its error reported (it says how long it asked) at once.
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
 
 /// Runs `attempt` until it succeeds, fails for good, or has been tried
-/// [`ATTEMPTS`] times: retried, with a doubling wait, on 5xx answers and
-/// network errors, never on 4xx, which would answer the same again.
-async fn with_retries<T, F, Fut>(mut attempt: F) -> Result<T, RegistryError>
+/// [`ATTEMPTS`] times: retried on 5xx and 429 answers and network errors,
+/// never on other 4xx, which would answer the same again. The waits
+/// double from [`FIRST_BACKOFF`], each with random jitter (so that clients
+/// a server turned away together do not come back together), and an
+/// answer's `Retry-After` takes the place of the wait, up to
+/// [`MAX_RETRY_AFTER`].
+async fn with_retries<T, F, Fut>(attempt: F) -> Result<T, RegistryError>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, RegistryError>>,
 {
+    use backon::Retryable as _;
     let no_delay = std::env::var_os(crate::env_vars::SKILLPKG_TEST_NO_RETRY_DELAY)
         .is_some_and(|value| !value.is_empty());
-    let mut backoff = FIRST_BACKOFF;
-    let mut tries = 1;
-    loop {
-        match attempt().await {
-            Err(error @ RegistryError::Status { status, .. })
-                if status >= 500 && tries < ATTEMPTS =>
-            {
-                tracing::info!("try {tries} of {ATTEMPTS} failed, retrying: {error}");
+    let backoff = backon::ExponentialBuilder::default()
+        .with_min_delay(FIRST_BACKOFF)
+        .with_factor(2.0)
+        .with_max_times(ATTEMPTS as usize - 1)
+        .with_jitter();
+    attempt
+        .retry(backoff)
+        .sleep(tokio::time::sleep)
+        .when(|error| match error {
+            RegistryError::Status { status, .. } => *status >= 500 || *status == 429,
+            RegistryError::Network { .. } | RegistryError::Timeout { .. } => true,
+            _ => false,
+        })
+        .adjust(move |error, wait| {
+            // `None`: no tries left.
+            let wait = match (wait?, error) {
+                (
+                    _,
+                    RegistryError::Status {
+                        retry_after: Some(seconds),
+                        ..
+                    },
+                ) => Duration::from_secs(*seconds),
+                (wait, _) => wait,
+            };
+            if wait > MAX_RETRY_AFTER {
+                return None;
             }
-            Err(error @ (RegistryError::Network { .. } | RegistryError::Timeout { .. }))
-                if tries < ATTEMPTS =>
-            {
-                tracing::info!("try {tries} of {ATTEMPTS} failed, retrying: {error}");
-            }
-            other => return other,
-        }
-        if !no_delay {
-            tokio::time::sleep(backoff).await;
-        }
-        backoff *= 2;
-        tries += 1;
-    }
+            Some(if no_delay { Duration::ZERO } else { wait })
+        })
+        .notify(|error, wait| tracing::info!("retrying in {wait:?}: {error}"))
+        .await
 }
 
 /// GETs `url` (`http` or `https`) for a source that is not a registry (a
@@ -1010,6 +1047,15 @@ async fn fetch_once(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn retry_after_is_read_as_seconds_or_as_a_date() {
+        let now: jiff::Timestamp = "2026-11-26T10:00:00Z".parse().unwrap();
+        assert_eq!(retry_after("120", now), Some(120));
+        assert_eq!(retry_after("Thu, 26 Nov 2026 10:00:30 GMT", now), Some(30));
+        assert_eq!(retry_after("Thu, 26 Nov 2026 09:00:00 GMT", now), Some(0));
+        assert_eq!(retry_after("soon", now), None);
+    }
 
     /// A registry at `url` with `config`, as `open` would leave it, without
     /// reading anything.

@@ -60,6 +60,7 @@ mod without_git {
 
     pub fn list_skills(
         source: &GitSource,
+        _location: &str,
         _offline: bool,
     ) -> anyhow::Result<(String, Vec<String>)> {
         Err(refused(source))
@@ -169,7 +170,8 @@ impl Repository {
         };
         let repo = if dir.join("HEAD").is_file() {
             let repo = gix::open(&dir).map_err(|error| failed(error.into()))?;
-            repo.find_remote("origin")
+            let outcome = repo
+                .find_remote("origin")
                 .map_err(|error| failed(error.into()))?
                 .connect(gix::remote::Direction::Fetch)
                 .map_err(|error| failed(error.into()))?
@@ -177,6 +179,15 @@ impl Repository {
                 .map_err(|error| failed(error.into()))?
                 .receive(gix::progress::Discard, &interrupt)
                 .map_err(|error| failed(error.into()))?;
+            // Branches and tags the remote no longer has go from the
+            // clone too: a revision resolves as the remote has it now.
+            let kept: std::collections::HashSet<String> = outcome
+                .ref_map
+                .mappings
+                .iter()
+                .filter_map(|mapping| mapping.local.as_ref().map(ToString::to_string))
+                .collect();
+            prune(&repo, &kept)?;
             repo
         } else {
             // Cloned beside, then renamed: a failed clone leaves nothing
@@ -430,6 +441,35 @@ impl Repository {
     }
 }
 
+/// Deletes the remote-tracking branches and tags of `repo` that the last
+/// fetch did not map (`kept`): what the remote deleted.
+#[cfg(feature = "git")]
+fn prune(repo: &gix::Repository, kept: &std::collections::HashSet<String>) -> anyhow::Result<()> {
+    use gix::refs::transaction::{Change, PreviousValue, RefEdit, RefLog};
+    let mut stale = Vec::new();
+    for prefix in ["refs/remotes/origin/", "refs/tags/"] {
+        for reference in repo.references()?.prefixed(prefix)? {
+            let reference = reference.map_err(|error| anyhow::anyhow!("{error}"))?;
+            let name = reference.name().as_bstr().to_string();
+            if !kept.contains(&name) {
+                stale.push(reference.name().to_owned());
+            }
+        }
+    }
+    for name in stale {
+        tracing::debug!(reference = %name.as_bstr(), "pruned");
+        repo.edit_reference(RefEdit {
+            change: Change::Delete {
+                expected: PreviousValue::Any,
+                log: RefLog::AndReference,
+            },
+            name,
+            deref: false,
+        })?;
+    }
+    Ok(())
+}
+
 #[cfg(feature = "git")]
 /// A name in a tree: one portable path component.
 fn check_name(name: &str) -> Result<(), ()> {
@@ -475,14 +515,18 @@ pub fn read_skill(
     off_the_runtime(|| read_skill_here(source, location, commit, offline, origin))
 }
 
+#[cfg(feature = "git")]
 /// The repositories this process fetched, and the commits their
 /// revisions resolved to: one fetch per repository and one commit per
 /// revision in a run, so that the skills of one branch added or installed
 /// together are locked at the same commit.
 static FETCHED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+#[cfg(feature = "git")]
 type Resolutions = Vec<((String, Option<String>), gix::ObjectId)>;
+#[cfg(feature = "git")]
 static RESOLVED: std::sync::Mutex<Resolutions> = std::sync::Mutex::new(Vec::new());
 
+#[cfg(feature = "git")]
 fn resolved(location: &str, rev: Option<&str>) -> Option<gix::ObjectId> {
     let memo = RESOLVED
         .lock()
@@ -492,6 +536,7 @@ fn resolved(location: &str, rev: Option<&str>) -> Option<gix::ObjectId> {
         .map(|(_, id)| *id)
 }
 
+#[cfg(feature = "git")]
 /// The cached clone of `location`, fetched unless this process fetched it
 /// already.
 fn fetch_once(cache: &Path, location: &str) -> anyhow::Result<Repository> {
@@ -511,6 +556,7 @@ fn fetch_once(cache: &Path, location: &str) -> anyhow::Result<Repository> {
     Ok(repository)
 }
 
+#[cfg(feature = "git")]
 fn resolve_once(
     repository: &Repository,
     location: &str,
@@ -528,6 +574,7 @@ fn resolve_once(
     Ok(id)
 }
 
+#[cfg(feature = "git")]
 /// Runs `work` on a thread of its own: gix's HTTP transport is reqwest's
 /// blocking client, which must not run (or be dropped) on a thread that
 /// drives an async runtime, as `install`'s does.
@@ -540,6 +587,7 @@ fn off_the_runtime<T: Send>(work: impl FnOnce() -> anyhow::Result<T> + Send) -> 
     })
 }
 
+#[cfg(feature = "git")]
 fn read_skill_here(
     source: &GitSource,
     location: &str,

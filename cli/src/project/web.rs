@@ -25,7 +25,7 @@ use skillpkg_index::skill::{SKILL_MD, SkillName};
 use url::Url;
 
 use super::sources::{FolderSkill, read_fetched};
-use crate::client::registry::get_public;
+use crate::client::registry::{get_public, get_public_at};
 use crate::error::UserError;
 
 /// The paths below a site where a discovery index may be, newest first.
@@ -122,10 +122,13 @@ pub async fn read_index(site: &str) -> anyhow::Result<Index> {
             .collect::<Result<_, _>>()?
     };
     for candidate in &candidates {
-        let Some(bytes) = get_public(candidate, MAX_INDEX_BYTES).await? else {
+        let Some((bytes, answered)) = get_public_at(candidate, MAX_INDEX_BYTES).await? else {
             continue;
         };
-        return parse_index(candidate, &bytes);
+        // Relative URLs are relative to where the index was found, after
+        // redirects (never from https down to http), as a browser reads
+        // them.
+        return parse_index(&answered, &bytes);
     }
     Err(UserError::new(format!("`{site}` has no discovery index"))
         .with_hint(format!(

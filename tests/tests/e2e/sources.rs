@@ -755,3 +755,25 @@ fn a_local_repository_is_read_against_the_project_and_folder_sources_keep_apart_
         outdated.stdout
     );
 }
+
+#[test]
+fn a_branch_deleted_upstream_is_gone_from_the_cached_clone_too() {
+    let world = World::new();
+    let (repo, _) = skills_repository(&world.sandbox.path().join("served"));
+    git(&repo, &["branch", "feat"]);
+    let url = format!("git+file://{}#feat", repo.display());
+    let added = world.user(&["add", &url, "--skill", "notes"]);
+    assert_eq!(added.code, 0, "{added:?}");
+    git(&repo, &["branch", "-D", "feat"]);
+    let before = world.files();
+    let updated = world.user(&["update", "notes"]);
+    assert_eq!(updated.code, 1, "{updated:?}");
+    assert!(
+        updated
+            .stderr
+            .contains("has no branch, tag or commit `feat`"),
+        "{}",
+        updated.stderr
+    );
+    assert_eq!(world.files(), before, "a failed update changed the project");
+}

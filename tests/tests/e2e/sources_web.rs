@@ -266,6 +266,20 @@ fn older_indexes_skill_md_entries_and_tarballs_install_and_lies_are_refused() {
         md
     );
 
+    // An index reached through a redirect: its relative URLs are relative
+    // to where it was found.
+    let target = other_url.clone();
+    let moved = skillpkg_tests::scripted::ScriptedServer::start(move |_, stream| {
+        skillpkg_tests::scripted::redirect(stream, "301 Moved Permanently", &target);
+    });
+    let redirected = project.user(&[
+        "add",
+        &format!("{}/old/index.json", moved.url()),
+        "--skill",
+        "md-only",
+    ]);
+    assert_eq!(redirected.code, 0, "{redirected:?}");
+
     let tarball_url = format!("{}/dl/csv-1.0.0.tgz", nginx.url());
     let tarball = project.user(&["add", &tarball_url]);
     assert_eq!(tarball.code, 0, "{tarball:?}");

@@ -984,6 +984,12 @@ where
 /// retried like them, and the body read under `max_bytes`. `None` for a
 /// 404.
 pub async fn get_public(url: &Url, max_bytes: u64) -> anyhow::Result<Option<Vec<u8>>> {
+    Ok(get_public_at(url, max_bytes).await?.map(|(bytes, _)| bytes))
+}
+
+/// [`get_public`], and the URL that answered after redirects: what a
+/// document's relative URLs are relative to.
+pub async fn get_public_at(url: &Url, max_bytes: u64) -> anyhow::Result<Option<(Vec<u8>, Url)>> {
     let failed = |source: Box<dyn std::error::Error + Send + Sync>| DownloadError {
         url: redacted(url),
         source,
@@ -996,9 +1002,21 @@ pub async fn get_public(url: &Url, max_bytes: u64) -> anyhow::Result<Option<Vec<
         .into());
     }
     let http = Http::new()?;
-    fetch(&http, url, None, Limit::Client(max_bytes))
-        .await
-        .map_err(|error| failed(Box::new(error)).into())
+    let limit = Limit::Client(max_bytes);
+    with_retries(|| async {
+        let answer = http.get(url, None, None).await?;
+        match answer.response.status() {
+            StatusCode::NOT_FOUND => Ok(None),
+            status if status.is_success() => {
+                let answered = answer.url.clone();
+                let bytes = http.body(answer.response, url, None, limit, |_| {}).await?;
+                Ok(Some((bytes, answered)))
+            }
+            _ => Err(unexpected(url, &answer, None)),
+        }
+    })
+    .await
+    .map_err(|error| failed(Box::new(error)).into())
 }
 
 /// A file of a source that is not a registry (a discovery index, a file it

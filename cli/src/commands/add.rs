@@ -21,43 +21,8 @@ pub fn run(args: &AddArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
     let mut set = Vec::new();
     let mut direct: Vec<(SkillName, Direct)> = Vec::new();
     for text in &args.skills {
-        if let Some(folder) = folder_argument(text) {
-            for (name, source) in folder_skills(text, folder, &root, args)? {
-                if direct.iter().any(|(other, _)| other == &name) {
-                    return Err(UserError::new(format!("`{name}` is given twice")).into());
-                }
-                direct.push((name, source));
-            }
-            continue;
-        }
-        if let Some(git) = sources::git_argument(text) {
-            sources::check_git_url(&git.url).map_err(|why| {
-                UserError::new(format!(
-                    "`{text}` names a git repository `{}`, {why}",
-                    git.url
-                ))
-            })?;
-            if !text.contains(':') && Path::new(text).exists() {
-                return Err(UserError::new(format!(
-                    "`{text}` is both a folder here and the GitHub repository `{}`",
-                    git.url
-                ))
-                .with_hint(format!(
-                    "write `./{text}` for the folder, or `github:{text}` for the repository"
-                ))
-                .into());
-            }
-            for (name, source) in git_skills(text, &git, &root, args, printer)? {
-                if direct.iter().any(|(other, _)| other == &name) {
-                    return Err(UserError::new(format!("`{name}` is given twice")).into());
-                }
-                direct.push((name, source));
-            }
-            continue;
-        }
-        let lower = text.to_ascii_lowercase();
-        if lower.starts_with("https://") || lower.starts_with("http://") {
-            for (name, source) in web_skills(text, args, printer)? {
+        if let Some(found) = direct_skills(text, &root, args, printer)? {
+            for (name, source) in found {
                 if direct.iter().any(|(other, _)| other == &name) {
                     return Err(UserError::new(format!("`{name}` is given twice")).into());
                 }
@@ -223,6 +188,52 @@ pub fn run(args: &AddArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
     Ok(status)
 }
 
+/// The skills an argument of `add` names when it is not a registry's skill
+/// name: a folder, a git repository, or a URL (a discovery index or a
+/// tarball); `None` for a registry's `NAME[@REQ]`.
+fn direct_skills(
+    text: &str,
+    root: &Path,
+    args: &AddArgs,
+    printer: &Printer,
+) -> anyhow::Result<Option<Vec<(SkillName, Direct)>>> {
+    if let Some(folder) = folder_argument(text) {
+        return folder_skills(text, folder, root, args).map(Some);
+    }
+    let lower = text.to_ascii_lowercase();
+    let git = sources::git_argument(text);
+    let web = lower.starts_with("https://") || lower.starts_with("http://");
+    if git.is_none() && !web {
+        return Ok(None);
+    }
+    if args.install.offline {
+        return Err(UserError::new(format!(
+            "adding from `{text}` fetches it, and --offline forbids that"
+        ))
+        .into());
+    }
+    let Some(git) = git else {
+        return web_skills(text, args, printer).map(Some);
+    };
+    sources::check_git_url(&git.url).map_err(|why| {
+        UserError::new(format!(
+            "`{text}` names a git repository `{}`, {why}",
+            git.url
+        ))
+    })?;
+    if !text.contains(':') && Path::new(text).exists() {
+        return Err(UserError::new(format!(
+            "`{text}` is both a folder here and the GitHub repository `{}`",
+            git.url
+        ))
+        .with_hint(format!(
+            "write `./{text}` for the folder, or `github:{text}` for the repository"
+        ))
+        .into());
+    }
+    git_skills(text, &git, root, args, printer).map(Some)
+}
+
 /// The folder an argument of `add` names, when it names one: `path:DIR`, or
 /// a path that starts with `./`, `../` or `/` (a skill name never does).
 fn folder_argument(text: &str) -> Option<&str> {
@@ -312,12 +323,6 @@ fn git_skills(
     args: &AddArgs,
     printer: &Printer,
 ) -> anyhow::Result<Vec<(SkillName, Direct)>> {
-    if args.install.offline {
-        return Err(UserError::new(format!(
-            "adding from `{text}` fetches it, and --offline forbids that"
-        ))
-        .into());
-    }
     // A repository on this machine is named as typed, relative to this
     // folder, and written relative to the project's root, which is what
     // an install reads it against.
@@ -401,12 +406,6 @@ fn web_skills(
     args: &AddArgs,
     printer: &Printer,
 ) -> anyhow::Result<Vec<(SkillName, Direct)>> {
-    if args.install.offline {
-        return Err(UserError::new(format!(
-            "adding from `{text}` fetches it, and --offline forbids that"
-        ))
-        .into());
-    }
     let url = web::parse_url(text)?;
     let origin = format!("`{text}`");
     if web::is_tarball(&url) {

@@ -4,6 +4,8 @@
 #   2. install an example skill (and its dependency) from the example registry
 #      (a static tree, read from disk) into a scratch project, for Claude Code
 #      and for agents reading .agents/skills, and show the lock;
+#      then add a skill from a folder of the project and one from a git
+#      repository (pinned by commit);
 #   3. serve that project's skills over MCP with `skillpkg mcp` and make one
 #      tool call (skills_load), as an agent would;
 #   4. run a registry server on a loopback port (requiring signatures), make a
@@ -54,6 +56,21 @@ step "skillpkg add csv-insights --allow-unsigned   (the example registry is unsi
 
 step "what is installed, and skills.lock"
 (cd "$work/project" && "$skillpkg" list && find .claude .agents -type f | sort && cat skills.lock)
+
+step "skillpkg add ./skills/meeting-notes   (a skill from a folder of the project)"
+(cd "$work/project" && "$skillpkg" new meeting-notes --path skills \
+    --description "Turns meeting transcripts into notes with decisions and actions. Use when the user shares a meeting transcript." > /dev/null \
+  && "$skillpkg" add ./skills/meeting-notes)
+
+step "skillpkg add git+file://.../skills.git#v1 --skill pdf-processing   (a skill from a git repository, pinned by commit)"
+# A repository made here: the example skills, committed and tagged.
+cp -r examples/skills "$work/skills.git"
+git -C "$work/skills.git" init -q -b main
+git -C "$work/skills.git" add -A
+git -C "$work/skills.git" -c user.name=quickstart -c user.email=quickstart@example.com commit -q -m "example skills"
+git -C "$work/skills.git" tag v1
+(cd "$work/project" && "$skillpkg" add "git+file://$work/skills.git#v1" --skill pdf-processing \
+  && grep -B2 -A3 '^source = "git+\|^source = "path:' skills.lock)
 
 step "skillpkg mcp: an agent's tool call, skills_load csv-insights, over MCP on stdio"
 # What an MCP client (Claude Code, Codex, VS Code) sends: initialize, then

@@ -171,6 +171,14 @@ pub fn parse_index(url: &Url, bytes: &[u8]) -> anyhow::Result<Index> {
     };
     for entry in entries {
         match read_entry(url, entry, v2) {
+            // One name, one skill: a second entry of a name could hand out
+            // other files than the one a user reviewed.
+            Ok(skill) if index.skills.iter().any(|other| other.name == skill.name) => {
+                index.skipped.push(format!(
+                    "`{}`: listed twice (the first is kept)",
+                    skill.name
+                ));
+            }
             Ok(skill) => index.skills.push(skill),
             Err(why) => index.skipped.push(why),
         }
@@ -490,10 +498,19 @@ mod tests {
             r#"{"skills":[
               {"name":"notes","description":"d","files":["SKILL.md","scripts/a.sh"]},
               {"name":"escape","description":"d","files":["SKILL.md","../../x"]},
-              {"name":"nomd","description":"d","files":["README.md"]}
+              {"name":"nomd","description":"d","files":["README.md"]},
+              {"name":"notes","description":"again","files":["SKILL.md"]}
             ]}"#,
         );
         assert_eq!(v1.skills.len(), 1);
+        assert_eq!(v1.skills[0].description, "d");
+        assert!(
+            v1.skipped
+                .iter()
+                .any(|why| why == "`notes`: listed twice (the first is kept)"),
+            "{:?}",
+            v1.skipped
+        );
         assert_eq!(
             v1.skills[0].artifact,
             Artifact::Files {
@@ -502,7 +519,7 @@ mod tests {
                 files: vec!["SKILL.md".into(), "scripts/a.sh".into()]
             }
         );
-        assert_eq!(v1.skipped.len(), 2, "{:?}", v1.skipped);
+        assert_eq!(v1.skipped.len(), 3, "{:?}", v1.skipped);
 
         let url = Url::parse("https://x.example/index.json").unwrap();
         let error = parse_index(&url, br#"{"$schema":"https://schemas.agentskills.io/discovery/9.0.0/schema.json","skills":[]}"#)

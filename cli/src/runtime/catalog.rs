@@ -112,18 +112,7 @@ impl ServedSkill {
     /// (in locks written before) `h1:` tree hash.
     pub fn tree_is(&self, expected: &str) -> bool {
         self.tree == expected
-            || skillpkg_index::archive::tree_matches(
-                &self
-                    .files
-                    .iter()
-                    .map(|file| FileDigest {
-                        path: file.path.clone(),
-                        sha256: file.sha256,
-                        executable: file.executable,
-                    })
-                    .collect::<Vec<_>>(),
-                expected,
-            )
+            || skillpkg_index::archive::tree_matches(&digests(&self.files), expected)
     }
 }
 
@@ -135,6 +124,18 @@ pub struct ServedFile {
     pub size: u64,
     pub sha256: [u8; 32],
     pub executable: bool,
+}
+
+/// The digests of served files, as the tree hash takes them.
+fn digests(files: &[ServedFile]) -> Vec<FileDigest> {
+    files
+        .iter()
+        .map(|file| FileDigest {
+            path: file.path.clone(),
+            sha256: file.sha256,
+            executable: file.executable,
+        })
+        .collect()
 }
 
 /// Why a file of a skill is not served.
@@ -468,17 +469,7 @@ fn read_skill(
     let properties = document::parse(&text)
         .map_err(|error| error.to_string())?
         .frontmatter_json();
-    let tree = tree_hash(
-        &files
-            .iter()
-            .map(|file| FileDigest {
-                path: file.path.clone(),
-                sha256: file.sha256,
-                executable: file.executable,
-            })
-            .collect::<Vec<_>>(),
-    )
-    .to_string();
+    let tree = tree_hash(&digests(&files)).to_string();
     let entry = Skill::new(
         file_uri(&name, "SKILL.md"),
         sep_frontmatter(&properties, frontmatter),

@@ -185,20 +185,6 @@ fn registry_of<'a>(
         .unwrap_or(registries.default_name())
 }
 
-/// Returns true if and only if the lock satisfies the manifest as it is:
-/// every requirement met from its registry, every dependency locked from
-/// the registry of the skill that depends on it, nothing extra.
-fn satisfies(
-    lock: &Lockfile,
-    manifest: &Manifest,
-    registries: &Registries,
-    direct: &DirectLock,
-) -> bool {
-    direct.satisfied_by(lock)
-        && registry_part(lock, manifest, registries)
-            .is_some_and(|part| part.len() + direct.entries.len() == lock.skills.len())
-}
-
 /// The entries of the lock that satisfy the manifest's skills from
 /// registries (each requirement met from its registry, each dependency
 /// locked from the registry of the skill that depends on it), or `None`
@@ -334,99 +320,100 @@ pub async fn install(
     // Locked versions the policy refuses (it may have changed since the
     // lock was written) are chosen again, as if not locked.
     let refused = lock_refusals(manifest, old_lock.as_ref(), registries, now);
-    let lock = match &old_lock {
-        Some(lock)
-            if options.update.is_none()
-                && satisfies(lock, manifest, registries, &direct)
-                && refused.is_empty() =>
+    // The lock's entries for the skills from registries, when they still
+    // satisfy skills.toml and nothing asks to choose again.
+    let registry_locked = old_lock
+        .as_ref()
+        .filter(|_| options.update.is_none() && refused.is_empty())
+        .and_then(|lock| Some((lock, registry_part(lock, manifest, registries)?)));
+    let lock = match registry_locked {
+        Some((lock, part))
+            if direct.satisfied_by(lock)
+                && part.len() + direct.entries.len() == lock.skills.len() =>
         {
             tracing::info!("skills.lock satisfies skills.toml: nothing to resolve");
             lock.clone()
         }
+        // Only skills from elsewhere than a registry changed: the
+        // registries' part of the lock stands, nothing is resolved (and
+        // nothing asked).
+        Some((_, part)) if !options.locked => {
+            let mut skills: Vec<LockedSkill> = part.into_iter().cloned().collect();
+            skills.extend(direct.entries.iter().cloned());
+            Lockfile { skills }
+        }
         _ => {
-            // Only skills from folders changed: the registries' part of
-            // the lock stands, nothing is resolved (and nothing asked).
-            let kept = old_lock
+            if let Some((entry, skipped)) = refused.first()
+                && (options.locked || options.offline)
+            {
+                return Err(UserError::new(format!(
+            "skills.lock has {}@{}, which the policy of skills.toml refuses: {}",
+            entry.name,
+            entry.version,
+            skipped.describe(&entry.name, &entry.version)
+        ))
+        .with_hint(
+            "run `skillpkg install` without --locked or --offline, to choose versions the policy accepts, and commit skills.lock",
+        )
+        .into());
+            }
+            if let Some(entry) = old_lock
                 .as_ref()
-                .filter(|_| options.update.is_none() && refused.is_empty() && !options.locked)
-                .and_then(|lock| registry_part(lock, manifest, registries));
-            if let Some(kept) = kept {
-                let mut skills: Vec<LockedSkill> = kept.into_iter().cloned().collect();
-                skills.extend(direct.entries.iter().cloned());
-                Lockfile { skills }
-            } else {
-                if let Some((entry, skipped)) = refused.first()
-                    && (options.locked || options.offline)
-                {
-                    return Err(UserError::new(format!(
-                    "skills.lock has {}@{}, which the policy of skills.toml refuses: {}",
-                    entry.name,
-                    entry.version,
-                    skipped.describe(&entry.name, &entry.version)
-                ))
-                .with_hint(
-                    "run `skillpkg install` without --locked or --offline, to choose versions the policy accepts, and commit skills.lock",
+                .and_then(|lock| direct.changed_since(lock))
+                .filter(|_| options.locked)
+            {
+                return Err(UserError::new(format!(
+            "the files of `{}` ({}) changed since skills.lock was written, and --locked forbids changing it",
+            entry.name, entry.source
+        ))
+        .with_hint(
+            "run `skillpkg install` without --locked, and commit the new skills.lock",
+        )
+        .into());
+            }
+            if options.locked {
+                return Err(UserError::new(
+                    "skills.lock does not match skills.toml, and --locked forbids changing it",
                 )
-                .into());
-                }
-                if let Some(entry) = old_lock
-                    .as_ref()
-                    .and_then(|lock| direct.changed_since(lock))
-                    .filter(|_| options.locked)
-                {
-                    return Err(UserError::new(format!(
-                    "the files of `{}` ({}) changed since skills.lock was written, and --locked forbids changing it",
-                    entry.name, entry.source
-                ))
                 .with_hint(
                     "run `skillpkg install` without --locked, and commit the new skills.lock",
                 )
                 .into());
-                }
-                if options.locked {
-                    return Err(UserError::new(
-                        "skills.lock does not match skills.toml, and --locked forbids changing it",
-                    )
-                    .with_hint(
-                        "run `skillpkg install` without --locked, and commit the new skills.lock",
-                    )
-                    .into());
-                }
-                if options.offline && !manifest.skills.is_empty() {
-                    return Err(UserError::new("skills.lock does not match skills.toml, and resolving needs the registry's index")
-                    .with_hint("run without --offline once, to update skills.lock")
-                    .into());
-                }
-                let mut lock = if manifest.skills.is_empty() {
-                    Lockfile::default()
-                } else {
-                    resolve_registry_skills(
-                        &mut opened,
-                        manifest,
-                        registries,
-                        old_lock.as_ref(),
-                        &refused,
-                        options,
-                        now,
-                        &mut report,
-                    )
-                    .await?
-                };
-                if let Some(entry) = direct
-                    .entries
-                    .iter()
-                    .find(|entry| lock.get(&entry.name).is_some())
-                {
-                    return Err(UserError::new(format!(
-                    "`{}` is taken from `{}` in skills.toml, but a skill from a registry depends on a skill of that name",
-                    entry.name, entry.source
-                ))
-                .with_hint("a skill from a registry brings its dependencies from that registry: rename one of them, or take both from the registry")
-                .into());
-                }
-                lock.skills.extend(direct.entries.iter().cloned());
-                lock
             }
+            if options.offline && !manifest.skills.is_empty() {
+                return Err(UserError::new("skills.lock does not match skills.toml, and resolving needs the registry's index")
+            .with_hint("run without --offline once, to update skills.lock")
+            .into());
+            }
+            let mut lock = if manifest.skills.is_empty() {
+                Lockfile::default()
+            } else {
+                resolve_registry_skills(
+                    &mut opened,
+                    manifest,
+                    registries,
+                    old_lock.as_ref(),
+                    &refused,
+                    options,
+                    now,
+                    &mut report,
+                )
+                .await?
+            };
+            if let Some(entry) = direct
+                .entries
+                .iter()
+                .find(|entry| lock.get(&entry.name).is_some())
+            {
+                return Err(UserError::new(format!(
+            "`{}` is taken from `{}` in skills.toml, but a skill from a registry depends on a skill of that name",
+            entry.name, entry.source
+        ))
+        .with_hint("a skill from a registry brings its dependencies from that registry: rename one of them, or take both from the registry")
+        .into());
+            }
+            lock.skills.extend(direct.entries.iter().cloned());
+            lock
         }
     };
     finish_install(

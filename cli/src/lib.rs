@@ -18,6 +18,7 @@
 //! depends on the registry server, nor it on this one.
 
 pub mod args;
+pub mod ask;
 pub mod client;
 pub mod commands;
 pub mod env_vars;

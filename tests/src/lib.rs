@@ -378,3 +378,61 @@ pub fn files_below(root: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> 
     }
     files
 }
+
+/// Runs `program ARGS` on a real terminal (a pty, from util-linux
+/// `script`) in `dir` with `env`, waits until it writes `question`, types
+/// `answer` and Enter, and returns whether it succeeded and everything the
+/// terminal showed. The answer is typed a moment after the question, once
+/// a prompt that hides what is typed has turned echo off.
+pub fn on_terminal(
+    program: &Path,
+    args: &[&str],
+    dir: &Path,
+    env: &[(&str, &Path)],
+    question: &str,
+    answer: &str,
+) -> (bool, String) {
+    use std::io::{Read as _, Write as _};
+    let mut command_line = program.display().to_string();
+    for arg in args {
+        command_line.push(' ');
+        command_line.push_str(arg);
+    }
+    let mut command = Command::new("script");
+    command
+        .args(["-qec", &command_line, "/dev/null"])
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    let mut child = command.spawn().expect("`script` (util-linux) runs");
+    let mut terminal = child.stdout.take().expect("piped");
+    let mut seen = Vec::new();
+    let mut buffer = [0_u8; 256];
+    while !String::from_utf8_lossy(&seen).contains(question) {
+        let read = terminal.read(&mut buffer).expect("read the terminal");
+        assert!(
+            read > 0,
+            "`{question}` was never asked: {}",
+            String::from_utf8_lossy(&seen)
+        );
+        seen.extend_from_slice(&buffer[..read]);
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    child
+        .stdin
+        .take()
+        .expect("piped")
+        .write_all(format!("{answer}\r").as_bytes())
+        .expect("type the answer");
+    terminal.read_to_end(&mut seen).expect("read the terminal");
+    let status = child.wait().expect("script ends");
+    (
+        status.success(),
+        String::from_utf8_lossy(&seen).into_owned(),
+    )
+}

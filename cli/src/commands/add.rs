@@ -527,49 +527,30 @@ fn ask<'a>(
     found: &'a [String],
     name_of: &dyn Fn(&String) -> String,
 ) -> anyhow::Result<Option<Vec<&'a String>>> {
-    use std::io::{BufRead as _, IsTerminal as _, Write as _};
-    if !std::io::stdin().is_terminal() || !std::io::stderr().is_terminal() {
+    let names: Vec<String> = found.iter().map(name_of).collect();
+    let items: Vec<String> = found
+        .iter()
+        .zip(&names)
+        .map(|(relative, name)| format!("{name} ({relative})"))
+        .collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let Some(chosen) = crate::ask::choose(
+        "It holds several skills:",
+        &items,
+        &names,
+        "Which skills? (numbers or names separated by spaces, or `all`): ",
+    )?
+    else {
         return Ok(None);
-    }
-    let mut stderr = std::io::stderr().lock();
-    for (number, relative) in found.iter().enumerate() {
-        writeln!(
-            stderr,
-            "  {}) {} ({relative})",
-            number + 1,
-            name_of(relative)
-        )?;
-    }
-    write!(
-        stderr,
-        "Which skills? (numbers separated by spaces, or `all`): "
-    )?;
-    stderr.flush()?;
-    let mut line = String::new();
-    std::io::stdin().lock().read_line(&mut line)?;
-    let line = line.trim();
-    if line == "all" {
-        return Ok(Some(found.iter().collect()));
-    }
-    let mut picked = Vec::new();
-    for word in line.split([' ', ',']).filter(|word| !word.is_empty()) {
-        let chosen = word
-            .parse::<usize>()
-            .ok()
-            .and_then(|number| number.checked_sub(1))
-            .and_then(|index| found.get(index))
-            .ok_or_else(|| {
-                UserError::new(format!("`{word}` is not one of the numbers listed"))
-                    .with_hint("nothing was added; run the command again")
-            })?;
-        picked.push(chosen);
-    }
-    if picked.is_empty() {
+    };
+    if chosen.is_empty() {
         return Err(UserError::new("no skill chosen")
             .with_hint("nothing was added")
             .into());
     }
-    Ok(Some(picked))
+    Ok(Some(
+        chosen.into_iter().map(|index| &found[index]).collect(),
+    ))
 }
 
 pub fn remove(args: &RemoveArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {

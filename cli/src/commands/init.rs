@@ -2,7 +2,7 @@
 //! read.
 
 use crate::args::InitArgs;
-use crate::error::{ExitStatus, UserError};
+use crate::error::ExitStatus;
 use crate::printer::Printer;
 use crate::project::manifest;
 use crate::project::targets::{self, Agent};
@@ -61,40 +61,18 @@ pub fn run(args: &InitArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
 /// for an empty answer) none, which means the default target.
 fn ask() -> anyhow::Result<Vec<Agent>> {
     use clap::ValueEnum as _;
-    use std::io::{BufRead as _, IsTerminal as _, Write as _};
-    if !std::io::stdin().is_terminal() || !std::io::stderr().is_terminal() {
-        return Ok(Vec::new());
-    }
     let all = Agent::value_variants();
-    let mut stderr = std::io::stderr().lock();
-    writeln!(stderr, "Which agent tools does this project use?")?;
-    for (number, agent) in all.iter().enumerate() {
-        writeln!(stderr, "  {}) {}", number + 1, agent.name())?;
-    }
-    write!(
-        stderr,
-        "Numbers separated by spaces (Enter for claude-code): "
+    let names: Vec<&str> = all.iter().map(|agent| agent.name()).collect();
+    let items: Vec<String> = names.iter().map(|name| (*name).to_owned()).collect();
+    let chosen = crate::ask::choose(
+        "Which agent tools does this project use?",
+        &items,
+        &names,
+        "Numbers or names separated by spaces (Enter for claude-code): ",
     )?;
-    stderr.flush()?;
-    let mut line = String::new();
-    std::io::stdin().lock().read_line(&mut line)?;
-    let mut agents = Vec::new();
-    for word in line
-        .split([' ', ','])
-        .map(str::trim)
-        .filter(|word| !word.is_empty())
-    {
-        let agent = word
-            .parse::<usize>()
-            .ok()
-            .and_then(|number| number.checked_sub(1))
-            .and_then(|index| all.get(index))
-            .or_else(|| all.iter().find(|agent| agent.name() == word))
-            .ok_or_else(|| {
-                UserError::new(format!("`{word}` is not one of the agents listed"))
-                    .with_hint("nothing was written; run `skillpkg init` again, or pass --agent")
-            })?;
-        agents.push(*agent);
-    }
-    Ok(agents)
+    Ok(chosen
+        .unwrap_or_default()
+        .into_iter()
+        .map(|index| all[index])
+        .collect())
 }

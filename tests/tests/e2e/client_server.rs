@@ -485,47 +485,21 @@ fn a_token_never_follows_a_redirect_to_another_origin() {
 
 #[test]
 fn a_token_typed_on_a_terminal_is_never_echoed() {
-    use std::io::{Read as _, Write as _};
     let world = World::new();
     let config = world.sandbox.path().join("typed-config");
-    // A real terminal: util-linux `script` runs skillpkg on a pty.
-    let command_line = format!(
-        "{} login --registry {}",
-        skillpkg_tests::binary("skillpkg").display(),
-        world.registry.url()
-    );
-    let mut child = std::process::Command::new("script")
-        .args(["-qec", &command_line, "/dev/null"])
-        .current_dir(world.sandbox.path())
-        .env("SKILLPKG_CONFIG_DIR", &config)
-        .env("HOME", world.sandbox.path())
-        .env("NO_COLOR", "1")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("`script` (util-linux) runs");
-    let mut terminal = child.stdout.take().unwrap();
-    let mut seen = Vec::new();
-    let mut buffer = [0_u8; 256];
-    while !String::from_utf8_lossy(&seen).contains("Paste your token") {
-        let read = terminal.read(&mut buffer).unwrap();
-        assert!(read > 0, "no prompt: {}", String::from_utf8_lossy(&seen));
-        seen.extend_from_slice(&buffer[..read]);
-    }
-    // Typed once echo is off (it goes off right after the prompt).
-    std::thread::sleep(std::time::Duration::from_millis(500));
     let token = world.registry.token().to_owned();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(format!("{token}\r").as_bytes())
-        .unwrap();
-    terminal.read_to_end(&mut seen).unwrap();
-    let status = child.wait().unwrap();
-    let transcript = String::from_utf8_lossy(&seen);
-    assert!(status.success(), "{transcript}");
+    let (success, transcript) = skillpkg_tests::on_terminal(
+        &skillpkg_tests::binary("skillpkg"),
+        &["login", "--registry", world.registry.url()],
+        world.sandbox.path(),
+        &[
+            ("SKILLPKG_CONFIG_DIR", &config),
+            ("HOME", world.sandbox.path()),
+        ],
+        "Paste your token",
+        &token,
+    );
+    assert!(success, "{transcript}");
     assert!(transcript.contains("Logged in to"), "{transcript}");
     assert!(
         !transcript.contains(&token),

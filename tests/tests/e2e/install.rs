@@ -733,6 +733,24 @@ fn init_picks_the_folders_the_named_agents_read_and_copilot_has_a_user_folder() 
         serde_json::json!([{ "target": "copilot", "why": ".github/skills (read by copilot)" }])
     );
 
+    // On a terminal, init asks which agents.
+    let asked = world.sandbox.path().join("asked-project");
+    fs_err::create_dir_all(&asked).unwrap();
+    let (success, transcript) = skillpkg_tests::on_terminal(
+        &skillpkg_tests::binary("skillpkg"),
+        &["init"],
+        &asked,
+        &[("HOME", world.sandbox.path())],
+        "Which agent tools does this project use?",
+        "2 copilot",
+    );
+    assert!(success, "{transcript}");
+    let manifest = fs_err::read_to_string(asked.join("skills.toml")).unwrap();
+    assert!(
+        manifest.contains("targets = [\"agents\", \"copilot\"]"),
+        "{manifest}"
+    );
+
     // Copilot's user folder, for --global.
     let added = world.user(&["add", "pdf", "--global", "--target", "copilot"]);
     assert_eq!(added.code, 0, "{added:?}");

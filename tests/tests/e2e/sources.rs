@@ -777,3 +777,38 @@ fn a_branch_deleted_upstream_is_gone_from_the_cached_clone_too() {
     );
     assert_eq!(world.files(), before, "a failed update changed the project");
 }
+
+#[test]
+fn on_a_terminal_add_asks_which_skills_of_a_folder() {
+    let world = World::new();
+    let shared = world.sandbox.path().join("shared");
+    pdf_tools("1.0.0").write(&shared.join("pdf-tools"));
+    Skill::new("notes", "2.0.0").write(&shared.join("writing/notes"));
+    let (success, transcript) = skillpkg_tests::on_terminal(
+        &skillpkg_tests::binary("skillpkg"),
+        &["add", "path:../shared"],
+        &world.project(),
+        &[
+            ("SKILLPKG_CONFIG_DIR", &world.sandbox.path().join("user")),
+            ("SKILLPKG_CACHE_DIR", &world.sandbox.path().join("cache")),
+            ("HOME", world.sandbox.path()),
+        ],
+        "Which skills?",
+        "notes",
+    );
+    assert!(success, "{transcript}");
+    assert!(
+        transcript.contains("1) pdf-tools (pdf-tools)"),
+        "{transcript}"
+    );
+    assert!(
+        transcript.contains("2) notes (writing/notes)"),
+        "{transcript}"
+    );
+    let manifest = world.read("skills.toml");
+    assert!(
+        manifest.contains("notes = { path = \"../shared/writing/notes\" }"),
+        "{manifest}"
+    );
+    assert!(!manifest.contains("pdf-tools"), "{manifest}");
+}

@@ -650,16 +650,8 @@ fn read_skill_here(
     let staging = scratch.path().join("skill");
     repository.extract(commit, source.path.as_deref(), &staging)?;
     drop(repository);
-    // A skill's folder is named after it: the repository's (or its
-    // folder's) name may differ, so the folder is named by its SKILL.md.
-    let folder = match super::sources::skill_name_of(&staging) {
-        Some(name) => {
-            let named = scratch.path().join(name.as_str());
-            fs_err::rename(&staging, &named)?;
-            named
-        }
-        None => staging,
-    };
+    // The repository's (or its folder's) name may differ from the skill's.
+    let folder = super::sources::named_after_its_skill(staging)?;
     let skill = read_fetched(&folder, origin)?;
     Ok((commit.to_string(), skill))
 }

@@ -771,12 +771,24 @@ fn describe_source(source: &str) -> String {
     }
 }
 
-/// The `name` a folder's SKILL.md gives, when it gives a valid one: what a
-/// folder fetched from elsewhere is named after.
-pub fn skill_name_of(dir: &Path) -> Option<SkillName> {
+/// The `name` a folder's SKILL.md gives, when it gives a valid one.
+fn skill_name_of(dir: &Path) -> Option<SkillName> {
     let bytes = fs_err::read(dir.join(skill::SKILL_MD)).ok()?;
     let document = skill::document::parse(&bytes).ok()?;
     document.get("name")?.1.value.as_str()?.parse().ok()
+}
+
+/// Renames `dir`, a folder skillpkg wrote from a repository or a tarball,
+/// after the skill its SKILL.md names (a skill's folder bears its name;
+/// the repository's or the tarball's may differ), in the same parent;
+/// leaves it as it is when its SKILL.md names none.
+pub fn named_after_its_skill(dir: PathBuf) -> anyhow::Result<PathBuf> {
+    let Some(name) = skill_name_of(&dir) else {
+        return Ok(dir);
+    };
+    let named = dir.with_file_name(name.as_str());
+    fs_err::rename(&dir, &named)?;
+    Ok(named)
 }
 
 /// Reads a git source as `add` is given it: `git+URL[#REV]`,

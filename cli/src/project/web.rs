@@ -368,15 +368,7 @@ pub async fn read_tarball(
     let unpacked = scratch.path().join("skill");
     unpack(&bytes, &unpacked, origin)?;
     store(&checksum, &bytes);
-    // Named after the skill, as its folder must be.
-    let folder = match super::sources::skill_name_of(&unpacked) {
-        Some(name) => {
-            let named = scratch.path().join(name.as_str());
-            fs_err::rename(&unpacked, &named)?;
-            named
-        }
-        None => unpacked,
-    };
+    let folder = super::sources::named_after_its_skill(unpacked)?;
     Ok((checksum, read_fetched(&folder, origin)?))
 }
 

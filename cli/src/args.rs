@@ -810,6 +810,15 @@ pub struct InstallFlags {
     /// older ones .codex/skills (target `codex`).
     #[arg(long = "target", value_name = "TARGET")]
     pub targets: Vec<String>,
+    /// Keep one copy of each skill, in the first target, and symlink the
+    /// other targets to it (recorded as `link = true` in skills.toml; where
+    /// a link cannot be made, a copy is installed with a warning).
+    #[arg(long, conflicts_with = "copy")]
+    pub link: bool,
+    /// Install a full copy into every target (removes `link = true` from
+    /// skills.toml; the default).
+    #[arg(long)]
+    pub copy: bool,
     #[command(flatten)]
     pub registry: RegistryArgs,
     /// Print the result as JSON.
@@ -855,6 +864,10 @@ pub struct InitArgs {
     /// (repeat for several; default: claude, or the agents' folders).
     #[arg(long = "target", value_name = "TARGET")]
     pub targets: Vec<String>,
+    /// Write `link = true`: installs keep one copy of each skill in the
+    /// first target and symlink the other targets to it.
+    #[arg(long)]
+    pub link: bool,
     /// The default registry to record in skills.toml: a URL, or the name
     /// of a `[registries.NAME]` table.
     #[arg(long, value_name = "NAME|URL")]

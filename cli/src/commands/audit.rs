@@ -142,8 +142,11 @@ fn installed_folders(global: bool) -> anyhow::Result<(Vec<PathBuf>, Vec<Allow>)>
     let manifest = manifest::read(&root)?;
     let mut folders = Vec::new();
     for target in project_targets(&manifest, &[], &root, global, true)? {
-        for name in target.state()?.skills.keys() {
-            folders.push(target.dir.join(name.as_str()));
+        for (name, installed) in target.state()?.skills {
+            // A symlink leads to the first target's copy, audited there.
+            if installed.link.is_none() {
+                folders.push(target.dir.join(name.as_str()));
+            }
         }
     }
     if folders.is_empty() {

@@ -31,10 +31,11 @@ pub fn run(args: &InitArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
     for target in &names {
         targets::resolve(target, &root, false, true)?;
     }
-    let path = manifest::create(&root, args.registry.as_deref(), &names)?;
+    let path = manifest::create(&root, args.registry.as_deref(), &names, args.link)?;
     if args.json {
         printer.json(&serde_json::json!({
             "manifest": path,
+            "link": args.link,
             "targets": chosen.iter().map(|(target, why)| serde_json::json!({ "target": target, "why": why })).collect::<Vec<_>>(),
         }));
         return Ok(ExitStatus::Success);
@@ -47,6 +48,16 @@ pub fn run(args: &InitArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
         if let Some(why) = why {
             printer.status("Target", &format!("{target}: {why}"));
         }
+    }
+    if args.link && names.len() > 1 {
+        printer.status(
+            "Link",
+            &format!(
+                "one copy of each skill in {}, symlinks to it in {}",
+                names[0],
+                names[1..].join(", ")
+            ),
+        );
     }
     if agents.contains(&Agent::Codex) {
         printer.status(

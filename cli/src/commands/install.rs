@@ -170,6 +170,13 @@ fn install_or_fail(
         Some(change) => change(&before)?,
         None => before.clone(),
     };
+    // `--link` and `--copy` are kept in skills.toml, so that the next
+    // install keeps the same layout.
+    let text = match (flags.link, flags.copy) {
+        (true, _) => manifest::set_link(&text, true)?,
+        (_, true) => manifest::set_link(&text, false)?,
+        _ => text,
+    };
     let manifest = manifest::parse(manifest_path, &text)?;
     let targets = project_targets(
         &manifest,
@@ -196,6 +203,7 @@ fn install_or_fail(
         lock_only,
         lookalikes: edit.lookalikes.to_vec(),
         allow_risk: flags.allow_risk.clone(),
+        link: manifest.link,
     };
     let progress = Progress::new(printer, flags.json);
     let report = registry::block_on(install::install(
@@ -229,7 +237,7 @@ fn print_report(report: &Report, json: bool, printer: &Printer) {
     }
     if json {
         printer.json(&json!({
-            "installed": report.installed.iter().map(|(name, version, target)| json!({"name": name, "version": version, "target": target})).collect::<Vec<_>>(),
+            "installed": report.installed.iter().map(|(name, version, target)| json!({"name": name, "version": version, "target": target, "linked": report.is_linked(name, target)})).collect::<Vec<_>>(),
             "removed": report.removed.iter().map(|(name, target)| json!({"name": name, "target": target})).collect::<Vec<_>>(),
             "restored": report.restored,
             "unchanged": report.unchanged,
@@ -258,7 +266,14 @@ fn print_report(report: &Report, json: bool, printer: &Printer) {
         );
     }
     for (name, version, target) in &report.installed {
-        printer.status("Installed", &format!("{name} {version} into {target}"));
+        if report.is_linked(name, target) {
+            printer.status(
+                "Linked",
+                &format!("{name} {version} into {target} (a symlink to the first target's copy)"),
+            );
+        } else {
+            printer.status("Installed", &format!("{name} {version} into {target}"));
+        }
     }
     for (name, target) in &report.removed {
         printer.status("Removed", &format!("{name} from {target}"));

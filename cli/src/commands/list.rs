@@ -7,7 +7,7 @@ use crate::args::ListArgs;
 use crate::commands::install::{project_root, project_targets};
 use crate::error::{ExitStatus, UserError};
 use crate::printer::Printer;
-use crate::project::plan::folder_matches;
+use crate::project::plan::{OnDisk, folder_matches, read_folder};
 use crate::project::{lockfile, manifest};
 
 /// One installed skill and what its files say.
@@ -17,6 +17,8 @@ struct Row {
     version: String,
     locked: Option<String>,
     matches: bool,
+    /// The symlink's text, for a skill installed as a link.
+    link: Option<String>,
 }
 
 fn rows(global: bool) -> anyhow::Result<Vec<Row>> {
@@ -29,9 +31,16 @@ fn rows(global: bool) -> anyhow::Result<Vec<Row>> {
         for (name, installed) in &state.skills {
             let locked = lock.get(name);
             let dir = target.dir.join(name.as_str());
-            let matches = match locked {
-                Some(entry) => folder_matches(&dir, &entry.tree)?,
-                None => false,
+            // A skill installed as a symlink is as locked while the link
+            // still holds the text skillpkg wrote and the copy it leads to
+            // has the locked files.
+            let matches = match (locked, &installed.link) {
+                (None, _) => false,
+                (Some(entry), None) => folder_matches(&dir, &entry.tree)?,
+                (Some(entry), Some(link)) => {
+                    read_folder(&dir)? == OnDisk::Link(link.clone())
+                        && folder_matches(&target.dir.join(link), &entry.tree)?
+                }
             };
             rows.push(Row {
                 target: target.name.clone(),
@@ -39,6 +48,7 @@ fn rows(global: bool) -> anyhow::Result<Vec<Row>> {
                 version: installed.version.clone(),
                 locked: locked.map(|entry| entry.version.to_string()),
                 matches,
+                link: installed.link.clone(),
             });
         }
     }
@@ -49,12 +59,14 @@ pub fn run(args: &ListArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
     let rows = rows(args.global)?;
     if args.json {
         printer.json(&rows.iter().map(|row| json!({
-            "target": row.target, "name": row.name, "version": row.version, "locked": row.locked, "matches_lock": row.matches,
+            "target": row.target, "name": row.name, "version": row.version, "locked": row.locked, "matches_lock": row.matches, "link": row.link,
         })).collect::<Vec<_>>());
         return Ok(ExitStatus::Success);
     }
     for row in &rows {
-        let state = if row.matches {
+        let state = if row.matches && row.link.is_some() {
+            "ok (link)"
+        } else if row.matches {
             "ok"
         } else if row.locked.is_none() {
             "not in skills.lock"

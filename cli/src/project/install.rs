@@ -78,6 +78,9 @@ pub struct Options {
     pub lookalikes: Vec<SkillName>,
     /// Install these skills even when the audit finds `high` risks.
     pub allow_risk: Vec<SkillName>,
+    /// Keep one copy of each skill, in the first target, and put symlinks
+    /// to it in the others (`link = true` in skills.toml).
+    pub link: bool,
 }
 
 /// What an install did.
@@ -85,6 +88,9 @@ pub struct Options {
 pub struct Report {
     /// (skill, version, target) newly installed or replaced.
     pub installed: Vec<(String, String, String)>,
+    /// (skill, target) of `installed` put as a symlink to the first
+    /// target's copy.
+    pub linked: Vec<(String, String)>,
     /// (skill, target) removed.
     pub removed: Vec<(String, String)>,
     /// Installed folders whose files were changed by hand, put back: the
@@ -101,6 +107,16 @@ pub struct Report {
     /// `lock_changed`.
     #[serde(skip)]
     pub lock: Lockfile,
+}
+
+impl Report {
+    /// Returns true if and only if `name` was put into `target` as a
+    /// symlink.
+    pub fn is_linked(&self, name: &str, target: &str) -> bool {
+        self.linked
+            .iter()
+            .any(|(skill, linked)| skill == name && linked == target)
+    }
 }
 
 /// The audit verdict of one skill this install fetched.
@@ -483,15 +499,20 @@ async fn finish_install(
     // records and what is on disk, and refused (before anything changes)
     // where a folder is not skillpkg's to replace.
     let mut observed = Vec::new();
-    for target in targets {
+    for (index, target) in targets.iter().enumerate() {
         let state = target.state()?;
         let (disk, stamps) = plan::observe(&target.dir, &lock, &state)?;
+        let link_to = match (options.link, index) {
+            (true, 1..) => Some(link_path(target, &targets[0])?),
+            _ => None,
+        };
         observed.push(plan::Observed {
             name: target.name.clone(),
             dir: target.dir.clone(),
             state,
             disk,
             stamps,
+            link_to,
         });
     }
     let plans = plan::plan(&lock, &observed, options.force)?;
@@ -510,9 +531,12 @@ async fn finish_install(
     // Every archive fetched and verified, and unpacked into a temporary
     // folder inside each target, before any skill folder changes: a
     // download, checksum or signature failure changes nothing.
+    // A symlink needs no archive: it points at the first target's copy.
     let mut needed: Vec<&LockedSkill> = plans
         .iter()
-        .flat_map(|plan| plan.put.iter().map(|put| put.entry))
+        .flat_map(|plan| plan.put.iter())
+        .filter(|put| put.link.is_none())
+        .map(|put| put.entry)
         .collect();
     needed.sort_by(|a, b| a.name.cmp(&b.name));
     needed.dedup_by(|a, b| a.name == b.name);
@@ -565,7 +589,13 @@ async fn finish_install(
         .await?;
     archives.extend(fetched);
     reporter.finished();
-    let (staged, audits) = stage(targets, &plans, &archives, &manifest.audit_allow)?;
+    let (staged, audits) = stage(
+        targets,
+        &plans,
+        &archives,
+        &manifest.audit_allow,
+        &mut report.warnings,
+    )?;
     let verdicts = judge(&audits, &lock, old_lock.as_ref(), options, &mut report)?;
     for (((target, observed), plan), staged) in targets.iter().zip(observed).zip(&plans).zip(staged)
     {
@@ -596,20 +626,42 @@ type StagedTargets = Vec<BTreeMap<SkillName, Staged>>;
 /// A skill staged beside its target folder, ready to be renamed into
 /// place.
 struct Staged {
-    holder: tempfile::TempDir,
+    holder: Holder,
     /// For a restore: the files that differed from the archive.
     changed: Vec<String>,
+    /// The symlink's text, when the skill is staged as a link.
+    link: Option<String>,
+}
+
+/// What is renamed into place; removed if the install stops first.
+enum Holder {
+    Folder(tempfile::TempDir),
+    Link(tempfile::TempPath),
+}
+
+impl Holder {
+    /// Keeps it, to be renamed into place.
+    fn keep(self) -> anyhow::Result<PathBuf> {
+        Ok(match self {
+            Holder::Folder(dir) => dir.keep(),
+            Holder::Link(path) => path.keep()?,
+        })
+    }
 }
 
 /// Stages every skill the plans put: each archive is unpacked once (the
 /// hardened unpacker, then the tree hash and the skill's identity
 /// checked), straight into a temporary folder inside the first target that
-/// needs it, and copied from there for the others.
+/// needs it, and copied from there for the others. A skill put as a link
+/// is staged as a symlink beside the target's folders; where the file
+/// system refuses one, as a copy of the first target's folder, with a
+/// warning.
 fn stage(
     targets: &[Target],
     plans: &[plan::TargetPlan<'_>],
     archives: &BTreeMap<SkillName, VerifiedArchive>,
     allows: &[skillpkg_index::audit::Allow],
+    warnings: &mut Vec<String>,
 ) -> anyhow::Result<(StagedTargets, BTreeMap<SkillName, SkillAudit>)> {
     let mut audits = BTreeMap::new();
     let mut first: BTreeMap<SkillName, (PathBuf, Vec<skillpkg_index::archive::FileDigest>)> =
@@ -622,6 +674,34 @@ fn stage(
         }
         for put in &plan.put {
             let entry = put.entry;
+            if let Some(text) = &put.link {
+                let staged = match stage_link(&target.dir, &entry.name, text) {
+                    Ok(path) => Staged {
+                        holder: Holder::Link(path),
+                        changed: Vec::new(),
+                        link: Some(text.clone()),
+                    },
+                    Err(error) => {
+                        warnings.push(format!(
+                            "cannot link {} in {} to {} ({error}): copied it instead",
+                            entry.name,
+                            target.dir.display(),
+                            targets[0].dir.display()
+                        ));
+                        let copy = first
+                            .get(&entry.name)
+                            .map(|(source, _)| source.clone())
+                            .unwrap_or_else(|| targets[0].dir.join(entry.name.as_str()));
+                        Staged {
+                            holder: Holder::Folder(stage_copy(&target.dir, &copy, entry)?),
+                            changed: Vec::new(),
+                            link: None,
+                        }
+                    }
+                };
+                prepared.insert(entry.name.clone(), staged);
+                continue;
+            }
             // The staging folder is the skill's folder itself, renamed
             // into place at commit.
             let holder = tempfile::Builder::new()
@@ -667,7 +747,14 @@ fn stage(
                 plan::Why::Restore { files, other } => plan::changed_files(files, other, digests),
                 _ => Vec::new(),
             };
-            prepared.insert(entry.name.clone(), Staged { holder, changed });
+            prepared.insert(
+                entry.name.clone(),
+                Staged {
+                    holder: Holder::Folder(holder),
+                    changed,
+                    link: None,
+                },
+            );
         }
         staged.push(prepared);
     }
@@ -794,6 +881,8 @@ fn commit_target(
                     tree: put.entry.tree.clone(),
                     replacing: put.replacing.clone(),
                     stamp: None,
+                    link: staged[&put.entry.name].link.clone(),
+                    copy_for_link: put.link.is_some() && staged[&put.entry.name].link.is_none(),
                 },
             );
         }
@@ -804,9 +893,14 @@ fn commit_target(
         let staged = staged
             .remove(&entry.name)
             .expect("every skill put was staged");
-        let source = staged.holder.keep();
+        let source = staged.holder.keep()?;
         let replace = put.why != plan::Why::New;
         swap_into_place(&source, &target.dir, entry.name.as_str(), replace)?;
+        if staged.link.is_some() {
+            report
+                .linked
+                .push((entry.name.to_string(), target.name.clone()));
+        }
         state.skills.insert(
             entry.name.clone(),
             InstalledSkill {
@@ -814,6 +908,8 @@ fn commit_target(
                 tree: entry.tree.clone(),
                 replacing: None,
                 stamp: None,
+                copy_for_link: put.link.is_some() && staged.link.is_none(),
+                link: staged.link,
             },
         );
         if let plan::Why::Restore { .. } = put.why {
@@ -1338,6 +1434,96 @@ fn swap_into_place(source: &Path, target: &Path, name: &str, replace: bool) -> a
         fs_err::rename(source, &destination)?;
     }
     Ok(())
+}
+
+/// The path from `target`'s folder to `first`'s, for the symlinks of a
+/// linked install: relative, between the folders as they are (or will be)
+/// once every symlink on the way is resolved, so that a link made in a
+/// folder reached through a symlink still finds its copy.
+fn link_path(target: &Target, first: &Target) -> anyhow::Result<String> {
+    let from = real_path(&target.dir)?;
+    let to = real_path(&first.dir)?;
+    if from == to {
+        return Err(UserError::new(format!(
+            "the install targets `{}` and `{}` are the same folder, {}",
+            first.name,
+            target.name,
+            to.display()
+        ))
+        .with_hint("name the folder once in `targets` under [install] in skills.toml")
+        .into());
+    }
+    let common = from
+        .components()
+        .zip(to.components())
+        .take_while(|(a, b)| a == b)
+        .count();
+    let mut path = PathBuf::new();
+    for _ in from.components().skip(common) {
+        path.push("..");
+    }
+    path.extend(to.components().skip(common));
+    path.into_os_string().into_string().map_err(|path| {
+        UserError::new(format!(
+            "cannot link `{}` to `{}`: the path between them, {}, is not UTF-8",
+            target.name,
+            first.name,
+            Path::new(&path).display()
+        ))
+        .with_hint("set `link = false` under [install] in skills.toml to install copies")
+        .into()
+    })
+}
+
+/// `path` with every symlink resolved: its nearest existing folder,
+/// canonicalized, and the rest of it as it is.
+fn real_path(path: &Path) -> anyhow::Result<PathBuf> {
+    let mut existing = path;
+    let mut rest = Vec::new();
+    loop {
+        match fs_err::canonicalize(existing) {
+            Ok(real) => return Ok(real.join(rest.into_iter().rev().collect::<PathBuf>())),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                let (Some(parent), Some(name)) = (existing.parent(), existing.file_name()) else {
+                    return Err(error.into());
+                };
+                rest.push(name);
+                existing = parent;
+            }
+            Err(error) => return Err(error.into()),
+        }
+    }
+}
+
+/// Makes the symlink skill `name` is put as, beside the target's folders
+/// (`.skillpkg-new-NAME-…`, which the next install cleans up if this one
+/// stops first).
+fn stage_link(dir: &Path, name: &SkillName, text: &str) -> std::io::Result<tempfile::TempPath> {
+    let link = tempfile::Builder::new()
+        .prefix(&format!(".skillpkg-new-{name}-"))
+        .make_in(dir, |path| std::os::unix::fs::symlink(text, path))?;
+    Ok(link.into_temp_path())
+}
+
+/// Stages a copy of the first target's folder of `entry` (staged by this
+/// install, or in place) where a link could not be made, checked against
+/// the lock's tree hash.
+fn stage_copy(dir: &Path, source: &Path, entry: &LockedSkill) -> anyhow::Result<tempfile::TempDir> {
+    let holder = tempfile::Builder::new()
+        .prefix(&format!(".skillpkg-new-{}-", entry.name))
+        .tempdir_in(dir)?;
+    copy_tree(source, holder.path())?;
+    if !plan::folder_matches(holder.path(), &entry.tree)? {
+        return Err(UserError::new(format!(
+            "{}: the copy of {} does not have the tree hash skills.lock says, {}",
+            entry.name,
+            source.display(),
+            entry.tree
+        ))
+        .with_hint("run `skillpkg install --force` to put the first target's copy back")
+        .into());
+    }
+    Ok(holder)
 }
 
 /// Removes the folder of skill `name` from the target folder `parent`. It

@@ -38,6 +38,9 @@ pub struct Manifest {
     /// `[registries.NAME]` tables.
     pub registries: BTreeMap<String, RegistrySpec>,
     pub targets: Vec<String>,
+    /// `[install] link`: one copy of each skill, in the first target, and
+    /// symlinks to it in the others.
+    pub link: bool,
     /// The skills taken from a registry, by version.
     pub skills: BTreeMap<SkillName, Requirement>,
     /// The skills taken from a folder or a git repository.
@@ -108,6 +111,8 @@ struct RawRegistry {
 struct RawInstall {
     #[serde(default)]
     targets: Vec<String>,
+    #[serde(default)]
+    link: bool,
 }
 
 /// The keys of a skill's table in `[skills]`.
@@ -175,6 +180,7 @@ pub fn parse(path: PathBuf, text: &str) -> anyhow::Result<Manifest> {
         policy,
         registry: raw.registry.map(|registry| registry.url),
         registries,
+        link: raw.install.as_ref().is_some_and(|install| install.link),
         targets: raw
             .install
             .map(|install| install.targets)
@@ -271,7 +277,12 @@ fn entry(name: &str, value: &toml::Value, path: &Path) -> anyhow::Result<Entry> 
 }
 
 /// Writes a new manifest; refuses to replace one.
-pub fn create(root: &Path, registry: Option<&str>, targets: &[String]) -> anyhow::Result<PathBuf> {
+pub fn create(
+    root: &Path,
+    registry: Option<&str>,
+    targets: &[String],
+    link: bool,
+) -> anyhow::Result<PathBuf> {
     let path = root.join(MANIFEST);
     if path.exists() {
         return Err(UserError::new(format!("{} already exists", path.display()))
@@ -286,9 +297,13 @@ pub fn create(root: &Path, registry: Option<&str>, targets: &[String]) -> anyhow
     }
     let targets: Vec<String> = targets.iter().map(|target| toml_string(target)).collect();
     text.push_str(&format!(
-        "\n[install]\ntargets = [{}]\n\n[skills]\n",
+        "\n[install]\ntargets = [{}]\n",
         targets.join(", ")
     ));
+    if link {
+        text.push_str(LINK_LINE);
+    }
+    text.push_str("\n[skills]\n");
     write(&path, &text)?;
     Ok(path)
 }
@@ -449,6 +464,27 @@ pub fn edit(
         }
     }
     Ok((document.to_string(), missing))
+}
+
+/// `link = true` as `init --link` writes it.
+const LINK_LINE: &str =
+    "link = true                          # one copy in the first target, symlinks in the others\n";
+
+/// Returns the manifest `text` with `[install] link` set to `link` (a
+/// `false` is written as no key at all, the default).
+pub fn set_link(text: &str, link: bool) -> anyhow::Result<String> {
+    let mut document = load_document(text)?;
+    let install = document
+        .entry("install")
+        .or_insert(toml_edit::table())
+        .as_table_mut()
+        .context("`install` must be a table")?;
+    if link {
+        install.insert("link", toml_edit::value(true));
+    } else {
+        install.remove("link");
+    }
+    Ok(document.to_string())
 }
 
 /// Returns the manifest `text` with `name` taken from `source` (a folder or

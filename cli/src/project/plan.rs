@@ -34,7 +34,11 @@ pub enum OnDisk {
         tree: String,
         other: Vec<String>,
     },
-    /// A file or a symlink where the folder would be.
+    /// A symlink where the folder would be, and the path it holds (lossy
+    /// when not UTF-8, so never equal to a link skillpkg wrote). Never
+    /// followed here: a link skillpkg made is recognised by its text.
+    Link(String),
+    /// A file (or a special file) where the folder would be.
     NotAFolder,
 }
 
@@ -59,6 +63,34 @@ impl OnDisk {
             _ => false,
         }
     }
+
+    /// What is there, as a record names it ([`OnDisk::is`]): a folder's
+    /// tree hash, or `link:` and a symlink's text. `None` for what skillpkg
+    /// never puts in place (a file, a folder with links in it).
+    pub fn identity(&self) -> Option<String> {
+        match self {
+            Self::Link(text) => Some(link_identity(text)),
+            _ => self.tree().map(str::to_owned),
+        }
+    }
+
+    /// Returns true if and only if what is there is what `identity` names:
+    /// a symlink holding exactly the text after `link:`, or a folder whose
+    /// files hash to the tree hash.
+    pub fn is(&self, identity: &str) -> bool {
+        match identity.strip_prefix(LINK_PREFIX) {
+            Some(text) => matches!(self, Self::Link(found) if found == text),
+            None => self.tree_is(identity),
+        }
+    }
+}
+
+/// How a record names a symlink among tree hashes ([`OnDisk::identity`]).
+const LINK_PREFIX: &str = "link:";
+
+/// The identity of a symlink holding `text`.
+pub fn link_identity(text: &str) -> String {
+    format!("{LINK_PREFIX}{text}")
 }
 
 /// One target, as observed.
@@ -74,6 +106,18 @@ pub struct Observed {
     /// New stamps of recorded folders whose files were hashed and found as
     /// recorded, for the record to keep.
     pub stamps: BTreeMap<SkillName, String>,
+    /// With `link = true`, for every target but the first: the path from
+    /// this target's folder to the first's, which each skill's symlink
+    /// holds followed by the skill's name (`../../.claude/skills`).
+    pub link_to: Option<String>,
+}
+
+impl Observed {
+    /// The text of the symlink skill `name` is installed as in this target,
+    /// when it is installed as one.
+    pub fn link_for(&self, name: &SkillName) -> Option<String> {
+        self.link_to.as_ref().map(|dir| format!("{dir}/{name}"))
+    }
 }
 
 /// Why a skill is put into a target.
@@ -99,10 +143,13 @@ pub enum Why {
 #[derive(Clone, Debug)]
 pub struct Put<'lock> {
     pub entry: &'lock LockedSkill,
-    /// The tree of the folder it replaces, for the record to recognise it
-    /// after a crash.
+    /// What it replaces ([`OnDisk::identity`]), for the record to
+    /// recognise it after a crash.
     pub replacing: Option<String>,
     pub why: Why,
+    /// The symlink's text, when it is put as a link to the first target's
+    /// copy.
+    pub link: Option<String>,
 }
 
 /// What happens in one target.
@@ -141,26 +188,43 @@ fn plan_target<'lock>(
     for entry in &lock.skills {
         let disk = target.disk.get(&entry.name).unwrap_or(&OnDisk::Missing);
         let recorded = target.state.skills.get(&entry.name);
+        let link = target.link_for(&entry.name);
+        // A copy put where the file system refused the link stands for it.
+        let copy_for_link =
+            link.is_some() && recorded.is_some_and(|installed| installed.copy_for_link);
         let same_version = recorded.is_some_and(|installed| {
             installed.tree == entry.tree
                 && installed.replacing.is_none()
                 && installed.version == entry.version.to_string()
+                && (installed.link == link || copy_for_link)
         });
-        if same_version && !force && disk.tree_is(&entry.tree) {
+        let in_place = match &link {
+            Some(text) if !copy_for_link => disk.is(&link_identity(text)),
+            _ => disk.tree_is(&entry.tree),
+        };
+        if same_version && !force && in_place {
             plan.unchanged += 1;
             continue;
         }
         let folder = target.dir.join(entry.name.as_str());
+        let not_ours = |what: String| -> anyhow::Error {
+            UserError::new(format!(
+                "{} {what}, so skillpkg did not install it",
+                folder.display()
+            ))
+            .with_hint("move it away, or pass --force to replace it")
+            .into()
+        };
         let (replacing, why) = match (disk, recorded) {
             (OnDisk::Missing, _) => (None, Why::New),
-            (_, _) if force => (disk.tree().map(str::to_owned), Why::Forced),
-            (OnDisk::NotAFolder, _) => {
-                return Err(UserError::new(format!(
-                    "{} is not a folder (a symlink or a file), so skillpkg did not install it",
-                    folder.display()
-                ))
-                .with_hint("move it away, or pass --force to replace it")
-                .into());
+            (_, _) if force => (disk.identity(), Why::Forced),
+            (OnDisk::NotAFolder, _) => return Err(not_ours("is a file, not a folder".into())),
+            (OnDisk::Link(text), recorded) => {
+                if recorded.is_some_and(|installed| installed.recognises(disk)) {
+                    (disk.identity(), Why::Replace)
+                } else {
+                    return Err(not_ours(format!("is a symlink to {text}")));
+                }
             }
             (OnDisk::Folder { .. }, None) => {
                 return Err(UserError::new(format!(
@@ -173,7 +237,7 @@ fn plan_target<'lock>(
             (OnDisk::Folder { files, tree, other }, Some(installed)) => {
                 if installed.recognises(disk) {
                     (Some(tree.clone()), Why::Replace)
-                } else if same_version {
+                } else if same_version && (link.is_none() || copy_for_link) {
                     (
                         Some(tree.clone()),
                         Why::Restore {
@@ -196,6 +260,7 @@ fn plan_target<'lock>(
             entry,
             replacing,
             why,
+            link,
         });
     }
     let locked: BTreeSet<&SkillName> = lock.skills.iter().map(|entry| &entry.name).collect();
@@ -211,10 +276,16 @@ fn plan_target<'lock>(
         if ours {
             plan.remove.push(name.clone());
         } else {
+            let what = match disk {
+                OnDisk::Link(text) => {
+                    format!("it is now a symlink to {text}, not the one skillpkg made")
+                }
+                _ => "its files changed since skillpkg installed it".to_owned(),
+            };
             plan.abandon.push((
                 name.clone(),
                 format!(
-                    "left {} in place: its files changed since skillpkg installed it, so it is no longer managed (delete it yourself, or pass --force)",
+                    "left {} in place: {what}, so it is no longer managed (delete it yourself, or pass --force)",
                     target.dir.join(name.as_str()).display()
                 ),
             ));
@@ -324,6 +395,10 @@ pub fn folder_matches(dir: &Path, expected: &str) -> anyhow::Result<bool> {
 pub fn read_folder(path: &Path) -> anyhow::Result<OnDisk> {
     match fs_err::symlink_metadata(path) {
         Ok(metadata) if metadata.is_dir() => {}
+        Ok(metadata) if metadata.file_type().is_symlink() => {
+            let text = fs_err::read_link(path)?;
+            return Ok(OnDisk::Link(text.to_string_lossy().into_owned()));
+        }
         Ok(_) => return Ok(OnDisk::NotAFolder),
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(OnDisk::Missing),
         Err(error) => return Err(error.into()),
@@ -433,6 +508,8 @@ mod tests {
             tree: tree.to_owned(),
             replacing: None,
             stamp: None,
+            link: None,
+            copy_for_link: false,
         }
     }
 
@@ -452,6 +529,7 @@ mod tests {
                 .map(|(skill, disk)| (name(skill), disk))
                 .collect(),
             stamps: BTreeMap::new(),
+            link_to: None,
         }
     }
 
@@ -607,6 +685,90 @@ mod tests {
         let fine = target(&[], vec![]);
         let foreign = target(&[], vec![("pdf", v1)]);
         assert!(plan(&lock, &[fine, foreign], false).is_err());
+    }
+
+    #[test]
+    fn a_linked_target_holds_symlinks_it_recognises_by_their_text() {
+        let v1 = folder(&[("SKILL.md", "one")]);
+        let v2 = folder(&[("SKILL.md", "two")]);
+        let text = "../../.claude/skills/pdf";
+        let ours = OnDisk::Link(text.into());
+        let mut linked_record = record("1.0.0", &tree_of(&v1));
+        linked_record.link = Some(text.into());
+        let lock = Lockfile {
+            skills: vec![locked("pdf", "1.0.0", &tree_of(&v1))],
+        };
+        let linked = |state: &[(&str, InstalledSkill)], disk: Vec<(&str, OnDisk)>| {
+            let mut observed = target(state, disk);
+            observed.name = "agents".into();
+            observed.dir = "/project/.agents/skills".into();
+            observed.link_to = Some("../../.claude/skills".into());
+            observed
+        };
+        // Nothing there: a link is put, holding the path to the copy.
+        let plans = plan(&lock, &[linked(&[], vec![])], false).unwrap();
+        assert_eq!(summary(&plans[0]), ["put pdf@1.0.0 (new)", "unchanged 0"]);
+        assert_eq!(plans[0].put[0].link.as_deref(), Some(text));
+        // skillpkg's own link, as recorded: in place.
+        let observed = linked(
+            &[("pdf", linked_record.clone())],
+            vec![("pdf", ours.clone())],
+        );
+        let plans = plan(&lock, &[observed], false).unwrap();
+        assert_eq!(summary(&plans[0]), ["unchanged 1"]);
+        // A copy skillpkg installed before `link = true` becomes a link.
+        let observed = linked(
+            &[("pdf", record("1.0.0", &tree_of(&v1)))],
+            vec![("pdf", v1.clone())],
+        );
+        let plans = plan(&lock, &[observed], false).unwrap();
+        assert_eq!(
+            summary(&plans[0]),
+            ["put pdf@1.0.0 (replace)", "unchanged 0"]
+        );
+        // And its own link becomes a copy again without `link`.
+        let observed = target(
+            &[("pdf", linked_record.clone())],
+            vec![("pdf", ours.clone())],
+        );
+        let plans = plan(&lock, &[observed], false).unwrap();
+        assert_eq!(
+            summary(&plans[0]),
+            ["put pdf@1.0.0 (replace)", "unchanged 0"]
+        );
+        assert_eq!(
+            plans[0].put[0].replacing.as_deref(),
+            Some("link:../../.claude/skills/pdf")
+        );
+        // A link someone else made, or one skillpkg's was changed into, is
+        // refused, as a folder it did not install is.
+        for state in [vec![], vec![("pdf", linked_record.clone())]] {
+            let observed = linked(&state, vec![("pdf", OnDisk::Link("/home/me/pdf".into()))]);
+            let error = plan(&lock, std::slice::from_ref(&observed), false).unwrap_err();
+            assert_eq!(
+                error.to_string(),
+                "/project/.agents/skills/pdf is a symlink to /home/me/pdf, so skillpkg did not install it"
+            );
+            let plans = plan(&lock, &[observed], true).unwrap();
+            assert_eq!(
+                summary(&plans[0]),
+                ["put pdf@1.0.0 (forced)", "unchanged 0"]
+            );
+        }
+        // A folder where skillpkg put a link is not restored over: refused.
+        let observed = linked(&[("pdf", linked_record.clone())], vec![("pdf", v2)]);
+        assert!(plan(&lock, &[observed], false).is_err());
+        // A removed skill: skillpkg's link goes, a changed one stays.
+        let none = Lockfile::default();
+        let observed = linked(&[("pdf", linked_record.clone())], vec![("pdf", ours)]);
+        let plans = plan(&none, &[observed], false).unwrap();
+        assert_eq!(summary(&plans[0]), ["remove pdf", "unchanged 0"]);
+        let observed = linked(
+            &[("pdf", linked_record)],
+            vec![("pdf", OnDisk::Link("elsewhere".into()))],
+        );
+        let plans = plan(&none, &[observed], false).unwrap();
+        assert_eq!(summary(&plans[0]), ["abandon pdf", "unchanged 0"]);
     }
 
     #[test]

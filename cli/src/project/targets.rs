@@ -52,17 +52,32 @@ pub struct InstalledSkill {
     /// An edit changes the change time, which no one can set back.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stamp: Option<String>,
+    /// With `link = true`: the symlink's text, when skillpkg put the skill
+    /// here as a link to the first target's copy (`../../.claude/skills/pdf`)
+    /// rather than as a folder. `tree` is then the tree of the copy. Since
+    /// the record of 2026-11.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link: Option<String>,
+    /// A copy installed where a link was asked for and the file system
+    /// refused it: in place as it is, so that every install does not copy
+    /// and warn again (`install --force` tries the link again).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub copy_for_link: bool,
 }
 
 impl InstalledSkill {
-    /// Returns true if and only if `disk` is the folder this record says
-    /// skillpkg installed (or was replacing).
+    /// Returns true if and only if `disk` is the folder (or the symlink)
+    /// this record says skillpkg installed, or was replacing.
     pub fn recognises(&self, disk: &super::plan::OnDisk) -> bool {
-        disk.tree_is(&self.tree)
+        let installed = match &self.link {
+            Some(text) => disk.is(&super::plan::link_identity(text)),
+            None => disk.tree_is(&self.tree),
+        };
+        installed
             || self
                 .replacing
                 .as_deref()
-                .is_some_and(|replacing| disk.tree_is(replacing))
+                .is_some_and(|replacing| disk.is(replacing))
     }
 }
 

@@ -25,6 +25,7 @@ mod hostile_registry;
 mod index_fetch;
 mod install;
 mod install_crash;
+mod install_link;
 mod install_plan;
 mod interop;
 mod mcp;

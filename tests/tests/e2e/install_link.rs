@@ -1,0 +1,382 @@
+//! `link = true` (`--link`): one copy of each skill in the first target,
+//! symlinks to it in the others, recognised by their text; `--copy` turns
+//! them back into folders; a link skillpkg did not make is never replaced,
+//! followed or removed without `--force`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use skillpkg_tests::{Output, TestContext, run};
+
+const SKILL: &str = "pdf-processing";
+const LINK: &str = "../../.claude/skills/pdf-processing";
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_owned()
+}
+
+/// A project with three targets, installing from the example registry
+/// (unsigned, hence `--allow-unsigned`).
+struct Project {
+    sandbox: TestContext,
+    root: PathBuf,
+}
+
+impl Project {
+    fn new(init: &[&str]) -> Self {
+        let sandbox = TestContext::new();
+        let root = sandbox.path().join("project");
+        fs_err::create_dir_all(&root).unwrap();
+        let project = Self { sandbox, root };
+        let registry = workspace().join("examples/registry");
+        let mut args = vec![
+            "init",
+            "--target",
+            "claude",
+            "--target",
+            "agents",
+            "--target",
+            "copilot",
+            "--registry",
+            registry.to_str().unwrap(),
+        ];
+        args.extend(init);
+        let output = project.run(&args);
+        assert_eq!(output.code, 0, "{output:?}");
+        project
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        run(self
+            .sandbox
+            .skillpkg_command()
+            .current_dir(&self.root)
+            .args(args))
+    }
+
+    fn manifest(&self) -> String {
+        fs_err::read_to_string(self.root.join("skills.toml")).unwrap()
+    }
+
+    /// What is at `<target>/pdf-processing`: `link:TEXT`, or `folder` with
+    /// its SKILL.md's bytes.
+    fn entry(&self, target: &str) -> String {
+        let path = self.root.join(target).join(SKILL);
+        let metadata = fs_err::symlink_metadata(&path).unwrap();
+        if metadata.file_type().is_symlink() {
+            format!("link:{}", fs_err::read_link(&path).unwrap().display())
+        } else {
+            assert!(metadata.is_dir(), "{}", path.display());
+            format!(
+                "folder:{}",
+                fs_err::read_to_string(path.join("SKILL.md")).unwrap()
+            )
+        }
+    }
+
+    /// Every entry under the project, not following links: path -> the
+    /// link's text, or the file's bytes (or nothing, for a folder); the
+    /// project's lock file (`.skillpkg-lock`, which only serialises runs)
+    /// left out.
+    fn snapshot(&self) -> BTreeMap<PathBuf, String> {
+        let mut found = BTreeMap::new();
+        let mut pending = vec![self.root.clone()];
+        while let Some(dir) = pending.pop() {
+            for entry in fs_err::read_dir(&dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path == self.root.join(".skillpkg-lock") {
+                    continue;
+                }
+                let metadata = fs_err::symlink_metadata(&path).unwrap();
+                let value = if metadata.file_type().is_symlink() {
+                    format!("-> {}", fs_err::read_link(&path).unwrap().display())
+                } else if metadata.is_dir() {
+                    pending.push(path.clone());
+                    String::new()
+                } else {
+                    String::from_utf8_lossy(&fs_err::read(&path).unwrap()).into_owned()
+                };
+                found.insert(path.strip_prefix(&self.root).unwrap().to_owned(), value);
+            }
+        }
+        found
+    }
+}
+
+#[test]
+fn linked_targets_hold_symlinks_to_the_first_targets_copy() {
+    let project = Project::new(&["--link"]);
+    assert!(
+        project.manifest().contains("\nlink = true"),
+        "{}",
+        project.manifest()
+    );
+    let output = project.run(&["add", SKILL, "--allow-unsigned"]);
+    assert_eq!(output.code, 0, "{output:?}");
+    assert!(
+        output.stderr.contains(&format!(
+            "Linked {SKILL} 1.2.0 into agents (a symlink to the first target's copy)"
+        )),
+        "{}",
+        output.stderr
+    );
+    let copy = project.entry(".claude/skills");
+    assert!(
+        copy.starts_with("folder:---\nname: pdf-processing"),
+        "{copy}"
+    );
+    for target in [".agents/skills", ".github/skills"] {
+        assert_eq!(project.entry(target), format!("link:{LINK}"));
+        // The agent reading the link reads the copy's bytes.
+        assert_eq!(
+            format!(
+                "folder:{}",
+                fs_err::read_to_string(project.root.join(target).join(SKILL).join("SKILL.md"))
+                    .unwrap()
+            ),
+            copy
+        );
+        let record: serde_json::Value = serde_json::from_slice(
+            &fs_err::read(project.root.join(target).join(".skillpkg.json")).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(record["skills"][SKILL]["link"], LINK);
+    }
+    // Codex reads .agents/skills: it finds the skill through the link.
+    let prompt = project.run(&["prompt", "--host", "codex"]);
+    assert_eq!(prompt.code, 0, "{prompt:?}");
+    assert!(
+        prompt.stdout.contains(&format!(
+            "<location>{}/.agents/skills/{SKILL}/SKILL.md</location>",
+            project.root.display()
+        )),
+        "{}",
+        prompt.stdout
+    );
+    let list = project.run(&["list", "--json"]);
+    let rows = list.json();
+    let links: Vec<(&str, bool, &serde_json::Value)> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| {
+            (
+                row["target"].as_str().unwrap(),
+                row["matches_lock"].as_bool().unwrap(),
+                &row["link"],
+            )
+        })
+        .collect();
+    assert_eq!(
+        links,
+        [
+            ("claude", true, &serde_json::Value::Null),
+            ("agents", true, &serde_json::json!(LINK)),
+            ("copilot", true, &serde_json::json!(LINK)),
+        ]
+    );
+    let verify = project.run(&["verify"]);
+    assert_eq!(verify.code, 0, "{verify:?}");
+    assert!(
+        verify.stdout.contains("3 verified, 0 changed"),
+        "{verify:?}"
+    );
+    // Known in place, links and all.
+    let again = project.run(&["install"]);
+    assert!(
+        again
+            .stdout
+            .contains("0 installed, 0 removed, 3 already in place"),
+        "{again:?}"
+    );
+
+    // An edit made through a link is an edit of the copy: verify names
+    // all three, and install restores the copy and leaves the links.
+    let through_link = project
+        .root
+        .join(".agents/skills")
+        .join(SKILL)
+        .join("SKILL.md");
+    fs_err::write(&through_link, "edited").unwrap();
+    let verify = project.run(&["verify"]);
+    assert_eq!(verify.code, 1, "{verify:?}");
+    assert!(
+        verify.stdout.contains("0 verified, 3 changed"),
+        "{verify:?}"
+    );
+    let restore = project.run(&["install"]);
+    assert_eq!(restore.code, 0, "{restore:?}");
+    assert!(
+        restore
+            .stderr
+            .contains(&format!("Restored {SKILL} in claude")),
+        "{restore:?}"
+    );
+    assert_eq!(project.entry(".claude/skills"), copy);
+    assert_eq!(project.entry(".agents/skills"), format!("link:{LINK}"));
+
+    // `--copy`: every target gets its own folder, and skills.toml says so.
+    let output = project.run(&["install", "--copy"]);
+    assert_eq!(output.code, 0, "{output:?}");
+    assert!(
+        !project.manifest().contains("link ="),
+        "{}",
+        project.manifest()
+    );
+    for target in [".claude/skills", ".agents/skills", ".github/skills"] {
+        assert_eq!(project.entry(target), copy, "{target}");
+    }
+    // `--link` again: the copies skillpkg installed become links.
+    let output = project.run(&["install", "--link", "--json"]);
+    assert_eq!(output.code, 0, "{output:?}");
+    let installed = &output.json()["installed"];
+    assert_eq!(installed[0]["target"], "agents");
+    assert_eq!(installed[0]["linked"], true);
+    assert!(project.manifest().contains("link = true"));
+    assert_eq!(project.entry(".github/skills"), format!("link:{LINK}"));
+
+    // Removing the skill removes the copy and the links.
+    let output = project.run(&["remove", SKILL]);
+    assert_eq!(output.code, 0, "{output:?}");
+    for target in [".claude/skills", ".agents/skills", ".github/skills"] {
+        assert!(
+            fs_err::symlink_metadata(project.root.join(target).join(SKILL)).is_err(),
+            "{target}"
+        );
+    }
+}
+
+#[test]
+fn a_link_skillpkg_did_not_make_is_refused_and_never_followed() {
+    let project = Project::new(&["--link"]);
+    // Someone's own skill, and a link to it where skillpkg would link.
+    let own = project.sandbox.path().join("own-pdf");
+    fs_err::create_dir_all(&own).unwrap();
+    fs_err::write(own.join("SKILL.md"), "mine").unwrap();
+    fs_err::create_dir_all(project.root.join(".agents/skills")).unwrap();
+    std::os::unix::fs::symlink(&own, project.root.join(".agents/skills").join(SKILL)).unwrap();
+    let manifest = project.manifest();
+    let before = project.snapshot();
+    let output = project.run(&["add", SKILL, "--allow-unsigned"]);
+    assert_eq!(output.code, 1, "{output:?}");
+    assert!(
+        output.stderr.contains(&format!(
+            "error: {}/.agents/skills/{SKILL} is a symlink to {}, so skillpkg did not install it\nhint: move it away, or pass --force to replace it",
+            project.root.display(),
+            own.display()
+        )),
+        "{}",
+        output.stderr
+    );
+    // Nothing changed: no manifest line, no lock, no copy, no link.
+    assert_eq!(project.manifest(), manifest);
+    assert_eq!(project.snapshot(), before);
+    assert_eq!(
+        fs_err::read_to_string(own.join("SKILL.md")).unwrap(),
+        "mine"
+    );
+
+    // --force replaces the link itself; what it led to is untouched.
+    let output = project.run(&["add", SKILL, "--allow-unsigned", "--force"]);
+    assert_eq!(output.code, 0, "{output:?}");
+    assert_eq!(project.entry(".agents/skills"), format!("link:{LINK}"));
+    assert_eq!(
+        fs_err::read_to_string(own.join("SKILL.md")).unwrap(),
+        "mine"
+    );
+
+    // skillpkg's own link, changed by hand to lead elsewhere, is no
+    // longer its own: refused on install, and left in place (not
+    // followed) when the skill is removed.
+    let link = project.root.join(".github/skills").join(SKILL);
+    fs_err::remove_file(&link).unwrap();
+    std::os::unix::fs::symlink(&own, &link).unwrap();
+    let output = project.run(&["install"]);
+    assert_eq!(output.code, 1, "{output:?}");
+    assert!(output.stderr.contains("is a symlink to"), "{output:?}");
+    let output = project.run(&["remove", SKILL]);
+    assert_eq!(output.code, 0, "{output:?}");
+    assert!(
+        output.stderr.contains(&format!(
+            "left {} in place: it is now a symlink to {}, not the one skillpkg made",
+            link.display(),
+            own.display()
+        )),
+        "{output:?}"
+    );
+    assert_eq!(fs_err::read_link(&link).unwrap(), own);
+    assert_eq!(
+        fs_err::read_to_string(own.join("SKILL.md")).unwrap(),
+        "mine"
+    );
+    assert!(fs_err::symlink_metadata(project.root.join(".agents/skills").join(SKILL)).is_err());
+}
+
+#[test]
+fn targets_that_are_one_folder_cannot_be_linked() {
+    let project = Project::new(&[]);
+    // `agents` made a symlink to the copy's target folder by hand.
+    fs_err::create_dir_all(project.root.join(".claude/skills")).unwrap();
+    std::os::unix::fs::symlink(".claude", project.root.join(".agents")).unwrap();
+    let output = project.run(&["add", SKILL, "--allow-unsigned", "--link"]);
+    assert_eq!(output.code, 1, "{output:?}");
+    assert!(
+        output
+            .stderr
+            .contains("error: the install targets `claude` and `agents` are the same folder"),
+        "{output:?}"
+    );
+    assert!(
+        !project.manifest().contains("link"),
+        "{}",
+        project.manifest()
+    );
+    assert!(!project.root.join("skills.lock").exists());
+}
+
+#[test]
+fn where_a_link_cannot_be_made_a_copy_is_installed_with_a_warning_once() {
+    // A target so deep that the path back to the first target is longer
+    // than a symlink may hold (4,096 bytes on Linux): the kernel refuses
+    // the link with ENAMETOOLONG.
+    let deep = format!("./{}", ["d"; 1400].join("/"));
+    let project = Project::new(&[]);
+    let output = project.run(&[
+        "add",
+        SKILL,
+        "--allow-unsigned",
+        "--link",
+        "--target",
+        &deep,
+    ]);
+    assert_eq!(output.code, 0, "{output:?}");
+    assert!(
+        output
+            .stderr
+            .contains(&format!("warning: cannot link {SKILL} in ")),
+        "{}",
+        output.stderr
+    );
+    assert!(
+        output.stderr.contains("copied it instead"),
+        "{}",
+        output.stderr
+    );
+    let copy = project.entry(".claude/skills");
+    assert_eq!(project.entry(&deep), copy);
+    assert_eq!(project.entry(".agents/skills"), format!("link:{LINK}"));
+    // The copy stands for the link: the next install neither copies nor
+    // warns again, and verify finds it as locked.
+    let again = project.run(&["install", "--target", &deep]);
+    assert_eq!(again.code, 0, "{again:?}");
+    assert!(!again.stderr.contains("warning"), "{again:?}");
+    assert!(
+        again
+            .stdout
+            .contains("0 installed, 0 removed, 4 already in place"),
+        "{again:?}"
+    );
+}

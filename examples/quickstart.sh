@@ -4,14 +4,16 @@
 #   2. install an example skill (and its dependency) from the example registry
 #      (a static tree, read from disk) into a scratch project, for Claude Code
 #      and for agents reading .agents/skills, and show the lock;
-#      then add a skill from a folder of the project and one from a git
-#      repository (pinned by commit);
+#      (one copy, symlinked: --link), then add a skill from a folder of the
+#      project and one from a git repository (pinned by commit);
 #   3. serve that project's skills over MCP with `skillpkg mcp` and make one
 #      tool call (skills_load), as an agent would;
 #   4. run a registry server on a loopback port (requiring signatures), make a
 #      signing key, publish the example skills to it with `skillpkg publish`
 #      (signed), read them back over HTTP, and verify one: with skillpkg, and
-#      with the stock minisign tool when it is installed.
+#      with the stock minisign tool when it is installed;
+#   5. open the registry's web page: the search, and a page a skill (on a
+#      terminal, in the browser, until Enter; elsewhere, fetched and shown).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -48,14 +50,14 @@ done
 
 export SKILLPKG_CONFIG_DIR="$work/config" SKILLPKG_CACHE_DIR="$work/cache"
 mkdir "$work/project"
-step "in a scratch project: skillpkg init --target claude --target agents --registry examples/registry"
-(cd "$work/project" && "$skillpkg" init --target claude --target agents --registry "$repo/examples/registry")
+step "in a scratch project: skillpkg init --target claude --target agents --link --registry examples/registry"
+(cd "$work/project" && "$skillpkg" init --target claude --target agents --link --registry "$repo/examples/registry")
 
 step "skillpkg add csv-insights --allow-unsigned   (the example registry is unsigned)"
 (cd "$work/project" && "$skillpkg" add csv-insights --allow-unsigned)
 
 step "what is installed, and skills.lock"
-(cd "$work/project" && "$skillpkg" list && find .claude .agents -type f | sort && cat skills.lock)
+(cd "$work/project" && "$skillpkg" list && find .claude -type f | sort && ls -l .agents/skills && cat skills.lock)
 
 step "skillpkg add ./skills/meeting-notes   (a skill from a folder of the project)"
 (cd "$work/project" && "$skillpkg" new meeting-notes --path skills \
@@ -120,3 +122,22 @@ fi
 
 step "the served tree"
 (cd "$work/registry/public" && find . -type f | sort)
+
+step "the registry's web page: $url/"
+# Static HTML in the tree (docs/web.md): the home page searches in the
+# browser; each skill has a page with its SKILL.md, versions, signer,
+# provenance, audit verdict and files.
+python3 - "$url" <<'PY'
+import re, sys, urllib.request
+for page in ["/", "/?q=pdf", "/skills/pdf-processing.html"]:
+    with urllib.request.urlopen(sys.argv[1] + page) as response:
+        html = response.read().decode()
+    print(sys.argv[1] + page, "->", response.status, re.search("<title>(.*?)</title>", html).group(1))
+PY
+if [ -t 0 ] && [ -t 1 ]; then
+  opener=$(command -v xdg-open || command -v open || true)
+  if [ -n "$opener" ]; then
+    "$opener" "$url/" >/dev/null 2>&1 || true
+  fi
+  read -r -p "Open $url/ in a browser; press Enter to stop the registry. " _
+fi

@@ -205,6 +205,7 @@ pub fn build(from: &Path, out: &Path, options: &BuildOptions) -> Result<BuildRep
     };
     tree.write_config(&config)?;
     tree.write_aggregates(&all, &config, options.public_url.as_deref())?;
+    crate::web::write_all(&tree, &all, &crate::web::limits(options.max_skill_bytes))?;
 
     if out.exists() {
         fs_err::remove_dir(out).map_err(io(out))?;

@@ -22,6 +22,7 @@
 //! - [`layout`]: where a data folder keeps its tree and its state.
 //! - [`metadata`]: the registry's keys and its signed metadata.
 //! - [`report`]: an error and its causes, told in one line.
+//! - [`web`]: the registry's web pages, static HTML in the tree.
 
 pub mod build;
 pub mod db;
@@ -35,3 +36,4 @@ pub mod report;
 pub mod server;
 pub mod state;
 pub mod storage;
+pub mod web;

@@ -42,6 +42,7 @@ use crate::publish::{
 use crate::report::error_chain;
 use crate::state::{OwnerChangeError, State, StateError};
 use crate::storage::Storage;
+use crate::web;
 
 /// How a registry is set up.
 #[derive(Clone, Debug)]
@@ -335,9 +336,35 @@ impl Registry {
             let config = &registry.config;
             tokio::task::block_in_place(|| registry.tree.write_config(config))?;
             registry.write_discovery().await?;
+            registry.write_pages().await?;
         }
         registry.sign_metadata(true).await?;
         Ok((registry, removed))
+    }
+
+    /// Writes the web pages' shell (the home page and the assets, which
+    /// this server's version decides) and the page of every skill that has
+    /// none yet (a tree written before the pages, or imported), or of every
+    /// skill when the pages there were written by another version of them.
+    async fn write_pages(&self) -> Result<(), RegistryError> {
+        let stale = tokio::task::block_in_place(|| web::write_shell(&self.tree))?;
+        let paged: std::collections::BTreeSet<String> = if stale {
+            std::collections::BTreeSet::new()
+        } else {
+            tokio::task::block_in_place(|| self.tree.list("skills"))?
+                .into_iter()
+                .collect()
+        };
+        let all = self.all_records().await?;
+        let limits = web::limits(self.config.max_skill_bytes);
+        for (name, records) in &all {
+            if !paged.contains(&web::page_path(name)) {
+                tokio::task::block_in_place(|| {
+                    web::write_skill(&self.tree, name, records, &limits)
+                })?;
+            }
+        }
+        Ok(())
     }
 
     /// Records the index files of a tree that predates the database's
@@ -486,7 +513,16 @@ impl Registry {
                 .await
                 .map_err(StateError::from)?;
             let records = parse_index_file(name, &lines.join("\n")).map_err(TreeError::from)?;
-            tokio::task::block_in_place(|| self.tree.write_index(name, &records))?;
+            tokio::task::block_in_place(|| {
+                self.tree.write_index(name, &records)?;
+                // The skill's web page, from the same lines.
+                web::write_skill(
+                    &self.tree,
+                    name,
+                    &records,
+                    &web::limits(self.config.max_skill_bytes),
+                )
+            })?;
             if db
                 .index_revision(name.as_str())
                 .await
@@ -632,7 +668,21 @@ impl Registry {
                 ));
             }
             let bytes = render_json(&DiscoveryIndex::new(skills));
-            tokio::task::block_in_place(|| self.tree.write_file(DISCOVERY_PATH, &bytes))?;
+            let listed: Vec<web::Listed> = catalog
+                .iter()
+                .filter_map(|row| {
+                    Some(web::Listed {
+                        name: row.skill.parse().ok()?,
+                        version: row.version.clone(),
+                        description: row.description.clone(),
+                    })
+                })
+                .collect();
+            tokio::task::block_in_place(|| {
+                self.tree.write_file(DISCOVERY_PATH, &bytes)?;
+                // The web page listing every skill, from the same rows.
+                web::write_list(&self.tree, &listed)
+            })?;
             let now = db.index_counter().await.map_err(StateError::from)?;
             if now == revision {
                 *written = revision;

@@ -177,6 +177,10 @@ pub fn is_executable(path: &Path) -> bool {
     fs_err::metadata(path).expect("stat").permissions().mode() & 0o111 != 0
 }
 
+/// The content security policy of the registry's web pages, as
+/// docs/registry.md configures nginx to send it (and the server sends).
+pub const PAGE_POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
+
 /// An nginx serving a folder on a free loopback port, from a generated
 /// configuration, stopped when dropped.
 #[derive(Debug)]
@@ -195,7 +199,14 @@ impl Nginx {
                 r#"root {root};
         location ~ /\.(?!well-known/) {{ return 404; }}
         location /dl/ {{ add_header Cache-Control "public, max-age=31536000, immutable"; }}
+        location ~ \.html$ {{
+            add_header Cache-Control "public, max-age=60, must-revalidate";
+            add_header Content-Security-Policy "{policy}";
+            add_header X-Content-Type-Options nosniff;
+            add_header Referrer-Policy no-referrer;
+        }}
         location / {{ add_header Cache-Control "public, max-age=60, must-revalidate"; }}"#,
+                policy = PAGE_POLICY,
                 root = root.display()
             ),
         )
@@ -243,7 +254,7 @@ http {{
     fastcgi_temp_path {prefix}/fastcgi;
     uwsgi_temp_path {prefix}/uwsgi;
     scgi_temp_path {prefix}/scgi;
-    types {{ application/json json; application/gzip tgz; application/x-ndjson jsonl; }}
+    types {{ application/json json; application/gzip tgz; application/x-ndjson jsonl; text/html html; text/css css; text/javascript js; }}
     default_type "text/plain; charset=utf-8";
     server {{
         listen 127.0.0.1:{port};

@@ -213,7 +213,7 @@ impl StaticTree {
 
     /// The paths of the files below the folder `prefix`, sorted; names
     /// starting with `.` (temporary files) are skipped.
-    fn list(&self, prefix: &str) -> Result<Vec<String>, TreeError> {
+    pub fn list(&self, prefix: &str) -> Result<Vec<String>, TreeError> {
         match &self.backend {
             Backend::Folder => {
                 let mut found = Vec::new();

@@ -179,6 +179,15 @@ pub(super) async fn static_file(
     // The path as sent, still percent-encoded: `%2e%2e` is a file of that
     // name, never `..`, since nothing here decodes it.
     let relative = uri.path().trim_start_matches('/');
+    // A folder's page is its `index.html`: `/` is the home page
+    // (docs/web.md).
+    let with_index;
+    let relative = if relative.is_empty() || relative.ends_with('/') {
+        with_index = format!("{relative}index.html");
+        with_index.as_str()
+    } else {
+        relative
+    };
     let components: Vec<&str> = relative.split('/').collect();
     let safe = !relative.is_empty()
         && components.iter().enumerate().all(|(index, component)| {
@@ -220,6 +229,9 @@ pub(super) async fn static_file(
         header::CACHE_CONTROL,
         HeaderValue::from_static(cache_control),
     );
+    if content_type.starts_with("text/html") {
+        page_headers(&mut response_headers);
+    }
     let etag = match &lookup {
         Lookup::Missing => return not_found(),
         Lookup::NotModified { etag } | Lookup::Small { etag, .. } | Lookup::Large { etag, .. } => {
@@ -278,6 +290,28 @@ fn stream(file: tokio::fs::File) -> Body {
     Body::from_stream(pieces)
 }
 
+/// The policy of the web pages (docs/web.md): their own script and style
+/// sheet and nothing else, so that even markup that slipped through the
+/// Markdown cleaning could neither run a script nor load anything.
+pub(super) const PAGE_POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
+
+/// Adds the headers of a web page: its content security policy, and no
+/// sniffing of other types.
+fn page_headers(headers: &mut HeaderMap) {
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(PAGE_POLICY),
+    );
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+}
+
 /// Returns the content type and cache policy of a tree path.
 fn file_headers(path: &str) -> (&'static str, &'static str) {
     const IMMUTABLE: &str = "public, max-age=31536000, immutable";
@@ -297,6 +331,12 @@ fn file_headers(path: &str) -> (&'static str, &'static str) {
         ("application/x-ndjson", IMMUTABLE)
     } else if path.ends_with(".json") {
         ("application/json", SHORT)
+    } else if path.ends_with(".html") {
+        ("text/html; charset=utf-8", SHORT)
+    } else if path.ends_with(".css") {
+        ("text/css; charset=utf-8", SHORT)
+    } else if path.ends_with(".js") {
+        ("text/javascript; charset=utf-8", SHORT)
     } else {
         ("text/plain; charset=utf-8", SHORT)
     }

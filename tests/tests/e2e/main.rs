@@ -53,3 +53,4 @@ mod storage;
 mod tools;
 mod trust_policy;
 mod validate;
+mod web;

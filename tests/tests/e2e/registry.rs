@@ -255,7 +255,7 @@ fn static_files_have_etags_cache_headers_and_404s() {
         "/../state/tokens.json",
         "/index/",
         "/.skillpkg-tmp-x",
-        "/",
+        "/dl/",
     ] {
         let response = fixture
             .client

@@ -265,3 +265,52 @@ mod tests {
         assert_eq!(ctx.redact_paths(fixed), fixed);
     }
 }
+
+/// A project in its own sandbox, initialised to install from the example
+/// registry checked in under `examples/registry` (whose skills are not
+/// signed, so installs pass `--allow-unsigned`).
+#[derive(Debug)]
+pub struct ExampleProject {
+    pub sandbox: TestContext,
+    /// The project folder, `<sandbox>/project`.
+    pub root: PathBuf,
+}
+
+impl ExampleProject {
+    /// Runs `skillpkg init --registry <examples/registry> INIT...` in a new
+    /// project, which must succeed.
+    pub fn new(init: &[&str]) -> Self {
+        let sandbox = TestContext::new();
+        let root = sandbox.path().join("project");
+        fs_err::create_dir_all(&root).unwrap();
+        let project = Self { sandbox, root };
+        let registry = Self::registry();
+        let mut args = vec!["init", "--registry", registry.to_str().unwrap()];
+        args.extend(init);
+        let output = project.run(&args);
+        assert_eq!(output.code, 0, "{output:?}");
+        project
+    }
+
+    /// The example registry's folder.
+    pub fn registry() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .expect("the tests crate is in the workspace")
+            .join("examples/registry")
+    }
+
+    /// Runs `skillpkg ARGS` in the project.
+    pub fn run(&self, args: &[&str]) -> Output {
+        run(self
+            .sandbox
+            .skillpkg_command()
+            .current_dir(&self.root)
+            .args(args))
+    }
+
+    /// skills.toml's text.
+    pub fn manifest(&self) -> String {
+        fs_err::read_to_string(self.root.join("skills.toml")).unwrap()
+    }
+}

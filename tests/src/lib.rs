@@ -27,7 +27,7 @@ pub mod services;
 pub mod static_registry;
 pub mod tcp_proxy;
 
-pub use context::{TestContext, redact};
+pub use context::{ExampleProject, TestContext, redact};
 pub use registry::{
     RegistryServer, Skill, TestRegistry, create_token, publish_raw, tarball, tarball_described,
 };

@@ -4,61 +4,31 @@
 //! followed or removed without `--force`.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use skillpkg_tests::{Output, TestContext, run};
+use skillpkg_tests::ExampleProject;
 
 const SKILL: &str = "pdf-processing";
 const LINK: &str = "../../.claude/skills/pdf-processing";
 
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_owned()
-}
+/// A project with three targets, installing from the example registry.
+struct Project(ExampleProject);
 
-/// A project with three targets, installing from the example registry
-/// (unsigned, hence `--allow-unsigned`).
-struct Project {
-    sandbox: TestContext,
-    root: PathBuf,
+impl std::ops::Deref for Project {
+    type Target = ExampleProject;
+
+    fn deref(&self) -> &ExampleProject {
+        &self.0
+    }
 }
 
 impl Project {
     fn new(init: &[&str]) -> Self {
-        let sandbox = TestContext::new();
-        let root = sandbox.path().join("project");
-        fs_err::create_dir_all(&root).unwrap();
-        let project = Self { sandbox, root };
-        let registry = workspace().join("examples/registry");
         let mut args = vec![
-            "init",
-            "--target",
-            "claude",
-            "--target",
-            "agents",
-            "--target",
-            "copilot",
-            "--registry",
-            registry.to_str().unwrap(),
+            "--target", "claude", "--target", "agents", "--target", "copilot",
         ];
         args.extend(init);
-        let output = project.run(&args);
-        assert_eq!(output.code, 0, "{output:?}");
-        project
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        run(self
-            .sandbox
-            .skillpkg_command()
-            .current_dir(&self.root)
-            .args(args))
-    }
-
-    fn manifest(&self) -> String {
-        fs_err::read_to_string(self.root.join("skills.toml")).unwrap()
+        Self(ExampleProject::new(&args))
     }
 
     /// What is at `<target>/pdf-processing`: `link:TEXT`, or `folder` with

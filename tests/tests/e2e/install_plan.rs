@@ -3,52 +3,24 @@
 //! name the project lacks is refused, and installed folders edited by hand
 //! are put back, naming the files that differed.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use skillpkg_tests::{Output, TestContext, run};
+use skillpkg_tests::ExampleProject;
 
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_owned()
-}
+/// A project installing into `claude` from the example registry.
+struct Project(ExampleProject);
 
-/// A project installing from the example registry (its skills are not
-/// signed, so every command passes `--allow-unsigned` where it installs).
-struct Project {
-    sandbox: TestContext,
-    root: PathBuf,
+impl std::ops::Deref for Project {
+    type Target = ExampleProject;
+
+    fn deref(&self) -> &ExampleProject {
+        &self.0
+    }
 }
 
 impl Project {
     fn new() -> Self {
-        let sandbox = TestContext::new();
-        let root = sandbox.path().join("project");
-        fs_err::create_dir_all(&root).unwrap();
-        let project = Self { sandbox, root };
-        let registry = workspace().join("examples/registry");
-        let init = project.run(&[
-            "init",
-            "--target",
-            "claude",
-            "--registry",
-            registry.to_str().unwrap(),
-        ]);
-        assert_eq!(init.code, 0, "{init:?}");
-        project
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        run(self
-            .sandbox
-            .skillpkg_command()
-            .current_dir(&self.root)
-            .args(args))
-    }
-
-    fn manifest(&self) -> String {
-        fs_err::read_to_string(self.root.join("skills.toml")).unwrap()
+        Self(ExampleProject::new(&["--target", "claude"]))
     }
 
     fn skill(&self, name: &str) -> PathBuf {
@@ -62,10 +34,7 @@ fn an_unknown_name_is_named_with_close_names_and_changes_nothing() {
     let before = project.manifest();
     let output = project.run(&["add", "pdf-procesing", "--allow-unsigned"]);
     assert_eq!(output.code, 1, "{output:?}");
-    let registry = format!(
-        "file://{}/",
-        workspace().join("examples/registry").display()
-    );
+    let registry = format!("file://{}/", ExampleProject::registry().display());
     assert!(
         output.stderr.contains(&format!(
             "error: no skill named `pdf-procesing` in registry `{registry}`\nhint: did you mean `pdf-processing`?\n"

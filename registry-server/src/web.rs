@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! index.html            the home page, with the search (assets/search.js)
-//! skills/index.html     every skill, A to Z
+//! skills.html           every skill, A to Z
 //! skills/<name>.html    a skill's page
 //! assets/skillpkg.css   assets/search.js
 //! ```
@@ -24,8 +24,9 @@ use skillpkg_index::skill::SkillName;
 
 /// Where the home page is.
 pub const HOME_PATH: &str = "index.html";
-/// Where the list of every skill is.
-pub const LIST_PATH: &str = "skills/index.html";
+/// Where the list of every skill is: beside the skills' pages, not among
+/// them, where a skill named `index` would take its place.
+pub const LIST_PATH: &str = "skills.html";
 /// The style sheet.
 pub const STYLE_PATH: &str = "assets/skillpkg.css";
 /// The search script.
@@ -34,6 +35,20 @@ pub const SCRIPT_PATH: &str = "assets/search.js";
 /// What every page says wrote it: a server that finds another home page
 /// rewrites every skill's page (the pages' markup changed).
 pub const GENERATOR: &str = "skillpkg-registry pages 1";
+
+/// The content security policy every page carries in a `<meta>`: its own
+/// script and style sheet, and nothing else.
+pub const META_POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; base-uri 'none'";
+
+/// The most of `SKILL.md`'s body a page renders; the rest is left out,
+/// with a note.
+const MAX_BODY_BYTES: usize = 256 * 1024;
+
+/// The deepest nesting of block quotes and lists a page renders: deeper
+/// containers are flattened into their parents. HTML parsers (ammonia's
+/// html5ever among them) take time that grows with the square of the
+/// depth, and `>` repeated a few thousand times costs a publish minutes.
+const MAX_NESTING: usize = 16;
 
 const STYLE: &str = include_str!("web/skillpkg.css");
 const SCRIPT: &str = include_str!("web/search.js");
@@ -209,41 +224,87 @@ pub fn markdown(text: &str) -> String {
         HeadingLevel::H4 => HeadingLevel::H5,
         HeadingLevel::H5 | HeadingLevel::H6 => HeadingLevel::H6,
     };
+    let (text, cut) = if text.len() > MAX_BODY_BYTES {
+        let mut end = MAX_BODY_BYTES;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        (&text[..end], true)
+    } else {
+        (text, false)
+    };
     let options =
         Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS;
-    let events = Parser::new_ext(text, options).map(|event| match event {
-        Event::Html(raw) | Event::InlineHtml(raw) => Event::Text(raw),
-        Event::Start(Tag::HtmlBlock) => Event::Start(Tag::CodeBlock(CodeBlockKind::Indented)),
-        Event::End(TagEnd::HtmlBlock) => Event::End(TagEnd::CodeBlock),
-        Event::Start(Tag::Heading { level, .. }) => Event::Start(Tag::Heading {
-            level: lower(level),
-            id: None,
-            classes: Vec::new(),
-            attrs: Vec::new(),
-        }),
-        Event::End(TagEnd::Heading(level)) => Event::End(TagEnd::Heading(lower(level))),
-        Event::Start(Tag::Image {
-            link_type,
-            dest_url,
-            title,
-            id,
-        }) => Event::Start(Tag::Link {
-            link_type,
-            dest_url,
-            title,
-            id,
-        }),
-        Event::End(TagEnd::Image) => Event::End(TagEnd::Link),
-        other => other,
+    // How deep the containers are, and how many of them were left out.
+    let mut depth = 0usize;
+    let mut flattened: Vec<bool> = Vec::new();
+    let events = Parser::new_ext(text, options).filter_map(|event| {
+        let container = |tag: &Tag<'_>| {
+            matches!(
+                tag,
+                Tag::BlockQuote(_) | Tag::List(_) | Tag::Item | Tag::FootnoteDefinition(_)
+            )
+        };
+        let event = match event {
+            Event::Start(tag) if container(&tag) => {
+                depth += 1;
+                let keep = depth <= MAX_NESTING;
+                flattened.push(!keep);
+                return keep.then_some(Event::Start(tag));
+            }
+            Event::End(
+                end @ (TagEnd::BlockQuote(_)
+                | TagEnd::List(_)
+                | TagEnd::Item
+                | TagEnd::FootnoteDefinition),
+            ) => {
+                depth = depth.saturating_sub(1);
+                let dropped = flattened.pop().unwrap_or(false);
+                return (!dropped).then_some(Event::End(end));
+            }
+            Event::Html(raw) | Event::InlineHtml(raw) => Event::Text(raw),
+            Event::Start(Tag::HtmlBlock) => Event::Start(Tag::CodeBlock(CodeBlockKind::Indented)),
+            Event::End(TagEnd::HtmlBlock) => Event::End(TagEnd::CodeBlock),
+            Event::Start(Tag::Heading { level, .. }) => Event::Start(Tag::Heading {
+                level: lower(level),
+                id: None,
+                classes: Vec::new(),
+                attrs: Vec::new(),
+            }),
+            Event::End(TagEnd::Heading(level)) => Event::End(TagEnd::Heading(lower(level))),
+            Event::Start(Tag::Image {
+                link_type,
+                dest_url,
+                title,
+                id,
+            }) => Event::Start(Tag::Link {
+                link_type,
+                dest_url,
+                title,
+                id,
+            }),
+            Event::End(TagEnd::Image) => Event::End(TagEnd::Link),
+            // A checkbox would be cleaned away: the marker is shown.
+            Event::TaskListMarker(done) => Event::Text(if done { "[x] " } else { "[ ] " }.into()),
+            other => other,
+        };
+        Some(event)
     });
     let mut rendered = String::new();
     pulldown_cmark::html::push_html(&mut rendered, events);
-    ammonia::Builder::default()
+    let mut clean = ammonia::Builder::default()
         .url_schemes(["http", "https", "mailto"].into())
         .url_relative(ammonia::UrlRelative::Deny)
         .link_rel(Some("nofollow noopener noreferrer"))
         .clean(&rendered)
-        .to_string()
+        .to_string();
+    if cut {
+        clean.push_str(&format!(
+            "<p><em>The rest of SKILL.md, past its first {} KiB, is not shown here.</em></p>",
+            MAX_BODY_BYTES / 1024
+        ));
+    }
+    clean
 }
 
 /// A page: the document around `main`. `root` leads from the page to the
@@ -257,6 +318,10 @@ fn page(title: &str, root: &str, main: &Markup) -> Markup {
                 meta name="viewport" content="width=device-width, initial-scale=1";
                 meta name="color-scheme" content="light dark";
                 meta name="generator" content=(GENERATOR);
+                // For hosts that send no policy of their own (the server
+                // sends it as a header, with `frame-ancestors`, which only
+                // a header can carry).
+                meta http-equiv="Content-Security-Policy" content=(META_POLICY);
                 title { (title) }
                 link rel="stylesheet" href={ (root) (STYLE_PATH) };
             }
@@ -311,14 +376,14 @@ fn home() -> Markup {
 fn list(listed: &[Listed]) -> Markup {
     page(
         "All skills — skillpkg registry",
-        "../",
+        "",
         &html! {
             h1 { "All skills" }
             p { (listed.len()) " skills, A to Z." }
             ol.results {
                 @for skill in listed {
                     li {
-                        a href={ (skill.name) ".html" } { (skill.name) }
+                        a href={ "skills/" (skill.name) ".html" } { (skill.name) }
                         " "
                         span.version { (skill.version) }
                         p { (skill.description) }
@@ -572,6 +637,44 @@ mod tests {
         assert!(!html.contains("references/guide.md\""), "{html}");
         assert!(
             html.contains("<a href=\"https://tracker.example/p.png\" rel=\"nofollow noopener noreferrer\">pixel</a>"),
+            "{html}"
+        );
+    }
+
+    #[test]
+    fn deep_nesting_and_long_bodies_cost_little() {
+        // A few thousand `>` took an HTML parser minutes: the containers
+        // past the deepest kept are flattened, the text kept.
+        for hostile in [
+            format!("{}deep", ">".repeat(50_000)),
+            format!("{}deep", "- ".repeat(50_000)),
+        ] {
+            let started = std::time::Instant::now();
+            let html = markdown(&hostile);
+            assert!(html.contains("deep"), "{html}");
+            let opened = html.matches("<blockquote>").count() + html.matches("<ul>").count();
+            assert!(opened <= MAX_NESTING, "{opened} containers");
+            assert!(started.elapsed() < std::time::Duration::from_secs(5));
+        }
+        // Nesting up to the limit is kept as written.
+        let html = markdown("> > quoted twice");
+        assert_eq!(html.matches("<blockquote>").count(), 2, "{html}");
+        // A body past the limit is cut, with a note, on a character.
+        let long = "é".repeat(MAX_BODY_BYTES);
+        let html = markdown(&long);
+        assert!(
+            html.contains("is not shown here"),
+            "{}",
+            &html[html.len() - 200..]
+        );
+        assert!(html.len() < MAX_BODY_BYTES + 1024);
+    }
+
+    #[test]
+    fn task_list_markers_are_shown() {
+        let html = markdown("- [x] done\n- [ ] to do\n");
+        assert!(
+            html.contains("[x] done") && html.contains("[ ] to do"),
             "{html}"
         );
     }

@@ -141,11 +141,17 @@ fn installed_folders(global: bool) -> anyhow::Result<(Vec<PathBuf>, Vec<Allow>)>
     let root = project_root()?;
     let manifest = manifest::read(&root)?;
     let mut folders = Vec::new();
+    // Each folder once, by where it really is: the symlinks of a linked
+    // install lead to the first target's copy, audited there; a link or a
+    // folder that leads anywhere else is audited where it leads, whatever
+    // the record (a project file) says it is.
+    let mut seen = std::collections::HashSet::new();
     for target in project_targets(&manifest, &[], &root, global, true)? {
-        for (name, installed) in target.state()?.skills {
-            // A symlink leads to the first target's copy, audited there.
-            if installed.link.is_none() {
-                folders.push(target.dir.join(name.as_str()));
+        for name in target.state()?.skills.keys() {
+            let folder = target.dir.join(name.as_str());
+            let real = fs_err::canonicalize(&folder).unwrap_or_else(|_| folder.clone());
+            if seen.insert(real) {
+                folders.push(folder);
             }
         }
     }

@@ -7,6 +7,7 @@ use crate::args::ListArgs;
 use crate::commands::install::{project_root, project_targets};
 use crate::error::{ExitStatus, UserError};
 use crate::printer::Printer;
+use crate::project::install;
 use crate::project::plan::{OnDisk, folder_matches, read_folder};
 use crate::project::{lockfile, manifest};
 
@@ -26,19 +27,24 @@ fn rows(global: bool) -> anyhow::Result<Vec<Row>> {
     let manifest = manifest::read(&root)?;
     let lock = lockfile::read(&root)?.unwrap_or_default();
     let mut rows = Vec::new();
-    for target in project_targets(&manifest, &[], &root, global, true)? {
+    let targets = project_targets(&manifest, &[], &root, global, true)?;
+    let links = install::link_paths(&targets, manifest.link)?;
+    for (target, link_to) in targets.iter().zip(links) {
         let state = target.state()?;
         for (name, installed) in &state.skills {
             let locked = lock.get(name);
             let dir = target.dir.join(name.as_str());
             // A skill installed as a symlink is as locked while the link
-            // still holds the text skillpkg wrote and the copy it leads to
-            // has the locked files.
+            // holds the text skillpkg writes for this layout (not merely
+            // what the record, a project file, says) and the copy it leads
+            // to has the locked files.
+            let expected = link_to.as_ref().map(|dir| format!("{dir}/{name}"));
             let matches = match (locked, &installed.link) {
                 (None, _) => false,
                 (Some(entry), None) => folder_matches(&dir, &entry.tree)?,
                 (Some(entry), Some(link)) => {
-                    read_folder(&dir)? == OnDisk::Link(link.clone())
+                    expected.as_ref() == Some(link)
+                        && read_folder(&dir)? == OnDisk::Link(link.clone())
                         && folder_matches(&target.dir.join(link), &entry.tree)?
                 }
             };

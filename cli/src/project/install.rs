@@ -499,13 +499,10 @@ async fn finish_install(
     // records and what is on disk, and refused (before anything changes)
     // where a folder is not skillpkg's to replace.
     let mut observed = Vec::new();
-    for (index, target) in targets.iter().enumerate() {
+    let links = link_paths(targets, options.link)?;
+    for (target, link_to) in targets.iter().zip(links) {
         let state = target.state()?;
         let (disk, stamps) = plan::observe(&target.dir, &lock, &state)?;
-        let link_to = match (options.link, index) {
-            (true, 1..) => Some(link_path(target, &targets[0])?),
-            _ => None,
-        };
         observed.push(plan::Observed {
             name: target.name.clone(),
             dir: target.dir.clone(),
@@ -1436,23 +1433,51 @@ fn swap_into_place(source: &Path, target: &Path, name: &str, replace: bool) -> a
     Ok(())
 }
 
-/// The path from `target`'s folder to `first`'s, for the symlinks of a
-/// linked install: relative, between the folders as they are (or will be)
-/// once every symlink on the way is resolved, so that a link made in a
-/// folder reached through a symlink still finds its copy.
-fn link_path(target: &Target, first: &Target) -> anyhow::Result<String> {
-    let from = real_path(&target.dir)?;
-    let to = real_path(&first.dir)?;
-    if from == to {
-        return Err(UserError::new(format!(
-            "the install targets `{}` and `{}` are the same folder, {}",
-            first.name,
-            target.name,
-            to.display()
-        ))
-        .with_hint("name the folder once in `targets` under [install] in skills.toml")
-        .into());
+/// For each target, the path from its folder to the first target's, which
+/// its symlinks hold (with `link`; `None` for the first, and for all
+/// without it). Refuses targets that are one folder, or one inside
+/// another, which no install can keep apart.
+pub fn link_paths(targets: &[Target], link: bool) -> anyhow::Result<Vec<Option<String>>> {
+    let real: Vec<PathBuf> = targets
+        .iter()
+        .map(|target| real_path(&target.dir))
+        .collect::<anyhow::Result<_>>()?;
+    for (a, (target_a, real_a)) in targets.iter().zip(&real).enumerate() {
+        for (target_b, real_b) in targets.iter().zip(&real).skip(a + 1) {
+            let how = if real_a == real_b {
+                "are the same folder"
+            } else if real_b.starts_with(real_a) || real_a.starts_with(real_b) {
+                "are one inside the other"
+            } else {
+                continue;
+            };
+            return Err(UserError::new(format!(
+                "the install targets `{}` and `{}` {how} ({} and {})",
+                target_a.name,
+                target_b.name,
+                real_a.display(),
+                real_b.display()
+            ))
+            .with_hint("name each folder once in `targets` under [install] in skills.toml, none inside another")
+            .into());
+        }
     }
+    real.iter()
+        .zip(targets)
+        .enumerate()
+        .map(|(index, (from, target))| match (link, index) {
+            (true, 1..) => link_path(from, &real[0], target, &targets[0]).map(Some),
+            _ => Ok(None),
+        })
+        .collect()
+}
+
+/// The path from the folder `from` (the real path of `target`) to `to`
+/// (of `first`), for the symlinks of a linked install: relative, between
+/// the folders as they are (or will be) once every symlink on the way is
+/// resolved, so that a link made in a folder reached through a symlink
+/// still finds its copy.
+fn link_path(from: &Path, to: &Path, target: &Target, first: &Target) -> anyhow::Result<String> {
     let common = from
         .components()
         .zip(to.components())

@@ -359,7 +359,7 @@ async fn visit(driver: &Driver, base: &str, label: &str, commit: &str) {
 
         // A phone: nothing needs sideways scrolling.
         browser.set_window_size(390, 844).await.unwrap();
-        for page in ["/", "/skills/pdf-tools.html", "/skills/index.html"] {
+        for page in ["/", "/skills/pdf-tools.html", "/skills.html"] {
             browser.goto(&format!("{base}{page}")).await.unwrap();
             let overflow = eval(
                 &browser,
@@ -412,10 +412,7 @@ async fn visit(driver: &Driver, base: &str, label: &str, commit: &str) {
         accessible(&browser, "the hostile skill's page", dark).await;
 
         // Keyboard: the skip link is the first stop and leads to main.
-        browser
-            .goto(&format!("{base}/skills/index.html"))
-            .await
-            .unwrap();
+        browser.goto(&format!("{base}/skills.html")).await.unwrap();
         let body = browser.find(Locator::Css("body")).await.unwrap();
         body.send_keys("\u{E004}").await.unwrap();
         assert_eq!(
@@ -583,7 +580,10 @@ fn pages_follow_each_change_and_a_new_version_of_them_rewrites_every_page() {
     let read = |path: &str| fs_err::read_to_string(public.join(path)).unwrap();
     registry.publish(&Skill::new("pdf-tools", "1.0.0").description("Reads PDFs."));
     registry.publish(&Skill::new("csv-report", "1.0.0").description("Reports CSVs."));
+    // A skill named `index` has a page like any other, apart from the list.
+    registry.publish(&Skill::new("index", "1.0.0").description("Indexes things."));
     assert!(read("skills/pdf-tools.html").contains("<h1>pdf-tools</h1>"));
+    assert!(read("skills/index.html").contains("<h1>index</h1>"));
     // A publish rewrites the skill's page; a yank marks it.
     registry.publish(&Skill::new("pdf-tools", "1.1.0").description("Reads PDFs, faster."));
     assert!(read("skills/pdf-tools.html").contains("Reads PDFs, faster."));
@@ -604,9 +604,12 @@ fn pages_follow_each_change_and_a_new_version_of_them_rewrites_every_page() {
     // The list of every skill follows too (written with the discovery
     // index, shortly after a change).
     assert!(skillpkg_tests::wait_until(Duration::from_secs(10), || {
-        let list = read("skills/index.html");
-        list.contains("pdf-tools") && list.contains("csv-report")
+        let list = read("skills.html");
+        list.contains("pdf-tools")
+            && list.contains("csv-report")
+            && list.contains("skills/index.html")
     }));
+    assert!(read("skills/index.html").contains("<h1>index</h1>"));
 
     // Pages written by another version of them (or by none): a restarted
     // server writes them all again; its own it leaves.

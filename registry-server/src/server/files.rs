@@ -1,150 +1,280 @@
 //! The static tree at `/`.
 //!
-//! Static files carry an `ETag` (size and modification time, like nginx's)
-//! and answer `If-None-Match` with 304; archives, signatures and provenance
-//! are cached for a year as immutable, everything else (index files, keys)
-//! for a minute. Paths with a component starting with `.` (temporary
-//! files, a mirror's record and state) are never served, except
-//! `.well-known`.
+//! From a folder, a file is sent by `tower-http`'s [`ServeFile`], which
+//! answers `Range` (one range: 206 with `Content-Range`; a range past the
+//! end: 416), sends `Last-Modified` and answers `If-Modified-Since` with
+//! 304, and streams the file in 64 KiB pieces, so a crowd of downloads of
+//! the largest archive costs a piece each in memory. Around it, this
+//! module:
 //!
-//! Small files (index files, keys) are read whole; larger ones (archives)
-//! are streamed in pieces, so a crowd of downloads of the largest archive
-//! costs a piece each in memory, not an archive each. The stat and the read
-//! (or the open) run in one trip to the blocking pool, so a slow disk never
-//! stalls the async threads. A full `GET` of an archive is counted
-//! ([`crate::downloads`]). Every refusal is a typed error
-//! ([`super::error`]): 404 `not_found`, 405 `method_not_allowed`.
+//! - sends a folder's `index.html` for the folder (`/` is the home page:
+//!   docs/web.md), with the pages' content security policy;
+//! - refuses paths with a component starting with `.` (temporary files, a
+//!   mirror's record and state), except a leading `.well-known`, and empty
+//!   components; the path is checked after percent-decoding, as the file
+//!   system sees it, so `%2e` is a `.`;
+//! - looks the file up in one trip to the blocking pool (ServeFile's own
+//!   open, stat and reads, through `tokio::fs`, are a trip each): its
+//!   metadata, and those of its precompressed siblings `<file>.br` and
+//!   `<file>.gz`. A sibling is sent, with `Content-Encoding`, to a client whose
+//!   `Accept-Encoding` takes it (its q-values decide; on a tie, `br`
+//!   first), and only when it is a file no older than the one it stands
+//!   for: a sibling left behind by a rewrite of the file is never sent.
+//!   Every answer for a file that has one carries `Vary: Accept-Encoding`.
+//!   The tree writer writes no siblings; an operator may add them;
+//! - gives every file answer a strong `ETag`, `"<mtime ns>-<size>"` in hex
+//!   (`-gz` or `-br` appended for a sibling), and answers `If-None-Match`
+//!   naming it with 304 without opening the file; `If-Modified-Since` is
+//!   ignored when `If-None-Match` is sent, and a `Range` is honoured only
+//!   if its `If-Range` (when sent) names the current ETag or
+//!   `Last-Modified`. A request for several ranges gets the whole file;
+//! - sets the content type, and the cache policy: archives, signatures,
+//!   provenance, versioned roots and `meta/` are cached for a year as
+//!   immutable, everything else (index files, keys) for a minute;
+//! - counts a `GET` of an archive answered in full (200; not a `HEAD`, a
+//!   206 or a 304) as a download ([`crate::downloads`]).
+//!
+//! From a bucket, an object is read whole, with the bucket's own ETag and
+//! 304 for it, and no ranges or siblings: a server in front of a bucket
+//! takes publishes, and the bucket's web endpoint or a CDN serves the
+//! downloads.
+//!
+//! Every refusal is a typed error ([`super::error`]): 404 `not_found`, 405
+//! `method_not_allowed`, 412 `precondition_failed`, 416
+//! `range_not_satisfiable` (with `Content-Range: bytes */<size>`).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::UNIX_EPOCH;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use axum::body::{Body, Bytes};
-use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use skillpkg_index::skill::SkillName;
-use tokio::io::AsyncReadExt as _;
+use tower_http::services::ServeFile;
 
 use super::api::{App, authenticate};
 use super::error::ApiError;
+use crate::registry::Registry;
 use crate::storage::{Storage, StorageError};
-
-/// Files up to this size are read whole.
-const SMALL_FILE: u64 = 64 * 1024;
-
-/// The piece larger files are streamed in.
-const PIECE: usize = 64 * 1024;
 
 fn not_found() -> Response {
     ApiError::not_found("no such file in this registry").into_response()
 }
 
-/// What the file system had for a request, found off the async threads.
-enum Lookup {
-    Missing,
-    /// The client's copy is current.
-    NotModified {
-        etag: String,
-    },
-    Small {
-        etag: String,
-        bytes: Bytes,
-    },
-    /// Opened, to be streamed; `len` is the length of the file opened.
-    Large {
-        etag: String,
-        file: fs_err::File,
-        len: u64,
-    },
+/// A precompressed form of a file, kept beside it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Coding {
+    Brotli,
+    Gzip,
 }
 
-/// Stats `path` and, unless the client's `If-None-Match` names its ETag,
-/// reads it (a small file) or opens it (a larger one): one trip to the
-/// blocking pool a request.
-fn look_up(path: &std::path::Path, if_none_match: Option<&str>) -> Lookup {
-    let Ok(metadata) = fs_err::metadata(path) else {
-        return Lookup::Missing;
-    };
-    if !metadata.is_file() {
-        return Lookup::Missing;
+impl Coding {
+    const ALL: [Self; 2] = [Self::Brotli, Self::Gzip];
+
+    /// The suffix of the sibling's name, and of its ETag.
+    fn suffix(self) -> &'static str {
+        match self {
+            Self::Brotli => "br",
+            Self::Gzip => "gz",
+        }
     }
+
+    fn content_encoding(self) -> HeaderValue {
+        HeaderValue::from_static(match self {
+            Self::Brotli => "br",
+            Self::Gzip => "gzip",
+        })
+    }
+}
+
+/// The forms of a file a client takes, most wanted first: `Some` a
+/// precompressed one, `None` the file as it is (which is always there, so
+/// the forms after it are never sent). A form with q=0 is not listed.
+/// Codings other than `br`, `gzip` and `identity` are ignored, as is an
+/// entry with a malformed q-value.
+fn wanted_forms(headers: &HeaderMap) -> Vec<Option<Coding>> {
+    let mut quality: [Option<u16>; 3] = [None; 3];
+    for value in headers.get_all(header::ACCEPT_ENCODING) {
+        let Ok(value) = value.to_str() else { continue };
+        for entry in value.split(',') {
+            let mut parts = entry.split(';');
+            let name = parts.next().unwrap_or_default().trim();
+            let slot = if name.eq_ignore_ascii_case("br") {
+                0
+            } else if name.eq_ignore_ascii_case("gzip") || name.eq_ignore_ascii_case("x-gzip") {
+                1
+            } else if name.eq_ignore_ascii_case("identity") {
+                2
+            } else {
+                continue;
+            };
+            let q = match parts.next() {
+                None => Some(1000),
+                Some(param) => q_value(param.trim()),
+            };
+            if let Some(q) = q
+                && quality[slot].is_none()
+            {
+                quality[slot] = Some(q);
+            }
+        }
+    }
+    let mut forms: Vec<(u16, usize, Option<Coding>)> = [
+        (quality[0], 2, Some(Coding::Brotli)),
+        (quality[1], 1, Some(Coding::Gzip)),
+        (quality[2], 0, None),
+    ]
+    .into_iter()
+    .filter_map(|(q, rank, form)| q.filter(|q| *q > 0).map(|q| (q, rank, form)))
+    .collect();
+    forms.sort_by_key(|&(q, rank, _)| std::cmp::Reverse((q, rank)));
+    forms.into_iter().map(|(_, _, form)| form).collect()
+}
+
+/// Parses `q=0.8` into thousandths; `None` if it is not a q-value.
+fn q_value(param: &str) -> Option<u16> {
+    let value = param
+        .strip_prefix("q=")
+        .or_else(|| param.strip_prefix("Q="))?;
+    let (whole, fraction) = value.split_once('.').unwrap_or((value, ""));
+    let whole = match whole {
+        "0" => 0,
+        "1" => 1000,
+        _ => return None,
+    };
+    if fraction.len() > 3 || !fraction.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    // Thousandths: the digits, padded with zeros to three.
+    let fraction = fraction
+        .bytes()
+        .chain(std::iter::repeat(b'0'))
+        .take(3)
+        .fold(0, |thousandths, digit| {
+            thousandths * 10 + u16::from(digit - b'0')
+        });
+    let q = whole + fraction;
+    (q <= 1000).then_some(q)
+}
+
+/// A file of the tree as found, in the form to send.
+#[derive(Debug)]
+struct Found {
+    /// The file to send: the tree's, or its precompressed sibling.
+    path: PathBuf,
+    coding: Option<Coding>,
+    etag: String,
+    modified: Option<SystemTime>,
+    /// The length of the file to send.
+    len: u64,
+    /// Whether the file has a sibling that some client would be sent.
+    varies: bool,
+}
+
+/// Returns the metadata of `path` if it is a file. The error, which would
+/// name the path, is not kept: a missing or unreadable file is one the
+/// tree does not have.
+fn file_metadata(path: &Path) -> Option<std::fs::Metadata> {
+    path.metadata().ok().filter(std::fs::Metadata::is_file)
+}
+
+/// Finds the file at `path` and the form of it to send to a client that
+/// takes `wanted`: one trip to the blocking pool a request.
+fn find(path: PathBuf, wanted: &[Option<Coding>]) -> Option<Found> {
+    let metadata = file_metadata(&path)?;
+    let modified = metadata.modified().ok();
+    // Siblings no older than the file; an unknown time is too old.
+    let siblings = Coding::ALL.map(|coding| {
+        let mut name = path.clone().into_os_string();
+        name.push(".");
+        name.push(coding.suffix());
+        let sibling = PathBuf::from(name);
+        let fresh = file_metadata(&sibling).filter(|sibling| {
+            matches!(
+                (sibling.modified().ok(), modified),
+                (Some(theirs), Some(ours)) if theirs >= ours
+            )
+        })?;
+        Some((coding, sibling, fresh))
+    });
+    let varies = siblings.iter().any(Option::is_some);
+    let chosen = wanted.iter().map_while(|form| *form).find_map(|coding| {
+        siblings
+            .iter()
+            .flatten()
+            .find(|(candidate, ..)| *candidate == coding)
+    });
+    Some(match chosen {
+        Some((coding, sibling, sibling_metadata)) => Found {
+            etag: etag(sibling_metadata, Some(*coding)),
+            modified: sibling_metadata.modified().ok(),
+            len: sibling_metadata.len(),
+            path: sibling.clone(),
+            coding: Some(*coding),
+            varies,
+        },
+        None => Found {
+            etag: etag(&metadata, None),
+            modified,
+            len: metadata.len(),
+            path,
+            coding: None,
+            varies,
+        },
+    })
+}
+
+/// The ETag of a file: its modification time in nanoseconds and its size,
+/// in hex, and the coding of a precompressed sibling.
+fn etag(metadata: &std::fs::Metadata, coding: Option<Coding>) -> String {
     let modified = metadata
         .modified()
         .ok()
         .and_then(|time| time.duration_since(UNIX_EPOCH).ok())
         .map_or(0, |age| age.as_nanos());
-    let etag = format!("\"{modified:x}-{:x}\"", metadata.len());
-    let matches = if_none_match.is_some_and(|value| {
-        value
-            .split(',')
-            .any(|tag| tag.trim() == etag || tag.trim() == "*")
-    });
-    if matches {
-        return Lookup::NotModified { etag };
-    }
-    // Replaced or removed between the calls: the client retries.
-    if metadata.len() <= SMALL_FILE {
-        return match fs_err::read(path) {
-            Ok(bytes) => Lookup::Small {
-                etag,
-                bytes: Bytes::from(bytes),
-            },
-            Err(_) => Lookup::Missing,
-        };
-    }
-    let Ok(file) = fs_err::File::open(path) else {
-        return Lookup::Missing;
-    };
-    let Ok(opened) = file.metadata() else {
-        return Lookup::Missing;
-    };
-    Lookup::Large {
-        etag,
-        file,
-        len: opened.len(),
+    match coding {
+        None => format!("\"{modified:x}-{:x}\"", metadata.len()),
+        Some(coding) => format!("\"{modified:x}-{:x}-{}\"", metadata.len(), coding.suffix()),
     }
 }
 
-/// Reads the object at `relative` from a bucket, unless the client's
-/// `If-None-Match` names its ETag (the bucket's own). Objects are read
-/// whole: a server in front of a bucket takes publishes, and the bucket's
-/// web endpoint or a CDN serves the downloads.
-async fn look_up_object(
-    storage: &Storage,
-    relative: &str,
-    if_none_match: Option<&str>,
-) -> Result<Lookup, StorageError> {
-    if let Some(wanted) = if_none_match {
-        let Some(meta) = storage.head(relative).await? else {
-            return Ok(Lookup::Missing);
-        };
-        if let Some(etag) = meta.etag
-            && wanted
-                .split(',')
-                .any(|tag| tag.trim() == etag || tag.trim() == "*")
-        {
-            return Ok(Lookup::NotModified { etag });
-        }
-    }
-    let Some((bytes, etag)) = storage.get_tagged(relative).await? else {
-        return Ok(Lookup::Missing);
+/// Returns true if and only if `If-None-Match` names `etag`, or is `*`
+/// (a weak comparison, as for `GET` and `HEAD`).
+fn none_match_names(headers: &HeaderMap, etag: &str) -> bool {
+    headers
+        .get_all(header::IF_NONE_MATCH)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .map(str::trim)
+        .any(|tag| tag == "*" || tag.strip_prefix("W/").unwrap_or(tag) == etag)
+}
+
+/// Returns true if and only if a `Range` may be honoured: there is no
+/// `If-Range`, or it names the file as it is now, by its ETag (a strong
+/// comparison) or its `Last-Modified` date.
+fn range_still_applies(headers: &HeaderMap, found: &Found) -> bool {
+    let Some(condition) = headers.get(header::IF_RANGE) else {
+        return true;
     };
-    let etag = etag.unwrap_or_else(|| {
-        // A store that sends no ETag: one from the bytes.
-        let checksum = skillpkg_index::checksum::Checksum::of(&bytes).to_string();
-        format!("\"{}\"", &checksum[checksum.len() - 32..])
-    });
-    let matches = if_none_match.is_some_and(|value| {
-        value
-            .split(',')
-            .any(|tag| tag.trim() == etag || tag.trim() == "*")
-    });
-    Ok(if matches {
-        Lookup::NotModified { etag }
-    } else {
-        Lookup::Small { etag, bytes }
-    })
+    let Ok(condition) = condition.to_str() else {
+        return false;
+    };
+    let condition = condition.trim();
+    if condition.starts_with('"') {
+        return condition == found.etag;
+    }
+    let (Ok(date), Some(modified)) = (httpdate::parse_http_date(condition), found.modified) else {
+        return false;
+    };
+    // `Last-Modified` is whole seconds.
+    let seconds = |time: SystemTime| {
+        time.duration_since(UNIX_EPOCH)
+            .map_or(0, |age| age.as_secs())
+    };
+    seconds(date) == seconds(modified)
 }
 
 /// Serves a file of the static tree.
@@ -176,86 +306,253 @@ pub(super) async fn static_file(
         return ApiError::unauthorized(format!("this registry is private: {}", error.detail()))
             .into_response();
     }
-    // The path as sent, still percent-encoded: `%2e%2e` is a file of that
-    // name, never `..`, since nothing here decodes it.
-    let relative = uri.path().trim_start_matches('/');
-    // A folder's page is its `index.html`: `/` is the home page
-    // (docs/web.md).
-    let with_index;
-    let relative = if relative.is_empty() || relative.ends_with('/') {
-        with_index = format!("{relative}index.html");
-        with_index.as_str()
+    match registry.storage() {
+        Storage::Folder(root) => from_folder(registry, root, method, uri, &headers).await,
+        storage => from_bucket(registry, storage, &method, &uri, &headers).await,
+    }
+}
+
+/// Returns the path of the file that answers for `relative`: a folder's
+/// page is its `index.html`, and `/` is the home page (docs/web.md).
+fn with_index(relative: &str) -> std::borrow::Cow<'_, str> {
+    if relative.is_empty() || relative.ends_with('/') {
+        format!("{relative}index.html").into()
     } else {
-        relative
-    };
-    let components: Vec<&str> = relative.split('/').collect();
-    let safe = !relative.is_empty()
-        && components.iter().enumerate().all(|(index, component)| {
+        relative.into()
+    }
+}
+
+/// Returns true if and only if `relative` is a path the tree serves: not
+/// empty, no empty component, no component starting with `.` but a
+/// leading `.well-known`.
+fn servable(relative: &str) -> bool {
+    !relative.is_empty()
+        && relative.split('/').enumerate().all(|(index, component)| {
             !component.is_empty()
-                && (!component.starts_with('.') || (index == 0 && *component == ".well-known"))
-        });
-    if !safe {
+                && !component.contains(['\\', '\0'])
+                && (!component.starts_with('.') || (index == 0 && component == ".well-known"))
+        })
+}
+
+/// Serves the file at the request's path in the folder `root`.
+async fn from_folder(
+    registry: &Registry,
+    root: &Path,
+    method: Method,
+    uri: Uri,
+    headers: &HeaderMap,
+) -> Response {
+    // Decoded as `ServeDir` would, so that the path checked is the one
+    // opened.
+    let encoded = uri.path().trim_start_matches('/');
+    let Ok(relative) = percent_encoding::percent_decode_str(encoded).decode_utf8() else {
+        return not_found();
+    };
+    let relative = with_index(&relative).into_owned();
+    if !servable(&relative) {
         return not_found();
     }
-    let if_none_match = headers
-        .get(header::IF_NONE_MATCH)
-        .and_then(|value| value.to_str().ok())
-        .map(str::to_owned);
-    let lookup = match registry.storage() {
-        Storage::Folder(root) => {
-            let path: PathBuf = root.join(relative);
-            let lookup =
-                tokio::task::spawn_blocking(move || look_up(&path, if_none_match.as_deref())).await;
-            match lookup {
-                Ok(lookup) => lookup,
-                Err(error) => return ApiError::internal(&error).into_response(),
-            }
-        }
-        storage => match look_up_object(storage, relative, if_none_match.as_deref()).await {
-            Ok(lookup) => lookup,
-            Err(StorageError::BadPath(_)) => return not_found(),
-            Err(error) => return ApiError::internal(&error).into_response(),
-        },
+    let wanted = wanted_forms(headers);
+    let path = root.join(&relative);
+    let found = match tokio::task::spawn_blocking(move || find(path, &wanted)).await {
+        Ok(Some(found)) => found,
+        Ok(None) => return not_found(),
+        Err(error) => return ApiError::internal(&error).into_response(),
     };
-    if method == Method::GET
-        && matches!(lookup, Lookup::Small { .. } | Lookup::Large { .. })
-        && let Some(name) = archive_name(relative)
+    let (content_type, cache_control) = file_headers(&relative);
+    let mut file_headers = HeaderMap::new();
+    file_headers.insert(
+        header::ETAG,
+        HeaderValue::from_str(&found.etag).expect("an ETag is ASCII"),
+    );
+    file_headers.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static(cache_control),
+    );
+    if found.varies {
+        file_headers.insert(header::VARY, HeaderValue::from_static("accept-encoding"));
+    }
+    if content_type.starts_with("text/html") {
+        page_headers(&mut file_headers);
+    }
+    let conditional = headers.contains_key(header::IF_NONE_MATCH);
+    if conditional && none_match_names(headers, &found.etag) {
+        return (StatusCode::NOT_MODIFIED, file_headers).into_response();
+    }
+
+    // What ServeFile acts on: the method, the path, and the conditions
+    // and range it answers.
+    let mut forwarded = Request::new(Body::empty());
+    *forwarded.method_mut() = method.clone();
+    *forwarded.uri_mut() = uri;
+    let mut pass = |name: HeaderName| {
+        if let Some(value) = headers.get(&name) {
+            forwarded.headers_mut().insert(name, value.clone());
+        }
+    };
+    // RFC 9110, 13.1.3: a recipient ignores `If-Modified-Since` when
+    // `If-None-Match` is there.
+    if !conditional {
+        pass(header::IF_MODIFIED_SINCE);
+    }
+    pass(header::IF_UNMODIFIED_SINCE);
+    let one_range = headers
+        .get(header::RANGE)
+        .and_then(|range| range.to_str().ok())
+        .is_some_and(|range| !range.contains(','));
+    if one_range && range_still_applies(headers, &found) {
+        pass(header::RANGE);
+    }
+
+    let served = ServeFile::new(&found.path).try_call(forwarded).await;
+    let served = match served {
+        Ok(served) => served,
+        Err(error) => return ApiError::internal(&error).into_response(),
+    };
+    let status = served.status();
+    match status {
+        StatusCode::OK | StatusCode::PARTIAL_CONTENT | StatusCode::NOT_MODIFIED => {}
+        // Removed since it was found.
+        StatusCode::NOT_FOUND => return not_found(),
+        StatusCode::RANGE_NOT_SATISFIABLE => {
+            let mut refused = ApiError::new(
+                status,
+                "range-not-satisfiable",
+                format!(
+                    "the range asked for is not within this file's {} bytes",
+                    found.len
+                ),
+            )
+            .into_response();
+            if let Some(range) = served.headers().get(header::CONTENT_RANGE) {
+                refused
+                    .headers_mut()
+                    .insert(header::CONTENT_RANGE, range.clone());
+            }
+            return refused;
+        }
+        StatusCode::PRECONDITION_FAILED => {
+            return ApiError::new(
+                status,
+                "precondition-failed",
+                "the file was modified since the date of `If-Unmodified-Since`",
+            )
+            .into_response();
+        }
+        // Typed on the way out (`error::type_errors`).
+        _ => return served.into_response(),
+    }
+    if status == StatusCode::OK
+        && method == Method::GET
+        && let Some(name) = archive_name(&relative)
     {
         registry.record_download(&name);
     }
+    let (mut response_parts, body) = served.into_parts();
+    if status != StatusCode::NOT_MODIFIED {
+        file_headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+        if let Some(coding) = found.coding {
+            file_headers.insert(header::CONTENT_ENCODING, coding.content_encoding());
+        }
+    }
+    response_parts.headers.extend(file_headers);
+    Response::from_parts(response_parts, Body::new(body))
+}
+
+/// Reads the object at the request's path from a bucket, unless the
+/// client's `If-None-Match` names its ETag (the bucket's own). The path is
+/// the one sent, still percent-encoded: `%2e%2e` is an object of that
+/// name, never `..`.
+async fn from_bucket(
+    registry: &Registry,
+    storage: &Storage,
+    method: &Method,
+    uri: &Uri,
+    headers: &HeaderMap,
+) -> Response {
+    let relative = with_index(uri.path().trim_start_matches('/'));
+    let relative = relative.as_ref();
+    if !servable(relative) {
+        return not_found();
+    }
+    let if_none_match = |etag: &str| none_match_names(headers, etag);
+    let conditional = headers.contains_key(header::IF_NONE_MATCH);
+    let (bytes, etag) = match read_object(storage, relative, conditional, if_none_match).await {
+        Ok(Object::Missing) => return not_found(),
+        Ok(Object::NotModified { etag }) => (None, etag),
+        Ok(Object::Read { bytes, etag }) => (Some(bytes), etag),
+        Err(StorageError::BadPath(_)) => return not_found(),
+        Err(error) => return ApiError::internal(&error).into_response(),
+    };
     let (content_type, cache_control) = file_headers(relative);
     let mut response_headers = HeaderMap::new();
     response_headers.insert(
         header::CACHE_CONTROL,
         HeaderValue::from_static(cache_control),
     );
+    response_headers.insert(
+        header::ETAG,
+        HeaderValue::from_str(&etag).expect("an ETag is ASCII"),
+    );
     if content_type.starts_with("text/html") {
         page_headers(&mut response_headers);
     }
-    let etag = match &lookup {
-        Lookup::Missing => return not_found(),
-        Lookup::NotModified { etag } | Lookup::Small { etag, .. } | Lookup::Large { etag, .. } => {
-            etag
-        }
+    let Some(bytes) = bytes else {
+        return (StatusCode::NOT_MODIFIED, response_headers).into_response();
     };
-    response_headers.insert(
-        header::ETAG,
-        HeaderValue::from_str(etag).expect("an ETag is ASCII"),
-    );
-    match lookup {
-        Lookup::Missing => not_found(),
-        Lookup::NotModified { .. } => (StatusCode::NOT_MODIFIED, response_headers).into_response(),
-        Lookup::Small { bytes, .. } => {
-            response_headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
-            (StatusCode::OK, response_headers, Body::from(bytes)).into_response()
-        }
-        Lookup::Large { file, len, .. } => {
-            response_headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
-            response_headers.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
-            let file = tokio::fs::File::from_std(file.into_parts().0);
-            (StatusCode::OK, response_headers, stream(file)).into_response()
+    if method == Method::GET
+        && let Some(name) = archive_name(relative)
+    {
+        registry.record_download(&name);
+    }
+    response_headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    (StatusCode::OK, response_headers, Body::from(bytes)).into_response()
+}
+
+/// What a bucket had for a request.
+enum Object {
+    Missing,
+    /// The client's copy is current.
+    NotModified {
+        etag: String,
+    },
+    Read {
+        etag: String,
+        bytes: Bytes,
+    },
+}
+
+/// Reads the object at `relative`, unless `matches` says the client has
+/// its ETag (asked first with a `HEAD` when the request is `conditional`).
+async fn read_object(
+    storage: &Storage,
+    relative: &str,
+    conditional: bool,
+    matches: impl Fn(&str) -> bool,
+) -> Result<Object, StorageError> {
+    if conditional {
+        let Some(meta) = storage.head(relative).await? else {
+            return Ok(Object::Missing);
+        };
+        if let Some(etag) = meta.etag
+            && matches(&etag)
+        {
+            return Ok(Object::NotModified { etag });
         }
     }
+    let Some((bytes, etag)) = storage.get_tagged(relative).await? else {
+        return Ok(Object::Missing);
+    };
+    let etag = etag.unwrap_or_else(|| {
+        // A store that sends no ETag: one from the bytes.
+        let checksum = skillpkg_index::checksum::Checksum::of(&bytes).to_string();
+        format!("\"{}\"", &checksum[checksum.len() - 32..])
+    });
+    Ok(if conditional && matches(&etag) {
+        Object::NotModified { etag }
+    } else {
+        Object::Read { etag, bytes }
+    })
 }
 
 /// Returns the skill whose archive `path` is, when it is one:
@@ -274,20 +571,6 @@ fn archive_name(path: &str) -> Option<SkillName> {
     (file.strip_suffix(".tgz")? == format!("{name}-{version}"))
         .then(|| name.parse().ok())
         .flatten()
-}
-
-/// Streams `file` in pieces of [`PIECE`] bytes.
-fn stream(file: tokio::fs::File) -> Body {
-    let pieces = futures_util::stream::try_unfold(file, |mut file| async move {
-        let mut piece = vec![0; PIECE];
-        let read = file.read(&mut piece).await?;
-        if read == 0 {
-            return Ok::<_, std::io::Error>(None);
-        }
-        piece.truncate(read);
-        Ok(Some((Bytes::from(piece), file)))
-    });
-    Body::from_stream(pieces)
 }
 
 /// The policy of the web pages (docs/web.md): their own script and style
@@ -344,7 +627,7 @@ fn file_headers(path: &str) -> (&'static str, &'static str) {
 
 #[cfg(test)]
 mod tests {
-    use super::archive_name;
+    use super::*;
 
     #[test]
     fn only_the_archive_of_a_version_counts_as_a_download() {
@@ -363,5 +646,100 @@ mod tests {
         ] {
             assert_eq!(archive_name(other), None, "{other}");
         }
+    }
+
+    #[test]
+    fn dot_paths_and_empty_components_are_not_served() {
+        for path in [
+            "index/3/p/pdf",
+            ".well-known/agent-skills/index.json",
+            "dl/pdf/1.0.0+build.1/pdf-1.0.0+build.1.tgz",
+        ] {
+            assert!(servable(path), "{path}");
+        }
+        for path in [
+            "",
+            ".skillpkg-tmp-x",
+            "index/.skillpkg-tmp-x",
+            "..",
+            "index/../../state/registry.db",
+            "a/.well-known/x",
+            "index//3/p/pdf",
+            "index/",
+            "a\\b",
+        ] {
+            assert!(!servable(path), "{path}");
+        }
+    }
+
+    fn accepting(value: &str) -> Vec<Option<Coding>> {
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            header::ACCEPT_ENCODING,
+            HeaderValue::from_str(value).unwrap(),
+        );
+        wanted_forms(&headers)
+    }
+
+    #[test]
+    fn the_forms_a_client_takes_follow_its_q_values() {
+        use Coding::{Brotli, Gzip};
+        assert_eq!(wanted_forms(&HeaderMap::new()), []);
+        assert_eq!(accepting("gzip"), [Some(Gzip)]);
+        assert_eq!(accepting("gzip, deflate, br"), [Some(Brotli), Some(Gzip)]);
+        assert_eq!(accepting("br;q=0.5, gzip"), [Some(Gzip), Some(Brotli)]);
+        assert_eq!(accepting("x-gzip;q=0.8,br;q=0"), [Some(Gzip)]);
+        assert_eq!(accepting("gzip;q=0.5, identity"), [None, Some(Gzip)]);
+        assert_eq!(accepting("GZIP;Q=1.000"), [Some(Gzip)]);
+        assert_eq!(accepting("gzip;q=1.5, br;q=x"), []);
+        assert_eq!(accepting("*"), []);
+        assert_eq!(q_value("q=0.25"), Some(250));
+        assert_eq!(q_value("q=1"), Some(1000));
+        assert_eq!(q_value("q=0.0001"), None);
+    }
+
+    fn set_modified(path: &Path, time: SystemTime) {
+        fs_err::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .unwrap()
+            .file()
+            .set_modified(time)
+            .unwrap();
+    }
+
+    #[test]
+    fn a_sibling_is_sent_only_when_wanted_and_no_older_than_its_file() {
+        let temp = tempfile::tempdir().unwrap();
+        let file = temp.path().join("search.json");
+        let gz = temp.path().join("search.json.gz");
+        fs_err::write(&file, "{}").unwrap();
+        let found = find(file.clone(), &[Some(Coding::Gzip)]).unwrap();
+        assert_eq!((found.coding, found.varies), (None, false));
+
+        fs_err::write(&gz, "compressed").unwrap();
+        let newer = SystemTime::now() + std::time::Duration::from_secs(5);
+        set_modified(&gz, newer);
+        let found = find(file.clone(), &[Some(Coding::Brotli), Some(Coding::Gzip)]).unwrap();
+        assert_eq!((found.coding, found.varies), (Some(Coding::Gzip), true));
+        assert_eq!(found.path, gz);
+        assert_eq!(found.len, 10);
+        assert!(found.etag.ends_with("-a-gz\""), "{}", found.etag);
+        let plain = find(file.clone(), &[]).unwrap();
+        assert_eq!((plain.coding, plain.varies), (None, true));
+        assert_ne!(plain.etag, found.etag);
+        let identity_first = find(file.clone(), &[None, Some(Coding::Gzip)]).unwrap();
+        assert_eq!(identity_first.coding, None);
+
+        // The file rewritten after its sibling: the sibling is stale.
+        let later = newer + std::time::Duration::from_secs(5);
+        set_modified(&file, later);
+        let found = find(file.clone(), &[Some(Coding::Gzip)]).unwrap();
+        assert_eq!((found.coding, found.varies), (None, false));
+
+        // A sibling without its file is not served.
+        fs_err::remove_file(&file).unwrap();
+        assert!(find(file, &[Some(Coding::Gzip)]).is_none());
+        assert!(find(temp.path().to_owned(), &[]).is_none(), "a folder");
     }
 }

@@ -12,6 +12,8 @@ use skillpkg_tests::{Nginx, RegistryServer, create_token, tarball_described};
 
 // Signed publishing, in its own file to keep this one short.
 mod signing;
+// The static tree: ranges, Last-Modified, precompressed files, HEAD.
+mod static_files;
 
 /// A registry with a server and a token for `alice`.
 struct Fixture {

@@ -344,6 +344,56 @@ fn etags_still_get_304_and_dot_paths_are_refused_however_spelled() {
     );
 }
 
+/// The headers of a file answer that say what the file is, without the
+/// date of the answer.
+fn file_headers(answer: &Response) -> Vec<(String, String)> {
+    let mut headers: Vec<(String, String)> = answer
+        .headers()
+        .iter()
+        .filter(|(name, _)| *name != "date")
+        .map(|(name, value)| (name.to_string(), value.to_str().unwrap().to_owned()))
+        .collect();
+    headers.sort();
+    headers
+}
+
+#[test]
+fn a_whole_get_has_the_same_headers_whether_read_whole_or_streamed() {
+    let fixture = published();
+    // Larger than what is read whole (64 KiB).
+    let large: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
+    let public = fixture.server.public();
+    fs_err::write(public.join("large.json"), &large).unwrap();
+    fs_err::write(public.join(format!("{INDEX}.gz")), b"gzip bytes").unwrap();
+    set_modified(
+        &public.join(format!("{INDEX}.gz")),
+        SystemTime::now() + Duration::from_secs(60),
+    );
+    let old_date = ("If-Modified-Since", "Sat, 01 Jan 2000 00:00:00 GMT");
+    for (path, encoding) in [
+        (INDEX, "identity"),
+        (INDEX, "gzip"),
+        (ARCHIVE, "identity"),
+        ("large.json", "identity"),
+    ] {
+        // A plain GET, and one with a date condition that ServeFile
+        // answers with the whole file.
+        let plain = fixture.get(path, &[("Accept-Encoding", encoding)]);
+        let dated = fixture.get(path, &[("Accept-Encoding", encoding), old_date]);
+        assert_eq!(
+            (plain.status().as_u16(), dated.status().as_u16()),
+            (200, 200),
+            "{path}"
+        );
+        assert_eq!(file_headers(&plain), file_headers(&dated), "{path}");
+        for name in ["etag", "last-modified", "accept-ranges", "content-length"] {
+            assert!(plain.headers().contains_key(name), "{name} of {path}");
+        }
+        assert_eq!(plain.bytes().unwrap(), dated.bytes().unwrap(), "{path}");
+    }
+    assert_eq!(fixture.get("large.json", &[]).bytes().unwrap(), large);
+}
+
 /// Sends a raw `HEAD` and returns everything the server sent back.
 fn raw_head(address: &str, path: &str) -> String {
     let mut stream = std::net::TcpStream::connect(address).unwrap();

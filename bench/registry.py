@@ -3,7 +3,7 @@
 second from skillpkg-registry against nginx serving the same tree.
 
 Usage: python3 bench/registry.py [--skills 1000] [--seconds 10] [--runs 5]
-           [--archive-kib 128] [--registry PATH] [--baseline PATH] [--no-build]
+           [--archive-kib 128] [--registry PATH] [--baseline [LABEL=]PATH ...] [--no-build]
 
 Needs nginx and wrk (`apt-get install nginx wrk`). Builds release binaries
 (unless --no-build), starts skillpkg-registry on a loopback port with a fresh
@@ -18,11 +18,12 @@ of two files: one index file, and the large skill's archive (.tgz, whose
 full GETs the server counts as downloads). Each file is read from the server
 and from nginx (one worker) serving the same `public/` folder, --runs times,
 the sides taking turns going first, so load from other work falls on both.
---baseline PATH adds a third side: another skillpkg-registry binary (such
-as the build of an older revision) serving a copy of the same data folder,
-in the same turns. It prints each side's median and range, and the ratios
-server / nginx (and server / baseline): the ratio of the medians, and the
-median and range of the per-run ratios.
+--baseline PATH (or LABEL=PATH, repeatable) adds a side: another
+skillpkg-registry binary (such as the build of an older revision) serving a
+copy of the same data folder, in the same turns. It prints each side's
+median and range, and the ratios of each server to nginx (and of this
+tree's to each baseline): the ratio of the medians, and the median and
+range of the per-run ratios.
 """
 
 import argparse
@@ -154,7 +155,8 @@ def main() -> None:
     parser.add_argument("--archive-kib", type=int, default=128, help="about the size of the archive read")
     parser.add_argument("--registry", type=Path, help="the skillpkg-registry to measure (default: this tree's release build)")
     parser.add_argument("--skillpkg", type=Path, help="the skillpkg that packs (default: this tree's release build)")
-    parser.add_argument("--baseline", type=Path, help="another skillpkg-registry to measure in the same runs")
+    parser.add_argument("--baseline", action="append", default=[], metavar="[LABEL=]PATH",
+                        help="another skillpkg-registry to measure in the same runs (repeatable)")
     parser.add_argument("--no-build", action="store_true", help="do not run cargo build")
     args = parser.parse_args()
     for tool in ("wrk", "nginx"):
@@ -215,13 +217,20 @@ def main() -> None:
         processes.append(subprocess.Popen([nginx_binary, "-c", prefix / "nginx.conf", "-p", prefix], stderr=subprocess.DEVNULL))
         wait_port(nginx_port)
         sides = {"server": url, "nginx": f"http://127.0.0.1:{nginx_port}"}
-        if args.baseline:
+        baselines = []
+        for number, given in enumerate(args.baseline):
+            label, _, path = given.rpartition("=")
+            label = label or ("baseline" if len(args.baseline) == 1 else f"baseline{number + 1}")
+            if label in sides:
+                sys.exit(f"two sides are called {label}")
             # A copy of the data folder, modification times kept: the same
             # files, and no two servers writing one folder.
-            shutil.copytree(data, work / "baseline", copy_function=shutil.copy2)
-            baseline, baseline_url = start_server(args.baseline.resolve(), work / "baseline")
+            copy = work / f"baseline-{number}"
+            shutil.copytree(data, copy, copy_function=shutil.copy2)
+            baseline, baseline_url = start_server(Path(path).resolve(), copy)
             processes.append(baseline)
-            sides["baseline"] = baseline_url
+            sides[label] = baseline_url
+            baselines.append(label)
         sizes = {}
         for path in (index, archive):
             with open(data / "public" / path.lstrip("/"), "rb") as file:
@@ -240,12 +249,13 @@ def main() -> None:
         print(f"reads: wrk -t2 -c32, {args.runs} runs of {args.seconds} s a file and side, sides in turns; nginx: one worker")
         for path, label in ((index, "index file"), (archive, "archive")):
             print(f"{label} {path} ({sizes[path]:,} bytes)")
+            width = max(len(side) for side in sides) + 2
             for side in sides:
-                print(f"  {side + ':':10} {shown(rates[path][side])}")
-            print(f"  server / nginx:    {ratio(rates[path]['server'], rates[path]['nginx'])}")
-            if args.baseline:
-                print(f"  baseline / nginx:  {ratio(rates[path]['baseline'], rates[path]['nginx'])}")
-                print(f"  server / baseline: {ratio(rates[path]['server'], rates[path]['baseline'])}")
+                print(f"  {side + ':':{width}} {shown(rates[path][side])}")
+            for side in ["server", *baselines]:
+                print(f"  {side} / nginx: {ratio(rates[path][side], rates[path]['nginx'])}")
+            for label in baselines:
+                print(f"  server / {label}: {ratio(rates[path]['server'], rates[path][label])}")
     finally:
         for process in processes:
             process.kill()

@@ -6,7 +6,7 @@
 //! 304, answers `HEAD`, and streams the file in 64 KiB pieces, so a crowd
 //! of downloads of the largest archive costs a piece each in memory. The
 //! exception is the commonest request, a whole `GET` (no `Range`, no date
-//! condition) of a file of at most 64 KiB (index files, keys, most
+//! condition) of a file of at most 256 KiB (index files, keys, most
 //! archives): this module reads it in its own lookup and sends it with
 //! the same headers. ServeFile opens, stats and reads through
 //! `tokio::fs`, a trip to the blocking pool each, and those trips, not the
@@ -68,8 +68,11 @@ use crate::registry::Registry;
 use crate::storage::{Storage, StorageError};
 
 /// Files up to this size are read whole, in the lookup's trip to the
-/// blocking pool; larger ones are streamed by ServeFile.
-const SMALL_FILE: u64 = 64 * 1024;
+/// blocking pool; larger ones are streamed by ServeFile. Most archives are
+/// below it, so a download is one trip, not ServeFile's open, stat and
+/// reads; a connection holds at most this much of a file (128 MiB for the
+/// default 512 connections, [`super::limits::Limits::max_connections`]).
+const SMALL_FILE: u64 = 256 * 1024;
 
 fn not_found() -> Response {
     ApiError::not_found("no such file in this registry").into_response()
@@ -791,7 +794,7 @@ mod tests {
         let small = temp.path().join("pdf");
         let large = temp.path().join("large.tgz");
         fs_err::write(&small, "{\"v\":1}\n").unwrap();
-        fs_err::write(&large, vec![7; 64 * 1024 + 1]).unwrap();
+        fs_err::write(&large, vec![7; usize::try_from(SMALL_FILE).unwrap() + 1]).unwrap();
 
         let (found, bytes) = find_and_read(small.clone(), &[], true, &[]).unwrap();
         assert_eq!(bytes.as_deref(), Some(&b"{\"v\":1}\n"[..]));
@@ -804,7 +807,7 @@ mod tests {
         );
         assert_eq!(find_and_read(small, &[], false, &[]).unwrap().1, None);
         let (found, bytes) = find_and_read(large, &[], true, &[]).unwrap();
-        assert_eq!((found.len, bytes), (64 * 1024 + 1, None), "streamed");
+        assert_eq!((found.len, bytes), (SMALL_FILE + 1, None), "streamed");
         assert!(find_and_read(temp.path().join("none"), &[], true, &[]).is_none());
     }
 

@@ -110,6 +110,33 @@ enum Backend {
     Objects(Arc<dyn Objects>),
 }
 
+/// How many times any tree of this process wrote or removed a file: a
+/// server that keeps files it served in memory knows them current while
+/// this has not moved ([`changes`]).
+static CHANGES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Counts a change of a tree's files when it starts and again when it is
+/// done (the guard is dropped): a reader that took the count before it
+/// ends, and so may have read the old file, finds the count moved.
+#[must_use]
+struct Changing;
+
+fn changing() -> Changing {
+    CHANGES.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    Changing
+}
+
+impl Drop for Changing {
+    fn drop(&mut self) {
+        CHANGES.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// How many times a tree of this process wrote or removed a file so far.
+pub fn changes() -> u64 {
+    CHANGES.load(std::sync::atomic::Ordering::SeqCst)
+}
+
 /// A static tree, rooted at a folder or in a store of objects.
 #[derive(Clone, Debug)]
 pub struct StaticTree {
@@ -171,6 +198,7 @@ impl StaticTree {
 
     /// Replaces the file at `relative` (atomically).
     pub fn write_file(&self, relative: &str, bytes: &[u8]) -> Result<(), TreeError> {
+        let _changing = changing();
         match &self.backend {
             Backend::Folder => write_atomically(&self.path(relative), bytes),
             Backend::Objects(objects) => objects
@@ -188,6 +216,7 @@ impl StaticTree {
         bytes: &[u8],
         modified: std::time::SystemTime,
     ) -> Result<(), TreeError> {
+        let _changing = changing();
         match &self.backend {
             Backend::Folder => write_new(&self.path(relative), bytes, modified),
             Backend::Objects(objects) => {
@@ -441,6 +470,7 @@ impl StaticTree {
         name: &SkillName,
         version: &semver::Version,
     ) -> Result<(), TreeError> {
+        let _changing = changing();
         // The archive first: a signature without its archive is never
         // taken for a version.
         for relative in [
@@ -468,6 +498,7 @@ impl StaticTree {
     }
 
     fn remove_file(&self, relative: &str) -> Result<(), TreeError> {
+        let _changing = changing();
         let path = self.path(relative);
         match &self.backend {
             Backend::Folder => match fs_err::remove_file(&path) {
@@ -551,6 +582,7 @@ impl StaticTree {
     /// (with their signatures and provenance) whose version no index file lists, which were
     /// never published. Returns the removed paths, relative to the root.
     pub fn recover(&self, all: &AllRecords) -> Result<Vec<String>, TreeError> {
+        let _changing = changing();
         let mut removed = Vec::new();
         if let Backend::Folder = self.backend {
             self.remove_temporary_files(&mut removed)?;
@@ -629,6 +661,7 @@ impl StaticTree {
 
 /// Replaces `path` with `bytes` atomically and durably (0644, synced).
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), TreeError> {
+    let _changing = changing();
     crate::fs::write_atomic_with(path, bytes, &WriteOptions::default().create_parents())?;
     Ok(())
 }

@@ -415,49 +415,50 @@ async fn from_folder(
         .iter()
         .cloned()
         .collect();
+    // A small file read lately, and no file of the tree changed since:
+    // sent from memory, with no trip to the blocking pool.
+    if read_whole && let Some(hot) = hot::get(&path) {
+        let (file_headers, content_type) = answer_headers(&relative, &hot.etag, false);
+        if conditional && none_match_names(headers, &hot.etag) {
+            return (StatusCode::NOT_MODIFIED, file_headers).into_response();
+        }
+        return whole_file(
+            registry,
+            &relative,
+            file_headers,
+            content_type,
+            None,
+            hot.modified,
+            hot.bytes.clone(),
+        );
+    }
+    let changes = hot::changes();
+    let key = path.clone();
     let lookup = move || find_and_read(path, &wanted, read_whole, &if_none_match);
     let (found, bytes) = match tokio::task::spawn_blocking(lookup).await {
         Ok(Some(found)) => found,
         Ok(None) => return not_found(),
         Err(error) => return ApiError::internal(&error).into_response(),
     };
-    let (content_type, cache_control) = file_headers(&relative);
-    let mut file_headers = HeaderMap::new();
-    file_headers.insert(
-        header::ETAG,
-        HeaderValue::from_str(&found.etag).expect("an ETag is ASCII"),
-    );
-    file_headers.insert(
-        header::CACHE_CONTROL,
-        HeaderValue::from_static(cache_control),
-    );
-    if found.varies {
-        file_headers.insert(header::VARY, HeaderValue::from_static("accept-encoding"));
-    }
-    if content_type.starts_with("text/html") {
-        page_headers(&mut file_headers);
-    }
+    let (mut file_headers, content_type) = answer_headers(&relative, &found.etag, found.varies);
     if conditional && none_match_names(headers, &found.etag) {
         return (StatusCode::NOT_MODIFIED, file_headers).into_response();
     }
     if let Some(bytes) = bytes {
-        if let Some(name) = archive_name(&relative) {
-            registry.record_download(&name);
+        // Only the file as it is (no sibling to choose from), and only
+        // small ones, are kept.
+        if !found.varies && found.coding.is_none() {
+            hot::put(key, changes, &found.etag, found.modified, &bytes);
         }
-        file_headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
-        if let Some(coding) = found.coding {
-            file_headers.insert(header::CONTENT_ENCODING, coding.content_encoding());
-        }
-        // What ServeFile sends too.
-        if let Some(modified) = found.modified {
-            let date = httpdate::fmt_http_date(modified);
-            file_headers.insert(
-                header::LAST_MODIFIED,
-                HeaderValue::from_str(&date).expect("an HTTP date is ASCII"),
-            );
-        }
-        file_headers.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
-        return (StatusCode::OK, file_headers, Body::from(bytes)).into_response();
+        return whole_file(
+            registry,
+            &relative,
+            file_headers,
+            content_type,
+            found.coding,
+            found.modified,
+            bytes,
+        );
     }
 
     // What ServeFile acts on: the method, the path, and the conditions
@@ -537,6 +538,148 @@ async fn from_folder(
     }
     response_parts.headers.extend(file_headers);
     Response::from_parts(response_parts, Body::new(body))
+}
+
+/// The headers of every answer for a file at `relative` with the ETag
+/// `etag` (`varies`: it has a sibling some client is sent), and its
+/// content type.
+fn answer_headers(relative: &str, etag: &str, varies: bool) -> (HeaderMap, &'static str) {
+    let (content_type, cache_control) = file_headers(relative);
+    let mut headers = HeaderMap::new();
+    headers.insert(
+        header::ETAG,
+        HeaderValue::from_str(etag).expect("an ETag is ASCII"),
+    );
+    headers.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static(cache_control),
+    );
+    if varies {
+        headers.insert(header::VARY, HeaderValue::from_static("accept-encoding"));
+    }
+    if content_type.starts_with("text/html") {
+        page_headers(&mut headers);
+    }
+    (headers, content_type)
+}
+
+/// A whole file, read by this module: the headers ServeFile would send
+/// with it, and a download counted when it is an archive.
+fn whole_file(
+    registry: &Registry,
+    relative: &str,
+    mut headers: HeaderMap,
+    content_type: &'static str,
+    coding: Option<Coding>,
+    modified: Option<SystemTime>,
+    bytes: Bytes,
+) -> Response {
+    if let Some(name) = archive_name(relative) {
+        registry.record_download(&name);
+    }
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    if let Some(coding) = coding {
+        headers.insert(header::CONTENT_ENCODING, coding.content_encoding());
+    }
+    if let Some(modified) = modified {
+        let date = httpdate::fmt_http_date(modified);
+        headers.insert(
+            header::LAST_MODIFIED,
+            HeaderValue::from_str(&date).expect("an HTTP date is ASCII"),
+        );
+    }
+    headers.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
+    (StatusCode::OK, headers, Body::from(bytes)).into_response()
+}
+
+/// Small files sent lately, kept in memory: index files, keys, the search
+/// index, pages, most archives. One is sent from here while no tree of this process has
+/// written or removed a file since it was read
+/// ([`skillpkg_index::registry::tree::changes`]) and for at most
+/// [`hot::FRESH`], which bounds how long a change made by another process
+/// (an operator's command, a file added by hand) goes unseen. A file is
+/// kept only when it was read whole and has no precompressed sibling.
+mod hot {
+    use std::collections::HashMap;
+    use std::path::PathBuf;
+    use std::sync::{LazyLock, Mutex};
+    use std::time::{Duration, Instant, SystemTime};
+
+    use axum::body::Bytes;
+
+    /// How long a file is sent from memory at most.
+    pub(super) const FRESH: Duration = Duration::from_secs(1);
+    /// The largest file kept: any file read whole (most archives, which
+    /// never change, are among them).
+    const MAX_FILE: u64 = super::SMALL_FILE;
+    /// The most bytes kept; past it, everything is dropped.
+    const MAX_TOTAL: usize = 32 * 1024 * 1024;
+
+    pub(super) struct Hot {
+        pub(super) bytes: Bytes,
+        pub(super) etag: String,
+        pub(super) modified: Option<SystemTime>,
+        changes: u64,
+        read: Instant,
+    }
+
+    struct Files {
+        by_path: HashMap<PathBuf, std::sync::Arc<Hot>>,
+        total: usize,
+    }
+
+    static FILES: LazyLock<Mutex<Files>> = LazyLock::new(|| {
+        Mutex::new(Files {
+            by_path: HashMap::new(),
+            total: 0,
+        })
+    });
+
+    /// How many changes the trees of this process made so far.
+    pub(super) fn changes() -> u64 {
+        skillpkg_index::registry::tree::changes()
+    }
+
+    /// The file at `path`, if it is kept and still current.
+    pub(super) fn get(path: &PathBuf) -> Option<std::sync::Arc<Hot>> {
+        let files = FILES
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let hot = files.by_path.get(path)?;
+        (hot.changes == changes() && hot.read.elapsed() < FRESH).then(|| hot.clone())
+    }
+
+    /// Keeps the file at `path`, read when the trees had made `changes`
+    /// changes.
+    pub(super) fn put(
+        path: PathBuf,
+        changes: u64,
+        etag: &str,
+        modified: Option<SystemTime>,
+        bytes: &Bytes,
+    ) {
+        if bytes.len() as u64 > MAX_FILE {
+            return;
+        }
+        let mut files = FILES
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if files.total + bytes.len() > MAX_TOTAL {
+            files.by_path.clear();
+            files.total = 0;
+        }
+        let hot = Hot {
+            bytes: bytes.clone(),
+            etag: etag.to_owned(),
+            modified,
+            changes,
+            read: Instant::now(),
+        };
+        files.total += bytes.len();
+        if let Some(old) = files.by_path.insert(path, std::sync::Arc::new(hot)) {
+            files.total -= old.bytes.len();
+        }
+    }
 }
 
 /// Reads the object at the request's path from a bucket, unless the
@@ -786,6 +929,32 @@ mod tests {
             .file()
             .set_modified(time)
             .unwrap();
+    }
+
+    #[test]
+    fn a_kept_file_is_sent_until_any_tree_of_the_process_changes_a_file() {
+        let temp = tempfile::tempdir().unwrap();
+        let path = temp.path().join("index/pd/f-/pdf");
+        let bytes = Bytes::from_static(b"{\"v\":1}\n");
+        // Other tests of this process write trees too: kept as current
+        // once no change came between the count and the look.
+        let kept = (0..1000).find_map(|_| {
+            hot::put(path.clone(), hot::changes(), "\"1-8\"", None, &bytes);
+            hot::get(&path)
+        });
+        assert_eq!(kept.unwrap().bytes, bytes);
+        // Read before a change ended: never kept as current.
+        let before = hot::changes();
+        let tree = skillpkg_index::registry::tree::StaticTree::new(temp.path());
+        tree.write_file("search.json", b"{}").unwrap();
+        assert!(hot::get(&path).is_none());
+        hot::put(path.clone(), before, "\"1-8\"", None, &bytes);
+        assert!(hot::get(&path).is_none());
+        // Larger files are not kept.
+        let large = temp.path().join("large");
+        let big = Bytes::from(vec![0; usize::try_from(SMALL_FILE).unwrap() + 1]);
+        hot::put(large.clone(), hot::changes(), "\"x\"", None, &big);
+        assert!(hot::get(&large).is_none());
     }
 
     #[test]

@@ -9,7 +9,7 @@ use skillpkg_index::archive::{FileDigest, Limits, pack_dir, tree_hash};
 use skillpkg_index::checksum::Checksum;
 use skillpkg_index::registry::tree::StaticTree;
 use skillpkg_index::registry::{IndexRecord, KeyRecord, KeysFile, RegistryConfig};
-use skillpkg_index::signing::{SecretKey, Signature, TrustedComment};
+use skillpkg_index::signing::{PublicKey, SecretKey, Signature, TrustedComment};
 
 use crate::TestContext;
 
@@ -18,6 +18,8 @@ use crate::TestContext;
 pub struct Registry {
     tree: StaticTree,
     key: SecretKey,
+    /// The keys `keys/<name>.json` lists; `None`: the signing key alone.
+    listed: Option<Vec<PublicKey>>,
     records: std::collections::BTreeMap<String, Vec<IndexRecord>>,
 }
 
@@ -29,8 +31,32 @@ impl Registry {
         Self {
             tree,
             key: SecretKey::generate().unwrap(),
+            listed: None,
             records: Default::default(),
         }
+    }
+
+    /// The folder the tree is in.
+    pub fn root(&self) -> &Path {
+        self.tree.root()
+    }
+
+    /// The key the next publishes are signed with.
+    pub fn key(&self) -> &SecretKey {
+        &self.key
+    }
+
+    /// Signs the next publishes with `key`, and lists it alone in their
+    /// keys files: what an operator who rewrites `keys/<name>.json` does.
+    pub fn sign_with(&mut self, key: SecretKey) {
+        self.key = key;
+        self.listed = None;
+    }
+
+    /// Lists `keys` in the keys files the next publishes write, whichever
+    /// key signs them: a keys file that lies.
+    pub fn list_keys(&mut self, keys: Vec<PublicKey>) {
+        self.listed = Some(keys);
     }
 
     pub fn url(&self) -> String {
@@ -131,13 +157,20 @@ impl Registry {
             audit: None,
         });
         self.tree.write_index(&name, records).unwrap();
+        let listed = self
+            .listed
+            .clone()
+            .unwrap_or_else(|| vec![self.key.public()]);
         let keys = KeysFile {
             v: 1,
-            keys: vec![KeyRecord {
-                id: self.key.id().to_string(),
-                key: self.key.public(),
-                added: "2026-11-22T00:00:00Z".into(),
-            }],
+            keys: listed
+                .into_iter()
+                .map(|key| KeyRecord {
+                    id: key.id().to_string(),
+                    key,
+                    added: "2026-11-22T00:00:00Z".into(),
+                })
+                .collect(),
         };
         self.tree.write_keys(&name, &keys).unwrap();
     }

@@ -6,10 +6,14 @@
 //!
 //! 1. its sha256 is the one expected (from skills.lock, or an index line);
 //! 2. when a signer is pinned: the registry's signature verifies over the
-//!    bytes (prehashed Ed25519), its trusted comment names exactly this
-//!    name, version and sha256, and it was made by a key whose id is the
-//!    pinned one and which the skill's keys file lists (or the caller's
-//!    keys, when it already holds them);
+//!    bytes (prehashed Ed25519) and its trusted comment names exactly this
+//!    name, version and sha256. A signer pinned by its key (skills.lock)
+//!    is the one key tried: the registry's keys file is not read at all,
+//!    so nothing a registry serves can change who is trusted. A signer
+//!    known only by id (an index line's, or a lock written before keys
+//!    were pinned) is looked up in the skill's keys file (or the caller's
+//!    keys, when it already holds them), every key with that id tried;
+//!    the key that verified is handed out, for the caller to pin;
 //! 3. the verified archive is put into the cache with its signature, so a
 //!    later read is verified the same way, with no network.
 //!
@@ -22,7 +26,9 @@ use semver::Version;
 use skillpkg_index::archive::{self, Limits, UnpackError, UnpackedSkill};
 use skillpkg_index::checksum::Checksum;
 use skillpkg_index::registry::{IndexRecord, KeysFile, keys_path, provenance_path, signature_path};
-use skillpkg_index::signing::{Provenance, PublicKey, verify_provenance, verify_skill};
+use skillpkg_index::signing::{
+    Provenance, PublicKey, SignerPin, verify_provenance, verify_skill, verify_skill_by,
+};
 use skillpkg_index::skill::SkillName;
 
 use super::cache::{Cache, SignatureRecord};
@@ -35,9 +41,10 @@ pub struct Expected<'a> {
     pub name: &'a SkillName,
     pub version: &'a Version,
     pub checksum: Checksum,
-    /// The id of the key that must have signed it; `None` for a version
-    /// the caller accepts unsigned (its policy decided that already).
-    pub signer: Option<&'a str>,
+    /// The key that must have signed it (or, for an index line or a lock
+    /// written before keys were pinned, its id); `None` for a version the
+    /// caller accepts unsigned (its policy decided that already).
+    pub signer: Option<SignerPin>,
     /// What pinned the checksum and signer, for messages: `skills.lock`,
     /// `its index line`.
     pub pinned_by: &'a str,
@@ -200,7 +207,7 @@ fn from_cache(cache: &Cache, expected: &Expected<'_>) -> Option<VerifiedArchive>
                     record.signature,
                     std::slice::from_ref(&record.key),
                     expected,
-                    signer,
+                    &signer,
                 )
                 .ok()?;
                 Some(signed)
@@ -267,14 +274,16 @@ async fn download(
                 })?;
             let text = String::from_utf8_lossy(&text).into_owned();
             let read;
-            let keys = match keys {
-                Some(keys) => keys,
-                None => {
+            let keys = match (keys, signer) {
+                // A pinned key needs no keys file: it is the one key tried.
+                (_, SignerPin::Key(_)) => &[][..],
+                (Some(keys), SignerPin::Id(_)) => keys,
+                (None, SignerPin::Id(_)) => {
                     read = registry_keys(registry, expected.name).await?;
                     read.as_slice()
                 }
             };
-            Some(check_signed(&bytes, text, keys, expected, signer)?)
+            Some(check_signed(&bytes, text, keys, expected, &signer)?)
         }
     };
     Ok(VerifiedArchive {
@@ -331,7 +340,7 @@ pub async fn check_provenance(
     else {
         return Ok(None);
     };
-    let Some(signer) = &record.signer else {
+    let Some(signer) = record.signer_id() else {
         return Ok(Some(Err("the version is not signed".to_owned())));
     };
     let keys = match registry_keys(registry, &record.name).await {
@@ -343,15 +352,20 @@ pub async fn check_provenance(
             Err("the registry serves no publisher keys".to_owned()),
         ));
     }
-    let Some(key) = keys.into_iter().find(|key| &key.id().to_string() == signer) else {
-        return Ok(Some(Err(
-            "the signer's key is not among the registry's keys".to_owned(),
-        )));
-    };
-    Ok(Some(
-        verify_provenance(&String::from_utf8_lossy(&text), &key, &record.cksum)
-            .map_err(|error| error.to_string()),
-    ))
+    // Every key with the signer's id is tried: a keys file may list two.
+    let text = String::from_utf8_lossy(&text);
+    let mut failure = None;
+    for key in keys.iter().filter(|key| key.id() == signer) {
+        match verify_provenance(&text, key, &record.cksum) {
+            Ok(provenance) => return Ok(Some(Ok(provenance))),
+            Err(error) => {
+                failure.get_or_insert(error.to_string());
+            }
+        }
+    }
+    Ok(Some(Err(failure.unwrap_or_else(|| {
+        "the signer's key is not among the registry's keys".to_owned()
+    }))))
 }
 
 /// The signature check every signed archive goes through (also a local
@@ -368,39 +382,46 @@ pub fn check_signature(
     let signer = expected
         .signer
         .expect("a signature is checked against an expected signer");
-    Ok(check_signed(bytes, text, keys, expected, signer)?.key)
+    Ok(check_signed(bytes, text, keys, expected, &signer)?.key)
 }
 
+/// Verifies `text` over `bytes` as made by `signer`: with exactly the
+/// pinned key, or, for a pin by id, with the keys of `keys` that carry it.
 fn check_signed(
     bytes: &[u8],
     text: String,
     keys: &[PublicKey],
     expected: &Expected<'_>,
-    signer: &str,
+    signer: &SignerPin,
 ) -> anyhow::Result<Signed> {
     let label = expected.label();
-    let verified =
-        verify_skill(bytes, &text, keys, expected.name, expected.version).map_err(|error| {
-            UserError::new(format!("{label} failed verification")).with_source(error)
-        })?;
-    if verified.key_id.to_string() != signer {
-        return Err(UserError::new(format!(
-            "{label} is signed by key {}, but {} pins key {signer}",
-            verified.key_id, expected.pinned_by
-        ))
-        .into());
-    }
-    let key = keys
-        .iter()
-        .find(|key| key.id() == verified.key_id)
-        .expect("verify_skill verified with one of these keys")
-        .clone();
-    Ok(Signed { text, key })
+    let failed = |error| UserError::new(format!("{label} failed verification")).with_source(error);
+    let verified = match signer {
+        SignerPin::Key(key) => {
+            verify_skill_by(bytes, &text, key, expected.name, expected.version).map_err(failed)?
+        }
+        SignerPin::Id(id) => {
+            let verified = verify_skill(bytes, &text, keys, expected.name, expected.version)
+                .map_err(failed)?;
+            if verified.key_id != *id {
+                return Err(UserError::new(format!(
+                    "{label} is signed by key {}, but {} pins key {id}",
+                    verified.key_id, expected.pinned_by
+                ))
+                .into());
+            }
+            verified
+        }
+    };
+    Ok(Signed {
+        text,
+        key: verified.key,
+    })
 }
 
 #[cfg(test)]
 mod tests {
-    use skillpkg_index::signing::{SecretKey, Signature, TrustedComment};
+    use skillpkg_index::signing::{SecretKey, Signature, SignerKey, TrustedComment};
 
     use super::*;
 
@@ -434,7 +455,7 @@ mod tests {
         }
     }
 
-    fn expected<'a>(entry: &'a Entry, signer: Option<&'a str>) -> Expected<'a> {
+    fn expected(entry: &Entry, signer: Option<SignerPin>) -> Expected<'_> {
         Expected {
             name: &entry.name,
             version: &entry.version,
@@ -454,18 +475,43 @@ mod tests {
         cache
             .write(&entry.checksum, &entry.bytes, Some(&record))
             .unwrap();
-        let signer = key.public().id().to_string();
+        let signer = SignerPin::Key(SignerKey::of(&key.public()));
         assert!(cache.has(&entry.checksum));
 
-        let archive = cached(&cache, &expected(&entry, Some(&signer))).expect("a good entry");
+        let archive = cached(&cache, &expected(&entry, Some(signer))).expect("a good entry");
         assert_eq!(archive.bytes(), entry.bytes);
         assert_eq!(archive.signer(), Some(&key.public()));
         assert_eq!(archive.signature(), Some(record.signature.as_str()));
 
         // Pinned to another key: the entry is not handed out, and dropped.
-        let other = SecretKey::generate().unwrap().public().id().to_string();
-        assert!(cached(&cache, &expected(&entry, Some(&other))).is_none());
+        let other = SignerPin::Key(SignerKey::of(&SecretKey::generate().unwrap().public()));
+        assert!(cached(&cache, &expected(&entry, Some(other))).is_none());
         assert!(!cache.has(&entry.checksum));
+    }
+
+    #[test]
+    fn a_cached_archive_signed_by_a_key_under_the_pinned_keys_id_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::at(dir.path());
+        let publisher = SecretKey::generate().unwrap();
+        let entry = entry(b"an archive");
+        // The attacker's key carries the publisher's id.
+        let forged_key = forged_id(&publisher);
+        let forged = signed(&forged_key, &entry);
+        cache
+            .write(&entry.checksum, &entry.bytes, Some(&forged))
+            .unwrap();
+        // A legacy pin by id cannot tell the two apart...
+        let by_id = SignerPin::Id(publisher.id());
+        assert!(cached(&cache, &expected(&entry, Some(by_id))).is_some());
+        // ...a pin by key can.
+        let by_key = SignerPin::Key(SignerKey::of(&publisher.public()));
+        assert!(cached(&cache, &expected(&entry, Some(by_key))).is_none());
+    }
+
+    /// Returns a new key that carries `of`'s key id.
+    fn forged_id(of: &SecretKey) -> SecretKey {
+        SecretKey::generate().unwrap().with_id(of.id())
     }
 
     #[test]
@@ -475,7 +521,7 @@ mod tests {
         let publisher = SecretKey::generate().unwrap();
         let attacker = SecretKey::generate().unwrap();
         let entry = entry(b"an archive");
-        let signer = publisher.public().id().to_string();
+        let signer = SignerPin::Key(SignerKey::of(&publisher.public()));
 
         // The attacker's own valid signature over the same bytes, with the
         // attacker's key: the pinned id does not match.
@@ -483,29 +529,39 @@ mod tests {
         cache
             .write(&entry.checksum, &entry.bytes, Some(&forged))
             .unwrap();
-        assert!(cached(&cache, &expected(&entry, Some(&signer))).is_none());
+        assert!(cached(&cache, &expected(&entry, Some(signer))).is_none());
 
-        // The publisher's record, but the attacker's key put beside it
-        // under the publisher's id is not possible: the key is the one the
-        // signature must verify with.
+        // The publisher's signature with the attacker's key put beside it:
+        // a pin by id checks the signature with the key beside it, which
+        // fails; a pin by key never reads the key beside it.
         let mut mixed = signed(&publisher, &entry);
         mixed.key = attacker.public();
         cache
             .write(&entry.checksum, &entry.bytes, Some(&mixed))
             .unwrap();
-        assert!(cached(&cache, &expected(&entry, Some(&signer))).is_none());
+        let by_id = SignerPin::Id(publisher.id());
+        assert!(cached(&cache, &expected(&entry, Some(by_id))).is_none());
+        cache
+            .write(&entry.checksum, &entry.bytes, Some(&mixed))
+            .unwrap();
+        let archive =
+            cached(&cache, &expected(&entry, Some(signer))).expect("the publisher's signature");
+        assert_eq!(
+            archive.signer().map(SignerKey::of),
+            Some(SignerKey::of(&publisher.public()))
+        );
 
         // Bytes that no longer hash to their name.
         let good = signed(&publisher, &entry);
         cache
             .write(&entry.checksum, b"other bytes", Some(&good))
             .unwrap();
-        assert!(cached(&cache, &expected(&entry, Some(&signer))).is_none());
+        assert!(cached(&cache, &expected(&entry, Some(signer))).is_none());
         assert!(cached(&cache, &expected(&entry, None)).is_none());
 
         // A signed entry with no signature record is not good enough.
         cache.write(&entry.checksum, &entry.bytes, None).unwrap();
-        assert!(cached(&cache, &expected(&entry, Some(&signer))).is_none());
+        assert!(cached(&cache, &expected(&entry, Some(signer))).is_none());
         // Unsigned (the caller's policy allows it): the checksum is enough.
         cache.write(&entry.checksum, &entry.bytes, None).unwrap();
         let archive = cached(&cache, &expected(&entry, None)).expect("an unsigned entry");

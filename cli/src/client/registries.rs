@@ -8,7 +8,7 @@
 //! fallback-to-origin = true                  optional: read `index` when the mirror cannot be reached
 //! root-key = "RWQ..."                        optional: the registry's minisign public key
 //! require-signatures = true                  optional: refuse unsigned skills from it
-//! allowed-signers = ["A448895874B90297"]     optional: choose only versions signed by these keys
+//! allowed-signers = ["ed25519:d75a98..."]    optional: choose only versions signed by these keys
 //! token-command = "pass show skills/corp"    config.toml only: prints the token
 //! ```
 //!
@@ -40,7 +40,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use anyhow::Context as _;
-use skillpkg_index::signing::{KeyId, PublicKey};
+use skillpkg_index::signing::{PublicKey, SignerKey, SignerKeyError};
 
 use crate::client::registry::TrustConfig;
 use crate::client::registry::{Registry, RegistryError};
@@ -107,7 +107,7 @@ pub struct RegistrySpec {
     /// `allowed-signers`: resolution chooses only versions from this
     /// registry signed by one of these keys (docs/manifest.md, `[policy]`);
     /// `None` when any signer is allowed.
-    pub allowed_signers: Option<Vec<KeyId>>,
+    pub allowed_signers: Option<Vec<SignerKey>>,
     /// A command (run with `sh -c`) whose trimmed standard output is the
     /// token. Only from the user config file.
     pub token_command: Option<String>,
@@ -286,19 +286,30 @@ pub fn parse_tables(
                 items
                     .iter()
                     .map(|item| {
-                        item.as_str()
-                            .and_then(|text| text.parse::<KeyId>().ok())
-                            .ok_or_else(|| {
-                                invalid(format!(
-                                    "has `allowed-signers` entry {item}, which is not a key id (16 hex digits, as `skillpkg key show` prints)"
-                                ))
+                        let Some(text) = item.as_str() else {
+                            return Err(invalid(format!(
+                                "has `allowed-signers` entry {item}, which is not a string"
+                            )));
+                        };
+                        text.parse::<SignerKey>().map_err(|error| {
+                            let key_id = matches!(error, SignerKeyError::KeyId(_));
+                            UserError::new(format!(
+                                "`[registries.{name}]` in {} has an `allowed-signers` entry that is not a signer's key: {error}",
+                                file.display()
+                            ))
+                            .with_hint(if key_id {
+                                "a key id is 8 bytes its maker chooses, so another key can carry it; run `skillpkg key show` with the publisher's key (or ask them for it) and list the `ed25519:...` it prints"
+                            } else {
+                                "list each key as `skillpkg key show` prints it (`ed25519:` and 64 hex digits), or as its minisign `RW...` line"
                             })
+                            .into()
+                        })
                     })
                     .collect::<anyhow::Result<Vec<_>>>()?,
             ),
             Some(_) => {
                 return Err(invalid(
-                    "has an `allowed-signers` that is not a list of key ids: write `allowed-signers = [\"A448895874B90297\"]`, or leave the key out to allow any signer".into(),
+                    "has an `allowed-signers` that is not a list of signer keys: write `allowed-signers = [\"ed25519:...\"]` with the keys `skillpkg key show` prints, or leave the key out to allow any signer".into(),
                 ));
             }
         };

@@ -1,7 +1,7 @@
 //! `skillpkg key generate` and `skillpkg key show`.
 
 use serde_json::json;
-use skillpkg_index::signing::{PublicKey, SecretKey};
+use skillpkg_index::signing::{PublicKey, SecretKey, SignerKey};
 
 use crate::args::{KeyCommand, KeyGenerateArgs, KeyShowArgs};
 use crate::client::settings::{self, Environment, KeySource};
@@ -60,6 +60,7 @@ fn generate(args: &KeyGenerateArgs, printer: &Printer) -> anyhow::Result<ExitSta
     if args.json {
         printer.json(&json!({
             "key_id": key.id().to_string(),
+            "signer": SignerKey::of(&key.public()).to_string(),
             "public_key": key.public().to_base64(),
             "secret_key_path": path,
             "public_key_path": public_path,
@@ -79,9 +80,10 @@ fn generate(args: &KeyGenerateArgs, printer: &Printer) -> anyhow::Result<ExitSta
             ),
         );
         printer.result(&format!(
-            "secret key: {} (keep it secret; mode 0600)\npublic key: {}\n\n{}",
+            "secret key: {} (keep it secret; mode 0600)\npublic key: {}\nsigner:     {} (what `allowed-signers` and skills.lock name)\n\n{}",
             path.display(),
             public_path.display(),
+            SignerKey::of(&key.public()),
             key.public().to_base64()
         ));
     }
@@ -102,11 +104,17 @@ fn show(args: &KeyShowArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
         None => signing_key::require(args.key.as_deref(), &environment, printer)?.public(),
     };
     if args.json {
-        printer
-            .json(&json!({ "key_id": public.id().to_string(), "public_key": public.to_base64() }));
+        printer.json(&json!({
+            "key_id": public.id().to_string(),
+            "signer": SignerKey::of(&public).to_string(),
+            "public_key": public.to_base64(),
+        }));
     } else {
+        // The signer first: it is what trust is decided by. The id is
+        // only a name, which another key can carry.
         printer.result(&format!(
-            "key id:     {}\npublic key: {}",
+            "signer:     {}\nkey id:     {}\npublic key: {}",
+            SignerKey::of(&public),
             public.id(),
             public.to_base64()
         ));

@@ -36,7 +36,7 @@ use skillpkg_index::registry::{
     DISCOVERY_PATH, IndexRecord, KeysFile, RegistryConfig, SEARCH_PATH, SearchFile, SearchIndex,
     archive_path, index_file_path, keys_path, parse_index_file, provenance_path, signature_path,
 };
-use skillpkg_index::signing::PublicKey;
+use skillpkg_index::signing::{PublicKey, SignerPin};
 use skillpkg_index::skill::SkillName;
 
 use crate::args::MirrorArgs;
@@ -521,7 +521,7 @@ async fn copy_version(
             name,
             version: &record.vers,
             checksum: record.cksum,
-            signer: record.signer.as_deref(),
+            signer: record.signer_id().map(SignerPin::Id),
             pinned_by: "its index line",
         },
     )

@@ -89,7 +89,7 @@ pub fn run(args: &VendorArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
                     name: &entry.name,
                     version: &entry.version,
                     checksum: entry.require_checksum()?,
-                    signer: entry.signer.as_deref(),
+                    signer: entry.signer,
                     pinned_by: "skills.lock",
                 },
             )

@@ -10,7 +10,7 @@ use serde_json::json;
 use skillpkg_index::checksum::Checksum;
 use skillpkg_index::registry::provenance_path;
 use skillpkg_index::signing::{
-    Provenance, PublicKey, Signature, TrustedComment, verify_provenance,
+    Provenance, PublicKey, Signature, SignerKey, SignerPin, TrustedComment, verify_provenance,
 };
 use skillpkg_index::skill::SkillName;
 
@@ -102,7 +102,9 @@ fn verify_local(args: &VerifyArgs, file: &Path) -> anyhow::Result<Outcome> {
         .map_err(|error| refused(&file.display().to_string(), "?", error))?;
     // The one signature check every archive goes through, here with the
     // key the user gave.
-    let signer = key.id().to_string();
+    // The one key given is the one tried, so its id names it: the
+    // messages then tell another key's signature from changed bytes.
+    let signer = SignerPin::Id(key.id());
     check_signature(
         &tarball,
         signature,
@@ -111,7 +113,7 @@ fn verify_local(args: &VerifyArgs, file: &Path) -> anyhow::Result<Outcome> {
             name: &claimed.name,
             version: &claimed.version,
             checksum: Checksum::of(&tarball),
-            signer: Some(&signer),
+            signer: Some(signer),
             pinned_by: "--key",
         },
     )?;
@@ -182,7 +184,7 @@ async fn verify_remote(
     };
     let (name, version) = (record.name.clone(), record.vers.clone());
     let label = format!("{name}@{version}");
-    let Some(signer) = &record.signer else {
+    let Some(signer) = record.signer_id() else {
         let why = if registry.config().require_signatures {
             format!(
                 "{label} is not signed, and {} requires signatures: the registry should never have served it",
@@ -213,7 +215,7 @@ async fn verify_remote(
             name: &name,
             version: &version,
             checksum: record.cksum,
-            signer: Some(signer),
+            signer: Some(SignerPin::Id(signer)),
             pinned_by: "the index",
         },
     )
@@ -247,6 +249,7 @@ fn report(outcome: &Outcome, json: bool, printer: &Printer) {
             "version": outcome.version.to_string(),
             "sha256": outcome.sha256,
             "signer": outcome.key.id().to_string(),
+            "signer_key": SignerKey::of(&outcome.key).to_string(),
             "public_key": outcome.key.to_base64(),
             "provenance": outcome.provenance,
         }));
@@ -255,7 +258,8 @@ fn report(outcome: &Outcome, json: bool, printer: &Printer) {
     printer.status("Verified", &format!("{}@{}", outcome.name, outcome.version));
     let mut lines = vec![
         format!(
-            "signed by:  key {} ({})",
+            "signed by:  {} (key id {}, minisign {})",
+            SignerKey::of(&outcome.key),
             outcome.key.id(),
             outcome.key.to_base64()
         ),

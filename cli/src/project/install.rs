@@ -35,7 +35,7 @@ use anyhow::Context as _;
 use fs4::fs_std::FileExt as _;
 use futures_util::{StreamExt as _, TryStreamExt as _};
 use skillpkg_index::registry::IndexRecord;
-use skillpkg_index::signing::KeyId;
+use skillpkg_index::signing::{SignerKey, SignerPin};
 use skillpkg_index::skill::SkillName;
 
 use super::indexes::{Fetched, fetch_indexes};
@@ -43,9 +43,10 @@ use super::lockfile::{self, LockedSkill, Lockfile, registry_source};
 use super::manifest::Manifest;
 use super::plan;
 use super::policy::{
-    self, Judge, ProvenanceFact, ProvenanceFacts, Skipped, Trust, check_downgrade,
+    self, Judge, ProvenanceFact, ProvenanceFacts, SignerKeys, Skipped, Trust, check_downgrade,
 };
 use super::resolve;
+use super::signers::{self, Pinning};
 use super::sources::{self, DirectLock};
 use super::targets::{InstalledSkill, Target};
 use crate::client::fetch::check_provenance;
@@ -335,7 +336,15 @@ pub async fn install(
     let now = jiff::Timestamp::now();
     // Locked versions the policy refuses (it may have changed since the
     // lock was written) are chosen again, as if not locked.
-    let refused = lock_refusals(manifest, old_lock.as_ref(), registries, now);
+    let mut refused = lock_refusals(manifest, old_lock.as_ref(), registries, now);
+    // A pin by key id under `allowed-signers` is upgraded to a pin by key
+    // (and the key checked against them) below, keeping its version;
+    // --locked cannot upgrade it, so there it stays refused.
+    if !options.locked {
+        refused.retain(|(_, skipped)| !matches!(skipped, Skipped::PinnedById { .. }));
+    }
+    // The keys files read to decide signers, each once.
+    let mut signer_keys = SignerKeys::new();
     // The lock's entries for the skills from registries, when they still
     // satisfy skills.toml and nothing asks to choose again.
     let registry_locked = old_lock
@@ -412,6 +421,7 @@ pub async fn install(
                     &refused,
                     options,
                     now,
+                    &mut signer_keys,
                     &mut report,
                 )
                 .await?
@@ -432,6 +442,35 @@ pub async fn install(
             lock
         }
     };
+    // Every signer the lock holds by id (from an index line, or a lock
+    // written before keys were pinned) becomes the key it stands for,
+    // compared with the key the old lock pins.
+    let mut lock = lock;
+    if options.locked || options.offline {
+        let by_id = signers::pinned_by_id(&lock);
+        if !by_id.is_empty() {
+            report.warnings.push(format!(
+                "skills.lock pins the signer of {} by key id only, which another key can carry; run `skillpkg install` without --locked or --offline once, to pin the keys",
+                by_id
+                    .iter()
+                    .map(|name| format!("`{name}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+    } else {
+        signers::pin_keys(
+            &mut lock,
+            old_lock.as_ref(),
+            &mut opened,
+            &mut signer_keys,
+            Pinning {
+                allow_signer_change: options.allow_signer_change,
+            },
+            &mut report.warnings,
+        )
+        .await?;
+    }
     finish_install(
         manifest, registries, targets, options, reporter, opened, old_lock, lock, direct, report,
     )
@@ -449,6 +488,7 @@ async fn resolve_registry_skills(
     refused: &[(LockedSkill, Skipped)],
     options: &Options,
     now: jiff::Timestamp,
+    signer_keys: &mut SignerKeys,
     report: &mut Report,
 ) -> anyhow::Result<Lockfile> {
     tracing::info!("resolving the skills of skills.toml from their registries");
@@ -460,7 +500,16 @@ async fn resolve_registry_skills(
         };
         kept && !refused.iter().any(|(entry, _)| &entry.name == name)
     };
-    let resolution = resolve_with_policy(opened, manifest, &fetched, old_lock, &keep, now).await?;
+    let resolution = resolve_with_policy(
+        opened,
+        manifest,
+        &fetched,
+        old_lock,
+        &keep,
+        now,
+        signer_keys,
+    )
+    .await?;
     new_lock(
         &resolution,
         &fetched.registries,
@@ -1120,15 +1169,12 @@ fn new_lock(
                     .unwrap_or_default()
             ));
         }
+        // A change of key is found once the keys are known
+        // (`signers::pin_keys`); losing the signature is found here.
         let old_signer = old
             .and_then(|lock| lock.get(&record.name))
-            .and_then(|entry| entry.signer.clone());
+            .and_then(|entry| entry.signer);
         match (&old_signer, &record.signer) {
-            (Some(old), Some(new)) if old != new && !options.allow_signer_change => {
-                return Err(UserError::new(format!("the signer of `{}` changed: skills.lock pins key {old}, but {label} is signed by key {new}", record.name))
-                    .with_hint("if the publisher rotated keys, confirm it with them, then pass --allow-signer-change")
-                    .into());
-            }
             (Some(old), None) if !options.allow_signer_change => {
                 return Err(UserError::new(format!(
                     "{label} is not signed, but skills.lock pins key {old} for `{}`",
@@ -1163,7 +1209,7 @@ fn new_lock(
             source: registry_source(registry),
             checksum: Some(record.cksum),
             tree: record.tree.clone(),
-            signer: record.signer.clone(),
+            signer: record.signer_id().map(SignerPin::Id),
             provenance,
             // The verdict of the files when the lock has one for this
             // very archive; else the registry's, until the files are fetched.
@@ -1188,7 +1234,7 @@ fn allowed_signers<'a>(
     registries: &'a Registries,
     by_name: &'a BTreeMap<SkillName, String>,
     name: &SkillName,
-) -> Option<(&'a str, &'a [KeyId])> {
+) -> Option<(&'a str, &'a [SignerKey])> {
     let registry = by_name.get(name)?;
     let allowed = registries.find(registry)?.allowed_signers.as_deref()?;
     Some((registry.as_str(), allowed))
@@ -1212,12 +1258,15 @@ fn lock_refusals(
         .filter_map(|entry| Some((entry.name.clone(), entry.registry()?.to_owned())))
         .collect();
     let facts = ProvenanceFacts::new();
+    // Locked entries are judged by the key they pin: no keys file needed.
+    let signer_keys = SignerKeys::new();
     let allowed = |name: &SkillName| allowed_signers(registries, &by_name, name);
     let judge = Judge {
         policy: &manifest.policy,
         now,
         lock: Some(lock),
         allowed_signers: &allowed,
+        signer_keys: &signer_keys,
         provenance: &facts,
     };
     lock.skills
@@ -1247,9 +1296,23 @@ async fn resolve_with_policy(
     lock: Option<&Lockfile>,
     keep: &dyn Fn(&SkillName) -> bool,
     now: jiff::Timestamp,
+    signer_keys: &mut SignerKeys,
 ) -> anyhow::Result<Resolution> {
     let mut facts = policy::facts_from_lock(lock);
     let registries = opened.registries();
+    // `allowed-signers` decide by key, and index lines name keys by id:
+    // the keys of each skill from such a registry are read first.
+    for (name, registry) in &fetched.registries {
+        let listed = registries
+            .find(registry)
+            .is_some_and(|spec| spec.allowed_signers.is_some());
+        if listed && !signer_keys.contains_key(name) {
+            let opened = opened.open(registry).await?;
+            let keys = crate::client::fetch::registry_keys(opened, name).await?;
+            signer_keys.insert(name.clone(), keys);
+        }
+    }
+    let signer_keys = &*signer_keys;
     let allowed = |name: &SkillName| allowed_signers(registries, &fetched.registries, name);
     loop {
         let judge = Judge {
@@ -1257,6 +1320,7 @@ async fn resolve_with_policy(
             now,
             lock,
             allowed_signers: &allowed,
+            signer_keys,
             provenance: &facts,
         };
         let skip = |record: &IndexRecord| judge.judge(record);
@@ -1408,7 +1472,7 @@ fn expected(entry: &LockedSkill) -> anyhow::Result<Expected<'_>> {
         name: &entry.name,
         version: &entry.version,
         checksum: entry.require_checksum()?,
-        signer: entry.signer.as_deref(),
+        signer: entry.signer,
         pinned_by: "skills.lock",
     })
 }

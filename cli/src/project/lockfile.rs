@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use skillpkg_index::checksum::Checksum;
+use skillpkg_index::signing::SignerPin;
 use skillpkg_index::skill::SkillName;
 
 use crate::error::UserError;
@@ -51,8 +52,11 @@ pub struct LockedSkill {
     pub checksum: Option<Checksum>,
     /// The tree hash of the skill's files (docs/archive-format.md).
     pub tree: String,
+    /// The signer's public key (`ed25519:...`), pinned: a version signed
+    /// by another key is a signer change. A lock written before keys were
+    /// pinned holds the key id instead, which the next write replaces.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub signer: Option<String>,
+    pub signer: Option<SignerPin>,
     /// Whether the version had provenance that verified, recorded when the
     /// manifest's policy needs it (`trust = "no-downgrade"`,
     /// `require-provenance`); absent when it was not checked, as in locks
@@ -239,7 +243,7 @@ mod tests {
             source: registry_source("default"),
             checksum: Some(Checksum::of(name.as_bytes())),
             tree: "h1:x".into(),
-            signer: Some("A448895874B90297".into()),
+            signer: Some("A448895874B90297".parse().unwrap()),
             provenance: None,
             dependencies: dependencies.iter().map(|d| d.parse().unwrap()).collect(),
         }
@@ -313,6 +317,38 @@ mod tests {
         .render();
         assert!(!old.contains("provenance"), "{old}");
         assert_eq!(parse(&old).unwrap().skills[0].provenance, None);
+    }
+
+    #[test]
+    fn a_signer_is_pinned_by_key_and_old_pins_by_id_still_read() {
+        let key = "ed25519:d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a";
+        let mut entry = skill("pdf", &[]);
+        entry.signer = Some(key.parse().unwrap());
+        let text = Lockfile {
+            skills: vec![entry],
+        }
+        .render();
+        assert!(text.contains(&format!("signer = \"{key}\"\n")), "{text}");
+        let read_back = parse(&text).unwrap();
+        assert_eq!(read_back.skills[0].signer.unwrap().to_string(), key);
+        assert!(read_back.skills[0].signer.unwrap().key().is_some());
+        // A lock from before keys were pinned: read as a legacy pin by id.
+        let old = text.replace(key, "A448895874B90297");
+        let legacy = parse(&old).unwrap().skills[0].signer.unwrap();
+        assert!(legacy.key().is_none());
+        // Anything else is not a signer, and the error says where.
+        for bad in [
+            "A44889587",
+            "ed25519:xyz",
+            "RWSXArl0WIlIpNLIXgmpYWlD0ZTStPLpuXiS2yVpHWuZMkCNPbSXzuIo",
+        ] {
+            let error = parse(&text.replace(key, bad)).unwrap_err();
+            let shown = format!("{error:#}");
+            assert!(
+                shown.contains("skills.lock") && shown.contains("not a signer"),
+                "{shown}"
+            );
+        }
     }
 
     #[test]

@@ -10,6 +10,7 @@ pub mod manifest;
 pub mod plan;
 pub mod policy;
 pub mod resolve;
+pub mod signers;
 pub mod sources;
 pub mod targets;
 pub mod web;

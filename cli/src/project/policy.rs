@@ -10,7 +10,7 @@
 //! require-provenance = true      # pass over versions without provenance that verifies
 //!
 //! [registries.corp]
-//! allowed-signers = ["A448895874B90297"]   # pass over versions signed by other keys
+//! allowed-signers = ["ed25519:d75a98..."]  # pass over versions signed by other keys
 //! ```
 //!
 //! Two kinds of rule. The *passing* rules (`minimum-release-age`,
@@ -30,7 +30,7 @@ use std::str::FromStr;
 use jiff::{SignedDuration, Span, SpanRelativeTo, Timestamp};
 use skillpkg_index::confusable;
 use skillpkg_index::registry::{IndexRecord, SearchEntry};
-use skillpkg_index::signing::KeyId;
+use skillpkg_index::signing::{KeyId, PublicKey, SignerKey, SignerPin};
 use skillpkg_index::skill::SkillName;
 
 use super::lockfile::{LockedSkill, Lockfile};
@@ -237,6 +237,9 @@ pub enum Skipped {
         registry: String,
         allowed: Vec<String>,
     },
+    /// skills.lock pins the signer by key id only (a lock written before
+    /// keys were pinned), which `allowed-signers` cannot check.
+    PinnedById { id: String, registry: String },
     /// No provenance, and `require-provenance`.
     NoProvenance,
     /// Provenance that does not verify, and `require-provenance`.
@@ -276,6 +279,9 @@ impl Skipped {
                 "{name} {version} is signed by key {signer}, which `allowed-signers` of registry `{registry}` does not list ({})",
                 allowed.join(", ")
             ),
+            Self::PinnedById { id, registry } => format!(
+                "skills.lock pins the signer of {name} {version} by key id {id} only, which `allowed-signers` of registry `{registry}` cannot check: an id is chosen by whoever makes the key"
+            ),
             Self::NoProvenance => format!(
                 "{name} {version} has no provenance; the policy's require-provenance passes over versions without it"
             ),
@@ -304,6 +310,9 @@ impl Skipped {
             Self::ProvenanceNotRecorded => {
                 "run `skillpkg install` without --locked once, to check it and record it in skills.lock".to_owned()
             }
+            Self::PinnedById { .. } => {
+                "run `skillpkg install` without --locked once, to pin the signer's key in skills.lock".to_owned()
+            }
         }
     }
 }
@@ -327,7 +336,12 @@ pub fn describe_duration(duration: SignedDuration) -> String {
 
 /// Returns the registry a name comes from and its `allowed-signers`, when
 /// it has some.
-pub type AllowedSigners<'a, 's> = dyn Fn(&SkillName) -> Option<(&'s str, &'s [KeyId])> + 'a;
+pub type AllowedSigners<'a, 's> = dyn Fn(&SkillName) -> Option<(&'s str, &'s [SignerKey])> + 'a;
+
+/// The keys a registry serves for a skill (`keys/<name>.json`), read for
+/// the skills whose registry has `allowed-signers`: an index line names its
+/// signer by id, and the policy decides by key.
+pub type SignerKeys = BTreeMap<SkillName, Vec<PublicKey>>;
 
 /// Applies the passing rules to versions.
 pub struct Judge<'a, 's> {
@@ -339,6 +353,8 @@ pub struct Judge<'a, 's> {
     pub lock: Option<&'a Lockfile>,
     /// The registry each name comes from, and its `allowed-signers`.
     pub allowed_signers: &'a AllowedSigners<'a, 's>,
+    /// The keys of the skills whose registry has `allowed-signers`.
+    pub signer_keys: &'a SignerKeys,
     /// What is known of provenance; a version not in it passes
     /// `require-provenance` until it is looked up.
     pub provenance: &'a ProvenanceFacts,
@@ -358,7 +374,7 @@ impl Judge<'_, '_> {
     /// Returns why the policy passes over `record`, or `None` when it may
     /// be chosen.
     pub fn judge(&self, record: &IndexRecord) -> Option<Skipped> {
-        if let Some(skipped) = self.judge_signer(&record.name, record.signer.as_deref()) {
+        if let Some(skipped) = self.judge_signer(&record.name, record.signer_id()) {
             return Some(skipped);
         }
         let locked = self
@@ -391,8 +407,31 @@ impl Judge<'_, '_> {
     /// Returns why the policy refuses a locked version, or `None` when it
     /// meets it. Age does not count: the lock already chose it.
     pub fn judge_locked(&self, entry: &LockedSkill) -> Option<Skipped> {
-        if let Some(skipped) = self.judge_signer(&entry.name, entry.signer.as_deref()) {
-            return Some(skipped);
+        if let Some((registry, allowed)) = (self.allowed_signers)(&entry.name) {
+            match &entry.signer {
+                None => {
+                    return Some(Skipped::Unsigned {
+                        registry: Some(registry.to_owned()),
+                    });
+                }
+                Some(SignerPin::Id(id)) => {
+                    return Some(Skipped::PinnedById {
+                        id: id.to_string(),
+                        registry: registry.to_owned(),
+                    });
+                }
+                Some(SignerPin::Key(key)) if !allowed.contains(key) => {
+                    return Some(Skipped::OtherSigner {
+                        signer: key.to_string(),
+                        registry: registry.to_owned(),
+                        allowed: allowed.iter().map(ToString::to_string).collect(),
+                    });
+                }
+                Some(SignerPin::Key(_)) => {}
+            }
+        }
+        if self.policy.require_signature && entry.signer.is_none() {
+            return Some(Skipped::Unsigned { registry: None });
         }
         if self.policy.require_provenance {
             return match entry.provenance {
@@ -404,19 +443,36 @@ impl Judge<'_, '_> {
         None
     }
 
-    fn judge_signer(&self, name: &SkillName, signer: Option<&str>) -> Option<Skipped> {
+    /// Judges the signer an index line names by id: under `allowed-signers`
+    /// the id is looked up in the skill's keys, and the version passes only
+    /// when every key carrying that id is an allowed one (a keys file that
+    /// lists an allowed key and another under one id is not trusted to say
+    /// which signed).
+    fn judge_signer(&self, name: &SkillName, signer: Option<KeyId>) -> Option<Skipped> {
         if let Some((registry, allowed)) = (self.allowed_signers)(name) {
             let Some(signer) = signer else {
                 return Some(Skipped::Unsigned {
                     registry: Some(registry.to_owned()),
                 });
             };
-            let listed = signer
-                .parse::<KeyId>()
-                .is_ok_and(|signer| allowed.contains(&signer));
-            if !listed {
+            let keys: Vec<&PublicKey> = self
+                .signer_keys
+                .get(name)
+                .into_iter()
+                .flatten()
+                .filter(|key| key.id() == signer)
+                .collect();
+            let other = match keys.as_slice() {
+                [] => Some(format!("{signer}, whose key the registry does not serve")),
+                keys => keys
+                    .iter()
+                    .map(|key| SignerKey::of(key))
+                    .find(|key| !allowed.contains(key))
+                    .map(|key| format!("{signer} ({key})")),
+            };
+            if let Some(other) = other {
                 return Some(Skipped::OtherSigner {
-                    signer: signer.to_owned(),
+                    signer: other,
                     registry: registry.to_owned(),
                     allowed: allowed.iter().map(ToString::to_string).collect(),
                 });
@@ -477,7 +533,7 @@ pub fn check_downgrade(
     }
     if let (Some(signer), None) = (&entry.signer, &record.signer) {
         return Some(Lost::Signature {
-            locked_signer: signer.clone(),
+            locked_signer: signer.to_string(),
         });
     }
     let had = locked_provenance.is_some_and(ProvenanceFact::verified);

@@ -594,11 +594,24 @@ mod tests {
         facts: &'a crate::project::policy::ProvenanceFacts,
         allowed: &'a crate::project::policy::AllowedSigners<'a, 'a>,
     ) -> crate::project::policy::Judge<'a, 'a> {
+        static NO_KEYS: std::sync::LazyLock<crate::project::policy::SignerKeys> =
+            std::sync::LazyLock::new(Default::default);
+        judge_with_keys(policy, lock, facts, allowed, &NO_KEYS)
+    }
+
+    fn judge_with_keys<'a>(
+        policy: &'a crate::project::policy::Policy,
+        lock: Option<&'a Lockfile>,
+        facts: &'a crate::project::policy::ProvenanceFacts,
+        allowed: &'a crate::project::policy::AllowedSigners<'a, 'a>,
+        signer_keys: &'a crate::project::policy::SignerKeys,
+    ) -> crate::project::policy::Judge<'a, 'a> {
         crate::project::policy::Judge {
             policy,
             now: "2026-03-10T12:00:00Z".parse().unwrap(),
             lock,
             allowed_signers: allowed,
+            signer_keys,
             provenance: facts,
         }
     }
@@ -674,10 +687,18 @@ mod tests {
 
     #[test]
     fn unsigned_other_signers_and_missing_provenance_are_passed_over() {
-        use crate::project::policy::{Policy, ProvenanceFact, ProvenanceFacts, Skipped};
-        use skillpkg_index::signing::KeyId;
-        let allowed: Vec<KeyId> = vec!["A448895874B90297".parse().unwrap()];
+        use crate::project::policy::{
+            Policy, ProvenanceFact, ProvenanceFacts, SignerKeys, Skipped,
+        };
+        use skillpkg_index::signing::{SecretKey, SignerKey};
+        let publisher = SecretKey::generate().unwrap();
+        let stranger = SecretKey::generate().unwrap();
+        let publisher_id = publisher.id().to_string();
+        let stranger_id = stranger.id().to_string();
+        let allowed: Vec<SignerKey> = vec![SignerKey::of(&publisher.public())];
         let corp = |_: &SkillName| Some(("corp", allowed.as_slice()));
+        // The registry's keys of `pdf`: the publisher's and a stranger's.
+        let keys = SignerKeys::from([(name("pdf"), vec![publisher.public(), stranger.public()])]);
         let none = |_: &SkillName| None;
         let facts = ProvenanceFacts::from([
             (
@@ -691,8 +712,8 @@ mod tests {
         ]);
         let old = "2026-01-01T00:00:00Z";
         let unsigned = record_at("pdf", "1.0.0", None, old);
-        let signed = record_at("pdf", "1.1.0", Some("A448895874B90297"), old);
-        let other = record_at("pdf", "1.2.0", Some("0000000000000001"), old);
+        let signed = record_at("pdf", "1.1.0", Some(&publisher_id), old);
+        let other = record_at("pdf", "1.2.0", Some(&stranger_id), old);
 
         let signatures = Policy {
             require_signature: true,
@@ -706,13 +727,40 @@ mod tests {
         assert_eq!(by_policy.judge(&other), None);
 
         let plain = Policy::default();
-        let by_registry = judge(&plain, None, &facts, &corp);
+        let by_registry = judge_with_keys(&plain, None, &facts, &corp, &keys);
         assert_eq!(by_registry.judge(&signed), None);
         let refused = by_registry.judge(&other).unwrap();
         assert_eq!(
             refused.describe(&name("pdf"), &other.vers),
-            "pdf 1.2.0 is signed by key 0000000000000001, which `allowed-signers` of registry `corp` does not list (A448895874B90297)"
+            format!(
+                "pdf 1.2.0 is signed by key {stranger_id} ({}), which `allowed-signers` of registry `corp` does not list ({})",
+                SignerKey::of(&stranger.public()),
+                allowed[0]
+            )
         );
+        // An id the keys do not list is no allowed key either.
+        let no_keys = SignerKeys::new();
+        let blind = judge_with_keys(&plain, None, &facts, &corp, &no_keys);
+        assert!(matches!(
+            blind.judge(&signed),
+            Some(Skipped::OtherSigner { signer, .. }) if signer.contains("whose key the registry does not serve")
+        ));
+        // The stranger's key made to carry the publisher's id: the id
+        // alone would pass it; its key does not.
+        let forged = stranger.with_id(publisher.id());
+        let forged_keys = SignerKeys::from([(name("pdf"), vec![forged.public()])]);
+        let fooled = judge_with_keys(&plain, None, &facts, &corp, &forged_keys);
+        assert!(matches!(
+            fooled.judge(&signed),
+            Some(Skipped::OtherSigner { .. })
+        ));
+        // Both under one id: the keys do not say which signed.
+        let both = SignerKeys::from([(name("pdf"), vec![publisher.public(), forged.public()])]);
+        let unsure = judge_with_keys(&plain, None, &facts, &corp, &both);
+        assert!(matches!(
+            unsure.judge(&signed),
+            Some(Skipped::OtherSigner { .. })
+        ));
         assert!(matches!(
             by_registry.judge(&unsigned),
             Some(Skipped::Unsigned { registry: Some(registry) }) if registry == "corp"

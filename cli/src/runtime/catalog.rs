@@ -529,7 +529,7 @@ fn changed_files(
         name: &locked.name,
         version: &locked.version,
         checksum,
-        signer: locked.signer.as_deref(),
+        signer: locked.signer,
         pinned_by: "skills.lock",
     };
     let Some(archive) = crate::client::fetch::cached(cache, &expected) else {

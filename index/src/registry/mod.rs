@@ -117,6 +117,10 @@ pub struct IndexRecord {
     pub yanked: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub yanked_reason: Option<String>,
+    /// The id of the key that signed it: a name and a hint to find the
+    /// key in `keys/<name>.json`, never what trust is decided by (an id is
+    /// chosen by whoever makes the key). Always a key id when read through
+    /// [`parse_index_file`].
     pub signer: Option<String>,
     #[serde(with = "rfc3339_seconds")]
     pub published: Timestamp,
@@ -187,6 +191,17 @@ pub fn signature_path(name: &SkillName, version: &semver::Version) -> String {
 /// Returns the path of an archive's provenance, relative to the tree's root.
 pub fn provenance_path(name: &SkillName, version: &semver::Version) -> String {
     format!("dl/{name}/{version}/{name}-{version}.intoto.jsonl")
+}
+
+impl IndexRecord {
+    /// Returns the id of the key the line says signed it, or `None` when
+    /// it is unsigned (or names no key id, which [`parse_index_file`]
+    /// refuses).
+    pub fn signer_id(&self) -> Option<crate::signing::KeyId> {
+        self.signer
+            .as_deref()
+            .and_then(|signer| signer.parse().ok())
+    }
 }
 
 /// Returns the path of the publisher keys of `name`, relative to the root.
@@ -276,6 +291,14 @@ pub enum IndexError {
         line: usize,
         found: String,
     },
+    #[error(
+        "line {line} of the index file of `{name}` names signer {signer:?}, which is not a key id (16 hex digits)"
+    )]
+    BadSigner {
+        name: String,
+        line: usize,
+        signer: String,
+    },
 }
 
 /// Parses an index file. Blank lines and lines of a newer format version are
@@ -305,6 +328,15 @@ pub fn parse_index_file(name: &SkillName, text: &str) -> Result<Vec<IndexRecord>
                 name: name.to_string(),
                 line: index + 1,
                 found: record.name.to_string(),
+            });
+        }
+        if let Some(signer) = &record.signer
+            && signer.parse::<crate::signing::KeyId>().is_err()
+        {
+            return Err(IndexError::BadSigner {
+                name: name.to_string(),
+                line: index + 1,
+                signer: signer.chars().take(64).collect(),
             });
         }
         records.push(record);

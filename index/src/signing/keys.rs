@@ -235,6 +235,14 @@ impl SecretKey {
         self.id
     }
 
+    /// Returns the same key carrying another id. Anyone who makes a key
+    /// chooses its id (minisign writes whatever 8 bytes the key file
+    /// holds), which is why trust is never decided by an id: this makes
+    /// the keys that prove it.
+    pub fn with_id(self, id: KeyId) -> Self {
+        Self { id, ..self }
+    }
+
     /// Returns the public half.
     pub fn public(&self) -> PublicKey {
         PublicKey {

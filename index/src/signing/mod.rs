@@ -22,13 +22,17 @@
 mod keys;
 mod provenance;
 mod signature;
+mod signer;
 
 pub use keys::{KeyError, KeyId, PublicKey, SecretKey};
 pub use provenance::{
     BUILD_TYPE, Envelope, EnvelopeSignature, PAYLOAD_TYPE, Provenance, ProvenanceError, SourceInfo,
     sign_provenance, verify_provenance,
 };
-pub use signature::{Signature, SignatureError, TrustedComment, Verified, verify_skill};
+pub use signature::{
+    Signature, SignatureError, TrustedComment, Verified, verify_skill, verify_skill_by,
+};
+pub use signer::{SIGNER_KEY_PREFIX, SignerKey, SignerKeyError, SignerPin, SignerPinError};
 
 /// The algorithm tag of keys and of legacy signatures.
 const ED: [u8; 2] = *b"Ed";

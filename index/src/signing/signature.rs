@@ -7,6 +7,7 @@ use blake2::{Blake2b512, Digest};
 use ed25519_dalek::Signer as _;
 
 use super::keys::{KeyId, PublicKey, SecretKey};
+use super::signer::SignerKey;
 use super::{ED, ED_PREHASHED, base64_decode, base64_encode};
 use crate::checksum::Checksum;
 use crate::skill::SkillName;
@@ -91,6 +92,10 @@ pub enum SignatureError {
     Legacy,
     #[error("the signature was made by key {found}, not by {expected}")]
     OtherKey { found: KeyId, expected: String },
+    #[error(
+        "the signature does not verify with the pinned signer {expected}: another key made it (the signature says key id {found}), or the archive or the signature was changed after signing"
+    )]
+    NotBySigner { found: KeyId, expected: SignerKey },
     #[error(
         "the signature does not match the archive: the archive was changed after it was signed, or the signature belongs to another file"
     )]
@@ -233,8 +238,10 @@ impl FromStr for Signature {
 /// A signature that holds.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Verified {
-    /// The key that signed it.
+    /// The id of the key that signed it, as the signature names it.
     pub key_id: KeyId,
+    /// The key that signed it: what trust is decided by.
+    pub key: PublicKey,
     /// What it vouches for.
     pub comment: TrustedComment,
 }
@@ -242,6 +249,10 @@ pub struct Verified {
 /// Checks a skill archive against its signature, before anything unpacks it:
 /// the signature must be one of `keys`' (prehashed), over these bytes, with a
 /// trusted comment naming exactly `name@version` and these bytes' sha256.
+///
+/// Every key of `keys` that carries the signature's id is tried: an id is
+/// only a hint, and a hostile keys file may list two keys under one id.
+/// [`Verified::key`] is the key that verified.
 pub fn verify_skill(
     tarball: &[u8],
     signature: &str,
@@ -250,18 +261,67 @@ pub fn verify_skill(
     version: &semver::Version,
 ) -> Result<Verified, SignatureError> {
     let signature: Signature = signature.parse()?;
-    let key = keys
+    let mut candidates = keys
         .iter()
-        .find(|key| key.id == signature.key_id)
-        .ok_or_else(|| SignatureError::OtherKey {
+        .filter(|key| key.id == signature.key_id)
+        .peekable();
+    if candidates.peek().is_none() {
+        return Err(SignatureError::OtherKey {
             found: signature.key_id,
             expected: keys
                 .iter()
                 .map(|key| key.id.to_string())
                 .collect::<Vec<_>>()
                 .join(" or "),
+        });
+    }
+    let mut failure = None;
+    for key in candidates {
+        match signature.verify(tarball, key) {
+            Ok(()) => return check_subject(&signature, tarball, key, name, version),
+            Err(error) => {
+                failure.get_or_insert(error);
+            }
+        }
+    }
+    Err(failure.expect("one key was tried"))
+}
+
+/// Checks a skill archive against its signature as [`verify_skill`] does,
+/// with exactly one key: the pinned `signer`, whatever id the signature
+/// carries (the id is a name; the key is the signer).
+pub fn verify_skill_by(
+    tarball: &[u8],
+    signature: &str,
+    signer: &SignerKey,
+    name: &SkillName,
+    version: &semver::Version,
+) -> Result<Verified, SignatureError> {
+    let signature: Signature = signature.parse()?;
+    let key = signer.with_id(signature.key_id);
+    signature
+        .verify(tarball, &key)
+        .map_err(|error| match error {
+            // The only key tried is the pinned one: a signature that does not
+            // verify with it was made by another key.
+            SignatureError::Tampered => SignatureError::NotBySigner {
+                found: signature.key_id,
+                expected: *signer,
+            },
+            other => other,
         })?;
-    signature.verify(tarball, key)?;
+    check_subject(&signature, tarball, &key, name, version)
+}
+
+/// Checks that the verified `signature`'s trusted comment names exactly
+/// `name@version` and `tarball`'s sha256.
+fn check_subject(
+    signature: &Signature,
+    tarball: &[u8],
+    key: &PublicKey,
+    name: &SkillName,
+    version: &semver::Version,
+) -> Result<Verified, SignatureError> {
     let comment: TrustedComment = signature.trusted_comment.parse()?;
     let actual = Checksum::of(tarball);
     if &comment.name != name || &comment.version != version || comment.sha256 != actual {
@@ -272,6 +332,7 @@ pub fn verify_skill(
     }
     Ok(Verified {
         key_id: signature.key_id,
+        key: key.clone(),
         comment,
     })
 }
@@ -310,6 +371,43 @@ mod tests {
         )
         .unwrap();
         assert_eq!(verified.key_id, key.id());
+    }
+
+    #[test]
+    fn a_key_under_another_keys_id_is_told_apart_by_its_key() {
+        let first = SecretKey::generate().unwrap();
+        let other = SecretKey::generate().unwrap();
+        // The attacker's key, carrying the first publisher's id.
+        let forged = other.with_id(first.id());
+        let data = b"archive bytes";
+        let name: SkillName = "pdf".parse().unwrap();
+        let version: semver::Version = "1.0.0".parse().unwrap();
+        let by_forged =
+            Signature::sign(&forged, data, &comment_for("pdf", "1.0.0", data)).to_file();
+        // Both keys under one id: the one that verifies is the one returned.
+        let verified = verify_skill(
+            data,
+            &by_forged,
+            &[first.public(), forged.public()],
+            &name,
+            &version,
+        )
+        .unwrap();
+        assert_eq!(verified.key, forged.public());
+        assert_eq!(verified.key_id, first.id());
+        // Pinned by key, the forged signature is refused whatever its id.
+        let pinned = SignerKey::of(&first.public());
+        assert!(matches!(
+            verify_skill_by(data, &by_forged, &pinned, &name, &version),
+            Err(SignatureError::NotBySigner { .. })
+        ));
+        let by_first = Signature::sign(&first, data, &comment_for("pdf", "1.0.0", data)).to_file();
+        let verified = verify_skill_by(data, &by_first, &pinned, &name, &version).unwrap();
+        assert!(pinned.is(&verified.key));
+        assert!(matches!(
+            verify_skill_by(b"other bytes", &by_first, &pinned, &name, &version),
+            Err(SignatureError::NotBySigner { .. })
+        ));
     }
 
     #[test]

@@ -332,10 +332,15 @@ fn a_new_signer_is_refused_unless_allowed() {
     world.init(world.registry.url());
     assert_eq!(world.user(&["add", "pdf"]).code, 0);
     // The publisher rotates to a new key, registered by the registry's admin.
-    let old = world.publisher(&["key", "show", "--json"]).json()["key_id"]
+    let old = world.publisher(&["key", "show", "--json"]).json()["signer"]
         .as_str()
         .unwrap()
         .to_owned();
+    assert!(
+        world.lock().contains(&format!("signer = \"{old}\"")),
+        "{}",
+        world.lock()
+    );
     assert_eq!(
         world
             .publisher(&["key", "generate", "--no-password", "--force"])
@@ -347,6 +352,10 @@ fn a_new_signer_is_refused_unless_allowed() {
         .unwrap()
         .to_owned();
     let new_id = world.publisher(&["key", "show", "--json"]).json()["key_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let new_signer = world.publisher(&["key", "show", "--json"]).json()["signer"]
         .as_str()
         .unwrap()
         .to_owned();
@@ -365,15 +374,16 @@ fn a_new_signer_is_refused_unless_allowed() {
         .sandbox
         .redact(&refused.stderr)
         .replace(&old, "[OLD]")
-        .replace(&new_id, "[NEW]");
+        .replace(&new_signer, "[NEW]")
+        .replace(&new_id, "[NEW ID]");
     insta::assert_snapshot!(said, @"
-    error: the signer of `pdf` changed: skills.lock pins key [OLD], but pdf@1.1.0 is signed by key [NEW]
+    error: the signer of `pdf` changed: skills.lock pins [OLD], but pdf@1.1.0 is signed by [NEW] (key id [NEW ID])
     hint: if the publisher rotated keys, confirm it with them, then pass --allow-signer-change
     ");
     assert_eq!(world.state(), before);
     let allowed = world.user(&["update", "--allow-signer-change"]);
     assert_eq!(allowed.code, 0, "{allowed:?}");
-    assert!(world.lock().contains(&format!("signer = \"{new_id}\"")));
+    assert!(world.lock().contains(&format!("signer = \"{new_signer}\"")));
 }
 
 #[test]

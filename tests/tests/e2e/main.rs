@@ -45,6 +45,7 @@ mod server_dos;
 mod server_hostile;
 mod server_ops;
 mod services;
+mod signer_keys;
 mod signing;
 mod sources;
 mod sources_web;

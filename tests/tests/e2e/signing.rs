@@ -284,6 +284,10 @@ impl Signed {
             .redact(text)
             .replace(&public.id().to_string(), "[SIGNER]")
             .replace(&public.to_base64(), "[SIGNER KEY]")
+            .replace(
+                &skillpkg_index::signing::SignerKey::of(&public).to_string(),
+                "[SIGNER ED25519]",
+            )
     }
 
     fn verify(&self) -> Output {
@@ -312,7 +316,7 @@ fn a_good_signature_verifies() {
     let output = signed.verify();
     assert_eq!(output.code, 0, "{output:?}");
     insta::assert_snapshot!(signed.redact(&output.stdout), @"
-    signed by:  key [SIGNER] ([SIGNER KEY])
+    signed by:  [SIGNER ED25519] (key id [SIGNER], minisign [SIGNER KEY])
     sha256:     sha256:13854313002959898e13da7fb96c68f6239c3826239677b397b458468b9d2f5a
     provenance: none
     ");
@@ -451,7 +455,7 @@ fn a_provenance_for_another_archive_is_refused() {
     let output = signed.verify();
     assert_eq!(output.code, 0, "{output:?}");
     insta::assert_snapshot!(signed.redact(&output.stdout), @"
-    signed by:  key [SIGNER] ([SIGNER KEY])
+    signed by:  [SIGNER ED25519] (key id [SIGNER], minisign [SIGNER KEY])
     sha256:     sha256:13854313002959898e13da7fb96c68f6239c3826239677b397b458468b9d2f5a
     source:     git+https://example.com/skills @ aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa
     built by:   ci

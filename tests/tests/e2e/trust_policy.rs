@@ -331,8 +331,13 @@ fn require_provenance_and_allowed_signers_pass_over_versions_and_name_why() {
 
     // A registry that allows only another key's signatures.
     fs_err::remove_file(world.project().join("skills.lock")).unwrap();
+    let stranger = skillpkg_index::signing::SignerKey::of(
+        &skillpkg_index::signing::SecretKey::generate()
+            .unwrap()
+            .public(),
+    );
     world.manifest(&format!(
-        "[registry]\nurl = \"corp\"\n\n[registries.corp]\nindex = \"{url}\"\nallowed-signers = [\"0000000000000001\"]\n\n[install]\ntargets = [\"claude\"]\n\n[skills]\n"
+        "[registry]\nurl = \"corp\"\n\n[registries.corp]\nindex = \"{url}\"\nallowed-signers = [\"{stranger}\"]\n\n[install]\ntargets = [\"claude\"]\n\n[skills]\n"
     ));
     let before = world.files();
     let refused = world.user(&["add", "pdf"]);
@@ -341,8 +346,23 @@ fn require_provenance_and_allowed_signers_pass_over_versions_and_name_why() {
     assert!(
         said.contains(
             "error: no version of `pdf` in registry `corp` that matches `*` meets the policy of skills.toml: pdf 1.1.0 is signed by key "
-        ) && said.contains(", which `allowed-signers` of registry `corp` does not list (0000000000000001)\n"),
+        ) && said.contains(&format!(", which `allowed-signers` of registry `corp` does not list ({stranger})\n")),
         "{said}"
+    );
+    assert_eq!(world.files(), before, "a refusal changes nothing");
+
+    // A key id is no signer: anyone can give their key any id.
+    world.manifest(&format!(
+        "[registry]\nurl = \"corp\"\n\n[registries.corp]\nindex = \"{url}\"\nallowed-signers = [\"0000000000000001\"]\n\n[install]\ntargets = [\"claude\"]\n\n[skills]\n"
+    ));
+    let before = world.files();
+    let refused = world.user(&["add", "pdf"]);
+    assert_eq!(refused.code, 1, "{refused:?}");
+    assert!(
+        refused.stderr.contains("has an `allowed-signers` entry that is not a signer's key: `0000000000000001` is a key id")
+            && refused.stderr.contains("hint: a key id is 8 bytes its maker chooses"),
+        "{}",
+        refused.stderr
     );
     assert_eq!(world.files(), before, "a refusal changes nothing");
 }

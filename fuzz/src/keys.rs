@@ -10,7 +10,9 @@
 use std::sync::OnceLock;
 
 use base64::Engine as _;
-use skillpkg_index::signing::{self, KeyId, PublicKey, SecretKey, Signature, TrustedComment};
+use skillpkg_index::signing::{
+    self, KeyId, PublicKey, SecretKey, Signature, SignerKey, SignerPin, TrustedComment,
+};
 use skillpkg_index::skill::SkillName;
 
 /// The seed of the fixed key that signed the seed inputs.
@@ -50,8 +52,37 @@ pub fn fixed_key() -> &'static SecretKey {
     })
 }
 
+/// Reads `text` as a signer key and as a signer pin; what reads must
+/// write back as itself, in the one lowercase form skillpkg writes.
+fn signers(text: &str) {
+    if let Ok(signer) = text.parse::<SignerKey>() {
+        let written = signer.to_string();
+        assert!(written.starts_with(signing::SIGNER_KEY_PREFIX) && written.len() == 72);
+        assert_eq!(written, written.to_lowercase());
+        assert_eq!(written.parse::<SignerKey>().ok(), Some(signer));
+        assert_eq!(
+            written.parse::<SignerPin>().ok(),
+            Some(SignerPin::Key(signer))
+        );
+    }
+    if let Ok(pin) = text.parse::<SignerPin>() {
+        let written = pin.to_string();
+        assert_eq!(written.parse::<SignerPin>().ok(), Some(pin));
+        match pin {
+            SignerPin::Key(key) => assert_eq!(pin.key(), Some(&key)),
+            SignerPin::Id(id) => {
+                assert!(pin.key().is_none());
+                assert_eq!(written, id.to_string());
+            }
+        }
+    }
+}
+
 /// Reads `data` as a public key (first byte even), a secret key file (odd),
-/// and a key id. Checks that what reads writes back to the same key.
+/// a key id, a signer key (`ed25519:<hex>` or a minisign key, as
+/// `allowed-signers` takes it) and a signer pin (as skills.lock holds it).
+/// Checks that what reads writes back to the same key, and that a signer
+/// key is the key's 32 bytes whatever id the key carries.
 pub fn minisign_keys(data: &[u8]) {
     let Some((choice, rest)) = crate::selector(data) else {
         return;
@@ -60,11 +91,19 @@ pub fn minisign_keys(data: &[u8]) {
         return;
     };
     let _ = text.parse::<KeyId>();
+    signers(text);
     if choice % 2 == 0 {
         if let Ok(key) = text.parse::<PublicKey>() {
             assert_eq!(key.to_file().parse::<PublicKey>().ok(), Some(key.clone()));
             assert_eq!(key.to_base64().parse::<PublicKey>().ok(), Some(key.clone()));
             assert_eq!(key.id().to_string().parse::<KeyId>().ok(), Some(key.id()));
+            // A key's signer is its key, not its id: the same key under
+            // another id is the same signer, and the id alone is none.
+            if let Ok(signer) = text.parse::<SignerKey>() {
+                assert_eq!(signer, SignerKey::of(&key));
+                assert!(signer.is(&signer.with_id("0000000000000000".parse().expect("an id"))));
+            }
+            assert!(key.id().to_string().parse::<SignerKey>().is_err());
         }
         return;
     }

@@ -20,6 +20,11 @@ pub fn lockfile(data: &[u8]) {
     for skill in &lock.skills {
         assert!(lock.get(&skill.name).is_some());
         let _ = skill.registry();
+        // A signer reads as a key or a legacy id, and writes back as read.
+        if let Some(signer) = skill.signer {
+            let again = again.get(&skill.name).and_then(|entry| entry.signer);
+            assert_eq!(again, Some(signer));
+        }
     }
 }
 

@@ -309,6 +309,9 @@ pub async fn install(
         }
     }
     check_signature_policy(manifest, None, registries)?;
+    // A source that cannot meet the policy stops the install before
+    // anything is fetched.
+    super::source_policy::check(manifest, registries, old_lock.as_ref())?;
     if let Some(names) = &options.update {
         check_update_names(names, manifest, old_lock.as_ref())?;
     }

@@ -45,6 +45,9 @@ pub struct Manifest {
     pub skills: BTreeMap<SkillName, Requirement>,
     /// The skills taken from a folder or a git repository.
     pub direct: BTreeMap<SkillName, Direct>,
+    /// `policy-exempt` of the skills in `direct`: the `[policy]` keys their
+    /// source may leave unmet (`super::source_policy`).
+    pub policy_exempt: BTreeMap<SkillName, Vec<String>>,
     /// `[audit] allow`: audit findings the project accepts, with reasons.
     pub audit_allow: Vec<skillpkg_index::audit::Allow>,
     /// `[policy]`: which versions resolution may choose.
@@ -144,6 +147,7 @@ pub fn parse(path: PathBuf, text: &str) -> anyhow::Result<Manifest> {
     })?;
     let mut skills = BTreeMap::new();
     let mut direct = BTreeMap::new();
+    let mut policy_exempt = BTreeMap::new();
     for (name, value) in raw.skills {
         let skill: SkillName = name.parse().map_err(|error| {
             UserError::new(format!(
@@ -154,7 +158,10 @@ pub fn parse(path: PathBuf, text: &str) -> anyhow::Result<Manifest> {
         })?;
         match entry(&name, &value, &path)? {
             Entry::Registry(requirement) => skills.insert(skill, requirement),
-            Entry::Direct(source) => {
+            Entry::Direct(source, exempt) => {
+                if !exempt.is_empty() {
+                    policy_exempt.insert(skill.clone(), exempt);
+                }
                 direct.insert(skill, source);
                 continue;
             }
@@ -187,6 +194,7 @@ pub fn parse(path: PathBuf, text: &str) -> anyhow::Result<Manifest> {
             .unwrap_or_default(),
         skills,
         direct,
+        policy_exempt,
         audit_allow,
     })
 }
@@ -194,7 +202,40 @@ pub fn parse(path: PathBuf, text: &str) -> anyhow::Result<Manifest> {
 /// One entry of `[skills]`.
 enum Entry {
     Registry(Requirement),
-    Direct(Direct),
+    /// Where the files are, and the `[policy]` keys the source may leave
+    /// unmet.
+    Direct(Direct, Vec<String>),
+}
+
+/// Reads a `policy-exempt` list: keys of [`super::source_policy::EXEMPTABLE`].
+fn policy_exempt(
+    value: &toml::Value,
+    invalid: &dyn Fn(String) -> anyhow::Error,
+) -> anyhow::Result<Vec<String>> {
+    let known = super::source_policy::EXEMPTABLE;
+    let listed = || {
+        known
+            .iter()
+            .map(|key| format!("\"{key}\""))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let toml::Value::Array(items) = value else {
+        return Err(invalid(format!(
+            "has a `policy-exempt` that is not a list: write `policy-exempt = [\"require-signature\"]` with keys among {}",
+            listed()
+        )));
+    };
+    items
+        .iter()
+        .map(|item| match item.as_str() {
+            Some(key) if known.contains(&key) => Ok(key.to_owned()),
+            _ => Err(invalid(format!(
+                "has `policy-exempt` entry {item}, which is none of the keys a source may be exempt from ({})",
+                listed()
+            ))),
+        })
+        .collect()
 }
 
 /// Reads one entry of `[skills]`: a requirement string, a table with
@@ -218,7 +259,13 @@ fn entry(name: &str, value: &toml::Value, path: &Path) -> anyhow::Result<Entry> 
         toml::Value::Table(table)
             if super::sources::is_direct_table(&|key| table.contains_key(key)) =>
         {
-            return Direct::from_table(table, &invalid).map(Entry::Direct);
+            let mut table = table.clone();
+            let exempt = match table.remove("policy-exempt") {
+                None => Vec::new(),
+                Some(value) => policy_exempt(&value, &invalid)?,
+            };
+            return Direct::from_table(&table, &invalid)
+                .map(|source| Entry::Direct(source, exempt));
         }
         toml::Value::Table(table) => {
             if let Some(key) = table

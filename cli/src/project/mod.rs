@@ -11,6 +11,7 @@ pub mod plan;
 pub mod policy;
 pub mod resolve;
 pub mod signers;
+pub mod source_policy;
 pub mod sources;
 pub mod targets;
 pub mod web;

@@ -47,6 +47,7 @@ mod server_ops;
 mod services;
 mod signer_keys;
 mod signing;
+mod source_policy;
 mod sources;
 mod sources_web;
 mod spec_examples;

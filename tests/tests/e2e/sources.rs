@@ -8,13 +8,13 @@ use skillpkg_tests::{Output, Skill, TestContext, TestRegistry, files_below, is_e
 
 /// A project folder beside a registry (that requires signatures) with one
 /// signed skill, and the skills folder of the project.
-struct World {
-    sandbox: TestContext,
+pub(crate) struct World {
+    pub(crate) sandbox: TestContext,
     registry: TestRegistry,
 }
 
 impl World {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let sandbox = TestContext::new();
         let registry = TestRegistry::builder(&sandbox)
             .flags(&["--require-signatures"])
@@ -33,11 +33,11 @@ impl World {
         world
     }
 
-    fn project(&self) -> PathBuf {
+    pub(crate) fn project(&self) -> PathBuf {
         self.sandbox.path().join("project")
     }
 
-    fn user(&self, args: &[&str]) -> Output {
+    pub(crate) fn user(&self, args: &[&str]) -> Output {
         self.user_in(&self.project(), args)
     }
 
@@ -51,7 +51,7 @@ impl World {
     }
 
     /// The project's files but the lock file skillpkg takes while it works.
-    fn files(&self) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
+    pub(crate) fn files(&self) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
         let mut files = files_below(&self.project());
         files.remove(Path::new(".skillpkg-lock"));
         files
@@ -382,7 +382,7 @@ impl Drop for GitDaemon {
 }
 
 /// Runs `git ARGS` in `dir` and returns its stdout, trimmed.
-fn git(dir: &Path, args: &[&str]) -> String {
+pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
     let output = std::process::Command::new("git")
         .current_dir(dir)
         .args(["-c", "user.name=Test", "-c", "user.email=test@example.com"])

@@ -80,6 +80,13 @@ static PATTERNS: &[Pattern] = &[
     ),
     pattern(
         Rule::DecodeExec,
+        "decompresses data into a shell",
+        r"(?i)(?-u:\b)(?:gunzip|zcat|gzcat|bzcat|xzcat|zstdcat|unxz|bunzip2|unzstd|(?:gzip|bzip2|xz|zstd)\s+(?:-[a-z]*d[a-z]*|--decompress))(?-u:\b)[^\n]*?\|\s*(?:sudo\s+)?(?:(?:ba|z|k|da)?sh|python[0-9.]*|perl|ruby|node)(?-u:\b)",
+        High,
+        Some(High),
+    ),
+    pattern(
+        Rule::DecodeExec,
         "runs decoded data as Python",
         r#"(?i)(?-u:\b)(?:exec|eval)\s*\(\s*(?:base64\.b64decode|b64decode|base64\.decodebytes|codecs\.decode|zlib\.decompress|marshal\.loads|bytes\.fromhex|bytearray\.fromhex|__import__\(\s*["'](?:base64|zlib|codecs)["']\))"#,
         High,
@@ -459,12 +466,36 @@ pub(crate) fn may_download_exec(text: &str) -> bool {
 /// random line are not one command.
 const MAX_SPAN: usize = 400;
 
+/// Returns the first match of `regex` in `line` no longer than
+/// [`MAX_SPAN`], as byte offsets.
+///
+/// A long match must not hide a short one: `curl` at the start of a long
+/// line makes the leftmost match run to a `| sh` at its far end, where
+/// `curl https://x | sh` stands. So after a long match the search goes on
+/// from [`MAX_SPAN`] bytes before its end, where a short match that
+/// overlaps or ends with it must start. Each search starts past the one
+/// before (a long match ends more than `MAX_SPAN` after its start), so a
+/// line costs at most `MAX_SPAN` times its length, and one search in the
+/// common case.
+pub(crate) fn find_short(regex: &Regex, line: &str) -> Option<(usize, usize)> {
+    let mut at = 0;
+    loop {
+        let found = regex.find_at(line, at)?;
+        if found.len() <= MAX_SPAN {
+            return Some((found.start(), found.end()));
+        }
+        at = found.end() - MAX_SPAN;
+        while !line.is_char_boundary(at) {
+            at += 1;
+        }
+    }
+}
+
 /// Returns where `line` downloads and executes, if it does.
 pub(crate) fn find_download_exec(line: &str) -> Option<(usize, usize)> {
     DOWNLOAD_EXEC
         .iter()
-        .find_map(|regex| regex.find(line).filter(|found| found.len() <= MAX_SPAN))
-        .map(|found| (found.start(), found.end()))
+        .find_map(|regex| find_short(regex, line))
 }
 
 /// Reports what the text does or tells an agent to do.
@@ -514,17 +545,14 @@ pub(crate) fn scan(scan: &mut Scan<'_>) {
                     None => continue,
                 }
             };
-            let Some(found) = regexes[index]
-                .find(line)
-                .filter(|found| found.len() <= MAX_SPAN)
-            else {
+            let Some((start, end)) = find_short(&regexes[index], line) else {
                 continue;
             };
             scan.report(
                 pattern.rule,
                 severity,
-                line_start + found.start(),
-                line_start + found.end(),
+                line_start + start,
+                line_start + end,
                 pattern.what,
             );
         }

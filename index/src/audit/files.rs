@@ -42,6 +42,18 @@ pub(crate) fn sniff(bytes: &[u8]) -> Option<(Rule, &'static str)> {
     if starts(b"\0asm") {
         return Some((Rule::NativeExecutable, "a WebAssembly module"));
     }
+    // `python x.pyc` and `lua x.luac` run bytecode no reviewer reads. A
+    // `.pyc` starts with its version's number (3000-3999 for Python 3,
+    // 62211 for 2.7) and CR LF: control bytes no text starts with.
+    if let Some(&[low, high, b'\r', b'\n']) = bytes.get(..4) {
+        let number = u16::from_le_bytes([low, high]);
+        if (3000..4000).contains(&number) || number == 62211 {
+            return Some((Rule::NativeExecutable, "compiled Python bytecode"));
+        }
+    }
+    if starts(b"\x1bLua") {
+        return Some((Rule::NativeExecutable, "compiled Lua bytecode"));
+    }
     if starts(b"PK\x03\x04") {
         // Office documents and EPUBs are zip files too, and templates of
         // them are ordinary assets; their first entry says what they are.
@@ -192,5 +204,11 @@ mod tests {
             Some("a gzip archive")
         );
         assert_eq!(sniff(b"#!/bin/sh\necho hi\n"), None);
+        // Python 3.11's magic number, 3495.
+        assert_eq!(
+            sniff(b"\xa7\x0d\r\n\0\0\0\0").map(|f| f.1),
+            Some("compiled Python bytecode")
+        );
+        assert_eq!(sniff(b"ab\r\nplain text"), None);
     }
 }

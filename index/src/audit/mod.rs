@@ -10,20 +10,31 @@
 //! verdict means the same everywhere. The audit reads; it never runs
 //! anything and never follows a link.
 //!
+//! Nothing unscanned is called clean. A file is read whole (up to
+//! [`MAX_FILE_SCAN`]) and as each program that runs it reads it (NULs
+//! skipped, UTF-16 decoded, other line ends; see `decode`); which files
+//! are programs is decided by name, folder, mode and `#!` line (see
+//! `kinds`). A program, `SKILL.md` or document that still cannot be read
+//! as text, and any text past the limits, is an `unscanned-file` finding,
+//! so no verdict vouches for what no one read; binary assets that are not
+//! programs are listed in `not_scanned`.
+//!
 //! The rules are in [`rules`]; `docs/security.md` lists each with an
 //! example, the conditions of its severity, and how to suppress it.
 
 mod behaviour;
+mod decode;
 mod files;
 mod frontmatter;
 mod instructions;
+mod kinds;
 pub mod rules;
 pub mod sarif;
 mod secrets;
 mod text;
 mod unicode;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
@@ -35,10 +46,14 @@ use crate::archive::walk::{self, EntryKind, WalkError};
 use crate::skill::{Host, SKILL_MD};
 use text::{FileKind, Scan};
 
-/// How much of one file is scanned; the rest is reported as not scanned.
-pub const MAX_FILE_SCAN: u64 = 1024 * 1024;
+/// How much of one file is read: a skill archive's default size limit, so
+/// that every file a registry accepts by default is read whole. The rest
+/// of a larger file is an `unscanned-file` finding.
+pub const MAX_FILE_SCAN: u64 = crate::archive::DEFAULT_MAX_BYTES;
 
-/// How much of one skill is scanned, over all its files.
+/// How much of one skill is read as text, over all its files (binary
+/// assets are not counted); the files past it are `unscanned-file`
+/// findings.
 pub const MAX_SKILL_SCAN: u64 = 16 * 1024 * 1024;
 
 /// One thing the audit found.
@@ -307,38 +322,13 @@ pub fn audit_folder(root: &Path, options: &AuditOptions) -> Result<SkillAudit, A
                 file: entry.path.clone(),
                 reason: "a socket, FIFO or device, not a file".to_owned(),
             }),
-            EntryKind::File { size, .. } => {
-                let path = root.join(&entry.path);
-                if audit.bytes >= MAX_SKILL_SCAN {
-                    audit.not_scanned.push(NotScanned {
-                        file: entry.path.clone(),
-                        reason: format!(
-                            "the skill's scan budget of {} MiB was used up",
-                            MAX_SKILL_SCAN >> 20
-                        ),
-                    });
-                    continue;
-                }
-                let cap = MAX_FILE_SCAN.min(MAX_SKILL_SCAN - audit.bytes);
-                match read_prefix(&path, cap) {
-                    Ok(bytes) => {
-                        audit.files += 1;
-                        audit.bytes += bytes.len() as u64;
-                        let truncated = size > bytes.len() as u64;
-                        audit_bytes(
-                            &entry.path,
-                            &bytes,
-                            truncated,
-                            options,
-                            &subject,
-                            &mut audit,
-                        );
-                    }
-                    Err(error) => audit.not_scanned.push(NotScanned {
-                        file: entry.path.clone(),
-                        reason: format!("cannot be read: {error}"),
-                    }),
-                }
+            EntryKind::File { size, executable } => {
+                let file = FileEntry {
+                    path: &entry.path,
+                    size,
+                    executable,
+                };
+                audit_file(root, &file, options, &subject, &mut audit);
             }
         }
     }
@@ -357,136 +347,276 @@ fn read_prefix(path: &PathBuf, cap: u64) -> std::io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
-const SCRIPT_EXTENSIONS: &[&str] = &[
-    "py",
-    "sh",
-    "bash",
-    "zsh",
-    "ksh",
-    "fish",
-    "js",
-    "mjs",
-    "cjs",
-    "ts",
-    "mts",
-    "cts",
-    "rb",
-    "pl",
-    "php",
-    "lua",
-    "r",
-    "tcl",
-    "awk",
-    "swift",
-    "kts",
-    "groovy",
-    "jl",
-    "exs",
-    "nu",
-    "ps1",
-    "psm1",
-    "bat",
-    "cmd",
-    "vbs",
-    "applescript",
-    "scpt",
-    "go",
-    "rs",
-    "java",
-    "cs",
-];
-
-const DOCUMENT_EXTENSIONS: &[&str] = &["md", "markdown", "mdx", "txt", "rst", "adoc", "org"];
-
-fn kind_of(path: &str, text: &str) -> FileKind {
-    let file_name = path.rsplit('/').next().unwrap_or(path);
-    let extension = file_name
-        .rsplit_once('.')
-        .map(|(_, extension)| extension.to_ascii_lowercase());
-    let has = |list: &[&str]| {
-        extension
-            .as_deref()
-            .is_some_and(|extension| list.contains(&extension))
-    };
-    if file_name.eq_ignore_ascii_case(SKILL_MD) && !path.contains('/') {
-        FileKind::SkillMd
-    } else if text.starts_with("#!")
-        || has(SCRIPT_EXTENSIONS)
-        || path.starts_with("scripts/") && !has(DOCUMENT_EXTENSIONS)
-    {
-        FileKind::Script
-    } else if has(DOCUMENT_EXTENSIONS) || path.starts_with("references/") {
-        FileKind::Document
-    } else {
-        FileKind::Other
-    }
+/// A regular file of the skill, as the walk found it.
+struct FileEntry<'a> {
+    /// Relative to the skill's folder, `/`-separated.
+    path: &'a str,
+    size: u64,
+    executable: bool,
 }
 
-/// Audits one file's (first) bytes into `audit`.
-fn audit_bytes(
-    path: &str,
-    bytes: &[u8],
-    truncated: bool,
+/// Reports that `file` was not read whole, as a finding (the verdict is
+/// never clean for what no one read) and in `not_scanned`.
+fn unscanned(audit: &mut SkillAudit, file: &str, severity: Severity, reason: String) {
+    audit.findings.push(files::whole_file(
+        Rule::UnscannedFile,
+        severity,
+        file,
+        reason.clone(),
+    ));
+    audit.not_scanned.push(NotScanned {
+        file: file.to_owned(),
+        reason,
+    });
+}
+
+/// Audits one file into `audit`: reads it (a binary asset only as far as
+/// its first bytes), says what it could not read, and scans each reading
+/// of its text (see `decode`).
+fn audit_file(
+    root: &Path,
+    file: &FileEntry<'_>,
     options: &AuditOptions,
     subject: &[String],
     audit: &mut SkillAudit,
 ) {
-    if let Some((rule, what)) = files::sniff(bytes) {
+    let named = kinds::by_name(file.path, file.executable);
+    // The budget may be passed by one head: a file past it is still
+    // looked at, to tell an asset from a text that went unread.
+    let cap = MAX_FILE_SCAN.min(MAX_SKILL_SCAN.saturating_sub(audit.bytes));
+    let mut binary_head = false;
+    let read = read_file(&root.join(file.path), cap, |head| {
+        // A binary asset that no name, mode or `#!` makes a program is
+        // said, not read, and costs none of the budget. `MZ` files are
+        // read on: a PE header may lie past the head.
+        binary_head = !named.must_read && !head.starts_with(b"MZ") && {
+            let reading = decode::read(head);
+            reading.is_binary() && !reading.has_shebang()
+        };
+        !binary_head
+    });
+    let bytes = match read {
+        Ok(bytes) => bytes,
+        Err(error) => {
+            unscanned(
+                audit,
+                file.path,
+                Severity::Medium,
+                format!("cannot be read: {error}"),
+            );
+            return;
+        }
+    };
+    audit.files += 1;
+    let sniffed = files::sniff(&bytes);
+    if let Some((rule, what)) = sniffed {
         audit.findings.push(files::whole_file(
             rule,
             rule.default_severity(),
-            path,
+            file.path,
             what.to_owned(),
         ));
-        return;
+        // A program or an archive by its first bytes is reported as what
+        // it is; one that is also a script by name or mode is read on,
+        // as a shell would run it.
+        if !named.must_read {
+            return;
+        }
     }
-    let head = &bytes[..bytes.len().min(8192)];
-    if memchr::memchr(0, head).is_some() {
+    if binary_head {
         audit.not_scanned.push(NotScanned {
-            file: path.to_owned(),
+            file: file.path.to_owned(),
             reason: "binary data".to_owned(),
         });
         return;
     }
-    let mut bytes = bytes;
-    if truncated {
-        // Cut at the last line end, so no character or line is half read.
-        if let Some(end) = memchr::memrchr(b'\n', bytes) {
-            bytes = &bytes[..=end];
-        }
+    let reading = decode::read(&bytes);
+    let shebang = reading.has_shebang();
+    let kinds = named.kinds(shebang);
+    let must_read = named.must_read || shebang;
+    if !must_read && reading.is_binary() {
         audit.not_scanned.push(NotScanned {
-            file: path.to_owned(),
-            reason: format!(
-                "larger than {} MiB: only its first {} bytes were scanned",
-                MAX_FILE_SCAN >> 20,
-                bytes.len()
+            file: file.path.to_owned(),
+            reason: "binary data".to_owned(),
+        });
+        return;
+    }
+    audit.bytes += bytes.len() as u64;
+    // What is not text (an executable or archive already reported, or
+    // `unscanned-file`) has no shape to judge (`minified-script`) nor a
+    // disguise; its readings are scanned all the same, for what a shell
+    // would run of it.
+    let is_text = sniffed.is_none() && !reading.is_unreadable();
+    let unreadable = must_read && sniffed.is_none() && !is_text;
+    report_unread(file, &bytes, &reading, unreadable, audit);
+    if must_read && is_text {
+        report_disguise(file.path, &reading, audit);
+    }
+    // Each reading is scanned, by the rules of each kind the file is; a
+    // finding that an earlier scan made on the same line (readings
+    // without NULs keep the lines) or at the same offset (a reading with
+    // other line ends keeps the offsets) is not repeated.
+    let mut lines: HashSet<(Rule, Option<usize>)> = HashSet::new();
+    let mut offsets: HashSet<(Rule, usize)> = HashSet::new();
+    for (index, text) in reading.texts.iter().enumerate() {
+        for (turn, &kind) in kinds.iter().enumerate() {
+            let (findings, name) = scan_text(file.path, text, kind, is_text, options, subject);
+            if index == 0 && name.is_some() {
+                audit.name = name;
+            }
+            let first = index == 0 && turn == 0;
+            let fresh: Vec<(Finding, usize)> = findings
+                .into_iter()
+                .filter(|(finding, start)| {
+                    first
+                        || !lines.contains(&(finding.rule, finding.line))
+                            && !offsets.contains(&(finding.rule, *start))
+                })
+                .collect();
+            for (finding, start) in fresh {
+                lines.insert((finding.rule, finding.line));
+                offsets.insert((finding.rule, start));
+                audit.findings.push(finding);
+            }
+        }
+    }
+}
+
+/// The first bytes of a file, which tell a binary asset from a text.
+const HEAD: u64 = 64 * 1024;
+
+/// Reads the first [`HEAD`] bytes of the file at `path` and, when `more`
+/// says so of them, the rest, up to `cap` bytes or the head in all.
+fn read_file(path: &Path, cap: u64, more: impl FnOnce(&[u8]) -> bool) -> std::io::Result<Vec<u8>> {
+    let mut file = fs_err::File::open(path)?;
+    let mut bytes = Vec::new();
+    file.by_ref().take(HEAD).read_to_end(&mut bytes)?;
+    if more(&bytes) && bytes.len() as u64 == HEAD {
+        file.take(cap.saturating_sub(HEAD))
+            .read_to_end(&mut bytes)?;
+    }
+    Ok(bytes)
+}
+
+/// Reports what of a file the audit could not read: the part past the
+/// size limit or the budget, text it cannot read as a program's
+/// interpreter does (`unreadable`: a program, `SKILL.md` or document not
+/// already reported as an executable or archive, whose text is not
+/// text), and encodings its readers decode and the audit does not.
+fn report_unread(
+    file: &FileEntry<'_>,
+    bytes: &[u8],
+    reading: &decode::Reading<'_>,
+    unreadable: bool,
+    audit: &mut SkillAudit,
+) {
+    let read = bytes.len() as u64;
+    if file.size > read {
+        let reason = if read >= MAX_FILE_SCAN {
+            format!(
+                "larger than {} MiB: only its first {read} bytes were read",
+                MAX_FILE_SCAN >> 20
+            )
+        } else {
+            format!(
+                "the skill's scan budget of {} MiB was used up: only the first {read} of its {} bytes were read",
+                MAX_SKILL_SCAN >> 20,
+                file.size
+            )
+        };
+        unscanned(audit, file.path, Severity::Medium, reason);
+    }
+    if unreadable {
+        unscanned(
+            audit,
+            file.path,
+            Severity::Medium,
+            format!(
+                "{} of its {} characters are not text (bytes invalid in {}, or control characters), so what a program makes of them is unknown",
+                reading.garbage,
+                reading.chars,
+                reading.encoding.name()
             ),
+        );
+    } else if reading.invalid > 0 && reading.encoding == decode::Encoding::Utf8 {
+        audit.not_scanned.push(NotScanned {
+            file: file.path.to_owned(),
+            reason: "not valid UTF-8: scanned with U+FFFD in place of each bad byte".to_owned(),
         });
     }
-    let text = match std::str::from_utf8(bytes) {
-        Ok(text) => std::borrow::Cow::Borrowed(text),
-        Err(_) => {
-            audit.not_scanned.push(NotScanned {
-                file: path.to_owned(),
-                reason: "not valid UTF-8: scanned with U+FFFD in place of each bad byte".to_owned(),
-            });
-            String::from_utf8_lossy(bytes)
-        }
+    if let Some(undecoded) = decode::undecoded(reading.text()) {
+        let severity = if undecoded.hiding {
+            Severity::High
+        } else {
+            Severity::Medium
+        };
+        unscanned(audit, file.path, severity, format!("it {}", undecoded.what));
+    }
+}
+
+/// Reports a program, `SKILL.md` or document that review tools show as
+/// binary: NUL bytes, or a wide encoding.
+fn report_disguise(file: &str, reading: &decode::Reading<'_>, audit: &mut SkillAudit) {
+    let (severity, message) = if reading.nuls > 0 {
+        (
+            Severity::Medium,
+            format!(
+                "{} NUL bytes: sh skips them and runs the rest, while git and GitHub show the file as binary",
+                reading.nuls
+            ),
+        )
+    } else if reading.encoding != decode::Encoding::Utf8 {
+        let severity = if reading.bom {
+            Severity::Low
+        } else {
+            Severity::Medium
+        };
+        (
+            severity,
+            format!(
+                "encoded in {}{}: git and GitHub show it as binary",
+                reading.encoding.name(),
+                if reading.bom {
+                    ""
+                } else {
+                    " without a byte order mark"
+                }
+            ),
+        )
+    } else {
+        return;
     };
-    let kind = kind_of(path, &text);
+    audit.findings.push(files::whole_file(
+        Rule::DisguisedText,
+        severity,
+        file,
+        message,
+    ));
+}
+
+/// Scans one reading of a file's text with the rules its kind calls for
+/// (a script's shape only when `shape`); returns the findings, each with
+/// the offset where it starts, and, for `SKILL.md`, the skill's name.
+fn scan_text(
+    file: &str,
+    text: &str,
+    kind: FileKind,
+    shape: bool,
+    options: &AuditOptions,
+    subject: &[String],
+) -> (Vec<(Finding, usize)>, Option<String>) {
     let document = (kind == FileKind::SkillMd)
         .then(|| crate::skill::document::parse(text.as_bytes()).ok())
         .flatten();
-    if let Some(document) = &document
-        && let Some((_, name)) = document.get("name")
-        && let Some(name) = name.value.as_str()
-    {
-        audit.name = Some(name.to_owned());
-    }
+    let name = document
+        .as_ref()
+        .and_then(|document| document.get("name"))
+        .and_then(|(_, name)| name.value.as_str())
+        .map(str::to_owned);
     let scanned = document
         .as_ref()
-        .map_or(&*text, |document| document.text.as_str());
-    let mut scan = Scan::new(path, scanned, kind);
+        .map_or(text, |document| document.text.as_str());
+    let mut scan = Scan::new(file, scanned, kind);
     scan.subject = subject.to_vec();
     unicode::scan(&mut scan);
     secrets::scan(&mut scan);
@@ -495,10 +625,10 @@ fn audit_bytes(
     if let Some(document) = &document {
         frontmatter::scan(&mut scan, document, options.host);
     }
-    if kind == FileKind::Script {
+    if kind == FileKind::Script && shape {
         files::scan_script(&mut scan);
     }
-    audit.findings.append(&mut scan.findings);
+    (scan.findings.into_iter().zip(scan.starts).collect(), name)
 }
 
 /// The lower-case words of four letters or more in the skill's `name`

@@ -221,6 +221,14 @@ rules! {
         "symbolic link",
         "a link can point outside the skill; the audit does not follow it and packing refuses it",
         "replace the link with the file";
+    UnscannedFile => "unscanned-file", Medium,
+        "file the audit could not read",
+        "a program, SKILL.md or document the audit could not read whole (past its size limit, not text, or in an encoding that its interpreter decodes and the audit does not) may hold anything; calling it clean would vouch for text no one read",
+        "save it as UTF-8 text, keep it under 8 MiB, and ship binary payloads as separate, reviewable files";
+    DisguisedText => "disguised-text", Medium,
+        "text that review tools show as binary",
+        "NUL bytes, UTF-16 or UTF-32 make git, GitHub and grep show a script as binary, with no diff, while sh skips the NULs and PowerShell decodes the rest: the way to slip a program past a reviewer",
+        "save the file as UTF-8 without NUL bytes";
 }
 
 impl fmt::Display for Rule {

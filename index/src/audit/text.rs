@@ -14,7 +14,8 @@ pub(crate) enum FileKind {
     SkillMd,
     /// Markdown or plain text the agent reads: references and docs.
     Document,
-    /// A program: under `scripts/`, a script extension, or a `#!` line.
+    /// A program: what something runs, by name, folder, executable bit or
+    /// `#!` line (see `kinds`).
     Script,
     /// Any other text: data, templates, configuration.
     Other,
@@ -31,6 +32,10 @@ pub(crate) struct Scan<'a> {
     /// The byte offset at which each line starts.
     line_starts: Vec<usize>,
     pub findings: Vec<Finding>,
+    /// The byte offset in `text` at which each finding starts, in step
+    /// with `findings`: what tells two readings' findings apart when their
+    /// lines differ (see `decode`).
+    pub starts: Vec<usize>,
 }
 
 impl<'a> Scan<'a> {
@@ -44,6 +49,7 @@ impl<'a> Scan<'a> {
             subject: Vec::new(),
             line_starts,
             findings: Vec::new(),
+            starts: Vec::new(),
         }
     }
 
@@ -121,6 +127,7 @@ impl<'a> Scan<'a> {
         let column = line_text[..start_in_line].chars().count() + 1;
         let end_column = column + line_text[start_in_line..end_in_line].chars().count().max(1);
         let excerpt = excerpt(line_text, start_in_line, end_in_line, mask);
+        self.starts.push(start);
         self.findings.push(Finding {
             rule,
             severity,

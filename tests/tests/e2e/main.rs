@@ -12,6 +12,7 @@ mod agents;
 mod audit;
 mod audit_doors;
 mod audit_sets;
+mod audit_unscanned;
 mod client_server;
 mod client_static;
 mod completions;

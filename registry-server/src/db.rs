@@ -23,7 +23,7 @@ use skillpkg_index::checksum::Checksum;
 use sqlx::any::{AnyPoolOptions, install_default_drivers};
 use sqlx::{AnyPool, Row as _};
 
-pub use keys::KeysRow;
+pub use keys::{KeyIdRow, KeysChange, KeysRow, TakenId};
 pub use signing::Unsigned;
 pub use versions::{
     BinRevisions, CatalogRow, Claim, Derived, IndexLines, LookupKeys, Summarise, now_ms,
@@ -74,6 +74,17 @@ pub struct NewEvent<'a> {
     pub skill: Option<&'a str>,
     pub version: Option<&'a str>,
     pub detail: Option<String>,
+}
+
+/// What a change of a skill's owners came to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum OwnersChange {
+    /// Made: the owners after it, in the order they were added.
+    Changed(Vec<String>),
+    /// Not made: it would leave the skill without an owner.
+    LastOwner,
+    /// Not made: this owner to add is not a user of the registry.
+    UnknownUser(String),
 }
 
 /// The actor of the admin commands in the audit trail.
@@ -258,6 +269,7 @@ impl Db {
             .bind(&record.created)
             .execute(&mut *tx)
             .await?;
+            insert_user(&mut tx, &record.user, &record.created).await?;
             insert_event(
                 &mut tx,
                 &NewEvent {
@@ -386,14 +398,15 @@ impl Db {
     }
 
     /// Adds and removes owners of `name` for `actor`; returns the owners
-    /// after, or `None` (and changes nothing) when none would be left.
+    /// after, or (changing nothing) that none would be left or that an
+    /// owner to add is not a user.
     pub async fn change_owners(
         &self,
         actor: &str,
         name: &str,
         add: &[String],
         remove: &[String],
-    ) -> Result<Option<Vec<String>>, DbError> {
+    ) -> Result<OwnersChange, DbError> {
         self.run(async {
             let mut tx = self.pool.begin().await?;
             // A write first: the name's row lock (PostgreSQL), the write lock
@@ -403,6 +416,17 @@ impl Db {
                 .execute(&mut *tx)
                 .await?;
             for user in add {
+                // Users are never removed: read in the transaction, the
+                // answer holds until it commits.
+                let known = sqlx::query("SELECT 1 FROM users WHERE name = $1")
+                    .bind(user)
+                    .fetch_optional(&mut *tx)
+                    .await?
+                    .is_some();
+                if !known {
+                    tx.rollback().await?;
+                    return Ok(OwnersChange::UnknownUser(user.clone()));
+                }
                 sqlx::query(
                     "INSERT INTO owners (name, user_name, added) VALUES ($1, $2, $3) ON CONFLICT (name, user_name) DO NOTHING",
                 )
@@ -429,7 +453,7 @@ impl Db {
                     .collect::<Result<_, _>>()?;
             if owners.is_empty() {
                 tx.rollback().await?;
-                return Ok(None);
+                return Ok(OwnersChange::LastOwner);
             }
             let mut detail = Vec::new();
             if !add.is_empty() {
@@ -450,7 +474,7 @@ impl Db {
             )
             .await?;
             tx.commit().await?;
-            Ok(Some(owners))
+            Ok(OwnersChange::Changed(owners))
         })
         .await
     }
@@ -539,6 +563,7 @@ impl Db {
                 .bind(&token.created)
                 .execute(&mut *tx)
                 .await?;
+                insert_user(&mut tx, &token.user, &token.created).await?;
             }
             sqlx::query("UPDATE counters SET value = $1 WHERE name = 'token' AND value < $1")
                 .bind(i64::try_from(highest).unwrap_or(i64::MAX))
@@ -563,6 +588,7 @@ impl Db {
                     .bind(&at)
                     .execute(&mut *tx)
                     .await?;
+                    insert_user(&mut tx, user, &at).await?;
                 }
             }
             insert_event(
@@ -612,6 +638,20 @@ fn token_record(row: &sqlx::any::AnyRow) -> Result<TokenRecord, sqlx::Error> {
             })?,
         created: row.try_get(3)?,
     })
+}
+
+/// Makes `user` a user of the registry, from `created`, unless it is one.
+async fn insert_user(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    user: &str,
+    created: &str,
+) -> Result<(), sqlx::Error> {
+    sqlx::query("INSERT INTO users (name, created) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING")
+        .bind(user)
+        .bind(created)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
 }
 
 async fn insert_event(
@@ -691,16 +731,32 @@ mod tests {
         assert!(db.claim("pdf", "alice").await.unwrap());
         assert!(!db.claim("pdf", "bob").await.unwrap());
         assert!(db.claim("pdf", "alice").await.unwrap());
+        assert_eq!(
+            db.change_owners("alice", "pdf", &["bob".into()], &[])
+                .await
+                .unwrap(),
+            OwnersChange::UnknownUser("bob".into()),
+            "bob has no token: he is no user"
+        );
+        let token = db
+            .create_token("bob", &Checksum::of(b"skp_bob"))
+            .await
+            .unwrap();
+        db.revoke_token(&token.id).await.unwrap();
         let owners = db
             .change_owners("alice", "pdf", &["bob".into()], &[])
             .await
             .unwrap();
-        assert_eq!(owners.unwrap(), ["alice", "bob"]);
+        assert_eq!(
+            owners,
+            OwnersChange::Changed(vec!["alice".into(), "bob".into()]),
+            "a user stays one when his tokens are revoked"
+        );
         assert_eq!(
             db.change_owners("bob", "pdf", &[], &["alice".into(), "bob".into()])
                 .await
                 .unwrap(),
-            None
+            OwnersChange::LastOwner
         );
         assert_eq!(
             db.owners("pdf").await.unwrap(),

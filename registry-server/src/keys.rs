@@ -17,6 +17,15 @@
 //! requests and the admin command, on any number of servers, can change
 //! keys at the same time; the file in the tree is then written from the
 //! database and re-checked against its newest revision.
+//!
+//! A key id is unique across the registry: minisign's key id is 8 bytes
+//! its maker chooses, so anyone can make a key that carries another
+//! publisher's id, and a client that goes by the id (a lock's pinned
+//! signer, `allowed-signers`) could take one for the other. Every change
+//! that adds a key registers its id with the key, in the change's
+//! transaction ([`Db::change_keys_file`]), and is refused
+//! ([`KeyChangeError::IdTaken`]) when the id is registered with another
+//! key, for whichever skill. The same key may serve several skills.
 
 use jiff::Timestamp;
 use skillpkg_index::registry::tree::{StaticTree, TreeError};
@@ -24,7 +33,7 @@ use skillpkg_index::registry::{KeyRecord, KeysFile, KeysFileError, keys_path, re
 use skillpkg_index::signing::{KeyError, KeyId, PublicKey};
 use skillpkg_index::skill::SkillName;
 
-use crate::db::Db;
+use crate::db::{Db, KeyIdRow, KeysChange, TakenId};
 use crate::state::StateError;
 
 /// Why keys could not be changed.
@@ -38,8 +47,12 @@ pub enum KeyChangeError {
     },
     #[error("`{text}` is not a key id: a key id is 16 hex digits, as the key list shows it")]
     BadId { text: String },
-    #[error("a different key with the id {id} is already registered for `{name}`")]
-    IdTaken { id: KeyId, name: SkillName },
+    /// The id of a key to add is registered with another key, for this
+    /// skill or another.
+    #[error(
+        "the key id {id} is already registered with a different public key (for `{holder}`): key ids are unique across the registry, so that no key can pass for another; generate a new key (`skillpkg key generate`) and register that one"
+    )]
+    IdTaken { id: String, holder: String },
     #[error("no key with the id {id} is registered for `{name}`")]
     UnknownId { id: KeyId, name: SkillName },
     #[error(
@@ -93,18 +106,102 @@ pub async fn change_with<T, E: From<KeyChangeError>>(
     change: impl FnOnce(&mut KeysFile) -> Result<T, E>,
 ) -> Result<(KeysFile, T), E> {
     let outcome = db
-        .change_keys_file(name.as_str(), |file| {
-            let mut keys = parse_stored(name, file)?;
-            let before = keys.clone();
-            let value = change(&mut keys)?;
-            let changed = (keys != before).then(|| render(&keys));
-            Ok::<_, E>((changed, (keys, value)))
-        })
+        .change_keys_file(
+            name.as_str(),
+            |file| {
+                let mut keys = parse_stored(name, file)?;
+                let before = keys.clone();
+                let value = change(&mut keys)?;
+                let added = keys
+                    .keys
+                    .iter()
+                    .filter(|record| !before.contains(&record.key))
+                    .map(|record| id_row(name.as_str(), record))
+                    .collect();
+                Ok::<_, E>(KeysChange {
+                    file: (keys != before).then(|| render(&keys)),
+                    added,
+                    value: (keys, value),
+                })
+            },
+            |taken| E::from(KeyChangeError::from(taken)),
+        )
         .await
         .map_err(|error| KeyChangeError::from(StateError::from(error)))?;
     let ((keys, value), _) = outcome?;
     write_keys_file(db, tree, name).await?;
     Ok((keys, value))
+}
+
+impl From<TakenId> for KeyChangeError {
+    fn from(taken: TakenId) -> Self {
+        Self::IdTaken {
+            id: taken.id,
+            holder: taken.skill,
+        }
+    }
+}
+
+/// The registration of `record`'s key id, for `skill`.
+fn id_row(skill: &str, record: &KeyRecord) -> KeyIdRow {
+    KeyIdRow {
+        id: record.key.id().to_string(),
+        key: record.key.to_base64(),
+        skill: skill.to_owned(),
+        added: record.added.clone(),
+    }
+}
+
+/// Refuses `key` when its id is registered with another key: the check a
+/// first signed publish makes before it claims anything. The change that
+/// registers the key checks again, in its transaction.
+pub async fn check_id_free(db: &Db, key: &PublicKey) -> Result<(), KeyChangeError> {
+    let id = key.id().to_string();
+    match db.key_id(&id).await.map_err(StateError::from)? {
+        Some((registered, holder)) if registered != key.to_base64() => {
+            Err(KeyChangeError::IdTaken { id, holder })
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Registers the ids of the keys registered before ids were unique, once,
+/// the oldest key first (it keeps an id two keys share); a clash, a key
+/// registered with a forged id before the check, is logged.
+pub async fn register_key_ids(db: &Db) -> Result<(), KeyChangeError> {
+    let clashes = db
+        .fill_key_ids(|files| {
+            let mut rows: Vec<KeyIdRow> = files
+                .iter()
+                .filter_map(|(skill, file)| {
+                    let name: SkillName = skill.parse().ok()?;
+                    let keys = parse_stored(&name, Some(file)).ok()?;
+                    Some(
+                        keys.keys
+                            .iter()
+                            .map(|record| id_row(skill, record))
+                            .collect::<Vec<_>>(),
+                    )
+                })
+                .flatten()
+                .collect();
+            rows.sort_by(|a, b| a.added.cmp(&b.added).then(a.skill.cmp(&b.skill)));
+            rows
+        })
+        .await
+        .map_err(StateError::from)?;
+    for (row, holder) in clashes.unwrap_or_default() {
+        tracing::warn!(
+            id = row.id,
+            skill = row.skill,
+            holder = holder.skill,
+            "the key id {} of `{}` is registered with another key, for `{}`: one of the two keys carries a forged id; remove it from its skill",
+            row.id,
+            row.skill,
+            holder.skill
+        );
+    }
+    Ok(())
 }
 
 /// Writes `keys/<name>.json` from the database, again until what it wrote
@@ -203,8 +300,8 @@ pub fn apply(
             Some(record) if &record.key == key => {}
             Some(_) => {
                 return Err(KeyChangeError::IdTaken {
-                    id: key.id(),
-                    name: name.clone(),
+                    id: key.id().to_string(),
+                    holder: name.to_string(),
                 });
             }
             None => file.keys.push(record(key, now)),

@@ -22,6 +22,8 @@
 //! - [`layout`]: where a data folder keeps its tree and its state.
 //! - [`metadata`]: the registry's keys and its signed metadata.
 //! - [`report`]: an error and its causes, told in one line.
+//! - [`text`]: the rule for text stored from a client: no control
+//!   characters.
 //! - [`web`]: the registry's web pages, static HTML in the tree.
 
 pub mod build;
@@ -36,4 +38,5 @@ pub mod report;
 pub mod server;
 pub mod state;
 pub mod storage;
+pub mod text;
 pub mod web;

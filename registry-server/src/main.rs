@@ -19,7 +19,9 @@ use skillpkg_registry::build::{BuildOptions, build};
 use skillpkg_registry::db::{ADMIN, NewEvent};
 use skillpkg_registry::downloads::FLUSH_PERIOD;
 use skillpkg_registry::keys::describe_change;
-use skillpkg_registry::keys::{change_keys, import_keys_files, parse_ids, parse_keys};
+use skillpkg_registry::keys::{
+    change_keys, import_keys_files, parse_ids, parse_keys, register_key_ids,
+};
 use skillpkg_registry::layout::{DataFolder, Kind};
 use skillpkg_registry::metadata;
 use skillpkg_registry::registry::{
@@ -899,6 +901,7 @@ fn key(command: KeyCommand, places: Places<'_>) -> anyhow::Result<()> {
         with_state(root, &folder.state, places.database, |runtime, state| {
             runtime.block_on(async {
                 import_keys_files(state.db(), &tree).await?;
+                register_key_ids(state.db()).await?;
                 change_keys(
                     state.db(),
                     &tree,

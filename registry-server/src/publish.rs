@@ -24,6 +24,8 @@ use skillpkg_index::signing::{
 };
 use skillpkg_index::skill::{self, Diagnostic, Severity, SkillName, ValidateOptions};
 
+use crate::text::{self, TextError};
+
 /// Returns `version` without its build metadata: its identity in
 /// precedence, under which `1.0.0+build2` and `1.0.0` are one version (as
 /// semver and cargo count them), which a registry publishes once.
@@ -129,6 +131,14 @@ pub enum PublishError {
         what: &'static str,
         size: usize,
         limit: usize,
+    },
+    /// The signature or provenance holds a control character: they are
+    /// stored and served as sent.
+    #[error("{subject}")]
+    Text {
+        subject: String,
+        #[source]
+        source: TextError,
     },
     #[error("cannot create a temporary folder to check the archive")]
     Io(#[source] std::io::Error),
@@ -329,6 +339,11 @@ fn verify_signing(
     };
     let text = std::str::from_utf8(signature)
         .map_err(|_| bad_signature(SignatureError::Malformed("it is not UTF-8 text")))?;
+    // Stored byte for byte: its untrusted comment is the client's to fill.
+    text::check_lines("the signature", text).map_err(|source| PublishError::Text {
+        subject: subject(),
+        source,
+    })?;
     let (candidates, registered) = match keys {
         SignerKeys::Registered(keys) if !keys.is_empty() => (keys, true),
         SignerKeys::FirstUse(key) => (std::slice::from_ref(key), false),
@@ -372,6 +387,10 @@ fn verify_signing(
         let text = std::str::from_utf8(provenance).map_err(|_| {
             bad_provenance(ProvenanceError::Malformed("it is not UTF-8 text".into()))
         })?;
+        text::check_json_lines("the provenance", text).map_err(|source| PublishError::Text {
+            subject: subject(),
+            source,
+        })?;
         verify_provenance(text, key, &verified.comment.sha256).map_err(bad_provenance)?;
     }
     Ok(Some(verified.key_id.to_string()))
@@ -401,13 +420,17 @@ fn describe_existing(likeness: Likeness, downloads: u64) -> String {
             "once look-alike characters (`rn` and `m`, `1` and `l`, `0` and `o`) and hyphens are set aside"
                 .to_owned()
         }
+        Likeness::LooksSimilar => {
+            "once look-alike letters (`i` and `l`, `q` and `g`, `vv` and `w`, `cl` and `d`) are read as one and hyphens set aside, to one letter at most"
+                .to_owned()
+        }
         Likeness::OneEdit => format!("a skill downloaded {downloads} times from this registry"),
     }
 }
 
-/// Refuses `name`, the first publish of a new name, when it looks like a
-/// name of `existing` (each with its download count), or is one edit from
-/// one with at least `min_downloads` downloads. Names `owned` by the
+/// Refuses `name`, the first publish of a new name, when it looks like (or
+/// looks similar to) a name of `existing` (each with its download count),
+/// or is one edit from one with at least `min_downloads` downloads. Names `owned` by the
 /// publisher are exempt: an owner may publish variants of their own name.
 /// A look-alike is reported before a one-edit name, and of each the first
 /// in `existing`'s order.
@@ -429,7 +452,9 @@ pub fn check_new_name<'a>(
             downloads,
         };
         match likeness {
-            Likeness::LooksAlike if !owned(other) => return Err(refused),
+            Likeness::LooksAlike | Likeness::LooksSimilar if !owned(other) => {
+                return Err(refused);
+            }
             Likeness::OneEdit
                 if one_edit.is_none() && downloads >= min_downloads && !owned(other) =>
             {
@@ -485,6 +510,41 @@ mod tests {
         // 99 downloads is under the threshold of 100.
         assert_eq!(check("csv-tool", &existing, &[]), Ok(()));
         assert_eq!(check("json-tools", &existing, &[]), Ok(()));
+    }
+
+    #[test]
+    fn a_name_that_looks_similar_is_refused_whatever_the_popularity() {
+        let existing = names(&[("pdf-processing", 0), ("docx-wild", 0), ("csv-tools", 0)]);
+        for (name, like) in [
+            ("pdf-processlng", "pdf-processing"),
+            ("pdf-processinq", "pdf-processing"),
+            ("pdf-proceslng", "pdf-processing"),
+            ("docx-vvild", "docx-wild"),
+        ] {
+            let error = check(name, &existing, &[]).unwrap_err();
+            assert!(
+                error.starts_with(&format!(
+                    "`{name}` looks like `{like}`, once look-alike letters (`i` and `l`, `q` and `g`, `vv` and `w`, `cl` and `d`) are read as one"
+                )),
+                "{error}"
+            );
+        }
+        // Names of their own, and typos of names nobody downloads.
+        for name in [
+            "pdf-tools",
+            "pdf-procesing",
+            "docx-mild",
+            "csv-tool",
+            "csv-insights",
+            "json-tools",
+        ] {
+            assert_eq!(check(name, &existing, &[]), Ok(()), "{name}");
+        }
+        assert_eq!(
+            check("pdf-processlng", &existing, &["pdf-processing"]),
+            Ok(()),
+            "its owner may"
+        );
     }
 
     #[test]

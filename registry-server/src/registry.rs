@@ -42,6 +42,7 @@ use crate::publish::{
 use crate::report::error_chain;
 use crate::state::{OwnerChangeError, State, StateError};
 use crate::storage::Storage;
+use crate::text::TextError;
 use crate::web;
 
 /// How a registry is set up.
@@ -131,6 +132,17 @@ pub enum RegistryError {
     /// The registry's audit refused the upload.
     #[error("{0}")]
     AuditRefused(String),
+    /// A publisher key whose id is registered with another key.
+    #[error("{0}")]
+    KeyIdTaken(String),
+    /// An owner to add who is not a user of the registry.
+    #[error(
+        "`{user}` is not a user of this registry, so it cannot own `{name}`: a user is a name the registry's admin created a token for (`skillpkg-registry token create --user {user}`)"
+    )]
+    UnknownUser { user: String, name: String },
+    /// Text to store that holds a control character.
+    #[error("{0}")]
+    ControlCharacter(String),
     #[error("`{user}` does not own `{name}`; ask an owner ({owners}) to add you")]
     NotOwner {
         user: String,
@@ -186,6 +198,7 @@ impl From<PublishError> for RegistryError {
                 Self::Forbidden(format!("{error}; {hint}"))
             }
             PublishError::Audit { .. } => Self::AuditRefused(error.to_string()),
+            PublishError::Text { .. } => Self::ControlCharacter(error_chain(&error)),
             PublishError::NoKey { .. } => Self::BadRequest(format!(
                 "{error}: send the publisher's public key in the `key` part (`skillpkg publish` does); the first signed publish registers it"
             )),
@@ -199,7 +212,17 @@ impl From<KeyChangeError> for RegistryError {
         match error {
             KeyChangeError::Tree(error) => Self::Tree(error),
             KeyChangeError::State(error) => Self::State(error),
+            KeyChangeError::IdTaken { .. } => Self::KeyIdTaken(error.to_string()),
             other => Self::BadRequest(error_chain(&other)),
+        }
+    }
+}
+
+impl From<TextError> for RegistryError {
+    fn from(error: TextError) -> Self {
+        match error {
+            TextError::Control { .. } => Self::ControlCharacter(error.to_string()),
+            TextError::TooLong { .. } => Self::BadRequest(error.to_string()),
         }
     }
 }
@@ -210,6 +233,10 @@ fn add_key_hint(name: &str) -> String {
         "an owner can add a key with `PUT /api/v1/skills/{name}/keys` and the body {{\"add\":[\"<public key>\"]}}, or the registry's admin with `skillpkg-registry key add --skill {name} --key <public key>`; then publish again"
     )
 }
+
+/// The longest yank reason kept: it is in the version's index line, which
+/// every client that resolves the skill reads.
+pub const MAX_YANK_REASON_CHARS: usize = 1000;
 
 /// The default of [`Options::claim_lifetime`]: how long a claimed version
 /// stays claimed by a publish that does not finish. A publish's writes are
@@ -321,6 +348,7 @@ impl Registry {
         if !registry.options.read_only {
             registry.import_index_files().await?;
             keys::import_keys_files(registry.state.db(), &registry.tree).await?;
+            keys::register_key_ids(registry.state.db()).await?;
             if registry
                 .state
                 .db()
@@ -937,6 +965,14 @@ impl Registry {
         });
 
         let db = self.state.db();
+        // A key registered by this publish must not carry an id another
+        // key has: refused before anything is claimed (and again, in its
+        // transaction, when it is registered).
+        if registered.is_empty()
+            && let Some(key) = signer
+        {
+            keys::check_id_free(db, key).await?;
+        }
         // A new name: too like an existing one? (Two look-alikes published
         // at the same instant can both pass; the name itself has one owner.)
         if db
@@ -1147,6 +1183,9 @@ impl Registry {
         } else {
             None
         };
+        if let Some(reason) = &reason {
+            crate::text::check_string("the yank reason", reason, MAX_YANK_REASON_CHARS)?;
+        }
         let event = NewEvent {
             actor: user,
             action: if yanked { "yank" } else { "unyank" },
@@ -1219,6 +1258,11 @@ impl Registry {
                     RegistryError::BadRequest(StateError::InvalidUser(user).to_string())
                 }
                 OwnerChangeError::State(error) => error.into(),
+                OwnerChangeError::Text(error) => error.into(),
+                OwnerChangeError::UnknownUser(user) => RegistryError::UnknownUser {
+                    user,
+                    name: name.to_owned(),
+                },
                 OwnerChangeError::LastOwner => RegistryError::BadRequest(error.to_string()),
             })
     }

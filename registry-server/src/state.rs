@@ -24,7 +24,8 @@ use fs4::fs_std::FileExt;
 use skillpkg_index::checksum::Checksum;
 use skillpkg_index::secret::Secret;
 
-use crate::db::{Db, DbError, TokenRecord};
+use crate::db::{Db, DbError, OwnersChange, TokenRecord};
+use crate::text::{self, TextError};
 
 /// The SQLite database in the state folder.
 pub const DATABASE_FILE: &str = "registry.db";
@@ -63,13 +64,19 @@ pub enum StateError {
     },
     #[error("no token has the id `{0}`")]
     UnknownToken(String),
-    #[error("`{0}` is not a valid user name: use 1 to 64 letters, digits, `-`, `_` or `.`")]
+    #[error(
+        "`{}` is not a valid user name: use 1 to 64 letters, digits, `-`, `_` or `.`",
+        .0.escape_debug()
+    )]
     InvalidUser(String),
 }
 
+/// The longest user name.
+const MAX_USER_CHARS: usize = 64;
+
 /// Returns an error if and only if `user` is not a valid user name.
 pub fn check_user(user: &str) -> Result<(), StateError> {
-    let valid = (1..=64).contains(&user.len())
+    let valid = (1..=MAX_USER_CHARS).contains(&user.len())
         && user
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
@@ -249,7 +256,9 @@ impl State {
             .await?)
     }
 
-    /// Adds and removes owners of `name` for `actor`, keeping at least one.
+    /// Adds and removes owners of `name` for `actor`, keeping at least one;
+    /// an owner to add must be a user of the registry (a name a token was
+    /// created for).
     pub async fn change_owners(
         &self,
         actor: &str,
@@ -260,11 +269,20 @@ impl State {
         for user in add {
             check_user(user)?;
         }
-        self.db
+        // Not stored, but recorded in the audit trail's detail.
+        for user in remove {
+            text::check_string("an owner to remove", user, MAX_USER_CHARS)?;
+        }
+        match self
+            .db
             .change_owners(actor, name, add, remove)
             .await
             .map_err(StateError::from)?
-            .ok_or(OwnerChangeError::LastOwner)
+        {
+            OwnersChange::Changed(owners) => Ok(owners),
+            OwnersChange::LastOwner => Err(OwnerChangeError::LastOwner),
+            OwnersChange::UnknownUser(user) => Err(OwnerChangeError::UnknownUser(user)),
+        }
     }
 }
 
@@ -294,6 +312,12 @@ pub enum OwnerChangeError {
     State(#[from] StateError),
     #[error("a skill must keep at least one owner")]
     LastOwner,
+    /// An owner to add who is not a user: no token was ever created for
+    /// the name.
+    #[error("`{0}` is not a user of this registry")]
+    UnknownUser(String),
+    #[error(transparent)]
+    Text(#[from] TextError),
 }
 
 #[cfg(test)]

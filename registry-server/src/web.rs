@@ -500,7 +500,7 @@ fn skill_page(
                                         @if record.yanked {
                                             " " strong.yanked { "yanked" }
                                             @if let Some(reason) = &record.yanked_reason {
-                                                ": " (reason)
+                                                ": " (printable(reason))
                                             }
                                         }
                                     }
@@ -572,6 +572,21 @@ fn link_or_text(url: &str) -> Markup {
 }
 
 /// The day a version was published: `2026-11-22`.
+/// `text` with the characters the registry no longer stores from a
+/// client (`crate::text`) shown as U+FFFD: a yank reason recorded before
+/// the rule, or in a tree imported from elsewhere.
+fn printable(text: &str) -> String {
+    text.chars()
+        .map(|character| {
+            if crate::text::is_refused(character) {
+                char::REPLACEMENT_CHARACTER
+            } else {
+                character
+            }
+        })
+        .collect()
+}
+
 fn date(record: &IndexRecord) -> String {
     record.published.strftime("%Y-%m-%d").to_string()
 }

@@ -8,8 +8,9 @@
 //! ```
 //!
 //! - `code` (since 0.2): the kind of error, one of a fixed set of
-//!   snake_case words that follows from the status ([`code_of`]), for
-//!   scripts to match on.
+//!   snake_case words, for scripts to match on. It follows from the status
+//!   ([`code_of`]), except for the refusals that have a code of their own
+//!   (`audit_refused`, `key_id_taken`, `unknown_user`).
 //! - `message` (since 0.2): a sentence for a person.
 //! - `errors` (since 0.1): the same sentence as `detail`, which clients
 //!   print as it is, and the finer reason as `code` in kebab-case
@@ -89,10 +90,20 @@ fn is_storage_full(error: &(dyn std::error::Error + 'static)) -> bool {
     false
 }
 
+/// The `code` of an upload the registry's audit refused (422).
+pub(super) const AUDIT_REFUSED: &str = "audit_refused";
+/// The `code` of a publisher key whose id is registered with another key.
+pub(super) const KEY_ID_TAKEN: &str = "key_id_taken";
+/// The `code` of an owner to add who is not a user of the registry.
+pub(super) const UNKNOWN_USER: &str = "unknown_user";
+
 /// An API error: a status, a reason and the sentence clients print.
 #[derive(Debug)]
 pub(super) struct ApiError {
     status: StatusCode,
+    /// The kind of error, `code`: [`code_of`] the status, unless the
+    /// refusal has a code of its own.
+    code: &'static str,
     /// The finer reason, `errors[].code`.
     reason: &'static str,
     detail: String,
@@ -110,6 +121,7 @@ impl ApiError {
     pub(super) fn new(status: StatusCode, reason: &'static str, detail: impl Into<String>) -> Self {
         Self {
             status,
+            code: code_of(status),
             reason,
             detail: detail.into(),
             retry_after: None,
@@ -186,6 +198,12 @@ impl ApiError {
         )
     }
 
+    /// Gives the error a `code` of its own, in place of its status's.
+    fn with_code(mut self, code: &'static str) -> Self {
+        self.code = code;
+        self
+    }
+
     /// Marks the answer as the last on its connection.
     pub(super) fn closing(mut self) -> Self {
         self.close = true;
@@ -204,7 +222,7 @@ impl ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let body = json!({
-            "code": code_of(self.status),
+            "code": self.code,
             "message": self.detail,
             "errors": [{ "code": self.reason, "detail": self.detail }],
         });
@@ -226,10 +244,25 @@ impl IntoResponse for ApiError {
 
 impl From<RegistryError> for ApiError {
     fn from(error: RegistryError) -> Self {
+        let own_code =
+            |status, reason, code| Self::new(status, reason, error_chain(&error)).with_code(code);
         let (status, reason) = match &error {
+            RegistryError::AuditRefused(_) => {
+                return own_code(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "audit-refused",
+                    AUDIT_REFUSED,
+                );
+            }
+            RegistryError::KeyIdTaken(_) => {
+                return own_code(StatusCode::CONFLICT, "key-id-taken", KEY_ID_TAKEN);
+            }
+            RegistryError::UnknownUser { .. } => {
+                return own_code(StatusCode::BAD_REQUEST, "unknown-user", UNKNOWN_USER);
+            }
             RegistryError::BadRequest(_) => (StatusCode::BAD_REQUEST, "bad-request"),
+            RegistryError::ControlCharacter(_) => (StatusCode::BAD_REQUEST, "control-character"),
             RegistryError::TooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "too-large"),
-            RegistryError::AuditRefused(_) => (StatusCode::UNPROCESSABLE_ENTITY, "audit-refused"),
             RegistryError::NotOwner { .. } => (StatusCode::FORBIDDEN, "not-owner"),
             RegistryError::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
             RegistryError::NotFound(_) => (StatusCode::NOT_FOUND, "not-found"),
@@ -371,6 +404,52 @@ mod tests {
         for (status, code) in expected {
             assert_eq!(code_of(StatusCode::from_u16(status).unwrap()), code);
         }
+    }
+
+    #[test]
+    fn refusals_with_a_code_of_their_own_answer_it() {
+        for (error, status, code, reason) in [
+            (
+                RegistryError::AuditRefused("pdf@1.0.0 was refused by the registry's audit".into()),
+                422,
+                "audit_refused",
+                "audit-refused",
+            ),
+            (
+                RegistryError::KeyIdTaken("the key id 0000000000000001 is taken".into()),
+                409,
+                "key_id_taken",
+                "key-id-taken",
+            ),
+            (
+                RegistryError::UnknownUser {
+                    user: "mallory".into(),
+                    name: "pdf".into(),
+                },
+                400,
+                "unknown_user",
+                "unknown-user",
+            ),
+            (
+                RegistryError::ControlCharacter("the yank reason holds U+001B".into()),
+                400,
+                "bad_request",
+                "control-character",
+            ),
+        ] {
+            let response = ApiError::from(error).into_response();
+            assert_eq!(response.status().as_u16(), status);
+            let body = block_on(body_of(response));
+            assert_eq!(body["code"], code, "{body}");
+            assert_eq!(body["errors"][0]["code"], reason, "{body}");
+        }
+        // An untyped 422 (an extractor's) is still `bad_request`: the code
+        // is the refusal's, not the status's.
+        let untyped = (StatusCode::UNPROCESSABLE_ENTITY, "no").into_response();
+        assert_eq!(
+            block_on(body_of(block_on(type_errors(untyped))))["code"],
+            "bad_request"
+        );
     }
 
     #[test]

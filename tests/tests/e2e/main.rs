@@ -40,6 +40,7 @@ mod redirects;
 mod registries;
 mod registry;
 mod registry_state;
+mod registry_trust;
 mod replicas;
 mod search_shards;
 mod server_dos;

@@ -508,6 +508,8 @@ fn request_in_flight(server: &Server, token: &str) -> (TcpStream, &'static [u8])
 #[test]
 fn a_stopping_server_answers_the_requests_in_flight_and_takes_no_new_ones() {
     let registry = Registry::new();
+    // The request in flight makes carol an owner: only users can be.
+    create_token(registry.path(), "carol");
     let mut server = Server::start(registry.path(), &[]);
     let client = Client::new();
     assert_eq!(

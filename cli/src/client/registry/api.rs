@@ -223,6 +223,7 @@ impl<'registry> Api<'registry> {
                 action,
                 registry: self.registry.to_string(),
                 status: status.as_u16(),
+                code: error_code(&body),
                 details,
             }
         } else {
@@ -281,6 +282,23 @@ fn error_details(body: &[u8], status: reqwest::StatusCode) -> Vec<String> {
     vec![shown]
 }
 
+/// Returns the `code` of an API error body (since 0.2), when it is one of
+/// the snake_case words the API sends: anything else is not trusted to be
+/// printed or matched.
+fn error_code(body: &[u8]) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Coded {
+        code: String,
+    }
+    let code = serde_json::from_slice::<Coded>(body).ok()?.code;
+    let word = !code.is_empty()
+        && code.len() <= 64
+        && code
+            .bytes()
+            .all(|byte| byte.is_ascii_lowercase() || byte == b'_');
+    word.then_some(code)
+}
+
 /// Returns `text` with control characters (newlines, terminal escapes)
 /// turned into spaces: a server's words are shown verbatim, but they must
 /// not be able to rewrite the user's terminal.
@@ -309,6 +327,15 @@ mod tests {
             error_details(body, reqwest::StatusCode::CONFLICT),
             ["version 1.0.0 of `pdf` is already published", "bad [31m"]
         );
+    }
+
+    #[test]
+    fn an_error_code_is_read_when_it_is_a_word() {
+        let body = br#"{"code":"audit_refused","message":"x","errors":[{"code":"audit-refused","detail":"x"}]}"#;
+        assert_eq!(error_code(body).as_deref(), Some("audit_refused"));
+        assert_eq!(error_code(br#"{"code":"bad[31m"}"#), None);
+        assert_eq!(error_code(br#"{"errors":[]}"#), None);
+        assert_eq!(error_code(b"not json"), None);
     }
 
     #[test]

@@ -177,6 +177,9 @@ pub enum RegistryError {
         action: Action,
         registry: String,
         status: u16,
+        /// The answer's `code` (docs/registry.md, "The API"), when it
+        /// sent one: `audit_refused`, `key_id_taken`, `unknown_user`...
+        code: Option<String>,
         details: Vec<String>,
     },
     /// The API answered 5xx (or another status that is not a refusal).
@@ -258,8 +261,12 @@ impl RegistryError {
                 status: 401 | 403, ..
             } => "this registry needs a token: run `skillpkg login`, or set SKILLPKG_TOKEN".into(),
             Self::Refused {
-                status, registry, action, ..
-            } => return refusal_hint(*status, registry, *action),
+                status,
+                registry,
+                action,
+                code,
+                ..
+            } => return refusal_hint(*status, code.as_deref(), registry, *action),
             Self::Metadata { problem, .. } => return metadata_hint(problem),
             Self::Unsigned { .. } => "check that the URL is the registry (or a complete mirror of it); if the registry really dropped signed metadata, remove `root-key` from its config, or delete its trust state in the skillpkg state folder".into(),
             _ => return None,
@@ -267,7 +274,17 @@ impl RegistryError {
     }
 }
 
-fn refusal_hint(status: u16, registry: &str, action: Action) -> Option<String> {
+fn refusal_hint(status: u16, code: Option<&str>, registry: &str, action: Action) -> Option<String> {
+    // The refusals with a code of their own first: their status is shared.
+    match code {
+        Some("audit_refused") => {
+            return Some("run `skillpkg audit` on the skill folder to see every finding and its place; the registry refuses findings at or above the severity its operator chose".into());
+        }
+        Some("key_id_taken") => {
+            return Some("another key with this key id is registered at this registry; generate a new key with `skillpkg key generate` and publish with it".into());
+        }
+        _ => {}
+    }
     Some(match (status, action) {
         (401, Action::Login) => "check that you copied the whole token, and that it was created for this registry".into(),
         (401, _) => format!(

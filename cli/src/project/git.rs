@@ -8,12 +8,12 @@
 //! `refs/remotes/origin/*`, its tags as `refs/tags/*` and its default branch
 //! as `refs/remotes/origin/HEAD`.
 //!
-//! A skill's folder is read from the commit's tree objects, never checked
-//! out: a repository is hostile input like an archive, so each name is
-//! checked (no `.`, `..`, separators or NUL), symlinks and submodules are
-//! refused, and the files written are counted against the package limits
-//! before the folder goes through [`super::sources::read_folder`] like any
-//! other.
+//! A repository is hostile input like an archive. What a server sends
+//! passes through `guard.rs`, which parses the pack as it streams in and
+//! stops the fetch, before gix inflates anything, at an object larger than
+//! a skill may be or a pack larger than a fetch may be, so that memory and
+//! time stay bounded whatever the repository holds. A skill's folder is
+//! then read from the commit's tree objects, never checked out (`tree.rs`).
 
 #[cfg(feature = "git")]
 use std::path::{Path, PathBuf};
@@ -24,13 +24,16 @@ use std::sync::atomic::AtomicBool;
 use fs4::fs_std::FileExt as _;
 #[cfg(feature = "git")]
 use skillpkg_index::archive::Limits;
-#[cfg(feature = "git")]
-use skillpkg_index::skill::SKILL_MD;
 
 #[cfg(feature = "git")]
 use super::sources::{FolderSkill, GitSource, read_fetched};
 #[cfg(feature = "git")]
 use crate::error::UserError;
+
+#[cfg(feature = "git")]
+mod guard;
+#[cfg(feature = "git")]
+mod tree;
 
 /// Without the `git` feature (the fuzz targets build without it), every
 /// git source is refused.
@@ -163,31 +166,9 @@ impl Repository {
         let started = std::time::Instant::now();
         tracing::info!(%url, "fetching the git repository");
         let (dir, lock) = Self::lock(cache, url)?;
-        let interrupt = AtomicBool::new(false);
-        let failed = |error: Box<dyn std::error::Error + Send + Sync>| FetchError {
-            url: url.to_owned(),
-            source: error,
-        };
         let repo = if dir.join("HEAD").is_file() {
-            let repo = gix::open(&dir).map_err(|error| failed(error.into()))?;
-            let outcome = repo
-                .find_remote("origin")
-                .map_err(|error| failed(error.into()))?
-                .connect(gix::remote::Direction::Fetch)
-                .map_err(|error| failed(error.into()))?
-                .prepare_fetch(gix::progress::Discard, Default::default())
-                .map_err(|error| failed(error.into()))?
-                .receive(gix::progress::Discard, &interrupt)
-                .map_err(|error| failed(error.into()))?;
-            // Branches and tags the remote no longer has go from the
-            // clone too: a revision resolves as the remote has it now.
-            let kept: std::collections::HashSet<String> = outcome
-                .ref_map
-                .mappings
-                .iter()
-                .filter_map(|mapping| mapping.local.as_ref().map(ToString::to_string))
-                .collect();
-            prune(&repo, &kept)?;
+            let repo = gix::open(&dir).map_err(|error| fetch_error(url, error.into()))?;
+            receive(&repo, url)?;
             repo
         } else {
             // Cloned beside, then renamed: a failed clone leaves nothing
@@ -195,17 +176,11 @@ impl Repository {
             let partial = tempfile::Builder::new()
                 .prefix(".clone-")
                 .tempdir_in(dir.parent().expect("the clone has a parent"))?;
-            let mut prepare = gix::prepare_clone_bare(url, partial.path())
-                .map_err(|error| failed(error.into()))?
-                .configure_remote(|remote| {
-                    remote.with_refspecs(REFSPECS, gix::remote::Direction::Fetch)
-                });
-            prepare
-                .fetch_only(gix::progress::Discard, &interrupt)
-                .map_err(|error| failed(error.into()))?;
-            drop(prepare);
+            let repo = gix::init_bare(partial.path())?;
+            receive(&repo, url)?;
+            drop(repo);
             fs_err::rename(partial.keep(), &dir)?;
-            gix::open(&dir).map_err(|error| failed(error.into()))?
+            gix::open(&dir)?
         };
         tracing::info!(
             %url,
@@ -253,7 +228,13 @@ impl Repository {
 
     /// The commit `id` is or points to (an annotated tag).
     fn commit_of(&self, id: gix::ObjectId, rev: &str) -> anyhow::Result<gix::ObjectId> {
-        let object = self.repo.find_object(id)?;
+        let object = self.repo.try_find_object(id)?.ok_or_else(|| {
+            UserError::new(format!(
+                "the git repository `{}` is malformed: `{rev}` names the object {id}, which the repository does not have",
+                self.url
+            ))
+            .with_hint("nothing was installed; the repository breaks git's rules: tell its owner")
+        })?;
         let commit = object.peel_to_commit().map_err(|error| {
             UserError::new(format!(
                 "`{rev}` in the git repository `{}` is not a commit",
@@ -266,179 +247,124 @@ impl Repository {
 
     /// Returns true if and only if the clone has the commit `id`.
     fn has_commit(&self, id: &gix::ObjectId) -> bool {
-        self.repo
-            .find_object(*id)
-            .is_ok_and(|object| object.kind == gix::object::Kind::Commit)
+        self.repo.try_find_header(*id).is_ok_and(|header| {
+            header.is_some_and(|header| header.kind() == gix::object::Kind::Commit)
+        })
     }
+}
 
-    /// The tree at `path` (the root when `None`) of `commit`.
-    fn tree(&self, commit: gix::ObjectId, path: Option<&str>) -> anyhow::Result<gix::Tree<'_>> {
-        let tree = self.repo.find_commit(commit)?.tree()?;
-        let Some(path) = path.filter(|path| *path != ".") else {
-            return Ok(tree);
-        };
-        let missing = || -> anyhow::Error {
-            UserError::new(format!(
-                "the git repository `{}` has no folder `{path}` at commit {commit}",
-                self.url
-            ))
-            .with_hint("give the folder of the skill, relative to the repository's root")
-            .into()
-        };
-        let entry = tree.lookup_entry_by_path(path)?.ok_or_else(missing)?;
-        if !entry.mode().is_tree() {
-            return Err(missing());
-        }
-        Ok(entry.object()?.into_tree())
+#[cfg(feature = "git")]
+/// What one fetch may cost, enforced by `guard.rs` on the bytes the server
+/// sends, before gix inflates them (docs/sources.md, "Bounded fetches").
+fn fetch_limits() -> guard::FetchLimits {
+    guard::FetchLimits {
+        // No file of a skill can be larger, and gix holds an object (a
+        // delta's base and result too) whole in memory to hash it.
+        object_bytes: Limits::default().max_unpacked_bytes,
+        // Far above a repository of skills (most packs are a few MB), and
+        // what a fetch may download and write.
+        pack_bytes: 256 << 20,
+        // The work of indexing the pack (every object inflated and hashed
+        // once), and the most the bases of its deltas can hold at once.
+        inflated_bytes: 512 << 20,
+        // gix keeps about a hundred bytes an entry while it indexes, and
+        // reserves them for the count the pack declares.
+        entries: 200_000,
+        // References advertised and acknowledgements, which gix keeps.
+        text_bytes: 16 << 20,
     }
+}
 
-    /// The folders that hold a SKILL.md at `path` (or the root) of
-    /// `commit` and up to [`SEARCH_DEPTH`] levels below it, relative to the
-    /// repository's root, sorted.
-    pub fn find_skills(
-        &self,
-        commit: gix::ObjectId,
-        path: Option<&str>,
-    ) -> anyhow::Result<Vec<String>> {
-        let start = path.filter(|path| *path != ".").map(str::to_owned);
-        let mut found = Vec::new();
-        let mut pending = vec![(self.tree(commit, path)?.id, start, 0)];
-        while let Some((id, at, level)) = pending.pop() {
-            let tree = self.repo.find_tree(id)?;
-            let decoded = tree.decode()?;
-            if decoded
-                .entries
-                .iter()
-                .any(|entry| entry.filename == SKILL_MD && entry.mode.is_blob())
-            {
-                found.push(at.unwrap_or_else(|| ".".to_owned()));
-                continue;
-            }
-            if level == SEARCH_DEPTH {
-                continue;
-            }
-            for entry in decoded.entries.iter().filter(|entry| entry.mode.is_tree()) {
-                let Ok(name) = std::str::from_utf8(entry.filename) else {
-                    continue;
-                };
-                if name == ".git" || check_name(name).is_err() {
-                    continue;
-                }
-                let child = match &at {
-                    Some(at) => format!("{at}/{name}"),
-                    None => name.to_owned(),
-                };
-                pending.push((entry.oid.to_owned(), Some(child), level + 1));
-            }
-        }
-        found.sort();
-        Ok(found)
+#[cfg(feature = "git")]
+fn fetch_error(url: &str, error: Box<dyn std::error::Error + Send + Sync>) -> anyhow::Error {
+    FetchError {
+        url: url.to_owned(),
+        source: error,
     }
+    .into()
+}
 
-    /// Writes the files of the tree at `path` of `commit` into `into` (a
-    /// new folder).
-    fn extract(
-        &self,
-        commit: gix::ObjectId,
-        path: Option<&str>,
-        into: &Path,
-    ) -> anyhow::Result<()> {
-        let limits = Limits::default();
-        // Files and folders alike count against the package's limits, as
-        // they go: trees can be shared, so a few objects can describe
-        // millions of folders, and one blob can be gigabytes.
-        let mut entries = 0_usize;
-        let mut bytes = 0_u64;
-        let mut pending = vec![(
-            self.tree(commit, path)?.id,
-            into.to_owned(),
-            String::new(),
-            0,
-        )];
-        fs_err::create_dir(into)?;
-        while let Some((id, dir, shown, depth)) = pending.pop() {
-            let tree = self.repo.find_tree(id)?;
-            let mut names = std::collections::HashSet::new();
-            for entry in tree.decode()?.entries {
-                let name = std::str::from_utf8(entry.filename)
-                    .ok()
-                    .filter(|name| check_name(name).is_ok())
-                    .ok_or_else(|| {
-                        let at = if shown.is_empty() {
-                            "the skill's folder".to_owned()
-                        } else {
-                            format!("`{}`", shown.trim_end_matches('/'))
-                        };
-                        self.refuse(commit, &format!("the name {:?} in {at}", entry.filename))
-                    })?;
-                let place = format!("{shown}{name}");
-                // Git itself (fsck) refuses a tree that names an entry
-                // twice: readers would disagree on which one is the file.
-                if !names.insert(name) {
-                    return Err(self.refuse(commit, &format!("two entries named `{place}`")));
-                }
-                entries += 1;
-                if entries > limits.max_entries || depth >= limits.max_depth {
-                    return Err(self.refuse(
-                        commit,
-                        &format!(
-                            "more than {} files and folders, or folders more than {} deep",
-                            limits.max_entries, limits.max_depth
-                        ),
-                    ));
-                }
-                let target = dir.join(name);
-                match entry.mode.kind() {
-                    gix::object::tree::EntryKind::Tree => {
-                        fs_err::create_dir(&target)?;
-                        pending.push((
-                            entry.oid.to_owned(),
-                            target,
-                            format!("{place}/"),
-                            depth + 1,
-                        ));
-                    }
-                    gix::object::tree::EntryKind::Blob
-                    | gix::object::tree::EntryKind::BlobExecutable => {
-                        // The size from the object's header, before its
-                        // bytes are read.
-                        bytes += self.repo.find_header(entry.oid)?.size();
-                        if bytes > limits.max_unpacked_bytes {
-                            return Err(self.refuse(
-                                commit,
-                                &format!(
-                                    "more than {} of files",
-                                    skillpkg_index::archive::human_bytes(limits.max_unpacked_bytes)
-                                ),
-                            ));
-                        }
-                        let blob = self.repo.find_blob(entry.oid)?;
-                        fs_err::write(&target, &blob.data)?;
-                        set_executable(
-                            &target,
-                            entry.mode.kind() == gix::object::tree::EntryKind::BlobExecutable,
-                        )?;
-                    }
-                    gix::object::tree::EntryKind::Link => {
-                        return Err(self.refuse(commit, &format!("the symlink `{place}`")));
-                    }
-                    gix::object::tree::EntryKind::Commit => {
-                        return Err(self.refuse(commit, &format!("the submodule `{place}`")));
-                    }
-                }
-            }
-        }
-        Ok(())
-    }
-
-    fn refuse(&self, commit: gix::ObjectId, what: &str) -> anyhow::Error {
-        UserError::new(format!(
-            "the skill in the git repository `{}` at commit {commit} has {what}, which a skill cannot hold",
-            self.url
+#[cfg(feature = "git")]
+/// Fetches `url` into `repo` through `guard.rs`: the branches as
+/// `refs/remotes/origin/*`, the tags as `refs/tags/*` and the default
+/// branch as `refs/remotes/origin/HEAD`; then deletes what the remote no
+/// longer has. A fetch the guard stops is the repository's fault (exit 1),
+/// any other failure is the network's or the server's (exit 3).
+fn receive(repo: &gix::Repository, url: &str) -> anyhow::Result<()> {
+    use gix::protocol::transport::client::blocking_io::connect;
+    let failed = |error: gix::Error| fetch_error(url, error.into());
+    let remote = repo
+        .remote_at(url)
+        .and_then(|remote| remote.with_refspecs(REFSPECS, gix::remote::Direction::Fetch))
+        .map_err(failed)?;
+    let (location, version) = remote
+        .sanitized_url_and_version(gix::remote::Direction::Fetch)
+        .map_err(failed)?;
+    let ssh = if location.scheme == gix::url::Scheme::Ssh {
+        repo.ssh_connect_options().map_err(failed)?
+    } else {
+        Default::default()
+    };
+    let transport = connect::connect(
+        location,
+        connect::Options {
+            version,
+            ssh,
+            trace: false,
+        },
+    )
+    .map_err(failed)?;
+    let limits = fetch_limits();
+    let guard = guard::Guard::new(limits, repo.object_hash());
+    let interrupt = AtomicBool::new(false);
+    let outcome = remote
+        .to_connection_with_transport(guard::Guarded::new(
+            transport,
+            std::sync::Arc::clone(&guard),
         ))
-        .with_hint("nothing was installed; a skill's files are plain files and folders with portable names")
-        .into()
-    }
+        .prepare_fetch(gix::progress::Discard, Default::default())
+        .and_then(|prepare| prepare.receive(gix::progress::Discard, &interrupt));
+    let outcome = match (outcome, guard.refusal()) {
+        (_, Some(refusal)) => {
+            tracing::info!(%url, ?refusal, "refused the git repository");
+            return Err(UserError::new(format!(
+                "the git repository `{url}` {}",
+                refusal.describe(&limits)
+            ))
+            .with_hint(refusal.hint())
+            .into());
+        }
+        (Err(error), None) => {
+            tracing::debug!(%url, %error, "the fetch failed");
+            return Err(match guard.remote_corruption() {
+                Some(said) => UserError::new(format!(
+                    "the git repository `{url}` is damaged: its server stopped sending it, and said: {}",
+                    if said.is_empty() {
+                        "\"aborting due to possible repository corruption on the remote side\"".to_owned()
+                    } else {
+                        said.iter()
+                            .map(|line| format!("`{line}`"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    }
+                ))
+                // What gix saw is only the pack ending early.
+                .with_hint("nothing was installed; the repository breaks git's rules (a tree names an object that is not what it says, or that is missing): tell its owner")
+                .into(),
+                None => failed(error),
+            });
+        }
+        (Ok(outcome), None) => outcome,
+    };
+    // Branches and tags the remote no longer has go from the clone too: a
+    // revision resolves as the remote has it now.
+    let kept: std::collections::HashSet<String> = outcome
+        .ref_map
+        .mappings
+        .iter()
+        .filter_map(|mapping| mapping.local.as_ref().map(ToString::to_string))
+        .collect();
+    prune(repo, &kept)
 }
 
 /// Deletes the remote-tracking branches and tags of `repo` that the last
@@ -467,29 +393,6 @@ fn prune(repo: &gix::Repository, kept: &std::collections::HashSet<String>) -> an
             deref: false,
         })?;
     }
-    Ok(())
-}
-
-#[cfg(feature = "git")]
-/// A name in a tree: one portable path component.
-fn check_name(name: &str) -> Result<(), ()> {
-    let bad = name.is_empty()
-        || name == "."
-        || name == ".."
-        || name.contains(['/', '\\', '\0'])
-        || name.eq_ignore_ascii_case(".git");
-    if bad { Err(()) } else { Ok(()) }
-}
-
-#[cfg(all(unix, feature = "git"))]
-fn set_executable(path: &Path, executable: bool) -> std::io::Result<()> {
-    use std::os::unix::fs::PermissionsExt as _;
-    let mode = if executable { 0o755 } else { 0o644 };
-    fs_err::set_permissions(path, std::fs::Permissions::from_mode(mode))
-}
-
-#[cfg(all(not(unix), feature = "git"))]
-fn set_executable(_path: &Path, _executable: bool) -> std::io::Result<()> {
     Ok(())
 }
 
@@ -677,19 +580,4 @@ pub fn list_skills(
         let found = repository.find_skills(commit, source.path.as_deref())?;
         Ok((commit.to_string(), found))
     })
-}
-
-#[cfg(all(test, feature = "git"))]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_that_would_leave_their_folder_are_refused() {
-        for bad in ["", ".", "..", "a/b", "a\\b", "nul\0", ".git", ".GIT"] {
-            assert!(check_name(bad).is_err(), "{bad:?}");
-        }
-        for good in ["SKILL.md", ".skillignore", "..x", "a b"] {
-            assert!(check_name(good).is_ok(), "{good:?}");
-        }
-    }
 }

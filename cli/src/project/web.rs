@@ -17,6 +17,7 @@
 //! under the package limits before the skill goes through
 //! [`super::sources::read_folder`] like any other.
 
+use std::collections::HashSet;
 use std::path::Path;
 
 use skillpkg_index::archive::{self, Limits, check_portable_path};
@@ -166,20 +167,27 @@ pub fn parse_index(url: &Url, bytes: &[u8]) -> anyhow::Result<Index> {
     };
     let mut index = Index {
         url: url.clone(),
-        skills: Vec::new(),
+        skills: Vec::with_capacity(entries.len()),
         skipped: Vec::new(),
     };
+    // The names kept so far, in a set: an index may list 100,000 skills
+    // under its size cap, and a search of the list for each entry was
+    // quadratic (40,000 entries took half a minute).
+    let mut names: HashSet<SkillName> = HashSet::with_capacity(entries.len());
     for entry in entries {
         match read_entry(url, entry, v2) {
-            // One name, one skill: a second entry of a name could hand out
-            // other files than the one a user reviewed.
-            Ok(skill) if index.skills.iter().any(|other| other.name == skill.name) => {
-                index.skipped.push(format!(
-                    "`{}`: listed twice (the first is kept)",
-                    skill.name
-                ));
+            Ok(skill) => {
+                // One name, one skill: a second entry of a name could hand
+                // out other files than the one a user reviewed.
+                if names.insert(skill.name.clone()) {
+                    index.skills.push(skill);
+                } else {
+                    index.skipped.push(format!(
+                        "`{}`: listed twice (the first is kept)",
+                        skill.name
+                    ));
+                }
             }
-            Ok(skill) => index.skills.push(skill),
             Err(why) => index.skipped.push(why),
         }
     }
@@ -189,14 +197,16 @@ pub fn parse_index(url: &Url, bytes: &[u8]) -> anyhow::Result<Index> {
 /// Reads one entry of an index at `index`.
 fn read_entry(index: &Url, entry: &serde_json::Value, v2: bool) -> Result<IndexSkill, String> {
     let text = |key: &str| entry.get(key).and_then(serde_json::Value::as_str);
-    let shown = text("name")
-        .unwrap_or("?")
-        .chars()
-        .take(80)
-        .collect::<String>();
     let name: SkillName = text("name")
         .and_then(|name| name.parse().ok())
-        .ok_or_else(|| format!("an entry whose `name` ({shown:?}) is not a skill name"))?;
+        .ok_or_else(|| {
+            let shown = text("name")
+                .unwrap_or("?")
+                .chars()
+                .take(80)
+                .collect::<String>();
+            format!("an entry whose `name` ({shown:?}) is not a skill name")
+        })?;
     let description = text("description")
         .filter(|description| !description.is_empty())
         .ok_or_else(|| format!("`{name}`: no `description`"))?
@@ -521,6 +531,35 @@ mod tests {
             error.contains("a shape this skillpkg does not read"),
             "{error}"
         );
+    }
+
+    #[test]
+    fn an_index_of_100000_entries_keeps_the_first_of_each_name() {
+        let digest = format!("sha256:{}", "cd".repeat(32));
+        let entries: Vec<serde_json::Value> = (0..100_000)
+            .map(|number| {
+                // Every thousandth entry repeats the name before it.
+                let name = format!("skill-{}", number - usize::from(number % 1000 == 999));
+                serde_json::json!({
+                    "name": name, "type": "skill-md", "description": format!("Entry {number}."),
+                    "url": format!("{name}/SKILL.md"), "digest": digest,
+                })
+            })
+            .collect();
+        let text = serde_json::json!({ "$schema": SCHEMA_V2, "skills": entries }).to_string();
+        let read = index(&text);
+        assert_eq!(read.skills.len(), 99_900);
+        assert_eq!(read.skipped.len(), 100);
+        assert_eq!(
+            read.skipped[0],
+            "`skill-998`: listed twice (the first is kept)"
+        );
+        let kept = &read.skills[998];
+        assert_eq!(
+            (kept.name.as_str(), kept.description.as_str()),
+            ("skill-998", "Entry 998.")
+        );
+        assert_eq!(read.skills.last().unwrap().name.as_str(), "skill-99998");
     }
 
     #[test]

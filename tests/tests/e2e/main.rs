@@ -51,6 +51,7 @@ mod signer_keys;
 mod signing;
 mod source_policy;
 mod sources;
+mod sources_git_hostile;
 mod sources_web;
 mod spec_examples;
 mod storage;

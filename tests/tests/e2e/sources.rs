@@ -346,18 +346,28 @@ fn a_folder_entry_keeps_working_offline_and_needs_no_registry() {
 
 /// A `git daemon` serving the repositories under a folder on a loopback
 /// port, stopped when dropped.
-struct GitDaemon {
+pub(crate) struct GitDaemon {
     child: std::process::Child,
-    url: String,
+    pub(crate) url: String,
 }
 
 impl GitDaemon {
     fn start(base: &Path) -> Self {
+        Self::start_with_config(base, None)
+    }
+
+    /// Starts one whose `git upload-pack` reads `config` as its global
+    /// configuration (`uploadpack.packObjectsHook` is read only from there).
+    pub(crate) fn start_with_config(base: &Path, config: Option<&Path>) -> Self {
         let port = skillpkg_tests::free_port();
         // `git-daemon` itself: `git daemon` would run it as a child that
         // outlives a kill of `git`.
         let exec_path = git(base, &["--exec-path"]);
-        let child = std::process::Command::new(Path::new(&exec_path).join("git-daemon"))
+        let mut command = std::process::Command::new(Path::new(&exec_path).join("git-daemon"));
+        if let Some(config) = config {
+            command.env("GIT_CONFIG_GLOBAL", config);
+        }
+        let child = command
             .args(["--reuseaddr", "--export-all", "--listen=127.0.0.1"])
             .arg(format!("--port={port}"))
             .arg(format!("--base-path={}", base.display()))
@@ -574,7 +584,7 @@ fn a_bad_git_source_gets_a_clear_error_and_changes_nothing() {
 
 /// Writes a git object of `kind` with the raw `bytes` (which git's own
 /// tools would refuse to make) and returns its id.
-fn raw_object(repo: &Path, kind: &str, bytes: &[u8]) -> String {
+pub(crate) fn raw_object(repo: &Path, kind: &str, bytes: &[u8]) -> String {
     use std::io::Write as _;
     let mut child = std::process::Command::new("git")
         .current_dir(repo)
@@ -590,7 +600,7 @@ fn raw_object(repo: &Path, kind: &str, bytes: &[u8]) -> String {
 }
 
 /// A raw tree entry: mode, name, and the object's id in hex.
-fn tree_entry(mode: &str, name: &str, id: &str) -> Vec<u8> {
+pub(crate) fn tree_entry(mode: &str, name: &str, id: &str) -> Vec<u8> {
     let mut entry = format!("{mode} {name}\0").into_bytes();
     entry.extend(
         (0..id.len())
@@ -601,7 +611,7 @@ fn tree_entry(mode: &str, name: &str, id: &str) -> Vec<u8> {
 }
 
 /// Makes `tree` the tip of branch `branch` in `repo`.
-fn commit_tree(repo: &Path, branch: &str, tree: &str) {
+pub(crate) fn commit_tree(repo: &Path, branch: &str, tree: &str) {
     let commit = git(repo, &["commit-tree", tree, "-m", branch]);
     git(
         repo,
@@ -648,11 +658,14 @@ fn hostile_git_trees_are_refused_before_they_cost_disk_or_memory() {
     let mut twice = tree_entry("100644", "SKILL.md", &skill_md);
     twice.extend(tree_entry("100644", "SKILL.md", &other));
     commit_tree(&repo, "twice", &raw_object(&repo, "tree", &twice));
-    // A 16 MiB blob of zeros, a few dozen kilobytes in the repository.
+    // A 5 MiB blob of zeros named twice: 10 MiB of files from one object
+    // a fetch takes (a larger object is refused as it is fetched:
+    // sources_git_hostile.rs).
     let (repo, skill_md) = bare("large");
-    let big = raw_object(&repo, "blob", &vec![0_u8; 16 << 20]);
+    let big = raw_object(&repo, "blob", &vec![0_u8; 5 << 20]);
     let mut large = tree_entry("100644", "SKILL.md", &skill_md);
     large.extend(tree_entry("100644", "zeros.bin", &big));
+    large.extend(tree_entry("100644", "zeros2.bin", &big));
     commit_tree(&repo, "large", &raw_object(&repo, "tree", &large));
 
     let before = world.files();

@@ -346,3 +346,74 @@ fn older_indexes_skill_md_entries_and_tarballs_install_and_lies_are_refused() {
     );
     assert_eq!(project.files(), before);
 }
+
+#[test]
+fn an_index_of_100000_skills_is_read_whole_and_keeps_the_first_entry_of_a_name() {
+    let sandbox = TestContext::new();
+    let folder = sandbox.path().join("site/.well-known/agent-skills");
+    // Two real skills: the last entry's, and the one of a name listed
+    // twice; the other entries' files are never fetched.
+    let last = Skill::new("n99999", "1.0.0");
+    let first = Skill::new("n00000", "1.0.0");
+    last.write(&sandbox.path().join("last"));
+    first.write(&sandbox.path().join("first"));
+    let last_md = fs_err::read(sandbox.path().join("last/SKILL.md")).unwrap();
+    let first_md = fs_err::read(sandbox.path().join("first/SKILL.md")).unwrap();
+    fs_err::create_dir_all(&folder).unwrap();
+    fs_err::write(folder.join("n99999.md"), &last_md).unwrap();
+    fs_err::write(folder.join("n00000.md"), &first_md).unwrap();
+    let entries: Vec<serde_json::Value> = (0..100_000)
+        .map(|number| {
+            let (name, digest) = match number {
+                0 => ("n00000".to_owned(), sha256(&first_md)),
+                99_999 => ("n99999".to_owned(), sha256(&last_md)),
+                // The second entry of `n00000`, with other files.
+                50_000 => ("n00000".to_owned(), sha256(b"other")),
+                _ => (
+                    format!("n{number:05}"),
+                    sha256(number.to_string().as_bytes()),
+                ),
+            };
+            serde_json::json!({
+                "name": name, "type": "skill-md", "description": "A skill.",
+                "url": format!("{name}.md"), "digest": digest,
+            })
+        })
+        .collect();
+    let index = serde_json::json!({
+        "$schema": "https://schemas.agentskills.io/discovery/0.2.0/schema.json",
+        "skills": entries,
+    })
+    .to_string();
+    assert!(
+        (15 << 20..16 << 20).contains(&index.len()),
+        "about 15 MiB, under the 16 MiB an index may hold: {}",
+        index.len()
+    );
+    fs_err::write(folder.join("index.json"), index).unwrap();
+    let nginx = Nginx::serve(&sandbox.path().join("site"));
+    let project = Project::new();
+    let site = format!("{}/", nginx.url());
+
+    let added = project.user(&["add", &site, "--skill", "n99999"]);
+    assert_eq!(added.code, 0, "{added:?}");
+    assert_eq!(
+        fs_err::read(project.installed("n99999").join("SKILL.md")).unwrap(),
+        last_md
+    );
+    assert!(
+        added
+            .stderr
+            .contains("leaves out `n00000`: listed twice (the first is kept)"),
+        "{}",
+        added.stderr
+    );
+    let first_kept = project.user(&["add", &site, "--skill", "n00000"]);
+    assert_eq!(first_kept.code, 0, "{first_kept:?}");
+    assert_eq!(
+        fs_err::read(project.installed("n00000").join("SKILL.md")).unwrap(),
+        first_md
+    );
+    let lock = project.read("skills.lock");
+    assert!(lock.contains(&sha256(&first_md)), "{lock}");
+}

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use skillpkg_index::signing::{SecretKey, SignerKey};
 use skillpkg_tests::static_registry::Registry;
-use skillpkg_tests::{Output, TestContext, run};
+use skillpkg_tests::{Output, TestContext, files_below, run};
 
 struct World {
     sandbox: TestContext,
@@ -55,32 +55,31 @@ impl World {
     }
 
     /// The bytes of skills.toml, skills.lock and every installed file.
-    fn state(&self) -> Vec<(String, Vec<u8>)> {
-        files(&self.project())
+    fn state(&self) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
+        let mut files = files_below(&self.project());
+        files.remove(Path::new(".skillpkg-lock"));
+        files
     }
-}
 
-fn files(root: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut found = Vec::new();
-    for entry in walkdir(root) {
-        let relative = entry.strip_prefix(root).unwrap().display().to_string();
-        found.push((relative, fs_err::read(&entry).unwrap()));
+    /// Returns true if and only if skills.lock pins `key`.
+    fn pins(&self, key: &SecretKey) -> bool {
+        self.lock()
+            .contains(&format!("signer = \"{}\"", signer(key)))
     }
-    found.sort();
-    found
-}
 
-fn walkdir(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for entry in fs_err::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            out.extend(walkdir(&path));
-        } else {
-            out.push(path);
-        }
+    /// A world whose project has `pdf@^1` locked at 1.0.0, signed by the
+    /// registry's key, which it returns.
+    fn with_pdf_locked() -> (Self, SecretKey) {
+        let mut world = Self::new();
+        let publisher = copy(world.registry.key());
+        world
+            .registry
+            .publish(&world.sandbox, "pdf", "1.0.0", "one");
+        world.manifest("", "");
+        assert_eq!(world.user(&["add", "pdf@^1"]).code, 0);
+        assert!(world.pins(&publisher), "{}", world.lock());
+        (world, publisher)
     }
-    out
 }
 
 /// Another handle on `key`, through its key file.
@@ -120,11 +119,7 @@ fn a_key_carrying_an_allowed_publishers_id_is_refused_under_allowed_signers() {
     // The publisher's skill installs.
     let added = world.user(&["add", "pdf"]);
     assert_eq!(added.code, 0, "{added:?}");
-    assert!(
-        world
-            .lock()
-            .contains(&format!("signer = \"{}\"", signer(&publisher)))
-    );
+    assert!(world.pins(&publisher), "{}", world.lock());
 
     // The attacker's does not, though its index line names an allowed id.
     let before = world.state();
@@ -146,18 +141,7 @@ fn a_key_carrying_an_allowed_publishers_id_is_refused_under_allowed_signers() {
 
 #[test]
 fn a_key_swapped_under_the_pinned_id_is_a_signer_change_at_update() {
-    let mut world = World::new();
-    let publisher = copy(world.registry.key());
-    world
-        .registry
-        .publish(&world.sandbox, "pdf", "1.0.0", "one");
-    world.manifest("", "");
-    assert_eq!(world.user(&["add", "pdf@^1"]).code, 0);
-    assert!(
-        world
-            .lock()
-            .contains(&format!("signer = \"{}\"", signer(&publisher)))
-    );
+    let (mut world, publisher) = World::with_pdf_locked();
 
     // A stolen owner token, or the registry's operator: the skill's keys
     // now list only a key that carries the pinned id, which signs 1.1.0.
@@ -207,22 +191,12 @@ fn a_key_swapped_under_the_pinned_id_is_a_signer_change_at_update() {
         .publish(&world.sandbox, "pdf", "1.3.0", "four");
     let allowed = world.user(&["update", "--allow-signer-change"]);
     assert_eq!(allowed.code, 0, "{allowed:?}");
-    assert!(
-        world
-            .lock()
-            .contains(&format!("signer = \"{}\"", signer(&attacker)))
-    );
+    assert!(world.pins(&attacker), "{}", world.lock());
 }
 
 #[test]
 fn a_lock_that_pins_an_id_is_honoured_once_then_upgraded_to_the_key() {
-    let mut world = World::new();
-    let publisher = copy(world.registry.key());
-    world
-        .registry
-        .publish(&world.sandbox, "pdf", "1.0.0", "one");
-    world.manifest("", "");
-    assert_eq!(world.user(&["add", "pdf@^1"]).code, 0);
+    let (mut world, publisher) = World::with_pdf_locked();
     let keyed = world.lock();
     // The lock as an older skillpkg wrote it: the signer by id.
     let legacy = keyed.replace(&signer(&publisher), &publisher.id().to_string());

@@ -390,6 +390,42 @@ pub fn files_below(root: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> 
     files
 }
 
+/// The files a running registry serves below `root`: like [`files_below`],
+/// but without its in-flight temporary files (`.skillpkg-tmp-*`, never
+/// served), and a file renamed away while the folder is read is passed
+/// over: the registry rewrites its discovery index in the background, so a
+/// snapshot may meet a temporary file between listing and reading it.
+pub fn served_files_below(root: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
+    let mut files = std::collections::BTreeMap::new();
+    let mut pending = vec![root.to_owned()];
+    while let Some(dir) = pending.pop() {
+        for entry in fs_err::read_dir(&dir).expect("read a folder of the tree") {
+            let entry = entry.expect("a folder entry");
+            if entry
+                .file_name()
+                .to_string_lossy()
+                .starts_with(skillpkg_index::fs::TEMP_PREFIX)
+            {
+                continue;
+            }
+            let path = entry.path();
+            if path.is_dir() {
+                pending.push(path);
+                continue;
+            }
+            match std::fs::read(&path) {
+                Ok(bytes) => {
+                    let relative = path.strip_prefix(root).expect("below the root").to_owned();
+                    files.insert(relative, bytes);
+                }
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+                Err(error) => panic!("read {}: {error}", path.display()),
+            }
+        }
+    }
+    files
+}
+
 /// Runs `program ARGS` on a real terminal (a pty, from util-linux
 /// `script`) in `dir` with `env`, waits until it writes `question`, types
 /// `answer` and Enter, and returns whether it succeeded and everything the

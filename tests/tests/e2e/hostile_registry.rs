@@ -222,7 +222,7 @@ fn publish_is_refused(tarball: Vec<u8>, needles: &[&str]) {
     let root = tempfile::tempdir().unwrap();
     let token = create_token(root.path(), "alice");
     let server = RegistryServer::start(root.path(), &[]);
-    let before = files_below(&server.public());
+    let before = skillpkg_tests::served_files_below(&server.public());
     let (status, body) = publish(&server, &token, "evil", tarball);
     assert_eq!(status, 400, "{body}");
     let detail = body["errors"][0]["detail"].as_str().unwrap_or_default();
@@ -230,7 +230,7 @@ fn publish_is_refused(tarball: Vec<u8>, needles: &[&str]) {
         assert!(detail.contains(needle), "`{needle}` not in {body}");
     }
     assert_eq!(
-        files_below(&server.public()),
+        skillpkg_tests::served_files_below(&server.public()),
         before,
         "a refused publish wrote"
     );

@@ -97,7 +97,7 @@ impl Fixture {
     }
 
     fn snapshot(&self) -> BTreeMap<PathBuf, Vec<u8>> {
-        skillpkg_tests::files_below(&self.server.public())
+        skillpkg_tests::served_files_below(&self.server.public())
     }
 }
 
@@ -881,16 +881,24 @@ fn build_writes_the_tree_the_server_wrote_byte_for_byte() {
     }
 }
 
-/// Waits until the server's discovery index is the one in `built`: it is
-/// written a moment after a publish (docs/registry.md, "At scale").
+/// Waits until the files the server writes a moment after a publish (its
+/// discovery index, then its list page; docs/registry.md, "At scale") are
+/// the ones in `built`.
 fn wait_for_discovery(fixture: &Fixture, built: &BTreeMap<PathBuf, Vec<u8>>) {
-    let path = Path::new(".well-known/agent-skills/index.json");
-    let served = fixture.server.public().join(path);
+    // The discovery index and the list page are written a moment after a
+    // change, in that order: wait for both, not the first alone.
+    let background = [
+        Path::new(".well-known/agent-skills/index.json"),
+        Path::new("skills.html"),
+    ];
+    let public = fixture.server.public();
     assert!(
         skillpkg_tests::wait_until(std::time::Duration::from_secs(10), || {
-            fs_err::read(&served).ok().as_ref() == built.get(path)
+            background
+                .iter()
+                .all(|path| fs_err::read(public.join(path)).ok().as_ref() == built.get(*path))
         }),
-        "the discovery index never became the built one"
+        "the discovery index and the list page never became the built ones"
     );
 }
 

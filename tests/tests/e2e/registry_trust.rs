@@ -14,8 +14,8 @@ use reqwest::blocking::{Client, multipart};
 use skillpkg_index::checksum::Checksum;
 use skillpkg_index::signing::{SecretKey, Signature, SourceInfo, TrustedComment, sign_provenance};
 use skillpkg_tests::{
-    Postgres, RegistryServer, Skill, TestContext, TestRegistry, binary, create_token, files_below,
-    run, tarball_described,
+    Postgres, RegistryServer, Skill, TestContext, TestRegistry, binary, create_token, run,
+    served_files_below, tarball_described,
 };
 
 /// What a publish sends beside the archive.
@@ -162,7 +162,7 @@ fn assert_id_taken(answer: &(u16, serde_json::Value), holder: &str) {
 /// archive, signature and provenance, keys and index file. (The discovery
 /// index and the list page are written a moment after any change.)
 fn stored(server: &RegistryServer) -> std::collections::BTreeMap<std::path::PathBuf, Vec<u8>> {
-    files_below(&server.public())
+    served_files_below(&server.public())
         .into_iter()
         .filter(|(path, _)| {
             ["dl", "keys", "index"]

@@ -10,10 +10,11 @@ use skillpkg_tests::{RegistryServer, TestContext, TestRegistry, publish_raw, run
 
 /// The files of the search index in `public`: `search.json` and every shard.
 fn search_files(public: &Path) -> BTreeMap<String, Vec<u8>> {
-    let mut files: BTreeMap<String, Vec<u8>> = skillpkg_tests::files_below(&public.join("search"))
-        .into_iter()
-        .map(|(relative, bytes)| (format!("search/{}", relative.display()), bytes))
-        .collect();
+    let mut files: BTreeMap<String, Vec<u8>> =
+        skillpkg_tests::served_files_below(&public.join("search"))
+            .into_iter()
+            .map(|(relative, bytes)| (format!("search/{}", relative.display()), bytes))
+            .collect();
     files.insert(
         "search.json".into(),
         fs_err::read(public.join("search.json")).unwrap(),

@@ -8,7 +8,9 @@ same run (bench/README.md):
 - `skills_run_script` of a no-op bash script, sandbox included, against
   spawning `bash script.sh` directly from this process;
 - the server's memory (peak RSS) serving 1,000 skills, against the same
-  server serving none.
+  server serving none;
+- the server's start-up with 1,000 skills, sandboxed (it starts a run
+  launcher to learn whether namespaces work), against `--unsandboxed`.
 
 The client speaks JSON-RPC over the server's stdin and stdout directly,
 with no SDK in between, so what is timed is the server and the pipe.
@@ -33,9 +35,9 @@ ROOT = Path(__file__).resolve().parent.parent
 class Server:
     """`skillpkg mcp` on pipes, initialized."""
 
-    def __init__(self, skillpkg: str, project: Path, home: Path):
+    def __init__(self, skillpkg: str, project: Path, home: Path, extra: tuple[str, ...] = ()):
         self.process = subprocess.Popen(
-            [skillpkg, "mcp", "--project", str(project)],
+            [skillpkg, "mcp", "--project", str(project), *extra],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -205,6 +207,19 @@ def main() -> int:
         print(f"peak RSS: {rss / 1024:.1f} MiB with {count} skills, {idle_rss / 1024:.1f} MiB with none")
         if rss >= 30 * 1024:
             failures.append("peak RSS with 1,000 skills is not under 30 MB")
+
+        # Start-up with 1,000 skills, to the answer of `initialize`: with
+        # the sandbox (which starts a launcher to learn whether namespaces
+        # work, on a thread of its own) against --unsandboxed (none).
+        def start(extra):
+            def once():
+                Server(skillpkg, many, home, extra).close()
+            return once
+        bare, walled = interleaved(start(("--unsandboxed",)), start(()), max(args.runs // 10, 11))
+        print("server start with 1000 skills")
+        print(row("--unsandboxed (baseline)", bare))
+        print(row("sandboxed", walled))
+        print(f"  ratio {statistics.median(walled) / statistics.median(bare):.2f}x")
 
     for failure in failures:
         print(f"MISSED: {failure}", file=sys.stderr)

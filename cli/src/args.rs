@@ -558,6 +558,7 @@ Examples:
   skillpkg mcp --project ~/work/app --host codex  what Codex sees from ~/work/app
   skillpkg mcp --listen 127.0.0.1:8750            streamable HTTP at http://127.0.0.1:8750/mcp
   skillpkg mcp --audit-log ~/.skillpkg-audit.jsonl  one JSON line per tool call
+  skillpkg mcp --pass-env OCR_API_KEY             skills that declare it may read it
   claude mcp add skills -- skillpkg mcp           register with Claude Code";
 
 #[cfg(feature = "runtime")]
@@ -580,10 +581,32 @@ pub struct McpArgs {
     #[arg(long)]
     pub allow_modified: bool,
 
-    /// How long a script or tool may run before its whole process group is
-    /// killed, in seconds.
+    /// Let skill SKILL have the filesystem grant GLOB (exactly as its
+    /// SKILL.md writes it) although it reaches `.git`, `.claude`, another
+    /// agent's configuration, a skills folder, credentials or the home
+    /// folder, which is refused otherwise. Repeat it for each pair. See
+    /// docs/runtime-sandbox.md.
+    #[arg(long = "allow-grant", value_name = "SKILL=GLOB")]
+    pub allow_grant: Vec<crate::runtime::protected::AllowedGrant>,
+
+    /// How long a whole script or tool call may take, in seconds: waiting
+    /// for the client (its roots, a confirmation), preparing and running.
+    /// At the end the script's whole process group is killed.
     #[arg(long, value_name = "SECONDS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=86_400))]
     pub timeout: u64,
+
+    /// How long to wait for the client to answer roots/list, in seconds.
+    /// A client that does not answer in time gets the project folder as
+    /// the root, and is not asked again until it sends
+    /// notifications/roots/list_changed (or 5 minutes pass).
+    #[arg(long, value_name = "SECONDS", default_value_t = crate::runtime::peer::DEFAULT_CLIENT_TIMEOUT.as_secs(), value_parser = clap::value_parser!(u64).range(1..=3_600))]
+    pub client_timeout: u64,
+
+    /// Let skills that declare the secret NAME read it from this server's
+    /// environment. Repeat it, or give a comma-separated list. No other
+    /// variable reaches a skill, whatever it declares.
+    #[arg(long = "pass-env", value_name = "NAME", value_delimiter = ',', value_parser = parse_env_var_name)]
+    pub pass_env: Vec<String>,
 
     /// Run scripts and tools without the Landlock sandbox: with every
     /// permission of the user running the server. Only for kernels without
@@ -1273,6 +1296,18 @@ impl std::str::FromStr for ScopesHost {
             return Ok(Self::All);
         }
         parse_agent_host(text).map(Self::One)
+    }
+}
+
+/// Parses the name of an environment variable (`--pass-env`).
+#[cfg(feature = "runtime")]
+fn parse_env_var_name(text: &str) -> Result<String, String> {
+    if skillpkg_index::skill::extensions::is_env_var_name(text) {
+        Ok(text.to_owned())
+    } else {
+        Err(format!(
+            "`{text}` is not an environment variable name: letters, digits and `_`, not starting with a digit"
+        ))
     }
 }
 

@@ -8,6 +8,14 @@ use clap::Parser as _;
 use skillpkg::{args::Cli, outcome, printer::Printer};
 
 fn main() -> ExitCode {
+    // A run's sandbox is built by this binary started again (see
+    // cli/src/runtime/jail/launcher.rs): before anything else.
+    #[cfg(all(target_os = "linux", feature = "runtime"))]
+    if std::env::args_os().nth(1).as_deref()
+        == Some(std::ffi::OsStr::new(skillpkg::runtime::jail::LAUNCHER_ARG))
+    {
+        skillpkg::runtime::jail::launcher::main();
+    }
     let cli = Cli::parse();
     cli.global.color.write_global();
     skillpkg::logging::init(cli.global.verbose);

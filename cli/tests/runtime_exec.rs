@@ -5,7 +5,7 @@
 //! that shows the same access working when granted, so a missing sandbox
 //! fails these tests.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
 use std::io::ErrorKind;
 use std::net::TcpListener;
@@ -30,6 +30,8 @@ struct Fixture {
 
 impl Fixture {
     fn new() -> Self {
+        // This harness is not `skillpkg`: the runs' launcher is.
+        skillpkg::runtime::jail::use_launcher(std::path::Path::new(env!("CARGO_BIN_EXE_skillpkg")));
         let temp = tempfile::tempdir().unwrap();
         let base = temp.path().canonicalize().unwrap();
         let project = base.join("project");
@@ -80,11 +82,20 @@ impl Fixture {
         RunRequest {
             program: exec::interpreter_for(script).unwrap(),
             args: args.iter().map(OsString::from).collect(),
-            env: exec::environment(&exec::server_environment(), &BTreeMap::new(), &[]).unwrap(),
+            env: exec::environment(
+                &exec::server_environment(),
+                &BTreeMap::new(),
+                "fixture",
+                &[],
+                &BTreeSet::new(),
+            )
+            .unwrap()
+            .vars,
             workdir: self.project.clone(),
             stdin: None,
             limits: Limits::default(),
             sandbox,
+            sealed: None,
         }
     }
 
@@ -105,25 +116,15 @@ fn no_permissions() -> serde_json::Value {
     json!({})
 }
 
-fn process_is_gone(pid: i32) -> bool {
-    // Killed processes are reaped by whoever inherits them; give that a
-    // moment. A zombie counts as gone: it runs nothing.
-    let deadline = Instant::now() + Duration::from_secs(2);
-    loop {
-        match fs_err::read_to_string(format!("/proc/{pid}/stat")) {
-            Err(_) => return true,
-            Ok(stat)
-                if stat
-                    .rsplit(')')
-                    .next()
-                    .is_some_and(|rest| rest.trim_start().starts_with('Z')) =>
-            {
-                return true;
-            }
-            Ok(_) if Instant::now() > deadline => return false,
-            Ok(_) => std::thread::sleep(Duration::from_millis(20)),
-        }
-    }
+/// Waits past `deadline` (when a background child of the run would have
+/// written `marker` had it lived) and says whether it stayed unwritten. A
+/// run's processes live in a PID namespace of their own, so their ids mean
+/// nothing here: what they fail to do is the proof.
+fn never_written(marker: &Path, deadline: Instant) -> bool {
+    std::thread::sleep(
+        (deadline + Duration::from_millis(500)).saturating_duration_since(Instant::now()),
+    );
+    !marker.exists()
 }
 
 #[test]
@@ -227,16 +228,25 @@ async fn a_script_cannot_connect_to_a_loopback_port_it_was_not_granted() {
         "a connection arrived: {accepted:?}"
     );
 
-    // The control: granted that port, the connection arrives.
+    // The control: granted that host and port, the connection arrives,
+    // through the run's proxy (the run's own network holds only loopback,
+    // where the proxy's relay listens).
+    let through_proxy = r#"
+        exec 3<>"/dev/tcp/127.0.0.1/${HTTP_PROXY##*:}" || exit 1
+        printf 'CONNECT 127.0.0.1:%s HTTP/1.1\r\n\r\n' "$1" >&3
+        read -r status <&3
+        echo "$status"
+    "#;
     let outbound = format!("127.0.0.1:{port}");
     let outcome = fixture
         .confined(
-            script,
+            through_proxy,
             json!({"network": {"outbound": [outbound]}}),
             &[&port],
         )
         .await;
-    assert!(outcome.stdout.contains("connected"), "{outcome:?}");
+    assert!(outcome.stdout.contains(" 200 "), "{outcome:?}");
+    listener.set_nonblocking(false).unwrap();
     assert!(listener.accept().is_ok());
 }
 
@@ -261,12 +271,15 @@ async fn a_hang_and_a_child_that_ignores_sigterm_are_killed_at_the_timeout() {
     let fixture = Fixture::new();
     let script = fixture.script(
         "hang.sh",
-        "trap '' TERM\nsleep 30 &\necho $!\nwhile :; do :; done\n",
+        "trap '' TERM\n(sleep 1; echo late > output/late) &\nwhile :; do :; done\n",
     );
     let mut request = fixture.request(
         &script,
         &[],
-        Some(fixture.policy(json!({"processes": {"allow_subprocess": true}}))),
+        Some(fixture.policy(json!({
+            "processes": {"allow_subprocess": true},
+            "filesystem": {"write": ["output/**"]},
+        }))),
     );
     request.limits.timeout = Duration::from_millis(500);
     let started = Instant::now();
@@ -275,21 +288,29 @@ async fn a_hang_and_a_child_that_ignores_sigterm_are_killed_at_the_timeout() {
     assert!(outcome.timed_out, "{outcome:?}");
     assert_eq!(outcome.signal, Some(9), "{outcome:?}");
     assert_eq!(outcome.exit_code, None);
-    let sleeper: i32 = outcome.stdout.trim().parse().unwrap();
     assert!(
-        process_is_gone(sleeper),
-        "the background sleep {sleeper} survived"
+        never_written(
+            &fixture.project.join("output/late"),
+            started + Duration::from_secs(1)
+        ),
+        "the background child survived the timeout"
     );
 }
 
 #[tokio::test]
 async fn background_children_die_with_the_script() {
     let fixture = Fixture::new();
-    let script = fixture.script("fork.sh", "sleep 30 &\necho $!\n");
+    let script = fixture.script(
+        "fork.sh",
+        "(sleep 1; echo late > output/late) &\nsleep 30 &\n",
+    );
     let request = fixture.request(
         &script,
         &[],
-        Some(fixture.policy(json!({"processes": {"allow_subprocess": true}}))),
+        Some(fixture.policy(json!({
+            "processes": {"allow_subprocess": true},
+            "filesystem": {"write": ["output/**"]},
+        }))),
     );
     let started = Instant::now();
     let outcome = exec::run(request, CancellationToken::new()).await.unwrap();
@@ -297,10 +318,12 @@ async fn background_children_die_with_the_script() {
     assert!(started.elapsed() < Duration::from_secs(3), "{outcome:?}");
     assert_eq!(outcome.exit_code, Some(0), "{outcome:?}");
     assert!(!outcome.timed_out);
-    let sleeper: i32 = outcome.stdout.trim().parse().unwrap();
     assert!(
-        process_is_gone(sleeper),
-        "the background sleep {sleeper} survived"
+        never_written(
+            &fixture.project.join("output/late"),
+            started + Duration::from_secs(1)
+        ),
+        "the background child outlived the script"
     );
 }
 
@@ -372,7 +395,10 @@ async fn the_environment_is_cleared_but_for_the_allowlist_env_and_secrets() {
     ]))
     .unwrap();
     let given = BTreeMap::from([("MODE".to_owned(), "fast".to_owned())]);
-    let env = exec::environment(&server, &given, &secrets).unwrap();
+    let passed = BTreeSet::from(["OCR_API_KEY".to_owned(), "SERVER_ONLY_TOKEN".to_owned()]);
+    let env = exec::environment(&server, &given, "ocr", &secrets, &passed)
+        .unwrap()
+        .vars;
     let script = fixture.script(
         "env.py",
         "import os\nfor k in sorted(os.environ): print(k + '=' + os.environ[k])\n",
@@ -395,11 +421,11 @@ async fn the_environment_is_cleared_but_for_the_allowlist_env_and_secrets() {
     assert!(!outcome.stdout.contains("leaked"));
 
     // A required secret the server lacks, and variables a caller may not set.
-    let missing = exec::environment(&BTreeMap::new(), &BTreeMap::new(), &secrets);
-    assert!(matches!(missing, Err(ExecError::MissingSecret { name }) if name == "OCR_API_KEY"));
+    let missing = exec::environment(&BTreeMap::new(), &BTreeMap::new(), "ocr", &secrets, &passed);
+    assert!(matches!(missing, Err(ExecError::MissingSecret { name, .. }) if name == "OCR_API_KEY"));
     for name in ["PATH", "LD_PRELOAD", "HOME", "OCR_API_KEY", "1BAD", "A-B"] {
         let given = BTreeMap::from([(name.to_owned(), "x".to_owned())]);
-        let refused = exec::environment(&server, &given, &secrets);
+        let refused = exec::environment(&server, &given, "ocr", &secrets, &passed);
         assert!(
             matches!(refused, Err(ExecError::Environment { .. })),
             "{name} was accepted"
@@ -507,7 +533,8 @@ fn permissions_outside_the_roots_are_refused() {
     )
     .unwrap();
     assert_eq!(policy.network, Network::Any);
-    assert!(policy.notes.iter().any(|note| note.contains("not by host")));
+    // Hosts are told apart by the run's proxy, not by a Landlock port rule.
+    assert_eq!(policy.outbound, ["api.example.com"]);
 }
 
 #[test]

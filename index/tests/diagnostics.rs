@@ -247,6 +247,7 @@ fn cases() -> Vec<Case> {
         tool_case(Code::ToolSchemaOpen, &valid_tool("input_schema: {type: object, additionalProperties: false,", "input_schema: {type: object,")),
         tool_case(Code::ToolOutputSchemaMissing, &valid_tool(&format!("    output_schema: {CLOSED}\n"), "")),
         tool_case(Code::PermissionOverbroad, "permissions: {filesystem: {write: [\"**/*\"]}}\n"),
+        tool_case(Code::PermissionProtectedPath, "permissions: {filesystem: {write: [\".claude/**\"]}}\n"),
         tool_case(Code::HostOverrideUnknown, "host_overrides: [{host: vscode, config: {}}]\n"),
         tool_case(
             Code::HostDependencyInstall,

@@ -413,13 +413,13 @@ pub fn served_files_below(root: &Path) -> std::collections::BTreeMap<PathBuf, Ve
                 pending.push(path);
                 continue;
             }
-            match std::fs::read(&path) {
+            match fs_err::read(&path) {
                 Ok(bytes) => {
                     let relative = path.strip_prefix(root).expect("below the root").to_owned();
                     files.insert(relative, bytes);
                 }
                 Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
-                Err(error) => panic!("read {}: {error}", path.display()),
+                Err(error) => panic!("{error}"),
             }
         }
     }

@@ -20,6 +20,7 @@ use crate::printer::Printer;
 use crate::runtime::audit::AuditLog;
 use crate::runtime::catalog::{Options, ServedCatalog};
 use crate::runtime::exec::{self, Limits};
+use crate::runtime::jail;
 use crate::runtime::run::RunConfig;
 use crate::runtime::sandbox;
 use crate::runtime::server::{Shared, SkillServer, Transport};
@@ -46,8 +47,19 @@ pub fn run(args: &McpArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
             .filter(|value| !value.is_empty())
             .map(Into::into),
         allow_modified: args.allow_modified,
+        allowed_grants: args.allow_grant.clone(),
         cache: crate::client::Cache::open().ok(),
     };
+    // Whether runs can have namespaces here: asked once, by starting a
+    // run launcher, while the catalog loads.
+    if !args.unsandboxed {
+        std::thread::spawn(|| {
+            let _ = jail::probe();
+        });
+        // The server has one runtime for its life: each run's launcher can
+        // make its namespaces while the run before it runs.
+        jail::keep_a_spare();
+    }
     let catalog = Arc::new(ServedCatalog::load(&options)?);
     for note in &catalog.notes {
         printer.status("Note", note);
@@ -82,6 +94,24 @@ pub fn run(args: &McpArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
             &format!("the secret {name} is under 4 characters, so it cannot be redacted from results and the audit log"),
         );
     }
+    for (skill, secret) in catalog.skills().iter().flat_map(|skill| {
+        skill
+            .frontmatter
+            .extensions
+            .secrets
+            .iter()
+            .map(move |secret| (skill, secret))
+    }) {
+        if !secret.optional && !args.pass_env.contains(&secret.name) {
+            printer.status(
+                "Note",
+                &format!(
+                    "skill `{}` needs the secret {}, which is not passed: its scripts and tools will be refused until the server runs with --pass-env {}",
+                    skill.name, secret.name, secret.name
+                ),
+            );
+        }
+    }
     let support = sandbox::probe();
     if args.unsandboxed {
         printer.status(
@@ -91,6 +121,14 @@ pub fn run(args: &McpArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
     } else {
         for note in &support.notes {
             printer.status("Sandbox", note);
+        }
+        if let Err(why) = jail::probe() {
+            printer.status(
+                "Warning",
+                &format!(
+                    "{why}: every script and tool call will be refused (instructions and resources are served as usual); allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, user.max_user_namespaces > 0, or an AppArmor profile that permits them), or use --unsandboxed for skills you trust"
+                ),
+            );
         }
         if !support.filesystem {
             printer.status(
@@ -106,7 +144,10 @@ pub fn run(args: &McpArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
         },
         unsandboxed: args.unsandboxed,
         server_env: exec::server_environment(),
+        protection: catalog.protection.clone(),
         project: options.project,
+        pass_env: args.pass_env.iter().cloned().collect(),
+        client_timeout: Duration::from_secs(args.client_timeout),
     };
     let shared = Arc::new(Shared::new(catalog, args.max_active, audit, redactor, run));
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -14,6 +14,11 @@
 //! hash to the lock's tree. One that does not is not served unless the
 //! server runs with `--allow-modified`; the refusal names the changed files
 //! when the archive it came from is still in the cache to compare with.
+//!
+//! A skill whose `permissions.filesystem` grants reach agent or VCS
+//! configuration, credentials or a skills folder ([`super::protected`]) is
+//! not served either, unless the operator allowed each such grant with
+//! `--allow-grant SKILL=GLOB`.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Read as _;
@@ -29,6 +34,7 @@ use skillpkg_index::skill::catalog::{self, Catalog};
 use skillpkg_index::skill::scope::Environment;
 use skillpkg_index::skill::{Frontmatter, Host, document};
 
+use super::protected::{AllowedGrant, Protection};
 use crate::project::lockfile::{self, LockedSkill, Lockfile};
 use crate::project::targets::{STATE_FILE, TargetState};
 
@@ -63,6 +69,8 @@ pub struct Options {
     /// Where downloaded archives are kept, to name a modified skill's
     /// changed files.
     pub cache: Option<crate::client::Cache>,
+    /// `--allow-grant`: grants that may reach protected paths.
+    pub allowed_grants: Vec<AllowedGrant>,
 }
 
 /// The skills served, read once at start.
@@ -77,6 +85,9 @@ pub struct ServedCatalog {
     refused: BTreeMap<String, String>,
     /// What the operator should know: skipped skills, unreadable scopes.
     pub notes: Vec<String>,
+    /// What no grant may reach on this machine, and what the operator
+    /// allowed: checked here at start, and at every run.
+    pub protection: Protection,
 }
 
 /// One served skill.
@@ -188,14 +199,22 @@ impl ServedCatalog {
             let hint = error.hint();
             crate::error::UserError::new(error.to_string()).with_hint(hint)
         })?;
-        let lock = match crate::project::manifest::find_root(&options.project) {
-            Some(root) => lockfile::read(&root)?.map(|lock| (root, lock)),
+        let manifest_root = crate::project::manifest::find_root(&options.project);
+        let lock = match &manifest_root {
+            Some(root) => lockfile::read(root)?.map(|lock| (root.clone(), lock)),
             None => None,
         };
-        Ok(Self::build(&found, options, lock.as_ref()))
+        let protection = protection(&env, found_skill_folders(&found), manifest_root, options);
+        Ok(Self::build(&found, options, lock.as_ref(), protection))
     }
 
-    fn build(found: &Catalog, options: &Options, lock: Option<&(PathBuf, Lockfile)>) -> Self {
+    fn build(
+        found: &Catalog,
+        options: &Options,
+        lock: Option<&(PathBuf, Lockfile)>,
+        protection: Protection,
+    ) -> Self {
+        let project = fs_err::canonicalize(&options.project).unwrap_or(options.project.clone());
         let mut served = Self {
             host: options.host,
             project: options.project.clone(),
@@ -203,6 +222,7 @@ impl ServedCatalog {
             by_name: HashMap::new(),
             refused: BTreeMap::new(),
             notes: found.notes.clone(),
+            protection,
         };
         let mut records: HashMap<PathBuf, Option<TargetState>> = HashMap::new();
         for listing in &found.scopes {
@@ -248,6 +268,19 @@ impl ServedCatalog {
                                 ));
                             }
                         }
+                        if let Some(permissions) = &read.frontmatter.extensions.permissions
+                            && let Err(error) =
+                                served
+                                    .protection
+                                    .check_declared(&name, permissions, &project)
+                        {
+                            let hint = error.hint().unwrap_or_default();
+                            served.refused.insert(
+                                name.clone(),
+                                format!("skill `{name}` is not served: {error}; {hint}"),
+                            );
+                            continue;
+                        }
                         served.by_name.insert(name, served.skills.len());
                         served.skills.push(Arc::new(read));
                     }
@@ -262,6 +295,28 @@ impl ServedCatalog {
         }
         for reason in served.refused.values() {
             served.notes.push(reason.clone());
+        }
+        // An allowance that matches nothing is a typo, and the grant it was
+        // meant for is still refused: say so rather than let it pass.
+        for allowed in served.protection.allowed() {
+            let declared = found
+                .scopes
+                .iter()
+                .flat_map(|listing| &listing.skills)
+                .filter_map(|skill| skill.active())
+                .filter(|loaded| loaded.frontmatter.name == allowed.skill)
+                .filter_map(|loaded| loaded.frontmatter.extensions.permissions.as_ref())
+                .any(|permissions| {
+                    let filesystem = &permissions.filesystem;
+                    filesystem.read.contains(&allowed.glob)
+                        || filesystem.write.contains(&allowed.glob)
+                });
+            if !declared {
+                served.notes.push(format!(
+                    "--allow-grant {allowed} allows nothing: no skill `{}` found here declares the grant `{}` (the glob must be written exactly as in its SKILL.md)",
+                    allowed.skill, allowed.glob
+                ));
+            }
         }
         served
     }
@@ -416,6 +471,49 @@ pub fn file_uri(name: &str, path: &str) -> String {
         uri.extend(utf8_percent_encode(segment, SEGMENT));
     }
     uri
+}
+
+/// The folders of the skills `found` lists, links followed: a skill may
+/// be a link to a folder elsewhere.
+fn found_skill_folders(found: &Catalog) -> Vec<PathBuf> {
+    found
+        .scopes
+        .iter()
+        .flat_map(|listing| &listing.skills)
+        .filter_map(|skill| fs_err::canonicalize(&skill.dir).ok())
+        .collect()
+}
+
+/// What grants may not reach here: the home folder, every folder any agent
+/// reads skills from (not only the served host's: a skill planted for
+/// another agent is planted all the same), skillpkg's install targets, the
+/// folders of the skills found, and `--allow-grant`.
+fn protection(
+    env: &Environment,
+    skill_folders: Vec<PathBuf>,
+    manifest_root: Option<PathBuf>,
+    options: &Options,
+) -> Protection {
+    let mut folders = skill_folders;
+    for host in skillpkg_index::skill::scope::AGENT_HOSTS {
+        if let Ok(scopes) = skillpkg_index::skill::scope::scopes(host, env) {
+            folders.extend(scopes.scopes.into_iter().map(|scope| scope.dir));
+        }
+    }
+    if let Some(root) = manifest_root
+        && let Ok(manifest) = crate::project::manifest::read(&root)
+    {
+        for name in &manifest.targets {
+            if let Ok(target) = crate::project::targets::resolve(name, &root, false, true) {
+                folders.push(std::path::absolute(&target.dir).unwrap_or(target.dir));
+            }
+        }
+    }
+    Protection::new(
+        options.home.as_deref(),
+        folders,
+        options.allowed_grants.clone(),
+    )
 }
 
 fn read_record(dir: &Path) -> Option<TargetState> {

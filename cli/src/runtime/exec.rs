@@ -9,22 +9,27 @@
 //!   script (pyenv, asdf) is replaced by the real interpreter it starts;
 //! - the environment is built by [`environment`]: cleared, then the
 //!   [`PASSED_THROUGH`] variables of the server, the caller's `env`, and
-//!   the secrets the skill declares; `HOME` and `TMPDIR` point at a private
-//!   scratch folder that is removed after the run;
-//! - the script leads a process group of its own; when it exits, times out
-//!   or is cancelled, the whole group is killed with `SIGKILL`, so
-//!   background children die with it (a child that calls `setsid()` leaves
-//!   the group and is not stopped: docs/runtime-sandbox.md);
+//!   the secrets the skill declares, each only when the operator passed its
+//!   name (`skillpkg mcp --pass-env NAME`); `HOME` and `TMPDIR` point at a
+//!   private scratch folder that is removed after the run;
+//! - the process (the run's launcher, when sandboxed) leads a process
+//!   group of its own; when it exits, times out or is cancelled, the whole
+//!   group is killed with `SIGKILL`. A sandboxed script is the init of its
+//!   own PID namespace and dies with its launcher, and every process of
+//!   the namespace with it, `setsid()` children included;
 //! - stdout and stderr are read to the end but kept only up to
 //!   [`Limits::output_cap`] each, so a flood neither blocks the script nor
 //!   fills the server's memory;
-//! - with a [`sandbox::Policy`], the process is started from a thread
-//!   confined by Landlock first ([`sandbox::restrict_thread`]).
+//! - with a [`sandbox::Policy`], the run gets a sandbox of its own
+//!   ([`super::jail`]): namespaces, a root holding only what it may see,
+//!   the skill's sealed copy, limits, Landlock and seccomp, and a proxy
+//!   to the hosts its skill lists.
 //!
 //! Nothing here waits without a bound: the timeout covers the script, and
-//! output held open by an escaped process is given up shortly after.
+//! output held open by an unsandboxed escaped process is given up shortly
+//! after.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ffi::OsString;
 use std::io;
 use std::os::unix::process::ExitStatusExt as _;
@@ -38,6 +43,7 @@ use skillpkg_index::skill::model::SecretRequirement;
 use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWriteExt as _};
 use tokio_util::sync::CancellationToken;
 
+use super::jail;
 use super::sandbox::{self, Network, Policy, RunGrants};
 
 /// The server's environment variables a script inherits, when set: where
@@ -68,16 +74,30 @@ pub const RESERVED: &[&str] = &[
     "PERLLIB",
     "HOSTALIASES",
     "RESOLV_HOST_CONF",
+    // Programs other programs start, and start-up files they read.
+    "SHELL",
+    "EDITOR",
+    "VISUAL",
+    "PAGER",
+    "BROWSER",
+    "ZDOTDIR",
+    "INPUTRC",
+    "PHPRC",
+    "TERMINFO",
+    "TERMINFO_DIRS",
 ];
 
 /// Name prefixes a caller's `env` may not use: the dynamic loader's and
 /// glibc's (`LD_`, `GLIBC_TUNABLES`), bash's (`BASH_ENV`, `BASHOPTS`,
 /// `BASH_FUNC_*`), and the interpreters' and tools' that load code or
 /// options (`PYTHON*`, `NODE_*`, `NPM_*`, `PERL5*`, `RUBY*`, `GEM_*`,
-/// `JAVA*`, `_JAVA*`, `GIT_*`).
+/// `JAVA*`, `_JAVA*`, `GIT_*`), OpenSSL's, which loads providers and
+/// engines from its configuration (`OPENSSL_CONF`, `OPENSSL_MODULES`),
+/// Lua's (`LUA_INIT` runs code), and the XDG folders programs take their
+/// configuration and plugins from.
 pub const RESERVED_PREFIXES: &[&str] = &[
     "LD_", "DYLD_", "GLIBC_", "MALLOC_", "BASH", "PYTHON", "NODE_", "NPM_", "PERL5", "RUBY",
-    "GEM_", "JAVA", "_JAVA", "GIT_",
+    "GEM_", "JAVA", "_JAVA", "GIT_", "OPENSSL_", "LUA_", "XDG_",
 ];
 
 /// Whether a caller's `env` may not set `name` ([`RESERVED`],
@@ -133,6 +153,9 @@ pub struct RunRequest {
     pub limits: Limits,
     /// `None` runs unsandboxed: only when the user said so.
     pub sandbox: Option<Policy>,
+    /// The skill's sealed copy (`jail::seal`), shown at the skill's path
+    /// in a sandboxed run; `None` shows the installed folder.
+    pub sealed: Option<PathBuf>,
 }
 
 /// What happened, whatever happened.
@@ -164,8 +187,14 @@ pub enum ExecError {
     InterpreterNotFound { name: String },
     #[error("the environment variable `{name}` is refused: {reason}")]
     Environment { name: String, reason: String },
-    #[error("the skill needs the secret `{name}`, and the server's environment does not set it")]
-    MissingSecret { name: String },
+    #[error(
+        "skill `{skill}` needs the secret `{name}`, and the server's environment does not set it"
+    )]
+    MissingSecret { name: String, skill: String },
+    #[error(
+        "skill `{skill}` needs the secret `{name}`, and the server does not pass `{name}` to skills"
+    )]
+    SecretNotPassed { name: String, skill: String },
     #[error("the sandbox cannot enforce this run: {what}")]
     Unenforceable { what: String },
     #[error("cannot confine the script")]
@@ -193,11 +222,14 @@ impl ExecError {
             Self::Environment { .. } => {
                 Some("leave the variable out of `env`; the runtime sets it, or it is not allowed".into())
             }
-            Self::MissingSecret { name } => {
+            Self::MissingSecret { name, .. } => {
                 Some(format!("set {name} in the environment `skillpkg mcp` starts in"))
             }
+            Self::SecretNotPassed { name, .. } => Some(format!(
+                "if the skill may have it, start the server with `skillpkg mcp --pass-env {name}`"
+            )),
             Self::Unenforceable { .. } => Some(
-                "use Linux 6.7 or later with Landlock enabled, or start the server with --unsandboxed".into(),
+                "runs need unprivileged user namespaces and Landlock (Linux 6.7 or later): allow user namespaces (sysctl user.max_user_namespaces, kernel.unprivileged_userns_clone, or the AppArmor profile that blocks them), or start the server with --unsandboxed for skills you trust".into(),
             ),
             Self::Sandbox(reason) => Some(reason.clone()),
             Self::Spawn { .. } | Self::Scratch(_) => None,
@@ -256,17 +288,45 @@ pub fn server_environment() -> BTreeMap<String, String> {
         .collect()
 }
 
+/// A script's environment as [`environment`] built it, and what the caller
+/// should be told about it (an optional secret left out, and why).
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct ScriptEnvironment {
+    /// Every variable the script gets, secrets included.
+    pub vars: BTreeMap<String, String>,
+    /// Notes for the call's result.
+    pub notes: Vec<String>,
+}
+
+impl std::fmt::Debug for ScriptEnvironment {
+    // The values include secrets: show only the names.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ScriptEnvironment")
+            .field("names", &self.vars.keys().collect::<Vec<_>>())
+            .field("notes", &self.notes)
+            .finish()
+    }
+}
+
 /// Builds a script's whole environment: the [`PASSED_THROUGH`] variables
 /// of `server` (`PATH` defaults to `/usr/local/bin:/usr/bin:/bin`), then
 /// `given` (the caller's `env`: names `[A-Za-z_][A-Za-z0-9_]*`, none of
 /// [`is_reserved`] name, no secret's name, no NUL in values), then each
-/// declared secret from `server`. A required secret the server lacks is an
-/// error; an optional one is left out.
+/// secret `skill` declares, from `server`, when and only when its name is
+/// in `pass_env` (the operator's `--pass-env`): a skill naming a variable is
+/// never enough to read it.
+///
+/// A required secret that is not passed is [`ExecError::SecretNotPassed`];
+/// one that is passed but not set is [`ExecError::MissingSecret`]. An
+/// optional secret that is not passed is left out with a note; one that is
+/// passed but not set is left out.
 pub fn environment(
     server: &BTreeMap<String, String>,
     given: &BTreeMap<String, String>,
+    skill: &str,
     secrets: &[SecretRequirement],
-) -> Result<BTreeMap<String, String>, ExecError> {
+    pass_env: &BTreeSet<String>,
+) -> Result<ScriptEnvironment, ExecError> {
     let mut env: BTreeMap<String, String> = PASSED_THROUGH
         .iter()
         .filter_map(|name| Some((name.to_string(), server.get(*name)?.clone())))
@@ -299,7 +359,24 @@ pub fn environment(
         }
         env.insert(name.clone(), value.clone());
     }
+    let mut notes = Vec::new();
     for secret in secrets {
+        // Whether the operator passed the name is decided before whether
+        // the server has it, so a refusal says nothing about variables the
+        // operator did not choose to share.
+        if !pass_env.contains(&secret.name) {
+            if secret.optional {
+                notes.push(format!(
+                    "the optional secret `{}` of skill `{skill}` was left out: the server does not pass it to skills (skillpkg mcp --pass-env {})",
+                    secret.name, secret.name
+                ));
+                continue;
+            }
+            return Err(ExecError::SecretNotPassed {
+                name: secret.name.clone(),
+                skill: skill.to_owned(),
+            });
+        }
         match server.get(&secret.name).filter(|value| !value.is_empty()) {
             Some(value) => {
                 env.insert(secret.name.clone(), value.clone());
@@ -308,11 +385,12 @@ pub fn environment(
             None => {
                 return Err(ExecError::MissingSecret {
                     name: secret.name.clone(),
+                    skill: skill.to_owned(),
                 });
             }
         }
     }
-    Ok(env)
+    Ok(ScriptEnvironment { vars: env, notes })
 }
 
 /// Runs `request` to its end: exit, timeout or cancellation through
@@ -328,6 +406,7 @@ pub async fn run(request: RunRequest, cancel: CancellationToken) -> Result<RunOu
         stdin,
         limits,
         sandbox,
+        sealed,
     } = request;
     let Some((first, rest)) = program.split_first() else {
         return Err(ExecError::NotRunnable {
@@ -337,10 +416,17 @@ pub async fn run(request: RunRequest, cancel: CancellationToken) -> Result<RunOu
     };
     let path_var = env.get("PATH").map(String::as_str);
     let executable = resolve_program(first, path_var).await?;
+    // The run's private folder: `home` is the script's HOME and TMPDIR
+    // (writable), `root` the mount point of its sandbox's new root.
     let scratch = tempfile::Builder::new()
         .prefix("skillpkg-run-")
         .tempdir()
         .map_err(ExecError::Scratch)?;
+    let home = scratch.path().join("home");
+    let new_root = scratch.path().join("root");
+    for dir in [&home, &new_root] {
+        fs_err::create_dir(dir).map_err(ExecError::Scratch)?;
+    }
 
     let mut command = tokio::process::Command::new(&executable);
     command
@@ -348,8 +434,8 @@ pub async fn run(request: RunRequest, cancel: CancellationToken) -> Result<RunOu
         .args(&args)
         .env_clear()
         .envs(&env)
-        .env("HOME", scratch.path())
-        .env("TMPDIR", scratch.path())
+        .env("HOME", &home)
+        .env("TMPDIR", &home)
         .current_dir(&workdir)
         .stdin(if stdin.is_some() {
             Stdio::piped()
@@ -362,16 +448,47 @@ pub async fn run(request: RunRequest, cancel: CancellationToken) -> Result<RunOu
         .kill_on_drop(true);
 
     let mut notes = Vec::new();
-    let confinement = match sandbox {
-        None => None,
+    let mut stdin = stdin;
+    // `cgroup` and `proxy` are held until the run is over.
+    let mut proxy = None;
+    let (mut child, cgroup) = match sandbox {
+        None => (spawn(command, None, executable.clone()).await?, None),
         Some(policy) => {
             check_support(&policy)?;
             notes.extend(policy.notes.iter().cloned());
-            let grants = grants_for(&executable, path_var, scratch.path(), &policy.skill_root);
-            Some((policy, grants))
+            let grants = grants_for(&executable, path_var, &home, &policy.skill_root);
+            if policy.network != Network::Deny {
+                let socket = scratch.path().join("proxy.sock");
+                let allow = jail::proxy::Allow::parse(&policy.outbound);
+                proxy = Some(jail::proxy::Proxy::start(&socket, allow).map_err(|error| {
+                    ExecError::Sandbox(format!("cannot start the run's proxy: {error}"))
+                })?);
+            }
+            let mut env: Vec<(String, String)> = env.into_iter().collect();
+            for name in ["HOME", "TMPDIR"] {
+                env.push((name.to_owned(), home.to_string_lossy().into_owned()));
+            }
+            let spec = jail::plan::spec(jail::plan::Run {
+                program: &executable,
+                args: rest.iter().chain(&args).cloned().collect(),
+                env,
+                workdir: &workdir,
+                root: new_root.clone(),
+                policy: &policy,
+                grants: &grants,
+                sealed: sealed.as_deref(),
+                limits: jail::spec::RunLimits {
+                    cpu_seconds: limits.timeout.as_secs() + 1,
+                    ..jail::spec::RunLimits::default()
+                },
+                proxy: proxy.as_ref().map(jail::proxy::Proxy::path),
+            });
+            let (child, cgroup) = jail::start(&spec, stdin.take())
+                .await
+                .map_err(ExecError::Sandbox)?;
+            (child, cgroup)
         }
     };
-    let mut child = spawn(command, confinement, executable.clone()).await?;
     let mut group = ProcessGroup(child.id().and_then(|pid| i32::try_from(pid).ok()));
 
     if let (Some(bytes), Some(mut pipe)) = (stdin, child.stdin.take()) {
@@ -405,6 +522,14 @@ pub async fn run(request: RunRequest, cancel: CancellationToken) -> Result<RunOu
     // Once the leader is reaped its id is free again: no second kill.
     group.0 = None;
     let status = child.wait().await.ok();
+    drop(cgroup);
+    if let Some(proxy) = proxy.take() {
+        for target in proxy.refused() {
+            notes.push(format!(
+                "the run tried to reach {target}, which the skill's permissions.network.outbound does not list; the proxy refused it"
+            ));
+        }
+    }
 
     let gathered = async {
         let stdout = match stdout {
@@ -442,20 +567,14 @@ pub async fn run(request: RunRequest, cancel: CancellationToken) -> Result<RunOu
     })
 }
 
-/// Refuses a policy the kernel cannot enforce.
-fn check_support(policy: &Policy) -> Result<(), ExecError> {
-    let support = sandbox::probe();
-    if !support.filesystem {
+/// Refuses a run the kernel cannot wall in: every sandboxed run needs
+/// namespaces of its own (`jail::probe`) and Landlock. Landlock's TCP
+/// rules are not needed: every run has a network namespace of its own.
+fn check_support(_policy: &Policy) -> Result<(), ExecError> {
+    jail::probe().map_err(|what| ExecError::Unenforceable { what })?;
+    if !sandbox::probe().filesystem {
         return Err(ExecError::Unenforceable {
             what: "Landlock is not available on this kernel".into(),
-        });
-    }
-    if policy.network != Network::Any && !support.network {
-        return Err(ExecError::Unenforceable {
-            what: format!(
-                "the skill may not use the network, and this kernel's Landlock (ABI {}) cannot deny TCP",
-                support.abi
-            ),
         });
     }
     Ok(())
@@ -700,4 +819,131 @@ async fn read_capped(
         capture.bytes.extend_from_slice(&buffer[..read.min(room)]);
     }
     capture
+}
+
+#[cfg(test)]
+mod environment_tests {
+    use std::collections::{BTreeMap, BTreeSet};
+
+    use serde_json::json;
+    use skillpkg_index::skill::model::SecretRequirement;
+
+    use super::{ExecError, environment};
+
+    fn secrets(value: serde_json::Value) -> Vec<SecretRequirement> {
+        serde_json::from_value(value).unwrap()
+    }
+
+    fn server() -> BTreeMap<String, String> {
+        BTreeMap::from([
+            ("PATH".to_owned(), "/usr/bin".to_owned()),
+            (
+                "AWS_SECRET_ACCESS_KEY".to_owned(),
+                "aws-server-key".to_owned(),
+            ),
+            ("OCR_API_KEY".to_owned(), "ocr-key-value".to_owned()),
+        ])
+    }
+
+    fn passed(names: &[&str]) -> BTreeSet<String> {
+        names.iter().map(|name| (*name).to_owned()).collect()
+    }
+
+    #[test]
+    fn a_secret_the_operator_did_not_pass_is_refused_naming_it_the_skill_and_the_flag() {
+        let declared = secrets(json!([{"name": "AWS_SECRET_ACCESS_KEY", "usage": "env"}]));
+        let refused = environment(
+            &server(),
+            &BTreeMap::new(),
+            "s3-sync",
+            &declared,
+            &passed(&[]),
+        )
+        .unwrap_err();
+        assert!(
+            matches!(&refused, ExecError::SecretNotPassed { name, skill } if name == "AWS_SECRET_ACCESS_KEY" && skill == "s3-sync"),
+            "{refused:?}"
+        );
+        let message = refused.to_string();
+        assert!(message.contains("`AWS_SECRET_ACCESS_KEY`"), "{message}");
+        assert!(message.contains("skill `s3-sync`"), "{message}");
+        assert!(
+            refused
+                .hint()
+                .unwrap()
+                .contains("--pass-env AWS_SECRET_ACCESS_KEY"),
+            "{refused:?}"
+        );
+        // Passing another name does not help.
+        let other = environment(
+            &server(),
+            &BTreeMap::new(),
+            "s3-sync",
+            &declared,
+            &passed(&["OCR_API_KEY"]),
+        );
+        assert!(matches!(other, Err(ExecError::SecretNotPassed { .. })));
+    }
+
+    #[test]
+    fn a_passed_secret_reaches_the_skill_and_nothing_else_does() {
+        let declared = secrets(json!([{"name": "OCR_API_KEY", "usage": "env"}]));
+        let built = environment(
+            &server(),
+            &BTreeMap::new(),
+            "ocr",
+            &declared,
+            &passed(&["OCR_API_KEY", "AWS_SECRET_ACCESS_KEY"]),
+        )
+        .unwrap();
+        assert_eq!(
+            built.vars.keys().collect::<Vec<_>>(),
+            ["OCR_API_KEY", "PATH"],
+            "a passed name the skill does not declare stays out"
+        );
+        assert_eq!(built.vars["OCR_API_KEY"], "ocr-key-value");
+        assert!(built.notes.is_empty());
+        // The values never show in Debug.
+        assert!(!format!("{built:?}").contains("ocr-key-value"));
+    }
+
+    #[test]
+    fn a_passed_required_secret_the_server_lacks_is_missing() {
+        let declared = secrets(json!([{"name": "NOT_SET_ANYWHERE", "usage": "env"}]));
+        let missing = environment(
+            &server(),
+            &BTreeMap::new(),
+            "tool",
+            &declared,
+            &passed(&["NOT_SET_ANYWHERE"]),
+        );
+        assert!(
+            matches!(missing, Err(ExecError::MissingSecret { name, skill }) if name == "NOT_SET_ANYWHERE" && skill == "tool")
+        );
+    }
+
+    #[test]
+    fn an_optional_secret_not_passed_is_left_out_with_a_note() {
+        let declared = secrets(json!([
+            {"name": "AWS_SECRET_ACCESS_KEY", "usage": "env", "optional": true},
+            {"name": "UNSET_OPTIONAL", "usage": "env", "optional": true}
+        ]));
+        let built = environment(
+            &server(),
+            &BTreeMap::new(),
+            "s3-sync",
+            &declared,
+            &passed(&["UNSET_OPTIONAL"]),
+        )
+        .unwrap();
+        assert!(!built.vars.contains_key("AWS_SECRET_ACCESS_KEY"));
+        assert!(!built.vars.contains_key("UNSET_OPTIONAL"));
+        assert_eq!(built.notes.len(), 1, "{:?}", built.notes);
+        assert!(
+            built.notes[0].contains("`AWS_SECRET_ACCESS_KEY`")
+                && built.notes[0].contains("--pass-env AWS_SECRET_ACCESS_KEY"),
+            "{:?}",
+            built.notes
+        );
+    }
 }

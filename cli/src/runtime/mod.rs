@@ -9,6 +9,11 @@
 pub mod audit;
 pub mod catalog;
 pub mod exec;
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
+pub mod jail;
+pub mod peer;
+pub mod protected;
 pub mod resources;
 pub mod run;
 pub mod sandbox;

@@ -3,9 +3,10 @@
 //! [`super::sandbox`] policy the skill's permissions and the client's roots
 //! give (docs/runtime.md, "Scripts and tools").
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject};
 use serde::Deserialize;
@@ -24,6 +25,9 @@ use super::tool_call::{
 /// How scripts run, for the whole server.
 #[derive(Debug)]
 pub struct RunConfig {
+    /// `limits.timeout` is `--timeout`: the time a whole call has, from
+    /// receiving it to its result (waiting for the client, preparing,
+    /// running); a run gets what is left of it ([`Budget`]).
     pub limits: Limits,
     /// `--unsandboxed`: run without Landlock (the user's explicit choice).
     pub unsandboxed: bool,
@@ -32,6 +36,51 @@ pub struct RunConfig {
     pub server_env: BTreeMap<String, String>,
     /// The project folder: the root when the client sends none.
     pub project: PathBuf,
+    /// What no filesystem grant may reach, and `--allow-grant`.
+    pub protection: super::protected::Protection,
+    /// `--pass-env`: the only names a skill's secrets may be read from the
+    /// server's environment by.
+    pub pass_env: BTreeSet<String>,
+    /// `--client-timeout`: how long a request to the client may wait
+    /// (`roots/list`; runtime::peer).
+    pub client_timeout: Duration,
+}
+
+/// The time one call has: `--timeout`, from when the server received it.
+#[derive(Clone, Copy, Debug)]
+pub struct Budget {
+    pub started: Instant,
+    pub total: Duration,
+}
+
+impl Budget {
+    /// When the call must be over.
+    pub fn deadline(&self) -> Instant {
+        self.started + self.total
+    }
+
+    /// Returns the time left, `None` once it is spent.
+    pub fn remaining(&self) -> Option<Duration> {
+        let left = self.deadline().saturating_duration_since(Instant::now());
+        (!left.is_zero()).then_some(left)
+    }
+
+    /// Returns the `TIMEOUT` error of a call whose time ran out `when`
+    /// ("before the script started"), before anything ran.
+    pub fn spent(&self, when: &str) -> ToolError {
+        ToolError::new(
+            ErrorCode::Timeout,
+            format!(
+                "the call's time ({}, --timeout) ran out {when}; nothing was run",
+                seconds(self.total)
+            ),
+        )
+    }
+}
+
+/// `5 s`, `1.5 s`.
+pub(crate) fn seconds(duration: Duration) -> String {
+    format!("{} s", duration.as_secs_f64())
 }
 
 /// Where and for whom one call runs.
@@ -43,6 +92,11 @@ pub struct CallContext<'a> {
     pub redactor: &'a Redactor,
     /// The client's cancellation of the call.
     pub cancel: CancellationToken,
+    /// The call's time; the run gets what is left.
+    pub budget: Budget,
+    /// Where the run adds what the caller should be told (an optional
+    /// secret left out).
+    pub notes: &'a mut Vec<String>,
 }
 
 /// `skills_run_script`'s arguments (spec 001).
@@ -61,7 +115,7 @@ pub struct RunScriptArguments {
 
 /// What a run needs besides the script: the grants and where.
 struct Prepared {
-    env: BTreeMap<String, String>,
+    env: exec::ScriptEnvironment,
     workdir: PathBuf,
     sandbox: Option<Policy>,
 }
@@ -78,9 +132,9 @@ fn exec_error(error: &exec::ExecError) -> ToolError {
     let code = match error {
         exec::ExecError::Environment { .. } => ErrorCode::InvalidArgument,
         exec::ExecError::NotRunnable { .. } => ErrorCode::InvalidArgument,
-        exec::ExecError::Unenforceable { .. } | exec::ExecError::Sandbox(_) => {
-            ErrorCode::PermissionDenied
-        }
+        exec::ExecError::Unenforceable { .. }
+        | exec::ExecError::Sandbox(_)
+        | exec::ExecError::SecretNotPassed { .. } => ErrorCode::PermissionDenied,
         exec::ExecError::MissingSecret { .. }
         | exec::ExecError::InterpreterNotFound { .. }
         | exec::ExecError::Spawn { .. }
@@ -109,6 +163,25 @@ fn in_manifest(skill: &ServedSkill, path: &str) -> Result<(), ToolError> {
     }
 }
 
+/// The sealed copy a sandboxed run of `skill` sees: its files as they
+/// were checked (cli/src/runtime/jail/seal.rs).
+fn sealed_copy(skill: &ServedSkill, sandboxed: bool) -> Result<Option<PathBuf>, ToolError> {
+    if !sandboxed {
+        return Ok(None);
+    }
+    super::jail::seal::sealed(skill)
+        .map(|path| Some(path.as_ref().clone()))
+        .map_err(|reason| {
+            ToolError::new(
+                ErrorCode::Integrity,
+                format!(
+                    "skill `{}` could not be sealed for the run: {reason}",
+                    skill.name
+                ),
+            )
+        })
+}
+
 /// Checks that none of `skill`'s files changed since the server read
 /// them: code that runs is code that was checked.
 fn unchanged(skill: &ServedSkill) -> Result<(), ToolError> {
@@ -128,6 +201,18 @@ fn unchanged(skill: &ServedSkill) -> Result<(), ToolError> {
 }
 
 impl RunConfig {
+    /// The run's limits: what is left of the call's time, so that waiting
+    /// for the client and preparing count against `--timeout` too.
+    fn limits_within(&self, budget: Budget) -> Result<Limits, ToolError> {
+        let timeout = budget
+            .remaining()
+            .ok_or_else(|| budget.spent("before the script started"))?;
+        Ok(Limits {
+            timeout,
+            ..self.limits
+        })
+    }
+
     fn prepare(
         &self,
         skill: &ServedSkill,
@@ -148,14 +233,23 @@ impl RunConfig {
             None
         } else {
             Some(
-                sandbox::policy_for(&skill.root, permissions, roots, &workdir)
-                    .map_err(|error| denied(&error))?,
+                sandbox::policy_for_skill(
+                    &skill.name,
+                    &skill.root,
+                    permissions,
+                    roots,
+                    &workdir,
+                    &self.protection,
+                )
+                .map_err(|error| denied(&error))?,
             )
         };
         let env = exec::environment(
             &self.server_env,
             given_env,
+            &skill.name,
             &skill.frontmatter.extensions.secrets,
+            &self.pass_env,
         )
         .map_err(|error| exec_error(&error))?;
         Ok(Prepared {
@@ -176,6 +270,8 @@ impl RunConfig {
             roots,
             redactor,
             cancel,
+            budget,
+            notes,
         } = call;
         allowed_to_run_scripts(skill, &arguments.path, &arguments.args)?;
         let script = sandbox::script_in_skill(&skill.root, &arguments.path)
@@ -184,14 +280,17 @@ impl RunConfig {
         unchanged(skill)?;
         let program = exec::interpreter_for(&script).map_err(|error| exec_error(&error))?;
         let prepared = self.prepare(skill, roots, arguments.workdir.as_deref(), &arguments.env)?;
+        notes.extend(prepared.env.notes);
+        let limits = self.limits_within(budget)?;
         let outcome = exec::run(
             RunRequest {
                 program,
                 args: arguments.args.iter().map(OsString::from).collect(),
-                env: prepared.env,
+                env: prepared.env.vars,
                 workdir: prepared.workdir,
                 stdin: None,
-                limits: self.limits,
+                limits,
+                sealed: sealed_copy(skill, prepared.sandbox.is_some())?,
                 sandbox: prepared.sandbox,
             },
             cancel,
@@ -244,6 +343,8 @@ impl RunConfig {
             roots,
             redactor,
             cancel,
+            budget,
+            notes,
         } = call;
         let started = async {
             let entrypoint = tool.implementation.entrypoint.as_str();
@@ -257,14 +358,17 @@ impl RunConfig {
                 Runtime::Bash => "bash",
             };
             let prepared = self.prepare(skill, roots, None, &BTreeMap::new())?;
+            notes.extend(prepared.env.notes);
+            let limits = self.limits_within(budget)?;
             exec::run(
                 RunRequest {
                     program: vec![interpreter.into(), script.into_os_string()],
                     args: Vec::new(),
-                    env: prepared.env,
+                    env: prepared.env.vars,
                     workdir: prepared.workdir,
                     stdin: Some(stdin_payload(arguments)),
-                    limits: self.limits,
+                    limits,
+                    sealed: sealed_copy(skill, prepared.sandbox.is_some())?,
                     sandbox: prepared.sandbox,
                 },
                 cancel,
@@ -378,5 +482,40 @@ fn allowed_to_run_scripts(
                 allowed.join(", ")
             ),
         ))
+    }
+}
+
+#[cfg(test)]
+mod budget_tests {
+    use std::time::{Duration, Instant};
+
+    use super::{Budget, seconds};
+
+    #[test]
+    fn a_budget_counts_from_when_the_call_was_received() {
+        let fresh = Budget {
+            started: Instant::now(),
+            total: Duration::from_secs(60),
+        };
+        let left = fresh.remaining().unwrap();
+        assert!(left > Duration::from_secs(59) && left <= Duration::from_secs(60));
+        let spent = Budget {
+            started: Instant::now() - Duration::from_secs(3),
+            total: Duration::from_secs(2),
+        };
+        assert_eq!(spent.remaining(), None);
+        let error = spent.spent("while waiting for the client to answer roots/list");
+        assert_eq!(error.code, "TIMEOUT");
+        assert!(error.retriable);
+        assert_eq!(
+            error.message,
+            "the call's time (2 s, --timeout) ran out while waiting for the client to answer roots/list; nothing was run"
+        );
+    }
+
+    #[test]
+    fn durations_read_as_seconds() {
+        assert_eq!(seconds(Duration::from_secs(5)), "5 s");
+        assert_eq!(seconds(Duration::from_millis(1500)), "1.5 s");
     }
 }

@@ -13,6 +13,11 @@
 //!   `output/**`) under each root, created under the working folder's root
 //!   when missing; a glob with no fixed prefix would mean the whole root and
 //!   is refused; nothing writable is executable;
+//! - refused: a grant that reaches `.git`, `.claude` or other agent
+//!   configuration, a skills folder, a shell start-up file or the home
+//!   folder (a write), or credentials (a read or a write), judged by
+//!   [`super::protected`] after following links and before anything is
+//!   created, unless the operator allowed that grant;
 //! - execute: with `processes.allow_subprocess: true`, anything readable but
 //!   not writable; otherwise only the interpreter chain of the script and
 //!   the ELF loader;
@@ -27,12 +32,16 @@
 //! so the server itself stays unconfined and no launcher has to be
 //! executed in between (docs/runtime-sandbox.md has the measurements).
 
+use std::borrow::Cow;
 use std::io;
 use std::path::{Component, Path, PathBuf};
 use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
 use skillpkg_index::skill::model::Permissions;
+use skillpkg_index::skill::protected::Access;
+
+use super::protected::{self, Protection, Refusal};
 
 /// System folders and files every sandboxed script may read: the dynamic
 /// loader's libraries and cache, interpreters' standard libraries, time
@@ -138,6 +147,10 @@ pub struct Policy {
     pub write: Vec<PathBuf>,
     /// TCP access.
     pub network: Network,
+    /// `network.outbound` as declared: the hosts (and ports) the run's
+    /// proxy lets it reach (cli/src/runtime/jail/proxy.rs).
+    #[serde(default)]
+    pub outbound: Vec<String>,
     /// `processes.allow_subprocess`: whether the script may execute other
     /// programs than its interpreter.
     pub subprocess: bool,
@@ -167,12 +180,19 @@ pub enum Denied {
         #[source]
         source: io::Error,
     },
+    /// The grant reaches agent or VCS configuration, credentials or
+    /// another protected path ([`super::protected`]).
+    #[error("{0}")]
+    Protected(Box<Refusal>),
 }
 
 impl Denied {
     /// What the user (or the skill's author) can do about it.
-    pub fn hint(&self) -> Option<&'static str> {
-        match self {
+    pub fn hint(&self) -> Option<Cow<'static, str>> {
+        if let Self::Protected(refusal) = self {
+            return Some(refusal.hint().into());
+        }
+        let hint = match self {
             Self::Glob {
                 access: "write", ..
             } => Some(
@@ -190,8 +210,9 @@ impl Denied {
             Self::Path { .. } => {
                 Some("give a path relative to the skill folder, like `scripts/extract.py`")
             }
-            Self::Io { .. } => None,
-        }
+            Self::Io { .. } | Self::Protected(_) => None,
+        };
+        hint.map(Cow::Borrowed)
     }
 }
 
@@ -206,12 +227,35 @@ pub fn probe() -> Support {
 /// folder), working in `workdir` (already checked by [`workdir_in_roots`]).
 /// Creates the write folders that are missing under the root holding
 /// `workdir`. A glob that is invalid, climbs out of the roots, names no
-/// fixed folder to write, or matches too much is refused.
+/// fixed folder to write, matches too much, or reaches a protected path
+/// (`.git`, `.claude`, credentials, the home folder: [`super::protected`])
+/// is refused. The skill is named after its folder, and only the home
+/// folder and the names every project has are protected; `skillpkg mcp`
+/// calls [`policy_for_skill`] with what it knows of this machine.
 pub fn policy_for(
     skill_root: &Path,
     permissions: &Permissions,
     roots: &[PathBuf],
     workdir: &Path,
+) -> Result<Policy, Denied> {
+    let skill = skill_root
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let protection = Protection::new(dirs::home_dir().as_deref(), [], Vec::new());
+    policy_for_skill(&skill, skill_root, permissions, roots, workdir, &protection)
+}
+
+/// [`policy_for`] for the skill named `skill`, refusing grants that reach
+/// what `protection` protects unless it allows them. Every grant is judged
+/// before anything is created for it.
+pub fn policy_for_skill(
+    skill: &str,
+    skill_root: &Path,
+    permissions: &Permissions,
+    roots: &[PathBuf],
+    workdir: &Path,
+    protection: &Protection,
 ) -> Result<Policy, Denied> {
     if roots.is_empty() {
         return Err(Denied::NoRoots);
@@ -232,31 +276,25 @@ pub fn policy_for(
         read: Vec::new(),
         write: Vec::new(),
         network: network_for(&permissions.network.outbound),
+        outbound: permissions.network.outbound.clone(),
         subprocess: permissions.processes.allow_subprocess == Some(true),
         notes: Vec::new(),
     };
-    if !permissions.network.outbound.is_empty() {
-        policy.notes.push(format!(
-            "network.outbound lists {}: Landlock filters TCP by port, not by host, so {}",
-            permissions.network.outbound.join(", "),
-            match &policy.network {
-                Network::Ports(ports) => format!(
-                    "TCP connections to any host on port {} are allowed",
-                    join_ports(ports)
-                ),
-                _ => "TCP connections to any host and port are allowed".into(),
-            }
-        ));
-    }
 
     for glob in &permissions.filesystem.read {
         let (prefix, matcher) = parse_glob("read", glob)?;
+        let guarded = !protection.allows(skill, glob);
+        if guarded {
+            protection.check_text(skill, Access::Read, glob)?;
+        }
+        let mut budget = protected::MAX_CHECKED;
         let mut matched = 0;
         for root in &roots {
             let base = root.join(&prefix);
             let Some(base) = inside(root, &base, "read", glob)? else {
                 continue;
             };
+            let first = policy.read.len();
             match &matcher {
                 // A literal path or `prefix/**`: the folder or file itself.
                 None => {
@@ -265,6 +303,11 @@ pub fn policy_for(
                 }
                 Some(matcher) => {
                     matched += expand(root, &base, matcher, glob, &mut policy.read)?;
+                }
+            }
+            if guarded {
+                for path in &policy.read[first..] {
+                    protection.check_path(skill, Access::Read, glob, root, path, &mut budget)?;
                 }
             }
             if policy.read.len() > MAX_MATCHES {
@@ -293,8 +336,19 @@ pub fn policy_for(
                 prefix.display()
             ));
         }
+        let guarded = !protection.allows(skill, glob);
+        if guarded {
+            protection.check_text(skill, Access::Write, glob)?;
+        }
         for root in &roots {
             let target = root.join(&prefix);
+            // Judged where links lead, before anything is created: a link
+            // `out -> .git` must not open `.git`, nor get `.git/x` made.
+            let resolved = protected::resolve(&target);
+            if guarded && resolved.starts_with(root) {
+                let mut budget = protected::MAX_CHECKED;
+                protection.check_path(skill, Access::Write, glob, root, &resolved, &mut budget)?;
+            }
             if root == home_root {
                 let names_a_file = !glob.ends_with('/') && !glob.contains(WILDCARDS);
                 create_inside(root, &target, names_a_file, glob)?;
@@ -309,14 +363,6 @@ pub fn policy_for(
     policy.write.sort();
     policy.write.dedup();
     Ok(policy)
-}
-
-fn join_ports(ports: &[u16]) -> String {
-    ports
-        .iter()
-        .map(u16::to_string)
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 /// `host:port` entries restrict TCP to their ports; one entry without a
@@ -349,7 +395,7 @@ fn network_for(outbound: &[String]) -> Network {
 /// into its fixed prefix (the folders before the first wildcard) and a
 /// matcher for the rest; the matcher is `None` when the glob is a literal
 /// path or `prefix/**`, which need no walk.
-fn parse_glob(
+pub(crate) fn parse_glob(
     access: &'static str,
     glob: &str,
 ) -> Result<(PathBuf, Option<globset::GlobMatcher>), Denied> {
@@ -693,7 +739,7 @@ pub fn find_in_path(name: &str, path_var: Option<&str>) -> Option<PathBuf> {
 /// Extra paths of one run that the [`Policy`] does not hold: the folders
 /// the interpreter is installed in, the files that stay executable, the
 /// run's private scratch folder.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct RunGrants {
     pub read: Vec<PathBuf>,
     pub execute: Vec<PathBuf>,
@@ -998,6 +1044,124 @@ mod tests {
         ] {
             assert!(parse_glob("read", bad).is_err(), "{bad:?} was accepted");
         }
+    }
+
+    /// A project with a skill folder, and the write grant `glob` computed
+    /// for skill `evil` under it with `protection`.
+    fn write_policy(project: &Path, glob: &str, protection: &Protection) -> Result<Policy, Denied> {
+        let skill = project.join("skill");
+        fs_err::create_dir_all(&skill).unwrap();
+        let permissions: Permissions = serde_json::from_value(serde_json::json!({
+            "filesystem": {"write": [glob]}
+        }))
+        .unwrap();
+        policy_for_skill(
+            "evil",
+            &skill,
+            &permissions,
+            &[project.to_path_buf()],
+            project,
+            protection,
+        )
+    }
+
+    fn refusal(result: Result<Policy, Denied>) -> Refusal {
+        match result {
+            Err(Denied::Protected(refusal)) => *refusal,
+            other => panic!("not refused as protected: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn grants_into_agent_or_vcs_configuration_are_refused_before_anything_is_created() {
+        let dir = tempfile::tempdir().unwrap();
+        let project = fs_err::canonicalize(dir.path()).unwrap();
+        let protection = Protection::default();
+        for (glob, rule, created) in [
+            (".claude/**", "agent-config", ".claude"),
+            (".git/hooks/**", "vcs", ".git"),
+            (".GIT/Hooks/*", "vcs", ".GIT"),
+            ("./.github//workflows/**", "agent-config", ".github"),
+            ("skills.lock", "skillpkg-state", "skills.lock"),
+            (".bashrc", "shell-startup", ".bashrc"),
+        ] {
+            let refused = refusal(write_policy(&project, glob, &protection));
+            assert_eq!(refused.rule.id(), rule, "{glob}");
+            assert_eq!(refused.glob, glob);
+            let message = Denied::Protected(Box::new(refused)).to_string();
+            assert!(message.contains(&format!("rule `{rule}`")), "{message}");
+            assert!(
+                !project.join(created).exists(),
+                "{glob} created {created} although refused"
+            );
+        }
+        assert!(write_policy(&project, "output/**", &protection).is_ok());
+        assert!(project.join("output").is_dir());
+    }
+
+    #[test]
+    fn a_link_into_git_or_a_folder_that_holds_git_opens_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let project = fs_err::canonicalize(dir.path()).unwrap();
+        fs_err::create_dir_all(project.join(".git/hooks")).unwrap();
+        std::os::unix::fs::symlink(".git/hooks", project.join("out")).unwrap();
+        let protection = Protection::default();
+        let refused = refusal(write_policy(&project, "out/**", &protection));
+        assert_eq!(refused.rule.id(), "vcs");
+        // Below the link, where nothing exists yet: nothing is made in `.git`.
+        let refused = refusal(write_policy(&project, "out/new/**", &protection));
+        assert_eq!(refused.rule.id(), "vcs");
+        assert!(!project.join(".git/hooks/new").exists());
+        // A folder holding a repository of its own.
+        fs_err::create_dir_all(project.join("vendor/lib/.git")).unwrap();
+        let refused = refusal(write_policy(&project, "vendor/**", &protection));
+        assert_eq!(refused.reach, protected::Reach::Contains);
+        assert!(
+            refused.protected.ends_with("vendor/lib/.git"),
+            "{refused:?}"
+        );
+    }
+
+    #[test]
+    fn the_operator_allows_one_exact_grant() {
+        let dir = tempfile::tempdir().unwrap();
+        let project = fs_err::canonicalize(dir.path()).unwrap();
+        let protection = Protection::new(None, [], vec!["evil=.claude/**".parse().unwrap()]);
+        let policy = write_policy(&project, ".claude/**", &protection).unwrap();
+        assert_eq!(policy.write, [project.join(".claude")]);
+        // Another spelling of the same grant is another grant.
+        refusal(write_policy(&project, "./.claude/**", &protection));
+    }
+
+    #[test]
+    fn reads_of_credentials_are_refused_reads_of_git_are_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let project = fs_err::canonicalize(dir.path()).unwrap();
+        fs_err::create_dir_all(project.join(".git")).unwrap();
+        fs_err::create_dir_all(project.join("docs")).unwrap();
+        fs_err::write(project.join("docs/notes.md"), "notes\n").unwrap();
+        let read = |glob: &str| {
+            let permissions: Permissions = serde_json::from_value(serde_json::json!({
+                "filesystem": {"read": [glob]}
+            }))
+            .unwrap();
+            policy_for_skill(
+                "evil",
+                &project,
+                &permissions,
+                std::slice::from_ref(&project),
+                &project,
+                &Protection::default(),
+            )
+        };
+        assert!(read(".git/**").is_ok());
+        assert!(read("docs/**").is_ok());
+        fs_err::write(project.join("docs/.env"), "TOKEN=x\n").unwrap();
+        assert_eq!(refusal(read("docs/**")).rule.id(), "credentials");
+        // A walked glob is judged by what it matched.
+        fs_err::write(project.join("docs/server.pem"), "key\n").unwrap();
+        assert_eq!(refusal(read("docs/*")).rule.id(), "credentials");
+        assert!(read("docs/*.md").is_ok());
     }
 
     #[test]

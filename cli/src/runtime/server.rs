@@ -13,7 +13,7 @@ use std::borrow::Cow;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use rmcp::model::{
@@ -24,24 +24,30 @@ use rmcp::model::{
     ReadResourceDirectoryRequestParams, ReadResourceDirectoryResult, ReadResourceRequestParams,
     ReadResourceResponse, ResourceContents, Role, ServerCapabilities, ServerConfig,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{RoleServer, ServerHandler};
 use skillpkg_index::skill::model::Tool as SkillTool;
 use skillpkg_index::skill::prompt::{AvailableSkill, Prompt as SkillsPrompt};
 
 use super::audit::{AuditLog, AuditRecord, SkillInfo, TraceId};
 use super::catalog::{self, ServedCatalog, ServedSkill};
+use super::peer::{self, RootsMemory};
 use super::resources;
-use super::run::{CallContext, RunConfig, RunScriptArguments};
+use super::run::{Budget, CallContext, RunConfig, RunScriptArguments, seconds};
 use super::session::{Session, SessionError};
 use super::tool_call::{
-    ApprovalState, ElicitationAnswer, ErrorCode, Outcome, Redactor, SchemaCache, ToolError,
-    ToolOutcome, confirmation_for, decide,
+    ApprovalState, ErrorCode, Outcome, Redactor, SchemaCache, ToolError, ToolOutcome,
+    confirmation_for, decide,
 };
 use super::wire::{self, LoadArguments, ReadArguments, UnloadArguments, parse};
 
 /// The largest file `skills_read` returns; larger ones are for scripts.
 pub const READ_LIMIT: u64 = 1024 * 1024;
+
+/// How long past a call's `--timeout` the server waits before it gives up
+/// on the call itself: a run's own timeout fires at the deadline and needs
+/// a moment to kill its processes and collect their output.
+const CALL_GRACE: Duration = Duration::from_secs(1);
 
 /// The server's instructions hold the whole `<available_skills>` block
 /// only while it is this small; past it they point at the prompt.
@@ -133,6 +139,8 @@ pub struct SkillServer {
     shared: Arc<Shared>,
     transport: Transport,
     session: Mutex<Session>,
+    /// Whether the client let `roots/list` time out (runtime::peer).
+    roots: Mutex<RootsMemory>,
     /// The session's number, for the audit log.
     id: String,
     /// One trace per session (spec 003's `trace_id`).
@@ -148,6 +156,7 @@ impl SkillServer {
             shared,
             transport,
             session: Mutex::new(session),
+            roots: Mutex::default(),
             id,
             trace: TraceId::random()?,
         })
@@ -176,7 +185,31 @@ impl SkillServer {
             .peer
             .peer_info()
             .map(|info| format!("{}/{}", info.client_info.name, info.client_info.version));
-        let result = self.dispatch(request, context, &mut record).await?;
+        let budget = Budget {
+            started,
+            total: self.shared.run.limits.timeout,
+        };
+        let mut notes = Vec::new();
+        let own_result = request.name == wire::RUN_SCRIPT;
+        let dispatched = tokio::time::timeout_at(
+            (budget.deadline() + CALL_GRACE).into(),
+            self.dispatch(request, context, &mut record, budget, &mut notes),
+        )
+        .await;
+        let mut result = match dispatched {
+            Ok(result) => result?,
+            // Every wait inside has its own bound; this one catches what
+            // none of them foresaw, so that no call outlives --timeout.
+            Err(_) => ToolError::new(
+                ErrorCode::Timeout,
+                format!(
+                    "the call did not finish within its time ({}, --timeout) and was stopped",
+                    seconds(budget.total)
+                ),
+            )
+            .into_call_tool_result(),
+        };
+        add_notes(&mut result, notes, own_result);
         record.duration = started.elapsed();
         if result.is_error == Some(true) {
             record.outcome = Outcome::Error;
@@ -213,6 +246,8 @@ impl SkillServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
         record: &mut AuditRecord,
+        budget: Budget,
+        notes: &mut Vec<String>,
     ) -> Result<CallToolResult, ErrorData> {
         let name = request.name.as_ref();
         let tools_before = self.session().tool_wire_names();
@@ -236,7 +271,9 @@ impl SkillServer {
                     Ok(arguments) => arguments,
                     Err(invalid) => return Ok(invalid),
                 };
-                return Ok(self.run_script(arguments, &context, record).await);
+                return Ok(self
+                    .run_script(arguments, &context, record, budget, notes)
+                    .await);
             }
             wire => {
                 let found = self
@@ -253,7 +290,7 @@ impl SkillServer {
                 };
                 let arguments = request.arguments.unwrap_or_default();
                 return Ok(self
-                    .call_skill_tool(&skill, &tool, &arguments, &context, record)
+                    .call_skill_tool(&skill, &tool, &arguments, &context, record, budget, notes)
                     .await);
             }
         };
@@ -264,32 +301,30 @@ impl SkillServer {
         };
         if self.session().tool_wire_names() != tools_before {
             // A client that cannot be told keeps its list until it asks.
-            let _ = context.peer.notify_tool_list_changed().await;
+            peer::notify_tools_changed(&context.peer, self.shared.run.client_timeout).await;
         }
         Ok(result)
     }
 
     /// The folders the client lets scripts work in: its MCP roots, when it
-    /// declared them and can be asked, else the project folder.
-    async fn roots(&self, context: &RequestContext<RoleServer>) -> Vec<PathBuf> {
-        let declared = context
-            .peer
-            .peer_info()
-            .is_some_and(|info| info.capabilities.roots.is_some());
-        if declared {
-            #[allow(deprecated)]
-            if let Ok(listed) = context.peer.list_roots().await {
-                let roots: Vec<PathBuf> = listed
-                    .roots
-                    .iter()
-                    .filter_map(|root| url::Url::parse(&root.uri).ok()?.to_file_path().ok())
-                    .collect();
-                if !roots.is_empty() {
-                    return roots;
-                }
-            }
-        }
-        vec![self.shared.run.project.clone()]
+    /// declared them and answers in time, else the project folder (with a
+    /// note in `notes`). Fails when the call's time ran out first.
+    async fn roots(
+        &self,
+        context: &RequestContext<RoleServer>,
+        budget: Budget,
+        notes: &mut Vec<String>,
+    ) -> Result<Vec<PathBuf>, ToolError> {
+        let roots = peer::roots(
+            &context.peer,
+            &self.roots,
+            &self.shared.run.project,
+            self.shared.run.client_timeout,
+            budget,
+        )
+        .await?;
+        notes.extend(roots.note);
+        Ok(roots.paths)
     }
 
     async fn run_script(
@@ -297,13 +332,21 @@ impl SkillServer {
         arguments: RunScriptArguments,
         context: &RequestContext<RoleServer>,
         record: &mut AuditRecord,
+        budget: Budget,
+        notes: &mut Vec<String>,
     ) -> CallToolResult {
         let skill = match self.session().resolve(arguments.skill.as_deref()) {
             Ok(skill) => skill.clone(),
             Err(error) => return session_error(&error),
         };
         record.skill = Some(skill_info(&skill));
-        let roots = self.roots(context).await;
+        let roots = match self.roots(context, budget, notes).await {
+            Ok(roots) => roots,
+            Err(error) => {
+                record.error = Some(error.clone());
+                return error.into_call_tool_result();
+            }
+        };
         match self
             .shared
             .run
@@ -314,6 +357,8 @@ impl SkillServer {
                     roots: &roots,
                     redactor: &self.shared.redactor,
                     cancel: context.ct.clone(),
+                    budget,
+                    notes,
                 },
             )
             .await
@@ -329,6 +374,7 @@ impl SkillServer {
         }
     }
 
+    #[allow(clippy::too_many_arguments)] // The call's parts, each used once.
     async fn call_skill_tool(
         &self,
         skill: &Arc<ServedSkill>,
@@ -336,6 +382,8 @@ impl SkillServer {
         arguments: &JsonObject,
         context: &RequestContext<RoleServer>,
         record: &mut AuditRecord,
+        budget: Budget,
+        notes: &mut Vec<String>,
     ) -> CallToolResult {
         record.skill = Some(skill_info(skill));
         let schemas = match self.shared.schemas.get(&skill.name, tool) {
@@ -352,20 +400,12 @@ impl SkillServer {
             skill.frontmatter.extensions.safety.as_ref(),
         ) {
             record.approval_state = ApprovalState::Pending;
-            let answer = if context.peer.supported_elicitation_modes().is_empty() {
-                ElicitationAnswer::NotSupported
-            } else {
-                match context
-                    .peer
-                    .create_elicitation(
-                        request.elicitation_request(arguments, &self.shared.redactor),
-                    )
-                    .await
-                {
-                    Ok(result) => ElicitationAnswer::Answered(result),
-                    Err(error) => ElicitationAnswer::Failed(error.to_string()),
-                }
-            };
+            let answer = peer::confirm(
+                &context.peer,
+                request.elicitation_request(arguments, &self.shared.redactor),
+                budget,
+            )
+            .await;
             let approval = decide(&request, &answer);
             record.approval_state = approval.state;
             if let Some(denial) = approval.denial {
@@ -373,7 +413,13 @@ impl SkillServer {
                 return denial.into_call_tool_result();
             }
         }
-        let roots = self.roots(context).await;
+        let roots = match self.roots(context, budget, notes).await {
+            Ok(roots) => roots,
+            Err(error) => {
+                record.error = Some(error.clone());
+                return error.into_call_tool_result();
+            }
+        };
         let (outcome, run) = self
             .shared
             .run
@@ -386,6 +432,8 @@ impl SkillServer {
                     roots: &roots,
                     redactor: &self.shared.redactor,
                     cancel: context.ct.clone(),
+                    budget,
+                    notes,
                 },
             )
             .await;
@@ -479,6 +527,45 @@ fn session_result(session: &Session) -> CallToolResult {
     result
 }
 
+/// Adds the call's `notes` where a reader of its result finds them: to the
+/// `notes` of `skills_run_script`'s result (`own_result`), beside `error` in
+/// an error envelope, and otherwise, since a skill tool's
+/// `structuredContent` must match its `output_schema`, as text blocks after
+/// the result.
+fn add_notes(result: &mut CallToolResult, notes: Vec<String>, own_result: bool) {
+    if notes.is_empty() {
+        return;
+    }
+    use serde_json::Value;
+    let envelope = result.is_error == Some(true);
+    // Only a result whose one text block is its JSON can take them inside:
+    // that block is rewritten to match, for clients that read only text.
+    let single_text = matches!(result.content.as_slice(), [block] if block.as_text().is_some());
+    match result.structured_content.as_mut() {
+        Some(Value::Object(object))
+            if single_text
+                && (own_result
+                    || (envelope && object.get("status").is_some_and(|s| s == "error")))
+                && object.get("notes").is_none_or(Value::is_array) =>
+        {
+            if let Value::Array(listed) = object
+                .entry("notes")
+                .or_insert_with(|| Value::Array(Vec::new()))
+            {
+                listed.extend(notes.into_iter().map(Value::String));
+            }
+            result.content = vec![ContentBlock::text(
+                Value::Object(object.clone()).to_string(),
+            )];
+        }
+        _ => result.content.extend(
+            notes
+                .into_iter()
+                .map(|note| ContentBlock::text(format!("note: {note}"))),
+        ),
+    }
+}
+
 fn session_error(error: &SessionError) -> CallToolResult {
     let code = match error {
         SessionError::UnknownSkill(_) => ErrorCode::NotFound,
@@ -521,6 +608,15 @@ impl ServerHandler for SkillServer {
         )
         .with_server_info(Implementation::new("skillpkg", env!("CARGO_PKG_VERSION")))
         .with_instructions(self.shared.instructions.clone())
+    }
+
+    async fn on_roots_list_changed(&self, _context: NotificationContext<RoleServer>) {
+        // The client is alive and its roots changed: ask again, even if it
+        // let an earlier roots/list time out.
+        self.roots
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .list_changed();
     }
 
     async fn list_tools(
@@ -650,7 +746,57 @@ impl ServerHandler for SkillServer {
 
 #[cfg(test)]
 mod tests {
+    use rmcp::model::{CallToolResult, ContentBlock};
+    use serde_json::json;
+
+    use super::add_notes;
     use crate::runtime::catalog::normalise;
+    use crate::runtime::tool_call::{ErrorCode, ToolError};
+
+    fn texts(result: &CallToolResult) -> Vec<String> {
+        result
+            .content
+            .iter()
+            .map(|block| block.as_text().expect("text").text.clone())
+            .collect()
+    }
+
+    #[test]
+    fn notes_go_where_the_reader_of_each_result_finds_them() {
+        let note = || vec!["the project folder is the root".to_owned()];
+        // skills_run_script's own result: its `notes`, and the text block
+        // rewritten to match.
+        let ran = json!({"path": "scripts/a.sh", "exit_code": 0, "notes": ["granted more"]});
+        let mut result = CallToolResult::success(vec![ContentBlock::text(ran.to_string())]);
+        result.structured_content = Some(ran);
+        add_notes(&mut result, note(), true);
+        let expected = json!({"path": "scripts/a.sh", "exit_code": 0, "notes": ["granted more", "the project folder is the root"]});
+        assert_eq!(result.structured_content, Some(expected.clone()));
+        assert_eq!(texts(&result), [expected.to_string()]);
+
+        // An error envelope, of any tool: beside `error`.
+        let mut result = ToolError::new(ErrorCode::Timeout, "out of time").into_call_tool_result();
+        add_notes(&mut result, note(), false);
+        let envelope = result.structured_content.clone().unwrap();
+        assert_eq!(envelope["error"]["code"], "TIMEOUT");
+        assert_eq!(envelope["notes"], json!(["the project folder is the root"]));
+        assert_eq!(texts(&result), [envelope.to_string()]);
+
+        // A skill tool's own result must keep matching its output_schema:
+        // the note is a text block after it.
+        let mut result = CallToolResult::structured(json!({"count": 3}));
+        add_notes(&mut result, note(), false);
+        assert_eq!(result.structured_content, Some(json!({"count": 3})));
+        assert_eq!(
+            texts(&result).last().unwrap(),
+            "note: the project folder is the root"
+        );
+
+        // No notes, no change.
+        let mut result = CallToolResult::structured(json!({"count": 3}));
+        add_notes(&mut result, Vec::new(), false);
+        assert_eq!(result.content.len(), 1);
+    }
 
     #[test]
     fn paths_from_a_model_are_normalised_or_refused() {

@@ -126,6 +126,7 @@ codes! {
     ToolSchemaOpen => "tool-schema-open", Warning;
     ToolOutputSchemaMissing => "tool-output-schema-missing", Warning;
     PermissionOverbroad => "permission-overbroad", Warning;
+    PermissionProtectedPath => "permission-protected-path", Warning;
     HostOverrideUnknown => "host-override-unknown", Warning;
     HostDependencyInstall => "host-dependency-install", Warning;
     HostNameCollision => "host-name-collision", Warning;

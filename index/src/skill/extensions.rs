@@ -35,6 +35,7 @@ use serde_json::Value as Json;
 use super::diagnostic::{Code, Diagnostic, Location};
 use super::document::{Node, SkillDocument, Value};
 use super::model::{Extensions, JsonObject, RESERVED_HOSTS, Runtime, Tool};
+use super::protected;
 
 /// Appendix A of spec 003, with the intended regex escapes.
 pub const FRONTMATTER_SCHEMA: &str = include_str!("schemas/frontmatter.schema.json");
@@ -878,12 +879,35 @@ fn check_permissions(report: &mut Report<'_>, extensions: &Extensions) {
                     format!("`permissions.filesystem.{access}` pattern `{glob}` is invalid: {problem}"),
                     Some("patterns match root-relative paths with `/`: `*` within a folder, `**` across folders, like `output/**` or `**/*.pdf`".into()),
                 );
-            } else if is_overbroad_glob(glob) {
+                continue;
+            }
+            if is_overbroad_glob(glob) {
                 report.push(
                     Code::PermissionOverbroad,
                     location,
                     format!("`permissions.filesystem.{access}` pattern `{glob}` grants every file"),
                     Some("grant only what the skill needs, like `**/*.pdf` or `output/**`".into()),
+                );
+            }
+            // The same rule `skillpkg mcp` refuses the grant by; a warning
+            // here, since only the operator who runs the skill can decide.
+            let protected_access = match access {
+                "read" => protected::Access::Read,
+                _ => protected::Access::Write,
+            };
+            if let Some(hit) = protected::glob_reaches(glob, protected_access) {
+                report.push(
+                    Code::PermissionProtectedPath,
+                    location,
+                    hit.describe(protected_access, glob),
+                    Some(format!(
+                        "`skillpkg mcp` refuses this grant; grant a folder of the skill's own, like `output/**`, or, to run it anyway, start `skillpkg mcp --allow-grant '{}={glob}'`",
+                        report
+                            .document
+                            .get("name")
+                            .and_then(|(_, node)| node.value.as_str())
+                            .unwrap_or("SKILL")
+                    )),
                 );
             }
         }

@@ -30,6 +30,7 @@ pub mod extensions;
 mod lint;
 pub mod model;
 pub mod prompt;
+pub mod protected;
 pub mod scaffold;
 pub mod scope;
 pub mod select;

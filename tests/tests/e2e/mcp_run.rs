@@ -15,7 +15,7 @@ use rmcp::service::RunningService;
 use rmcp::transport::TokioChildProcess;
 use rmcp::{RoleClient, ServiceExt as _};
 use serde_json::{Value, json};
-use skillpkg_tests::{TestContext, wait_until};
+use skillpkg_tests::TestContext;
 
 type Client = RunningService<RoleClient, ()>;
 
@@ -61,26 +61,15 @@ impl Project {
     }
 }
 
-/// Asserts that the process whose id a script wrote to `pid_file` ends
-/// (is gone, or is a zombie not yet reaped) within five seconds.
-fn assert_ends(pid_file: &Path, what: &str) {
-    let mut pid = String::new();
-    assert!(
-        wait_until(Duration::from_secs(5), || {
-            pid = fs_err::read_to_string(pid_file).unwrap_or_default();
-            pid.ends_with('\n')
-        }),
-        "{} was never written",
-        pid_file.display()
-    );
-    let stat = format!("/proc/{}/stat", pid.trim());
-    let ended = || match fs_err::read_to_string(&stat) {
-        Err(_) => true,
-        Ok(stat) => stat
-            .rsplit_once(')')
-            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
-    };
-    assert!(wait_until(Duration::from_secs(5), ended), "{what}: {stat}");
+/// Asserts that `marker`, which a process of a run writes after a sleep
+/// that ends by `deadline` unless the process was killed, is still not
+/// there a moment after the deadline. A run's processes live in a PID
+/// namespace of their own, so their ids mean nothing outside: what they
+/// fail to do is the proof.
+fn assert_never_written(marker: &Path, deadline: Instant, what: &str) {
+    let after = deadline + Duration::from_millis(700);
+    std::thread::sleep(after.saturating_duration_since(Instant::now()));
+    assert!(!marker.exists(), "{what}: {} was written", marker.display());
 }
 
 async fn call(client: &Client, tool: &str, arguments: Value) -> CallToolResult {
@@ -203,16 +192,14 @@ async fn a_script_cannot_reach_a_loopback_port_it_was_not_granted() {
 async fn a_script_is_killed_at_its_timeout_children_included_and_the_server_keeps_serving() {
     let project = Project::new();
     let marker = project.sandbox.path().join("project/output/late");
-    let child_pid = project.sandbox.path().join("project/output/child.pid");
     project.skill(
         "slow",
         "permissions:\n  filesystem:\n    write: [\"output/**\"]\n  processes:\n    allow_subprocess: true\n",
         &[(
             "scripts/hang.sh",
             &format!(
-                "(sleep 3; echo late > {}) &\necho $! > {}\nsleep 30\n",
-                marker.display(),
-                child_pid.display()
+                "(sleep 3; echo late > {}) &\nsleep 30\n",
+                marker.display()
             ),
         )],
     );
@@ -229,8 +216,11 @@ async fn a_script_is_killed_at_its_timeout_children_included_and_the_server_keep
     // The server still answers.
     let read = call(&client, "skills_read", json!({"path": "SKILL.md"})).await;
     assert_eq!(read.is_error, Some(false));
-    assert_ends(&child_pid, "the background child dies with the group");
-    assert!(!marker.exists(), "the background child never got to write");
+    assert_never_written(
+        &marker,
+        started + Duration::from_secs(3),
+        "the background child dies with the run",
+    );
     client.cancel().await.unwrap();
 }
 
@@ -528,17 +518,12 @@ async fn a_call_the_client_cancels_stops_its_script_and_is_audited() {
 
     let project = Project::new();
     let marker = project.sandbox.path().join("project/output/survived");
-    let script_pid = project.sandbox.path().join("project/output/script.pid");
     project.skill(
         "slow",
         "permissions:\n  filesystem:\n    write: [\"output/**\"]\n  processes:\n    allow_subprocess: true\n",
         &[(
             "scripts/wait.sh",
-            &format!(
-                "echo $$ > {}\nsleep 3\necho done > {}\n",
-                script_pid.display(),
-                marker.display()
-            ),
+            &format!("sleep 3\necho done > {}\n", marker.display()),
         )],
     );
     let audit = project.sandbox.path().join("audit.jsonl");
@@ -552,6 +537,7 @@ async fn a_call_the_client_cancels_stops_its_script_and_is_audited() {
     let mut options = PeerRequestOptions::default();
     // The client gives up after 500 ms and sends notifications/cancelled.
     options.timeout = Some(Duration::from_millis(500));
+    let sent = Instant::now();
     let handle = client
         .peer()
         .send_cancellable_request(
@@ -572,8 +558,11 @@ async fn a_call_the_client_cancels_stops_its_script_and_is_audited() {
     let read = call(&client, "skills_read", json!({"path": "SKILL.md"})).await;
     assert_eq!(read.is_error, Some(false));
     assert!(started.elapsed() < Duration::from_secs(2));
-    assert_ends(&script_pid, "the cancelled script is killed");
-    assert!(!marker.exists(), "the cancelled script never got to write");
+    assert_never_written(
+        &marker,
+        sent + Duration::from_secs(3),
+        "the cancelled script is killed",
+    );
     client.cancel().await.unwrap();
 
     let text = fs_err::read_to_string(&audit).unwrap();
@@ -611,8 +600,17 @@ async fn a_skills_own_shebang_and_links_grant_nothing_beyond_its_permissions() {
     skillpkg_tests::set_executable(&absolute, true);
     skillpkg_tests::set_executable(&relative, true);
     let client = project.connect(&[]).await;
+    // The skill's link is not part of its sealed copy: the interpreter it
+    // names does not exist in the run, or, where it does, reads nothing.
     let ran = run_script(&client, "esc", "scripts/absolute", &[]).await;
-    assert_eq!(ran["stdout"], "denied\n", "{ran}");
+    assert!(!ran.to_string().contains("LEAKED"), "{ran}");
+    assert!(
+        ran["stdout"] == "denied\n"
+            || ran["error"]["message"]
+                .as_str()
+                .is_some_and(|message| message.contains("cannot start")),
+        "{ran}"
+    );
     let refused = structured(
         &call(
             &client,
@@ -745,5 +743,162 @@ async fn a_bash_pattern_with_arguments_allows_that_script_and_no_longer_name() {
         .await,
     );
     assert_eq!(refused["error"]["code"], "PERMISSION_DENIED", "{refused}");
+    client.cancel().await.unwrap();
+}
+
+/// A one-line HTTP server on the host's loopback that answers every
+/// request with `body` and counts the requests it got.
+fn http_server(body: &'static str) -> (u16, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::io::{Read as _, Write as _};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let hits = std::sync::Arc::new(AtomicUsize::new(0));
+    let counted = std::sync::Arc::clone(&hits);
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            counted.fetch_add(1, Ordering::SeqCst);
+            let mut head = [0; 4096];
+            let _ = stream.read(&mut head);
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    (port, hits)
+}
+
+#[tokio::test]
+async fn a_run_reaches_the_hosts_its_skill_lists_through_the_proxy_and_nothing_else() {
+    let (allowed, allowed_hits) = http_server("allowed");
+    let (other, other_hits) = http_server("other");
+    let project = Project::new();
+    let script = format!(
+        r#"import json, os, socket, urllib.request, urllib.error, http.client
+seen = {{}}
+def get(port):
+    try:
+        return urllib.request.urlopen(f"http://127.0.0.1:{{port}}/x", timeout=5).read().decode()
+    except urllib.error.HTTPError as error:
+        return f"{{error.code}} {{error.read().decode().strip()}}"
+    except Exception as error:
+        return f"error {{type(error).__name__}}"
+seen["proxied"] = get({allowed})
+seen["unlisted"] = get({other})
+tunnel = http.client.HTTPConnection(*os.environ["HTTPS_PROXY"][7:].split(":"), timeout=5)
+tunnel.set_tunnel("127.0.0.1", {allowed})
+try:
+    tunnel.request("GET", "/t")
+    seen["tunnel"] = tunnel.getresponse().read().decode()
+except Exception as error:
+    seen["tunnel"] = f"error {{error}}"
+direct = socket.socket()
+direct.settimeout(2)
+try:
+    direct.connect(("127.0.0.1", {allowed}))
+    seen["direct"] = "connected"
+except OSError as error:
+    seen["direct"] = f"refused {{error.errno}}"
+try:
+    socket.getaddrinfo("example.com", 443)
+    seen["dns"] = "resolved"
+except OSError:
+    seen["dns"] = "failed"
+print(json.dumps(seen))
+"#
+    );
+    project.skill(
+        "api",
+        &format!("permissions:\n  network:\n    outbound: [\"127.0.0.1:{allowed}\"]\n"),
+        &[("scripts/call.py", &script)],
+    );
+    let client = project.connect(&[]).await;
+    call(&client, "skills_load", json!({"names": ["api"]})).await;
+    let ran = run_script(&client, "api", "scripts/call.py", &[]).await;
+    let seen: Value = serde_json::from_str(ran["stdout"].as_str().unwrap_or("{}"))
+        .unwrap_or_else(|_| panic!("{ran}"));
+    assert_eq!(seen["proxied"], "allowed", "{ran}");
+    assert_eq!(seen["tunnel"], "allowed", "{ran}");
+    assert!(
+        seen["unlisted"]
+            .as_str()
+            .is_some_and(|text| text.starts_with("403") && text.contains("outbound")),
+        "{ran}"
+    );
+    // Only loopback exists in the run: the host's listener is not there.
+    assert!(
+        seen["direct"].as_str().unwrap().starts_with("refused"),
+        "{ran}"
+    );
+    assert_eq!(seen["dns"], "failed", "{ran}");
+    assert_eq!(
+        allowed_hits.load(std::sync::atomic::Ordering::SeqCst),
+        2,
+        "one plain request and one tunnel"
+    );
+    assert_eq!(other_hits.load(std::sync::atomic::Ordering::SeqCst), 0);
+    assert!(
+        ran["notes"]
+            .as_array()
+            .is_some_and(|notes| notes.iter().any(|note| note
+                .as_str()
+                .is_some_and(|note| note.contains(&format!("127.0.0.1:{other}"))))),
+        "{ran}"
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn without_user_namespaces_runs_are_refused_with_the_reason_and_instructions_still_serve() {
+    let project = Project::new();
+    let marker = project.dir().join("ran");
+    project.skill(
+        "hi",
+        "",
+        &[(
+            "scripts/hi.sh",
+            &format!("echo ran > {}\n", marker.display()),
+        )],
+    );
+    // A user namespace of the test's own whose limit of nested user
+    // namespaces is 0: the kernel refuses the run's, as a container or a
+    // distribution that forbids them does.
+    let server = project.sandbox.mcp(&[]);
+    let mut command = tokio::process::Command::new("unshare");
+    command
+        .args(["--user", "--map-root-user", "sh", "-c"])
+        .arg("echo 0 > /proc/sys/user/max_user_namespaces && exec \"$@\"")
+        .arg("sh")
+        .arg(server.get_program())
+        .args(server.get_args())
+        .current_dir(server.get_current_dir().unwrap_or(Path::new(".")))
+        .env_clear()
+        .envs(
+            server
+                .get_envs()
+                .filter_map(|(key, value)| Some((key, value?))),
+        );
+    let (transport, _) = TokioChildProcess::builder(command)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let client = ().serve(transport).await.unwrap();
+    call(&client, "skills_load", json!({"names": ["hi"]})).await;
+    let read = call(&client, "skills_read", json!({"path": "SKILL.md"})).await;
+    assert_eq!(read.is_error, Some(false), "{read:?}");
+    let refused = structured(
+        &call(
+            &client,
+            "skills_run_script",
+            json!({"path": "scripts/hi.sh"}),
+        )
+        .await,
+    );
+    let message = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("user namespaces"), "{refused}");
+    assert!(!marker.exists(), "the script ran unconfined");
     client.cancel().await.unwrap();
 }

@@ -20,21 +20,64 @@
 //! - matching is on bytes, and a UTF-8 value can only match at character
 //!   boundaries, so redacting valid UTF-8 gives valid UTF-8;
 //! - in JSON, strings and object keys are redacted once parsed, so a value
-//!   that JSON escapes on the wire is found too; numbers are left alone.
+//!   that JSON escapes on the wire is found too; numbers are left alone;
+//! - besides the value itself, its simple encodings ([`encodings`]) are
+//!   replaced the same way: reversed, base64 (standard alphabet, with or
+//!   without `=` padding), hex (lower and upper case) and URL-encoded
+//!   (every byte but `A-Z a-z 0-9 - . _ ~` as `%XX`). These are exactly the
+//!   forms a script produces by accident or with one standard call.
 //!
-//! What it cannot do: find a secret that a tool encodes (base64, hex,
-//! reversed). Redaction guards against accidents, not against a tool that
-//! means to leak what it was given.
+//! This is a best-effort second line, not a wall: a tool that means to leak
+//! what it was given can split, compress, encrypt or wrap a value in ways
+//! no search finds (a value whose base64 is cut into lines, the value
+//! inside `base64(user:value)`, any other cipher). The wall is that the
+//! tool cannot send it anywhere: the sandbox's network rules.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
 
 use aho_corasick::{AhoCorasick, MatchKind};
+use base64::Engine as _;
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use serde_json::Value;
 
 /// The shortest secret value, in characters, that is redacted.
 pub const MIN_SECRET_CHARS: usize = 4;
+
+/// What URL encoding leaves as it is: RFC 3986's unreserved characters.
+const URL_UNRESERVED: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
+/// Returns the forms of `value` that are redacted: the value itself, then
+/// reversed (by character), base64 (standard alphabet, padding left out so
+/// that padded and unpadded output both match), hex in lower and in upper
+/// case, and URL-encoded (uppercase `%XX` for every byte outside
+/// [`URL_UNRESERVED`]). Forms equal to an earlier one are left out.
+pub(crate) fn encodings(value: &str) -> Vec<String> {
+    let mut forms = vec![
+        value.to_owned(),
+        value.chars().rev().collect(),
+        base64::engine::general_purpose::STANDARD_NO_PAD.encode(value),
+        hex_lower(value.as_bytes()),
+        hex_lower(value.as_bytes()).to_ascii_uppercase(),
+        utf8_percent_encode(value, URL_UNRESERVED).to_string(),
+    ];
+    let mut seen = std::collections::HashSet::new();
+    forms.retain(|form| seen.insert(form.clone()));
+    forms
+}
+
+fn hex_lower(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    bytes.iter().fold(String::new(), |mut text, byte| {
+        let _ = write!(text, "{byte:02x}");
+        text
+    })
+}
 
 /// Replaces declared secret values in text and JSON.
 #[derive(Clone, Default)]
@@ -43,7 +86,7 @@ pub struct Redactor {
     matcher: Option<AhoCorasick>,
     /// For each pattern, the names that have its value, sorted.
     names: Vec<Vec<String>>,
-    /// The values, for [`Redactor::cut_partial_tail`].
+    /// The values and their encodings, for [`Redactor::cut_partial_tail`].
     values: Vec<String>,
     skipped: Vec<String>,
 }
@@ -59,10 +102,10 @@ impl fmt::Debug for Redactor {
 }
 
 impl Redactor {
-    /// Returns a redactor for `secrets`, pairs of a name and its value.
-    /// Empty values are ignored; values under [`MIN_SECRET_CHARS`]
-    /// characters are not redacted and their names are kept in
-    /// [`Redactor::skipped`].
+    /// Returns a redactor for `secrets`, pairs of a name and its value,
+    /// that replaces each value and its [`encodings`]. Empty values are
+    /// ignored; values under [`MIN_SECRET_CHARS`] characters are not
+    /// redacted and their names are kept in [`Redactor::skipped`].
     pub fn new<N, V>(secrets: impl IntoIterator<Item = (N, V)>) -> Self
     where
         N: Into<String>,
@@ -79,9 +122,11 @@ impl Redactor {
                 skipped.push(name);
                 continue;
             }
-            let names = by_value.entry(value.to_owned()).or_default();
-            if !names.contains(&name) {
-                names.push(name);
+            for form in encodings(value) {
+                let names = by_value.entry(form).or_default();
+                if !names.contains(&name) {
+                    names.push(name.clone());
+                }
             }
         }
         skipped.sort();
@@ -105,17 +150,31 @@ impl Redactor {
         }
     }
 
-    /// Returns `text` without a trailing beginning of a secret: output cut
-    /// at a cap in the middle of a value would otherwise show its first
-    /// characters, which no match finds. For text that was truncated.
+    /// Returns `text` without a trailing beginning of a secret (or of one
+    /// of its [`encodings`]): output cut at a cap in the middle of a value
+    /// would otherwise show its first characters, which no match finds. For
+    /// text that was truncated.
+    ///
+    /// A tail that lies inside a whole value is kept: redaction replaces
+    /// it, and cutting it off (the `z` of `wxyz` begins the reversed
+    /// `zyxw`) would break that match and leave the rest in clear.
     pub fn cut_partial_tail<'a>(&self, text: &'a str) -> &'a str {
+        let whole_from = self.matcher.as_ref().and_then(|matcher| {
+            matcher
+                .find_overlapping_iter(text)
+                .filter(|found| found.end() == text.len())
+                .map(|found| found.start())
+                .min()
+        });
         let mut end = text.len();
         for value in &self.values {
             let cut = (1..value.len())
                 .rev()
                 .filter(|&len| value.is_char_boundary(len))
                 .find(|&len| text[..end].ends_with(&value[..len]));
-            if let Some(len) = cut {
+            if let Some(len) = cut
+                && whole_from.is_none_or(|from| end - len < from)
+            {
                 end -= len;
             }
         }
@@ -353,13 +412,55 @@ mod tests {
     }
 
     #[test]
+    fn reversed_base64_hex_and_url_encoded_values_are_redacted_too() {
+        let r = redactor(&[("TOKEN", "s3cr3t/value+1")]);
+        for (form, encoded) in [
+            ("itself", "s3cr3t/value+1"),
+            ("reversed", "1+eulav/t3rc3s"),
+            ("base64", "czNjcjN0L3ZhbHVlKzE="),
+            ("hex", "7333637233742f76616c75652b31"),
+            ("hex, upper case", "7333637233742F76616C75652B31"),
+            ("URL-encoded", "s3cr3t%2Fvalue%2B1"),
+        ] {
+            assert!(
+                r.redact(&format!("<{encoded}>"))
+                    .starts_with("<[REDACTED:TOKEN]"),
+                "{form}"
+            );
+        }
+        // Padded or not, base64 is found; the padding, which says
+        // nothing, stays.
+        assert_eq!(r.redact("czNjcjN0L3ZhbHVlKzE="), "[REDACTED:TOKEN]=");
+        assert_eq!(r.redact("czNjcjN0L3ZhbHVlKzE"), "[REDACTED:TOKEN]");
+        // Exactly these forms: another encoding is not found.
+        let rot13 = "f3pe3g/inyhr+1";
+        assert_eq!(r.redact(rot13), rot13);
+    }
+
+    #[test]
+    fn encodings_equal_to_the_value_are_listed_once() {
+        // A palindrome is its own reverse, hex of digits only has no case,
+        // and nothing in it needs URL encoding.
+        assert_eq!(encodings("abba"), ["abba", "YWJiYQ", "61626261"]);
+        assert_eq!(encodings("a/z").len(), 6);
+        // A value with nothing to escape is its own URL encoding; a short
+        // value's encodings are not redacted either.
+        let r = redactor(&[("PIN", "123")]);
+        assert_eq!(r.redact("321 MTIz 313233"), "321 MTIz 313233");
+    }
+
+    #[test]
     fn output_cut_in_a_secret_loses_the_secrets_beginning() {
         let redactor = redactor(&[("TOKEN", "sk-live-abcdef"), ("OTHER", "wxyz")]);
         // Cut after "sk-li": the five characters go, the rest stays.
         assert_eq!(redactor.cut_partial_tail("out: sk-li"), "out: ");
         assert_eq!(redactor.cut_partial_tail("out: s"), "out: ");
-        // A whole value is not a partial one: redaction handles it.
+        // A whole value is not a partial one: redaction handles it, even
+        // when its last character begins another form (reversed, `zyxw`).
         assert_eq!(redactor.cut_partial_tail("out: wxyz"), "out: wxyz");
+        // A cut inside an encoded value loses its beginning too.
+        assert_eq!(redactor.cut_partial_tail("out: 777879"), "out: ");
+        assert_eq!(redactor.cut_partial_tail("out: zyx"), "out: ");
         assert_eq!(redactor.cut_partial_tail("nothing here"), "nothing here");
         assert_eq!(redactor.cut_partial_tail(""), "");
         assert_eq!(

@@ -177,6 +177,29 @@ async fn a_script_reads_its_grant_but_not_an_ssh_key() {
 }
 
 #[tokio::test]
+async fn a_granted_file_swapped_for_a_link_after_the_plan_shows_nothing() {
+    // A run with a write grant, racing another run's plan, puts a link
+    // where a granted file was: the sandbox is built from the path as it
+    // was planned, never through the link.
+    let fixture = Fixture::new();
+    let granted = fixture.project.join("data/input.txt");
+    let policy = fixture.policy(json!({"filesystem": {"read": ["data/input.txt"]}}));
+    fs_err::remove_file(&granted).unwrap();
+    std::os::unix::fs::symlink(&fixture.key, &granted).unwrap();
+    let script = fixture.script("cat.sh", "content=$(<\"$1\"); echo \"$content\"\n");
+    let request = fixture.request(&script, &[granted.to_str().unwrap()], Some(policy));
+    match exec::run(request, CancellationToken::new()).await {
+        Ok(outcome) => assert!(!outcome.stdout.contains("OPENSSH"), "{outcome:?}"),
+        Err(error) => assert!(
+            error
+                .hint()
+                .is_some_and(|why| why.contains("is a link now")),
+            "{error:?}"
+        ),
+    }
+}
+
+#[tokio::test]
 async fn a_script_writes_inside_output_and_nowhere_else() {
     let fixture = Fixture::new();
     let outside = fixture.key.with_file_name("authorized_keys");

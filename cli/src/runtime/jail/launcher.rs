@@ -384,9 +384,31 @@ fn make_mount_point(target: &Path, is_dir: bool) -> Result<(), String> {
 /// set-user-id programs or devices. A read-only remount must keep the
 /// flags the source's mount locks (`noexec`, `nosuid`, `nodev`), or a user
 /// namespace may not change it.
+///
+/// The source is opened without following any link on its way and bound
+/// through that descriptor: the server took each path after its links,
+/// and a link put in its place since (by a run with a write grant, racing)
+/// must not show the run what it leads to.
 fn bind_mount(source: &Path, target: &Path, writable: bool) -> Result<(), String> {
-    rustix::mount::mount_bind_recursive(source, target)
+    use rustix::fs::{Mode, OFlags, ResolveFlags};
+    let opened = rustix::fs::openat2(
+        rustix::fs::CWD,
+        source,
+        OFlags::PATH | OFlags::CLOEXEC,
+        Mode::empty(),
+        ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS,
+    )
+    .map_err(|error| match error {
+        rustix::io::Errno::LOOP => format!(
+            "{} is a link now; it was not when the run was planned",
+            source.display()
+        ),
+        error => format!("open {}: {error}", source.display()),
+    })?;
+    let through = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&opened));
+    rustix::mount::mount_bind_recursive(through.as_str(), target)
         .map_err(|error| format!("bind {}: {error}", source.display()))?;
+    drop(opened);
     let mut flags = MountFlags::BIND | MountFlags::NOSUID | MountFlags::NODEV;
     if !writable {
         flags |= MountFlags::RDONLY;

@@ -338,6 +338,13 @@ fn build_root(spec: &Spec) -> Result<(), String> {
             rustix::mount::mount_bind(device, &target)
                 .map_err(|error| failed("bind", device, error))?;
         }
+        // Nothing more is made in `/dev`; the devices keep their own mounts.
+        rustix::mount::mount_remount(
+            &dev,
+            MountFlags::RDONLY | MountFlags::NOSUID | MountFlags::NOEXEC,
+            "mode=0755,size=64k",
+        )
+        .map_err(|error| failed("make read-only", &dev, error))?;
     }
 
     let old = root.join(".old-root");

@@ -154,7 +154,7 @@ pub fn run(args: &McpArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
         .worker_threads(2)
         .enable_all()
         .build()?;
-    match args.listen {
+    let served = match args.listen {
         None => runtime.block_on(async move {
             let service = SkillServer::new(shared, Transport::Stdio)?
                 .serve(rmcp::transport::stdio())
@@ -165,9 +165,12 @@ pub fn run(args: &McpArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
                 })?;
             service.waiting().await?;
             anyhow::Ok(())
-        })?,
-        Some(address) => runtime.block_on(serve_http(shared, address, printer))?,
-    }
+        }),
+        Some(address) => runtime.block_on(serve_http(shared, address, printer)),
+    };
+    // The skills' sealed copies go with the server, whatever ended it.
+    jail::seal::clean_up();
+    served?;
     Ok(ExitStatus::Success)
 }
 

@@ -110,6 +110,18 @@ impl TestContext {
         path
     }
 
+    /// Writes the skill `name` into `project/.claude/skills/` (as
+    /// [`Self::skill`], with the heading `# name` as its body) and its
+    /// `files` (path in the skill, contents) beside it.
+    pub fn project_skill(&self, name: &str, extra: &str, files: &[(&str, &str)]) -> PathBuf {
+        let folder = format!("project/.claude/skills/{name}");
+        self.skill(&folder, name, extra, &format!("# {name}\n"));
+        for (path, contents) in files {
+            self.write(&format!("{folder}/{path}"), contents);
+        }
+        self.path().join(folder)
+    }
+
     /// Writes a skill folder `relative` whose SKILL.md has `name`,
     /// a description, the `extra` frontmatter lines and `body`.
     pub fn skill(&self, relative: &str, name: &str, extra: &str, body: &str) -> PathBuf {

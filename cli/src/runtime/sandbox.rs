@@ -365,6 +365,20 @@ pub fn policy_for_skill(
     Ok(policy)
 }
 
+/// `host:port` into its parts. A bare IPv6 address has colons but no
+/// port: only `[::1]:443` has one.
+pub(crate) fn split_host_port(text: &str) -> (&str, Option<u16>) {
+    match text.rsplit_once(':') {
+        Some((host, port)) if !host.contains(':') || host.ends_with(']') => {
+            match port.parse::<u16>() {
+                Ok(port) => (host, Some(port)),
+                Err(_) => (text, None),
+            }
+        }
+        _ => (text, None),
+    }
+}
+
 /// `host:port` entries restrict TCP to their ports; one entry without a
 /// port (`api.example.com`, `::1`) leaves every port open.
 fn network_for(outbound: &[String]) -> Network {
@@ -373,15 +387,7 @@ fn network_for(outbound: &[String]) -> Network {
     }
     let mut ports = Vec::new();
     for entry in outbound {
-        let entry = entry.trim();
-        let port = match entry.rsplit_once(':') {
-            // A bare IPv6 address has colons but no port: only `[::1]:443`.
-            Some((host, port)) if !host.contains(':') || host.ends_with(']') => {
-                port.parse::<u16>().ok()
-            }
-            _ => None,
-        };
-        match port {
+        match split_host_port(entry.trim()).1 {
             Some(port) => ports.push(port),
             None => return Network::Any,
         }

@@ -119,16 +119,7 @@ impl Project {
     /// A skill with `frontmatter` lines after name and description, and
     /// `files` (path, contents).
     fn skill(&self, name: &str, frontmatter: &str, files: &[(&str, &str)]) {
-        self.sandbox.write(
-            &format!("project/.claude/skills/{name}/SKILL.md"),
-            format!(
-                "---\nname: {name}\ndescription: Escape test skill {name}.\n{frontmatter}---\n# {name}\n"
-            ),
-        );
-        for (path, contents) in files {
-            self.sandbox
-                .write(&format!("project/.claude/skills/{name}/{path}"), contents);
-        }
+        self.sandbox.project_skill(name, frontmatter, files);
     }
 
     fn server(&self, extra: &[&str]) -> Command {

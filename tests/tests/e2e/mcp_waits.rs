@@ -65,16 +65,7 @@ impl Project {
     }
 
     fn skill(&self, name: &str, frontmatter: &str, files: &[(&str, &str)]) {
-        self.sandbox.write(
-            &format!("project/.claude/skills/{name}/SKILL.md"),
-            format!(
-                "---\nname: {name}\ndescription: Test skill {name}.\n{frontmatter}---\n# {name}\n"
-            ),
-        );
-        for (path, contents) in files {
-            self.sandbox
-                .write(&format!("project/.claude/skills/{name}/{path}"), contents);
-        }
+        self.sandbox.project_skill(name, frontmatter, files);
     }
 
     /// Starts `skillpkg mcp` with `extra` flags and `env` variables, and

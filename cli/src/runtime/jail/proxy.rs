@@ -23,6 +23,8 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::{TcpStream, UnixListener, UnixStream};
 
+use crate::runtime::sandbox::split_host_port;
+
 /// The largest request head read.
 const MAX_HEAD: usize = 16 * 1024;
 /// How long a client may take to send its head, and a host to accept.
@@ -83,19 +85,6 @@ fn normalise(host: &str) -> String {
         .trim_end_matches(']')
         .trim_end_matches('.')
         .to_ascii_lowercase()
-}
-
-/// `host:port` into its parts; a bare IPv6 address has no port.
-fn split_host_port(text: &str) -> (&str, Option<u16>) {
-    match text.rsplit_once(':') {
-        Some((host, port)) if !host.contains(':') || host.ends_with(']') => {
-            match port.parse::<u16>() {
-                Ok(port) => (host, Some(port)),
-                Err(_) => (text, None),
-            }
-        }
-        _ => (text, None),
-    }
 }
 
 /// A running proxy for one run; stops when dropped.

@@ -200,6 +200,25 @@ async fn a_granted_file_swapped_for_a_link_after_the_plan_shows_nothing() {
 }
 
 #[tokio::test]
+async fn a_program_the_sandbox_cannot_start_is_a_refused_run_with_the_reason() {
+    // The script's process is made before the run is known, so `exec` is
+    // its last step: a failure there is still reported as a run that did
+    // not start, never as the script's exit code.
+    let fixture = Fixture::new();
+    let script = fixture.script("plain.sh", "echo ran\n");
+    let mut request = fixture.request(&script, &[], Some(fixture.policy(no_permissions())));
+    request.program = vec![OsString::from(&script)];
+    let error = exec::run(request, CancellationToken::new())
+        .await
+        .unwrap_err();
+    let said = format!("{error:?}");
+    assert!(
+        said.contains("cannot start") && said.contains("plain.sh"),
+        "{said}"
+    );
+}
+
+#[tokio::test]
 async fn a_script_writes_inside_output_and_nowhere_else() {
     let fixture = Fixture::new();
     let outside = fixture.key.with_file_name("authorized_keys");

@@ -168,8 +168,10 @@ pub fn run(args: &McpArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
         }),
         Some(address) => runtime.block_on(serve_http(shared, address, printer)),
     };
-    // The skills' sealed copies go with the server, whatever ended it.
+    // The skills' sealed copies and the next run's launcher go with the
+    // server, whatever ended it.
     jail::seal::clean_up();
+    jail::clean_up();
     served?;
     Ok(ExitStatus::Success)
 }

@@ -416,49 +416,46 @@ pub async fn run(request: RunRequest, cancel: CancellationToken) -> Result<RunOu
     };
     let path_var = env.get("PATH").map(String::as_str);
     let executable = resolve_program(first, path_var).await?;
+    // A sandboxed run's launcher has made its namespaces and most of its
+    // root already; its scratch folder is the run's.
+    let launcher = match &sandbox {
+        Some(policy) => {
+            check_support(policy)?;
+            Some(jail::Launcher::take().map_err(ExecError::Sandbox)?)
+        }
+        None => None,
+    };
     // The run's private folder: `home` is the script's HOME and TMPDIR
-    // (writable), `root` the mount point of its sandbox's new root.
-    let scratch = tempfile::Builder::new()
-        .prefix("skillpkg-run-")
-        .tempdir()
-        .map_err(ExecError::Scratch)?;
-    let home = scratch.path().join("home");
-    let new_root = scratch.path().join("root");
-    for dir in [&home, &new_root] {
-        fs_err::create_dir(dir).map_err(ExecError::Scratch)?;
-    }
-
-    let mut command = tokio::process::Command::new(&executable);
-    command
-        .args(rest)
-        .args(&args)
-        .env_clear()
-        .envs(&env)
-        .env("HOME", &home)
-        .env("TMPDIR", &home)
-        .current_dir(&workdir)
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
+    // (writable).
+    let own_scratch = match launcher {
+        Some(_) => None,
+        None => Some(
+            tempfile::Builder::new()
+                .prefix("skillpkg-run-")
+                .tempdir()
+                .map_err(ExecError::Scratch)?,
+        ),
+    };
+    let home = match (&launcher, &own_scratch) {
+        (Some(launcher), _) => launcher.home(),
+        (None, Some(scratch)) => {
+            let home = scratch.path().join("home");
+            fs_err::create_dir(&home).map_err(ExecError::Scratch)?;
+            home
+        }
+        (None, None) => unreachable!("a run has a launcher or a scratch folder"),
+    };
 
     let mut notes = Vec::new();
     let mut stdin = stdin;
-    // `cgroup` and `proxy` are held until the run is over.
+    // `proxy` is held until the run is over.
     let mut proxy = None;
-    let (mut child, cgroup) = match sandbox {
-        None => (spawn(command, None, executable.clone()).await?, None),
-        Some(policy) => {
-            check_support(&policy)?;
+    let (mut child, mut jailed) = match (sandbox, launcher) {
+        (Some(policy), Some(launcher)) => {
             notes.extend(policy.notes.iter().cloned());
             let grants = grants_for(&executable, path_var, &home, &policy.skill_root);
             if policy.network != Network::Deny {
-                let socket = scratch.path().join("proxy.sock");
+                let socket = launcher.scratch().join("proxy.sock");
                 let allow = jail::proxy::Allow::parse(&policy.outbound);
                 proxy = Some(jail::proxy::Proxy::start(&socket, allow).map_err(|error| {
                     ExecError::Sandbox(format!("cannot start the run's proxy: {error}"))
@@ -473,7 +470,7 @@ pub async fn run(request: RunRequest, cancel: CancellationToken) -> Result<RunOu
                 args: rest.iter().chain(&args).cloned().collect(),
                 env,
                 workdir: &workdir,
-                root: new_root.clone(),
+                root: launcher.root(),
                 policy: &policy,
                 grants: &grants,
                 sealed: sealed.as_deref(),
@@ -483,10 +480,31 @@ pub async fn run(request: RunRequest, cancel: CancellationToken) -> Result<RunOu
                 },
                 proxy: proxy.as_ref().map(jail::proxy::Proxy::path),
             });
-            let (child, cgroup) = jail::start(&spec, stdin.take())
-                .await
+            let (child, run) = launcher
+                .start(&spec, stdin.take())
                 .map_err(ExecError::Sandbox)?;
-            (child, cgroup)
+            (child, Some(run))
+        }
+        _ => {
+            let mut command = tokio::process::Command::new(&executable);
+            command
+                .args(rest)
+                .args(&args)
+                .env_clear()
+                .envs(&env)
+                .env("HOME", &home)
+                .env("TMPDIR", &home)
+                .current_dir(&workdir)
+                .stdin(if stdin.is_some() {
+                    Stdio::piped()
+                } else {
+                    Stdio::null()
+                })
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .process_group(0)
+                .kill_on_drop(true);
+            (spawn(command, None, executable.clone()).await?, None)
         }
     };
     let mut group = ProcessGroup(child.id().and_then(|pid| i32::try_from(pid).ok()));
@@ -510,19 +528,45 @@ pub async fn run(request: RunRequest, cancel: CancellationToken) -> Result<RunOu
 
     let mut timed_out = false;
     let mut cancelled = false;
+    let mut status = None;
+    let mut refused = None;
     tokio::select! {
-        () = exited(&mut child, group.0) => {}
+        ended = ended(&mut child, group.0, jailed.as_mut()) => match ended {
+            Ok(ended) => status = ended,
+            Err(why) => refused = Some(why),
+        },
         () = tokio::time::sleep(limits.timeout) => timed_out = true,
         () = cancel.cancelled() => cancelled = true,
     }
-    // The leader is not reaped yet, so its process group id cannot have
-    // been reused: killing the group here reaches only the script's
-    // processes, and takes its background children with it.
-    group.kill();
-    // Once the leader is reaped its id is free again: no second kill.
-    group.0 = None;
-    let status = child.wait().await.ok();
-    drop(cgroup);
+    match jailed.take() {
+        // The launcher said how the script ended: the run's namespaces go
+        // down, and the launcher is reaped, in the background.
+        Some(run) if status.is_some() => {
+            // Every process of the run ended with the script, the PID
+            // namespace's init; the launcher ends by itself, and its
+            // group is not killed once it may be reaped.
+            group.0 = None;
+            run.finish(child);
+        }
+        jailed => {
+            // The leader is not reaped yet, so its process group id cannot
+            // have been reused: killing the group here reaches only the
+            // run's processes (a sandboxed script dies with its launcher),
+            // and takes its background children with it.
+            group.kill();
+            // Once the leader is reaped its id is free again: no second kill.
+            group.0 = None;
+            let waited = child.wait().await.ok();
+            status = status.or(waited);
+            if let Some(run) = jailed {
+                run.finish(child);
+            }
+        }
+    }
+    if let Some(why) = refused {
+        // The launcher could not start the script: no run happened.
+        return Err(ExecError::Sandbox(why));
+    }
     if let Some(proxy) = proxy.take() {
         for target in proxy.refused() {
             notes.push(format!(
@@ -551,7 +595,7 @@ pub async fn run(request: RunRequest, cancel: CancellationToken) -> Result<RunOu
             gathered.await
         }
     };
-    drop(scratch);
+    drop(own_scratch);
 
     Ok(RunOutcome {
         exit_code: status.and_then(|status| status.code()),
@@ -739,6 +783,23 @@ async fn resolve_program(first: &OsString, path_var: Option<&str>) -> Result<Pat
         map.insert(found, real.clone());
     }
     Ok(real)
+}
+
+/// How a run ended: a sandboxed one as its launcher says (an error when
+/// it could not start the script); any other when the process exits (see
+/// [`exited`]), `None` then, as it is not reaped yet.
+async fn ended(
+    child: &mut tokio::process::Child,
+    pid: Option<i32>,
+    jailed: Option<&mut jail::Run>,
+) -> Result<Option<std::process::ExitStatus>, String> {
+    match jailed {
+        Some(run) => run.ended().await,
+        None => {
+            exited(child, pid).await;
+            Ok(None)
+        }
+    }
 }
 
 /// Resolves when the process exits, without reaping it (`waitid` with

@@ -759,6 +759,13 @@ pub fn restrict_thread(policy: &Policy, extra: &RunGrants) -> Result<(), String>
     landlock_rules::restrict(policy, extra)
 }
 
+/// Does ahead what every [`restrict_thread`] of this process needs: the
+/// kernel's Landlock ABI, the system paths opened. A run's launcher calls
+/// it while it waits; the descriptors are close-on-exec.
+pub fn warm_landlock() {
+    landlock_rules::warm();
+}
+
 #[cfg(target_os = "linux")]
 mod landlock_rules {
     use std::path::Path;
@@ -864,6 +871,16 @@ mod landlock_rules {
         }
     }
 
+    static READ: OnceLock<Vec<Opened>> = OnceLock::new();
+    static WRITE: OnceLock<Vec<Opened>> = OnceLock::new();
+
+    /// Learns the ABI and opens the system paths now, ahead of a run.
+    pub(super) fn warm() {
+        current_abi();
+        system(SYSTEM_READ, &READ);
+        system(SYSTEM_WRITE, &WRITE);
+    }
+
     /// A path opened once (`O_PATH`) for rules.
     struct Opened {
         fd: PathFd,
@@ -961,8 +978,6 @@ mod landlock_rules {
         }
         let mut created = ruleset.create().map_err(error)?;
 
-        static READ: OnceLock<Vec<Opened>> = OnceLock::new();
-        static WRITE: OnceLock<Vec<Opened>> = OnceLock::new();
         for opened in system(SYSTEM_READ, &READ) {
             created = add_opened(created, opened, system_access, abi)?;
         }
@@ -1015,6 +1030,8 @@ mod landlock_rules {
             notes: vec!["Landlock exists only on Linux: scripts can only run unsandboxed".into()],
         }
     }
+
+    pub(super) fn warm() {}
 
     pub(super) fn restrict(_: &Policy, _: &RunGrants) -> Result<(), String> {
         Err("Landlock exists only on Linux".into())

@@ -3,19 +3,26 @@
 //! it. It is single-threaded and runs nothing else, so it may do what a
 //! multi-threaded server must not do after `fork`.
 //!
-//! 1. Ahead of the run: new user, mount, network, IPC, UTS, cgroup and PID
-//!    namespaces; the user mapped to itself; loopback up. Then it writes
-//!    `ready` on the status pipe (fd 3) and waits.
+//! 1. Ahead of the run, before the server knows it: the run's pids cgroup
+//!    (when the server made one); new user, mount, network, IPC, UTS,
+//!    cgroup and PID namespaces; the user mapped to itself; loopback up;
+//!    the part of the root that is the same for every run (a tmpfs with
+//!    the system folders, the run's home and `/dev`); the system paths
+//!    opened for Landlock. Then it forks the script's process, the PID
+//!    namespace's init, which sets up every wall that does not depend on
+//!    the run (its own session, no descriptor past stderr at `exec`, no
+//!    capabilities, `no_new_privs`, the seccomp filters) and waits. The
+//!    launcher writes `ready` on the status pipe (fd 3) and waits too.
 //! 2. The server sends the [`Spec`] on stdin (length, then JSON); whatever
 //!    follows is the script's stdin.
-//! 3. A fresh root on a tmpfs holds only what the spec binds, read-only
-//!    unless granted; `pivot_root` leaves the host's tree behind.
-//! 4. The script is forked as the PID namespace's init: when it ends, the
-//!    kernel kills every process left in the namespace. Before `exec` it
-//!    gets its own session, the limits, no capabilities, `no_new_privs`,
-//!    the Landlock rules and the seccomp filters, in that order.
-//! 5. The launcher writes `started`, waits, and ends the way the script
-//!    ended (its exit code, or its signal).
+//! 3. The launcher adds the run's own binds to the root (read-only unless
+//!    granted) and `pivot_root`s into it, leaving the host's tree behind.
+//! 4. It hands the spec to the script's process, which sets the limits,
+//!    enters the working folder, applies the Landlock rules and `exec`s
+//!    the script. When the script ends, the kernel kills every process
+//!    left in the namespace.
+//! 5. The launcher writes `started`, waits, writes how the script ended
+//!    (`exited CODE` or `signal NUMBER`) and ends the same way.
 //!
 //! A failure before the script starts is one `error ...` line on the
 //! status pipe and exit code 125.
@@ -24,14 +31,14 @@ use std::io::{PipeReader, PipeWriter};
 use std::io::{Read as _, Write as _};
 use std::mem::ManuallyDrop;
 use std::os::fd::{AsFd as _, FromRawFd as _, OwnedFd};
-use std::os::unix::process::{CommandExt as _, ExitStatusExt as _};
+use std::os::unix::process::ExitStatusExt as _;
 use std::path::Path;
 
 use rustix::mount::{MountFlags, MountPropagationFlags, UnmountFlags};
 use rustix::process::{Resource, Rlimit};
 use rustix::thread::UnshareFlags;
 
-use super::spec::{RunLimits, Spec};
+use super::spec::{Bind, Link, RunLimits, Spec};
 
 /// `argv[1]` that makes `skillpkg` a launcher.
 pub const LAUNCHER_ARG: &str = "__skillpkg-run-launcher";
@@ -56,11 +63,14 @@ pub fn main() -> ! {
     // SAFETY: the server opened fd 3 for this process; nothing else owns it.
     let mut status = PipeWriter::from(unsafe { OwnedFd::from_raw_fd(STATUS_FD) });
     let _ = rustix::io::fcntl_setfd(status.as_fd(), rustix::io::FdFlags::CLOEXEC);
-    let ended = launch(&mut status).unwrap_or_else(|message| {
-        let line = message.replace('\n', " ");
-        let _ = writeln!(status, "error {line}");
-        Ended::Code(SETUP_FAILED)
-    });
+    let scratch = std::env::args_os().nth(2).map(std::path::PathBuf::from);
+    let cgroup = std::env::args_os().nth(3).map(std::path::PathBuf::from);
+    let ended =
+        launch(&mut status, scratch.as_deref(), cgroup.as_deref()).unwrap_or_else(|message| {
+            let line = message.replace('\n', " ");
+            let _ = writeln!(status, "error {line}");
+            Ended::Code(SETUP_FAILED)
+        });
     drop(status);
     match ended {
         Ended::Code(code) => std::process::exit(code),
@@ -79,12 +89,32 @@ pub fn main() -> ! {
     }
 }
 
-fn launch(status: &mut PipeWriter) -> Result<Ended, String> {
+fn launch(
+    status: &mut PipeWriter,
+    scratch: Option<&Path>,
+    cgroup: Option<&Path>,
+) -> Result<Ended, String> {
+    // The run's pids cgroup, made by the server: the launcher and every
+    // process of the run are in it before the script's process is forked.
+    if let Some(cgroup) = cgroup {
+        let procs = cgroup.join("cgroup.procs");
+        fs_err::write(&procs, std::process::id().to_string())
+            .map_err(|error| format!("cannot join the run's cgroup: {error}"))?;
+    }
+    // Where the launcher's own output goes once the script holds the
+    // run's: nowhere.
+    let null = fs_err::OpenOptions::new()
+        .write(true)
+        .open("/dev/null")
+        .map_err(|error| error.to_string())?;
     enter_namespaces()?;
-    writeln!(status, "ready").map_err(|error| format!("status pipe: {error}"))?;
-    let mut spec = read_spec()?;
     let filters = super::filter::compile()?;
-    build_root(&spec)?;
+    let made = scratch.map(prepare_root).transpose()?;
+    crate::runtime::sandbox::warm_landlock();
+    let script = fork_script(status, &filters)?;
+    writeln!(status, "ready").map_err(|error| format!("status pipe: {error}"))?;
+    let (mut spec, mut to_script) = (read_spec()?, script.go);
+    build_root(&spec, made)?;
 
     // The way out to the listed hosts: a relay on the run's loopback to
     // the server's proxy. The listener is close-on-exec: the script never
@@ -115,36 +145,31 @@ fn launch(status: &mut PipeWriter) -> Result<Ended, String> {
         }
         None => None,
     };
-    let mut command = std::process::Command::new(&spec.program);
-    command
-        .args(&spec.args)
-        .env_clear()
-        .envs(spec.env.iter().map(|(key, value)| (key, value)))
-        .current_dir(&spec.workdir);
-    let limits = spec.limits;
-    let landlock = spec.landlock.clone();
-    // SAFETY: the launcher is single-threaded, so the child may allocate;
-    // every step is a plain system call or the Landlock and seccomp setup.
-    unsafe {
-        command.pre_exec(move || {
-            confine(limits, landlock.as_ref(), &filters).map_err(std::io::Error::other)
-        });
-    }
-    let child = command
-        .spawn()
-        .map_err(|error| format!("cannot start {}: {error}", spec.program.display()))?;
+    // The script, waiting since before the run was known, goes.
+    let bytes = serde_json::to_vec(&spec).map_err(|error| error.to_string())?;
+    to_script.write_all(&bytes).map_err(|error| {
+        format!("the run's script ended before it was told what to run: {error}")
+    })?;
+    drop(to_script);
     writeln!(status, "started").map_err(|error| format!("status pipe: {error}"))?;
+    // The run's output pipes close when the script's processes are gone,
+    // not when the launcher is.
+    for fd in [1, 2] {
+        // SAFETY: dup2 onto the standard descriptors of this process.
+        unsafe { libc::dup2(std::os::fd::AsRawFd::as_raw_fd(&null), fd) };
+    }
+    drop(null);
     if let Some((listener, socket)) = relay {
         start_relay(&listener, &socket)?;
     }
     // Every child is reaped, not only the script: when the script (the
     // namespace's init) ends, the kernel kills the rest and waits until
     // each is reaped, and the relay is the launcher's child.
-    let script = i32::try_from(child.id()).map_err(|_| "a process id out of range")?;
+    let reporter = status;
     loop {
-        let mut status = 0;
+        let mut waited = 0;
         // SAFETY: waitpid with a valid pointer to a local.
-        let pid = unsafe { libc::waitpid(-1, &mut status, libc::__WALL) };
+        let pid = unsafe { libc::waitpid(-1, &mut waited, libc::__WALL) };
         if pid < 0 {
             let error = std::io::Error::last_os_error();
             if error.kind() == std::io::ErrorKind::Interrupted {
@@ -152,15 +177,121 @@ fn launch(status: &mut PipeWriter) -> Result<Ended, String> {
             }
             return Err(format!("wait: {error}"));
         }
-        if pid == script {
-            let waited = std::process::ExitStatus::from_raw(status);
-            return Ok(match (waited.code(), waited.signal()) {
+        if pid == script.pid {
+            let waited = std::process::ExitStatus::from_raw(waited);
+            let ended = match (waited.code(), waited.signal()) {
                 (Some(code), _) => Ended::Code(code),
                 (None, Some(signal)) => Ended::Signal(signal),
                 (None, None) => Ended::Code(SETUP_FAILED),
-            });
+            };
+            // Said before the launcher ends: the kernel takes a while to
+            // take the run's namespaces down, and the server need not wait.
+            let line = match ended {
+                Ended::Code(code) => format!("exited {code}"),
+                Ended::Signal(signal) => format!("signal {signal}"),
+            };
+            let _ = writeln!(reporter, "{line}");
+            return Ok(ended);
         }
     }
+}
+
+/// The script's process, forked before its run is known, and the pipe
+/// that tells it what to run.
+struct Script {
+    pid: i32,
+    go: PipeWriter,
+}
+
+/// Forks the process that becomes the script: the PID namespace's init.
+/// Everything that does not depend on the run is done now, while the
+/// launcher waits for it; the rest when the spec comes ([`run_script`]).
+fn fork_script(status: &PipeWriter, filters: &[seccompiler::BpfProgram]) -> Result<Script, String> {
+    let (go_read, go_write) = std::io::pipe().map_err(|error| format!("pipe: {error}"))?;
+    // SAFETY: the launcher is single-threaded, so the child may allocate.
+    match unsafe { libc::fork() } {
+        -1 => Err(format!("fork: {}", std::io::Error::last_os_error())),
+        0 => {
+            drop(go_write);
+            let why = run_script(go_read, filters);
+            // Only reached when the script could not start.
+            if let Ok(mut status) = status.try_clone() {
+                let _ = writeln!(status, "error {}", why.replace('\n', " "));
+            }
+            // SAFETY: ends the child without running the launcher's exit.
+            unsafe { libc::_exit(SETUP_FAILED) }
+        }
+        pid => Ok(Script { pid, go: go_write }),
+    }
+}
+
+/// The script's side: walls first, then, once the spec comes, its limits,
+/// working folder and Landlock rules, and `exec`. Returns only on failure.
+fn run_script(go: PipeReader, filters: &[seccompiler::BpfProgram]) -> String {
+    let confined = confine(filters);
+    // The run's spec, sent once its root is built.
+    let mut bytes = Vec::new();
+    let mut go = go;
+    if let Err(error) = go.read_to_end(&mut bytes) {
+        return format!("the run's spec: {error}");
+    }
+    if bytes.is_empty() {
+        // The launcher ended without a run: nothing to say.
+        // SAFETY: ends the child without running the launcher's exit.
+        unsafe { libc::_exit(SETUP_FAILED) }
+    }
+    if let Err(why) = confined {
+        return why;
+    }
+    let spec: Spec = match serde_json::from_slice(&bytes) {
+        Ok(spec) => spec,
+        Err(error) => return format!("a bad run description: {error}"),
+    };
+    match start_script(&spec) {
+        Ok(never) => match never {},
+        Err(why) => why,
+    }
+}
+
+/// Limits, working folder, Landlock and `exec`.
+fn start_script(spec: &Spec) -> Result<std::convert::Infallible, String> {
+    use std::ffi::CString;
+    use std::os::unix::ffi::OsStrExt as _;
+    set_limits(spec.limits)?;
+    rustix::process::chdir(&spec.workdir)
+        .map_err(|error| format!("enter {}: {error}", spec.workdir.display()))?;
+    if let Some(rules) = &spec.landlock {
+        crate::runtime::sandbox::restrict_thread(&rules.policy, &rules.grants)?;
+    }
+    let c = |bytes: &[u8]| CString::new(bytes).map_err(|_| "a NUL byte in the command".to_owned());
+    let program = c(spec.program.as_os_str().as_bytes())?;
+    let mut argv = vec![program.clone()];
+    for arg in &spec.args {
+        argv.push(c(arg.as_bytes())?);
+    }
+    let envp = spec
+        .env
+        .iter()
+        .map(|(key, value)| c(format!("{key}={value}").as_bytes()))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut argv_pointers: Vec<*const libc::c_char> = argv.iter().map(|arg| arg.as_ptr()).collect();
+    argv_pointers.push(std::ptr::null());
+    let mut envp_pointers: Vec<*const libc::c_char> = envp.iter().map(|var| var.as_ptr()).collect();
+    envp_pointers.push(std::ptr::null());
+    // SAFETY: NUL-terminated strings and NULL-terminated arrays that live
+    // until the call, which returns only on failure.
+    unsafe {
+        libc::execve(
+            program.as_ptr(),
+            argv_pointers.as_ptr(),
+            envp_pointers.as_ptr(),
+        )
+    };
+    Err(format!(
+        "cannot start {}: {}",
+        spec.program.display(),
+        std::io::Error::last_os_error()
+    ))
 }
 
 /// Forks the relay: a process of the run's PID namespace (a launcher,
@@ -281,72 +412,91 @@ fn read_spec() -> Result<Spec, String> {
     serde_json::from_slice(&bytes).map_err(|error| format!("a bad run description: {error}"))
 }
 
-/// Builds the new root and moves into it.
-fn build_root(spec: &Spec) -> Result<(), String> {
+/// What a launcher built of the root before its run was known.
+struct Made {
+    root: std::path::PathBuf,
+    binds: Vec<Bind>,
+    links: Vec<Link>,
+    devices: Vec<std::path::PathBuf>,
+}
+
+/// Builds, while no run is known, the part of the root that is the same
+/// for every run: a tmpfs at `scratch/root` holding the system folders
+/// ([`super::plan::system`]), the run's home (`scratch/home`, writable)
+/// and `/dev`.
+fn prepare_root(scratch: &Path) -> Result<Made, String> {
+    make_private()?;
+    let root = scratch.join("root");
+    mount_tmpfs(&root)?;
+    let system = super::plan::system();
+    for link in &system.links {
+        make_link(&root, link)?;
+    }
+    let binds = super::plan::ordered(
+        system
+            .binds
+            .iter()
+            .cloned()
+            .chain([super::plan::identity(&scratch.join("home"), true)])
+            .collect(),
+    );
+    for bind in &binds {
+        mount_bind(&root, bind)?;
+    }
+    make_dev(&root, &system.devices)?;
+    Ok(Made {
+        root,
+        binds,
+        links: system.links.clone(),
+        devices: system.devices.clone(),
+    })
+}
+
+/// Builds the new root and moves into it: what `made` holds already is
+/// kept where the spec asks for it too, the rest is made now.
+fn build_root(spec: &Spec, made: Option<Made>) -> Result<(), String> {
+    let root = &spec.root;
+    let made = match made.filter(|made| made.root == *root) {
+        Some(made) => made,
+        None => {
+            make_private()?;
+            mount_tmpfs(root)?;
+            Made {
+                root: root.clone(),
+                binds: Vec::new(),
+                links: Vec::new(),
+                devices: Vec::new(),
+            }
+        }
+    };
+    let (to_unmount, to_mount) = binds_to_make(&made.binds, &spec.binds);
+    for bind in to_unmount {
+        unmount(&inside(root, &bind.target))?;
+    }
+    for link in made.links.iter().filter(|link| !spec.links.contains(link)) {
+        let at = inside(root, &link.path);
+        fs_err::remove_file(&at).map_err(|error| format!("remove {}: {error}", at.display()))?;
+    }
+    if made.devices != spec.devices && !made.devices.is_empty() {
+        unmount(&inside(root, Path::new("/dev")))?;
+    }
+
+    for dir in &spec.dirs {
+        make_dir(&inside(root, dir))?;
+    }
+    for link in spec.links.iter().filter(|link| !made.links.contains(link)) {
+        make_link(root, link)?;
+    }
+    for bind in to_mount {
+        mount_bind(root, bind)?;
+    }
+    if made.devices != spec.devices && !spec.devices.is_empty() {
+        make_dev(root, &spec.devices)?;
+    }
+
     let failed = |what: &str, path: &Path, error: rustix::io::Errno| {
         format!("{what} {}: {error}", path.display())
     };
-    rustix::mount::mount_change(
-        "/",
-        MountPropagationFlags::REC | MountPropagationFlags::PRIVATE,
-    )
-    .map_err(|error| failed("make private", Path::new("/"), error))?;
-    let root = &spec.root;
-    rustix::mount::mount(
-        "tmpfs",
-        root,
-        "tmpfs",
-        MountFlags::NOSUID | MountFlags::NODEV,
-        c"mode=0755,size=4m",
-    )
-    .map_err(|error| failed("mount a tmpfs on", root, error))?;
-    let inside = |path: &Path| root.join(path.strip_prefix("/").unwrap_or(path));
-
-    for dir in &spec.dirs {
-        make_dir(&inside(dir))?;
-    }
-    for link in &spec.links {
-        let at = inside(&link.path);
-        if let Some(parent) = at.parent() {
-            make_dir(parent)?;
-        }
-        std::os::unix::fs::symlink(&link.to, &at)
-            .map_err(|error| format!("link {}: {error}", link.path.display()))?;
-    }
-    for bind in &spec.binds {
-        let target = inside(&bind.target);
-        let is_dir = fs_err::metadata(&bind.source)
-            .map_err(|error| format!("{}: {error}", bind.source.display()))?
-            .is_dir();
-        make_mount_point(&target, is_dir)?;
-        bind_mount(&bind.source, &target, bind.writable)?;
-    }
-    if !spec.devices.is_empty() {
-        let dev = inside(Path::new("/dev"));
-        make_dir(&dev)?;
-        rustix::mount::mount(
-            "tmpfs",
-            &dev,
-            "tmpfs",
-            MountFlags::NOSUID | MountFlags::NOEXEC,
-            c"mode=0755,size=64k",
-        )
-        .map_err(|error| failed("mount a tmpfs on", &dev, error))?;
-        for device in &spec.devices {
-            let target = inside(device);
-            make_mount_point(&target, false)?;
-            rustix::mount::mount_bind(device, &target)
-                .map_err(|error| failed("bind", device, error))?;
-        }
-        // Nothing more is made in `/dev`; the devices keep their own mounts.
-        rustix::mount::mount_remount(
-            &dev,
-            MountFlags::RDONLY | MountFlags::NOSUID | MountFlags::NOEXEC,
-            "mode=0755,size=64k",
-        )
-        .map_err(|error| failed("make read-only", &dev, error))?;
-    }
-
     let old = root.join(".old-root");
     make_dir(&old)?;
     rustix::process::chdir(root).map_err(|error| failed("enter", root, error))?;
@@ -364,6 +514,100 @@ fn build_root(spec: &Spec) -> Result<(), String> {
     .map_err(|error| failed("make read-only", Path::new("/"), error))?;
     rustix::process::chdir("/").map_err(|error| failed("enter", Path::new("/"), error))?;
     Ok(())
+}
+
+/// Of the binds `made` ahead, those the run's `wanted` binds (parents
+/// first) do not hold, to unmount; and the binds to make now, in order.
+/// A bind made ahead stays unless one made now covers it; then it is made
+/// again on top.
+fn binds_to_make<'a>(made: &'a [Bind], wanted: &'a [Bind]) -> (Vec<&'a Bind>, Vec<&'a Bind>) {
+    let unmount = made.iter().filter(|bind| !wanted.contains(bind)).collect();
+    let mut mount: Vec<&Bind> = Vec::new();
+    for bind in wanted {
+        let covered = mount.iter().any(|now| bind.target.starts_with(&now.target));
+        if !made.contains(bind) || covered {
+            mount.push(bind);
+        }
+    }
+    (unmount, mount)
+}
+
+/// `path` of the run, in the root being built at `root`.
+fn inside(root: &Path, path: &Path) -> std::path::PathBuf {
+    root.join(path.strip_prefix("/").unwrap_or(path))
+}
+
+/// Mounts made from here on stay in the launcher's mount namespace.
+fn make_private() -> Result<(), String> {
+    rustix::mount::mount_change(
+        "/",
+        MountPropagationFlags::REC | MountPropagationFlags::PRIVATE,
+    )
+    .map_err(|error| format!("make private /: {error}"))
+}
+
+fn mount_tmpfs(root: &Path) -> Result<(), String> {
+    rustix::mount::mount(
+        "tmpfs",
+        root,
+        "tmpfs",
+        MountFlags::NOSUID | MountFlags::NODEV,
+        c"mode=0755,size=4m",
+    )
+    .map_err(|error| format!("mount a tmpfs on {}: {error}", root.display()))
+}
+
+fn unmount(target: &Path) -> Result<(), String> {
+    rustix::mount::unmount(target, UnmountFlags::DETACH)
+        .map_err(|error| format!("unmount {}: {error}", target.display()))
+}
+
+fn make_link(root: &Path, link: &Link) -> Result<(), String> {
+    let at = inside(root, &link.path);
+    if let Some(parent) = at.parent() {
+        make_dir(parent)?;
+    }
+    std::os::unix::fs::symlink(&link.to, &at)
+        .map_err(|error| format!("link {}: {error}", link.path.display()))
+}
+
+fn mount_bind(root: &Path, bind: &Bind) -> Result<(), String> {
+    let target = inside(root, &bind.target);
+    let is_dir = fs_err::metadata(&bind.source)
+        .map_err(|error| format!("{}: {error}", bind.source.display()))?
+        .is_dir();
+    make_mount_point(&target, is_dir)?;
+    bind_mount(&bind.source, &target, bind.writable)
+}
+
+/// A fresh, read-only `/dev` holding `devices`, bound from the host.
+fn make_dev(root: &Path, devices: &[std::path::PathBuf]) -> Result<(), String> {
+    let failed = |what: &str, path: &Path, error: rustix::io::Errno| {
+        format!("{what} {}: {error}", path.display())
+    };
+    let dev = inside(root, Path::new("/dev"));
+    make_dir(&dev)?;
+    rustix::mount::mount(
+        "tmpfs",
+        &dev,
+        "tmpfs",
+        MountFlags::NOSUID | MountFlags::NOEXEC,
+        c"mode=0755,size=64k",
+    )
+    .map_err(|error| failed("mount a tmpfs on", &dev, error))?;
+    for device in devices {
+        let target = inside(root, device);
+        make_mount_point(&target, false)?;
+        rustix::mount::mount_bind(device, &target)
+            .map_err(|error| failed("bind", device, error))?;
+    }
+    // Nothing more is made in `/dev`; the devices keep their own mounts.
+    rustix::mount::mount_remount(
+        &dev,
+        MountFlags::RDONLY | MountFlags::NOSUID | MountFlags::NOEXEC,
+        "mode=0755,size=64k",
+    )
+    .map_err(|error| failed("make read-only", &dev, error))
 }
 
 fn make_dir(path: &Path) -> Result<(), String> {
@@ -442,15 +686,44 @@ fn bind_mount(source: &Path, target: &Path, writable: bool) -> Result<(), String
         .map_err(|error| format!("remount {}: {error}", target.display()))
 }
 
-/// The script's side, between `fork` and `exec`.
-fn confine(
-    limits: RunLimits,
-    landlock: Option<&super::spec::LandlockRules>,
-    filters: &[seccompiler::BpfProgram],
-) -> Result<(), String> {
+/// The walls every run gets, raised in the script's process before its
+/// run is known: it dies with the launcher, has a session of its own and
+/// no descriptor past stderr at `exec`, no capabilities, `no_new_privs`,
+/// and the seccomp filters.
+fn confine(filters: &[seccompiler::BpfProgram]) -> Result<(), String> {
     rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))
         .map_err(|error| format!("parent death signal: {error}"))?;
+    // (Should the launcher have ended before that, the spec pipe is
+    // closed and the process ends without a run.)
+    // The root becomes the run's when the launcher moves into it; so does
+    // a working folder at the root.
+    rustix::process::chdir("/").map_err(|error| format!("enter /: {error}"))?;
     rustix::process::setsid().map_err(|error| format!("setsid: {error}"))?;
+    // Nothing the server inherited from whoever started it, nor anything
+    // of the launcher's, reaches the script: every descriptor past stderr
+    // closes at `exec`.
+    // SAFETY: close_range with integer arguments.
+    let closed = unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            3u32,
+            u32::MAX,
+            libc::CLOSE_RANGE_CLOEXEC,
+        )
+    };
+    if closed < 0 {
+        return Err(format!("close_range: {}", std::io::Error::last_os_error()));
+    }
+    drop_capabilities()?;
+    rustix::thread::set_no_new_privs(true).map_err(|error| format!("no_new_privs: {error}"))?;
+    for filter in filters {
+        seccompiler::apply_filter(filter).map_err(|error| format!("seccomp: {error}"))?;
+    }
+    Ok(())
+}
+
+/// The run's resource limits, each a hard limit.
+fn set_limits(limits: RunLimits) -> Result<(), String> {
     for (resource, value) in [
         (Resource::Nproc, limits.processes),
         (Resource::Data, limits.memory),
@@ -467,30 +740,6 @@ fn confine(
             },
         )
         .map_err(|error| format!("setrlimit {resource:?}: {error}"))?;
-    }
-    // Nothing the server inherited from whoever started it, nor anything
-    // of the launcher's, reaches the script: every descriptor past stderr
-    // closes at `exec` (close-on-exec, so the standard library's own
-    // error pipe still works until then).
-    // SAFETY: close_range with integer arguments.
-    let closed = unsafe {
-        libc::syscall(
-            libc::SYS_close_range,
-            3u32,
-            u32::MAX,
-            libc::CLOSE_RANGE_CLOEXEC,
-        )
-    };
-    if closed < 0 {
-        return Err(format!("close_range: {}", std::io::Error::last_os_error()));
-    }
-    drop_capabilities()?;
-    rustix::thread::set_no_new_privs(true).map_err(|error| format!("no_new_privs: {error}"))?;
-    if let Some(rules) = landlock {
-        crate::runtime::sandbox::restrict_thread(&rules.policy, &rules.grants)?;
-    }
-    for filter in filters {
-        seccompiler::apply_filter(filter).map_err(|error| format!("seccomp: {error}"))?;
     }
     Ok(())
 }
@@ -526,4 +775,47 @@ fn drop_capabilities() -> Result<(), String> {
     )
     .map_err(|error| format!("capset: {error}"))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bind(target: &str, writable: bool) -> Bind {
+        super::super::plan::identity(Path::new(target), writable)
+    }
+
+    #[test]
+    fn only_what_was_not_made_ahead_is_bound_and_what_covers_a_made_bind_binds_it_again() {
+        let made = vec![
+            bind("/etc/hosts", false),
+            bind("/usr", false),
+            bind("/tmp/run/home", true),
+        ];
+        // The usual run: the system part and the home were made ahead.
+        let wanted = vec![
+            bind("/usr", false),
+            bind("/etc/hosts", false),
+            bind("/p", false),
+            bind("/tmp/run/home", true),
+        ];
+        let (unmount, mount) = binds_to_make(&made, &wanted);
+        assert!(unmount.is_empty());
+        assert_eq!(mount, vec![&bind("/p", false)]);
+
+        // A grant over a folder holding a made bind is bound now, and the
+        // made bind again on top of it; a made bind the run does not list
+        // goes.
+        let wanted = vec![
+            bind("/tmp", true),
+            bind("/usr", false),
+            bind("/tmp/run/home", true),
+        ];
+        let (unmount, mount) = binds_to_make(&made, &wanted);
+        assert_eq!(unmount, vec![&bind("/etc/hosts", false)]);
+        assert_eq!(
+            mount,
+            vec![&bind("/tmp", true), &bind("/tmp/run/home", true)]
+        );
+    }
 }

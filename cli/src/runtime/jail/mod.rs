@@ -29,9 +29,6 @@ use tokio::io::AsyncWriteExt as _;
 pub use launcher::LAUNCHER_ARG;
 use spec::Spec;
 
-/// How long a launcher may take to build a run's sandbox.
-const SETUP_TIMEOUT: Duration = Duration::from_secs(10);
-
 /// The binary started as the launcher: this one, unless a program that
 /// embeds the runtime (a test harness) names `skillpkg` itself.
 static LAUNCHER: OnceLock<std::path::PathBuf> = OnceLock::new();
@@ -104,15 +101,19 @@ fn with_status_fd(command: &mut std::process::Command, write: &OwnedFd) {
     }
 }
 
-/// A launcher that has made its namespaces and waits for a run, in its
-/// run's pids cgroup when there is one.
-struct Waiting {
+/// A launcher that has made its namespaces and the part of its root that
+/// is the same for every run, and waits for a run, in its run's pids
+/// cgroup when there is one. Its scratch folder holds `root` (where the
+/// new root is built) and `home` (the run's `HOME` and `TMPDIR`).
+#[derive(Debug)]
+pub struct Launcher {
     child: tokio::process::Child,
-    status: std::io::PipeReader,
+    status: tokio::net::unix::pipe::Receiver,
     cgroup: Option<Cgroup>,
+    scratch: tempfile::TempDir,
 }
 
-static SPARE: Mutex<Option<Waiting>> = Mutex::new(None);
+static SPARE: Mutex<Option<Launcher>> = Mutex::new(None);
 
 /// Whether the next run's launcher is started ahead ([`keep_a_spare`]).
 static KEEP_A_SPARE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
@@ -124,128 +125,203 @@ pub fn keep_a_spare() {
     KEEP_A_SPARE.store(true, std::sync::atomic::Ordering::Relaxed);
 }
 
-fn start_launcher() -> io::Result<Waiting> {
-    let (read, write) = status_pipe()?;
-    let mut command = launcher_command();
-    command
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    with_status_fd(&mut command, &write);
-    let mut command = tokio::process::Command::from(command);
-    command.kill_on_drop(true);
-    let child = command.spawn()?;
-    drop(write);
-    // Joining a cgroup (v1) waits for the kernel's RCU grace period, about
-    // 10 ms: done here, ahead of the run, for the launcher and everything
-    // it will start.
-    let cgroup = Cgroup::make().and_then(|cgroup| {
-        let pid = child.id()?;
-        cgroup.join(pid).ok()?;
-        Some(cgroup)
-    });
-    Ok(Waiting {
-        child,
-        status: std::io::PipeReader::from(read),
-        cgroup,
-    })
+/// Ends the launcher started ahead, and removes its scratch folder: for a
+/// server that stops.
+pub fn clean_up() {
+    let spare = SPARE.lock().ok().and_then(|mut spare| spare.take());
+    drop(spare);
 }
 
-/// Starts the run `spec` in a launcher (the one waiting, or a new one),
-/// writes `stdin` after the spec, and returns the launcher once the
-/// script has started: its stdout and stderr are the script's, and it
-/// ends as the script ends. Starts the next run's launcher.
-pub async fn start(
-    spec: &Spec,
-    stdin: Option<Vec<u8>>,
-) -> Result<(tokio::process::Child, Option<Cgroup>), String> {
-    let spare = SPARE.lock().ok().and_then(|mut spare| spare.take());
-    let waiting = match spare {
-        Some(waiting) => waiting,
-        None => {
-            start_launcher().map_err(|error| format!("cannot start the run launcher: {error}"))?
+impl Launcher {
+    /// The launcher for the next run: the one started ahead, or a new one.
+    /// Starts the one after it ahead, when the program keeps a spare.
+    pub fn take() -> Result<Self, String> {
+        let spare = SPARE.lock().ok().and_then(|mut spare| spare.take());
+        let launcher = match spare {
+            Some(launcher) => launcher,
+            None => Self::start_new()
+                .map_err(|error| format!("cannot start the run launcher: {error}"))?,
+        };
+        Ok(launcher)
+    }
+
+    /// Starts the next run's launcher in the background, when the program
+    /// keeps one ahead and none is there.
+    fn start_spare() {
+        if !KEEP_A_SPARE.load(std::sync::atomic::Ordering::Relaxed) {
+            return;
         }
-    };
-    // The next run's launcher makes its namespaces while this one runs.
-    let ahead = KEEP_A_SPARE.load(std::sync::atomic::Ordering::Relaxed);
-    ahead.then(|| {
         tokio::task::spawn_blocking(|| {
-            let runtime = tokio::runtime::Handle::current();
-            let _entered = runtime.enter();
-            if let Ok(next) = start_launcher()
+            if let Ok(next) = Self::start_new()
                 && let Ok(mut spare) = SPARE.lock()
                 && spare.is_none()
             {
                 *spare = Some(next);
             }
+        });
+    }
+
+    /// Starts a launcher; called on a thread of the tokio runtime that
+    /// will read its pipes.
+    fn start_new() -> io::Result<Self> {
+        let scratch = tempfile::Builder::new().prefix("skillpkg-run-").tempdir()?;
+        for dir in ["home", "root"] {
+            fs_err::create_dir(scratch.path().join(dir))?;
+        }
+        // The launcher joins the run's pids cgroup first thing, before it
+        // forks the script's process: joining (cgroup v1) waits for the
+        // kernel's RCU grace period, about 10 ms, paid here, ahead.
+        let cgroup = Cgroup::make();
+        let (read, write) = status_pipe()?;
+        let mut command = launcher_command();
+        command.arg(scratch.path());
+        if let Some(cgroup) = &cgroup {
+            command.arg(cgroup.path());
+        }
+        command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0);
+        with_status_fd(&mut command, &write);
+        let mut command = tokio::process::Command::from(command);
+        command.kill_on_drop(true);
+        let child = command.spawn()?;
+        drop(write);
+        let status = tokio::net::unix::pipe::Receiver::from_owned_fd(read)?;
+        Ok(Self {
+            child,
+            status,
+            cgroup,
+            scratch,
         })
-    });
-    let Waiting {
-        mut child,
-        status,
-        cgroup,
-    } = waiting;
-    let mut bytes = serde_json::to_vec(spec).map_err(|error| error.to_string())?;
-    let length = u32::try_from(bytes.len()).map_err(|_| "the run is too large to describe")?;
-    bytes.splice(0..0, length.to_be_bytes());
-    let Some(mut pipe) = child.stdin.take() else {
-        return Err("the run launcher has no stdin".into());
-    };
-    let sent = async {
-        pipe.write_all(&bytes).await?;
-        pipe.flush().await
-    };
-    // A launcher that failed early closed its stdin: its status says why.
-    let sent = sent.await;
-    let statuses = tokio::task::spawn_blocking(move || {
-        let mut lines = Vec::new();
-        let mut reader = BufReader::new(status);
+    }
+
+    /// The run's private folder, removed after the run.
+    pub fn scratch(&self) -> &std::path::Path {
+        self.scratch.path()
+    }
+
+    /// The run's `HOME` and `TMPDIR`, writable.
+    pub fn home(&self) -> std::path::PathBuf {
+        self.scratch.path().join("home")
+    }
+
+    /// Where the run's new root is built: [`Spec::root`].
+    pub fn root(&self) -> std::path::PathBuf {
+        self.scratch.path().join("root")
+    }
+
+    /// Starts the run `spec` and writes `stdin` after the spec. The
+    /// launcher's stdout and stderr are the script's; [`Run::ended`] says
+    /// how the run went.
+    pub fn start(
+        self,
+        spec: &Spec,
+        stdin: Option<Vec<u8>>,
+    ) -> Result<(tokio::process::Child, Run), String> {
+        let Self {
+            mut child,
+            status,
+            cgroup,
+            scratch,
+        } = self;
+        let mut bytes = serde_json::to_vec(spec).map_err(|error| error.to_string())?;
+        let length = u32::try_from(bytes.len()).map_err(|_| "the run is too large to describe")?;
+        bytes.splice(0..0, length.to_be_bytes());
+        if let Some(stdin) = stdin {
+            bytes.extend(stdin);
+        }
+        let Some(mut pipe) = child.stdin.take() else {
+            return Err("the run launcher has no stdin".into());
+        };
+        // A launcher that failed early closed its stdin: its status says
+        // why. A script that does not read its input closes the pipe
+        // early; that is its business, not an error.
+        tokio::spawn(async move {
+            let _ = pipe.write_all(&bytes).await;
+        });
+        Ok((
+            child,
+            Run {
+                status: tokio::io::BufReader::new(status),
+                started: false,
+                cgroup,
+                scratch,
+            },
+        ))
+    }
+}
+
+/// A run handed to its launcher.
+#[derive(Debug)]
+pub struct Run {
+    status: tokio::io::BufReader<tokio::net::unix::pipe::Receiver>,
+    /// Whether the launcher said `started`.
+    started: bool,
+    cgroup: Option<Cgroup>,
+    scratch: tempfile::TempDir,
+}
+
+impl Run {
+    /// How the script ended, as the launcher saw it when it reaped the
+    /// script: before the launcher and the run's namespaces are gone, which
+    /// takes the kernel a while. `Ok(None)` when the launcher died without
+    /// saying (killed at a timeout, or by anything else); `Err` when the
+    /// script could not be started, and why.
+    pub async fn ended(&mut self) -> Result<Option<std::process::ExitStatus>, String> {
+        use std::os::unix::process::ExitStatusExt as _;
+        use tokio::io::AsyncBufReadExt as _;
+        let mut line = String::new();
         loop {
-            let mut line = String::new();
-            match reader.read_line(&mut line) {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {
-                    let line = line.trim_end().to_owned();
-                    let last = line == "started" || line.starts_with("error ");
-                    lines.push(line);
-                    if last {
-                        break;
-                    }
+            line.clear();
+            match self.status.read_line(&mut line).await {
+                Ok(0) | Err(_) if self.started => return Ok(None),
+                Ok(0) | Err(_) => {
+                    return Err("the run launcher ended before the script started".into());
                 }
+                Ok(_) => {}
+            }
+            let line = line.trim_end();
+            if line == "started" {
+                self.started = true;
+                // The next run's launcher is made while this script runs,
+                // not while this run's launcher needs the processor.
+                Launcher::start_spare();
+                continue;
+            }
+            let Some((what, rest)) = line.split_once(' ') else {
+                continue;
+            };
+            match (what, rest.parse::<i32>()) {
+                ("error", _) => return Err(rest.to_owned()),
+                ("exited", Ok(code)) => {
+                    return Ok(Some(std::process::ExitStatus::from_raw((code & 0xff) << 8)));
+                }
+                ("signal", Ok(signal)) => {
+                    return Ok(Some(std::process::ExitStatus::from_raw(signal & 0x7f)));
+                }
+                _ => {}
             }
         }
-        lines
-    });
-    let lines = match tokio::time::timeout(SETUP_TIMEOUT, statuses).await {
-        Ok(Ok(lines)) => lines,
-        Ok(Err(error)) => return Err(format!("the run launcher: {error}")),
-        Err(_) => {
-            return Err(format!(
-                "the run's sandbox was not ready after {} s",
-                SETUP_TIMEOUT.as_secs()
-            ));
-        }
-    };
-    if let Some(error) = lines.iter().find_map(|line| line.strip_prefix("error ")) {
-        return Err(error.to_owned());
     }
-    if lines.last().map(String::as_str) != Some("started") {
-        return Err(match sent {
-            Err(error) => format!("the run launcher ended early ({error})"),
-            Ok(()) => "the run launcher ended before the script started".into(),
-        });
-    }
-    if let Some(stdin) = stdin {
-        // A script that does not read its input closes the pipe early;
-        // that is its business, not an error.
+
+    /// Reaps the launcher and removes the run's cgroup and scratch folder,
+    /// in the background: the run's result does not wait for the kernel
+    /// to take its namespaces down.
+    pub fn finish(self, mut launcher: tokio::process::Child) {
+        let Self {
+            cgroup, scratch, ..
+        } = self;
         tokio::spawn(async move {
-            let _ = pipe.write_all(&stdin).await;
+            let _ = launcher.wait().await;
+            let _ = tokio::task::spawn_blocking(move || {
+                drop(cgroup);
+                drop(scratch);
+            })
+            .await;
         });
-    } else {
-        drop(pipe);
     }
-    Ok((child, cgroup))
 }
 
 /// A pids cgroup for one run, removed when dropped. Made only where the
@@ -292,11 +368,6 @@ impl Cgroup {
         // The launcher and its proxy relay's threads count too.
         fs_err::write(path.join("pids.max"), (limits.processes + 8).to_string()).ok()?;
         Some(Self(path))
-    }
-
-    /// Moves process `pid` into the group.
-    fn join(&self, pid: u32) -> io::Result<()> {
-        fs_err::write(self.0.join("cgroup.procs"), pid.to_string())
     }
 
     pub fn path(&self) -> &std::path::Path {

@@ -45,40 +45,58 @@ pub struct Run<'a> {
 /// Where the proxy's socket appears inside the sandbox.
 pub const PROXY_SOCKET: &str = "/run/skillpkg/proxy.sock";
 
+/// The part of every run's root that comes from the machine, not from the
+/// run: the system folders and files (read-only binds, or the links of a
+/// merged `/usr`) and the devices. Read once per process: a launcher
+/// builds it while it waits for a run, and a server plans with the same.
+#[derive(Debug, Default)]
+pub struct System {
+    pub binds: Vec<Bind>,
+    pub links: Vec<Link>,
+    pub devices: Vec<PathBuf>,
+}
+
+/// This machine's [`System`], read once.
+pub fn system() -> &'static System {
+    static SYSTEM: std::sync::OnceLock<System> = std::sync::OnceLock::new();
+    SYSTEM.get_or_init(|| {
+        let mut system = System::default();
+        for path in sandbox::SYSTEM_READ
+            .iter()
+            .chain(sandbox::SYSTEM_WRITE)
+            .map(Path::new)
+        {
+            if DEVICES.contains(&path.to_str().unwrap_or_default()) {
+                continue;
+            }
+            match fs_err::symlink_metadata(path) {
+                Ok(meta) if meta.file_type().is_symlink() => {
+                    if let Ok(to) = fs_err::read_link(path) {
+                        system.links.push(Link {
+                            path: path.to_path_buf(),
+                            to,
+                        });
+                    }
+                }
+                Ok(_) => system.binds.push(identity(path, false)),
+                Err(_) => {}
+            }
+        }
+        system.devices = DEVICES
+            .iter()
+            .map(PathBuf::from)
+            .filter(|path| path.exists())
+            .collect();
+        system
+    })
+}
+
 /// The spec of `run`.
 pub fn spec(run: Run<'_>) -> Spec {
-    let mut binds = Vec::new();
-    let mut links = Vec::new();
-    let mut devices = Vec::new();
-    for path in sandbox::SYSTEM_READ
-        .iter()
-        .chain(sandbox::SYSTEM_WRITE)
-        .map(Path::new)
-    {
-        if DEVICES.contains(&path.to_str().unwrap_or_default()) {
-            if path.exists() {
-                devices.push(path.to_path_buf());
-            }
-            continue;
-        }
-        match fs_err::symlink_metadata(path) {
-            Ok(meta) if meta.file_type().is_symlink() => {
-                if let Ok(to) = fs_err::read_link(path) {
-                    links.push(Link {
-                        path: path.to_path_buf(),
-                        to,
-                    });
-                }
-            }
-            Ok(_) => binds.push(identity(path, false)),
-            Err(_) => {}
-        }
-    }
-    for path in DEVICES.iter().map(Path::new) {
-        if path.exists() && !devices.iter().any(|device| device == path) {
-            devices.push(path.to_path_buf());
-        }
-    }
+    let system = system();
+    let mut binds = system.binds.clone();
+    let links = system.links.clone();
+    let devices = system.devices.clone();
     for path in run.grants.read.iter().chain(&run.grants.execute) {
         binds.push(identity(path, false));
     }
@@ -141,7 +159,7 @@ pub fn spec(run: Run<'_>) -> Spec {
     }
 }
 
-fn identity(path: &Path, writable: bool) -> Bind {
+pub(super) fn identity(path: &Path, writable: bool) -> Bind {
     Bind {
         source: path.to_path_buf(),
         target: path.to_path_buf(),
@@ -152,7 +170,7 @@ fn identity(path: &Path, writable: bool) -> Bind {
 /// Parents before children, so a grant inside a read-only folder is
 /// mounted over it; a bind that a bind of its own source already shows
 /// with the same access is dropped (`/usr/lib/python3` under `/usr`).
-fn ordered(mut binds: Vec<Bind>) -> Vec<Bind> {
+pub(super) fn ordered(mut binds: Vec<Bind>) -> Vec<Bind> {
     binds.sort_by(|a, b| {
         a.target
             .components()

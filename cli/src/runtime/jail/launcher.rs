@@ -68,7 +68,7 @@ pub fn main() -> ! {
     let ended =
         launch(&mut status, scratch.as_deref(), cgroup.as_deref()).unwrap_or_else(|message| {
             let line = message.replace('\n', " ");
-            let _ = writeln!(status, "error {line}");
+            let _ = say(&mut status, &format!("error {line}"));
             Ended::Code(SETUP_FAILED)
         });
     drop(status);
@@ -112,7 +112,7 @@ fn launch(
     let made = scratch.map(prepare_root).transpose()?;
     crate::runtime::sandbox::warm_landlock();
     let script = fork_script(status, &filters)?;
-    writeln!(status, "ready").map_err(|error| format!("status pipe: {error}"))?;
+    say(status, "ready")?;
     let (mut spec, mut to_script) = (read_spec()?, script.go);
     build_root(&spec, made)?;
 
@@ -151,7 +151,7 @@ fn launch(
         format!("the run's script ended before it was told what to run: {error}")
     })?;
     drop(to_script);
-    writeln!(status, "started").map_err(|error| format!("status pipe: {error}"))?;
+    say(status, "started")?;
     // The run's output pipes close when the script's processes are gone,
     // not when the launcher is.
     for fd in [1, 2] {
@@ -190,10 +190,24 @@ fn launch(
                 Ended::Code(code) => format!("exited {code}"),
                 Ended::Signal(signal) => format!("signal {signal}"),
             };
-            let _ = writeln!(reporter, "{line}");
+            let _ = say(reporter, &line);
             return Ok(ended);
         }
     }
+}
+
+/// Writes `line` on the status pipe in one `write`: the launcher and the
+/// script's process both write there, and a line written at once (under
+/// `PIPE_BUF` bytes) is never cut by the other's.
+fn say(status: &mut PipeWriter, line: &str) -> Result<(), String> {
+    let mut end = line.len().min(4000);
+    while !line.is_char_boundary(end) {
+        end -= 1;
+    }
+    let line = format!("{}\n", &line[..end]);
+    status
+        .write_all(line.as_bytes())
+        .map_err(|error| format!("status pipe: {error}"))
 }
 
 /// The script's process, forked before its run is known, and the pipe
@@ -216,7 +230,7 @@ fn fork_script(status: &PipeWriter, filters: &[seccompiler::BpfProgram]) -> Resu
             let why = run_script(go_read, filters);
             // Only reached when the script could not start.
             if let Ok(mut status) = status.try_clone() {
-                let _ = writeln!(status, "error {}", why.replace('\n', " "));
+                let _ = say(&mut status, &format!("error {}", why.replace('\n', " ")));
             }
             // SAFETY: ends the child without running the launcher's exit.
             unsafe { libc::_exit(SETUP_FAILED) }

@@ -56,9 +56,9 @@ pub fn run(args: &McpArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
         std::thread::spawn(|| {
             let _ = jail::probe();
         });
-        // The server has one runtime for its life: each run's launcher can
-        // make its namespaces while the run before it runs.
-        jail::keep_a_spare();
+        // The server has one runtime for its life: runs' launchers can be
+        // made ahead, between runs.
+        jail::keep_spares();
     }
     let catalog = Arc::new(ServedCatalog::load(&options)?);
     for note in &catalog.notes {
@@ -168,7 +168,7 @@ pub fn run(args: &McpArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
         }),
         Some(address) => runtime.block_on(serve_http(shared, address, printer)),
     };
-    // The skills' sealed copies and the next run's launcher go with the
+    // The skills' sealed copies and the launchers made ahead go with the
     // server, whatever ended it.
     jail::seal::clean_up();
     jail::clean_up();

@@ -113,52 +113,74 @@ pub struct Launcher {
     scratch: tempfile::TempDir,
 }
 
-static SPARE: Mutex<Option<Launcher>> = Mutex::new(None);
+/// Launchers made ahead, ready for a run.
+static SPARES: Mutex<Vec<Launcher>> = Mutex::new(Vec::new());
 
-/// Whether the next run's launcher is started ahead ([`keep_a_spare`]).
-static KEEP_A_SPARE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// How many launchers are being made for [`SPARES`].
+static MAKING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
-/// Starts each run's launcher ahead, while the run before it runs. Only
-/// for a program with one tokio runtime for its whole life (the server):
-/// the spare's pipes belong to the runtime that started it.
-pub fn keep_a_spare() {
-    KEEP_A_SPARE.store(true, std::sync::atomic::Ordering::Relaxed);
+/// How many launchers a server keeps ready: two, so that a run that
+/// follows another at once still finds one ready while the next is made.
+const SPARES_KEPT: usize = 2;
+
+/// Whether launchers are made ahead ([`keep_spares`]).
+static KEEP_SPARES: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Makes runs' launchers ahead, after a run has ended rather than while
+/// one runs: making one costs a few milliseconds of processor, which a run
+/// on a machine of two cores would otherwise wait for. Only for a program
+/// with one tokio runtime for its whole life (the server): the launchers'
+/// pipes belong to the runtime that made them.
+pub fn keep_spares() {
+    KEEP_SPARES.store(true, std::sync::atomic::Ordering::Relaxed);
 }
 
-/// Ends the launcher started ahead, and removes its scratch folder: for a
-/// server that stops.
+/// Ends the launchers made ahead, and removes their scratch folders: for
+/// a server that stops.
 pub fn clean_up() {
-    let spare = SPARE.lock().ok().and_then(|mut spare| spare.take());
-    drop(spare);
+    let spares = SPARES
+        .lock()
+        .map(|mut spares| std::mem::take(&mut *spares))
+        .unwrap_or_default();
+    drop(spares);
 }
 
 impl Launcher {
-    /// The launcher for the next run: the one started ahead, or a new one.
-    /// Starts the one after it ahead, when the program keeps a spare.
+    /// The launcher for the next run: one made ahead, or a new one.
     pub fn take() -> Result<Self, String> {
-        let spare = SPARE.lock().ok().and_then(|mut spare| spare.take());
-        let launcher = match spare {
-            Some(launcher) => launcher,
-            None => Self::start_new()
-                .map_err(|error| format!("cannot start the run launcher: {error}"))?,
-        };
-        Ok(launcher)
+        let spare = SPARES.lock().ok().and_then(|mut spares| spares.pop());
+        match spare {
+            Some(launcher) => Ok(launcher),
+            None => {
+                // The first run, or runs faster than launchers are made:
+                // this one waits for its own, and the spares are made.
+                Self::make_spares();
+                Self::start_new().map_err(|error| format!("cannot start the run launcher: {error}"))
+            }
+        }
     }
 
-    /// Starts the next run's launcher in the background, when the program
-    /// keeps one ahead and none is there.
-    fn start_spare() {
-        if !KEEP_A_SPARE.load(std::sync::atomic::Ordering::Relaxed) {
+    /// Makes launchers in the background until [`SPARES_KEPT`] are ready
+    /// or being made, when the program keeps spares.
+    fn make_spares() {
+        use std::sync::atomic::Ordering;
+        if !KEEP_SPARES.load(Ordering::Relaxed) {
             return;
         }
-        tokio::task::spawn_blocking(|| {
-            if let Ok(next) = Self::start_new()
-                && let Ok(mut spare) = SPARE.lock()
-                && spare.is_none()
-            {
-                *spare = Some(next);
-            }
-        });
+        let ready = SPARES.lock().map_or(SPARES_KEPT, |spares| spares.len());
+        let making = MAKING.load(Ordering::Relaxed);
+        for _ in ready + making..SPARES_KEPT {
+            MAKING.fetch_add(1, Ordering::Relaxed);
+            tokio::task::spawn_blocking(|| {
+                if let Ok(next) = Self::start_new()
+                    && let Ok(mut spares) = SPARES.lock()
+                    && spares.len() < SPARES_KEPT
+                {
+                    spares.push(next);
+                }
+                MAKING.fetch_sub(1, Ordering::Relaxed);
+            });
+        }
     }
 
     /// Starts a launcher; called on a thread of the tokio runtime that
@@ -285,9 +307,6 @@ impl Run {
             let line = line.trim_end();
             if line == "started" {
                 self.started = true;
-                // The next run's launcher is made while this script runs,
-                // not while this run's launcher needs the processor.
-                Launcher::start_spare();
                 continue;
             }
             let Some((what, rest)) = line.split_once(' ') else {
@@ -309,10 +328,12 @@ impl Run {
     /// Reaps the launcher and removes the run's cgroup and scratch folder,
     /// in the background: the run's result does not wait for the kernel
     /// to take its namespaces down.
+    /// The next runs' launchers are made now, once this one has ended.
     pub fn finish(self, mut launcher: tokio::process::Child) {
         let Self {
             cgroup, scratch, ..
         } = self;
+        Launcher::make_spares();
         tokio::spawn(async move {
             let _ = launcher.wait().await;
             let _ = tokio::task::spawn_blocking(move || {

@@ -16,6 +16,14 @@ fn main() -> ExitCode {
     {
         skillpkg::runtime::jail::launcher::main();
     }
+    #[cfg(all(target_os = "linux", feature = "runtime"))]
+    if std::env::args_os().nth(1).as_deref()
+        == Some(std::ffi::OsStr::new(
+            skillpkg::runtime::jail::factory::FACTORY_ARG,
+        ))
+    {
+        skillpkg::runtime::jail::factory::main();
+    }
     let cli = Cli::parse();
     cli.global.color.write_global();
     skillpkg::logging::init(cli.global.verbose);

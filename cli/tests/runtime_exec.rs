@@ -219,6 +219,48 @@ async fn a_program_the_sandbox_cannot_start_is_a_refused_run_with_the_reason() {
 }
 
 #[tokio::test]
+async fn a_run_after_the_launcher_factory_was_killed_starts_a_new_factory() {
+    // Launchers are forked by one factory process per program; one killed
+    // from outside is replaced at the next run, which runs as usual.
+    let fixture = Fixture::new();
+    let first = fixture.confined("echo one\n", no_permissions(), &[]).await;
+    assert_eq!(first.stdout, "one\n", "{first:?}");
+    let factories = || -> Vec<i32> {
+        let ours = std::process::id().to_string();
+        fs_err::read_dir("/proc")
+            .unwrap()
+            .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<i32>().ok())
+            .filter(|pid| {
+                let cmdline = fs_err::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+                let status =
+                    fs_err::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+                String::from_utf8_lossy(&cmdline).contains("__skillpkg-run-factory")
+                    && status.lines().any(|line| {
+                        line.strip_prefix("PPid:").map(str::trim) == Some(ours.as_str())
+                    })
+                    && !status
+                        .lines()
+                        .any(|line| line.starts_with("State:") && line.contains('Z'))
+            })
+            .collect()
+    };
+    let killed = factories();
+    assert_eq!(killed.len(), 1, "one factory, started by this process");
+    for pid in &killed {
+        rustix::process::kill_process(
+            rustix::process::Pid::from_raw(*pid).unwrap(),
+            rustix::process::Signal::KILL,
+        )
+        .unwrap();
+    }
+    let second = fixture.confined("echo two\n", no_permissions(), &[]).await;
+    assert_eq!(second.stdout, "two\n", "{second:?}");
+    let now = factories();
+    assert_eq!(now.len(), 1, "{now:?}");
+    assert_ne!(now, killed);
+}
+
+#[tokio::test]
 async fn a_script_writes_inside_output_and_nowhere_else() {
     let fixture = Fixture::new();
     let outside = fixture.key.with_file_name("authorized_keys");

@@ -450,7 +450,7 @@ pub async fn run(request: RunRequest, cancel: CancellationToken) -> Result<RunOu
     let mut stdin = stdin;
     // `proxy` is held until the run is over.
     let mut proxy = None;
-    let (mut child, mut jailed) = match (sandbox, launcher) {
+    let mut running = match (sandbox, launcher) {
         (Some(policy), Some(launcher)) => {
             notes.extend(policy.notes.iter().cloned());
             let grants = grants_for(&executable, path_var, &home, &policy.skill_root);
@@ -480,10 +480,10 @@ pub async fn run(request: RunRequest, cancel: CancellationToken) -> Result<RunOu
                 },
                 proxy: proxy.as_ref().map(jail::proxy::Proxy::path),
             });
-            let (child, run) = launcher
+            let (process, run) = launcher
                 .start(&spec, stdin.take())
                 .map_err(ExecError::Sandbox)?;
-            (child, Some(run))
+            Running::Jailed(process, run)
         }
         _ => {
             let mut command = tokio::process::Command::new(&executable);
@@ -504,63 +504,85 @@ pub async fn run(request: RunRequest, cancel: CancellationToken) -> Result<RunOu
                 .stderr(Stdio::piped())
                 .process_group(0)
                 .kill_on_drop(true);
-            (spawn(command, None, executable.clone()).await?, None)
+            Running::Plain(spawn(command, None, executable.clone()).await?)
         }
     };
-    let mut group = ProcessGroup(child.id().and_then(|pid| i32::try_from(pid).ok()));
-
-    if let (Some(bytes), Some(mut pipe)) = (stdin, child.stdin.take()) {
-        // A script that does not read its input closes the pipe early;
-        // that is its business, not an error.
-        tokio::spawn(async move {
-            let _ = pipe.write_all(&bytes).await;
-        });
-    }
     let stop_reading = CancellationToken::new();
-    let stdout = child
-        .stdout
-        .take()
-        .map(|pipe| tokio::spawn(read_capped(pipe, limits.output_cap, stop_reading.clone())));
-    let stderr = child
-        .stderr
-        .take()
-        .map(|pipe| tokio::spawn(read_capped(pipe, limits.output_cap, stop_reading.clone())));
+    let read = |pipe| tokio::spawn(read_capped(pipe, limits.output_cap, stop_reading.clone()));
+    let (stdout, stderr, mut group) = match &mut running {
+        Running::Plain(child) => {
+            if let (Some(bytes), Some(mut pipe)) = (stdin, child.stdin.take()) {
+                // A script that does not read its input closes the pipe
+                // early; that is its business, not an error.
+                tokio::spawn(async move {
+                    let _ = pipe.write_all(&bytes).await;
+                });
+            }
+            (
+                child
+                    .stdout
+                    .take()
+                    .map(|pipe| read(Box::new(pipe) as Output)),
+                child
+                    .stderr
+                    .take()
+                    .map(|pipe| read(Box::new(pipe) as Output)),
+                ProcessGroup(child.id().and_then(|pid| i32::try_from(pid).ok())),
+            )
+        }
+        Running::Jailed(process, _) => (
+            process
+                .stdout
+                .take()
+                .map(|pipe| read(Box::new(pipe) as Output)),
+            process
+                .stderr
+                .take()
+                .map(|pipe| read(Box::new(pipe) as Output)),
+            ProcessGroup(None),
+        ),
+    };
 
     let mut timed_out = false;
     let mut cancelled = false;
     let mut status = None;
     let mut refused = None;
     tokio::select! {
-        ended = ended(&mut child, group.0, jailed.as_mut()) => match ended {
+        ended = ended(&mut running, group.0) => match ended {
             Ok(ended) => status = ended,
             Err(why) => refused = Some(why),
         },
         () = tokio::time::sleep(limits.timeout) => timed_out = true,
         () = cancel.cancelled() => cancelled = true,
     }
-    match jailed.take() {
+    match running {
         // The launcher said how the script ended: the run's namespaces go
-        // down, and the launcher is reaped, in the background.
-        Some(run) if status.is_some() => {
-            // Every process of the run ended with the script, the PID
-            // namespace's init; the launcher ends by itself, and its
-            // group is not killed once it may be reaped.
-            group.0 = None;
-            run.finish(child);
+        // down, and the launcher ends, in the background.
+        Running::Jailed(process, run) => {
+            if status.is_none() {
+                // Timed out, cancelled, or the launcher died: killing it
+                // ends the script and every process of the run.
+                process.kill();
+                if timed_out || cancelled {
+                    let killed = rustix::process::Signal::KILL.as_raw();
+                    status = Some(std::process::ExitStatus::from_raw(killed));
+                } else if refused.is_none() {
+                    notes.push(
+                        "the run's launcher ended without saying how the script ended".into(),
+                    );
+                }
+            }
+            run.finish(process);
         }
-        jailed => {
+        Running::Plain(mut child) => {
             // The leader is not reaped yet, so its process group id cannot
             // have been reused: killing the group here reaches only the
-            // run's processes (a sandboxed script dies with its launcher),
-            // and takes its background children with it.
+            // script's processes, and takes its background children with
+            // it.
             group.kill();
             // Once the leader is reaped its id is free again: no second kill.
             group.0 = None;
-            let waited = child.wait().await.ok();
-            status = status.or(waited);
-            if let Some(run) = jailed {
-                run.finish(child);
-            }
+            status = child.wait().await.ok();
         }
     }
     if let Some(why) = refused {
@@ -785,17 +807,26 @@ async fn resolve_program(first: &OsString, path_var: Option<&str>) -> Result<Pat
     Ok(real)
 }
 
+/// A started run: a process of the server's, or a sandboxed run's
+/// launcher.
+enum Running {
+    Plain(tokio::process::Child),
+    Jailed(jail::Process, jail::Run),
+}
+
+/// A run's output pipe.
+type Output = Box<dyn tokio::io::AsyncRead + Unpin + Send>;
+
 /// How a run ended: a sandboxed one as its launcher says (an error when
 /// it could not start the script); any other when the process exits (see
 /// [`exited`]), `None` then, as it is not reaped yet.
 async fn ended(
-    child: &mut tokio::process::Child,
+    running: &mut Running,
     pid: Option<i32>,
-    jailed: Option<&mut jail::Run>,
 ) -> Result<Option<std::process::ExitStatus>, String> {
-    match jailed {
-        Some(run) => run.ended().await,
-        None => {
+    match running {
+        Running::Jailed(_, run) => run.ended().await,
+        Running::Plain(child) => {
             exited(child, pid).await;
             Ok(None)
         }

@@ -58,19 +58,25 @@ enum Ended {
     Signal(i32),
 }
 
-/// Runs the launcher; never returns.
+/// Runs the launcher started as a program (`skillpkg` with
+/// [`LAUNCHER_ARG`], then its scratch folder and cgroup); never returns.
 pub fn main() -> ! {
-    // SAFETY: the server opened fd 3 for this process; nothing else owns it.
-    let mut status = PipeWriter::from(unsafe { OwnedFd::from_raw_fd(STATUS_FD) });
-    let _ = rustix::io::fcntl_setfd(status.as_fd(), rustix::io::FdFlags::CLOEXEC);
     let scratch = std::env::args_os().nth(2).map(std::path::PathBuf::from);
     let cgroup = std::env::args_os().nth(3).map(std::path::PathBuf::from);
-    let ended =
-        launch(&mut status, scratch.as_deref(), cgroup.as_deref()).unwrap_or_else(|message| {
-            let line = message.replace('\n', " ");
-            let _ = say(&mut status, &format!("error {line}"));
-            Ended::Code(SETUP_FAILED)
-        });
+    serve(scratch.as_deref(), cgroup.as_deref())
+}
+
+/// Runs the launcher with its stdin, stdout, stderr and status pipe (fd 3)
+/// in place; never returns.
+pub fn serve(scratch: Option<&Path>, cgroup: Option<&Path>) -> ! {
+    // SAFETY: fd 3 is this process's status pipe; nothing else owns it.
+    let mut status = PipeWriter::from(unsafe { OwnedFd::from_raw_fd(STATUS_FD) });
+    let _ = rustix::io::fcntl_setfd(status.as_fd(), rustix::io::FdFlags::CLOEXEC);
+    let ended = launch(&mut status, scratch, cgroup).unwrap_or_else(|message| {
+        let line = message.replace('\n', " ");
+        let _ = say(&mut status, &format!("error {line}"));
+        Ended::Code(SETUP_FAILED)
+    });
     drop(status);
     match ended {
         Ended::Code(code) => std::process::exit(code),

@@ -10,6 +10,7 @@
 //! why once, and every sandboxed run is refused with that reason: a run is
 //! never started with fewer walls than it was promised.
 
+pub mod factory;
 pub mod filter;
 pub mod launcher;
 pub mod plan;
@@ -40,12 +41,58 @@ pub fn use_launcher(path: &std::path::Path) {
 }
 
 fn launcher_command() -> std::process::Command {
+    skillpkg_command(LAUNCHER_ARG)
+}
+
+/// The `skillpkg` binary with `role` (the launcher's or the factory's
+/// hidden argument) and no environment.
+fn skillpkg_command(role: &str) -> std::process::Command {
     let program = LAUNCHER
         .get()
         .map_or_else(|| std::path::PathBuf::from("/proc/self/exe"), Clone::clone);
     let mut command = std::process::Command::new(program);
-    command.arg(LAUNCHER_ARG).env_clear();
+    command.arg(role).env_clear();
     command
+}
+
+/// The launcher factory, started at the first launcher ([`factory`]).
+static FACTORY: Mutex<Option<factory::Factory>> = Mutex::new(None);
+
+/// Asks the factory for a launcher, starting the factory when there is
+/// none, or again when it ended.
+fn from_factory(
+    scratch: &std::path::Path,
+    cgroup: Option<&std::path::Path>,
+    fds: [&OwnedFd; 4],
+) -> io::Result<OwnedFd> {
+    let mut factory = FACTORY
+        .lock()
+        .map_err(|_| io::Error::other("the launcher factory's lock"))?;
+    for _ in 0..2 {
+        if factory.is_none() {
+            *factory = Some(factory::Factory::start(skillpkg_command(
+                factory::FACTORY_ARG,
+            ))?);
+        }
+        let Some(running) = factory.as_ref() else {
+            continue;
+        };
+        match running.make(scratch, cgroup, fds) {
+            Ok(pidfd) => return Ok(pidfd),
+            // A factory that ended (killed, or its socket broke) is
+            // started again once.
+            Err(error)
+                if matches!(
+                    error.kind(),
+                    io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset
+                ) =>
+            {
+                *factory = None;
+            }
+            Err(error) => return Err(error),
+        }
+    }
+    Err(io::Error::other("the launcher factory ended twice"))
 }
 
 /// Whether runs can have namespaces here: `Err` holds why not, in a
@@ -62,7 +109,7 @@ fn probe_now() -> Result<(), String> {
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::null());
-    with_status_fd(&mut command, &write);
+    with_fd_3(&mut command, &write);
     let mut child = command
         .spawn()
         .map_err(|error| format!("cannot start the run launcher: {error}"))?;
@@ -83,7 +130,7 @@ fn status_pipe() -> io::Result<(OwnedFd, OwnedFd)> {
 }
 
 /// Makes `write` the child's fd 3.
-fn with_status_fd(command: &mut std::process::Command, write: &OwnedFd) {
+pub(super) fn with_fd_3(command: &mut std::process::Command, write: &OwnedFd) {
     let raw = write.as_raw_fd();
     // SAFETY: dup2 and fcntl are async-signal-safe.
     unsafe {
@@ -107,7 +154,7 @@ fn with_status_fd(command: &mut std::process::Command, write: &OwnedFd) {
 /// new root is built) and `home` (the run's `HOME` and `TMPDIR`).
 #[derive(Debug)]
 pub struct Launcher {
-    child: tokio::process::Child,
+    process: Process,
     status: tokio::net::unix::pipe::Receiver,
     cgroup: Option<Cgroup>,
     scratch: tempfile::TempDir,
@@ -191,29 +238,28 @@ impl Launcher {
             fs_err::create_dir(scratch.path().join(dir))?;
         }
         // The launcher joins the run's pids cgroup first thing, before it
-        // forks the script's process: joining (cgroup v1) waits for the
-        // kernel's RCU grace period, about 10 ms, paid here, ahead.
+        // forks the script's process.
         let cgroup = Cgroup::make();
-        let (read, write) = status_pipe()?;
-        let mut command = launcher_command();
-        command.arg(scratch.path());
-        if let Some(cgroup) = &cgroup {
-            command.arg(cgroup.path());
-        }
-        command
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0);
-        with_status_fd(&mut command, &write);
-        let mut command = tokio::process::Command::from(command);
-        command.kill_on_drop(true);
-        let child = command.spawn()?;
-        drop(write);
-        let status = tokio::net::unix::pipe::Receiver::from_owned_fd(read)?;
+        let pipe = || rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC);
+        let (stdin_read, stdin_write) = pipe()?;
+        let (stdout_read, stdout_write) = pipe()?;
+        let (stderr_read, stderr_write) = pipe()?;
+        let (status_read, status_write) = pipe()?;
+        let pidfd = from_factory(
+            scratch.path(),
+            cgroup.as_ref().map(Cgroup::path),
+            [&stdin_read, &stdout_write, &stderr_write, &status_write],
+        )?;
+        drop((stdin_read, stdout_write, stderr_write, status_write));
+        use tokio::net::unix::pipe::{Receiver, Sender};
         Ok(Self {
-            child,
-            status,
+            process: Process {
+                pidfd,
+                stdin: Some(Sender::from_owned_fd(stdin_write)?),
+                stdout: Some(Receiver::from_owned_fd(stdout_read)?),
+                stderr: Some(Receiver::from_owned_fd(stderr_read)?),
+            },
+            status: Receiver::from_owned_fd(status_read)?,
             cgroup,
             scratch,
         })
@@ -237,13 +283,9 @@ impl Launcher {
     /// Starts the run `spec` and writes `stdin` after the spec. The
     /// launcher's stdout and stderr are the script's; [`Run::ended`] says
     /// how the run went.
-    pub fn start(
-        self,
-        spec: &Spec,
-        stdin: Option<Vec<u8>>,
-    ) -> Result<(tokio::process::Child, Run), String> {
+    pub fn start(self, spec: &Spec, stdin: Option<Vec<u8>>) -> Result<(Process, Run), String> {
         let Self {
-            mut child,
+            mut process,
             status,
             cgroup,
             scratch,
@@ -254,7 +296,7 @@ impl Launcher {
         if let Some(stdin) = stdin {
             bytes.extend(stdin);
         }
-        let Some(mut pipe) = child.stdin.take() else {
+        let Some(mut pipe) = process.stdin.take() else {
             return Err("the run launcher has no stdin".into());
         };
         // A launcher that failed early closed its stdin: its status says
@@ -264,7 +306,7 @@ impl Launcher {
             let _ = pipe.write_all(&bytes).await;
         });
         Ok((
-            child,
+            process,
             Run {
                 status: tokio::io::BufReader::new(status),
                 started: false,
@@ -329,19 +371,61 @@ impl Run {
     /// in the background: the run's result does not wait for the kernel
     /// to take its namespaces down.
     /// The next runs' launchers are made now, once this one has ended.
-    pub fn finish(self, mut launcher: tokio::process::Child) {
+    pub fn finish(self, launcher: Process) {
         let Self {
             cgroup, scratch, ..
         } = self;
         Launcher::make_spares();
         tokio::spawn(async move {
-            let _ = launcher.wait().await;
+            launcher.ended().await;
             let _ = tokio::task::spawn_blocking(move || {
                 drop(cgroup);
                 drop(scratch);
             })
             .await;
         });
+    }
+}
+
+/// A run's launcher, made by the factory: not the server's child, so it is
+/// followed and killed through its pidfd, which can never name another
+/// process. Killed when dropped.
+#[derive(Debug)]
+pub struct Process {
+    pidfd: OwnedFd,
+    /// Where the spec, then the script's input, go.
+    pub stdin: Option<tokio::net::unix::pipe::Sender>,
+    /// The script's output.
+    pub stdout: Option<tokio::net::unix::pipe::Receiver>,
+    pub stderr: Option<tokio::net::unix::pipe::Receiver>,
+}
+
+impl Process {
+    /// Kills the launcher, and with it the script and every process of
+    /// the run.
+    pub fn kill(&self) {
+        let _ = rustix::process::pidfd_send_signal(&self.pidfd, rustix::process::Signal::KILL);
+    }
+
+    /// Resolves when the launcher has ended (its pidfd becomes readable).
+    pub async fn ended(&self) {
+        let Ok(fd) = self.pidfd.try_clone() else {
+            return;
+        };
+        // SAFETY: the registration owns the descriptor (an `OwnedFd`),
+        // which stays open as long as it is registered.
+        let watched = unsafe {
+            tokio::io::unix::AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE)
+        };
+        if let Ok(watched) = watched {
+            let _ = watched.readable().await;
+        }
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        self.kill();
     }
 }
 

@@ -261,6 +261,39 @@ async fn a_run_after_the_launcher_factory_was_killed_starts_a_new_factory() {
 }
 
 #[tokio::test]
+async fn a_runs_scratch_folder_is_private_to_the_servers_user() {
+    // The run's home (its output, HOME and TMPDIR) lives in a scratch
+    // folder that other users of the machine cannot open, whatever the
+    // umask; the script reports its home and waits while it is looked at.
+    use std::os::unix::fs::PermissionsExt as _;
+    let fixture = Fixture::new();
+    let ready = fixture.project.join("output");
+    fs_err::create_dir_all(&ready).unwrap();
+    let script = "echo \"$HOME\" > output/home; sleep 1\n";
+    let permissions = json!({
+        "filesystem": {"write": ["output/**"]},
+        "processes": {"allow_subprocess": true},
+    });
+    let run = fixture.confined(script, permissions, &[]);
+    let look = async {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            if let Ok(home) = fs_err::read_to_string(ready.join("home"))
+                && home.ends_with('\n')
+            {
+                let scratch = Path::new(home.trim_end()).parent().unwrap().to_path_buf();
+                return fs_err::metadata(&scratch).unwrap().permissions().mode() & 0o777;
+            }
+            assert!(Instant::now() < deadline, "the script never said its home");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    let (outcome, mode) = tokio::join!(run, look);
+    assert_eq!(outcome.exit_code, Some(0), "{outcome:?}");
+    assert_eq!(mode, 0o700, "the scratch folder's mode is {mode:o}");
+}
+
+#[tokio::test]
 async fn a_script_writes_inside_output_and_nowhere_else() {
     let fixture = Fixture::new();
     let outside = fixture.key.with_file_name("authorized_keys");

@@ -429,12 +429,7 @@ pub async fn run(request: RunRequest, cancel: CancellationToken) -> Result<RunOu
     // (writable).
     let own_scratch = match launcher {
         Some(_) => None,
-        None => Some(
-            tempfile::Builder::new()
-                .prefix("skillpkg-run-")
-                .tempdir()
-                .map_err(ExecError::Scratch)?,
-        ),
+        None => Some(jail::private_scratch().map_err(ExecError::Scratch)?),
     };
     let home = match (&launcher, &own_scratch) {
         (Some(launcher), _) => launcher.home(),

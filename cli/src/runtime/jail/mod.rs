@@ -55,6 +55,17 @@ fn skillpkg_command(role: &str) -> std::process::Command {
     command
 }
 
+/// A run's scratch folder: its home (where the script writes), the mount
+/// point of its root and its proxy's socket, private to the server's user
+/// (mode 0700) whatever the umask.
+pub fn private_scratch() -> io::Result<tempfile::TempDir> {
+    use std::os::unix::fs::PermissionsExt as _;
+    tempfile::Builder::new()
+        .prefix("skillpkg-run-")
+        .permissions(std::fs::Permissions::from_mode(0o700))
+        .tempdir()
+}
+
 /// The launcher factory, started at the first launcher ([`factory`]).
 static FACTORY: Mutex<Option<factory::Factory>> = Mutex::new(None);
 
@@ -233,7 +244,7 @@ impl Launcher {
     /// Starts a launcher; called on a thread of the tokio runtime that
     /// will read its pipes.
     fn start_new() -> io::Result<Self> {
-        let scratch = tempfile::Builder::new().prefix("skillpkg-run-").tempdir()?;
+        let scratch = private_scratch()?;
         for dir in ["home", "root"] {
             fs_err::create_dir(scratch.path().join(dir))?;
         }

@@ -503,7 +503,6 @@ pub async fn run(request: RunRequest, cancel: CancellationToken) -> Result<RunOu
         }
     };
     let stop_reading = CancellationToken::new();
-    let read = |pipe| tokio::spawn(read_capped(pipe, limits.output_cap, stop_reading.clone()));
     let (stdout, stderr, mut group) = match &mut running {
         Running::Plain(child) => {
             if let (Some(bytes), Some(mut pipe)) = (stdin, child.stdin.take()) {
@@ -514,29 +513,19 @@ pub async fn run(request: RunRequest, cancel: CancellationToken) -> Result<RunOu
                 });
             }
             (
-                child
-                    .stdout
-                    .take()
-                    .map(|pipe| read(Box::new(pipe) as Output)),
-                child
-                    .stderr
-                    .take()
-                    .map(|pipe| read(Box::new(pipe) as Output)),
+                child.stdout.take().map(|pipe| Box::new(pipe) as Output),
+                child.stderr.take().map(|pipe| Box::new(pipe) as Output),
                 ProcessGroup(child.id().and_then(|pid| i32::try_from(pid).ok())),
             )
         }
         Running::Jailed(process, _) => (
-            process
-                .stdout
-                .take()
-                .map(|pipe| read(Box::new(pipe) as Output)),
-            process
-                .stderr
-                .take()
-                .map(|pipe| read(Box::new(pipe) as Output)),
+            process.stdout.take().map(|pipe| Box::new(pipe) as Output),
+            process.stderr.take().map(|pipe| Box::new(pipe) as Output),
             ProcessGroup(None),
         ),
     };
+    let read = |pipe| tokio::spawn(read_capped(pipe, limits.output_cap, stop_reading.clone()));
+    let (stdout, stderr) = (stdout.map(read), stderr.map(read));
 
     let mut timed_out = false;
     let mut cancelled = false;

@@ -62,7 +62,7 @@ pub fn main() -> ! {
                 fds.extend(received);
             }
         }
-        let answer = match make_launcher(&bytes[..length], fds, &socket) {
+        let answer = match make_launcher(&bytes[..length], fds) {
             Ok(pidfd) => answer(&socket, b"ok", Some(&pidfd)),
             Err(why) => answer(&socket, format!("error {why}").as_bytes(), None),
         };
@@ -102,7 +102,7 @@ fn answer(socket: &OwnedFd, text: &[u8], fd: Option<&OwnedFd>) -> rustix::io::Re
 
 /// Forks the launcher of `request` (`scratch`, NUL, `cgroup` or nothing)
 /// with `fds` as its stdin, stdout, stderr and status pipe.
-fn make_launcher(request: &[u8], fds: Vec<OwnedFd>, socket: &OwnedFd) -> Result<OwnedFd, String> {
+fn make_launcher(request: &[u8], fds: Vec<OwnedFd>) -> Result<OwnedFd, String> {
     let [stdin, stdout, stderr, status]: [OwnedFd; 4] = fds
         .try_into()
         .map_err(|_| "a request without its four descriptors".to_owned())?;
@@ -121,7 +121,6 @@ fn make_launcher(request: &[u8], fds: Vec<OwnedFd>, socket: &OwnedFd) -> Result<
         -1 => Err(format!("fork: {}", std::io::Error::last_os_error())),
         0 => {
             // The socket is fd 3, which the status pipe replaces.
-            let _ = socket;
             for (fd, at) in [(&stdin, 0), (&stdout, 1), (&stderr, 2), (&status, 3)] {
                 // SAFETY: dup2 onto this process's own descriptors; the
                 // received ones are above 3, the socket's is replaced.

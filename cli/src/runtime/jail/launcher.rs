@@ -59,11 +59,10 @@ enum Ended {
 }
 
 /// Runs the launcher started as a program (`skillpkg` with
-/// [`LAUNCHER_ARG`], then its scratch folder and cgroup); never returns.
+/// [`LAUNCHER_ARG`]: the probe's, with no root built ahead and no cgroup;
+/// runs' launchers come from the factory); never returns.
 pub fn main() -> ! {
-    let scratch = std::env::args_os().nth(2).map(std::path::PathBuf::from);
-    let cgroup = std::env::args_os().nth(3).map(std::path::PathBuf::from);
-    serve(scratch.as_deref(), cgroup.as_deref())
+    serve(None, None)
 }
 
 /// Runs the launcher with its stdin, stdout, stderr and status pipe (fd 3)

@@ -298,6 +298,24 @@ static COMPILED: LazyLock<(RegexSet, Vec<Regex>)> = LazyLock::new(|| {
     )
 });
 
+/// The credential store patterns in one set.
+static CREDENTIAL_STORES: LazyLock<RegexSet> = LazyLock::new(|| {
+    super::large_set(
+        PATTERNS
+            .iter()
+            .filter(|pattern| pattern.rule == Rule::CredentialAccess)
+            .map(|pattern| pattern.regex),
+    )
+});
+
+/// True when `text` names a credential store (`~/.ssh/id_rsa`,
+/// `~/.aws/credentials`, `.npmrc`, a browser's `Login Data`).
+pub(crate) fn names_credential_store(text: &str) -> bool {
+    // The patterns expect a path as written in code: a quote or slash
+    // before a dotted name.
+    CREDENTIAL_STORES.is_match(text) || CREDENTIAL_STORES.is_match(&format!("/{text}"))
+}
+
 /// Hosts whose install scripts are the documented way to install a
 /// well-known tool: piping them into a shell is still reported, as medium.
 const INSTALLER_HOSTS: &[&str] = &[

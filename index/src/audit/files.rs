@@ -130,15 +130,17 @@ static EVALUATES: LazyLock<Regex> = LazyLock::new(|| {
         .expect("valid evaluation pattern")
 });
 
-/// Reports minified and obfuscated scripts.
-pub(crate) fn scan_script(scan: &mut Scan<'_>) {
+/// Reports minified and obfuscated scripts. `runs_data` says, for a
+/// script read as code, whether it runs code from a value that is not a
+/// constant; for others, the text is searched for an evaluation.
+pub(crate) fn scan_script(scan: &mut Scan<'_>, runs_data: Option<bool>) {
     let longest = scan
         .lines()
         .map(|(number, start, line)| (line.len(), number, start))
         .max();
     let blob = BLOB.find(scan.text).or_else(|| CHAR_CODES.find(scan.text));
     if let Some(found) = blob {
-        let evaluates = EVALUATES.is_match(scan.text);
+        let evaluates = runs_data.unwrap_or_else(|| EVALUATES.is_match(scan.text));
         let (severity, message) = if evaluates {
             (
                 Severity::High,

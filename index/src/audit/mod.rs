@@ -23,6 +23,7 @@
 //! example, the conditions of its severity, and how to suppress it.
 
 mod behaviour;
+mod code;
 mod decode;
 mod files;
 mod frontmatter;
@@ -458,9 +459,19 @@ fn audit_file(
     // other line ends keeps the offsets) is not repeated.
     let mut lines: HashSet<(Rule, Option<usize>)> = HashSet::new();
     let mut offsets: HashSet<(Rule, usize)> = HashSet::new();
+    // A script in a language the audit parses is read as code first:
+    // flows from where values come from to where they run, and its
+    // commands with their strings folded (see `code`).
+    let language = (is_text && kinds.contains(&FileKind::Script))
+        .then(|| code::language(file.path, reading.text()))
+        .flatten();
+    let code =
+        language.and_then(|language| read_code(file.path, reading.text(), language, subject));
+    let runs_data = code.as_ref().map(|code| code.runs_data);
     for (index, text) in reading.texts.iter().enumerate() {
         for (turn, &kind) in kinds.iter().enumerate() {
-            let (findings, name) = scan_text(file.path, text, kind, is_text, options, subject);
+            let (findings, name) =
+                scan_text(file.path, text, kind, is_text, runs_data, options, subject);
             if index == 0 && name.is_some() {
                 audit.name = name;
             }
@@ -473,13 +484,112 @@ fn audit_file(
                             && !offsets.contains(&(finding.rule, *start))
                 })
                 .collect();
-            for (finding, start) in fresh {
+            for (mut finding, start) in fresh {
                 lines.insert((finding.rule, finding.line));
                 offsets.insert((finding.rule, start));
+                if index == 0
+                    && let Some(code) = &code
+                {
+                    code.lower_own_use(&mut finding, start);
+                }
                 audit.findings.push(finding);
             }
         }
     }
+    // What the code reading found that the text did not say outright.
+    for (finding, start) in code.map(|code| code.findings).unwrap_or_default() {
+        if lines.insert((finding.rule, finding.line)) {
+            offsets.insert((finding.rule, start));
+            audit.findings.push(finding);
+        }
+    }
+}
+
+/// What reading a script as code found.
+struct CodeFindings {
+    /// The findings of its flows and of its folded commands (placed at
+    /// the statements they fold), each with its offset.
+    findings: Vec<(Finding, usize)>,
+    /// Whether it runs code from a value that is not a constant.
+    runs_data: bool,
+    reading: code::Reading,
+}
+
+impl CodeFindings {
+    /// Lowers a line rule's `credential-access` at `start` to `medium`
+    /// where the statement only names the store or passes it to the tool
+    /// that owns it: where the value goes is judged on its own.
+    fn lower_own_use(&self, finding: &mut Finding, start: usize) {
+        if finding.rule == Rule::CredentialAccess
+            && finding.severity == Severity::High
+            && self.reading.in_own_use(start)
+        {
+            finding.severity = Severity::Medium;
+            finding.message.push_str(
+                " (named, or passed to the tool that owns it: where it goes is judged apart)",
+            );
+        }
+    }
+}
+
+/// Reads the script `text` at `file` as code in `language`.
+fn read_code(
+    file: &str,
+    text: &str,
+    language: code::Lang,
+    subject: &[String],
+) -> Option<CodeFindings> {
+    let mut scan = Scan::new(file, text, FileKind::Script);
+    scan.subject = subject.to_vec();
+    let reading = code::read(&mut scan, language)?;
+    // The folded commands, a line each, read by the line rules; what they
+    // find is reported at the statement each line stands for.
+    let mut folded_text = String::new();
+    for (_, _, command) in &reading.commands {
+        folded_text.push_str(&command.replace(['\n', '\r'], " "));
+        folded_text.push('\n');
+    }
+    let mut folded = Scan::new(file, &folded_text, FileKind::Script);
+    folded.subject = subject.to_vec();
+    behaviour::scan(&mut folded);
+    let found: Vec<(Finding, usize)> = folded
+        .findings
+        .drain(..)
+        .zip(folded.starts.drain(..))
+        .collect();
+    for (finding, start) in found {
+        let line = folded.line_of(start);
+        let Some((statement_start, statement_end, command)) = reading.commands.get(line) else {
+            continue;
+        };
+        let line_end = text[*statement_start..]
+            .find('\n')
+            .map_or(text.len(), |end| statement_start + end);
+        let severity = if finding.rule == Rule::CredentialAccess
+            && reading.is_own_use(*statement_start, *statement_end)
+        {
+            Severity::Medium
+        } else {
+            finding.severity
+        };
+        scan.report(
+            finding.rule,
+            severity,
+            *statement_start,
+            (*statement_end).min(line_end),
+            format!(
+                "{}, once its strings are put together: `{}`",
+                finding.message,
+                text::printable(command, 100)
+            ),
+        );
+    }
+    let findings = scan.findings.into_iter().zip(scan.starts).collect();
+    Some(CodeFindings {
+        findings,
+        runs_data: reading.runs_data,
+        reading,
+    })
 }
 
 /// The first bytes of a file, which tell a binary asset from a text.
@@ -602,6 +712,7 @@ fn scan_text(
     text: &str,
     kind: FileKind,
     shape: bool,
+    runs_data: Option<bool>,
     options: &AuditOptions,
     subject: &[String],
 ) -> (Vec<(Finding, usize)>, Option<String>) {
@@ -626,7 +737,7 @@ fn scan_text(
         frontmatter::scan(&mut scan, document, options.host);
     }
     if kind == FileKind::Script && shape {
-        files::scan_script(&mut scan);
+        files::scan_script(&mut scan, runs_data);
     }
     (scan.findings.into_iter().zip(scan.starts).collect(), name)
 }

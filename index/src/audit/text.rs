@@ -164,6 +164,23 @@ fn stand_in(character: char) -> Option<String> {
     hidden.then(|| format!("<U+{code:04X}>"))
 }
 
+/// Returns `text` safe to print in a message: hidden characters spelled
+/// out, cut to `max` characters.
+pub(crate) fn printable(text: &str, max: usize) -> String {
+    let mut shown = String::new();
+    for (count, character) in text.chars().enumerate() {
+        if count >= max {
+            shown.push('…');
+            break;
+        }
+        match stand_in(character) {
+            Some(stand_in) => shown.push_str(&stand_in),
+            None => shown.push(character),
+        }
+    }
+    shown
+}
+
 /// Builds the excerpt of `line` for the bytes `start..end`: hidden
 /// characters spelled out (so that what is hidden is what is shown), cut
 /// around the span when the line is long, the span masked for secrets.

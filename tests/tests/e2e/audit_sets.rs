@@ -1,7 +1,11 @@
 //! The audit against a set of malicious skills written for these tests
 //! (`tests/fixtures/audit/malicious`: each must be caught by its rule, at
 //! its severity or above) and a set of legitimate but tricky ones
-//! (`tests/fixtures/audit/benign`: none may go above its allowed verdict).
+//! (`tests/fixtures/audit/benign`: none may go above its allowed verdict),
+//! and a set of evasive attacks (`tests/fixtures/audit/evasive`: strings
+//! built in pieces, values that flow to where they run, code in files
+//! read as prose, spread instructions, persistence and look-alikes),
+//! each to be caught by one of its rules at its severity.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -100,4 +104,88 @@ fn no_benign_skill_goes_above_its_allowed_verdict() {
         })
         .collect();
     assert!(too_high.is_empty(), "{}", too_high.join("\n"));
+}
+
+/// The evasive attacks not caught yet, each with the part of the plan in
+/// docs/security.md ("Reading code") that is to catch it. The test fails
+/// when one of them is caught (move it out of the list) or when any
+/// other is missed.
+const NOT_CAUGHT_YET: &[(&str, &str)] = &[
+    ("win-ssh-agent-check", "PowerShell parsed"),
+    ("report-addin-refresh", "PowerShell and cmd parsed"),
+    (
+        "format-helper",
+        "code in files that run: package.json scripts",
+    ),
+    ("docs-builder", "code in files that run: Makefile recipes"),
+    ("build-flags", "code in files that run: Makefile $(shell)"),
+    ("just-lint", "code in files that run: justfile recipes"),
+    ("py-site-hook", "code in files that run: .pth lines"),
+    ("container-dev", "code in files that run: Dockerfile RUN"),
+    ("ci-template", "code in files that run: workflow run blocks"),
+    ("release-notes-helper", "instructions by paragraph"),
+    ("aws-support-bundle", "instructions by list item"),
+    ("commit-style", "instructions in HTML comments"),
+    ("style-guide-links", "instructions in link titles"),
+    ("diagram-explainer", "instructions in image alt text"),
+    ("changelog-tool", "instructions in tool descriptions"),
+    ("ci-debug-env", "instructions by paragraph"),
+    ("agent-hooks-setup", "persistence targets of today"),
+    ("codex-profile", "persistence targets of today"),
+    ("mcp-register", "persistence targets of today"),
+    ("agents-md-sync", "persistence targets of today"),
+    ("fast-io", "persistence targets of today"),
+    ("shell-speedup", "persistence targets of today"),
+    ("profile-env", "persistence targets of today"),
+    ("dev-sudo", "persistence targets of today"),
+    ("hook-installer", "persistence targets of today"),
+    ("meeting-minutes", "paraphrased precedence claims"),
+    ("support-macros", "paraphrased precedence claims"),
+    ("pkg-mirror", "mixed-script hosts"),
+    ("release-fetcher", "mixed-script hosts"),
+    ("http-helper", "typosquatted packages"),
+    ("cli-colors", "typosquatted packages"),
+    ("env-scripts", "typosquatted packages"),
+    ("pdf-batch", "archive passwords under any heading"),
+];
+
+#[test]
+fn evasive_attacks_are_caught_by_one_of_their_rules() {
+    let skills = audit("evasive");
+    let expected = expectations("evasive");
+    assert!(skills.len() >= 50, "the set has {} skills", skills.len());
+    let mut misses = Vec::new();
+    let mut newly_caught = Vec::new();
+    for row in &expected {
+        let (name, rules, severity) = (&row[0], &row[2], &row[3]);
+        let caught = skills.get(name).is_some_and(|skill| {
+            skill["findings"].as_array().unwrap().iter().any(|finding| {
+                rules.split(',').any(|rule| finding["rule"] == rule)
+                    && rank(finding["severity"].as_str().unwrap()) >= rank(severity)
+            })
+        });
+        let known = NOT_CAUGHT_YET.iter().any(|(known, _)| known == name);
+        match (caught, known) {
+            (false, false) => misses.push(format!(
+                "{name} ({}) not caught by {rules} at {severity}: {}",
+                row[1],
+                skills
+                    .get(name)
+                    .map_or(Value::Null, |skill| skill["findings"].clone())
+            )),
+            (true, true) => newly_caught.push(name.clone()),
+            _ => {}
+        }
+    }
+    assert!(misses.is_empty(), "missed:\n{}", misses.join("\n"));
+    assert!(
+        newly_caught.is_empty(),
+        "caught now, take them out of NOT_CAUGHT_YET: {newly_caught:?}"
+    );
+    for name in skills.keys() {
+        assert!(
+            expected.iter().any(|row| &row[0] == name),
+            "{name} has no line in expected.tsv"
+        );
+    }
 }

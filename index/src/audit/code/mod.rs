@@ -1,0 +1,454 @@
+//! Reading code: scripts parsed into trees, their strings folded, and
+//! values followed from where they come from to where they run.
+//!
+//! The line rules (`behaviour`) see contiguous text; an attacker who
+//! splits a string (`c=cu; $c"rl"`), keeps a decoded value in a variable,
+//! or writes a download to a file and runs it later walks past them. So a
+//! script in a language the audit parses (shell, Python, JavaScript,
+//! TypeScript) is parsed with tree-sitter and lowered to [`Event`]s:
+//!
+//! - [`Event::Command`]: a command or call with its pieces folded (quotes
+//!   joined, variables that hold constants replaced, `os.path.join` and
+//!   `+` of literals done, constant base64 and hex decoded). The line
+//!   rules read these as a reading of their own, and what they find is
+//!   reported at the statement's place;
+//! - [`Event::Exec`], [`Event::RunFile`], [`Event::Download`] and
+//!   [`Event::Send`]: where values go. A value carries its [`Taint`]:
+//!   read from the network, decoded, the whole environment, a credential
+//!   store. [`judge`] reports the pairs that are attacks: network bytes or
+//!   decoded bytes run as code, a downloaded file run, a credential or the
+//!   environment sent.
+//!
+//! The analysis reads one file at a time and ignores the order of
+//! statements (a name holds every value assigned to it anywhere), which
+//! errs towards reporting. It never runs anything.
+
+mod js;
+mod python;
+mod shell;
+mod value;
+
+use tree_sitter::{Language, Node, Parser, Tree};
+
+use super::text::Scan;
+use super::{Rule, Severity};
+pub(crate) use value::{Env, Taint, Val};
+
+/// The largest script parsed: larger ones are read by the line rules
+/// alone (parsing costs about 0.5 ms per 1 KB on the slowest grammar).
+pub(crate) const MAX_PARSED: usize = 1024 * 1024;
+
+/// How deep the lowering follows nested expressions; deeper ones are
+/// unknown values (a tree nested 100,000 deep must not exhaust the stack).
+const MAX_DEPTH: usize = 200;
+
+/// How many times a file is lowered to let values reach uses that come
+/// before their assignment.
+const MAX_PASSES: usize = 4;
+
+/// The languages the audit parses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Lang {
+    Shell,
+    Python,
+    JavaScript,
+    TypeScript,
+}
+
+impl Lang {
+    fn grammar(self) -> Language {
+        match self {
+            Self::Shell => tree_sitter_bash::LANGUAGE.into(),
+            Self::Python => tree_sitter_python::LANGUAGE.into(),
+            Self::JavaScript => tree_sitter_javascript::LANGUAGE.into(),
+            Self::TypeScript => tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(),
+        }
+    }
+}
+
+/// Returns the language of the script at `path` (relative, lower or any
+/// case) with `text`, by extension, then by `#!` line; `None` for files
+/// the audit does not parse.
+pub(crate) fn language(path: &str, text: &str) -> Option<Lang> {
+    let name = path.rsplit('/').next().unwrap_or(path).to_ascii_lowercase();
+    let extension = name.rsplit_once('.').map(|(_, extension)| extension);
+    let by_extension = match extension {
+        Some("sh" | "bash" | "zsh" | "ksh" | "command") => Some(Lang::Shell),
+        Some("py" | "pyw") => Some(Lang::Python),
+        Some("js" | "mjs" | "cjs" | "jsx") => Some(Lang::JavaScript),
+        Some("ts" | "mts" | "cts") => Some(Lang::TypeScript),
+        _ => None,
+    };
+    if by_extension.is_some() {
+        return by_extension;
+    }
+    if name == ".envrc" || name == ".profile" || name.ends_with("rc") && name.starts_with(".ba") {
+        return Some(Lang::Shell);
+    }
+    let first = text.lines().next().unwrap_or("");
+    let interpreter = first.strip_prefix("#!")?;
+    let mut words = interpreter.split_whitespace();
+    let mut program = words.next()?.rsplit('/').next()?;
+    if program == "env" {
+        program = words.find(|word| !word.starts_with('-'))?;
+    }
+    match program.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.') {
+        "sh" | "bash" | "dash" | "zsh" | "ksh" | "ash" => Some(Lang::Shell),
+        "python" | "pypy" => Some(Lang::Python),
+        "node" | "nodejs" | "deno" | "bun" => Some(Lang::JavaScript),
+        "ts-node" | "tsx" => Some(Lang::TypeScript),
+        _ => None,
+    }
+}
+
+/// Where a value goes, or a folded command, at the bytes `start..end`
+/// of the file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Event {
+    pub(crate) start: usize,
+    pub(crate) end: usize,
+    pub(crate) what: What,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum What {
+    /// A command or call with its pieces folded, for the line rules.
+    Command(String),
+    /// Code run from a value: `eval`, `exec`, `sh -c`, `new Function`.
+    Exec(Val),
+    /// A file run as a program: `sh F`, `. F`, `./F`, `subprocess.run([F])`.
+    RunFile(Val),
+    /// Network bytes written to the file a value names.
+    Download(Val),
+    /// A value sent over the network.
+    Send(Val),
+    /// A statement that only names a credential store (an assignment) or
+    /// passes one to the tool that owns it (`kubectl --kubeconfig`,
+    /// `ssh -i`): what happens to the store is judged where the value
+    /// goes, so the line rules' `credential-access` here is at most
+    /// `medium`.
+    OwnUse,
+}
+
+/// What the lowering of one file found.
+#[derive(Debug, Default)]
+pub(crate) struct Lowered {
+    pub(crate) events: Vec<Event>,
+}
+
+impl Lowered {
+    pub(crate) fn push(&mut self, node: Node<'_>, what: What) {
+        self.events.push(Event {
+            start: node.start_byte(),
+            end: node.end_byte(),
+            what,
+        });
+    }
+}
+
+/// Parses `text` as `lang`; `None` when it is too large or the parser
+/// gives up.
+fn parse(lang: Lang, text: &str) -> Option<Tree> {
+    if text.len() > MAX_PARSED {
+        return None;
+    }
+    let mut parser = Parser::new();
+    parser.set_language(&lang.grammar()).ok()?;
+    parser.parse(text, None)
+}
+
+/// Lowers `text` as `lang` into events, reading it until the values of
+/// its names settle.
+pub(crate) fn lower(lang: Lang, text: &str) -> Option<Lowered> {
+    let tree = parse(lang, text)?;
+    let root = tree.root_node();
+    let mut env = Env::default();
+    let mut lowered = Lowered::default();
+    for _ in 0..MAX_PASSES {
+        env.changed = false;
+        lowered = Lowered::default();
+        match lang {
+            Lang::Shell => shell::lower(root, text, &mut env, &mut lowered),
+            Lang::Python => python::lower(root, text, &mut env, &mut lowered),
+            Lang::JavaScript | Lang::TypeScript => js::lower(root, text, &mut env, &mut lowered),
+        }
+        if !env.changed {
+            break;
+        }
+    }
+    Some(lowered)
+}
+
+/// What reading a script's code found: the folded commands to give the
+/// line rules, and whether code is run from a value that is not a
+/// constant (which an encoded blob makes suspicious).
+#[derive(Debug, Default)]
+pub(crate) struct Reading {
+    /// Each folded command and the bytes of the statement it stands for.
+    pub(crate) commands: Vec<(usize, usize, String)>,
+    /// True when some code is run from a value the analysis could not
+    /// fold, or from decoded or downloaded bytes.
+    pub(crate) runs_data: bool,
+    /// The bytes of statements that only name a credential store or pass
+    /// it to its own tool ([`What::OwnUse`]).
+    pub(crate) own_uses: Vec<(usize, usize)>,
+}
+
+impl Reading {
+    /// True when the bytes `start..end` are one of [`Reading::own_uses`].
+    pub(crate) fn is_own_use(&self, start: usize, end: usize) -> bool {
+        self.own_uses.iter().any(|&(s, e)| s == start && e == end)
+    }
+
+    /// True when byte `offset` lies in one of [`Reading::own_uses`].
+    pub(crate) fn in_own_use(&self, offset: usize) -> bool {
+        self.own_uses
+            .iter()
+            .any(|&(s, e)| s <= offset && offset < e)
+    }
+}
+
+/// Reads the script `scan` holds as `lang`: reports the flows that are
+/// attacks on `scan`, and returns the folded commands.
+pub(crate) fn read(scan: &mut Scan<'_>, lang: Lang) -> Option<Reading> {
+    let lowered = lower(lang, scan.text)?;
+    Some(judge(scan, &lowered))
+}
+
+/// Reports the attacks among `lowered`'s events on `scan`.
+pub(crate) fn judge(scan: &mut Scan<'_>, lowered: &Lowered) -> Reading {
+    let mut reading = Reading::default();
+    // Files written from the network, by their folded names.
+    let downloaded: Vec<&str> = lowered
+        .events
+        .iter()
+        .filter_map(|event| match &event.what {
+            What::Download(path) => path.identity(),
+            _ => None,
+        })
+        .collect();
+    for event in &lowered.events {
+        let (start, end) = (event.start, event.end);
+        match &event.what {
+            What::Command(text) => reading.commands.push((start, end, text.clone())),
+            What::Exec(code) => {
+                if !code.is_constant() {
+                    reading.runs_data = true;
+                }
+                if code.taint.has(Taint::NETWORK) {
+                    scan.report(
+                        Rule::DownloadExec,
+                        Severity::High,
+                        start,
+                        end,
+                        "runs code it read from the network",
+                    );
+                } else if code.taint.has(Taint::DECODED) {
+                    scan.report(
+                        Rule::DecodeExec,
+                        Severity::High,
+                        start,
+                        end,
+                        "runs code it decoded",
+                    );
+                }
+                // Code whose text is known is read as commands too.
+                if let Some(text) = &code.text {
+                    for line in text.lines().filter(|line| !line.trim().is_empty()) {
+                        reading.commands.push((start, end, line.to_owned()));
+                    }
+                }
+            }
+            What::RunFile(file) => {
+                let fetched = file.taint.has(Taint::NETWORK)
+                    || file
+                        .identity()
+                        .is_some_and(|name| downloaded.iter().any(|d| same_file(d, name)));
+                if fetched {
+                    reading.runs_data = true;
+                    scan.report(
+                        Rule::DownloadExec,
+                        Severity::High,
+                        start,
+                        end,
+                        "runs a file it downloaded",
+                    );
+                }
+            }
+            What::Download(_) => {}
+            What::OwnUse => reading.own_uses.push((start, end)),
+            What::Send(data) => {
+                if data.taint.has(Taint::CREDENTIAL) {
+                    scan.report(
+                        Rule::CredentialAccess,
+                        Severity::High,
+                        start,
+                        end,
+                        "sends what it read from a credential store",
+                    );
+                } else if data.taint.has(Taint::ENVIRONMENT) {
+                    scan.report(
+                        Rule::Exfiltration,
+                        Severity::High,
+                        start,
+                        end,
+                        "sends the whole environment, with every secret in it",
+                    );
+                }
+            }
+        }
+    }
+    reading
+}
+
+/// True when two folded file names name the same file: equal, or equal
+/// once a leading `./` is dropped.
+fn same_file(a: &str, b: &str) -> bool {
+    let trim = |name: &str| name.trim_start_matches("./").to_owned();
+    trim(a) == trim(b)
+}
+
+/// True when `path` names a credential store (`~/.ssh/id_rsa`,
+/// `~/.aws/credentials`, `.npmrc`): reading it makes a credential.
+pub(crate) fn is_credential_path(path: &str) -> bool {
+    super::behaviour::names_credential_store(path)
+}
+
+/// The text of `node` in `source`.
+pub(crate) fn text_of<'a>(node: Node<'_>, source: &'a str) -> &'a str {
+    source.get(node.byte_range()).unwrap_or("")
+}
+
+/// The named children of `node`.
+pub(crate) fn named_children<'t>(node: Node<'t>) -> Vec<Node<'t>> {
+    let mut cursor = node.walk();
+    node.named_children(&mut cursor).collect()
+}
+
+/// Decodes standard or URL-safe base64, padded or not; `None` when
+/// `text` is not base64 of at least one byte.
+pub(crate) fn decode_base64(text: &str) -> Option<Vec<u8>> {
+    use base64::Engine as _;
+    let compact: String = text.chars().filter(|c| !c.is_ascii_whitespace()).collect();
+    if compact.is_empty() {
+        return None;
+    }
+    let engines = [
+        base64::engine::general_purpose::STANDARD,
+        base64::engine::general_purpose::STANDARD_NO_PAD,
+        base64::engine::general_purpose::URL_SAFE,
+        base64::engine::general_purpose::URL_SAFE_NO_PAD,
+    ];
+    engines
+        .iter()
+        .find_map(|engine| engine.decode(&compact).ok())
+}
+
+/// Decodes hex (`6375726c`, `63 75 72 6c`, `\x63\x75`).
+pub(crate) fn decode_hex(text: &str) -> Option<Vec<u8>> {
+    let digits: String = text
+        .replace("\\x", "")
+        .chars()
+        .filter(|c| !c.is_ascii_whitespace())
+        .collect();
+    if digits.is_empty() || !digits.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..digits.len())
+        .step_by(2)
+        .map(|at| u8::from_str_radix(digits.get(at..at + 2)?, 16).ok())
+        .collect()
+}
+
+/// Applies rot13 to ASCII letters.
+pub(crate) fn rot13(text: &str) -> String {
+    text.chars()
+        .map(|c| match c {
+            'a'..='z' => (((c as u8 - b'a') + 13) % 26 + b'a') as char,
+            'A'..='Z' => (((c as u8 - b'A') + 13) % 26 + b'A') as char,
+            _ => c,
+        })
+        .collect()
+}
+
+/// A decoded value: its text when the bytes are text, always tainted
+/// [`Taint::DECODED`].
+pub(crate) fn decoded(bytes: Option<Vec<u8>>, from: &Val) -> Val {
+    let text = bytes.and_then(|bytes| String::from_utf8(bytes).ok());
+    match text {
+        Some(text) => Val::text(text).tainted(from.taint | Taint::DECODED),
+        None => Val::from(from.taint | Taint::DECODED),
+    }
+}
+
+/// Programs that run the code or the file they are given.
+pub(crate) const SHELLS: &[&str] = &["sh", "bash", "dash", "zsh", "ksh", "ash", "busybox"];
+pub(crate) const INTERPRETERS: &[&str] = &[
+    "python",
+    "python2",
+    "python3",
+    "perl",
+    "ruby",
+    "node",
+    "php",
+    "pwsh",
+    "powershell",
+];
+
+/// What running the program `words` (an argument vector, as
+/// `subprocess.run([...])` or `spawn(...)` get it) runs: the code after
+/// `-c` or `-e`, or the file named, of a shell or an interpreter; and the
+/// program itself when it is a path.
+pub(crate) fn run_argv(out: &mut Lowered, node: Node<'_>, words: &[Val]) {
+    let Some(first) = words.first() else {
+        return;
+    };
+    if first.taint.has(Taint::NETWORK) || first.text.as_deref().is_some_and(|w| w.contains('/')) {
+        out.push(node, What::RunFile(first.clone()));
+    }
+    let name = first.text.as_deref().map(base_name).unwrap_or_default();
+    let name = name.trim_end_matches(".exe");
+    if !SHELLS.contains(&name) && !INTERPRETERS.contains(&name) {
+        return;
+    }
+    let args = &words[1..];
+    let code = args
+        .iter()
+        .position(|arg| {
+            matches!(
+                arg.text.as_deref().map(str::to_ascii_lowercase).as_deref(),
+                Some("-c" | "-e" | "-command" | "/c")
+            )
+        })
+        .and_then(|at| args.get(at + 1));
+    if let Some(code) = code {
+        out.push(node, What::Exec(code.clone()));
+    } else if let Some(file) = args.iter().find(|arg| {
+        arg.text
+            .as_deref()
+            .is_none_or(|word| !word.starts_with('-'))
+    }) {
+        out.push(node, What::RunFile(file.clone()));
+    }
+}
+
+/// A value made of others, of unknown text: the union of their taints.
+pub(crate) fn union<'v>(values: impl IntoIterator<Item = &'v Val>) -> Val {
+    let mut taint = Taint::UNKNOWN;
+    for value in values {
+        taint |= value.taint;
+    }
+    Val::from(taint)
+}
+
+/// The last piece of a dotted or slashed name, lower case:
+/// `/usr/bin/bash` is `bash`, `subprocess.run` is `run`.
+pub(crate) fn base_name(name: &str) -> String {
+    name.rsplit(['/', '\\'])
+        .next()
+        .unwrap_or(name)
+        .to_ascii_lowercase()
+}
+
+#[cfg(test)]
+mod tests;

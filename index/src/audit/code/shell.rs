@@ -1,0 +1,868 @@
+//! Shell scripts (sh, bash, zsh, dash; tree-sitter-bash) lowered to
+//! events: each pipeline folded into one command line, and what its
+//! commands run, download and send.
+
+use tree_sitter::Node;
+
+use super::{
+    Env, INTERPRETERS, Lowered, MAX_DEPTH, SHELLS, Taint, Val, What, base_name, decode_base64,
+    decode_hex, decoded, is_credential_path, named_children, rot13, text_of,
+};
+
+/// Words that run the rest of the command line as a command.
+const PREFIXES: &[&str] = &[
+    "sudo", "doas", "env", "nohup", "exec", "command", "builtin", "time", "nice", "setsid",
+    "stdbuf", "timeout", "xargs", "su",
+];
+
+struct Lowering<'a, 'e> {
+    source: &'a str,
+    env: &'e mut Env,
+    out: &'e mut Lowered,
+}
+
+/// Lowers the shell script `root` of `source`.
+pub(super) fn lower(root: Node<'_>, source: &str, env: &mut Env, out: &mut Lowered) {
+    let mut lowering = Lowering { source, env, out };
+    lowering.statements(root, 0);
+}
+
+impl Lowering<'_, '_> {
+    /// Lowers every statement under `node`.
+    fn statements(&mut self, node: Node<'_>, depth: usize) {
+        if depth > MAX_DEPTH {
+            return;
+        }
+        for child in named_children(node) {
+            self.statement(child, depth + 1);
+        }
+    }
+
+    /// Lowers one statement; returns what it writes to its standard output.
+    fn statement(&mut self, node: Node<'_>, depth: usize) -> Val {
+        if depth > MAX_DEPTH {
+            return Val::unknown();
+        }
+        match node.kind() {
+            "command" | "pipeline" | "redirected_statement" => {
+                let mut line = Vec::new();
+                let output = self.pipeline(node, None, &mut line, depth + 1);
+                let folded = line.join(" ");
+                if !folded.is_empty() {
+                    self.out.push(node, What::Command(folded));
+                }
+                output
+            }
+            "variable_assignment" => {
+                self.assign(node, depth + 1);
+                Val::text("")
+            }
+            "declaration_command" => {
+                for child in named_children(node) {
+                    if child.kind() == "variable_assignment" {
+                        self.assign(child, depth + 1);
+                    }
+                }
+                // `export X=...` names what it assigns.
+                if only_names(text_of(node, self.source)) {
+                    self.out.push(node, What::OwnUse);
+                }
+                Val::text("")
+            }
+            "comment" => Val::text(""),
+            "test_command" => {
+                // `[ -f ~/.npmrc ]` asks whether a file is there.
+                self.out.push(node, What::OwnUse);
+                Val::text("")
+            }
+            _ => {
+                // Lists, subshells, blocks, loops, conditions, functions:
+                // their statements, the last one's output.
+                let mut output = Val::unknown();
+                for child in named_children(node) {
+                    output = self.statement(child, depth + 1);
+                }
+                output
+            }
+        }
+    }
+
+    fn assign(&mut self, node: Node<'_>, depth: usize) {
+        let Some(name) = node.child_by_field_name("name") else {
+            return;
+        };
+        let name = text_of(name, self.source).to_owned();
+        let value = node
+            .child_by_field_name("value")
+            .map_or_else(|| Val::text(""), |value| self.word(value, depth + 1));
+        // Naming a store is not reading it: its uses are judged.
+        if node
+            .child_by_field_name("value")
+            .is_some_and(|value| only_names(text_of(value, self.source)))
+        {
+            self.out.push(node, What::OwnUse);
+        }
+        self.env.assign(&name, value);
+    }
+
+    /// Lowers a pipeline, a command or a redirected statement fed `input`;
+    /// adds its folded words to `line` and returns its output.
+    fn pipeline(
+        &mut self,
+        node: Node<'_>,
+        input: Option<Val>,
+        line: &mut Vec<String>,
+        depth: usize,
+    ) -> Val {
+        if depth > MAX_DEPTH {
+            return Val::unknown();
+        }
+        match node.kind() {
+            "pipeline" => {
+                let mut input = input;
+                let mut output = Val::unknown();
+                for (index, child) in named_children(node).into_iter().enumerate() {
+                    if index > 0 {
+                        line.push("|".to_owned());
+                    }
+                    output = self.pipeline(child, input.take(), line, depth + 1);
+                    input = Some(output.clone());
+                }
+                output
+            }
+            "redirected_statement" => {
+                let mut input = input;
+                let mut targets = Vec::new();
+                for redirect in named_children(node).into_iter().skip(1) {
+                    match redirect.kind() {
+                        "heredoc_redirect" => {
+                            let body = named_children(redirect)
+                                .into_iter()
+                                .find(|child| child.kind() == "heredoc_body");
+                            if let Some(body) = body {
+                                input = Some(self.word(body, depth + 1));
+                            }
+                            for inner in named_children(redirect) {
+                                if inner.kind() == "file_redirect" {
+                                    targets.push(inner);
+                                }
+                            }
+                        }
+                        "herestring_redirect" => {
+                            if let Some(word) = named_children(redirect).into_iter().next() {
+                                input = Some(self.word(word, depth + 1));
+                            }
+                        }
+                        "file_redirect" => targets.push(redirect),
+                        _ => {}
+                    }
+                }
+                let output = match node.child_by_field_name("body") {
+                    Some(body) => self.pipeline(body, input, line, depth + 1),
+                    None => Val::unknown(),
+                };
+                for target in targets {
+                    let operator = text_of(target, self.source);
+                    let destination = target.child_by_field_name("destination");
+                    let Some(destination) = destination else {
+                        continue;
+                    };
+                    let path = self.word(destination, depth + 1);
+                    let reads = operator.trim_start().starts_with('<');
+                    line.push(format!(
+                        "{} {}",
+                        if reads { "<" } else { ">" },
+                        path.shown(text_of(destination, self.source))
+                    ));
+                    if reads {
+                        continue;
+                    }
+                    if output.taint.has(Taint::NETWORK) {
+                        self.out.push(node, What::Download(path));
+                    }
+                }
+                output
+            }
+            "command" => self.command(node, input, line, depth + 1),
+            _ => {
+                let output = self.statement(node, depth + 1);
+                line.push(text_of(node, self.source).to_owned());
+                output
+            }
+        }
+    }
+
+    /// Lowers one command fed `input`; returns its output.
+    fn command(
+        &mut self,
+        node: Node<'_>,
+        input: Option<Val>,
+        line: &mut Vec<String>,
+        depth: usize,
+    ) -> Val {
+        let mut words = Vec::new();
+        let mut shown = Vec::new();
+        for child in named_children(node) {
+            match child.kind() {
+                "variable_assignment" | "file_redirect" | "herestring_redirect" => continue,
+                "command_name" => {
+                    let inner = named_children(child).into_iter().next().unwrap_or(child);
+                    let value = self.word(inner, depth + 1);
+                    shown.push(value.shown(text_of(child, self.source)).to_owned());
+                    words.push(value);
+                }
+                _ => {
+                    let value = self.word(child, depth + 1);
+                    shown.push(value.shown(text_of(child, self.source)).to_owned());
+                    words.push(value);
+                }
+            }
+        }
+        line.push(shown.join(" "));
+        self.run(node, &words, input)
+    }
+
+    /// What the command `words` does, fed `input`; returns its output.
+    fn run(&mut self, node: Node<'_>, words: &[Val], input: Option<Val>) -> Val {
+        let Some(first) = words.first() else {
+            return Val::unknown();
+        };
+        let name = first.text.as_deref().map(base_name).unwrap_or_default();
+        let args = &words[1..];
+        let text = |index: usize| args.get(index).and_then(|arg| arg.text.as_deref());
+        let flag = |flags: &[&str]| {
+            args.iter().any(|arg| {
+                arg.text
+                    .as_deref()
+                    .is_some_and(|word| flags.contains(&word))
+            })
+        };
+        if PREFIXES.contains(&name.as_str()) {
+            // `sudo -u x sh`, `env A=B sh`: the rest is the command.
+            let rest = args
+                .iter()
+                .position(|arg| {
+                    arg.text.as_deref().is_none_or(|word| {
+                        !word.starts_with('-')
+                            && !word.contains('=')
+                            && word.parse::<u64>().is_err()
+                    })
+                })
+                .unwrap_or(args.len());
+            if name == "env" && rest == args.len() {
+                return Val::from(Taint::ENVIRONMENT);
+            }
+            return self.run(node, &args[rest..], input);
+        }
+        // A command whose name came from the network or a download.
+        if first.taint.has(Taint::NETWORK)
+            || first.text.as_deref().is_some_and(|word| word.contains('/'))
+        {
+            self.out.push(node, What::RunFile(first.clone()));
+        }
+        if owns_its_credentials(&name, args) {
+            self.out.push(node, What::OwnUse);
+        }
+        if matches!(name.as_str(), "cp" | "install" | "ln") {
+            let operands: Vec<&Val> = args
+                .iter()
+                .filter(|arg| {
+                    arg.text
+                        .as_deref()
+                        .is_none_or(|word| !word.starts_with('-'))
+                })
+                .collect();
+            if let [sources @ .., destination] = operands.as_slice() {
+                let credential = sources.iter().any(|source| {
+                    source.text.as_deref().is_some_and(is_credential_path)
+                        || source
+                            .text
+                            .as_deref()
+                            .and_then(|path| self.env.get(&format!("file:{path}")))
+                            .is_some_and(|file| file.taint.has(Taint::CREDENTIAL))
+                });
+                if credential {
+                    if let Some(path) = destination.identity() {
+                        self.env.taint(&format!("file:{path}"), Taint::CREDENTIAL);
+                    }
+                    // The project's own file, copied: not a user's store.
+                    let project_own = sources.iter().all(|source| {
+                        source
+                            .text
+                            .as_deref()
+                            .is_some_and(|path| path.starts_with("./") && !path.contains(".."))
+                    });
+                    if project_own {
+                        self.out.push(node, What::OwnUse);
+                    }
+                }
+            }
+        }
+        let code_after = |option: &str| {
+            args.iter()
+                .position(|arg| arg.text.as_deref() == Some(option))
+                .and_then(|at| args.get(at + 1))
+        };
+        let first_operand = || {
+            args.iter().find(|arg| {
+                arg.text
+                    .as_deref()
+                    .is_none_or(|word| !word.starts_with('-'))
+            })
+        };
+        match name.as_str() {
+            _ if SHELLS.contains(&name.as_str()) || INTERPRETERS.contains(&name.as_str()) => {
+                let option = if SHELLS.contains(&name.as_str()) || name.starts_with("python") {
+                    "-c"
+                } else if name == "pwsh" || name == "powershell" {
+                    "-command"
+                } else {
+                    "-e"
+                };
+                if let Some(code) = code_after(option).or_else(|| code_after("-c")) {
+                    self.out.push(node, What::Exec(code.clone()));
+                } else if let Some(file) = first_operand() {
+                    self.out.push(node, What::RunFile(file.clone()));
+                } else if let Some(input) = input {
+                    self.out.push(node, What::Exec(input));
+                }
+                Val::unknown()
+            }
+            "eval" => {
+                let code = Val::concat(joined(args));
+                self.out.push(node, What::Exec(code));
+                Val::unknown()
+            }
+            "source_url" | "source_up_if_exists" | "fetchurl" => {
+                // direnv's: download a file and source it.
+                self.out
+                    .push(node, What::RunFile(Val::from(Taint::NETWORK)));
+                Val::unknown()
+            }
+            "test" | "[" => {
+                self.out.push(node, What::OwnUse);
+                Val::text("")
+            }
+            "." | "source" => {
+                if let Some(file) = args.first() {
+                    self.out.push(node, What::RunFile(file.clone()));
+                }
+                Val::unknown()
+            }
+            "curl" | "wget" | "fetch" | "aria2c" | "http" | "https" => {
+                self.transfer(node, &name, args, input.as_ref());
+                Val::from(Taint::NETWORK)
+            }
+            "nc" | "ncat" | "netcat" | "socat" | "telnet" => {
+                if let Some(input) = input {
+                    self.out.push(node, What::Send(input));
+                }
+                Val::from(Taint::NETWORK)
+            }
+            "echo" | "printf" => {
+                if name == "printf" {
+                    printf(args)
+                } else {
+                    let operands: Vec<Val> = args
+                        .iter()
+                        .filter(|arg| !matches!(arg.text.as_deref(), Some("-n" | "-e" | "-ne")))
+                        .cloned()
+                        .collect();
+                    Val::concat(joined(&operands))
+                }
+            }
+            "base64" | "base32" | "basenc" if flag(&["-d", "--decode", "-D"]) => {
+                let input = input.unwrap_or_else(Val::unknown);
+                let bytes = input.text.as_deref().and_then(decode_base64);
+                decoded(bytes, &input)
+            }
+            "xxd" if flag(&["-r", "-p", "-r -p"]) => {
+                let input = input.unwrap_or_else(Val::unknown);
+                let bytes = input.text.as_deref().and_then(decode_hex);
+                decoded(bytes, &input)
+            }
+            "tr" if text(0).is_some_and(|set| set.contains("A-Z") || set.contains("a-z"))
+                && text(1).is_some_and(|set| set.contains("N-Z") || set.contains("n-z")) =>
+            {
+                let input = input.unwrap_or_else(Val::unknown);
+                match &input.text {
+                    Some(text) => Val::text(rot13(text)).tainted(input.taint | Taint::DECODED),
+                    None => Val::from(input.taint | Taint::DECODED),
+                }
+            }
+            "openssl" | "gunzip" | "zcat" | "gzip" | "bzip2" | "bzcat" | "xz" | "xzcat"
+            | "zstd" | "zstdcat" | "uudecode" | "rev" => {
+                let input = input.unwrap_or_else(Val::unknown);
+                Val::from(input.taint | Taint::DECODED)
+            }
+            "cat" | "head" | "tail" | "tac" | "less" | "more" => {
+                let mut output = input.unwrap_or_else(|| Val::text(""));
+                for file in args {
+                    if let Some(path) = file.identity() {
+                        output = output.tainted(self.file_taint(path));
+                    }
+                }
+                Val::from(output.taint | Taint::UNKNOWN)
+            }
+            "printenv" | "set" | "export" | "declare" if args.is_empty() => {
+                Val::from(Taint::ENVIRONMENT)
+            }
+            "tar" | "zip" | "gpg" | "base64" | "xxd" | "od" | "hexdump" => {
+                // Packing passes on what it packs.
+                let mut taint = input.map_or(Taint::NONE, |input| input.taint);
+                for arg in args {
+                    if let Some(path) = &arg.text {
+                        taint |= self.file_taint(path);
+                    }
+                }
+                Val::from(taint | Taint::UNKNOWN)
+            }
+            _ => Val::unknown(),
+        }
+    }
+
+    /// `curl` and `wget`: what they send, and where they save.
+    fn transfer(&mut self, node: Node<'_>, name: &str, args: &[Val], input: Option<&Val>) {
+        let mut index = 0;
+        while index < args.len() {
+            let word = args[index].text.as_deref().unwrap_or("");
+            let next = args.get(index + 1);
+            let (option, inline) = match word.split_once('=') {
+                Some((option, value)) if word.starts_with("--") => (option, Some(value)),
+                // `-so FILE`, `-sSLd DATA`: a cluster of short options
+                // takes its value after its last letter.
+                _ if word.len() > 2 && word.starts_with('-') && !word.starts_with("--") => {
+                    (&word[word.len() - 1..], None)
+                }
+                _ => (word, None),
+            };
+            let option = match option {
+                "o" | "O" | "d" | "F" | "T" => match option {
+                    "o" => "-o",
+                    "O" => "-O",
+                    "d" => "-d",
+                    "F" => "-F",
+                    _ => "-T",
+                },
+                other => other,
+            };
+            let value = || {
+                inline
+                    .map(Val::text)
+                    .or_else(|| next.cloned())
+                    .unwrap_or_else(Val::unknown)
+            };
+            let sends = matches!(
+                option,
+                "-d" | "--data"
+                    | "--data-binary"
+                    | "--data-raw"
+                    | "--data-urlencode"
+                    | "--json"
+                    | "-F"
+                    | "--form"
+                    | "-T"
+                    | "--upload-file"
+                    | "--post-data"
+                    | "--post-file"
+                    | "--body-data"
+                    | "--body-file"
+            );
+            let saves = match name {
+                "wget" => matches!(option, "-O" | "--output-document"),
+                _ => matches!(option, "-o" | "--output"),
+            };
+            if sends {
+                let data = value();
+                let data = match data.text.as_deref() {
+                    Some("@-" | "-") => input.cloned().unwrap_or_else(Val::unknown),
+                    Some(text) => {
+                        let path = text.trim_start_matches('@').split(';').next().unwrap_or("");
+                        let path = path.split_once('=').map_or(path, |(_, path)| path);
+                        let path = path.trim_start_matches('@').trim_start_matches('<');
+                        data.clone().tainted(self.file_taint(path))
+                    }
+                    None => data,
+                };
+                self.out.push(node, What::Send(data));
+            }
+            if saves {
+                let file = value();
+                if file.text.as_deref() != Some("-") {
+                    if let Some(path) = file.identity() {
+                        self.env.taint(&format!("file:{path}"), Taint::NETWORK);
+                    }
+                    self.out.push(node, What::Download(file));
+                }
+            }
+            index += 1;
+        }
+    }
+
+    /// What reading the file `path` gives: a credential store's content,
+    /// or what was downloaded or copied there.
+    fn file_taint(&self, path: &str) -> Taint {
+        let mut taint = self
+            .env
+            .get(&format!("file:{path}"))
+            .map_or(Taint::NONE, |file| file.taint);
+        if is_credential_path(path) {
+            taint |= Taint::CREDENTIAL;
+        }
+        taint
+    }
+
+    /// The value of a word: its quotes removed, its expansions done.
+    fn word(&mut self, node: Node<'_>, depth: usize) -> Val {
+        if depth > MAX_DEPTH {
+            return Val::unknown();
+        }
+        let source = self.source;
+        let text = text_of(node, source);
+        match node.kind() {
+            "word" | "number" | "heredoc_body" | "string_content" => {
+                if node.kind() == "heredoc_body" {
+                    return self.heredoc(node, depth);
+                }
+                Val::text(unescape_word(text))
+            }
+            "raw_string" => Val::text(text.trim_start_matches('\'').trim_end_matches('\'')),
+            "ansi_c_string" => {
+                Val::text(ansi_c(text.trim_start_matches("$'").trim_end_matches('\'')))
+            }
+            "string" | "translated_string" => {
+                // The text between the children is literal.
+                let inner_start = node.start_byte() + 1;
+                let inner_end = node.end_byte().saturating_sub(1).max(inner_start);
+                let mut pieces = Vec::new();
+                let mut at = inner_start;
+                for child in named_children(node) {
+                    if child.start_byte() > at {
+                        pieces.push(Val::text(source.get(at..child.start_byte()).unwrap_or("")));
+                    }
+                    pieces.push(match child.kind() {
+                        "string_content" => Val::text(unescape_double(text_of(child, source))),
+                        _ => self.word(child, depth + 1),
+                    });
+                    at = child.end_byte();
+                }
+                if inner_end > at {
+                    pieces.push(Val::text(source.get(at..inner_end).unwrap_or("")));
+                }
+                Val::concat(pieces)
+            }
+            "concatenation" => {
+                let pieces: Vec<Val> = named_children(node)
+                    .into_iter()
+                    .map(|child| self.word(child, depth + 1))
+                    .collect();
+                Val::concat(pieces)
+            }
+            "simple_expansion" | "expansion" => self.expansion(node, depth),
+            "command_substitution" | "process_substitution" => {
+                let mut output = Val::unknown();
+                for child in named_children(node) {
+                    output = self.statement(child, depth + 1);
+                }
+                if node.kind() == "process_substitution" {
+                    // `<(curl ...)` is a file holding the output.
+                    return Val::from(output.taint | Taint::UNKNOWN);
+                }
+                output
+            }
+            _ => Val::unknown(),
+        }
+    }
+
+    fn heredoc(&mut self, node: Node<'_>, depth: usize) -> Val {
+        let source = self.source;
+        let mut pieces = Vec::new();
+        let mut at = node.start_byte();
+        for child in named_children(node) {
+            if child.start_byte() > at {
+                pieces.push(Val::text(source.get(at..child.start_byte()).unwrap_or("")));
+            }
+            pieces.push(self.word(child, depth + 1));
+            at = child.end_byte();
+        }
+        if node.end_byte() > at {
+            pieces.push(Val::text(source.get(at..node.end_byte()).unwrap_or("")));
+        }
+        Val::concat(pieces)
+    }
+
+    /// `$name`, `${name}`, `${name:-default}`.
+    fn expansion(&mut self, node: Node<'_>, depth: usize) -> Val {
+        let children = named_children(node);
+        let Some(variable) = children.iter().find(|child| {
+            child.kind() == "variable_name" || child.kind() == "special_variable_name"
+        }) else {
+            return Val::unknown();
+        };
+        let name = text_of(*variable, self.source);
+        if let Some(value) = self.env.get(name) {
+            return value.clone().named(format!("${name}"));
+        }
+        match name {
+            "HOME" => return Val::text("~"),
+            "USER" | "LOGNAME" => return Val::text("user"),
+            _ => {}
+        }
+        // `${name:-default}`: the default, when the name holds nothing known.
+        let default = children
+            .iter()
+            .skip_while(|child| child.id() != variable.id())
+            .skip(1)
+            .find(|child| child.kind() != "variable_name");
+        match default {
+            Some(default) => {
+                let value = self.word(*default, depth + 1);
+                if value.text.is_some() {
+                    value
+                } else {
+                    Val::unknown().named(format!("${name}"))
+                }
+            }
+            None => Val::unknown().named(format!("${name}")),
+        }
+    }
+}
+
+/// True when the shell text runs nothing: no command substitution.
+fn only_names(text: &str) -> bool {
+    !text.contains("$(") && !text.contains('`') && !text.contains("<(")
+}
+
+/// Tools that read their own credential stores whatever the argument.
+const CONFIG_OWNERS: &[&str] = &[
+    "kubectl",
+    "helm",
+    "kubectx",
+    "kubens",
+    "k9s",
+    "aws",
+    "gcloud",
+    "gsutil",
+    "az",
+    "docker",
+    "podman",
+    "npm",
+    "yarn",
+    "pnpm",
+    "pip",
+    "pip3",
+    "twine",
+    "gh",
+    "terraform",
+];
+/// Tools that use a key given with an option (`ssh -i KEY`).
+const KEY_USERS: &[&str] = &[
+    "ssh",
+    "scp",
+    "sftp",
+    "ssh-add",
+    "ssh-keygen",
+    "git",
+    "rsync",
+];
+
+/// True when the command `name args` names credential stores only as the
+/// tool that owns them uses them: any argument of `kubectl` or `aws`, an
+/// option's value for `ssh -i`.
+fn owns_its_credentials(name: &str, args: &[Val]) -> bool {
+    let mut named = false;
+    for (index, arg) in args.iter().enumerate() {
+        let Some(text) = arg.text.as_deref() else {
+            continue;
+        };
+        if !is_credential_path(text) {
+            continue;
+        }
+        named = true;
+        let after_option = index > 0
+            && args[index - 1]
+                .text
+                .as_deref()
+                .is_some_and(|previous| previous.starts_with('-'));
+        let owned = CONFIG_OWNERS.contains(&name)
+            || KEY_USERS.contains(&name) && (after_option || text.starts_with("IdentityFile="));
+        if !owned {
+            return false;
+        }
+    }
+    named
+}
+
+/// The values as words of one command line, separated by spaces.
+fn joined(values: &[Val]) -> Vec<Val> {
+    let mut pieces = Vec::new();
+    for (index, value) in values.iter().enumerate() {
+        if index > 0 {
+            pieces.push(Val::text(" "));
+        }
+        pieces.push(value.clone());
+    }
+    pieces
+}
+
+/// `printf FORMAT ARGS`: `%s` and `%b` replaced by the arguments in turn,
+/// `%%` by `%`, escapes done.
+fn printf(args: &[Val]) -> Val {
+    let Some(format) = args.first() else {
+        return Val::text("");
+    };
+    let Some(format) = format.text.as_deref() else {
+        return Val::unknown();
+    };
+    let mut pieces = Vec::new();
+    let mut operands = args[1..].iter();
+    let mut literal = String::new();
+    let mut chars = ansi_c(format)
+        .chars()
+        .collect::<Vec<_>>()
+        .into_iter()
+        .peekable();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            literal.push(c);
+            continue;
+        }
+        // Skip flags and widths up to the conversion.
+        let mut conversion = None;
+        while let Some(&next) = chars.peek() {
+            chars.next();
+            if next.is_ascii_alphabetic() || next == '%' {
+                conversion = Some(next);
+                break;
+            }
+        }
+        match conversion {
+            Some('%') => literal.push('%'),
+            Some(_) => {
+                pieces.push(Val::text(std::mem::take(&mut literal)));
+                pieces.push(operands.next().cloned().unwrap_or_else(|| Val::text("")));
+            }
+            None => {}
+        }
+    }
+    pieces.push(Val::text(literal));
+    Val::concat(pieces)
+}
+
+/// A bare word's text: backslashes drop, the character after stays.
+fn unescape_word(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            match chars.next() {
+                Some('\n') | None => {}
+                Some(next) => out.push(next),
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Text inside double quotes: `\"`, `\\`, `\$`, `` \` `` lose their
+/// backslash, and a backslash before a line end joins the lines.
+fn unescape_double(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            match chars.peek() {
+                Some('"' | '\\' | '$' | '`') => out.push(chars.next().unwrap_or('\\')),
+                Some('\n') => {
+                    chars.next();
+                }
+                _ => out.push('\\'),
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The escapes of `$'...'` and of `printf` formats: `\xHH`, `\NNN`
+/// (octal), `\n`, `\t`, `\\`, `\'`.
+fn ansi_c(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let chars: Vec<char> = text.chars().collect();
+    let mut index = 0;
+    while index < chars.len() {
+        let c = chars[index];
+        index += 1;
+        if c != '\\' || index >= chars.len() {
+            out.push(c);
+            continue;
+        }
+        let next = chars[index];
+        index += 1;
+        match next {
+            'n' => out.push('\n'),
+            't' => out.push('\t'),
+            'r' => out.push('\r'),
+            'e' | 'E' => out.push('\u{1b}'),
+            'a' => out.push('\u{7}'),
+            '\\' | '\'' | '"' | '?' => out.push(next),
+            'x' => {
+                let digits: String = chars[index..]
+                    .iter()
+                    .take(2)
+                    .take_while(|c| c.is_ascii_hexdigit())
+                    .collect();
+                index += digits.len();
+                match u32::from_str_radix(&digits, 16)
+                    .ok()
+                    .and_then(char::from_u32)
+                {
+                    Some(c) => out.push(c),
+                    None => out.push_str("\\x"),
+                }
+            }
+            '0'..='7' => {
+                let digits: String = std::iter::once(next)
+                    .chain(chars[index..].iter().take(2).copied())
+                    .take_while(|c| c.is_digit(8))
+                    .collect();
+                index += digits.len() - 1;
+                match u32::from_str_radix(&digits, 8)
+                    .ok()
+                    .and_then(char::from_u32)
+                {
+                    Some(c) => out.push(c),
+                    None => out.push('\\'),
+                }
+            }
+            _ => {
+                out.push('\\');
+                out.push(next);
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_of_ansi_c_strings_and_printf_formats() {
+        assert_eq!(ansi_c(r"\x63url"), "curl");
+        assert_eq!(ansi_c(r"\143url"), "curl");
+        assert_eq!(ansi_c(r"a\tb"), "a\tb");
+        let folded = printf(&[
+            Val::text("/dev/%s/%s/%d"),
+            Val::text("tcp"),
+            Val::text("203.0.113.7"),
+            Val::text("4444"),
+        ]);
+        assert_eq!(folded.text.as_deref(), Some("/dev/tcp/203.0.113.7/4444"));
+        assert_eq!(unescape_word(r"cu\rl"), "curl");
+    }
+}

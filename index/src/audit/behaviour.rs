@@ -44,8 +44,9 @@ const fn pattern(
 use Severity::{High, Medium};
 
 /// The network fetchers whose output must not reach an interpreter.
+/// HTTPie's `http` only in lower case: "HTTP" is a word of prose.
 const FETCH: &str =
-    r"(?:curl|wget|fetch|iwr|irm|invoke-webrequest|invoke-restmethod|http(?:ie)?|aria2c)";
+    r"(?:curl|wget|fetch|iwr|irm|invoke-webrequest|invoke-restmethod|(?-i:http(?:ie)?)|aria2c)";
 
 /// Download-and-execute is judged apart from these: its severity in a
 /// document depends on the host (see [`download_severity`]).
@@ -473,6 +474,40 @@ fn names_subject(host: &str, subject: &[String]) -> bool {
         })
 }
 
+/// True when `line` is a row of a Markdown table.
+fn is_table_row(line: &str) -> bool {
+    let trimmed = line.trim();
+    trimmed.len() > 1 && trimmed.starts_with('|') && trimmed.ends_with('|')
+}
+
+/// A table row with its cell borders made tabs and its escaped pipes
+/// pipes, at the same byte offsets.
+fn table_row_as_text(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut escaped = false;
+    for character in line.chars() {
+        match character {
+            '\\' if !escaped => escaped = true,
+            '|' if escaped => {
+                out.push_str(" |");
+                escaped = false;
+            }
+            '|' => out.push('\t'),
+            other => {
+                if escaped {
+                    out.push('\\');
+                    escaped = false;
+                }
+                out.push(other);
+            }
+        }
+    }
+    if escaped {
+        out.push('\\');
+    }
+    out
+}
+
 /// Returns true if and only if the text may download and execute
 /// somewhere: the one pass that spares most texts the line by line look.
 pub(crate) fn may_download_exec(text: &str) -> bool {
@@ -531,7 +566,11 @@ pub(crate) fn scan(scan: &mut Scan<'_>) {
         return;
     }
     let lines: Vec<(usize, usize, &str)> = scan.lines().collect();
-    for (_, line_start, line) in lines {
+    for (_, line_start, original) in lines {
+        // In a document's table row, a bare `|` parts cells; a pipe in a
+        // cell is written `\|`.
+        let cells = (!is_script && is_table_row(original)).then(|| table_row_as_text(original));
+        let line = cells.as_deref().unwrap_or(original);
         if let Some((start, end)) = find_download_exec(line).filter(|_| downloads) {
             let severity = if is_script {
                 High

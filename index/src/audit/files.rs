@@ -126,7 +126,9 @@ static CHAR_CODES: LazyLock<Regex> = LazyLock::new(|| {
 
 /// Something that turns data into running code.
 static EVALUATES: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)(?-u:\b)(?:eval|exec|Function|iex|invoke-expression|compile|b64decode|atob|frombase64string|base64\s+-d|marshal\.loads)(?-u:\b)")
+    // Calls, case as written (an icon named "Function App" is no call),
+    // not methods (`re.compile(`); PowerShell's names in any case.
+    Regex::new(r"(?:^|[^.\w])(?:eval|exec|execfile|compile|Function|b64decode|atob|marshal\.loads)\s*\(|(?i:(?-u:\b)(?:iex|invoke-expression|frombase64string)(?-u:\b)|(?-u:\b)base64\s+(?:-d|--decode)(?-u:\b))")
         .expect("valid evaluation pattern")
 });
 

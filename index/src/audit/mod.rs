@@ -462,11 +462,9 @@ fn audit_file(
     // A script in a language the audit parses is read as code first:
     // flows from where values come from to where they run, and its
     // commands with their strings folded (see `code`).
-    let language = (is_text && kinds.contains(&FileKind::Script))
-        .then(|| code::language(file.path, reading.text()))
+    let code = (is_text && kinds.contains(&FileKind::Script))
+        .then(|| read_code(file.path, reading.text(), subject))
         .flatten();
-    let code =
-        language.and_then(|language| read_code(file.path, reading.text(), language, subject));
     let runs_data = code.as_ref().map(|code| code.runs_data);
     for (index, text) in reading.texts.iter().enumerate() {
         for (turn, &kind) in kinds.iter().enumerate() {
@@ -520,28 +518,71 @@ impl CodeFindings {
     /// where the statement only names the store or passes it to the tool
     /// that owns it: where the value goes is judged on its own.
     fn lower_own_use(&self, finding: &mut Finding, start: usize) {
-        if finding.rule == Rule::CredentialAccess
-            && finding.severity == Severity::High
-            && self.reading.in_own_use(start)
-        {
+        if finding.severity != Severity::High {
+            return;
+        }
+        if finding.rule == Rule::CredentialAccess && self.reading.in_own_use(start) {
             finding.severity = Severity::Medium;
             finding.message.push_str(
                 " (named, or passed to the tool that owns it: where it goes is judged apart)",
             );
+        } else if self.reading.in_comment(start)
+            && matches!(
+                finding.rule,
+                Rule::DownloadExec
+                    | Rule::DecodeExec
+                    | Rule::ReverseShell
+                    | Rule::CredentialAccess
+                    | Rule::Persistence
+                    | Rule::Exfiltration
+            )
+        {
+            // A comment does not run; an agent reading the script still
+            // sees it.
+            finding.severity = Severity::Medium;
+            finding.message.push_str(" (in a comment)");
         }
     }
 }
 
-/// Reads the script `text` at `file` as code in `language`.
-fn read_code(
-    file: &str,
-    text: &str,
-    language: code::Lang,
-    subject: &[String],
-) -> Option<CodeFindings> {
+/// `text` with each CR that no LF follows made an LF.
+fn lone_carriage_returns_as_line_ends(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    for (index, character) in text.char_indices() {
+        if character == '\r' && bytes.get(index + 1) != Some(&b'\n') {
+            out.push('\n');
+        } else {
+            out.push(character);
+        }
+    }
+    out
+}
+
+/// Reads the script `text` at `file` as code, when it is in a language
+/// the audit parses or holds code in one (a Makefile's recipes).
+fn read_code(file: &str, text: &str, subject: &[String]) -> Option<CodeFindings> {
     let mut scan = Scan::new(file, text, FileKind::Script);
     scan.subject = subject.to_vec();
-    let reading = code::read(&mut scan, language)?;
+    let reading = match code::language(file, text) {
+        Some(language @ (code::Lang::Python | code::Lang::JavaScript | code::Lang::TypeScript))
+            if text.contains('\r') =>
+        {
+            // Python and JavaScript end a line at a lone CR: the code is
+            // parsed as they read it, at the same offsets.
+            let code = lone_carriage_returns_as_line_ends(text);
+            code::read(&mut scan, language, &code, &[])?
+        }
+        Some(language) => code::read(&mut scan, language, text, &[])?,
+        None => {
+            let code::Embedded {
+                lang,
+                text: code,
+                seeds,
+            } = code::embedded(file, text)?;
+            code::read(&mut scan, lang, &code, &seeds)?
+        }
+    };
     // The folded commands, a line each, read by the line rules; what they
     // find is reported at the statement each line stands for.
     let mut folded_text = String::new();

@@ -472,6 +472,32 @@ impl Lowering<'_, '_> {
             run_argv(self.out, node, &words);
             return Val::unknown();
         }
+        if matches!(
+            last.as_str(),
+            "writeFileSync"
+                | "writeFile"
+                | "appendFileSync"
+                | "appendFile"
+                | "createWriteStream"
+                | "copyFileSync"
+                | "copyFile"
+                | "symlinkSync"
+                | "cpSync"
+        ) {
+            let copies =
+                last.starts_with("copy") || last.starts_with("symlink") || last == "cpSync";
+            let (path, content) = if copies {
+                (values.get(1).cloned(), first.clone())
+            } else {
+                (
+                    values.first().cloned(),
+                    values.get(1).cloned().unwrap_or_else(Val::unknown),
+                )
+            };
+            if let Some(path) = path {
+                self.out.push(node, What::Write { path, content });
+            }
+        }
         let sends = SENDS.contains(&last.as_str());
         if sends {
             for value in &values {

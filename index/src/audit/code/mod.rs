@@ -23,6 +23,7 @@
 //! statements (a name holds every value assigned to it anywhere), which
 //! errs towards reporting. It never runs anything.
 
+mod embedded;
 mod js;
 mod python;
 mod shell;
@@ -32,6 +33,7 @@ use tree_sitter::{Language, Node, Parser, Tree};
 
 use super::text::Scan;
 use super::{Rule, Severity};
+pub(crate) use embedded::{Embedded, embedded};
 pub(crate) use value::{Env, Taint, Val};
 
 /// The largest script parsed: larger ones are read by the line rules
@@ -122,6 +124,11 @@ pub(crate) enum What {
     Download(Val),
     /// A value sent over the network.
     Send(Val),
+    /// A comment: what the line rules find in it does not run.
+    Comment,
+    /// A file written (`>>`, `tee`, `cp`, `open(F, "w")`,
+    /// `writeFileSync`), with what is written when known.
+    Write { path: Val, content: Val },
     /// A statement that only names a credential store (an assignment) or
     /// passes one to the tool that owns it (`kubectl --kubeconfig`,
     /// `ssh -i`): what happens to the store is judged where the value
@@ -158,12 +165,17 @@ fn parse(lang: Lang, text: &str) -> Option<Tree> {
 }
 
 /// Lowers `text` as `lang` into events, reading it until the values of
-/// its names settle.
-pub(crate) fn lower(lang: Lang, text: &str) -> Option<Lowered> {
+/// its names settle; `seeds` are names the file gives values outside the
+/// code (a Makefile's variables).
+pub(crate) fn lower(lang: Lang, text: &str, seeds: &[(String, String)]) -> Option<Lowered> {
     let tree = parse(lang, text)?;
     let root = tree.root_node();
     let mut env = Env::default();
+    for (name, value) in seeds {
+        env.assign(name, Val::text(value.clone()));
+    }
     let mut lowered = Lowered::default();
+    let comments = comments(root);
     for _ in 0..MAX_PASSES {
         env.changed = false;
         lowered = Lowered::default();
@@ -176,7 +188,37 @@ pub(crate) fn lower(lang: Lang, text: &str) -> Option<Lowered> {
             break;
         }
     }
+    lowered.events.extend(comments);
     Some(lowered)
+}
+
+/// The comments of the tree under `root`, as [`What::Comment`] events,
+/// found without recursion.
+fn comments(root: Node<'_>) -> Vec<Event> {
+    let mut found = Vec::new();
+    let mut cursor = root.walk();
+    'walk: loop {
+        let node = cursor.node();
+        if node.kind() == "comment" {
+            found.push(Event {
+                start: node.start_byte(),
+                end: node.end_byte(),
+                what: What::Comment,
+            });
+        }
+        if cursor.goto_first_child() {
+            continue;
+        }
+        loop {
+            if cursor.goto_next_sibling() {
+                continue 'walk;
+            }
+            if !cursor.goto_parent() {
+                break 'walk;
+            }
+        }
+    }
+    found
 }
 
 /// What reading a script's code found: the folded commands to give the
@@ -192,12 +234,21 @@ pub(crate) struct Reading {
     /// The bytes of statements that only name a credential store or pass
     /// it to its own tool ([`What::OwnUse`]).
     pub(crate) own_uses: Vec<(usize, usize)>,
+    /// The bytes of comments.
+    pub(crate) comments: Vec<(usize, usize)>,
 }
 
 impl Reading {
     /// True when the bytes `start..end` are one of [`Reading::own_uses`].
     pub(crate) fn is_own_use(&self, start: usize, end: usize) -> bool {
         self.own_uses.iter().any(|&(s, e)| s == start && e == end)
+    }
+
+    /// True when byte `offset` lies in a comment.
+    pub(crate) fn in_comment(&self, offset: usize) -> bool {
+        self.comments
+            .iter()
+            .any(|&(s, e)| s <= offset && offset < e)
     }
 
     /// True when byte `offset` lies in one of [`Reading::own_uses`].
@@ -208,10 +259,16 @@ impl Reading {
     }
 }
 
-/// Reads the script `scan` holds as `lang`: reports the flows that are
-/// attacks on `scan`, and returns the folded commands.
-pub(crate) fn read(scan: &mut Scan<'_>, lang: Lang) -> Option<Reading> {
-    let lowered = lower(lang, scan.text)?;
+/// Reads the code `code` (the text `scan` holds, or the code cut out of
+/// it in place) as `lang`: reports the flows that are attacks on `scan`,
+/// and returns the folded commands.
+pub(crate) fn read(
+    scan: &mut Scan<'_>,
+    lang: Lang,
+    code: &str,
+    seeds: &[(String, String)],
+) -> Option<Reading> {
+    let lowered = lower(lang, code, seeds)?;
     Some(judge(scan, &lowered))
 }
 
@@ -277,6 +334,25 @@ pub(crate) fn judge(scan: &mut Scan<'_>, lowered: &Lowered) -> Reading {
             }
             What::Download(_) => {}
             What::OwnUse => reading.own_uses.push((start, end)),
+            What::Comment => reading.comments.push((start, end)),
+            What::Write { path, content } => {
+                let target = path.identity().and_then(persistence_target);
+                let planted = content.text.as_deref().and_then(|text| {
+                    PLANTED
+                        .iter()
+                        .find(|(word, _)| text.contains(word))
+                        .map(|(_, what)| *what)
+                });
+                if let Some(what) = target.or(planted) {
+                    scan.report(
+                        Rule::Persistence,
+                        Severity::High,
+                        start,
+                        end,
+                        format!("writes {what}"),
+                    );
+                }
+            }
             What::Send(data) => {
                 if data.taint.has(Taint::CREDENTIAL) {
                     scan.report(
@@ -301,11 +377,94 @@ pub(crate) fn judge(scan: &mut Scan<'_>, lowered: &Lowered) -> Reading {
     reading
 }
 
+/// Files that an agent, a shell, the dynamic loader, sudo or git read or
+/// run on their own, by a pattern of their path, and what they are.
+static TARGETS: &[(&str, &str)] = &[
+    (
+        r"(?:^|/)\.claude/settings(?:\.local)?\.json$",
+        "Claude Code's settings, whose hooks run commands",
+    ),
+    (
+        r"(?:^|/)\.claude/(?:hooks|commands|agents)/",
+        "Claude Code's configuration",
+    ),
+    (
+        r"(?:^|/)\.codex/(?:config\.toml|AGENTS\.md)$",
+        "Codex's configuration",
+    ),
+    (
+        r"(?:^|/)\.(?:cursor|vscode|gemini|kiro|windsurf|codeium/windsurf)/(?:mcp(?:_config)?|settings|tasks)\.json$",
+        "an editor's or agent's configuration, whose MCP servers and tasks run",
+    ),
+    (
+        r"(?:^|/)\.mcp\.json$|claude_desktop_config\.json$",
+        "an MCP server configuration, whose servers run",
+    ),
+    (
+        r"(?:^|/)(?:CLAUDE|AGENTS|GEMINI)\.md$|(?:^|/)\.github/copilot-instructions\.md$",
+        "an agent's standing instructions",
+    ),
+    (
+        r"^/etc/ld\.so\.preload$",
+        "the dynamic loader's preload list, loaded into every program",
+    ),
+    (
+        r"^/etc/(?:profile\.d/|profile$|bash\.bashrc$|environment$|zsh/|zshenv$|zprofile$)",
+        "a start-up file every login shell runs",
+    ),
+    (r"^/etc/sudoers(?:\.d/|$)", "sudo's rules"),
+    (
+        r"^/etc/(?:rc\.local$|init\.d/|systemd/|cron|anacrontab$)|/var/spool/cron",
+        "a service or job the system starts",
+    ),
+    (
+        r"(?:^|/)\.config/(?:systemd/user|autostart)/",
+        "a service or program the desktop starts",
+    ),
+    (
+        r"(?:^|/)\.git/hooks/|(?:^|/)\.husky/",
+        "a git hook, which git runs",
+    ),
+    (
+        r"(?:^|/|~)\.(?:bashrc|bash_profile|bash_login|profile|zshrc|zshenv|zprofile|zlogin|kshrc|cshrc|tcshrc)$|(?:^|/)\.config/fish/config\.fish$",
+        "a shell start-up file",
+    ),
+    (r"(?:^|/)Library/Launch(?:Agents|Daemons)/", "a launchd job"),
+];
+
+/// Words that plant persistence in whatever file they are written to.
+const PLANTED: &[(&str, &str)] = &[
+    (
+        "LD_PRELOAD",
+        "an LD_PRELOAD setting, which loads a library into every program started after it",
+    ),
+    (
+        "PROMPT_COMMAND",
+        "a PROMPT_COMMAND, which the shell runs before every prompt",
+    ),
+    ("NOPASSWD", "a sudo rule without a password"),
+];
+
+static TARGET_SET: std::sync::LazyLock<regex::RegexSet> =
+    std::sync::LazyLock::new(|| super::large_set(TARGETS.iter().map(|(pattern, _)| *pattern)));
+
+/// What the file at `path` is, when writing it is persistence.
+pub(crate) fn persistence_target(path: &str) -> Option<&'static str> {
+    let path = path.trim();
+    TARGET_SET
+        .matches(path)
+        .iter()
+        .next()
+        .map(|index| TARGETS[index].1)
+}
+
 /// True when two folded file names name the same file: equal, or equal
 /// once a leading `./` is dropped.
-fn same_file(a: &str, b: &str) -> bool {
+fn same_file(saved: &str, run: &str) -> bool {
     let trim = |name: &str| name.trim_start_matches("./").to_owned();
-    trim(a) == trim(b)
+    // A program saved into a `bin` folder runs by its name alone.
+    trim(saved) == trim(run)
+        || !run.contains('/') && !run.is_empty() && saved.ends_with(&format!("/bin/{run}"))
 }
 
 /// True when `path` names a credential store (`~/.ssh/id_rsa`,

@@ -401,6 +401,15 @@ impl Lowering<'_, '_> {
             .map_or("", |operator| text_of(operator, self.source));
         match operator {
             "+" => Val::concat([left, right]),
+            // `Path.home() / ".claude" / "settings.json"`.
+            "/" if left
+                .text
+                .as_deref()
+                .is_some_and(|text| text.parse::<f64>().is_err())
+                && right.text.is_some() =>
+            {
+                join_path(&[left, right])
+            }
             "%" => match (&left.text, &right.text) {
                 (Some(format), Some(argument)) if format.matches("%s").count() == 1 => {
                     Val::text(format.replacen("%s", argument, 1)).tainted(left.taint | right.taint)
@@ -534,6 +543,56 @@ impl Lowering<'_, '_> {
         {
             self.out.push(node, What::Download(file.clone()));
         }
+        if (last == "open" || last == "io.open")
+            && let Some(file) = self.opened_for_writing(node, depth)
+        {
+            self.out.push(
+                node,
+                What::Write {
+                    path: file,
+                    content: Val::unknown(),
+                },
+            );
+        }
+        if matches!(last.as_str(), "write_text" | "write_bytes")
+            && let Some(file) = receiver.clone()
+        {
+            self.out.push(
+                node,
+                What::Write {
+                    path: file,
+                    content: first.clone(),
+                },
+            );
+        }
+        if (matches!(
+            last.as_str(),
+            "copy" | "copy2" | "copyfile" | "move" | "symlink"
+        ) && callee.starts_with("shutil")
+            || callee == "os.symlink")
+            && let Some(destination) = args.get(1)
+        {
+            self.out.push(
+                node,
+                What::Write {
+                    path: destination.clone(),
+                    content: first.clone(),
+                },
+            );
+        }
+        if last == "write" {
+            let file =
+                object.and_then(|object| self.handles.get(text_of(object, self.source)).cloned());
+            if let Some(file) = file {
+                self.out.push(
+                    node,
+                    What::Write {
+                        path: file,
+                        content: first.clone(),
+                    },
+                );
+            }
+        }
         if (last == "write" || last == "write_bytes" || last == "write_text")
             && first.taint.has(Taint::NETWORK)
         {
@@ -638,6 +697,14 @@ impl Lowering<'_, '_> {
             }
             "home" => return Val::text("~"),
             "getenv" => return Val::unknown(),
+            // `os.environ.get("X")`: one variable, not the environment.
+            "get" | "pop" | "setdefault"
+                if receiver
+                    .as_ref()
+                    .is_some_and(|receiver| receiver.taint.has(Taint::ENVIRONMENT)) =>
+            {
+                return Val::unknown();
+            }
             "copy" | "items" | "keys" | "values" | "dict" => {
                 let base = receiver.unwrap_or_else(|| first.clone());
                 return union([&base]);

@@ -178,8 +178,15 @@ impl Lowering<'_, '_> {
                         continue;
                     }
                     if output.taint.has(Taint::NETWORK) {
-                        self.out.push(node, What::Download(path));
+                        self.out.push(node, What::Download(path.clone()));
                     }
+                    self.out.push(
+                        node,
+                        What::Write {
+                            path,
+                            content: output.clone(),
+                        },
+                    );
                 }
                 output
             }
@@ -255,9 +262,9 @@ impl Lowering<'_, '_> {
             return self.run(node, &args[rest..], input);
         }
         // A command whose name came from the network or a download.
-        if first.taint.has(Taint::NETWORK)
-            || first.text.as_deref().is_some_and(|word| word.contains('/'))
-        {
+        // Any program is a file run: one saved from the network, by its
+        // path or by its name in a `bin` folder, is reported (`judge`).
+        if first.taint.has(Taint::NETWORK) || first.identity().is_some() {
             self.out.push(node, What::RunFile(first.clone()));
         }
         if owns_its_credentials(&name, args) {
@@ -274,23 +281,38 @@ impl Lowering<'_, '_> {
                 .collect();
             if let [sources @ .., destination] = operands.as_slice() {
                 let credential = sources.iter().any(|source| {
-                    source.text.as_deref().is_some_and(is_credential_path)
+                    source.identity().is_some_and(is_credential_path)
                         || source
                             .text
                             .as_deref()
                             .and_then(|path| self.env.get(&format!("file:{path}")))
                             .is_some_and(|file| file.taint.has(Taint::CREDENTIAL))
                 });
+                let content = sources
+                    .first()
+                    .map_or_else(Val::unknown, |source| (*source).clone());
+                self.out.push(
+                    node,
+                    What::Write {
+                        path: (*destination).clone(),
+                        content,
+                    },
+                );
                 if credential {
                     if let Some(path) = destination.identity() {
                         self.env.taint(&format!("file:{path}"), Taint::CREDENTIAL);
                     }
-                    // The project's own file, copied: not a user's store.
+                    // The project's own file (not one in a home folder), copied:
+                    // where the copy goes is judged on its own.
                     let project_own = sources.iter().all(|source| {
-                        source
-                            .text
-                            .as_deref()
-                            .is_some_and(|path| path.starts_with("./") && !path.contains(".."))
+                        source.identity().is_some_and(|path| {
+                            !path.starts_with('~')
+                                && !path.starts_with("$HOME")
+                                && !path.starts_with("/home/")
+                                && !path.starts_with("/root")
+                                && !path.starts_with("/etc")
+                                && !path.contains("..")
+                        })
                     });
                     if project_own {
                         self.out.push(node, What::OwnUse);
@@ -339,7 +361,38 @@ impl Lowering<'_, '_> {
                     .push(node, What::RunFile(Val::from(Taint::NETWORK)));
                 Val::unknown()
             }
-            "test" | "[" => {
+            "tee" => {
+                let input = input.unwrap_or_else(Val::unknown);
+                for file in args
+                    .iter()
+                    .filter(|arg| arg.text.as_deref().is_none_or(|w| !w.starts_with('-')))
+                {
+                    self.out.push(
+                        node,
+                        What::Write {
+                            path: file.clone(),
+                            content: input.clone(),
+                        },
+                    );
+                }
+                input
+            }
+            "sed" if flag(&["-i", "--in-place"]) => {
+                if let Some(file) = args.last() {
+                    self.out.push(
+                        node,
+                        What::Write {
+                            path: file.clone(),
+                            content: Val::unknown(),
+                        },
+                    );
+                }
+                Val::unknown()
+            }
+            "git" if text(0) == Some("rev-parse") && text(1) == Some("--git-path") => {
+                Val::text(format!(".git/{}", text(2).unwrap_or("")))
+            }
+            "test" | "[" | "chmod" | "chown" | "chgrp" | "stat" | "ls" | "touch" | "rm" => {
                 self.out.push(node, What::OwnUse);
                 Val::text("")
             }

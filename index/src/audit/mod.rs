@@ -23,6 +23,7 @@
 //! example, the conditions of its severity, and how to suppress it.
 
 mod behaviour;
+mod blocks;
 mod code;
 mod decode;
 mod files;
@@ -774,6 +775,7 @@ fn scan_text(
     secrets::scan(&mut scan);
     behaviour::scan(&mut scan);
     instructions::scan(&mut scan);
+    blocks::scan(&mut scan);
     if let Some(document) = &document {
         frontmatter::scan(&mut scan, document, options.host);
     }

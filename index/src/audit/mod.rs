@@ -776,6 +776,8 @@ fn scan_text(
     behaviour::scan(&mut scan);
     instructions::scan(&mut scan);
     blocks::scan(&mut scan);
+    blocks::scan_claims(&mut scan);
+    unicode::scan_hosts(&mut scan);
     if let Some(document) = &document {
         frontmatter::scan(&mut scan, document, options.host);
     }

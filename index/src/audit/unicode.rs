@@ -201,6 +201,44 @@ fn look_alike_script(character: char) -> Option<&'static str> {
     }
 }
 
+/// A URL's host, in any text.
+static HOST: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(r"(?i)(?-u:\b)(?:https?|ftp|wss?)://([^/\s:'\x22`)<>\]@]+)")
+        .expect("valid host pattern")
+});
+
+/// Reports each address whose host has a label that mixes Latin letters
+/// with look-alikes of another script (`mirrоr.example` with a Cyrillic
+/// `о`): a host that reads as one site and resolves to another.
+pub(crate) fn scan_hosts(scan: &mut Scan<'_>) {
+    if scan.text.is_ascii() {
+        return;
+    }
+    let mut found = Vec::new();
+    for captures in HOST.captures_iter(scan.text) {
+        let host = captures.get(1).expect("group 1");
+        if host.as_str().is_ascii() {
+            continue;
+        }
+        for label in host.as_str().split('.') {
+            let latin = label.chars().any(|c| c.is_ascii_alphabetic());
+            if let Some(script) = label.chars().find_map(look_alike_script).filter(|_| latin) {
+                found.push((host.start(), host.end(), host.as_str().to_owned(), script));
+                break;
+            }
+        }
+    }
+    for (start, end, host, script) in found {
+        scan.report(
+            Rule::ConfusableText,
+            Severity::Medium,
+            start,
+            end,
+            format!("the host `{host}` mixes Latin letters with {script} look-alikes"),
+        );
+    }
+}
+
 /// Reports each word of `value` (a frontmatter string at bytes
 /// `start..` of the scanned text) that mixes Latin letters with look-alikes
 /// from another script.
@@ -287,5 +325,22 @@ mod tests {
         assert_eq!(scan.findings.len(), 1, "{:?}", scan.findings);
         assert!(scan.findings[0].message.contains("`Rеad`"));
         assert!(scan.findings[0].message.contains("Cyrillic"));
+    }
+
+    #[test]
+    fn a_host_mixing_scripts_is_confusable_anywhere() {
+        let mut scan = Scan::new(
+            "scripts/x.py",
+            "BASE = \"https://r\u{0435}leases.example.invalid/cli\"\nOK = \"https://\u{043f}\u{0440}\u{0438}\u{043c}\u{0435}\u{0440}.\u{0440}\u{0444}/\"\n",
+            FileKind::Script,
+        );
+        scan_hosts(&mut scan);
+        let found: Vec<(Rule, usize)> = scan
+            .findings
+            .iter()
+            .map(|f| (f.rule, f.line.unwrap_or(0)))
+            .collect();
+        // A Cyrillic host in one script is a name, not a disguise.
+        assert_eq!(found, [(Rule::ConfusableText, 1)]);
     }
 }

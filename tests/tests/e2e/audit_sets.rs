@@ -114,14 +114,9 @@ const NOT_CAUGHT_YET: &[(&str, &str)] = &[
     ("win-ssh-agent-check", "PowerShell parsed"),
     ("report-addin-refresh", "PowerShell and cmd parsed"),
     ("changelog-tool", "instructions in tool descriptions"),
-    ("meeting-minutes", "paraphrased precedence claims"),
-    ("support-macros", "paraphrased precedence claims"),
-    ("pkg-mirror", "mixed-script hosts"),
-    ("release-fetcher", "mixed-script hosts"),
     ("http-helper", "typosquatted packages"),
     ("cli-colors", "typosquatted packages"),
     ("env-scripts", "typosquatted packages"),
-    ("pdf-batch", "archive passwords under any heading"),
 ];
 
 #[test]

@@ -53,3 +53,55 @@ pub fn skill_md(data: &[u8]) {
         }
     }
 }
+
+/// The files `audit_script` writes its input as: each language the audit
+/// parses and each file it cuts code out of.
+const SCRIPT_NAMES: &[&str] = &[
+    "scripts/run.sh",
+    "scripts/run.py",
+    "scripts/run.js",
+    "scripts/run.ts",
+    "assets/Makefile",
+    "assets/Dockerfile",
+    "package.json",
+    "assets/.github/workflows/ci.yml",
+    "assets/site.pth",
+    "references/guide.md",
+];
+
+/// `audit_script`: the bytes as one file of a skill (the first byte picks
+/// which: a shell, Python, JavaScript or TypeScript script, a Makefile, a
+/// Dockerfile, `package.json`, a workflow, a `.pth` file or a document),
+/// through the whole audit: parsing, folding, the flows, the blocks of a
+/// document. Checks that it ends, and that every finding is placed in the
+/// file it names, within its lines.
+pub fn audit_script(data: &[u8]) {
+    let Some((selector, text)) = crate::selector(data) else {
+        return;
+    };
+    let name = SCRIPT_NAMES[usize::from(selector) % SCRIPT_NAMES.len()];
+    let dir = crate::scratch().join("audit-skill");
+    fs_err::create_dir_all(&dir).expect("the skill folder can be made");
+    crate::clear(&dir);
+    fs_err::write(
+        dir.join(skill::SKILL_MD),
+        "---\nname: audit-skill\ndescription: Fuzzed. Use when fuzzing.\n---\n# Fuzzed\n",
+    )
+    .expect("SKILL.md can be written");
+    let path = dir.join(name);
+    fs_err::create_dir_all(path.parent().expect("a parent")).expect("folders can be made");
+    fs_err::write(&path, text).expect("the file can be written");
+    let audit = skillpkg_index::audit::audit_folder(&dir, &Default::default())
+        .expect("a folder of two files can be audited");
+    let lines = text.split(|&byte| byte == b'\n').count();
+    for finding in &audit.findings {
+        if finding.file == name {
+            if let Some(line) = finding.line {
+                assert!(
+                    line >= 1 && line <= lines + 1,
+                    "{finding:?} past the file's {lines} lines"
+                );
+            }
+        }
+    }
+}

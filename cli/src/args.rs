@@ -589,6 +589,12 @@ pub struct McpArgs {
     #[arg(long = "allow-grant", value_name = "SKILL=GLOB")]
     pub allow_grant: Vec<crate::runtime::protected::AllowedGrant>,
 
+    /// Serve skill SKILL although its files audit `high` and skills.lock
+    /// does not record that verdict for them (as `skillpkg install
+    /// --allow-risk` does). Repeat it for each skill. See docs/security.md.
+    #[arg(long = "allow-risk", value_name = "SKILL")]
+    pub allow_risk: Vec<skillpkg_index::skill::SkillName>,
+
     /// How long a whole script or tool call may take, in seconds: waiting
     /// for the client (its roots, a confirmation), preparing and running.
     /// At the end the script's whole process group is killed.

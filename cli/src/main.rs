@@ -24,6 +24,14 @@ fn main() -> ExitCode {
     {
         skillpkg::runtime::jail::factory::main();
     }
+    // Audits of the skills `skillpkg mcp` serves run in this binary
+    // started again (see cli/src/runtime/vetting.rs).
+    #[cfg(feature = "runtime")]
+    if std::env::args_os().nth(1).as_deref()
+        == Some(std::ffi::OsStr::new(skillpkg::runtime::vetting::WORKER_ARG))
+    {
+        skillpkg::runtime::vetting::worker_main();
+    }
     let cli = Cli::parse();
     cli.global.color.write_global();
     skillpkg::logging::init(cli.global.verbose);

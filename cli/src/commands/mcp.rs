@@ -48,6 +48,7 @@ pub fn run(args: &McpArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
             .map(Into::into),
         allow_modified: args.allow_modified,
         allowed_grants: args.allow_grant.clone(),
+        allow_risk: args.allow_risk.iter().map(ToString::to_string).collect(),
         cache: crate::client::Cache::open().ok(),
     };
     // Whether runs can have namespaces here: asked once, by starting a

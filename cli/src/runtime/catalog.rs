@@ -35,8 +35,10 @@ use skillpkg_index::skill::scope::Environment;
 use skillpkg_index::skill::{Frontmatter, Host, document};
 
 use super::protected::{AllowedGrant, Protection};
+use super::vetting::{self, Decision};
 use crate::project::lockfile::{self, LockedSkill, Lockfile};
 use crate::project::targets::{STATE_FILE, TargetState};
+use skillpkg_index::audit::Summary;
 
 /// The most files a served skill may have; SEP-2640 lets hosts skip larger
 /// skills, so serving them would only fail later.
@@ -71,6 +73,8 @@ pub struct Options {
     pub cache: Option<crate::client::Cache>,
     /// `--allow-grant`: grants that may reach protected paths.
     pub allowed_grants: Vec<AllowedGrant>,
+    /// `--allow-risk`: skills served although their files audit `high`.
+    pub allow_risk: Vec<String>,
 }
 
 /// The skills served, read once at start.
@@ -225,6 +229,8 @@ impl ServedCatalog {
             protection,
         };
         let mut records: HashMap<PathBuf, Option<TargetState>> = HashMap::new();
+        // The audit skills.lock records for each served skill's files.
+        let mut recorded: Vec<Option<Summary>> = Vec::new();
         for listing in &found.scopes {
             for skill in &listing.skills {
                 let Some(loaded) = skill.active() else {
@@ -243,6 +249,7 @@ impl ServedCatalog {
                 });
                 match read_skill(&skill.dir, &skill.location, &loaded.frontmatter) {
                     Ok(mut read) => {
+                        let mut verdict = None;
                         if let Some(entry) = locked {
                             read.locked = Some(entry.version.clone());
                             // An archive never holds a link, so one in an
@@ -266,6 +273,8 @@ impl ServedCatalog {
                                     "serving skill `{name}` although it differs from skills.lock ({})",
                                     describe_changes(&read.modified)
                                 ));
+                            } else {
+                                verdict = entry.audit.clone();
                             }
                         }
                         if let Some(permissions) = &read.frontmatter.extensions.permissions
@@ -281,8 +290,8 @@ impl ServedCatalog {
                             );
                             continue;
                         }
-                        served.by_name.insert(name, served.skills.len());
                         served.skills.push(Arc::new(read));
+                        recorded.push(verdict);
                     }
                     Err(reason) => {
                         served.refused.insert(
@@ -293,6 +302,7 @@ impl ServedCatalog {
                 }
             }
         }
+        served.vet(&recorded, options);
         for reason in served.refused.values() {
             served.notes.push(reason.clone());
         }
@@ -319,6 +329,64 @@ impl ServedCatalog {
             }
         }
         served
+    }
+
+    /// Audits the skills to serve (in a worker, each from files checked
+    /// against the hashes it serves) and keeps those [`vetting`] lets
+    /// through.
+    fn vet(&mut self, recorded: &[Option<Summary>], options: &Options) {
+        let cache = options.cache.as_ref().map(|cache| cache.root());
+        let subjects: Vec<vetting::Subject<'_>> = self
+            .skills
+            .iter()
+            .zip(recorded)
+            .map(|(skill, recorded)| vetting::Subject {
+                name: &skill.name,
+                root: &skill.root,
+                tree: &skill.tree,
+                recorded: recorded.as_ref(),
+                allowed: options.allow_risk.contains(&skill.name),
+            })
+            .collect();
+        let jobs = self
+            .skills
+            .iter()
+            .map(|skill| vetting::Job {
+                root: skill.root.clone(),
+                files: skill
+                    .files
+                    .iter()
+                    .map(|file| vetting::JobFile {
+                        path: file.path.clone(),
+                        size: file.size,
+                        executable: file.executable,
+                        sha256: hex(&file.sha256),
+                    })
+                    .collect(),
+            })
+            .collect();
+        let decisions = vetting::decide_all(&subjects, jobs, cache);
+        drop(subjects);
+        let skills = std::mem::take(&mut self.skills);
+        for (skill, decision) in skills.into_iter().zip(decisions) {
+            match decision {
+                Decision::Serve => {}
+                Decision::Accepted(note) => self.notes.push(note),
+                Decision::Refused(reason) => {
+                    self.refused.insert(skill.name.clone(), reason);
+                    continue;
+                }
+            }
+            self.by_name.insert(skill.name.clone(), self.skills.len());
+            self.skills.push(skill);
+        }
+        for name in &options.allow_risk {
+            if !self.by_name.contains_key(name) && !self.refused.contains_key(name) {
+                self.notes.push(format!(
+                    "--allow-risk {name} allows nothing: no skill `{name}` is served here"
+                ));
+            }
+        }
     }
 
     /// The served skills, in precedence order.

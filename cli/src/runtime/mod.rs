@@ -20,4 +20,5 @@ pub mod sandbox;
 pub mod server;
 pub mod session;
 pub mod tool_call;
+pub mod vetting;
 pub mod wire;

@@ -33,11 +33,11 @@ mod kinds;
 pub mod rules;
 pub mod sarif;
 mod secrets;
+mod source;
 mod text;
 mod unicode;
 
 use std::collections::{BTreeSet, HashSet};
-use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
 pub use rules::{Rule, Severity};
@@ -46,6 +46,7 @@ pub use text::Excerpt;
 
 use crate::archive::walk::{self, EntryKind, WalkError};
 use crate::skill::{Host, SKILL_MD};
+use source::{Files, Folder, Loaded};
 use text::{FileKind, Scan};
 
 /// How much of one file is read: a skill archive's default size limit, so
@@ -305,7 +306,7 @@ pub enum AuditError {
 pub fn audit_folder(root: &Path, options: &AuditOptions) -> Result<SkillAudit, AuditError> {
     let entries = walk::walk(root)?;
     let mut audit = SkillAudit::default();
-    let subject = subject_of(root);
+    let subject = subject_of(&Folder(root));
     for entry in &entries {
         match entry.kind {
             EntryKind::Directory => {}
@@ -330,23 +331,43 @@ pub fn audit_folder(root: &Path, options: &AuditOptions) -> Result<SkillAudit, A
                     size,
                     executable,
                 };
-                audit_file(root, &file, options, &subject, &mut audit);
+                audit_file(&Folder(root), &file, options, &subject, &mut audit);
             }
         }
     }
-    audit.findings.sort_by(|a, b| {
-        (&a.file, a.line, a.column, a.rule).cmp(&(&b.file, b.line, b.column, b.rule))
-    });
+    sort_findings(&mut audit);
     Ok(audit)
 }
 
-/// Reads at most `cap` bytes of the file at `path`.
-fn read_prefix(path: &PathBuf, cap: u64) -> std::io::Result<Vec<u8>> {
-    let mut bytes = Vec::new();
-    fs_err::File::open(path)?
-        .take(cap)
-        .read_to_end(&mut bytes)?;
-    Ok(bytes)
+/// Audits a skill whose files a caller holds: `files` are its regular
+/// files (`/`-separated path, size, executable), and `read` returns the
+/// bytes of one of them. The runtime audits what it serves this way, from
+/// bytes it checked against the hashes it serves, so what is judged is
+/// what runs. A file `read` cannot give is reported unread, as in a folder.
+pub fn audit_loaded<'a>(
+    files: impl IntoIterator<Item = (&'a str, u64, bool)>,
+    read: impl Fn(&str) -> std::io::Result<Vec<u8>>,
+    options: &AuditOptions,
+) -> SkillAudit {
+    let source = Loaded(read);
+    let subject = subject_of(&source);
+    let mut audit = SkillAudit::default();
+    for (path, size, executable) in files {
+        let file = FileEntry {
+            path,
+            size,
+            executable,
+        };
+        audit_file(&source, &file, options, &subject, &mut audit);
+    }
+    sort_findings(&mut audit);
+    audit
+}
+
+fn sort_findings(audit: &mut SkillAudit) {
+    audit.findings.sort_by(|a, b| {
+        (&a.file, a.line, a.column, a.rule).cmp(&(&b.file, b.line, b.column, b.rule))
+    });
 }
 
 /// A regular file of the skill, as the walk found it.
@@ -376,7 +397,7 @@ fn unscanned(audit: &mut SkillAudit, file: &str, severity: Severity, reason: Str
 /// its first bytes), says what it could not read, and scans each reading
 /// of its text (see `decode`).
 fn audit_file(
-    root: &Path,
+    files: &dyn Files,
     file: &FileEntry<'_>,
     options: &AuditOptions,
     subject: &[String],
@@ -387,7 +408,7 @@ fn audit_file(
     // looked at, to tell an asset from a text that went unread.
     let cap = MAX_FILE_SCAN.min(MAX_SKILL_SCAN.saturating_sub(audit.bytes));
     let mut binary_head = false;
-    let read = read_file(&root.join(file.path), cap, |head| {
+    let read = files.read(file.path, cap, &mut |head| {
         // A binary asset that no name, mode or `#!` makes a program is
         // said, not read, and costs none of the budget. `MZ` files are
         // read on: a PE header may lie past the head.
@@ -634,22 +655,6 @@ fn read_code(file: &str, text: &str, subject: &[String]) -> Option<CodeFindings>
     })
 }
 
-/// The first bytes of a file, which tell a binary asset from a text.
-const HEAD: u64 = 64 * 1024;
-
-/// Reads the first [`HEAD`] bytes of the file at `path` and, when `more`
-/// says so of them, the rest, up to `cap` bytes or the head in all.
-fn read_file(path: &Path, cap: u64, more: impl FnOnce(&[u8]) -> bool) -> std::io::Result<Vec<u8>> {
-    let mut file = fs_err::File::open(path)?;
-    let mut bytes = Vec::new();
-    file.by_ref().take(HEAD).read_to_end(&mut bytes)?;
-    if more(&bytes) && bytes.len() as u64 == HEAD {
-        file.take(cap.saturating_sub(HEAD))
-            .read_to_end(&mut bytes)?;
-    }
-    Ok(bytes)
-}
-
 /// Reports what of a file the audit could not read: the part past the
 /// size limit or the budget, text it cannot read as a program's
 /// interpreter does (`unreadable`: a program, `SKILL.md` or document not
@@ -790,8 +795,8 @@ fn scan_text(
 /// The lower-case words of four letters or more in the skill's `name`
 /// and `description`: what the skill is about, which tells the site of its
 /// own tool from any other (see `download-exec`).
-fn subject_of(root: &Path) -> Vec<String> {
-    let Ok(bytes) = read_prefix(&root.join(SKILL_MD), MAX_FILE_SCAN) else {
+fn subject_of(files: &dyn Files) -> Vec<String> {
+    let Ok(bytes) = files.read(SKILL_MD, MAX_FILE_SCAN, &mut |_| true) else {
         return Vec::new();
     };
     let Ok(document) = crate::skill::document::parse(&bytes) else {

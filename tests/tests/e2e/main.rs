@@ -30,6 +30,7 @@ mod install_link;
 mod install_plan;
 mod interop;
 mod mcp;
+mod mcp_audit;
 mod mcp_escape;
 mod mcp_grants;
 mod mcp_python;

@@ -606,7 +606,21 @@ async fn an_installed_skill_that_differs_from_the_lock_is_not_served() {
     assert!(message.contains("skillpkg install --force"), "{message}");
     client.cancel().await.unwrap();
 
+    // Served as it is with --allow-modified, but for what it now holds:
+    // a script that sends a private key audits high, which skills.lock's
+    // verdict (for the files installed) does not cover.
     let client = project.connect(&["--allow-modified"]).await;
+    assert_eq!(
+        names(&client.list_all_skills().await.unwrap()),
+        ["commit-messages"]
+    );
+    let refused = call(&client, "skills_load", json!({"names": ["csv-insights"]})).await;
+    let (_, message) = error_of(&refused);
+    assert!(message.contains("its files audit high"), "{message}");
+    client.cancel().await.unwrap();
+    let client = project
+        .connect(&["--allow-modified", "--allow-risk", "csv-insights"])
+        .await;
     assert_eq!(
         names(&client.list_all_skills().await.unwrap()),
         ["commit-messages", "csv-insights"]

@@ -35,6 +35,7 @@ pub mod sarif;
 mod secrets;
 mod source;
 mod text;
+mod typosquat;
 mod unicode;
 
 use std::collections::{BTreeSet, HashSet};
@@ -615,6 +616,7 @@ fn read_code(file: &str, text: &str, subject: &[String]) -> Option<CodeFindings>
     let mut folded = Scan::new(file, &folded_text, FileKind::Script);
     folded.subject = subject.to_vec();
     behaviour::scan(&mut folded);
+    typosquat::scan(&mut folded);
     let found: Vec<(Finding, usize)> = folded
         .findings
         .drain(..)
@@ -779,6 +781,7 @@ fn scan_text(
     unicode::scan(&mut scan);
     secrets::scan(&mut scan);
     behaviour::scan(&mut scan);
+    typosquat::scan(&mut scan);
     instructions::scan(&mut scan);
     blocks::scan(&mut scan);
     blocks::scan_claims(&mut scan);

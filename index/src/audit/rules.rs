@@ -201,6 +201,10 @@ rules! {
         "installer run as a prerequisite",
         "\"before using this skill, install ...\" followed by a download, a password-protected archive or a command to paste is how the largest skill-registry malware campaigns delivered their stealers",
         "depend on packages from a package manager, or ship what is needed inside the skill";
+    Typosquat => "typosquat", Medium,
+        "installs a package named like a popular one",
+        "a package one letter from one of the most downloaded names of its registry (`requets`, `crossenv`) is how squatters get their code run: installing a package runs its author's code",
+        "check the name against the package you meant, and pin it with a version";
     NativeExecutable => "native-executable", High,
         "compiled executable",
         "an ELF, PE or Mach-O file (or WebAssembly module) runs code no reviewer can read",

@@ -114,9 +114,6 @@ const NOT_CAUGHT_YET: &[(&str, &str)] = &[
     ("win-ssh-agent-check", "PowerShell parsed"),
     ("report-addin-refresh", "PowerShell and cmd parsed"),
     ("changelog-tool", "instructions in tool descriptions"),
-    ("http-helper", "typosquatted packages"),
-    ("cli-colors", "typosquatted packages"),
-    ("env-scripts", "typosquatted packages"),
 ];
 
 #[test]

@@ -1,0 +1,438 @@
+//! Typosquats: a package install (`pip install`, `uv add`, `npm install`,
+//! `npx`, ...) of a name one edit (a letter added, dropped, changed, or two
+//! swapped) from one of the most downloaded packages of its ecosystem, that
+//! is not itself one of them. Installing a package runs its author's code
+//! (`setup.py`, npm lifecycle scripts), and a squatted name is how that
+//! author gets there.
+//!
+//! The lists are bundled (`data/popular-*.txt`, with their source and
+//! date), never fetched: 15,000 names each, in rank order. A name in the
+//! list is never flagged; the names it may be a squat of are the first
+//! [`TARGETS`], and a name shorter than [`MIN_LENGTH`] is not judged (short
+//! popular names are one edit from each other: `ms`, `ws`, `qs`).
+
+use std::collections::HashSet;
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use super::rules::{Rule, Severity};
+use super::text::{FileKind, Scan};
+
+const PYPI: &str = include_str!("data/popular-pypi.txt");
+const NPM: &str = include_str!("data/popular-npm.txt");
+
+/// How many of the most downloaded names a squat is looked for near.
+const TARGETS: usize = 5000;
+
+/// Names shorter than this are not judged.
+const MIN_LENGTH: usize = 6;
+
+/// Words that make an "install ..." prose, not a command: `pip install
+/// hint if redis not installed`, `uv add does universal resolution`.
+const PROSE: &[&str] = &[
+    "a", "across", "all", "an", "and", "are", "as", "be", "but", "by", "can", "do", "does",
+    "first", "for", "from", "if", "in", "is", "it", "its", "must", "not", "of", "on", "or",
+    "should", "that", "the", "then", "this", "to", "we", "when", "will", "with", "you", "your",
+];
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Ecosystem {
+    PyPi,
+    Npm,
+}
+
+impl Ecosystem {
+    fn label(self) -> &'static str {
+        match self {
+            Self::PyPi => "PyPI",
+            Self::Npm => "npm",
+        }
+    }
+}
+
+struct Popular {
+    /// In rank order.
+    ranked: Vec<&'static str>,
+    all: HashSet<&'static str>,
+}
+
+impl Popular {
+    fn parse(text: &'static str) -> Self {
+        let ranked: Vec<&str> = text
+            .lines()
+            .filter(|line| !line.starts_with('#') && !line.is_empty())
+            .collect();
+        let all = ranked.iter().copied().collect();
+        Self { ranked, all }
+    }
+}
+
+static POPULAR_PYPI: LazyLock<Popular> = LazyLock::new(|| Popular::parse(PYPI));
+static POPULAR_NPM: LazyLock<Popular> = LazyLock::new(|| {
+    // Compared in lower case: npm refuses new names with capitals, and the
+    // few old ones are no target.
+    Popular::parse(NPM)
+});
+
+/// An install command: the tool and verb, then its arguments to the end
+/// of the command.
+static INSTALL: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?x)
+        (?:^|[\s;&|(`'\x22$])
+        (?:
+            (?P<py>
+                (?:python(?:3(?:\.\d+)?)?\s+-m\s+)?pip3?(?:\.\d+)?\s+install
+              | uv\s+(?:pip\s+install|add|tool\s+install)
+              | uvx | pipx\s+(?:install|run)
+              | poetry\s+add | pdm\s+add | pipenv\s+install
+            )
+          | (?P<js>
+                npm\s+(?:install|i|add|isntall)
+              | (?:yarn|pnpm|bun)\s+(?:global\s+)?(?:add|install|i)
+              | npx | bunx | pnpx | (?:pnpm|yarn)\s+dlx
+            )
+        )
+        \s+(?P<args>[^;&|`\#<>()\n]*)",
+    )
+    .expect("a valid pattern")
+});
+
+/// Options of these tools that take a value as the next word.
+const WITH_VALUE: &[&str] = &[
+    "-r",
+    "--requirement",
+    "-c",
+    "--constraint",
+    "-e",
+    "--editable",
+    "-i",
+    "--index-url",
+    "--extra-index-url",
+    "-f",
+    "--find-links",
+    "-t",
+    "--target",
+    "--prefix",
+    "--root",
+    "-p",
+    "--python",
+    "--registry",
+    "-w",
+    "--workspace",
+    "--tag",
+    "--cache",
+    "--with",
+    "--from",
+    "--package",
+    "--group",
+    "-G",
+    "--extra",
+    "--optional",
+];
+
+/// Reports each package name installed in `scan`'s text that looks like a
+/// squat of a popular one.
+pub(crate) fn scan(scan: &mut Scan<'_>) {
+    if !matches!(
+        scan.kind,
+        FileKind::Script | FileKind::Document | FileKind::SkillMd
+    ) {
+        return;
+    }
+    let text = scan.text;
+    const WORDS: [&str; 11] = [
+        "install", "add ", "pipx", "npx", "uvx", "dlx", "bunx", "pnpx", "npm i", "pnpm i", "bun i",
+    ];
+    if !WORDS.iter().any(|word| text.contains(word)) {
+        return;
+    }
+    let mut found = Vec::new();
+    for captures in INSTALL.captures_iter(text) {
+        let ecosystem = if captures.name("py").is_some() {
+            Ecosystem::PyPi
+        } else {
+            Ecosystem::Npm
+        };
+        let args = captures.name("args").expect("always matched");
+        let runs_one = matches!(
+            captures.get(0).map(|whole| whole.as_str().trim_start()),
+            Some(command) if ["uvx", "npx", "bunx", "pnpx", "pipx run", "pnpm dlx", "yarn dlx"]
+                .iter()
+                .any(|runner| command.trim_start_matches(|c: char| !c.is_alphanumeric()).starts_with(runner))
+        );
+        let whole = captures.get(0).expect("group 0");
+        let line_start = text[..whole.start()].rfind('\n').map_or(0, |at| at + 1);
+        if scan.kind == FileKind::Script && text[line_start..whole.start()].contains('#') {
+            // In a comment: not run.
+            continue;
+        }
+        let is_prose = args.as_str().split_whitespace().any(|word| {
+            let word = word.trim_matches(|c: char| !c.is_alphanumeric());
+            PROSE.contains(&word.to_ascii_lowercase().as_str())
+        });
+        if is_prose {
+            continue;
+        }
+        let mut skip_value = false;
+        let mut offset = args.start();
+        for word in args.as_str().split_inclusive(char::is_whitespace) {
+            let start = offset;
+            offset += word.len();
+            let token = word.trim();
+            if token.is_empty() {
+                continue;
+            }
+            if skip_value {
+                skip_value = false;
+                continue;
+            }
+            if token.starts_with('-') {
+                skip_value = !token.contains('=') && WITH_VALUE.contains(&token);
+                continue;
+            }
+            let quoted = token.trim_matches(['"', '\'', ',']);
+            if let Some((name, squatted, rank)) = judge(ecosystem, quoted) {
+                let lead = word.len() - word.trim_start().len();
+                found.push((
+                    start + lead,
+                    start + lead + token.len(),
+                    format!(
+                        "installs `{name}`, one edit from `{squatted}`, the {} most downloaded {} package: a typosquat runs its author's code at install",
+                        ordinal(rank),
+                        ecosystem.label(),
+                    ),
+                ));
+            }
+            // A runner takes one package; what follows are its arguments.
+            if runs_one {
+                break;
+            }
+        }
+    }
+    for (start, end, message) in found {
+        scan.report(Rule::Typosquat, Severity::Medium, start, end, message);
+    }
+}
+
+/// The package a token names, and the popular name and rank it is one edit
+/// from, when it is not popular itself.
+fn judge(ecosystem: Ecosystem, token: &str) -> Option<(String, &'static str, usize)> {
+    let (name, popular) = match ecosystem {
+        Ecosystem::PyPi => (python_name(token)?, &*POPULAR_PYPI),
+        Ecosystem::Npm => (npm_name(token)?, &*POPULAR_NPM),
+    };
+    if name.chars().count() < MIN_LENGTH || popular.all.contains(name.as_str()) {
+        return None;
+    }
+    popular
+        .ranked
+        .iter()
+        .take(TARGETS)
+        .enumerate()
+        .find(|(_, target)| {
+            target.len().abs_diff(name.len()) <= 1 && strsim::osa_distance(target, &name) == 1
+        })
+        .map(|(rank, target)| (name.clone(), *target, rank + 1))
+}
+
+/// The PEP 503 name a `pip install` argument names, or `None` for a path,
+/// URL, archive or anything not shaped like a requirement.
+fn python_name(token: &str) -> Option<String> {
+    if token.contains(['/', '\\', ':']) || token.starts_with('.') {
+        return None;
+    }
+    let end = token
+        .find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_')))
+        .unwrap_or(token.len());
+    let (name, rest) = token.split_at(end);
+    if name.is_empty()
+        || !(rest.is_empty() || rest.starts_with(['[', '=', '<', '>', '!', '~', ';', '@', ',']))
+        || name.ends_with(".whl")
+        || name.ends_with(".zip")
+        || name.ends_with(".gz")
+    {
+        return None;
+    }
+    let mut normal = String::with_capacity(name.len());
+    for c in name.chars() {
+        if matches!(c, '.' | '-' | '_') {
+            if !normal.ends_with('-') {
+                normal.push('-');
+            }
+        } else {
+            normal.push(c.to_ascii_lowercase());
+        }
+    }
+    Some(normal.trim_matches('-').to_owned())
+}
+
+/// The npm name an `npm install` argument names (`name`, `name@range`,
+/// `@scope/name@range`), or `None` for a path, URL, git or alias spec.
+fn npm_name(token: &str) -> Option<String> {
+    if token.contains(':') || token.starts_with(['.', '/', '~']) {
+        return None;
+    }
+    let (scope, rest) = match token.strip_prefix('@') {
+        Some(rest) => {
+            let (scope, name) = rest.split_once('/')?;
+            (Some(scope), name)
+        }
+        None => (None, token),
+    };
+    let name = rest.split('@').next()?;
+    let valid = |part: &str| {
+        !part.is_empty()
+            && part
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
+    };
+    if !valid(name) || scope.is_some_and(|scope| !valid(scope)) {
+        return None;
+    }
+    let name = name.to_ascii_lowercase();
+    Some(match scope {
+        Some(scope) => format!("@{}/{name}", scope.to_ascii_lowercase()),
+        None => name,
+    })
+}
+
+fn ordinal(rank: usize) -> String {
+    let suffix = match (rank % 10, rank % 100) {
+        (_, 11..=13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{rank}{suffix}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn found(kind: FileKind, text: &str) -> Vec<String> {
+        let mut scan = Scan::new("x", text, kind);
+        super::scan(&mut scan);
+        scan.findings
+            .iter()
+            .map(|finding| {
+                assert_eq!(finding.rule, Rule::Typosquat);
+                assert_eq!(finding.severity, Severity::Medium);
+                finding.message.clone()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_lists_are_whole_and_ranked() {
+        assert_eq!(POPULAR_PYPI.ranked.len(), 15_000);
+        assert_eq!(POPULAR_NPM.ranked.len(), 15_000);
+        assert!(POPULAR_PYPI.all.contains("requests"));
+        assert!(POPULAR_NPM.all.contains("cross-env"));
+        // Every PyPI name is already in its PEP 503 form.
+        for name in &POPULAR_PYPI.ranked {
+            assert_eq!(python_name(name).as_deref(), Some(*name));
+        }
+    }
+
+    #[test]
+    fn a_name_one_edit_from_a_popular_package_is_found_in_every_installer() {
+        for (line, squatted) in [
+            ("pip install requets", "`requests`"),
+            (
+                "python3 -m pip install --upgrade reqeusts==2.31",
+                "`requests`",
+            ),
+            ("uv add colourama", "`colorama`"),
+            (
+                "uv pip install -r requirements.txt beautifulsop4",
+                "`beautifulsoup4`",
+            ),
+            ("pipx run poetyr install", "`poetry`"),
+            ("poetry add --group dev pytset", "`pytest`"),
+            ("npm install --save-dev crossenv", "`cross-env`"),
+            ("npm i -D expresss", "`express`"),
+            ("yarn add loadash@4", "`lodash`"),
+            ("pnpm add @types/nodee", "`@types/node`"),
+            ("npx prettierr --write .", "`prettier`"),
+            ("bun add dotenvv", "`dotenv`"),
+            ("RUN pip3 install --no-cache-dir numpyy", "`numpy`"),
+            ("Run `pip install pandsa` first.", "`pandas`"),
+        ] {
+            let messages = found(FileKind::SkillMd, line);
+            assert_eq!(messages.len(), 1, "{line}: {messages:?}");
+            assert!(messages[0].contains(squatted), "{line}: {messages:?}");
+        }
+    }
+
+    #[test]
+    fn popular_names_paths_urls_and_prose_are_not_flagged() {
+        for line in [
+            "pip install requests pandas numpy beautifulsoup4",
+            "pip install -r requirements.txt",
+            "pip install -e .",
+            "pip install ./dist/tool-1.0-py3-none-any.whl",
+            "pip install git+https://github.com/psf/requests",
+            "pip install 'requests[socks]>=2.31'",
+            "uv add httpx pydantic",
+            "npm install",
+            "npm install --save-dev cross-env typescript @types/node",
+            "npm install github:user/repo",
+            "npm i ./local-package",
+            "npx create-react-app my-app",
+            "npx prettier --write srcc",
+            "yarn add react@^18 react-dom@^18",
+            "pip install psycopg2-binary",
+            "npm install ws qs ms",
+            "pip install latch",
+            "[ ] raises ImportError with clear pip install hint if redis not installed",
+            "uv add does universal resolution across all Python versions in",
+            "the install script adds a line",
+            "Do not install packages you do not need.",
+        ] {
+            assert_eq!(
+                found(FileKind::SkillMd, line),
+                Vec::<String>::new(),
+                "{line}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_script_is_judged_by_what_runs_not_its_comments() {
+        assert_eq!(
+            found(FileKind::Script, "# then: pip install requets\necho ok\n"),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            found(
+                FileKind::Script,
+                "set -e\npip install requets # pinned later\n"
+            )
+            .len(),
+            1
+        );
+    }
+
+    #[test]
+    fn names_are_read_as_their_registries_read_them() {
+        assert_eq!(
+            python_name("Requests_OAuthlib>=1").as_deref(),
+            Some("requests-oauthlib")
+        );
+        assert_eq!(
+            python_name("zope.interface").as_deref(),
+            Some("zope-interface")
+        );
+        assert_eq!(python_name("https://x.example/p.tar.gz"), None);
+        assert_eq!(npm_name("@Babel/Core@7").as_deref(), Some("@babel/core"));
+        assert_eq!(npm_name("user/repo"), None);
+        assert_eq!(npm_name("npm:alias@1"), None);
+        assert_eq!(ordinal(1), "1st");
+        assert_eq!(ordinal(12), "12th");
+        assert_eq!(ordinal(23), "23rd");
+    }
+}

@@ -33,7 +33,7 @@ static PROSE_STORE: LazyLock<Regex> = LazyLock::new(|| {
 
 /// Public keys, which are meant to be shared.
 static PUBLIC_KEY: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"[\w./~$-]*\.pub(?-u:\b)").expect("valid public key pattern"));
+    LazyLock::new(|| Regex::new(r"[\w./~$*-]*\.pub(?-u:\b)").expect("valid public key pattern"));
 
 /// The whole environment, in prose or as a command.
 static ENVIRONMENT: LazyLock<Regex> = LazyLock::new(|| {
@@ -45,6 +45,62 @@ static ENVIRONMENT: LazyLock<Regex> = LazyLock::new(|| {
 static DESTINATION: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)https?://|\b\d{1,3}(?:\.\d{1,3}){3}\b").expect("valid destination pattern")
 });
+
+/// What a tool's caller is asked to hand over: the text of something, or
+/// to pass or provide it.
+static HAND_OVER: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)(?-u:\b)(?:text|contents?|body|bytes|data|output)\s+(?:of|from|in)(?-u:\b)|(?-u:\b)(?:its|the)\s+(?:full\s+|whole\s+|entire\s+|complete\s+)?(?:text|contents?|body|output)(?-u:\b)|(?-u:\b)(?:pass|provide|supply|give|hand|fill|paste|copy)(?:\s|$)")
+        .expect("valid hand-over pattern")
+});
+
+/// Judges the description of a tool or of one of its inputs (spec 003),
+/// which the agent reads as an instruction and the user rarely sees: a
+/// credential store, or the whole environment, that the caller is to
+/// send, pass or give the text of is tool poisoning. `range` is where the
+/// description stands in the scanned text.
+pub(crate) fn judge_description(
+    scan: &mut Scan<'_>,
+    text: &str,
+    range: Range<usize>,
+    place: &'static str,
+) {
+    let without_public = PUBLIC_KEY.replace_all(text, "");
+    let store = PROSE_STORE.is_match(&without_public) || names_credential_store(&without_public);
+    let environment = ENVIRONMENT.is_match(text);
+    let hands_over = HAND_OVER.is_match(text);
+    if !(store || environment) || !(hands_over || sends(text)) {
+        return;
+    }
+    // Asked for its contents, or sent to an address: the attack. A tool
+    // that says it sends with a store's help is worth a look.
+    let severity = if hands_over || DESTINATION.is_match(text) {
+        Severity::High
+    } else {
+        Severity::Medium
+    };
+    let (rule, what) = if store {
+        (
+            Rule::CredentialAccess,
+            "asks the agent for the contents of a credential store",
+        )
+    } else {
+        (
+            Rule::Exfiltration,
+            "asks the agent for the whole environment, with every secret in it",
+        )
+    };
+    report_block(
+        scan,
+        &Block {
+            text: text.to_owned(),
+            range,
+            hidden: Some(place),
+        },
+        rule,
+        severity,
+        format!("{what}, in {place}"),
+    );
+}
 
 /// True when `text` tells to send: a send word not negated ("never
 /// share it").

@@ -67,11 +67,14 @@ const SCRIPT_NAMES: &[&str] = &[
     "assets/.github/workflows/ci.yml",
     "assets/site.pth",
     "references/guide.md",
+    "scripts/run.ps1",
+    "scripts/run.cmd",
 ];
 
 /// `audit_script`: the bytes as one file of a skill (the first byte picks
-/// which: a shell, Python, JavaScript or TypeScript script, a Makefile, a
-/// Dockerfile, `package.json`, a workflow, a `.pth` file or a document),
+/// which: a shell, Python, JavaScript, TypeScript or PowerShell script, a
+/// batch file, a Makefile, a Dockerfile, `package.json`, a workflow, a
+/// `.pth` file or a document),
 /// through the whole audit: parsing, folding, the flows, the blocks of a
 /// document. Checks that it ends, and that every finding is placed in the
 /// file it names, within its lines.

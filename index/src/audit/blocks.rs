@@ -214,7 +214,8 @@ fn negated(text: &str) -> bool {
 }
 
 /// Reports `rule` at the start of `block`, unless a finding of the rule
-/// is already on its lines.
+/// at that severity or above is already on its lines (a line rule that
+/// found it says it once).
 fn report_block(
     scan: &mut Scan<'_>,
     block: &Block,
@@ -227,6 +228,7 @@ fn report_block(
     let last = scan.line_of(block.range.end.saturating_sub(1).max(start));
     let already = scan.findings.iter().any(|finding| {
         finding.rule == rule
+            && finding.severity >= severity
             && finding
                 .line
                 .is_some_and(|line| (first + 1..=last + 1).contains(&line))
@@ -267,30 +269,11 @@ fn judge(scan: &mut Scan<'_>, block: &Block) {
     } else {
         Severity::Medium
     };
-    let start = block.range.start;
-    let end = block.range.end.min(start + 200).min(scan.text.len());
-    let end = (start..=end)
-        .rev()
-        .find(|&index| scan.text.is_char_boundary(index))
-        .unwrap_or(start);
-    // A line rule that already found this in the block says it once.
-    let first = scan.line_of(start);
-    let last = scan.line_of(block.range.end.saturating_sub(1).max(start));
-    let already = scan.findings.iter().any(|finding| {
-        finding.rule == rule
-            && finding.severity >= severity
-            && finding
-                .line
-                .is_some_and(|line| (first + 1..=last + 1).contains(&line))
-    });
-    if already {
-        return;
-    }
     let message = match block.hidden {
         Some(place) => format!("{what}, in {place}"),
         None => format!("{what}, across the lines of one instruction"),
     };
-    scan.report(rule, severity, start, end, message);
+    report_block(scan, block, rule, severity, message);
 }
 
 /// The blocks of a Markdown text: paragraphs, headings, table cells and

@@ -186,10 +186,10 @@ fn without_prompts(text: &str) -> String {
     for line in text.split_inclusive('\n') {
         let indent = line.len() - line.trim_start_matches(' ').len();
         let rest = &line[indent..];
-        if rest.starts_with("$ ") {
+        if let Some(command) = rest.strip_prefix("$ ") {
             out.push_str(&line[..indent]);
             out.push_str("  ");
-            out.push_str(&rest[2..]);
+            out.push_str(command);
         } else {
             out.push_str(line);
         }

@@ -267,7 +267,23 @@ static PATTERNS: &[Pattern] = &[
     pattern(
         Rule::Persistence,
         "changes git hooks outside the skill",
-        r"(?i)(?-u:\b)core\.hooksPath(?-u:\b)|(?:>|(?-u:\b)cp(?-u:\b)|(?-u:\b)mv(?-u:\b)|(?-u:\b)tee(?-u:\b)|(?-u:\b)install(?-u:\b))[^\n]*?\.git/hooks/",
+        r#"(?i)(?-u:\b)core\.hooksPath\s+["']?(?:~|/|\$\{?HOME|\$env:|%)|(?-u:\b)(?:core\.fsmonitor|init\.templateDir|filter\.[\w.-]+\.(?:smudge|clean|process)|credential\.helper\s+["']?!)(?-u:\b)|(?:>|(?-u:\b)cp(?-u:\b)|(?-u:\b)mv(?-u:\b)|(?-u:\b)tee(?-u:\b)|(?-u:\b)install(?-u:\b))[^\n]*?\.git/hooks/"#,
+        High,
+        Some(Medium),
+    ),
+    // A repository's own hooks folder, which the user can read in the
+    // project: worth a look.
+    pattern(
+        Rule::Persistence,
+        "points git's hooks at a folder of the project",
+        r"(?i)(?-u:\b)core\.hooksPath(?-u:\b)",
+        Medium,
+        None,
+    ),
+    pattern(
+        Rule::Persistence,
+        "registers a service or a scheduled job",
+        r"(?i)(?-u:\b)(?:Register-ScheduledTask|New-ScheduledTask|New-Service|systemd-run\s+(?:--\S+\s+)*--user|UserInitMprLogonScript)(?-u:\b)|(?-u:\b)sc(?:\.exe)?\s+create(?-u:\b)",
         High,
         Some(Medium),
     ),
@@ -544,11 +560,52 @@ pub(crate) fn find_short(regex: &Regex, line: &str) -> Option<(usize, usize)> {
     }
 }
 
-/// Returns where `line` downloads and executes, if it does.
+/// Finds `regex` in `line`; for `credential-access`, a match that is a
+/// public key's name (`id_ed25519.pub`) does not count: it is meant to be
+/// shared.
+fn find_credential_aware(regex: &Regex, line: &str, rule: Rule) -> Option<(usize, usize)> {
+    let mut at = 0;
+    loop {
+        let (start, end) = find_short(regex, &line[at..])?;
+        let (start, end) = (at + start, at + end);
+        let public = rule == Rule::CredentialAccess
+            && line[end..]
+                .get(..4)
+                .is_some_and(|next| next.eq_ignore_ascii_case(".pub"));
+        if !public {
+            return Some((start, end));
+        }
+        at = end;
+    }
+}
+
+/// Words of a document that quotes attacks to teach them.
+static TEACHING: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)(?-u:\b)(?:do\s+not|don't|never)\s+(?:follow|run|execute|copy|paste)\s+(?:them|these|this|it)(?-u:\b)|(?-u:\b)examples?\s+of\s+(?:hostile|malicious|attack|injected|phishing|prompt[- ]injection)|(?-u:\b)(?:quoted|taken)\s+from\s+(?:real\s+)?(?:incidents|attacks)|(?-u:\b)how\s+to\s+(?:spot|recogni[sz]e|detect)\s+(?:them|these|attacks|injection)")
+        .expect("valid teaching pattern")
+});
+
+/// Returns where `line` downloads and executes, if it does. A download
+/// piped into an interpreter that is given its program as an argument
+/// (`| python3 -c '...'`, `| node -e`, `| python -m json.tool`) feeds it
+/// data, not code.
 pub(crate) fn find_download_exec(line: &str) -> Option<(usize, usize)> {
-    DOWNLOAD_EXEC
-        .iter()
-        .find_map(|regex| find_short(regex, line))
+    DOWNLOAD_EXEC.iter().enumerate().find_map(|(index, regex)| {
+        let (start, end) = find_short(regex, line)?;
+        (index != INTERPRETER_PIPE || !program_given(&line[end..])).then_some((start, end))
+    })
+}
+
+/// The index in [`DOWNLOAD_EXEC`] of a download piped into an interpreter.
+const INTERPRETER_PIPE: usize = 1;
+
+/// True when the words after an interpreter give it its program: an
+/// option such as `-c`, `-m`, `-e`, `-r`, `-p` (`-` alone, or `-u`, still
+/// reads the program from standard input).
+fn program_given(rest: &str) -> bool {
+    rest.split_whitespace()
+        .take_while(|word| word.starts_with('-') && *word != "-" && !word.starts_with("--"))
+        .any(|option| option[1..].contains(['c', 'm', 'e', 'r', 'p', 'n']))
 }
 
 /// Reports what the text does or tells an agent to do.
@@ -560,6 +617,10 @@ pub(crate) fn scan(scan: &mut Scan<'_>) {
     ) {
         return;
     }
+    // A reference that quotes attacks to teach them ("Do not follow
+    // them", "examples of hostile text") is at most worth a look; the
+    // skill's own SKILL.md gets no such benefit.
+    let teaching = scan.kind == FileKind::Document && TEACHING.is_match(scan.text);
     let (set, regexes) = &*COMPILED;
     let downloads = may_download_exec(scan.text);
     if !downloads && !set.is_match(scan.text) {
@@ -572,10 +633,14 @@ pub(crate) fn scan(scan: &mut Scan<'_>) {
         let cells = (!is_script && is_table_row(original)).then(|| table_row_as_text(original));
         let line = cells.as_deref().unwrap_or(original);
         if let Some((start, end)) = find_download_exec(line).filter(|_| downloads) {
-            let severity = if is_script {
-                High
+            // A known installer from its own host, or the skill's own
+            // tool's site, is worth a look in a script as in a document;
+            // any other host is the attack.
+            let severity = download_severity(line, &scan.subject);
+            let severity = if teaching {
+                severity.min(Medium)
             } else {
-                download_severity(line, &scan.subject)
+                severity
             };
             scan.report(
                 Rule::DownloadExec,
@@ -602,7 +667,8 @@ pub(crate) fn scan(scan: &mut Scan<'_>) {
                     None => continue,
                 }
             };
-            let Some((start, end)) = find_short(&regexes[index], line) else {
+            let Some((start, end)) = find_credential_aware(&regexes[index], line, pattern.rule)
+            else {
                 continue;
             };
             scan.report(

@@ -414,7 +414,7 @@ static TARGETS: &[(&str, &str)] = &[
         "Codex's configuration",
     ),
     (
-        r"(?:^|/)\.(?:cursor|vscode|gemini|kiro|windsurf|codeium/windsurf)/(?:mcp(?:_config)?|settings|tasks)\.json$",
+        r"(?:^|/)\.(?:cursor|vscode|gemini|kiro|windsurf|codeium/windsurf)/(?:mcp(?:_config)?|settings)\.json$",
         "an editor's or agent's configuration, whose MCP servers and tasks run",
     ),
     (
@@ -450,6 +450,18 @@ static TARGETS: &[(&str, &str)] = &[
         r"(?:^|/|~)\.(?:bashrc|bash_profile|bash_login|profile|zshrc|zshenv|zprofile|zlogin|kshrc|cshrc|tcshrc)$|(?:^|/)\.config/fish/config\.fish$",
         "a shell start-up file",
     ),
+    (
+        r"(?:^|/|~)\.(?:bash_aliases|bash_logout|zlogout|vimrc|tmux\.conf|inputrc)$|(?:^|/)\.config/environment\.d/|(?:^|/)\.config/nvim/init\.(?:vim|lua)$",
+        "a file a shell or an editor reads and runs commands from",
+    ),
+    (
+        r"(?:^|/)(?:site|user)customize\.py$|(?:^|/)site-packages/[^/]+\.pth$",
+        "a file Python runs at every start",
+    ),
+    (
+        r"(?i)(?:^|/)Start Menu/Programs/Startup/|(?:^|/)Microsoft\.PowerShell_profile\.ps1$|(?:^|/)profile\.ps1$",
+        "a program or profile Windows or PowerShell runs at start",
+    ),
     (r"(?:^|/)Library/Launch(?:Agents|Daemons)/", "a launchd job"),
 ];
 
@@ -464,6 +476,10 @@ const PLANTED: &[(&str, &str)] = &[
         "a PROMPT_COMMAND, which the shell runs before every prompt",
     ),
     ("NOPASSWD", "a sudo rule without a password"),
+    (
+        "folderOpen",
+        "an editor task that runs when the folder is opened",
+    ),
 ];
 
 static TARGET_SET: std::sync::LazyLock<regex::RegexSet> =

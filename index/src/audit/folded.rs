@@ -85,7 +85,17 @@ pub(crate) fn scan_blocks(scan: &mut Scan<'_>) {
         return;
     }
     let text = scan.text;
+    // The blocks of one language are read together, as one script in
+    // place: one parse per language however many blocks a document has,
+    // and a download in one block run in the next is one flow.
+    let mut by_language: Vec<(Lang, Vec<std::ops::Range<usize>>)> = Vec::new();
     for (lang, ranges) in code_blocks(text) {
+        match by_language.iter_mut().find(|(known, _)| *known == lang) {
+            Some((_, all)) => all.extend(ranges),
+            None => by_language.push((lang, ranges)),
+        }
+    }
+    for (lang, ranges) in by_language {
         // The block in place: every other byte a space (line ends kept),
         // so offsets and lines are the document's. A shell session's
         // prompt is not part of the command.

@@ -11,8 +11,8 @@
 use tree_sitter::Node;
 
 use super::{
-    Env, Lowered, MAX_DEPTH, Taint, Val, What, decode_base64, decoded, is_credential_path,
-    named_children, run_argv, text_of, union,
+    Env, Lowered, MAX_DEPTH, Taint, Val, What, base_name, decode_base64, decoded,
+    is_credential_path, named_children, run_argv, text_of, union,
 };
 
 /// Aliases of the commands this lowering knows.
@@ -90,6 +90,16 @@ pub(super) fn lower(root: Node<'_>, source: &str, env: &mut Env, out: &mut Lower
 enum Word {
     Parameter(String),
     Value(Val),
+}
+
+impl Word {
+    /// The word as an argument vector holds it.
+    fn as_val(&self) -> Val {
+        match self {
+            Self::Parameter(parameter) => Val::text(parameter.clone()),
+            Self::Value(value) => value.clone(),
+        }
+    }
 }
 
 impl Lowering<'_, '_> {
@@ -529,17 +539,7 @@ impl Lowering<'_, '_> {
             }
         }
         line.push(shown.join(" "));
-        let lower = name
-            .text
-            .as_deref()
-            .map(|text| {
-                text.rsplit(['/', '\\'])
-                    .next()
-                    .unwrap_or(text)
-                    .trim_end_matches(".exe")
-                    .to_ascii_lowercase()
-            })
-            .unwrap_or_default();
+        let lower = name.text.as_deref().map(program_name).unwrap_or_default();
         let canonical = ALIASES
             .iter()
             .find(|(alias, _)| *alias == lower)
@@ -701,13 +701,9 @@ impl Lowering<'_, '_> {
                 Val::unknown()
             }
             "powershell" | "pwsh" | "cmd" => {
-                let mut argv = vec![Val::text(canonical)];
-                for word in &words {
-                    argv.push(match word {
-                        Word::Parameter(parameter) => Val::text(parameter.clone()),
-                        Word::Value(value) => value.clone(),
-                    });
-                }
+                let argv: Vec<Val> = std::iter::once(Val::text(canonical))
+                    .chain(words.iter().map(Word::as_val))
+                    .collect();
                 self.run_program(node, &argv);
                 if input.is_some() && words.is_empty() {
                     self.out
@@ -716,13 +712,9 @@ impl Lowering<'_, '_> {
                 Val::unknown()
             }
             _ => {
-                let mut argv = vec![name];
-                for word in &words {
-                    argv.push(match word {
-                        Word::Parameter(parameter) => Val::text(parameter.clone()),
-                        Word::Value(value) => value.clone(),
-                    });
-                }
+                let argv: Vec<Val> = std::iter::once(name)
+                    .chain(words.iter().map(Word::as_val))
+                    .collect();
                 run_argv(self.out, node, &argv);
                 Val::unknown()
             }
@@ -735,13 +727,7 @@ impl Lowering<'_, '_> {
         let program = argv
             .first()
             .and_then(|value| value.text.as_deref())
-            .map(|text| {
-                text.rsplit(['/', '\\'])
-                    .next()
-                    .unwrap_or(text)
-                    .trim_end_matches(".exe")
-                    .to_ascii_lowercase()
-            })
+            .map(program_name)
             .unwrap_or_default();
         if program == "powershell" || program == "pwsh" {
             let encoded = argv.iter().enumerate().find_map(|(index, word)| {
@@ -782,6 +768,12 @@ impl Lowering<'_, '_> {
         }
         taint
     }
+}
+
+/// A program's name as PowerShell finds it: its file name, lower case,
+/// without `.exe`.
+fn program_name(text: &str) -> String {
+    base_name(text).trim_end_matches(".exe").to_owned()
 }
 
 /// The name (lower case, no `$`) of the variable an assignment's left side

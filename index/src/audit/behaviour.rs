@@ -10,8 +10,9 @@
 
 use std::sync::LazyLock;
 
-use regex::{Regex, RegexSet};
+use regex::Regex;
 
+use super::patterns::PatternSet;
 use super::text::{FileKind, Scan};
 use super::{Rule, Severity};
 
@@ -304,20 +305,12 @@ static SENDS: LazyLock<Regex> = LazyLock::new(|| {
         .expect("valid send pattern")
 });
 
-static COMPILED: LazyLock<(RegexSet, Vec<Regex>)> = LazyLock::new(|| {
-    let sources: Vec<&str> = PATTERNS.iter().map(|pattern| pattern.regex).collect();
-    (
-        super::large_set(sources.iter().copied()),
-        sources
-            .iter()
-            .map(|source| Regex::new(source).expect("valid behaviour pattern"))
-            .collect(),
-    )
-});
+static COMPILED: LazyLock<PatternSet> =
+    LazyLock::new(|| PatternSet::new(PATTERNS.iter().map(|pattern| pattern.regex)));
 
 /// The credential store patterns in one set.
-static CREDENTIAL_STORES: LazyLock<RegexSet> = LazyLock::new(|| {
-    super::large_set(
+static CREDENTIAL_STORES: LazyLock<PatternSet> = LazyLock::new(|| {
+    PatternSet::new(
         PATTERNS
             .iter()
             .filter(|pattern| pattern.rule == Rule::CredentialAccess)
@@ -455,8 +448,8 @@ pub(crate) fn download_severity(line: &str, subject: &[String]) -> Severity {
 }
 
 /// The download patterns in one automaton, to skip a text in one pass.
-static ANY_DOWNLOAD_EXEC: LazyLock<RegexSet> =
-    LazyLock::new(|| super::large_set(DOWNLOAD_EXEC.iter().map(Regex::as_str)));
+static ANY_DOWNLOAD_EXEC: LazyLock<PatternSet> =
+    LazyLock::new(|| PatternSet::new(DOWNLOAD_EXEC.iter().map(Regex::as_str)));
 
 /// Returns true when a label of `host` (not its last, nor a generic one
 /// like `get` or `install`) and a word of the skill's subject contain one
@@ -621,9 +614,10 @@ pub(crate) fn scan(scan: &mut Scan<'_>) {
     // them", "examples of hostile text") is at most worth a look; the
     // skill's own SKILL.md gets no such benefit.
     let teaching = scan.kind == FileKind::Document && TEACHING.is_match(scan.text);
-    let (set, regexes) = &*COMPILED;
+    let set = &*COMPILED;
     let downloads = may_download_exec(scan.text);
-    if !downloads && !set.is_match(scan.text) {
+    let anywhere = set.matches(scan.text);
+    if !downloads && anywhere.is_empty() {
         return;
     }
     let lines: Vec<(usize, usize, &str)> = scan.lines().collect();
@@ -650,10 +644,21 @@ pub(crate) fn scan(scan: &mut Scan<'_>) {
                 "fetches a program from the network and runs it in one step",
             );
         }
-        if !set.is_match(line) {
-            continue;
-        }
-        for index in set.matches(line).iter() {
+        // The patterns found in the whole text are the ones to look for
+        // in a line; a table row, read as text, is looked at afresh.
+        let fresh;
+        let here = match &cells {
+            Some(cells) => {
+                fresh = set.matches(cells);
+                &fresh
+            }
+            None => &anywhere,
+        };
+        for &index in here {
+            let regex = set.regex(index);
+            if !regex.is_match(line) {
+                continue;
+            }
             let pattern = &PATTERNS[index];
             let severity = if is_script {
                 pattern.script
@@ -667,8 +672,7 @@ pub(crate) fn scan(scan: &mut Scan<'_>) {
                     None => continue,
                 }
             };
-            let Some((start, end)) = find_credential_aware(&regexes[index], line, pattern.rule)
-            else {
+            let Some((start, end)) = find_credential_aware(regex, line, pattern.rule) else {
                 continue;
             };
             scan.report(
@@ -690,6 +694,40 @@ mod tests {
         let mut scan = Scan::new("x", text, kind);
         super::scan(&mut scan);
         scan.findings.iter().map(|f| (f.rule, f.severity)).collect()
+    }
+
+    /// Every line of the audit's fixtures, whose skills are written to
+    /// trip the rules.
+    fn fixture_lines() -> Vec<String> {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/audit");
+        let mut lines = Vec::new();
+        let mut folders = vec![root];
+        while let Some(folder) = folders.pop() {
+            for entry in fs_err::read_dir(&folder).expect("fixtures") {
+                let path = entry.expect("fixture entry").path();
+                if path.is_dir() {
+                    folders.push(path);
+                } else if let Ok(text) = fs_err::read_to_string(&path) {
+                    lines.extend(text.lines().map(str::to_owned));
+                }
+            }
+        }
+        lines
+    }
+
+    #[test]
+    fn the_prefiltered_set_matches_what_one_regex_set_matches() {
+        let sources: Vec<&str> = PATTERNS.iter().map(|pattern| pattern.regex).collect();
+        let reference = regex::RegexSet::new(&sources).expect("valid patterns");
+        let lines = fixture_lines();
+        assert!(lines.len() > 1000, "{} fixture lines", lines.len());
+        let mut matched = 0;
+        for line in &lines {
+            let expected: Vec<usize> = reference.matches(line).into_iter().collect();
+            matched += usize::from(!expected.is_empty());
+            assert_eq!(COMPILED.matches(line), expected, "{line}");
+        }
+        assert!(matched > 30, "only {matched} fixture lines match a pattern");
     }
 
     #[test]

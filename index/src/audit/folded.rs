@@ -114,7 +114,7 @@ pub(crate) fn scan_blocks(scan: &mut Scan<'_>) {
         }
         let mut flows = Scan::new(scan.file, text, FileKind::Script);
         flows.subject = scan.subject.clone();
-        let Some(reading) = code::read(&mut flows, lang, &masked, &[]) else {
+        let Some(reading) = code::read(&mut flows, lang, &masked, &ranges, &[]) else {
             continue;
         };
         for (finding, start) in flows.findings.into_iter().zip(flows.starts) {

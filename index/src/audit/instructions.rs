@@ -8,6 +8,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use super::behaviour;
+use super::patterns::PatternSet;
 use super::text::{FileKind, Scan};
 use super::{Rule, Severity};
 
@@ -53,8 +54,8 @@ fn is_negated(before: &str) -> bool {
     })
 }
 
-static ANY_PHRASE: LazyLock<regex::RegexSet> =
-    LazyLock::new(|| super::large_set(PHRASES.iter().map(|phrase| phrase.regex.as_str())));
+static ANY_PHRASE: LazyLock<PatternSet> =
+    LazyLock::new(|| PatternSet::new(PHRASES.iter().map(|phrase| phrase.regex.as_str())));
 
 static PHRASES: LazyLock<Vec<Phrase>> = LazyLock::new(|| {
     [
@@ -125,16 +126,16 @@ pub(crate) fn scan(scan: &mut Scan<'_>) {
     if !matches!(scan.kind, FileKind::Document | FileKind::SkillMd) {
         return;
     }
-    let phrases = ANY_PHRASE.is_match(scan.text);
+    let phrases = ANY_PHRASE.matches(scan.text);
     let prerequisites = PREREQUISITE.is_match(scan.text);
     let commands = scan.kind == FileKind::SkillMd && scan.text.contains("!`");
-    if !(phrases || prerequisites || commands) {
+    if !(!phrases.is_empty() || prerequisites || commands) {
         return;
     }
     let lines: Vec<(usize, usize, &str)> = scan.lines().collect();
     let mut prerequisite: Option<usize> = None;
     for &(number, line_start, line) in &lines {
-        for phrase in PHRASES.iter().filter(|_| phrases) {
+        for phrase in phrases.iter().map(|&index| &PHRASES[index]) {
             let Some(found) = phrase.regex.find(line) else {
                 continue;
             };

@@ -31,6 +31,7 @@ mod folded;
 mod frontmatter;
 mod instructions;
 mod kinds;
+mod patterns;
 pub mod rules;
 pub mod sarif;
 mod secrets;
@@ -595,16 +596,16 @@ fn read_code(file: &str, text: &str, subject: &[String]) -> Option<CodeFindings>
             // Python and JavaScript end a line at a lone CR: the code is
             // parsed as they read it, at the same offsets.
             let code = lone_carriage_returns_as_line_ends(text);
-            code::read(&mut scan, language, &code, &[])?
+            code::read(&mut scan, language, &code, &[], &[])?
         }
-        Some(language) => code::read(&mut scan, language, text, &[])?,
+        Some(language) => code::read(&mut scan, language, text, &[], &[])?,
         None => {
             let code::Embedded {
                 lang,
                 text: code,
                 seeds,
             } = code::embedded(file, text)?;
-            code::read(&mut scan, lang, &code, &seeds)?
+            code::read(&mut scan, lang, &code, &[], &seeds)?
         }
     };
     // The folded commands, a line each, read by the line rules; what they
@@ -784,16 +785,6 @@ fn subject_of(files: &dyn Files) -> Vec<String> {
     words.sort();
     words.dedup();
     words
-}
-
-/// Compiles patterns into one set whose lazy DFA gets room to grow: the
-/// sets are unions of many case-insensitive patterns, and at the default
-/// cache size they spent most of a corpus run rebuilding their states.
-pub(crate) fn large_set<'a>(patterns: impl IntoIterator<Item = &'a str>) -> regex::RegexSet {
-    regex::RegexSetBuilder::new(patterns)
-        .dfa_size_limit(64 << 20)
-        .build()
-        .expect("valid audit patterns")
 }
 
 /// Returns every skill folder at or below `path`: the folder itself when

@@ -6,8 +6,9 @@
 
 use std::sync::LazyLock;
 
-use regex::{Regex, RegexSet};
+use regex::Regex;
 
+use super::patterns::PatternSet;
 use super::text::Scan;
 use super::{Rule, Severity};
 
@@ -97,19 +98,10 @@ static ANY_PREFIX: LazyLock<aho_corasick::AhoCorasick> = LazyLock::new(|| {
     aho_corasick::AhoCorasick::new(SECRET_PREFIXES).expect("valid secret prefixes")
 });
 
-/// The patterns one by one, compiled only for a text that [`ANY_SECRET`]
-/// matches: most runs never need them.
-static SECRET_PATTERNS: LazyLock<Vec<(&str, Regex)>> = LazyLock::new(|| {
-    SECRETS
-        .iter()
-        .map(|(what, pattern)| (*what, Regex::new(pattern).expect("valid secret pattern")))
-        .collect()
-});
-
-/// Every secret pattern in one automaton: nearly every text holds no
-/// secret, and one pass says so.
-static ANY_SECRET: LazyLock<RegexSet> =
-    LazyLock::new(|| super::large_set(SECRETS.iter().map(|(_, pattern)| *pattern)));
+/// Every secret pattern, found through its prefix: nearly every text
+/// holds no secret, and one pass says so.
+static ANY_SECRET: LazyLock<PatternSet> =
+    LazyLock::new(|| PatternSet::new(SECRETS.iter().map(|(_, pattern)| *pattern)));
 
 /// A value assigned to a secret-sounding name: `API_KEY = "..."`,
 /// `password: ...`, `"client_secret": "..."`.
@@ -141,12 +133,13 @@ pub(crate) fn is_placeholder(found: &str) -> bool {
 
 /// Returns each known-format secret in `text`: what it is, and its bytes.
 pub(crate) fn known_secrets(text: &str) -> Vec<(&'static str, usize, usize)> {
-    if !ANY_PREFIX.is_match(text) || !ANY_SECRET.is_match(text) {
+    if !ANY_PREFIX.is_match(text) {
         return Vec::new();
     }
     let mut found = Vec::new();
-    for (what, regex) in SECRET_PATTERNS.iter() {
-        for matched in regex.find_iter(text) {
+    for index in ANY_SECRET.matches(text) {
+        let what = &SECRETS[index].0;
+        for matched in ANY_SECRET.regex(index).find_iter(text) {
             let secret = matched.as_str();
             if is_placeholder(secret) || (what.contains("OpenAI") && secret.starts_with("sk-ant-"))
             {

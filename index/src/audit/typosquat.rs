@@ -11,7 +11,7 @@
 //! [`TARGETS`], and a name shorter than [`MIN_LENGTH`] is not judged (short
 //! popular names are one edit from each other: `ms`, `ws`, `qs`).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::LazyLock;
 
 use regex::Regex;
@@ -55,11 +55,11 @@ struct Popular {
     /// In rank order.
     ranked: Vec<&'static str>,
     all: HashSet<&'static str>,
-    /// Each of the first [`TARGETS`] names and each name it makes with one
-    /// character left out, to the ranks of the targets: a name one edit
-    /// from a target shares one of these keys with it (symmetric deletion),
-    /// so a lookup costs a few hashes instead of a pass over the list.
-    near: HashMap<String, Vec<usize>>,
+    /// The first [`TARGETS`] names by their length in characters, in rank
+    /// order: a name one edit from a target is as long or one character
+    /// longer or shorter, so a lookup compares a few hundred names, each
+    /// in one pass, and building this costs one pass over the list.
+    by_length: Vec<Vec<(usize, Vec<char>)>>,
 }
 
 impl Popular {
@@ -69,42 +69,56 @@ impl Popular {
             .filter(|line| !line.starts_with('#') && !line.is_empty())
             .collect();
         let all = ranked.iter().copied().collect();
-        let mut near: HashMap<String, Vec<usize>> = HashMap::new();
+        let mut by_length: Vec<Vec<(usize, Vec<char>)>> = Vec::new();
         for (rank, name) in ranked.iter().take(TARGETS).enumerate() {
-            for key in deletions(name) {
-                let ranks = near.entry(key).or_default();
-                if ranks.last() != Some(&rank) {
-                    ranks.push(rank);
-                }
+            let chars: Vec<char> = name.chars().collect();
+            if by_length.len() <= chars.len() {
+                by_length.resize_with(chars.len() + 1, Vec::new);
             }
+            by_length[chars.len()].push((rank, chars));
         }
-        Self { ranked, all, near }
+        Self {
+            ranked,
+            all,
+            by_length,
+        }
     }
 
     /// The most downloaded target one edit from `name`, with its rank.
     fn squatted(&self, name: &str) -> Option<(&'static str, usize)> {
-        let mut ranks: Vec<usize> = deletions(name)
-            .filter_map(|key| self.near.get(&key))
-            .flatten()
-            .copied()
-            .collect();
-        ranks.sort_unstable();
-        ranks.dedup();
-        ranks
-            .into_iter()
+        let chars: Vec<char> = name.chars().collect();
+        let lengths = chars.len().saturating_sub(1)..=chars.len() + 1;
+        lengths
+            .filter_map(|length| self.by_length.get(length))
+            .filter_map(|targets| {
+                targets
+                    .iter()
+                    .find(|(_, target)| one_edit(target, &chars))
+                    .map(|(rank, _)| *rank)
+            })
+            .min()
             .map(|rank| (self.ranked[rank], rank + 1))
-            .find(|(target, _)| strsim::osa_distance(target, name) == 1)
     }
 }
 
-/// `name` itself and every string it makes with one character left out.
-fn deletions(name: &str) -> impl Iterator<Item = String> + '_ {
-    std::iter::once(name.to_owned()).chain(name.char_indices().map(move |(at, c)| {
-        let mut key = String::with_capacity(name.len());
-        key.push_str(&name[..at]);
-        key.push_str(&name[at + c.len_utf8()..]);
-        key
-    }))
+/// True when `a` and `b` differ by exactly one edit: a character changed,
+/// added or left out, or two neighbours swapped (an optimal string
+/// alignment distance of 1).
+fn one_edit(a: &[char], b: &[char]) -> bool {
+    let (short, long) = if a.len() <= b.len() { (a, b) } else { (b, a) };
+    let Some(at) = short.iter().zip(long).position(|(x, y)| x != y) else {
+        // One is the other with a character added at its end.
+        return long.len() == short.len() + 1;
+    };
+    if short.len() == long.len() {
+        short[at + 1..] == long[at + 1..]
+            || (at + 1 < short.len()
+                && short[at] == long[at + 1]
+                && short[at + 1] == long[at]
+                && short[at + 2..] == long[at + 2..])
+    } else {
+        long.len() == short.len() + 1 && short[at..] == long[at + 1..]
+    }
 }
 
 static POPULAR_PYPI: LazyLock<Popular> = LazyLock::new(|| Popular::parse(PYPI));
@@ -473,6 +487,39 @@ mod tests {
                 .map(|(rank, target)| (*target, rank + 1));
             assert_eq!(POPULAR_PYPI.squatted(name), brute, "{name}");
         }
+    }
+
+    #[test]
+    fn one_edit_is_an_optimal_string_alignment_distance_of_one() {
+        let names: Vec<&str> = POPULAR_NPM.ranked.iter().take(40).copied().collect();
+        let mut words: Vec<String> = names.iter().map(|name| (*name).to_owned()).collect();
+        for name in &names {
+            let chars: Vec<char> = name.chars().collect();
+            for at in 0..chars.len() {
+                let mut changed = chars.clone();
+                changed.remove(at);
+                words.push(changed.iter().collect());
+                let mut swapped = chars.clone();
+                if at + 1 < chars.len() {
+                    swapped.swap(at, at + 1);
+                    words.push(swapped.iter().collect());
+                }
+                let mut replaced = chars.clone();
+                replaced[at] = 'é';
+                words.push(replaced.iter().collect());
+            }
+        }
+        let mut ones = 0;
+        for a in &words {
+            let a_chars: Vec<char> = a.chars().collect();
+            for b in words.iter().step_by(11) {
+                let b_chars: Vec<char> = b.chars().collect();
+                let expected = strsim::osa_distance(a, b) == 1;
+                ones += usize::from(expected);
+                assert_eq!(one_edit(&a_chars, &b_chars), expected, "{a} {b}");
+            }
+        }
+        assert!(ones > 100, "{ones}");
     }
 
     #[test]

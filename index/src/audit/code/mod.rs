@@ -33,6 +33,7 @@ mod value;
 
 use tree_sitter::{Language, Node, Parser, Tree};
 
+use super::patterns::PatternSet;
 use super::text::Scan;
 use super::{Rule, Severity};
 pub(crate) use embedded::{Embedded, embedded};
@@ -163,21 +164,64 @@ impl Lowered {
     }
 }
 
-/// Parses `text` as `lang`; `None` when it is too large or the parser
-/// gives up.
-fn parse(lang: Lang, text: &str) -> Option<Tree> {
-    if text.len() > MAX_PARSED {
+/// Parses `text` as `lang`, only the byte ranges `within` when there are
+/// any (a document's code blocks, in place: the parser skips the prose
+/// between them instead of lexing it); `None` when the code is too large
+/// or the parser gives up.
+fn parse(lang: Lang, text: &str, within: &[std::ops::Range<usize>]) -> Option<Tree> {
+    let size = if within.is_empty() {
+        text.len()
+    } else {
+        within.iter().map(ExactSizeIterator::len).sum()
+    };
+    if size > MAX_PARSED {
         return None;
     }
     let mut parser = Parser::new();
     parser.set_language(&lang.grammar()?).ok()?;
+    if !within.is_empty() {
+        parser
+            .set_included_ranges(&included_ranges(text, within))
+            .ok()?;
+    }
     parser.parse(text, None)
+}
+
+/// `within`, ordered and apart, as the parser's ranges with their rows
+/// and columns, counted in one pass over `text`.
+fn included_ranges(text: &str, within: &[std::ops::Range<usize>]) -> Vec<tree_sitter::Range> {
+    let bytes = text.as_bytes();
+    let (mut at, mut row, mut line_start) = (0, 0, 0);
+    let mut point = |offset: usize| {
+        for (index, byte) in bytes[at..offset].iter().enumerate() {
+            if *byte == b'\n' {
+                row += 1;
+                line_start = at + index + 1;
+            }
+        }
+        at = offset;
+        tree_sitter::Point::new(row, offset - line_start)
+    };
+    within
+        .iter()
+        .map(|range| tree_sitter::Range {
+            start_byte: range.start,
+            start_point: point(range.start),
+            end_byte: range.end,
+            end_point: point(range.end),
+        })
+        .collect()
 }
 
 /// Lowers `text` as `lang` into events, reading it until the values of
 /// its names settle; `seeds` are names the file gives values outside the
 /// code (a Makefile's variables).
-pub(crate) fn lower(lang: Lang, text: &str, seeds: &[(String, String)]) -> Option<Lowered> {
+pub(crate) fn lower(
+    lang: Lang,
+    text: &str,
+    within: &[std::ops::Range<usize>],
+    seeds: &[(String, String)],
+) -> Option<Lowered> {
     if lang == Lang::Cmd {
         if text.len() > MAX_PARSED {
             return None;
@@ -187,7 +231,7 @@ pub(crate) fn lower(lang: Lang, text: &str, seeds: &[(String, String)]) -> Optio
         cmd::lower(text, &mut env, &mut lowered);
         return Some(lowered);
     }
-    let tree = parse(lang, text)?;
+    let tree = parse(lang, text, within)?;
     let root = tree.root_node();
     let mut env = Env::default();
     for (name, value) in seeds {
@@ -281,15 +325,17 @@ impl Reading {
 }
 
 /// Reads the code `code` (the text `scan` holds, or the code cut out of
-/// it in place) as `lang`: reports the flows that are attacks on `scan`,
-/// and returns the folded commands.
+/// it in place; only the byte ranges `within` when there are any) as
+/// `lang`: reports the flows that are attacks on `scan`, and returns the
+/// folded commands.
 pub(crate) fn read(
     scan: &mut Scan<'_>,
     lang: Lang,
     code: &str,
+    within: &[std::ops::Range<usize>],
     seeds: &[(String, String)],
 ) -> Option<Reading> {
-    let lowered = lower(lang, code, seeds)?;
+    let lowered = lower(lang, code, within, seeds)?;
     Some(judge(scan, &lowered))
 }
 
@@ -482,17 +528,16 @@ const PLANTED: &[(&str, &str)] = &[
     ),
 ];
 
-static TARGET_SET: std::sync::LazyLock<regex::RegexSet> =
-    std::sync::LazyLock::new(|| super::large_set(TARGETS.iter().map(|(pattern, _)| *pattern)));
+static TARGET_SET: std::sync::LazyLock<PatternSet> =
+    std::sync::LazyLock::new(|| PatternSet::new(TARGETS.iter().map(|(pattern, _)| *pattern)));
 
 /// What the file at `path` is, when writing it is persistence.
 pub(crate) fn persistence_target(path: &str) -> Option<&'static str> {
     let path = path.trim();
     TARGET_SET
         .matches(path)
-        .iter()
-        .next()
-        .map(|index| TARGETS[index].1)
+        .first()
+        .map(|&index| TARGETS[index].1)
 }
 
 /// True when two folded file names name the same file: equal, or equal

@@ -1,0 +1,227 @@
+//! Many patterns over one text, found through the literals they start
+//! with.
+//!
+//! The audit's rules are hundreds of regular expressions, most of them a
+//! word followed by `[^\n]*?` and another word. In one `RegexSet`, the
+//! lazy DFA's states are the combinations of the patterns that are half
+//! way through a line, and a corpus of real skills keeps building new
+//! ones: determinizing them was a fifth of the audit's time. Instead, each
+//! pattern.s literals are taken from its syntax (the literal
+//! prefixes the `regex-syntax` extractor finds), one Aho-Corasick
+//! automaton finds them all in one pass, and only the patterns whose
+//! prefix occurs are run, one small regex each. A pattern with no finite
+//! set of prefixes (one starting with a class or a repetition) is always
+//! run.
+//!
+//! The prefixes are found with the pattern's leading `(?i)` left out and
+//! matched ignoring ASCII case, which finds every match the pattern has,
+//! except where Unicode case folding makes a non-ASCII letter (the Kelvin
+//! sign, a long s) stand for an ASCII one: a command or path spelt that
+//! way is not the one a shell or file system would see.
+
+use std::sync::OnceLock;
+
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
+use regex::Regex;
+use regex_syntax::hir::literal::{ExtractKind, Extractor};
+use regex_syntax::hir::{Hir, HirKind};
+
+/// A set of patterns, each compiled on first use.
+pub(crate) struct PatternSet {
+    sources: Vec<String>,
+    compiled: Vec<OnceLock<Regex>>,
+    /// The distinct literal prefixes, ignoring ASCII case.
+    prefixes: AhoCorasick,
+    /// For each prefix, the patterns it starts.
+    starts: Vec<Vec<usize>>,
+    /// The patterns with no finite set of prefixes.
+    always: Vec<usize>,
+}
+
+impl PatternSet {
+    /// Builds the set; panics on an invalid pattern, as the audit's
+    /// patterns are constants checked by its tests.
+    pub(crate) fn new<'a>(patterns: impl IntoIterator<Item = &'a str>) -> Self {
+        let sources: Vec<String> = patterns.into_iter().map(str::to_owned).collect();
+        let mut literals: Vec<Vec<u8>> = Vec::new();
+        let mut starts: Vec<Vec<usize>> = Vec::new();
+        let mut always = Vec::new();
+        for (index, source) in sources.iter().enumerate() {
+            match prefixes(source) {
+                Some(found) => {
+                    for literal in found {
+                        match literals.iter().position(|known| *known == literal) {
+                            Some(at) => starts[at].push(index),
+                            None => {
+                                literals.push(literal);
+                                starts.push(vec![index]);
+                            }
+                        }
+                    }
+                }
+                None => always.push(index),
+            }
+        }
+        let prefixes = AhoCorasickBuilder::new()
+            .ascii_case_insensitive(true)
+            .match_kind(MatchKind::Standard)
+            .build(&literals)
+            .expect("valid pattern prefixes");
+        Self {
+            compiled: sources.iter().map(|_| OnceLock::new()).collect(),
+            sources,
+            prefixes,
+            starts,
+            always,
+        }
+    }
+
+    /// The pattern at `index`, compiled.
+    pub(crate) fn regex(&self, index: usize) -> &Regex {
+        self.compiled[index]
+            .get_or_init(|| Regex::new(&self.sources[index]).expect("valid audit pattern"))
+    }
+
+    /// The patterns whose prefix occurs in `text`, in order: the ones that
+    /// may match it.
+    fn candidates(&self, text: &str) -> Vec<usize> {
+        let mut seen = vec![false; self.sources.len()];
+        for &index in &self.always {
+            seen[index] = true;
+        }
+        for found in self.prefixes.find_overlapping_iter(text) {
+            for &index in &self.starts[found.pattern().as_usize()] {
+                seen[index] = true;
+            }
+        }
+        seen.iter()
+            .enumerate()
+            .filter_map(|(index, &candidate)| candidate.then_some(index))
+            .collect()
+    }
+
+    /// The patterns that match somewhere in `text`, in order.
+    pub(crate) fn matches(&self, text: &str) -> Vec<usize> {
+        self.candidates(text)
+            .into_iter()
+            .filter(|&index| self.regex(index).is_match(text))
+            .collect()
+    }
+
+    /// True when any pattern matches somewhere in `text`.
+    pub(crate) fn is_match(&self, text: &str) -> bool {
+        self.candidates(text)
+            .into_iter()
+            .any(|index| self.regex(index).is_match(text))
+    }
+}
+
+/// Literals one of which every match of `pattern` contains, lower-cased,
+/// or `None` when no finite set of non-empty strings is found.
+fn prefixes(pattern: &str) -> Option<Vec<Vec<u8>>> {
+    let exact_case = pattern.strip_prefix("(?i)").unwrap_or(pattern);
+    let hir = regex_syntax::Parser::new().parse(exact_case).ok()?;
+    let mut lowered: Vec<Vec<u8>> = required(&hir)?
+        .into_iter()
+        .map(|literal| literal.to_ascii_lowercase())
+        .collect();
+    lowered.sort();
+    lowered.dedup();
+    Some(lowered)
+}
+
+/// The most selective set of literals one of which every match of `hir`
+/// contains: of an alternation, what each branch requires; of a
+/// concatenation, the best of the literal prefixes of each of its tails
+/// and of what each of its parts requires, the best being the set whose
+/// shortest literal is longest, then the smallest.
+fn required(hir: &Hir) -> Option<Vec<Vec<u8>>> {
+    match hir.kind() {
+        HirKind::Capture(capture) => required(&capture.sub),
+        HirKind::Alternation(branches) => {
+            let mut all = Vec::new();
+            for branch in branches {
+                all.extend(required(branch)?);
+            }
+            Some(all)
+        }
+        HirKind::Concat(parts) => {
+            let mut best: Option<Vec<Vec<u8>>> = None;
+            for at in 0..parts.len() {
+                let tail = Hir::concat(parts[at..].to_vec());
+                for found in [literal_prefixes(&tail), required(&parts[at])]
+                    .into_iter()
+                    .flatten()
+                {
+                    if best.as_ref().is_none_or(|known| better(&found, known)) {
+                        best = Some(found);
+                    }
+                }
+            }
+            best
+        }
+        _ => literal_prefixes(hir),
+    }
+}
+
+/// The literal prefixes of every match of `hir`, when they are a finite
+/// set of non-empty strings.
+fn literal_prefixes(hir: &Hir) -> Option<Vec<Vec<u8>>> {
+    let seq = Extractor::new().kind(ExtractKind::Prefix).extract(hir);
+    let literals = seq.literals()?;
+    if literals.is_empty() || literals.iter().any(|literal| literal.as_bytes().is_empty()) {
+        return None;
+    }
+    Some(
+        literals
+            .iter()
+            .map(|literal| literal.as_bytes().to_vec())
+            .collect(),
+    )
+}
+
+/// True when `one` is the more selective set of literals: its shortest is
+/// longer, or as long with fewer literals.
+fn better(one: &[Vec<u8>], other: &[Vec<u8>]) -> bool {
+    let shortest = |set: &[Vec<u8>]| set.iter().map(Vec::len).min().unwrap_or(0);
+    (shortest(one), std::cmp::Reverse(one.len()))
+        > (shortest(other), std::cmp::Reverse(other.len()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_what_the_patterns_find_in_any_case() {
+        let set = PatternSet::new([
+            r"(?i)(?-u:\b)curl(?-u:\b)[^\n]*?\|\s*sh",
+            r"(?i)(?:wget|fetch)\s",
+            r"[A-Z]{3}\d",
+            r"(?-u:\b)exact(?-u:\b)",
+        ]);
+        assert_eq!(set.matches("CURL -s x | sh"), [0]);
+        assert_eq!(set.matches("Fetch it"), [1]);
+        assert_eq!(set.matches("ABC1 and curl | sh"), [0, 2]);
+        // A pattern without `(?i)` keeps its case: the prefix only says
+        // where to look.
+        assert!(set.matches("EXACT").is_empty());
+        assert_eq!(set.matches("an exact word"), [3]);
+        assert!(!set.is_match("curl without a pipe"));
+        assert!(set.is_match("wget http://x"));
+    }
+
+    #[test]
+    fn a_pattern_without_finite_prefixes_is_always_run() {
+        assert_eq!(prefixes(r"[a-z]+\d"), None);
+        assert_eq!(prefixes(r"(?i)A?b"), Some(vec![b"b".to_vec()]));
+        // A word inside the pattern says more than a short start.
+        assert_eq!(
+            prefixes(r"(?i)(?:>|cp\s)\s*[\w/]*\.bashrc"),
+            Some(vec![b".bashrc".to_vec()])
+        );
+        assert_eq!(prefixes(r"x*"), None);
+        let set = PatternSet::new([r"\w+@\w+", r"(?i)zz"]);
+        assert_eq!(set.matches("me@host"), [0]);
+    }
+}

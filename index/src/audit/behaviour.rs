@@ -12,7 +12,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::patterns::PatternSet;
+use super::patterns::{PatternSet, Screened};
 use super::text::{FileKind, Scan};
 use super::{Rule, Severity};
 
@@ -322,8 +322,9 @@ static CREDENTIAL_STORES: LazyLock<PatternSet> = LazyLock::new(|| {
 /// `~/.aws/credentials`, `.npmrc`, a browser's `Login Data`).
 pub(crate) fn names_credential_store(text: &str) -> bool {
     // The patterns expect a path as written in code: a quote or slash
-    // before a dotted name.
-    CREDENTIAL_STORES.is_match(text) || CREDENTIAL_STORES.is_match(&format!("/{text}"))
+    // before a dotted name, which only the text's first line may lack.
+    let first_line = text.split('\n').next().unwrap_or_default();
+    CREDENTIAL_STORES.is_match(text) || CREDENTIAL_STORES.is_match(&format!("/{first_line}"))
 }
 
 /// Hosts whose install scripts are the documented way to install a
@@ -573,9 +574,10 @@ fn find_credential_aware(regex: &Regex, line: &str, rule: Rule) -> Option<(usize
 }
 
 /// Words of a document that quotes attacks to teach them.
-static TEACHING: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)(?-u:\b)(?:do\s+not|don't|never)\s+(?:follow|run|execute|copy|paste)\s+(?:them|these|this|it)(?-u:\b)|(?-u:\b)examples?\s+of\s+(?:hostile|malicious|attack|injected|phishing|prompt[- ]injection)|(?-u:\b)(?:quoted|taken)\s+from\s+(?:real\s+)?(?:incidents|attacks)|(?-u:\b)how\s+to\s+(?:spot|recogni[sz]e|detect)\s+(?:them|these|attacks|injection)")
-        .expect("valid teaching pattern")
+static TEACHING: LazyLock<Screened> = LazyLock::new(|| {
+    Screened::new(
+        r"(?i)(?-u:\b)(?:do\s+not|don't|never)\s+(?:follow|run|execute|copy|paste)\s+(?:them|these|this|it)(?-u:\b)|(?-u:\b)examples?\s+of\s+(?:hostile|malicious|attack|injected|phishing|prompt[- ]injection)|(?-u:\b)(?:quoted|taken)\s+from\s+(?:real\s+)?(?:incidents|attacks)|(?-u:\b)how\s+to\s+(?:spot|recogni[sz]e|detect)\s+(?:them|these|attacks|injection)",
+    )
 });
 
 /// Returns where `line` downloads and executes, if it does. A download
@@ -616,17 +618,22 @@ pub(crate) fn scan(scan: &mut Scan<'_>) {
     let teaching = scan.kind == FileKind::Document && TEACHING.is_match(scan.text);
     let set = &*COMPILED;
     let downloads = may_download_exec(scan.text);
-    let anywhere = set.matches(scan.text);
-    if !downloads && anywhere.is_empty() {
+    let candidates = set.by_line(scan.text, |offset| scan.line_of(offset));
+    let download_lines =
+        downloads.then(|| ANY_DOWNLOAD_EXEC.by_line(scan.text, |offset| scan.line_of(offset)));
+    if !downloads && candidates.is_empty() {
         return;
     }
     let lines: Vec<(usize, usize, &str)> = scan.lines().collect();
-    for (_, line_start, original) in lines {
+    for (number, line_start, original) in lines {
         // In a document's table row, a bare `|` parts cells; a pipe in a
         // cell is written `\|`.
         let cells = (!is_script && is_table_row(original)).then(|| table_row_as_text(original));
         let line = cells.as_deref().unwrap_or(original);
-        if let Some((start, end)) = find_download_exec(line).filter(|_| downloads) {
+        let may_download = download_lines
+            .as_ref()
+            .is_some_and(|lines| cells.is_some() || !lines.at(number).is_empty());
+        if may_download && let Some((start, end)) = find_download_exec(line) {
             // A known installer from its own host, or the skill's own
             // tool's site, is worth a look in a script as in a document;
             // any other host is the attack.
@@ -644,15 +651,15 @@ pub(crate) fn scan(scan: &mut Scan<'_>) {
                 "fetches a program from the network and runs it in one step",
             );
         }
-        // The patterns found in the whole text are the ones to look for
-        // in a line; a table row, read as text, is looked at afresh.
+        // The patterns whose literals the line holds are the ones to
+        // look for in it; a table row, read as text, is looked at afresh.
         let fresh;
         let here = match &cells {
             Some(cells) => {
                 fresh = set.matches(cells);
                 &fresh
             }
-            None => &anywhere,
+            None => candidates.at(number),
         };
         for &index in here {
             let regex = set.regex(index);

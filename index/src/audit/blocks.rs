@@ -15,6 +15,7 @@ use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
 use regex::Regex;
 
 use super::behaviour::names_credential_store;
+use super::patterns::Screened;
 use super::text::{FileKind, Scan};
 use super::{Rule, Severity};
 
@@ -26,9 +27,10 @@ static SEND: LazyLock<Regex> = LazyLock::new(|| {
 
 /// A credential store named in prose (beyond the paths the line rules
 /// know): a whole `~/.ssh` folder, a private key by its usual name.
-static PROSE_STORE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)~/\.ssh(?-u:\b)|\$HOME/\.ssh(?-u:\b)|(?-u:\b)id_(?:rsa|dsa|ecdsa|ed25519)(?-u:\b)|\.git-credentials|\.netrc|\.pypirc|\.npmrc|\.aws/credentials|\.kube/config|\.docker/config\.json|gh/hosts\.yml")
-        .expect("valid store pattern")
+static PROSE_STORE: LazyLock<Screened> = LazyLock::new(|| {
+    Screened::new(
+        r"(?i)~/\.ssh(?-u:\b)|\$HOME/\.ssh(?-u:\b)|(?-u:\b)id_(?:rsa|dsa|ecdsa|ed25519)(?-u:\b)|\.git-credentials|\.netrc|\.pypirc|\.npmrc|\.aws/credentials|\.kube/config|\.docker/config\.json|gh/hosts\.yml",
+    )
 });
 
 /// Public keys, which are meant to be shared.
@@ -36,9 +38,10 @@ static PUBLIC_KEY: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"[\w./~$*-]*\.pub(?-u:\b)").expect("valid public key pattern"));
 
 /// The whole environment, in prose or as a command.
-static ENVIRONMENT: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)`(?:env|printenv|set|export -p)`|(?-u:\b)(?:run(?:ning)?|execute|capture\w*)\s+(?:`)?(?:env|printenv)(?-u:\b)|(?-u:\b)printenv(?-u:\b)|process\.env(?-u:\b)|os\.environ(?-u:\b)|(?-u:\b)(?:all|every|the whole|the full|the entire|the job's|your)\s+(?:\w+\s+)?environment(?:\s+variables)?(?-u:\b)")
-        .expect("valid environment pattern")
+static ENVIRONMENT: LazyLock<Screened> = LazyLock::new(|| {
+    Screened::new(
+        r"(?i)`(?:env|printenv|set|export -p)`|(?-u:\b)(?:run(?:ning)?|execute|capture\w*)\s+(?:`)?(?:env|printenv)(?-u:\b)|(?-u:\b)printenv(?-u:\b)|process\.env(?-u:\b)|os\.environ(?-u:\b)|(?-u:\b)(?:all|every|the whole|the full|the entire|the job's|your)\s+(?:\w+\s+)?environment(?:\s+variables)?(?-u:\b)",
+    )
 });
 
 /// Where a block sends: an address.
@@ -120,15 +123,17 @@ fn sends(text: &str) -> bool {
 /// A claim that the skill's text ranks above the user or the system,
 /// however worded: a subject that is the text itself, a verb of rank, and
 /// a party it would rank above.
-static PRECEDENCE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)(?-u:\b)(?:these|this|the following|our|my)(?-u:\b)[^.!?;]{0,60}?(?-u:\b)(?:outrank\w*|supersed\w*|takes?\s+precedence\s+over|trumps?|prevails?\s+over|(?:sits?|ranks?|stands?|comes?)\s+(?:above|ahead\s+of)|wins?\s+(?:over|against)|(?:is|are)\s+(?:more\s+important|(?:of\s+)?higher\s+priority)\s+than)(?-u:\b)[^.!?;]{0,80}?(?-u:\b)(?:the\s+user|users|the\s+person|whoever|the\s+human|the\s+operator|(?:the\s+)?system\s+(?:prompt|message|instructions)|the\s+platform|standing\s+guidance|anything\s+(?:the\s+user|they|you)\s+(?:says?|asks?|types?|requests?)|whatever|(?:any|all|other|prior|earlier)\s+instructions)(?-u:\b)")
-        .expect("valid precedence pattern")
+static PRECEDENCE: LazyLock<Screened> = LazyLock::new(|| {
+    Screened::new(
+        r"(?i)(?-u:\b)(?:these|this|the following|our|my)(?-u:\b)[^.!?;]{0,60}?(?-u:\b)(?:outrank\w*|supersed\w*|takes?\s+precedence\s+over|trumps?|prevails?\s+over|(?:sits?|ranks?|stands?|comes?)\s+(?:above|ahead\s+of)|wins?\s+(?:over|against)|(?:is|are)\s+(?:more\s+important|(?:of\s+)?higher\s+priority)\s+than)(?-u:\b)[^.!?;]{0,80}?(?-u:\b)(?:the\s+user|users|the\s+person|whoever|the\s+human|the\s+operator|(?:the\s+)?system\s+(?:prompt|message|instructions)|the\s+platform|standing\s+guidance|anything\s+(?:the\s+user|they|you)\s+(?:says?|asks?|types?|requests?)|whatever|(?:any|all|other|prior|earlier)\s+instructions)(?-u:\b)",
+    )
 });
 
 /// A password to open an archive: how a payload passes scanners.
-static ARCHIVE_PASSWORD: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)(?-u:\b)(?:unpack|unzip|extract|decompress|open|unrar|7z|expand)\w*(?-u:\b)[^.\n]{0,60}?(?-u:\b)(?:pass(?:word|phrase|code|key)|pwd|pin)(?-u:\b)|(?-u:\b)(?:pass(?:word|phrase|code)|pwd)(?-u:\b)[^.\n]{0,40}?(?-u:\b)(?:unpack|unzip|extract|decompress|archive|zip|rar|7z|bundle)\w*(?-u:\b)")
-        .expect("valid archive password pattern")
+static ARCHIVE_PASSWORD: LazyLock<Screened> = LazyLock::new(|| {
+    Screened::new(
+        r"(?i)(?-u:\b)(?:unpack|unzip|extract|decompress|open|unrar|7z|expand)\w*(?-u:\b)[^.\n]{0,60}?(?-u:\b)(?:pass(?:word|phrase|code|key)|pwd|pin)(?-u:\b)|(?-u:\b)(?:pass(?:word|phrase|code)|pwd)(?-u:\b)[^.\n]{0,40}?(?-u:\b)(?:unpack|unzip|extract|decompress|archive|zip|rar|7z|bundle)\w*(?-u:\b)",
+    )
 });
 
 /// One block of a document: its text as an agent reads it, hidden parts

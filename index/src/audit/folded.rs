@@ -159,8 +159,13 @@ fn code_blocks(text: &str) -> Vec<(Lang, Vec<std::ops::Range<usize>>)> {
                 current = language(&word).map(|lang| (lang, Vec::new()));
             }
             Event::Text(_) => {
+                // A block comes a line at a time: the lines that touch are
+                // one range.
                 if let Some((_, ranges)) = current.as_mut() {
-                    ranges.push(range);
+                    match ranges.last_mut() {
+                        Some(last) if last.end == range.start => last.end = range.end,
+                        _ => ranges.push(range),
+                    }
                 }
             }
             Event::End(TagEnd::CodeBlock) => {

@@ -8,7 +8,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use super::behaviour;
-use super::patterns::PatternSet;
+use super::patterns::{PatternSet, Screened};
 use super::text::{FileKind, Scan};
 use super::{Rule, Severity};
 
@@ -90,9 +90,10 @@ static PHRASES: LazyLock<Vec<Phrase>> = LazyLock::new(|| {
 
 /// A phrase that frames what follows as something to do before the
 /// skill can be used.
-static PREREQUISITE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)(?-u:\b)(?:prerequisites?|pre-requisites?|before\s+(?:using|you\s+(?:use|start|begin|continue)|running|starting|proceeding)|required?\s+(?:setup|installation|dependency|step|component)|must\s+(?:first\s+)?(?:install|download|run)|first,?\s+(?:install|download|run)|setup\s+required|installation\s+required)(?-u:\b)")
-        .expect("valid prerequisite pattern")
+static PREREQUISITE: LazyLock<Screened> = LazyLock::new(|| {
+    Screened::new(
+        r"(?i)(?-u:\b)(?:prerequisites?|pre-requisites?|before\s+(?:using|you\s+(?:use|start|begin|continue)|running|starting|proceeding)|required?\s+(?:setup|installation|dependency|step|component)|must\s+(?:first\s+)?(?:install|download|run)|first,?\s+(?:install|download|run)|setup\s+required|installation\s+required)(?-u:\b)",
+    )
 });
 
 /// What a prerequisite step may ask for that is an installer: a
@@ -126,16 +127,16 @@ pub(crate) fn scan(scan: &mut Scan<'_>) {
     if !matches!(scan.kind, FileKind::Document | FileKind::SkillMd) {
         return;
     }
-    let phrases = ANY_PHRASE.matches(scan.text);
+    let phrases = ANY_PHRASE.by_line(scan.text, |offset| scan.line_of(offset));
     let prerequisites = PREREQUISITE.is_match(scan.text);
     let commands = scan.kind == FileKind::SkillMd && scan.text.contains("!`");
-    if !(!phrases.is_empty() || prerequisites || commands) {
+    if phrases.is_empty() && !prerequisites && !commands {
         return;
     }
     let lines: Vec<(usize, usize, &str)> = scan.lines().collect();
     let mut prerequisite: Option<usize> = None;
     for &(number, line_start, line) in &lines {
-        for phrase in phrases.iter().map(|&index| &PHRASES[index]) {
+        for phrase in phrases.at(number).iter().map(|&index| &PHRASES[index]) {
             let Some(found) = phrase.regex.find(line) else {
                 continue;
             };
@@ -158,7 +159,7 @@ pub(crate) fn scan(scan: &mut Scan<'_>) {
                 phrase.what,
             );
         }
-        if PREREQUISITE.is_match(line) {
+        if prerequisites && PREREQUISITE.is_match(line) {
             prerequisite = Some(number);
         }
         if let Some(anchor) = prerequisite.filter(|anchor| number - anchor <= PREREQUISITE_WINDOW) {
@@ -204,7 +205,7 @@ pub(crate) fn scan(scan: &mut Scan<'_>) {
                 prerequisite = None;
             }
         }
-        if scan.kind == FileKind::SkillMd {
+        if commands && line.contains("!`") {
             for captures in DYNAMIC_CONTEXT.captures_iter(line) {
                 let whole = captures.get(0).expect("group 0");
                 let command = &captures[1];

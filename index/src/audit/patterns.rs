@@ -19,6 +19,7 @@
 //! sign, a long s) stand for an ASCII one: a command or path spelt that
 //! way is not the one a shell or file system would see.
 
+use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
@@ -100,6 +101,26 @@ impl PatternSet {
             .collect()
     }
 
+    /// The patterns that may match each line of `text` (a line whose
+    /// bytes hold one of a pattern's literals), by line number as
+    /// `line_of` gives it for an offset.
+    pub(crate) fn by_line(&self, text: &str, line_of: impl Fn(usize) -> usize) -> ByLine {
+        let mut lines: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+        for found in self.prefixes.find_overlapping_iter(text) {
+            let patterns = lines.entry(line_of(found.start())).or_default();
+            patterns.extend(&self.starts[found.pattern().as_usize()]);
+        }
+        for patterns in lines.values_mut() {
+            patterns.extend(&self.always);
+            patterns.sort_unstable();
+            patterns.dedup();
+        }
+        ByLine {
+            lines,
+            always: self.always.clone(),
+        }
+    }
+
     /// The patterns that match somewhere in `text`, in order.
     pub(crate) fn matches(&self, text: &str) -> Vec<usize> {
         self.candidates(text)
@@ -113,6 +134,42 @@ impl PatternSet {
         self.candidates(text)
             .into_iter()
             .any(|index| self.regex(index).is_match(text))
+    }
+}
+
+/// The patterns that may match each line of a text.
+pub(crate) struct ByLine {
+    lines: BTreeMap<usize, Vec<usize>>,
+    always: Vec<usize>,
+}
+
+impl ByLine {
+    /// The patterns that may match line `line`, in order.
+    pub(crate) fn at(&self, line: usize) -> &[usize] {
+        self.lines.get(&line).unwrap_or(&self.always)
+    }
+
+    /// True when no pattern may match any line.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.lines.is_empty() && self.always.is_empty()
+    }
+}
+
+/// One pattern behind the screen of its literals: a text that holds
+/// none of them is passed over at the speed of a memory search, without
+/// running the pattern's automaton over it.
+pub(crate) struct Screened(PatternSet);
+
+impl Screened {
+    /// Builds the pattern; panics on an invalid one, as the audit's
+    /// patterns are constants checked by its tests.
+    pub(crate) fn new(pattern: &str) -> Self {
+        Self(PatternSet::new([pattern]))
+    }
+
+    /// True when the pattern matches somewhere in `text`.
+    pub(crate) fn is_match(&self, text: &str) -> bool {
+        self.0.is_match(text)
     }
 }
 
@@ -209,6 +266,19 @@ mod tests {
         assert_eq!(set.matches("an exact word"), [3]);
         assert!(!set.is_match("curl without a pipe"));
         assert!(set.is_match("wget http://x"));
+        let text = "curl a | sh\nnothing\nabc9 fetch\n";
+        let line_of = |offset: usize| text[..offset].matches('\n').count();
+        let lines = set.by_line(text, line_of);
+        // The third pattern has no literal: it may match any line.
+        assert_eq!(lines.at(0), [0, 2]);
+        assert_eq!(lines.at(1), [2]);
+        assert_eq!(lines.at(2), [1, 2]);
+        let literal_only = PatternSet::new([r"(?i)curl", r"fetch"]);
+        let lines = literal_only.by_line(text, line_of);
+        assert_eq!(lines.at(0), [0]);
+        assert!(lines.at(1).is_empty());
+        assert_eq!(lines.at(2), [1]);
+        assert!(literal_only.by_line("nothing here", line_of).is_empty());
     }
 
     #[test]

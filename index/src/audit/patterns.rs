@@ -169,7 +169,13 @@ impl Screened {
 
     /// True when the pattern matches somewhere in `text`.
     pub(crate) fn is_match(&self, text: &str) -> bool {
-        self.0.is_match(text)
+        self.may_match(text) && self.0.regex(0).is_match(text)
+    }
+
+    /// False when `text` holds none of the pattern's literals, so that
+    /// the pattern cannot match it or any part of it.
+    fn may_match(&self, text: &str) -> bool {
+        !self.0.always.is_empty() || self.0.prefixes.is_match(text)
     }
 }
 

@@ -240,7 +240,7 @@ pub(crate) fn lower(
     let mut lowered = Lowered::default();
     let comments = comments(root);
     for _ in 0..MAX_PASSES {
-        env.changed = false;
+        env.start_pass();
         lowered = Lowered::default();
         match lang {
             Lang::Shell => shell::lower(root, text, &mut env, &mut lowered),

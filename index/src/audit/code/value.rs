@@ -1,7 +1,8 @@
 //! What the analysis knows of a value: the text it folds to, when its
 //! pieces are constants, and where its bytes come from.
 
-use std::collections::HashMap;
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
 
 /// Where a value's bytes may come from, as a set of bits.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -158,8 +159,11 @@ fn truncate(text: &mut String) {
 #[derive(Debug, Default)]
 pub(crate) struct Env {
     values: HashMap<String, Val>,
-    /// Set when an assignment changed what a name holds: the file is read
-    /// again until nothing changes.
+    /// The names read in this pass, held or not.
+    read: RefCell<HashSet<String>>,
+    /// Set when an assignment changed what a name holds after this pass
+    /// read it: the pass saw a value that was not the last, and the file
+    /// is read again until none does.
     pub(crate) changed: bool,
 }
 
@@ -167,7 +171,24 @@ impl Env {
     /// Returns what `name` holds: a constant assigned once keeps its text;
     /// names assigned different texts, or never, are unknown.
     pub(crate) fn get(&self, name: &str) -> Option<&Val> {
+        let mut read = self.read.borrow_mut();
+        if !read.contains(name) {
+            read.insert(name.to_owned());
+        }
         self.values.get(name)
+    }
+
+    /// Starts a pass over the file: nothing read yet, nothing changed.
+    pub(crate) fn start_pass(&mut self) {
+        self.read.get_mut().clear();
+        self.changed = false;
+    }
+
+    /// Notes that what `name` holds changed.
+    fn note_change(&mut self, name: &str) {
+        if self.read.get_mut().contains(name) {
+            self.changed = true;
+        }
     }
 
     /// Records that `name` is assigned `value`.
@@ -175,7 +196,7 @@ impl Env {
         match self.values.get_mut(name) {
             None => {
                 self.values.insert(name.to_owned(), value);
-                self.changed = true;
+                self.note_change(name);
             }
             Some(old) => {
                 let text = match (&old.text, &value.text) {
@@ -195,7 +216,7 @@ impl Env {
                 if old.text != text || old.taint != taint {
                     old.text = text;
                     old.taint = taint;
-                    self.changed = true;
+                    self.note_change(name);
                 }
             }
         }
@@ -209,7 +230,7 @@ impl Env {
             .or_insert_with(Val::unknown);
         if (value.taint | taint) != value.taint {
             value.taint |= taint;
-            self.changed = true;
+            self.note_change(name);
         }
     }
 }

@@ -1,19 +1,17 @@
-//! Many patterns over one text, found through the literals they start
-//! with.
+//! Many patterns over one text, found through the literals they contain.
 //!
 //! The audit's rules are hundreds of regular expressions, most of them a
 //! word followed by `[^\n]*?` and another word. In one `RegexSet`, the
 //! lazy DFA's states are the combinations of the patterns that are half
 //! way through a line, and a corpus of real skills keeps building new
 //! ones: determinizing them was a fifth of the audit's time. Instead, each
-//! pattern.s literals are taken from its syntax (the literal
-//! prefixes the `regex-syntax` extractor finds), one Aho-Corasick
-//! automaton finds them all in one pass, and only the patterns whose
-//! prefix occurs are run, one small regex each. A pattern with no finite
-//! set of prefixes (one starting with a class or a repetition) is always
-//! run.
+//! pattern's literals (strings one of which every match contains) are
+//! taken from its syntax with the `regex-syntax` extractor, one
+//! Aho-Corasick automaton finds them all in one pass, and only the
+//! patterns whose literals occur are run, one small regex each. A pattern
+//! with no finite set of literals is always run.
 //!
-//! The prefixes are found with the pattern's leading `(?i)` left out and
+//! The literals are found with the pattern's leading `(?i)` left out and
 //! matched ignoring ASCII case, which finds every match the pattern has,
 //! except where Unicode case folding makes a non-ASCII letter (the Kelvin
 //! sign, a long s) stand for an ASCII one: a command or path spelt that
@@ -31,11 +29,11 @@ use regex_syntax::hir::{Hir, HirKind};
 pub(crate) struct PatternSet {
     sources: Vec<String>,
     compiled: Vec<OnceLock<Regex>>,
-    /// The distinct literal prefixes, ignoring ASCII case.
-    prefixes: AhoCorasick,
-    /// For each prefix, the patterns it starts.
-    starts: Vec<Vec<usize>>,
-    /// The patterns with no finite set of prefixes.
+    /// The distinct literals of the patterns, ignoring ASCII case.
+    literals: AhoCorasick,
+    /// For each literal, the patterns that contain it.
+    owners: Vec<Vec<usize>>,
+    /// The patterns with no finite set of literals.
     always: Vec<usize>,
 }
 
@@ -45,17 +43,17 @@ impl PatternSet {
     pub(crate) fn new<'a>(patterns: impl IntoIterator<Item = &'a str>) -> Self {
         let sources: Vec<String> = patterns.into_iter().map(str::to_owned).collect();
         let mut literals: Vec<Vec<u8>> = Vec::new();
-        let mut starts: Vec<Vec<usize>> = Vec::new();
+        let mut owners: Vec<Vec<usize>> = Vec::new();
         let mut always = Vec::new();
         for (index, source) in sources.iter().enumerate() {
-            match prefixes(source) {
+            match literals_of(source) {
                 Some(found) => {
                     for literal in found {
                         match literals.iter().position(|known| *known == literal) {
-                            Some(at) => starts[at].push(index),
+                            Some(at) => owners[at].push(index),
                             None => {
                                 literals.push(literal);
-                                starts.push(vec![index]);
+                                owners.push(vec![index]);
                             }
                         }
                     }
@@ -63,16 +61,16 @@ impl PatternSet {
                 None => always.push(index),
             }
         }
-        let prefixes = AhoCorasickBuilder::new()
+        let literals = AhoCorasickBuilder::new()
             .ascii_case_insensitive(true)
             .match_kind(MatchKind::Standard)
             .build(&literals)
-            .expect("valid pattern prefixes");
+            .expect("valid pattern literals");
         Self {
             compiled: sources.iter().map(|_| OnceLock::new()).collect(),
             sources,
-            prefixes,
-            starts,
+            literals,
+            owners,
             always,
         }
     }
@@ -83,15 +81,15 @@ impl PatternSet {
             .get_or_init(|| Regex::new(&self.sources[index]).expect("valid audit pattern"))
     }
 
-    /// The patterns whose prefix occurs in `text`, in order: the ones that
-    /// may match it.
+    /// The patterns whose literals occur in `text`, in order: the ones
+    /// that may match it.
     fn candidates(&self, text: &str) -> Vec<usize> {
         let mut seen = vec![false; self.sources.len()];
         for &index in &self.always {
             seen[index] = true;
         }
-        for found in self.prefixes.find_overlapping_iter(text) {
-            for &index in &self.starts[found.pattern().as_usize()] {
+        for found in self.literals.find_overlapping_iter(text) {
+            for &index in &self.owners[found.pattern().as_usize()] {
                 seen[index] = true;
             }
         }
@@ -106,9 +104,9 @@ impl PatternSet {
     /// `line_of` gives it for an offset.
     pub(crate) fn by_line(&self, text: &str, line_of: impl Fn(usize) -> usize) -> ByLine {
         let mut lines: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
-        for found in self.prefixes.find_overlapping_iter(text) {
+        for found in self.literals.find_overlapping_iter(text) {
             let patterns = lines.entry(line_of(found.start())).or_default();
-            patterns.extend(&self.starts[found.pattern().as_usize()]);
+            patterns.extend(&self.owners[found.pattern().as_usize()]);
         }
         for patterns in lines.values_mut() {
             patterns.extend(&self.always);
@@ -175,13 +173,13 @@ impl Screened {
     /// False when `text` holds none of the pattern's literals, so that
     /// the pattern cannot match it or any part of it.
     fn may_match(&self, text: &str) -> bool {
-        !self.0.always.is_empty() || self.0.prefixes.is_match(text)
+        !self.0.always.is_empty() || self.0.literals.is_match(text)
     }
 }
 
 /// Literals one of which every match of `pattern` contains, lower-cased,
 /// or `None` when no finite set of non-empty strings is found.
-fn prefixes(pattern: &str) -> Option<Vec<Vec<u8>>> {
+fn literals_of(pattern: &str) -> Option<Vec<Vec<u8>>> {
     let exact_case = pattern.strip_prefix("(?i)").unwrap_or(pattern);
     let hir = regex_syntax::Parser::new().parse(exact_case).ok()?;
     let mut lowered: Vec<Vec<u8>> = required(&hir)?
@@ -266,7 +264,7 @@ mod tests {
         assert_eq!(set.matches("CURL -s x | sh"), [0]);
         assert_eq!(set.matches("Fetch it"), [1]);
         assert_eq!(set.matches("ABC1 and curl | sh"), [0, 2]);
-        // A pattern without `(?i)` keeps its case: the prefix only says
+        // A pattern without `(?i)` keeps its case: the literal only says
         // where to look.
         assert!(set.matches("EXACT").is_empty());
         assert_eq!(set.matches("an exact word"), [3]);
@@ -288,15 +286,15 @@ mod tests {
     }
 
     #[test]
-    fn a_pattern_without_finite_prefixes_is_always_run() {
-        assert_eq!(prefixes(r"[a-z]+\d"), None);
-        assert_eq!(prefixes(r"(?i)A?b"), Some(vec![b"b".to_vec()]));
+    fn a_pattern_without_finite_literals_is_always_run() {
+        assert_eq!(literals_of(r"[a-z]+\d"), None);
+        assert_eq!(literals_of(r"(?i)A?b"), Some(vec![b"b".to_vec()]));
         // A word inside the pattern says more than a short start.
         assert_eq!(
-            prefixes(r"(?i)(?:>|cp\s)\s*[\w/]*\.bashrc"),
+            literals_of(r"(?i)(?:>|cp\s)\s*[\w/]*\.bashrc"),
             Some(vec![b".bashrc".to_vec()])
         );
-        assert_eq!(prefixes(r"x*"), None);
+        assert_eq!(literals_of(r"x*"), None);
         let set = PatternSet::new([r"\w+@\w+", r"(?i)zz"]);
         assert_eq!(set.matches("me@host"), [0]);
     }

@@ -205,6 +205,10 @@ rules! {
         "installs a package named like a popular one",
         "a package one letter from one of the most downloaded names of its registry (`requets`, `crossenv`) is how squatters get their code run: installing a package runs its author's code",
         "check the name against the package you meant, and pin it with a version";
+    RemotePackage => "remote-package", Medium,
+        "installs a package from an address, not a registry",
+        "a package installed from a URL, a git repository or another index is whatever that address serves today, not a release its registry keeps and scans, and installing it runs its author's code: how a skill gets unreviewed code onto a machine under a familiar installer",
+        "depend on a released package from the registry, pinned with a version, or ship the code inside the skill";
     NativeExecutable => "native-executable", High,
         "compiled executable",
         "an ELF, PE or Mach-O file (or WebAssembly module) runs code no reviewer can read",

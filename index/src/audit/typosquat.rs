@@ -188,6 +188,7 @@ const WITH_VALUE: &[&str] = &[
 /// Reports each package name installed in `scan`'s text that looks like a
 /// squat of a popular one.
 pub(crate) fn scan(scan: &mut Scan<'_>) {
+    scan_sources(scan);
     if !matches!(
         scan.kind,
         FileKind::Script | FileKind::Document | FileKind::SkillMd
@@ -202,6 +203,7 @@ pub(crate) fn scan(scan: &mut Scan<'_>) {
         return;
     }
     let mut found = Vec::new();
+    let mut remote = Vec::new();
     for captures in INSTALL.captures_iter(text) {
         let ecosystem = if captures.name("py").is_some() {
             Ecosystem::PyPi
@@ -229,6 +231,7 @@ pub(crate) fn scan(scan: &mut Scan<'_>) {
             continue;
         }
         let mut skip_value = false;
+        let mut index_value = false;
         let mut offset = args.start();
         for word in args.as_str().split_inclusive(char::is_whitespace) {
             let start = offset;
@@ -237,20 +240,36 @@ pub(crate) fn scan(scan: &mut Scan<'_>) {
             if token.is_empty() {
                 continue;
             }
+            let quoted = token.trim_matches(['"', '\'', ',']);
+            let lead = word.len() - word.trim_start().len();
+            let (start, offset) = (start + lead, start + lead + token.len());
             if skip_value {
                 skip_value = false;
+                if index_value && let Some(host) = foreign_index(quoted) {
+                    remote.push((start, offset, host));
+                }
                 continue;
             }
             if token.starts_with('-') {
-                skip_value = !token.contains('=') && WITH_VALUE.contains(&token);
+                let (option, value) = token.split_once('=').unwrap_or((token, ""));
+                skip_value = value.is_empty() && WITH_VALUE.contains(&option);
+                index_value = INDEX_OPTIONS.contains(&option);
+                if index_value && let Some(host) = foreign_index(value.trim_matches(['"', '\''])) {
+                    remote.push((start, offset, host));
+                }
                 continue;
             }
-            let quoted = token.trim_matches(['"', '\'', ',']);
+            if let Some(host) = package_address(quoted) {
+                remote.push((start, offset, host));
+                if runs_one {
+                    break;
+                }
+                continue;
+            }
             if let Some((name, squatted, rank)) = judge(ecosystem, quoted) {
-                let lead = word.len() - word.trim_start().len();
                 found.push((
-                    start + lead,
-                    start + lead + token.len(),
+                    start,
+                    offset,
                     format!(
                         "installs `{name}`, one edit from `{squatted}`, the {} most downloaded {} package: a typosquat runs its author's code at install",
                         ordinal(rank),
@@ -266,6 +285,122 @@ pub(crate) fn scan(scan: &mut Scan<'_>) {
     }
     for (start, end, message) in found {
         scan.report(Rule::Typosquat, Severity::Medium, start, end, message);
+    }
+    for (start, end, host) in remote {
+        scan.report(
+            Rule::RemotePackage,
+            Severity::Medium,
+            start,
+            end,
+            format!("installs a package from `{host}`, not from its registry"),
+        );
+    }
+}
+
+/// The options that name where packages come from.
+const INDEX_OPTIONS: &[&str] = &[
+    "-i",
+    "--index-url",
+    "--extra-index-url",
+    "--index",
+    "--default-index",
+    "-f",
+    "--find-links",
+    "--registry",
+];
+
+/// The registries' own hosts, and indexes their projects document.
+const REGISTRY_HOSTS: &[&str] = &[
+    "pypi.org",
+    "pypi.python.org",
+    "files.pythonhosted.org",
+    "test.pypi.org",
+    "download.pytorch.org",
+    "pypi.nvidia.com",
+    "registry.npmjs.org",
+    "registry.npmjs.com",
+    "registry.yarnpkg.com",
+    "npm.pkg.github.com",
+    "deno.land",
+    "jsr.io",
+];
+
+/// The host a URL names, lower-cased, without user or port.
+fn host_of(url: &str) -> Option<String> {
+    let rest = url.split_once("://")?.1;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let host = authority.rsplit('@').next()?;
+    let host = if host.starts_with('[') {
+        host.split_inclusive(']').next()?
+    } else {
+        host.split(':').next()?
+    };
+    (!host.is_empty()).then(|| host.to_ascii_lowercase())
+}
+
+/// The host of an index or registry option's value, when it is not a
+/// registry's own.
+fn foreign_index(value: &str) -> Option<String> {
+    let host = host_of(value)?;
+    (!REGISTRY_HOSTS.contains(&host.as_str())).then_some(host)
+}
+
+/// Where a package argument comes from, when it is an address: a URL or
+/// a `git+` one (`name @ https://...` is two words, the address one).
+fn package_address(token: &str) -> Option<String> {
+    let is_address = token.starts_with("git+")
+        || token.starts_with("http://")
+        || token.starts_with("https://")
+        || token.starts_with("git://")
+        || token.starts_with("ftp://");
+    if !is_address {
+        return None;
+    }
+    let host = host_of(token).unwrap_or_else(|| token.to_owned());
+    (!REGISTRY_HOSTS.contains(&host.as_str())).then_some(host)
+}
+
+/// Where packages come from, set outside an install command: an index
+/// line of a requirements file or `pip.conf`, a `registry=` of `.npmrc`
+/// or `.yarnrc`, and `deno run` of a URL.
+static SOURCE_LINE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r#"(?mi)^[ \t]*(?:-i|--index-url|--extra-index-url|--find-links|-f|(?:extra-)?index-url|(?:@[\w-]+:)?registry|npmRegistryServer)[ \t]*[= \t][ \t]*["']?(?P<url>[a-z][a-z0-9+.-]*://[^\s"']+)|(?-u:\b)deno\s+(?:run|install|x|compile)(?-u:\b)[^\n|;&]*?\s["']?(?P<deno>https?://[^\s"']+)"#,
+    )
+    .expect("a valid pattern")
+});
+
+/// Reports the package sources of [`SOURCE_LINE`] in `scan`'s text.
+fn scan_sources(scan: &mut Scan<'_>) {
+    let text = scan.text;
+    if !(text.contains("://")
+        && (text.contains("index")
+            || text.contains("registry")
+            || text.contains("find-links")
+            || text.contains("deno")
+            || text.contains("-i")
+            || text.contains("-f")))
+    {
+        return;
+    }
+    let mut found = Vec::new();
+    for captures in SOURCE_LINE.captures_iter(text) {
+        let Some(url) = captures.name("url").or_else(|| captures.name("deno")) else {
+            continue;
+        };
+        if let Some(host) = foreign_index(url.as_str()) {
+            let whole = captures.get(0).expect("group 0");
+            found.push((whole.start(), whole.end(), host));
+        }
+    }
+    for (start, end, host) in found {
+        scan.report(
+            Rule::RemotePackage,
+            Severity::Medium,
+            start,
+            end,
+            format!("takes packages or code from `{host}`, not from a registry"),
+        );
     }
 }
 
@@ -365,12 +500,84 @@ mod tests {
         super::scan(&mut scan);
         scan.findings
             .iter()
+            .filter(|finding| finding.rule != Rule::RemotePackage)
             .map(|finding| {
                 assert_eq!(finding.rule, Rule::Typosquat);
                 assert_eq!(finding.severity, Severity::Medium);
                 finding.message.clone()
             })
             .collect()
+    }
+
+    fn remote(kind: FileKind, text: &str) -> Vec<String> {
+        let mut scan = Scan::new("x", text, kind);
+        super::scan(&mut scan);
+        scan.findings
+            .iter()
+            .filter(|finding| finding.rule == Rule::RemotePackage)
+            .map(|finding| finding.message.clone())
+            .collect()
+    }
+
+    #[test]
+    fn packages_from_an_address_instead_of_a_registry() {
+        for (kind, text) in [
+            (
+                FileKind::SkillMd,
+                "pip install https://203.0.113.70/w/x-1.4.tar.gz\n",
+            ),
+            (
+                FileKind::Script,
+                "python3 -m pip install --quiet --user \"git+https://example.invalid/t/y.git@main\"\n",
+            ),
+            (
+                FileKind::Script,
+                "npm i --prefix \"$d\" --no-audit https://example.invalid/dl/z-2.0.1.tgz\n",
+            ),
+            (
+                FileKind::SkillMd,
+                "npx -y https://example.invalid/m/mockd-0.9.4.tgz serve api.yaml\n",
+            ),
+            (
+                FileKind::SkillMd,
+                "uv pip install --index-url https://pypi.example.invalid/simple/ pandas\n",
+            ),
+            (
+                FileKind::Script,
+                "pip install --extra-index-url=http://203.0.113.71/simple/ tools\n",
+            ),
+            (
+                FileKind::Other,
+                "--extra-index-url http://203.0.113.71/simple/\nopenpyxl==3.1.2\n",
+            ),
+            (FileKind::Other, "registry=https://npm.example.invalid/\n"),
+            (
+                FileKind::Script,
+                "deno run -A https://example.invalid/fmt/mod.ts src\n",
+            ),
+        ] {
+            assert_eq!(remote(kind, text).len(), 1, "{text}");
+        }
+        // The registries' own hosts, local paths and names are not judged.
+        for (kind, text) in [
+            (FileKind::SkillMd, "pip install requests==2.32.3\n"),
+            (
+                FileKind::SkillMd,
+                "pip install torch --index-url https://download.pytorch.org/whl/cu121\n",
+            ),
+            (FileKind::Other, "registry=https://registry.npmjs.org/\n"),
+            (FileKind::SkillMd, "pip install ./vendor/tool-1.0.tar.gz\n"),
+            (
+                FileKind::Script,
+                "deno run -A https://deno.land/std/http/file_server.ts\n",
+            ),
+            (
+                FileKind::SkillMd,
+                "See https://example.invalid/index for the registry.\n",
+            ),
+        ] {
+            assert_eq!(remote(kind, text), Vec::<String>::new(), "{text}");
+        }
     }
 
     #[test]

@@ -555,6 +555,14 @@ pub(crate) fn is_credential_path(path: &str) -> bool {
     super::behaviour::names_credential_store(path)
 }
 
+/// True when `path` is a process's environment as the kernel shows it
+/// (`/proc/self/environ`, `/proc/1/environ`): every variable at once.
+pub(crate) fn is_environ_file(path: &str) -> bool {
+    path.strip_prefix("/proc/")
+        .and_then(|rest| rest.strip_suffix("/environ"))
+        .is_some_and(|process| !process.contains('/'))
+}
+
 /// The text of `node` in `source`.
 pub(crate) fn text_of<'a>(node: Node<'_>, source: &'a str) -> &'a str {
     source.get(node.byte_range()).unwrap_or("")

@@ -10,7 +10,7 @@ use tree_sitter::Node;
 
 use super::{
     Env, Lowered, MAX_DEPTH, Taint, Val, What, decode_base64, decode_hex, decoded,
-    is_credential_path, named_children, rot13, run_argv, text_of, union,
+    is_credential_path, is_environ_file, named_children, rot13, run_argv, text_of, union,
 };
 
 /// Calls that run their first argument as Python code; unpickling runs
@@ -20,7 +20,6 @@ const EXEC: &[&str] = &[
     "eval",
     "compile",
     "execfile",
-    "runpy.run_path",
     "pickle.loads",
     "cPickle.loads",
     "_pickle.loads",
@@ -39,6 +38,43 @@ const SHELL: &[&str] = &[
     "getoutput",
     "commands.getoutput",
     "pty.spawn",
+];
+/// Calls that load code from the file an argument names: a script, a
+/// module, a native library.
+const FILE_RUNNERS: &[&str] = &[
+    "run_path",
+    "spec_from_file_location",
+    "SourceFileLoader",
+    "SourcelessFileLoader",
+    "ExtensionFileLoader",
+    "load_source",
+    "load_compiled",
+    "load_dynamic",
+    "CDLL",
+    "PyDLL",
+    "WinDLL",
+    "OleDLL",
+    "LoadLibrary",
+    "spawnl",
+    "spawnlp",
+    "spawnle",
+    "spawnv",
+    "spawnvp",
+    "spawnve",
+    "execv",
+    "execvp",
+    "execve",
+    "execl",
+    "execlp",
+    "execle",
+];
+/// Name lookups: a name looked up is sent to whoever serves its domain.
+const RESOLVES: &[&str] = &[
+    "gethostbyname",
+    "gethostbyname_ex",
+    "getaddrinfo",
+    "gethostbyaddr",
+    "getnameinfo",
 ];
 /// Calls that run an argument vector (or a command line with `shell=True`).
 const SUBPROCESS: &[&str] = &[
@@ -124,15 +160,42 @@ struct Lowering<'a, 'e> {
     out: &'e mut Lowered,
     /// Names bound to files opened for writing, and the file names.
     handles: HashMap<String, Val>,
+    /// The function whose body is being lowered, if any.
+    function: Option<String>,
+    /// The functions of the file, with their parameters.
+    functions: HashMap<String, Vec<String>>,
+    /// Names called this pass before the file defined them.
+    called: std::collections::HashSet<String>,
+    /// True when an earlier pass saw a download: the paths written from
+    /// the network are looked up as names are read.
+    downloads: bool,
 }
+
+/// The key under which [`Env`] holds what a function returns.
+fn returned(function: &str) -> String {
+    format!("{function}()")
+}
+
+/// The key under which [`Env`] marks a file written from the network.
+fn fetched(identity: &str) -> String {
+    format!("{identity}\u{0}fetched")
+}
+
+/// The key under which [`Env`] notes that the file downloads at all.
+const ANY_DOWNLOAD: &str = "\u{0}downloads";
 
 /// Lowers the Python module `root` of `source`.
 pub(super) fn lower(root: Node<'_>, source: &str, env: &mut Env, out: &mut Lowered) {
+    let downloads = env.get(ANY_DOWNLOAD).is_some();
     let mut lowering = Lowering {
         source,
         env,
         out,
         handles: HashMap::new(),
+        function: None,
+        functions: HashMap::new(),
+        called: std::collections::HashSet::new(),
+        downloads,
     };
     lowering.walk(root, 0);
 }
@@ -185,7 +248,44 @@ impl Lowering<'_, '_> {
                     }
                 }
             }
-            "expression_statement" | "return_statement" => {
+            "function_definition" => {
+                let name = node
+                    .child_by_field_name("name")
+                    .map(|name| text_of(name, self.source).to_owned());
+                if let Some(name) = &name {
+                    let parameters = node
+                        .child_by_field_name("parameters")
+                        .map(|parameters| self.parameters(parameters))
+                        .unwrap_or_default();
+                    // A call lowered before the definition passed its
+                    // arguments to no one: the file is read again.
+                    if self.called.contains(name) {
+                        self.env.changed = true;
+                    }
+                    self.functions.insert(name.clone(), parameters);
+                }
+                let outer = std::mem::replace(&mut self.function, name);
+                for child in named_children(node) {
+                    self.walk(child, depth + 1);
+                }
+                self.function = outer;
+            }
+            "return_statement" => {
+                let values: Vec<Val> = named_children(node)
+                    .into_iter()
+                    .map(|child| self.expr(child, depth + 1))
+                    .collect();
+                if let Some(function) = self.function.clone()
+                    && !values.is_empty()
+                {
+                    let value = match values.as_slice() {
+                        [only] => only.clone(),
+                        many => union(many),
+                    };
+                    self.env.assign(&returned(&function), value);
+                }
+            }
+            "expression_statement" => {
                 for child in named_children(node) {
                     if matches!(child.kind(), "assignment" | "augmented_assignment") {
                         self.walk(child, depth + 1);
@@ -214,6 +314,14 @@ impl Lowering<'_, '_> {
                     let old = self.env.get(name).cloned().unwrap_or_else(|| Val::text(""));
                     self.env.assign(name, Val::concat([old, value]));
                 } else {
+                    // A value of unknown text is known by the name it is
+                    // bound to: a path written here and run there is one
+                    // file.
+                    let value = if value.identity().is_none() {
+                        value.named(name)
+                    } else {
+                        value
+                    };
                     self.env.assign(name, value);
                 }
             }
@@ -225,6 +333,44 @@ impl Lowering<'_, '_> {
             }
             _ => {}
         }
+    }
+
+    /// The names of a function's parameters, `self` and `cls` left out.
+    fn parameters(&self, parameters: Node<'_>) -> Vec<String> {
+        named_children(parameters)
+            .into_iter()
+            .filter_map(|parameter| match parameter.kind() {
+                "identifier" => Some(parameter),
+                "default_parameter" | "typed_default_parameter" => {
+                    parameter.child_by_field_name("name")
+                }
+                "typed_parameter" => named_children(parameter).into_iter().next(),
+                _ => None,
+            })
+            .map(|name| text_of(name, self.source).to_owned())
+            .filter(|name| name != "self" && name != "cls")
+            .collect()
+    }
+
+    /// `value`, marked as network bytes when it names a file the code
+    /// wrote from the network.
+    fn marked_fetched(&self, value: Val) -> Val {
+        if self.downloads
+            && let Some(identity) = value.identity()
+            && self.env.get(&fetched(identity)).is_some()
+        {
+            return value.tainted(Taint::NETWORK);
+        }
+        value
+    }
+
+    /// Notes that `file` is written from the network.
+    fn downloaded(&mut self, node: Node<'_>, file: Val) {
+        if let Some(identity) = file.identity() {
+            self.env.assign(&fetched(identity), Val::text(""));
+            self.env.assign(ANY_DOWNLOAD, Val::text(""));
+        }
+        self.out.push(node, What::Download(file));
     }
 
     /// The file a call opens for writing (`open(F, "wb")`), if it does.
@@ -312,7 +458,8 @@ impl Lowering<'_, '_> {
             "true" | "false" | "none" => Val::text(text_of(node, source)),
             "identifier" => {
                 let name = text_of(node, source);
-                self.env.get(name).cloned().unwrap_or_else(Val::unknown)
+                let value = self.env.get(name).cloned().unwrap_or_else(Val::unknown);
+                self.marked_fetched(value)
             }
             "parenthesized_expression" | "await" | "expression_list" => {
                 let children = named_children(node);
@@ -512,6 +659,12 @@ impl Lowering<'_, '_> {
             .collect();
 
         // Sinks.
+        // Code loaded from a file: a module, a script, a native library.
+        if FILE_RUNNERS.contains(&last.as_str()) || callee == "os.startfile" {
+            for value in &args {
+                self.out.push(node, What::RunFile(value.clone()));
+            }
+        }
         if EXEC.contains(&callee.as_str())
             || EXEC.contains(&last.as_str()) && callee.starts_with("builtins")
         {
@@ -554,8 +707,9 @@ impl Lowering<'_, '_> {
         if last == "urlretrieve"
             && let Some(file) = args.get(1)
         {
-            self.out.push(node, What::Download(file.clone()));
+            self.downloaded(node, file.clone());
         }
+
         if (last == "open" || last == "io.open")
             && let Some(file) = self.opened_for_writing(node, depth)
         {
@@ -609,15 +763,28 @@ impl Lowering<'_, '_> {
         if (last == "write" || last == "write_bytes" || last == "write_text")
             && first.taint.has(Taint::NETWORK)
         {
-            let file = object.and_then(|object| {
-                let name = text_of(object, self.source);
-                self.handles.get(name).cloned()
-            });
+            let file = object
+                .and_then(|object| {
+                    let name = text_of(object, self.source);
+                    self.handles.get(name).cloned()
+                })
+                .or_else(|| (last != "write").then(|| receiver.clone()).flatten());
             if let Some(file) = file {
-                self.out.push(node, What::Download(file));
+                self.downloaded(node, file);
             }
         }
+        if last == "copyfileobj"
+            && first.taint.has(Taint::NETWORK)
+            && let Some(target) = node
+                .child_by_field_name("arguments")
+                .and_then(|arguments| named_children(arguments).get(1).copied())
+            && let Some(file) = self.handles.get(text_of(target, self.source)).cloned()
+        {
+            self.downloaded(node, file);
+        }
         let sends = SENDS.contains(&last.as_str())
+            || RESOLVES.contains(&last.as_str())
+            || callee.contains("resolver.")
             || last == "get"
                 && keywords
                     .iter()
@@ -706,6 +873,11 @@ impl Lowering<'_, '_> {
                 {
                     return Val::from(base.taint | Taint::CREDENTIAL);
                 }
+                if matches!(last.as_str(), "read_text" | "read_bytes")
+                    && base.text.as_deref().is_some_and(is_environ_file)
+                {
+                    return Val::from(base.taint | Taint::ENVIRONMENT);
+                }
                 return base;
             }
             "home" => return Val::text("~"),
@@ -765,10 +937,39 @@ impl Lowering<'_, '_> {
                 if first.text.as_deref().is_some_and(is_credential_path) {
                     return Val::from(Taint::CREDENTIAL);
                 }
+                if first.text.as_deref().is_some_and(is_environ_file) {
+                    return Val::from(Taint::ENVIRONMENT);
+                }
                 return union([&first]);
             }
             "check_output" | "getoutput" => {}
             _ => {}
+        }
+        // A function of the file: its parameters hold what it is passed,
+        // and the call is what it returns.
+        let function = if !callee.contains('.') {
+            Some(callee.clone())
+        } else if callee.starts_with("self.") {
+            Some(last.clone())
+        } else {
+            None
+        };
+        if let Some(function) = function {
+            if let Some(parameters) = self.functions.get(&function).cloned() {
+                for (parameter, value) in parameters.iter().zip(&args) {
+                    self.env.assign(parameter, value.clone());
+                }
+                for (name, value) in &keywords {
+                    if parameters.contains(name) {
+                        self.env.assign(name, value.clone());
+                    }
+                }
+                if let Some(value) = self.env.get(&returned(&function)).cloned() {
+                    return value;
+                }
+            } else {
+                self.called.insert(function);
+            }
         }
         let mut taint = Taint::UNKNOWN;
         for value in all.iter().copied().chain(receiver.iter()) {

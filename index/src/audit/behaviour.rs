@@ -291,6 +291,13 @@ static PATTERNS: &[Pattern] = &[
     // Drop sites.
     pattern(
         Rule::Exfiltration,
+        "hands every secret of the repository to one step",
+        r"(?i)\$\{\{\s*toJSON\(\s*secrets\s*\)\s*\}\}",
+        High,
+        Some(Medium),
+    ),
+    pattern(
+        Rule::Exfiltration,
         "sends data to a webhook or drop site",
         r"(?i)discord(?:app)?\.com/api/webhooks/|api\.telegram\.org/bot|hooks\.slack\.com/(?:services|workflows)/|webhook\.site(?-u:\b)|requestbin\.(?:net|com)|\.pipedream\.net|\.ngrok(?:-free)?\.(?:io|app|dev)(?-u:\b)|(?-u:\b)transfer\.sh(?-u:\b)|(?-u:\b)0x0\.st(?-u:\b)|(?-u:\b)file\.io(?-u:\b)|pastebin\.com/api|(?-u:\b)paste\.ee(?-u:\b)|(?-u:\b)termbin\.com(?-u:\b)|(?-u:\b)hastebin\.com(?-u:\b)|(?-u:\b)ix\.io(?-u:\b)|(?-u:\b)interact\.sh(?-u:\b)|\.oast\.(?:fun|live|pro|me|site|online)(?-u:\b)|burpcollaborator\.net|requestcatcher\.com|beeceptor\.com|canarytokens\.com",
         High,

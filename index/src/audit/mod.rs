@@ -457,7 +457,9 @@ fn audit_file(
         return;
     }
     let reading = decode::read(&bytes);
-    let shebang = reading.has_shebang();
+    // A YAML file shaped as a CI workflow or a compose file runs its
+    // commands wherever it sits (a template copied into place later).
+    let shebang = reading.has_shebang() || code::runs_as_yaml(file.path, reading.text());
     let kinds = named.kinds(shebang);
     let must_read = named.must_read || shebang;
     if !must_read && reading.is_binary() {

@@ -23,8 +23,9 @@ pub(crate) fn embedded(path: &str, text: &str) -> Option<Embedded> {
     let lowered = path.to_ascii_lowercase();
     let name = lowered.rsplit('/').next().unwrap_or(&lowered);
     let extension = name.rsplit_once('.').map_or("", |(_, extension)| extension);
-    let in_workflows =
-        lowered.contains(".github/workflows/") || lowered.starts_with(".github/workflows/");
+    let in_workflows = lowered.contains(".github/workflows/")
+        || lowered.starts_with(".github/workflows/")
+        || runs_as_yaml(path, text);
     let (lang, masked, seeds) = if matches!(name, "makefile" | "gnumakefile" | "bsdmakefile")
         || name.starts_with("makefile.")
         || matches!(extension, "mk" | "mak")
@@ -57,6 +58,11 @@ pub(crate) fn embedded(path: &str, text: &str) -> Option<Embedded> {
                 | "lefthook.yaml"
                 | ".lefthook.yml"
                 | ".pre-commit-config.yaml"
+                | "pre-commit-config.yaml"
+                | "docker-compose.yml"
+                | "docker-compose.yaml"
+                | "compose.yml"
+                | "compose.yaml"
         )
     {
         (Lang::Shell, yaml_commands(text), Vec::new())
@@ -75,6 +81,23 @@ pub(crate) fn embedded(path: &str, text: &str) -> Option<Embedded> {
         text: masked,
         seeds,
     })
+}
+
+/// True when the YAML file at `path` is shaped as what runs its commands
+/// wherever it is kept: a CI workflow (`jobs:` with `steps:` or
+/// `runs-on:`), a compose file (`services:` with `image:` or `build:`),
+/// a hook manager's configuration (`repos:` with `hooks:`).
+pub(crate) fn runs_as_yaml(path: &str, text: &str) -> bool {
+    let lowered = path.to_ascii_lowercase();
+    if !(lowered.ends_with(".yml") || lowered.ends_with(".yaml")) {
+        return false;
+    }
+    let key =
+        |name: &str| text.starts_with(&format!("{name}:")) || text.contains(&format!("\n{name}:"));
+    let nested = |name: &str| text.contains(&format!(" {name}:"));
+    key("jobs") && (nested("steps") || nested("runs-on") || nested("script"))
+        || key("services") && (nested("image") || nested("build"))
+        || key("repos") && nested("hooks") && nested("entry")
 }
 
 /// `text` with every byte outside `keep` (byte ranges) a space, line ends
@@ -254,6 +277,7 @@ const COMMAND_KEYS: &[&str] = &[
     "install",
     "before_install",
     "entry",
+    "entrypoint",
 ];
 
 /// A workflow or task file: the values of [`COMMAND_KEYS`], inline, as
@@ -292,6 +316,20 @@ fn yaml_commands(text: &str) -> String {
             || value_trimmed.starts_with('>')
         {
             block = Some(indent);
+        } else if value_trimmed.starts_with('[') {
+            // An exec form, `["/bin/sh", "-c"]`: its words, apart.
+            let at = start + value_start;
+            let mut open: Option<(u8, usize)> = None;
+            for (index, byte) in value_trimmed.bytes().enumerate() {
+                match open {
+                    None if byte == b'"' || byte == b'\'' => open = Some((byte, index + 1)),
+                    Some((quote, from)) if byte == quote => {
+                        keep.push((at + from, at + index));
+                        open = None;
+                    }
+                    _ => {}
+                }
+            }
         } else {
             let unquoted = value_trimmed.starts_with(['"', '\'']);
             let skip = usize::from(unquoted);

@@ -36,7 +36,7 @@ use tree_sitter::{Language, Node, Parser, Tree};
 use super::patterns::PatternSet;
 use super::text::Scan;
 use super::{Rule, Severity};
-pub(crate) use embedded::{Embedded, embedded};
+pub(crate) use embedded::{Embedded, embedded, runs_as_yaml};
 pub(crate) use value::{Env, Taint, Val};
 
 /// The largest script parsed: larger ones are read by the line rules
@@ -254,7 +254,50 @@ pub(crate) fn lower(
         }
     }
     lowered.events.extend(comments);
+    if lang == Lang::Shell {
+        nested_shell(&mut lowered);
+    }
     Some(lowered)
+}
+
+/// The most constant `sh -c` strings of one file read as shell code, and
+/// the longest read.
+const MAX_NESTED: usize = 16;
+const MAX_NESTED_TEXT: usize = 4096;
+
+/// Reads the constant code a shell runs (`sh -c '...'`, `bash -c "..."`)
+/// as the shell code it is: a download in it run later in it is a flow.
+/// What it finds is placed at the statement that runs it.
+fn nested_shell(lowered: &mut Lowered) {
+    let nested: Vec<(usize, usize, String)> = lowered
+        .events
+        .iter()
+        .filter_map(|event| match &event.what {
+            What::Exec(code) if code.is_constant() => code
+                .text
+                .as_ref()
+                .filter(|text| text.len() <= MAX_NESTED_TEXT && text.contains(char::is_whitespace))
+                .map(|text| (event.start, event.end, text.clone())),
+            _ => None,
+        })
+        .take(MAX_NESTED)
+        .collect();
+    for (start, end, text) in nested {
+        let Some(inner) = lower(Lang::Shell, &text, &[], &[]) else {
+            continue;
+        };
+        lowered.events.extend(
+            inner
+                .events
+                .into_iter()
+                .filter(|event| !matches!(event.what, What::Comment | What::Command(_)))
+                .map(|event| Event {
+                    start,
+                    end,
+                    what: event.what,
+                }),
+        );
+    }
 }
 
 /// The comments of the tree under `root`, as [`What::Comment`] events,

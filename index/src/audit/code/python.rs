@@ -948,9 +948,9 @@ impl Lowering<'_, '_> {
         // A function of the file: its parameters hold what it is passed,
         // and the call is what it returns.
         let function = if !callee.contains('.') {
-            Some(callee.clone())
+            Some(callee)
         } else if callee.starts_with("self.") {
-            Some(last.clone())
+            Some(last)
         } else {
             None
         };

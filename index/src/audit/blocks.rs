@@ -305,7 +305,8 @@ fn judge(scan: &mut Scan<'_>, block: &Block) {
     // A hidden block that names a store and an address is the attack
     // even without a verb of sending ("add its text to the link").
     let hidden_destination = block.hidden.is_some() && DESTINATION.is_match(&block.text);
-    if !sends(&block.text) && !hidden_destination {
+    let sends = sends(&block.text);
+    if !sends && !hidden_destination {
         return;
     }
     let (rule, what) = if store {
@@ -321,7 +322,7 @@ fn judge(scan: &mut Scan<'_>, block: &Block) {
     };
     // An address to send to makes it the attack; without one, a send of a
     // store is still worth a look.
-    let severity = if block.list || !sends(&block.text) {
+    let severity = if block.list || !sends {
         // Items apart, or no verb of sending: worth a look.
         Severity::Medium
     } else if DESTINATION.is_match(&block.text) || block.hidden.is_some() {

@@ -378,8 +378,12 @@ fn scan_sources(scan: &mut Scan<'_>) {
             || text.contains("registry")
             || text.contains("find-links")
             || text.contains("deno")
-            || text.contains("-i")
-            || text.contains("-f")))
+            || text.contains("-i ")
+            || text.contains("-i=")
+            || text.contains("-i\t")
+            || text.contains("-f ")
+            || text.contains("-f=")
+            || text.contains("-f\t")))
     {
         return;
     }

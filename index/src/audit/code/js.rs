@@ -6,6 +6,8 @@
 //! `eval`, `Function`, `vm` and `child_process`, and credential files or
 //! `process.env` followed to requests that send them.
 
+use std::collections::{HashMap, HashSet};
+
 use tree_sitter::Node;
 
 use super::{
@@ -28,10 +30,20 @@ const EVAL: &[&str] = &[
     "import",
     "require",
 ];
-/// `child_process` calls that run a command line.
-const EXEC_LINE: &[&str] = &["exec", "execSync"];
-/// `child_process` calls that run a program with an argument vector.
-const EXEC_ARGV: &[&str] = &["spawn", "spawnSync", "execFile", "execFileSync", "fork"];
+/// `child_process` (and `execa`, `shelljs`) calls that run a command line.
+const EXEC_LINE: &[&str] = &["exec", "execSync", "execaCommand", "execaCommandSync"];
+/// `child_process` (and `execa`) calls that run a program with an argument
+/// vector.
+const EXEC_ARGV: &[&str] = &[
+    "spawn",
+    "spawnSync",
+    "execFile",
+    "execFileSync",
+    "fork",
+    "execa",
+    "execaSync",
+    "execaNode",
+];
 /// Calls whose result, or whose callbacks' arguments, come from the network.
 const NETWORK: &[&str] = &[
     "fetch", "get", "request", "axios", "got", "needle", "download", "urlopen",
@@ -56,11 +68,35 @@ struct Lowering<'a, 'e> {
     source: &'a str,
     env: &'e mut Env,
     out: &'e mut Lowered,
+    /// The named function being lowered, with its parameters.
+    function: Option<(String, Vec<String>)>,
+    /// The named functions of the file, with their parameters.
+    functions: HashMap<String, Vec<String>>,
+    /// Names called this pass before the file defined them.
+    called: HashSet<String>,
+}
+
+/// The key under which [`Env`] keeps what `function` returns.
+fn returned(function: &str) -> String {
+    format!("{function}\0returns")
+}
+
+/// The key under which [`Env`] keeps what `function` passes to the
+/// callback that is its parameter number `index`.
+fn called_back(function: &str, index: usize) -> String {
+    format!("{function}\0callback{index}")
 }
 
 /// Lowers the program `root` of `source`.
 pub(super) fn lower(root: Node<'_>, source: &str, env: &mut Env, out: &mut Lowered) {
-    let mut lowering = Lowering { source, env, out };
+    let mut lowering = Lowering {
+        source,
+        env,
+        out,
+        function: None,
+        functions: HashMap::new(),
+        called: HashSet::new(),
+    };
     lowering.walk(root, 0);
 }
 
@@ -71,6 +107,19 @@ impl Lowering<'_, '_> {
         }
         match node.kind() {
             "variable_declarator" => {
+                let function = node
+                    .child_by_field_name("value")
+                    .filter(|value| is_function(*value))
+                    .zip(node.child_by_field_name("name"));
+                if let Some((value, name)) = function {
+                    // `const f = async (x) => ...`: a function of the file.
+                    let name = text_of(name, self.source).to_owned();
+                    let returns = self.function_body(&name, value, depth);
+                    if let Some(returns) = returns {
+                        self.env.assign(&returned(&name), returns);
+                    }
+                    return;
+                }
                 let value = node
                     .child_by_field_name("value")
                     .map_or_else(|| Val::text(""), |value| self.expr(value, depth + 1));
@@ -90,7 +139,24 @@ impl Lowering<'_, '_> {
                     self.bind(name, value, false);
                 }
             }
-            "expression_statement" | "return_statement" | "throw_statement" => {
+            "function_declaration" | "generator_function_declaration" => {
+                if let Some(name) = node.child_by_field_name("name") {
+                    let name = text_of(name, self.source).to_owned();
+                    self.function_body(&name, node, depth);
+                }
+            }
+            "return_statement" => {
+                let values: Vec<Val> = named_children(node)
+                    .into_iter()
+                    .map(|child| self.expr(child, depth + 1))
+                    .collect();
+                if let Some((function, _)) = self.function.clone()
+                    && !values.is_empty()
+                {
+                    self.env.assign(&returned(&function), union(&values));
+                }
+            }
+            "expression_statement" | "throw_statement" => {
                 for child in named_children(node) {
                     self.expr(child, depth + 1);
                 }
@@ -112,6 +178,51 @@ impl Lowering<'_, '_> {
                 }
             }
         }
+    }
+
+    /// Lowers the body of the function `name` defined at `node`, noting
+    /// its parameters; returns the value of an arrow function's
+    /// expression body.
+    fn function_body(&mut self, name: &str, node: Node<'_>, depth: usize) -> Option<Val> {
+        let mut parameters = Vec::new();
+        if let Some(parameter) = node.child_by_field_name("parameter") {
+            parameters.push(text_of(parameter, self.source).to_owned());
+        }
+        if let Some(list) = node.child_by_field_name("parameters") {
+            for parameter in named_children(list) {
+                let target = parameter
+                    .child_by_field_name("pattern")
+                    .unwrap_or(parameter);
+                let target = match target.kind() {
+                    "assignment_pattern" => target.child_by_field_name("left").unwrap_or(target),
+                    _ => target,
+                };
+                // Destructured parameters keep their place, unnamed.
+                parameters.push(if target.kind() == "identifier" {
+                    text_of(target, self.source).to_owned()
+                } else {
+                    String::new()
+                });
+            }
+        }
+        // A call lowered before the definition passed its arguments to no
+        // one: the file is read again.
+        if self.called.contains(name) {
+            self.env.changed = true;
+        }
+        self.functions.insert(name.to_owned(), parameters.clone());
+        let outer = self.function.replace((name.to_owned(), parameters));
+        let body = node.child_by_field_name("body");
+        let value = match body {
+            Some(body) if body.kind() != "statement_block" => Some(self.expr(body, depth + 1)),
+            Some(body) => {
+                self.walk(body, depth + 1);
+                None
+            }
+            None => None,
+        };
+        self.function = outer;
+        value
     }
 
     fn bind(&mut self, target: Node<'_>, value: Val, augmented: bool) {
@@ -392,12 +503,31 @@ impl Lowering<'_, '_> {
         // Callbacks of network calls get network bytes: `https.get(u, r =>
         // r.on("data", c => body += c))`.
         let callbacks = fetches || network_receiver;
-        let args = self.arguments(node, depth);
+        let argument_nodes: Vec<Node<'_>> = node
+            .child_by_field_name("arguments")
+            .filter(|arguments| arguments.kind() == "arguments")
+            .map(named_children)
+            .unwrap_or_default();
         if callbacks {
-            for (argument, _) in &args {
+            for argument in &argument_nodes {
                 self.bind_parameters(*argument, &Val::from(Taint::NETWORK));
             }
         }
+        // A function of the file: what it passes to its callbacks reaches
+        // the callbacks given here (bound before their bodies are read).
+        let own = if callee.contains('.') {
+            None
+        } else {
+            self.functions.get(&callee).cloned()
+        };
+        if own.is_some() {
+            for (index, argument) in argument_nodes.iter().enumerate() {
+                if let Some(value) = self.env.get(&called_back(&callee, index)).cloned() {
+                    self.bind_parameters(*argument, &value);
+                }
+            }
+        }
+        let args = self.arguments(node, depth);
         // Function-valued arguments are walked (their bodies run).
         let values: Vec<Val> = args.iter().map(|(_, value)| value.clone()).collect();
         let first = values.first().cloned().unwrap_or_else(Val::unknown);
@@ -434,6 +564,29 @@ impl Lowering<'_, '_> {
                 _ => code,
             };
             self.out.push(node, What::Exec(code));
+            return Val::unknown();
+        }
+        // `new Worker(code, { eval: true })`: the string is the worker's code.
+        if last == "Worker"
+            && args.iter().any(|(argument, _)| {
+                argument.kind() == "object" && text_of(*argument, self.source).contains("eval")
+            })
+        {
+            self.out.push(node, What::Exec(first));
+            return Val::unknown();
+        }
+        // zx's and execa's tagged templates run a command line:
+        // `` await $`bash -c ${check}` ``.
+        if (callee == "$" || callee.ends_with(".$") || callee.starts_with("$("))
+            && node
+                .child_by_field_name("arguments")
+                .is_some_and(|arguments| arguments.kind() == "template_string")
+        {
+            self.out
+                .push(node, What::Command(first.shown("_").to_owned()));
+            if first.taint.has(Taint::NETWORK | Taint::DECODED) {
+                self.out.push(node, What::Exec(first));
+            }
             return Val::unknown();
         }
         if (EXEC_LINE.contains(&last.as_str())
@@ -505,6 +658,30 @@ impl Lowering<'_, '_> {
                     self.out.push(node, What::Send(value.clone()));
                 }
             }
+        }
+
+        // A parameter of the function being lowered, called: what it is
+        // passed goes to the callback the function's callers give.
+        if let Some((function, parameters)) = &self.function
+            && let Some(index) = parameters.iter().position(|p| *p == callee)
+        {
+            let key = called_back(function, index);
+            let value = union(&values);
+            self.env.assign(&key, value);
+        }
+        // A function of the file: its parameters hold what it is passed,
+        // and the call is what it returns.
+        if let Some(parameters) = own {
+            for (parameter, value) in parameters.iter().zip(&values) {
+                if !parameter.is_empty() {
+                    self.env.assign(parameter, value.clone());
+                }
+            }
+            if let Some(value) = self.env.get(&returned(&callee)).cloned() {
+                return value;
+            }
+        } else if !callee.contains('.') {
+            self.called.insert(callee.clone());
         }
 
         // Values.
@@ -613,6 +790,14 @@ impl Lowering<'_, '_> {
             }
         }
     }
+}
+
+/// True for a function-valued expression.
+fn is_function(node: Node<'_>) -> bool {
+    matches!(
+        node.kind(),
+        "arrow_function" | "function_expression" | "function" | "generator_function"
+    )
 }
 
 /// The code of a `data:` URL: base64 decoded when it says so.

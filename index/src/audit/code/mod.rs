@@ -454,13 +454,20 @@ pub(crate) fn judge(scan: &mut Scan<'_>, lowered: &Lowered) -> Reading {
                         .map(|(_, what)| *what)
                 });
                 if let Some(what) = target.or(planted) {
-                    scan.report(
-                        Rule::Persistence,
-                        Severity::High,
-                        start,
-                        end,
-                        format!("writes {what}"),
-                    );
+                    // Settings written whole, with no key that runs or
+                    // allows anything: worth a look, not the attack.
+                    let inert = planted.is_none()
+                        && target.is_some_and(|what| SETTINGS.contains(&what))
+                        && content.text.as_deref().is_some_and(runs_nothing);
+                    let (severity, message) = if inert {
+                        (
+                            Severity::Medium,
+                            format!("writes {what} (none of its keys runs or allows anything)"),
+                        )
+                    } else {
+                        (Severity::High, format!("writes {what}"))
+                    };
+                    scan.report(Rule::Persistence, severity, start, end, message);
                 }
             }
             What::Send(data) => {
@@ -485,6 +492,60 @@ pub(crate) fn judge(scan: &mut Scan<'_>, lowered: &Lowered) -> Reading {
         }
     }
     reading
+}
+
+/// The targets of [`TARGETS`] that are settings: what they run is in
+/// their keys.
+const SETTINGS: &[&str] = &[
+    "Claude Code's settings, whose hooks run commands",
+    "Codex's configuration",
+    "an editor's or agent's configuration, whose MCP servers and tasks run",
+];
+
+/// Pieces of a settings key that runs, allows or redirects something.
+const RUNNING_KEYS: &[&str] = &[
+    "hook",
+    "command",
+    "mcp",
+    "task",
+    "runon",
+    "shell",
+    "exec",
+    "terminal",
+    "allow",
+    "permission",
+    "args",
+    "env",
+    "preload",
+    "server",
+    "url",
+    "proxy",
+    "script",
+    "program",
+    "launch",
+    "notify",
+    "instructions",
+    "model_provider",
+    "sandbox",
+    "approval",
+];
+
+/// True when the settings `text` is a JSON or TOML document none of whose
+/// keys runs, allows or redirects anything (`"editor.tabSize": 4`).
+fn runs_nothing(text: &str) -> bool {
+    static KEY: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r#"(?m)(?:^|[{,\s])["']?([A-Za-z0-9_.@/-]+)["']?\s*[:=]"#)
+            .expect("a valid pattern")
+    });
+    let mut keys = KEY
+        .captures_iter(text)
+        .map(|captures| captures[1].to_ascii_lowercase());
+    let mut any = false;
+    let clean = keys.all(|key| {
+        any = true;
+        !RUNNING_KEYS.iter().any(|word| key.contains(word))
+    });
+    any && clean && !text.contains("$(") && !text.contains('`')
 }
 
 /// Files that an agent, a shell, the dynamic loader, sudo or git read or
@@ -596,6 +657,43 @@ fn same_file(saved: &str, run: &str) -> bool {
 /// `~/.aws/credentials`, `.npmrc`): reading it makes a credential.
 pub(crate) fn is_credential_path(path: &str) -> bool {
     super::behaviour::names_credential_store(path)
+}
+
+/// Folders that hold credential stores: packing or copying one takes
+/// every key in it.
+const CREDENTIAL_FOLDERS: &[&str] = &[
+    ".ssh",
+    ".gnupg",
+    ".aws",
+    ".azure",
+    ".kube",
+    ".docker",
+    "gcloud",
+    ".config/gh",
+    ".password-store",
+    ".mozilla",
+    ".thunderbird",
+    "Library/Keychains",
+    ".local/share/keyrings",
+    ".bitcoin",
+    ".electrum",
+    ".ethereum",
+];
+
+/// True when `text` is one path (no spaces) naming a credential store or
+/// a folder of them (`~/.ssh`, `$HOME/.aws/`, `.gnupg`,
+/// `%APPDATA%\gcloud`).
+pub(crate) fn is_store_path(text: &str) -> bool {
+    let text = text.trim();
+    if text.is_empty() || text.len() > 4096 || text.contains(char::is_whitespace) {
+        return false;
+    }
+    let path = text.replace('\\', "/");
+    let path = path.trim_end_matches('/');
+    CREDENTIAL_FOLDERS.iter().any(|folder| {
+        path.strip_suffix(folder)
+            .is_some_and(|before| before.is_empty() || before.ends_with('/') || before == "~")
+    }) || is_credential_path(text)
 }
 
 /// True when `path` is a process's environment as the kernel shows it

@@ -6,8 +6,34 @@ use tree_sitter::Node;
 
 use super::{
     Env, INTERPRETERS, Lowered, MAX_DEPTH, SHELLS, Taint, Val, What, base_name, decode_base64,
-    decode_hex, decoded, is_credential_path, named_children, rot13, text_of,
+    decode_hex, decoded, is_credential_path, is_store_path, named_children, rot13, text_of,
 };
+
+/// Commands that pass on a transformed copy of what they are fed: an
+/// environment dump through `tr` or `sort` is still one.
+const FILTERS: &[&str] = &[
+    "tr",
+    "sed",
+    "awk",
+    "gawk",
+    "mawk",
+    "cut",
+    "sort",
+    "uniq",
+    "grep",
+    "egrep",
+    "fgrep",
+    "rg",
+    "fold",
+    "paste",
+    "column",
+    "jq",
+    "yq",
+    "iconv",
+    "expand",
+    "nl",
+    "sha256sum",
+];
 
 /// Words that run the rest of the command line as a command.
 const PREFIXES: &[&str] = &[
@@ -70,6 +96,23 @@ impl Lowering<'_, '_> {
                 Val::text("")
             }
             "comment" => Val::text(""),
+            "for_statement" => {
+                // `for f in a b c`: the name holds each word in turn.
+                if let Some(variable) = node.child_by_field_name("variable") {
+                    let name = text_of(variable, self.source).to_owned();
+                    let mut cursor = node.walk();
+                    let values: Vec<Node<'_>> =
+                        node.children_by_field_name("value", &mut cursor).collect();
+                    for value in values {
+                        let value = self.word(value, depth + 1);
+                        self.env.assign(&name, value);
+                    }
+                }
+                match node.child_by_field_name("body") {
+                    Some(body) => self.statement(body, depth + 1),
+                    None => Val::unknown(),
+                }
+            }
             "test_command" => {
                 // `[ -f ~/.npmrc ]` asks whether a file is there.
                 self.out.push(node, What::OwnUse);
@@ -186,6 +229,8 @@ impl Lowering<'_, '_> {
                     if output.taint.has(Taint::NETWORK) {
                         self.out.push(node, What::Download(path.clone()));
                     }
+                    // `printenv > f`: the file holds the environment now.
+                    self.keep(&path, output.taint);
                     self.out.push(
                         node,
                         What::Write {
@@ -197,6 +242,18 @@ impl Lowering<'_, '_> {
                 output
             }
             "command" => self.command(node, input, line, depth + 1),
+            "list" => {
+                // `[ -f x ] || cat > x <<EOF`, parsed with the redirects
+                // around the list: they are the last command's.
+                let children = named_children(node);
+                let Some((last, before)) = children.split_last() else {
+                    return Val::unknown();
+                };
+                for child in before {
+                    self.statement(*child, depth + 1);
+                }
+                self.pipeline(*last, input, line, depth + 1)
+            }
             _ => {
                 let output = self.statement(node, depth + 1);
                 line.push(text_of(node, self.source).to_owned());
@@ -454,9 +511,11 @@ impl Lowering<'_, '_> {
                 let input = input.unwrap_or_else(Val::unknown);
                 Val::from(input.taint | Taint::DECODED)
             }
+            "cat" if args.is_empty() => input.unwrap_or_else(|| Val::text("")),
             "cat" | "head" | "tail" | "tac" | "less" | "more" => {
                 let mut output = input.unwrap_or_else(|| Val::text(""));
                 for file in args {
+                    output = output.tainted(file.read_taint());
                     if let Some(path) = file.identity() {
                         output = output.tainted(self.file_taint(path));
                     }
@@ -466,13 +525,27 @@ impl Lowering<'_, '_> {
             "printenv" | "set" | "export" | "declare" if args.is_empty() => {
                 Val::from(Taint::ENVIRONMENT)
             }
-            "tar" | "zip" | "gpg" | "base64" | "xxd" | "od" | "hexdump" => {
-                // Packing passes on what it packs.
+            "tar" | "zip" | "7z" | "7za" | "rar" | "gpg" | "base64" | "xxd" | "od" | "hexdump" => {
+                // Packing passes on what it packs, to its output or to the
+                // archive it writes.
                 let mut taint = input.map_or(Taint::NONE, |input| input.taint);
                 for arg in args {
-                    if let Some(path) = &arg.text {
+                    taint |= arg.read_taint();
+                    if let Some(path) = arg.identity() {
                         taint |= self.file_taint(path);
                     }
+                }
+                if let Some(archive) = archive_of(&name, args) {
+                    self.keep(&archive, taint);
+                }
+                Val::from(taint | Taint::UNKNOWN)
+            }
+            _ if FILTERS.contains(&name.as_str()) => {
+                let taint = input.map_or(Taint::NONE, |input| input.taint);
+                let mut taint = taint & (Taint::ENVIRONMENT | Taint::CREDENTIAL | Taint::NETWORK);
+                // `grep KEY ~/.aws/credentials`: the files it reads.
+                for arg in args.iter().skip(1) {
+                    taint |= arg.read_taint();
                 }
                 Val::from(taint | Taint::UNKNOWN)
             }
@@ -539,11 +612,38 @@ impl Lowering<'_, '_> {
                         let path = text.trim_start_matches('@').split(';').next().unwrap_or("");
                         let path = path.split_once('=').map_or(path, |(_, path)| path);
                         let path = path.trim_start_matches('@').trim_start_matches('<');
-                        data.clone().tainted(self.file_taint(path))
+                        let read = if text.starts_with('@')
+                            || option == "-T"
+                            || option == "--upload-file"
+                            || option.ends_with("-file")
+                        {
+                            data.read_taint() | self.file_taint(path)
+                        } else {
+                            self.file_taint(path)
+                        };
+                        data.clone().tainted(read)
                     }
-                    None => data,
+                    None => {
+                        let read = match data.identity() {
+                            Some(path)
+                                if matches!(option, "-T" | "--upload-file")
+                                    || option.ends_with("-file") =>
+                            {
+                                data.read_taint() | self.file_taint(path)
+                            }
+                            _ => Taint::NONE,
+                        };
+                        data.tainted(read)
+                    }
                 };
                 self.out.push(node, What::Send(data));
+            } else if !saves
+                && args[index]
+                    .taint
+                    .has(Taint::ENVIRONMENT | Taint::CREDENTIAL)
+            {
+                // The address or a header carries it: `?flags=$(env | base64)`.
+                self.out.push(node, What::Send(args[index].clone()));
             }
             if saves {
                 let file = value();
@@ -561,18 +661,46 @@ impl Lowering<'_, '_> {
     /// What reading the file `path` gives: a credential store's content,
     /// or what was downloaded or copied there.
     fn file_taint(&self, path: &str) -> Taint {
-        let mut taint = self
-            .env
-            .get(&format!("file:{path}"))
-            .map_or(Taint::NONE, |file| file.taint);
-        if is_credential_path(path) {
+        let kept = |key: String| self.env.get(&key).map_or(Taint::NONE, |file| file.taint);
+        let mut taint = kept(format!("file:{path}")) | kept(format!("folder:{path}"));
+        // `"$dir/$f"`, a name not known: any file kept in the folder.
+        if let Some((folder, file)) = path.rsplit_once('/')
+            && file.contains('$')
+        {
+            taint |= kept(format!("folder:{folder}"));
+        }
+        if is_credential_path(path) || is_store_path(path) {
             taint |= Taint::CREDENTIAL;
         }
         taint
     }
 
+    /// Notes that the file `path` now holds what `taint` says, when that
+    /// is a secret, and that its folder holds it too.
+    fn keep(&mut self, path: &Val, taint: Taint) {
+        let secret = taint & (Taint::ENVIRONMENT | Taint::CREDENTIAL);
+        if secret == Taint::NONE {
+            return;
+        }
+        let Some(identity) = path.identity() else {
+            return;
+        };
+        self.env.taint(&format!("file:{identity}"), secret);
+        if let Some((folder, _)) = identity.rsplit_once('/') {
+            self.env.taint(&format!("folder:{folder}"), secret);
+        }
+    }
+
     /// The value of a word: its quotes removed, its expansions done.
     fn word(&mut self, node: Node<'_>, depth: usize) -> Val {
+        let value = self.word_of(node, depth);
+        match &value.text {
+            Some(text) if is_store_path(text) => value.tainted(Taint::STORE_PATH),
+            _ => value,
+        }
+    }
+
+    fn word_of(&mut self, node: Node<'_>, depth: usize) -> Val {
         if depth > MAX_DEPTH {
             return Val::unknown();
         }
@@ -618,6 +746,14 @@ impl Lowering<'_, '_> {
                 Val::concat(pieces)
             }
             "simple_expansion" | "expansion" => self.expansion(node, depth),
+            "array" => {
+                // `(a b c)`: the words, as `${name[*]}` gives them.
+                let items: Vec<Val> = named_children(node)
+                    .into_iter()
+                    .map(|child| self.word(child, depth + 1))
+                    .collect();
+                Val::concat(joined(&items))
+            }
             "command_substitution" | "process_substitution" => {
                 let mut output = Val::unknown();
                 for child in named_children(node) {
@@ -638,10 +774,20 @@ impl Lowering<'_, '_> {
         let mut pieces = Vec::new();
         let mut at = node.start_byte();
         for child in named_children(node) {
-            if child.start_byte() > at {
-                pieces.push(Val::text(source.get(at..child.start_byte()).unwrap_or("")));
+            // `\${name}` in a heredoc is the text itself.
+            let escaped = child.start_byte() > at
+                && source.as_bytes().get(child.start_byte() - 1) == Some(&b'\\');
+            if escaped {
+                pieces.push(Val::text(
+                    source.get(at..child.start_byte() - 1).unwrap_or(""),
+                ));
+                pieces.push(Val::text(text_of(child, source)));
+            } else {
+                if child.start_byte() > at {
+                    pieces.push(Val::text(source.get(at..child.start_byte()).unwrap_or("")));
+                }
+                pieces.push(self.word(child, depth + 1));
             }
-            pieces.push(self.word(child, depth + 1));
             at = child.end_byte();
         }
         if node.end_byte() > at {
@@ -653,6 +799,18 @@ impl Lowering<'_, '_> {
     /// `$name`, `${name}`, `${name:-default}`.
     fn expansion(&mut self, node: Node<'_>, depth: usize) -> Val {
         let children = named_children(node);
+        // `${name[@]}`, `${name[*]}`, `${name[0]}`: the array's words.
+        if let Some(subscript) = children.iter().find(|child| child.kind() == "subscript") {
+            let name = subscript
+                .child_by_field_name("name")
+                .map_or("", |name| text_of(name, self.source));
+            return self
+                .env
+                .get(name)
+                .cloned()
+                .unwrap_or_else(Val::unknown)
+                .named(format!("${name}"));
+        }
         let Some(variable) = children.iter().find(|child| {
             child.kind() == "variable_name" || child.kind() == "special_variable_name"
         }) else {
@@ -660,6 +818,10 @@ impl Lowering<'_, '_> {
         };
         let name = text_of(*variable, self.source);
         if let Some(value) = self.env.get(name) {
+            // `${name:offset:length}`: a piece of it.
+            if let Some(piece) = substring(text_of(node, self.source), value) {
+                return piece;
+            }
             return value.clone().named(format!("${name}"));
         }
         match name {
@@ -753,6 +915,53 @@ fn owns_its_credentials(name: &str, args: &[Val]) -> bool {
         }
     }
     named
+}
+
+/// The archive `tar -czf FILE` or `zip FILE ...` writes.
+fn archive_of(name: &str, args: &[Val]) -> Option<Val> {
+    match name {
+        "tar" => args.iter().enumerate().find_map(|(index, arg)| {
+            let word = arg.text.as_deref()?;
+            if let Some(file) = word.strip_prefix("--file=") {
+                return Some(Val::text(file));
+            }
+            let short = word.starts_with('-') && !word.starts_with("--") && word.ends_with('f');
+            let bare = index == 0 && !word.starts_with('-') && word.ends_with('f');
+            (short || bare || word == "--file")
+                .then(|| args.get(index + 1).cloned())
+                .flatten()
+        }),
+        "zip" | "7z" | "7za" | "rar" => args
+            .iter()
+            .find(|arg| {
+                arg.text
+                    .as_deref()
+                    .is_none_or(|word| !word.starts_with('-') && !matches!(word, "a" | "u"))
+            })
+            .cloned(),
+        _ => None,
+    }
+}
+
+/// `${name:offset}` and `${name:offset:length}` of a known `value`.
+fn substring(expansion: &str, value: &Val) -> Option<Val> {
+    let text = value.text.as_deref()?;
+    let inner = expansion.strip_prefix("${")?.strip_suffix('}')?;
+    let (_, range) = inner.split_once(':')?;
+    let (offset, length) = match range.split_once(':') {
+        Some((offset, length)) => (offset, Some(length)),
+        None => (range, None),
+    };
+    let offset: usize = offset.trim().parse().ok()?;
+    let chars: Vec<char> = text.chars().collect();
+    let start = offset.min(chars.len());
+    let end = match length {
+        Some(length) => start
+            .saturating_add(length.trim().parse::<usize>().ok()?)
+            .min(chars.len()),
+        None => chars.len(),
+    };
+    Some(Val::text(chars[start..end].iter().collect::<String>()).tainted(value.taint))
 }
 
 /// The values as words of one command line, separated by spaces.

@@ -21,6 +21,11 @@ impl Taint {
     pub(crate) const CREDENTIAL: Taint = Taint(8);
     /// A value the analysis cannot fold: a parameter, a computed value.
     pub(crate) const UNKNOWN: Taint = Taint(16);
+    /// The path of a credential store or of a folder of them (`~/.ssh`,
+    /// `.aws`), not its content: what reads or packs the file it names
+    /// gets a credential. It follows a path into lists and loops, where
+    /// its text is lost.
+    pub(crate) const STORE_PATH: Taint = Taint(32);
 
     pub(crate) fn has(self, other: Taint) -> bool {
         self.0 & other.0 != 0
@@ -31,6 +36,13 @@ impl std::ops::BitOr for Taint {
     type Output = Taint;
     fn bitor(self, other: Taint) -> Taint {
         Taint(self.0 | other.0)
+    }
+}
+
+impl std::ops::BitAnd for Taint {
+    type Output = Taint;
+    fn bitand(self, other: Taint) -> Taint {
+        Taint(self.0 & other.0)
     }
 }
 
@@ -138,7 +150,17 @@ impl Val {
     /// True when the text is known and the value comes from nowhere
     /// suspicious.
     pub(crate) fn is_constant(&self) -> bool {
-        self.text.is_some() && self.taint == Taint::NONE
+        self.text.is_some() && self.taint.0 & !Taint::STORE_PATH.0 == 0
+    }
+
+    /// What reading the file this value names gives: a credential when
+    /// it names a store.
+    pub(crate) fn read_taint(&self) -> Taint {
+        if self.taint.has(Taint::STORE_PATH) {
+            Taint::CREDENTIAL
+        } else {
+            Taint::NONE
+        }
     }
 }
 

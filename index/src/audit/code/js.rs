@@ -74,6 +74,9 @@ struct Lowering<'a, 'e> {
     functions: HashMap<String, Vec<String>>,
     /// Names called this pass before the file defined them.
     called: HashSet<String>,
+    /// The `resolve` parameters of the promise executors being lowered,
+    /// with the key under which [`Env`] keeps what they are given.
+    resolvers: Vec<(String, String)>,
 }
 
 /// The key under which [`Env`] keeps what `function` returns.
@@ -96,6 +99,7 @@ pub(super) fn lower(root: Node<'_>, source: &str, env: &mut Env, out: &mut Lower
         function: None,
         functions: HashMap::new(),
         called: HashSet::new(),
+        resolvers: Vec::new(),
     };
     lowering.walk(root, 0);
 }
@@ -527,7 +531,27 @@ impl Lowering<'_, '_> {
                 }
             }
         }
+        // `new Promise((resolve) => ... resolve(body))`: the promise is
+        // what `resolve` is given.
+        let promise = (node.kind() == "new_expression" && callee == "Promise")
+            .then(|| {
+                let executor = argument_nodes.first().filter(|a| is_function(**a))?;
+                let parameter = executor.child_by_field_name("parameter").or_else(|| {
+                    executor
+                        .child_by_field_name("parameters")
+                        .and_then(|list| named_children(list).into_iter().next())
+                })?;
+                let key = format!("\0promise{}", node.start_byte());
+                let name = text_of(parameter, self.source).to_owned();
+                self.resolvers.push((name, key.clone()));
+                Some(key)
+            })
+            .flatten();
         let args = self.arguments(node, depth);
+        if let Some(key) = promise {
+            self.resolvers.pop();
+            return self.env.get(&key).cloned().unwrap_or_else(Val::unknown);
+        }
         // Function-valued arguments are walked (their bodies run).
         let values: Vec<Val> = args.iter().map(|(_, value)| value.clone()).collect();
         let first = values.first().cloned().unwrap_or_else(Val::unknown);
@@ -660,6 +684,31 @@ impl Lowering<'_, '_> {
             }
         }
 
+        if let Some((_, key)) = self
+            .resolvers
+            .iter()
+            .rev()
+            .find(|(name, _)| *name == callee)
+        {
+            let key = key.clone();
+            let value = union(&values);
+            self.env.assign(&key, value);
+        }
+        // `chunks.push(c)`: the list holds what is added to it.
+        if matches!(
+            last.as_str(),
+            "push" | "unshift" | "add" | "set" | "append" | "concat"
+        ) && let Some(object) = function
+            .and_then(|f| f.child_by_field_name("object"))
+            .filter(|object| object.kind() == "identifier")
+        {
+            let taint = union(&values).taint
+                & (Taint::NETWORK | Taint::DECODED | Taint::ENVIRONMENT | Taint::CREDENTIAL);
+            if taint != Taint::NONE {
+                let name = text_of(object, self.source).to_owned();
+                self.env.taint(&name, taint);
+            }
+        }
         // A parameter of the function being lowered, called: what it is
         // passed goes to the callback the function's callers give.
         if let Some((function, parameters)) = &self.function
@@ -772,6 +821,16 @@ impl Lowering<'_, '_> {
     /// Binds the parameters of a function-valued `argument` to `value`,
     /// and walks its body.
     fn bind_parameters(&mut self, argument: Node<'_>, value: &Val) {
+        // `list.map(compile)`: a function of the file, by its name.
+        if argument.kind() == "identifier" {
+            let name = text_of(argument, self.source);
+            if let Some(parameters) = self.functions.get(name).cloned() {
+                for parameter in parameters.iter().filter(|p| !p.is_empty()) {
+                    self.env.assign(parameter, value.clone());
+                }
+            }
+            return;
+        }
         if !matches!(
             argument.kind(),
             "arrow_function" | "function_expression" | "function"

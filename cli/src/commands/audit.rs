@@ -2,6 +2,7 @@
 //! `skillpkg_index::audit`, and print the findings for people, scripts or
 //! code scanning.
 
+use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -99,6 +100,7 @@ fn folder_name(folder: &Path) -> Option<String> {
 /// The skill folders the paths stand for, each once, in order.
 fn given_folders(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
     let mut folders = Vec::new();
+    let mut seen: HashSet<PathBuf> = HashSet::new();
     for path in paths {
         if !path.exists() {
             return Err(
@@ -119,7 +121,9 @@ fn given_folders(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
                 .into());
         }
         for folder in found {
-            if !folders.contains(&folder) {
+            // A set, not a search of the list: a folder of hundreds of
+            // skills made that quadratic.
+            if seen.insert(folder.clone()) {
                 folders.push(folder);
             }
         }

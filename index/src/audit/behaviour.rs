@@ -455,9 +455,16 @@ pub(crate) fn download_severity(line: &str, subject: &[String]) -> Severity {
     if any && all_known { Medium } else { High }
 }
 
-/// The download patterns in one automaton, to skip a text in one pass.
-static ANY_DOWNLOAD_EXEC: LazyLock<PatternSet> =
-    LazyLock::new(|| PatternSet::new(DOWNLOAD_EXEC.iter().map(Regex::as_str)));
+/// The patterns of [`PATTERNS`] and then those of [`DOWNLOAD_EXEC`] in one
+/// automaton: one pass over a text finds the lines each may match.
+static LINE_PATTERNS: LazyLock<PatternSet> = LazyLock::new(|| {
+    PatternSet::new(
+        PATTERNS
+            .iter()
+            .map(|pattern| pattern.regex)
+            .chain(DOWNLOAD_EXEC.iter().map(Regex::as_str)),
+    )
+});
 
 /// Returns true when a label of `host` (not its last, nor a generic one
 /// like `get` or `install`) and a word of the skill's subject contain one
@@ -523,12 +530,6 @@ fn table_row_as_text(line: &str) -> String {
         out.push('\\');
     }
     out
-}
-
-/// Returns true if and only if the text may download and execute
-/// somewhere: the one pass that spares most texts the line by line look.
-pub(crate) fn may_download_exec(text: &str) -> bool {
-    ANY_DOWNLOAD_EXEC.is_match(text)
 }
 
 /// The longest match taken for a finding: a command is one line of a
@@ -639,11 +640,17 @@ pub(crate) fn scan(scan: &mut Scan<'_>) {
     // skill's own SKILL.md gets no such benefit.
     let teaching = scan.kind == FileKind::Document && TEACHING.is_match(scan.text);
     let set = &*COMPILED;
-    let downloads = may_download_exec(scan.text);
-    let candidates = set.by_line(scan.text, |offset| scan.line_of(offset));
-    let download_lines =
-        downloads.then(|| ANY_DOWNLOAD_EXEC.by_line(scan.text, |offset| scan.line_of(offset)));
-    if !downloads && candidates.is_empty() {
+    // One pass for the literals of both kinds of pattern, by line and for
+    // the whole text alike: a pattern of `PATTERNS` keeps its index, a
+    // download pattern comes after them.
+    let download_from = PATTERNS.len();
+    let candidates = LINE_PATTERNS.by_line(scan.text, |offset| scan.line_of(offset));
+    let anywhere = candidates.candidates();
+    let downloads = anywhere
+        .iter()
+        .filter_map(|&index| index.checked_sub(download_from))
+        .any(|download| DOWNLOAD_EXEC[download].is_match(scan.text));
+    if !downloads && anywhere.iter().all(|&index| index >= download_from) {
         return;
     }
     let lines: Vec<(usize, usize, &str)> = scan.lines().collect();
@@ -652,9 +659,12 @@ pub(crate) fn scan(scan: &mut Scan<'_>) {
         // cell is written `\|`.
         let cells = (!is_script && is_table_row(original)).then(|| table_row_as_text(original));
         let line = cells.as_deref().unwrap_or(original);
-        let may_download = download_lines
-            .as_ref()
-            .is_some_and(|lines| cells.is_some() || !lines.at(number).is_empty());
+        let may_download = downloads
+            && (cells.is_some()
+                || candidates
+                    .at(number)
+                    .last()
+                    .is_some_and(|&index| index >= download_from));
         if may_download && let Some((start, end)) = find_download_exec(line) {
             // A known installer from its own host, or the skill's own
             // tool's site, is worth a look in a script as in a document;
@@ -688,7 +698,10 @@ pub(crate) fn scan(scan: &mut Scan<'_>) {
                 fresh = set.matches(cells);
                 &fresh
             }
-            None => candidates.at(number),
+            None => {
+                let here = candidates.at(number);
+                &here[..here.partition_point(|&index| index < download_from)]
+            }
         };
         for &index in here {
             let regex = set.regex(index);

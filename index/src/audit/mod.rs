@@ -26,6 +26,7 @@ mod behaviour;
 mod blocks;
 mod code;
 mod decode;
+mod encoded;
 mod files;
 mod folded;
 mod frontmatter;
@@ -748,6 +749,7 @@ fn scan_text(
     typosquat::scan(&mut scan);
     folded::scan_blocks(&mut scan);
     instructions::scan(&mut scan);
+    encoded::scan(&mut scan);
     blocks::scan(&mut scan);
     blocks::scan_claims(&mut scan);
     unicode::scan_hosts(&mut scan);

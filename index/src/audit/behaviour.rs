@@ -183,7 +183,7 @@ static PATTERNS: &[Pattern] = &[
     pattern(
         Rule::CredentialAccess,
         "reads package and git credentials",
-        r"(?i)(?:^|[/\\\x22\x27~\s])\.(?:npmrc|pypirc|netrc|git-credentials)(?-u:\b)|\.config[/\\]gh[/\\]hosts\.yml",
+        r"(?i)(?:^|[/\\\x22\x27~\s])\.(?:npmrc|pypirc|netrc|git-credentials|pgpass|my\.cnf|vault-token)(?-u:\b)|\.config[/\\]gh[/\\]hosts\.yml|\.(?:cargo|gem)[/\\]credentials(?-u:\b)|\.terraform\.d[/\\]credentials\.tfrc\.json",
         High,
         None,
     ),
@@ -584,7 +584,7 @@ fn find_credential_aware(regex: &Regex, line: &str, rule: Rule) -> Option<(usize
 /// Words of a document that quotes attacks to teach them.
 static TEACHING: LazyLock<Screened> = LazyLock::new(|| {
     Screened::new(
-        r"(?i)(?-u:\b)(?:do\s+not|don't|never)\s+(?:follow|run|execute|copy|paste)\s+(?:them|these|this|it)(?-u:\b)|(?-u:\b)examples?\s+of\s+(?:hostile|malicious|attack|injected|phishing|prompt[- ]injection)|(?-u:\b)(?:quoted|taken)\s+from\s+(?:real\s+)?(?:incidents|attacks)|(?-u:\b)how\s+to\s+(?:spot|recogni[sz]e|detect)\s+(?:them|these|attacks|injection)",
+        r"(?i)(?-u:\b)(?:do\s+not|don't|never)\s+(?:follow|run|execute|copy|paste)\s+(?:them|these|this|it)(?-u:\b)|(?-u:\b)examples?\s+of\s+(?:hostile|malicious|attack|injected|phishing|prompt[- ]injection)|(?-u:\b)(?:quoted|taken)\s+from\s+(?:real\s+)?(?:incidents|attacks)|(?-u:\b)how\s+to\s+(?:spot|recogni[sz]e|detect)\s+(?:them|these|attacks|injection)|(?-u:\b)defang(?:ed|ing)?(?-u:\b)",
     )
 });
 
@@ -720,6 +720,11 @@ pub(crate) fn scan(scan: &mut Scan<'_>) {
                     Some(severity) => severity,
                     None => continue,
                 }
+            };
+            let severity = if teaching {
+                severity.min(Medium)
+            } else {
+                severity
             };
             let Some((start, end)) = find_credential_aware(regex, line, pattern.rule) else {
                 continue;

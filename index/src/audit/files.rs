@@ -111,6 +111,61 @@ pub(crate) fn whole_file(rule: Rule, severity: Severity, file: &str, message: St
     }
 }
 
+/// Judges a symbolic link at `path` (relative to the skill, `/`-separated)
+/// to `target`, as written: a link into the skill is only unusual; one
+/// out of it makes whoever reads or writes the skill's file (an agent
+/// told to read `references/config`, a script saving its settings) read
+/// or write the file outside, and one to a credential store or a file
+/// that runs by itself is how a skill takes it without a word.
+pub(crate) fn judge_symlink(path: &str, target: &str) -> (Severity, String) {
+    let to = format!("a symbolic link to `{target}`, not followed");
+    let store = super::code::is_store_path(target) || super::code::is_environ_file(target);
+    if store {
+        return (
+            Severity::High,
+            format!(
+                "{to}: a credential store, which an agent or a script reading the skill's `{path}` reads instead"
+            ),
+        );
+    }
+    if let Some(what) = super::code::persistence_target(target) {
+        return (
+            Severity::High,
+            format!("{to}: {what}, which writing the skill's `{path}` writes"),
+        );
+    }
+    if leaves(path, target) {
+        return (
+            Severity::Medium,
+            format!(
+                "{to}: it points outside the skill, so reading or writing the skill's `{path}` reaches a file the skill does not hold"
+            ),
+        );
+    }
+    (Severity::Low, to)
+}
+
+/// True when `target`, the target of a link at `path` inside a skill, is
+/// absolute, starts at a home folder or climbs out of the skill.
+fn leaves(path: &str, target: &str) -> bool {
+    let target = target.replace('\\', "/");
+    if target.starts_with('/') || target.starts_with('~') || target.get(1..3) == Some(":/") {
+        return true;
+    }
+    let mut depth = path.split('/').count().saturating_sub(1);
+    for part in target.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => match depth.checked_sub(1) {
+                Some(up) => depth = up,
+                None => return true,
+            },
+            _ => depth += 1,
+        }
+    }
+    false
+}
+
 /// Lines past this length are not written by hand.
 const MINIFIED_LINE: usize = 1_000;
 

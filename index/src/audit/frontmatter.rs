@@ -97,6 +97,26 @@ pub(crate) fn scan(scan: &mut Scan<'_>, document: &SkillDocument, host: Option<H
     }
 }
 
+/// Data files past this size are not parsed for descriptions.
+const MAX_DATA: usize = 1 << 20;
+
+/// Judges the descriptions in a JSON or YAML file the skill ships (the
+/// tool definitions an MCP server or an agent is given, `tools.json`, an
+/// OpenAPI file) as the frontmatter's tools are: an agent reads each
+/// one as an instruction where it picks a tool.
+pub(crate) fn scan_data(scan: &mut Scan<'_>) {
+    let name = scan.file.to_ascii_lowercase();
+    let data = [".json", ".jsonc", ".yaml", ".yml"]
+        .iter()
+        .any(|extension| name.ends_with(extension));
+    if !data || scan.text.len() > MAX_DATA || !scan.text.contains("description") {
+        return;
+    }
+    if let Some(root) = crate::skill::document::parse_data(scan.text) {
+        check_tool_descriptions(scan, &root, "a tool's description");
+    }
+}
+
 /// Judges every `description` under `node` (a tool, its inputs and
 /// outputs, at any depth) as an instruction to the agent.
 fn check_tool_descriptions(scan: &mut Scan<'_>, node: &Node, place: &'static str) {

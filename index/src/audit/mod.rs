@@ -33,6 +33,7 @@ mod frontmatter;
 mod instructions;
 mod kinds;
 mod patterns;
+mod pickle;
 pub mod rules;
 pub mod sarif;
 mod secrets;
@@ -318,11 +319,12 @@ pub fn audit_folder(root: &Path, options: &AuditOptions) -> Result<SkillAudit, A
                 let target = std::fs::read_link(root.join(&entry.path))
                     .map(|target| target.display().to_string())
                     .unwrap_or_else(|_| "?".to_owned());
+                let (severity, message) = files::judge_symlink(&entry.path, &target);
                 audit.findings.push(files::whole_file(
                     Rule::Symlink,
-                    Severity::Low,
+                    severity,
                     &entry.path,
-                    format!("a symbolic link to `{target}`, not followed"),
+                    message,
                 ));
             }
             EntryKind::Special => audit.not_scanned.push(NotScanned {
@@ -416,7 +418,8 @@ fn audit_file(
         // A binary asset that no name, mode or `#!` makes a program is
         // said, not read, and costs none of the budget. `MZ` files are
         // read on: a PE header may lie past the head.
-        binary_head = !named.must_read && !head.starts_with(b"MZ") && {
+        // A pickle is read whole: what it calls may be anywhere in it.
+        binary_head = !named.must_read && !head.starts_with(b"MZ") && !pickle::is_pickle(head) && {
             let reading = decode::read(head);
             reading.is_binary() && !reading.has_shebang()
         };
@@ -435,6 +438,16 @@ fn audit_file(
         }
     };
     audit.files += 1;
+    if let Some(callable) = pickle::runs_on_load(&bytes) {
+        audit.findings.push(files::whole_file(
+            Rule::DecodeExec,
+            Severity::High,
+            file.path,
+            format!(
+                "a Python pickle that calls `{callable}` when loaded: any script that unpickles it runs that"
+            ),
+        ));
+    }
     let sniffed = files::sniff(&bytes);
     if let Some((rule, what)) = sniffed {
         audit.findings.push(files::whole_file(
@@ -755,8 +768,9 @@ fn scan_text(
     blocks::scan(&mut scan);
     blocks::scan_claims(&mut scan);
     unicode::scan_hosts(&mut scan);
-    if let Some(document) = &document {
-        frontmatter::scan(&mut scan, document, options.host);
+    match &document {
+        Some(document) => frontmatter::scan(&mut scan, document, options.host),
+        None => frontmatter::scan_data(&mut scan),
     }
     if kind == FileKind::Script && shape {
         files::scan_script(&mut scan, runs_data);

@@ -349,6 +349,32 @@ fn parse_frontmatter(yaml: &str) -> Result<Frontmatter, DocumentError> {
     }
 }
 
+/// Parses a whole YAML or JSON file (a data file a skill ships) into its
+/// first document, placed on the file's own lines; `None` when it is not
+/// valid YAML or goes past the loader's limits.
+pub(crate) fn parse_data(text: &str) -> Option<Node> {
+    let loaded = yaml::load(text).ok()?;
+    let mut root = convert(loaded.documents.first()?);
+    on_file_lines(&mut root);
+    Some(root)
+}
+
+/// Moves `node` and its children from frontmatter lines (which start on
+/// the file's second line) to the lines of a file that is YAML whole.
+fn on_file_lines(node: &mut Node) {
+    node.location.line = node.location.line.saturating_sub(YAML_FIRST_LINE - 1);
+    match &mut node.value {
+        Value::Sequence(items) => items.iter_mut().for_each(on_file_lines),
+        Value::Mapping(entries) => {
+            for (key, value) in entries {
+                on_file_lines(key);
+                on_file_lines(value);
+            }
+        }
+        _ => {}
+    }
+}
+
 fn location_of(node: &MarkedYaml<'_>) -> Location {
     let start = node.span.start;
     let end = node.span.end;

@@ -418,7 +418,18 @@ impl Lowering<'_, '_> {
                     .into_iter()
                     .map(|child| self.expr(child, depth + 1))
                     .collect();
-                union(&values)
+                // An array of numbers is its text as JavaScript gives it
+                // (`1,2,3`): character codes, spread or applied later.
+                let numbers = !values.is_empty()
+                    && named_children(node)
+                        .iter()
+                        .all(|child| child.kind() == "number");
+                if numbers {
+                    let text: Vec<&str> = values.iter().map(|value| value.shown("")).collect();
+                    Val::text(text.join(","))
+                } else {
+                    union(&values)
+                }
             }
             "object" => {
                 let mut values = Vec::new();
@@ -489,6 +500,12 @@ impl Lowering<'_, '_> {
         let callee = function
             .map(|f| self.name(f, depth + 1))
             .unwrap_or_default();
+        // `f.call(self, a, b)` and `f.apply(self, [a, b])` call `f`.
+        let (callee, spread) = match callee.rsplit_once('.') {
+            Some((inner, "call")) if inner.contains('.') => (inner.to_owned(), Some(false)),
+            Some((inner, "apply")) if inner.contains('.') => (inner.to_owned(), Some(true)),
+            _ => (callee, None),
+        };
         let last = callee.rsplit('.').next().unwrap_or(&callee).to_owned();
         let receiver = function
             .filter(|f| matches!(f.kind(), "member_expression" | "subscript_expression"))
@@ -553,7 +570,18 @@ impl Lowering<'_, '_> {
             return self.env.get(&key).cloned().unwrap_or_else(Val::unknown);
         }
         // Function-valued arguments are walked (their bodies run).
-        let values: Vec<Val> = args.iter().map(|(_, value)| value.clone()).collect();
+        let mut values: Vec<Val> = args.iter().map(|(_, value)| value.clone()).collect();
+        if let Some(apply) = spread {
+            values = values.into_iter().skip(1).collect();
+            // The array's items, as far as its text (`1,2,3`) gives them.
+            if apply && let Some(array) = values.first().and_then(|array| array.text.clone()) {
+                let taint = values[0].taint;
+                values = array
+                    .split(',')
+                    .map(|item| Val::text(item).tainted(taint))
+                    .collect();
+            }
+        }
         let first = values.first().cloned().unwrap_or_else(Val::unknown);
 
         // Sinks.
@@ -753,16 +781,17 @@ impl Lowering<'_, '_> {
                 };
             }
             "fromCharCode" | "fromCodePoint" => {
+                // Each argument a code, or a spread array of them (`1,2,3`).
                 let mut text = String::new();
                 for value in &values {
-                    match value
-                        .text
-                        .as_deref()
-                        .and_then(|t| t.parse::<u32>().ok())
-                        .and_then(char::from_u32)
-                    {
-                        Some(c) => text.push(c),
-                        None => return Val::from(Taint::DECODED),
+                    let Some(codes) = value.text.as_deref() else {
+                        return Val::from(Taint::DECODED);
+                    };
+                    for code in codes.split(',') {
+                        match code.trim().parse::<u32>().ok().and_then(char::from_u32) {
+                            Some(c) => text.push(c),
+                            None => return Val::from(Taint::DECODED),
+                        }
                     }
                 }
                 return Val::text(text).tainted(Taint::DECODED);

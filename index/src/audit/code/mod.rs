@@ -613,6 +613,10 @@ static TARGETS: &[(&str, &str)] = &[
         "a program or profile Windows or PowerShell runs at start",
     ),
     (r"(?:^|/)Library/Launch(?:Agents|Daemons)/", "a launchd job"),
+    (
+        r"(?:^|/)(?:s?bin|\.local/bin|\.cargo/bin|\.npm-global/bin|shims)/(?:sudo|su|doas|pkexec|passwd|ssh|scp|sftp|ssh-add|gpg2?|security|kinit|login)(?:\.exe)?$",
+        "a program in a folder on PATH named after one that takes passwords or keys, which runs in its place and sees them",
+    ),
 ];
 
 /// Words that plant persistence in whatever file they are written to.

@@ -325,6 +325,15 @@ impl Lowering<'_, '_> {
                     self.env.assign(name, value);
                 }
             }
+            // `self.data = ...`: what the attribute holds, by its dotted
+            // name, for every method that reads it.
+            "attribute" => {
+                let dotted: String = text_of(left, self.source)
+                    .chars()
+                    .filter(|c| !c.is_whitespace())
+                    .collect();
+                self.env.assign(&dotted, value);
+            }
             "pattern_list" | "tuple_pattern" | "list_pattern" | "tuple" | "list" => {
                 let taint = value.taint;
                 for child in named_children(left) {
@@ -588,6 +597,9 @@ impl Lowering<'_, '_> {
         if dotted == "os.environ" || dotted.ends_with(".environ") || dotted == "environ" {
             return Val::from(Taint::ENVIRONMENT);
         }
+        if let Some(held) = self.env.get(&dotted) {
+            return held.clone();
+        }
         let object = node
             .child_by_field_name("object")
             .map_or_else(Val::unknown, |object| self.expr(object, depth + 1));
@@ -620,6 +632,11 @@ impl Lowering<'_, '_> {
         let Some(arguments) = call.child_by_field_name("arguments") else {
             return (positional, keywords);
         };
+        // `bytes(c ^ k for c in data)`: the generator is the one argument.
+        if arguments.kind() == "generator_expression" {
+            positional.push(self.expr(arguments, depth + 1));
+            return (positional, keywords);
+        }
         for argument in named_children(arguments) {
             if argument.kind() == "keyword_argument" {
                 let name = argument
@@ -678,11 +695,17 @@ impl Lowering<'_, '_> {
             }
             return Val::unknown();
         }
+        // `shell=True` makes any call a shell's: `self.launcher(cmd,
+        // shell=True)` where `launcher = subprocess.run`.
+        let shell_keyword = keyword("shell")
+            .and_then(|value| value.text)
+            .is_some_and(|t| t == "True");
         if SUBPROCESS.contains(&last.as_str())
             && (callee.contains("subprocess")
                 || callee.starts_with("os.")
                 || callee.contains("asyncio")
                 || callee == last)
+            || shell_keyword
         {
             let shell = keyword("shell")
                 .and_then(|value| value.text)
@@ -949,7 +972,8 @@ impl Lowering<'_, '_> {
         // and the call is what it returns.
         let function = if !callee.contains('.') {
             Some(callee)
-        } else if callee.starts_with("self.") {
+        } else if callee.starts_with("self.") || self.functions.contains_key(&last) {
+            // A method of the file's classes, on `self` or on an object.
             Some(last)
         } else {
             None

@@ -319,7 +319,22 @@ impl Lowering<'_, '_> {
             "list" => {
                 // `[ -f x ] || cat > x <<EOF`, parsed with the redirects
                 // around the list: they are the last command's.
+                // `a | b || c` is parsed as `a | (b || c)`: the pipe
+                // feeds the list's first command.
                 let children = named_children(node);
+                if node
+                    .parent()
+                    .is_some_and(|parent| parent.kind() == "pipeline")
+                {
+                    let Some((first, after)) = children.split_first() else {
+                        return Val::unknown();
+                    };
+                    let output = self.pipeline(*first, input, line, depth + 1);
+                    for child in after {
+                        self.statement(*child, depth + 1);
+                    }
+                    return output;
+                }
                 let Some((last, before)) = children.split_last() else {
                     return Val::unknown();
                 };
@@ -551,7 +566,8 @@ impl Lowering<'_, '_> {
             "git" if text(0) == Some("rev-parse") && text(1) == Some("--git-path") => {
                 Val::text(format!(".git/{}", text(2).unwrap_or("")))
             }
-            "test" | "[" | "chmod" | "chown" | "chgrp" | "stat" | "ls" | "touch" | "rm" => {
+            "test" | "[" | "chmod" | "chown" | "chgrp" | "stat" | "ls" | "touch" | "rm"
+            | "mkdir" | "rmdir" => {
                 self.out.push(node, What::OwnUse);
                 Val::text("")
             }
@@ -577,6 +593,17 @@ impl Lowering<'_, '_> {
                 Val::from(Taint::NETWORK)
             }
             "echo" | "printf" => {
+                // Printing a store's name to the terminal is not reading
+                // it; fed to another command, the name is judged there.
+                let piped = node
+                    .parent()
+                    .is_some_and(|parent| parent.kind() == "pipeline");
+                let read = args.iter().any(|arg| {
+                    arg.taint.has(Taint::CREDENTIAL) || arg.taint.has(Taint::ENVIRONMENT)
+                });
+                if !piped && !read {
+                    self.out.push(node, What::OwnUse);
+                }
                 if name == "printf" {
                     printf(args)
                 } else {

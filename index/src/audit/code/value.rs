@@ -97,9 +97,11 @@ impl Val {
         }
     }
 
-    /// The same value, called `name` while its text is not known.
+    /// The same value, called `name` while its text is not known and it
+    /// has no name yet: a value keeps the name it was first given, so
+    /// that `f="$dir/x"; . "$f"` runs the file saved as `$dir/x`.
     pub(crate) fn named(mut self, name: impl Into<String>) -> Val {
-        if self.text.is_none() {
+        if self.text.is_none() && self.name.is_none() {
             self.name = Some(name.into());
         }
         self

@@ -342,8 +342,7 @@ fn yaml_commands(text: &str) -> String {
 }
 
 /// `package.json` and its kin: the string values of the `scripts` (or
-/// `tasks`) object, their JSON escapes kept at their length (`\"` as
-/// `""`, which the shell reads as nothing).
+/// `tasks`) object, their JSON escapes decoded at their length.
 fn json_scripts(text: &str) -> Option<String> {
     let value: serde_json::Value = serde_json::from_str(text).ok()?;
     let scripts = value
@@ -354,10 +353,11 @@ fn json_scripts(text: &str) -> Option<String> {
         .find("\"scripts\"")
         .or_else(|| text.find("\"tasks\""))?;
     let mut keep = Vec::new();
+    let mut decoded = Vec::new();
     for (name, script) in scripts {
-        if !script.is_string() {
+        let Some(script) = script.as_str() else {
             continue;
-        }
+        };
         let key = format!("\"{}\"", name.replace('\\', "\\\\").replace('"', "\\\""));
         let Some(found) = text[section..].find(&key) else {
             continue;
@@ -378,9 +378,20 @@ fn json_scripts(text: &str) -> Option<String> {
             index += if bytes[index] == b'\\' { 2 } else { 1 };
         }
         keep.push((open + 1, index.min(text.len())));
+        decoded.push(script);
     }
-    let masked = mask(text, &keep);
-    Some(masked.replace("\\\"", "\"\"").replace("\\\\", " \\"))
+    let mut masked = mask(text, &keep);
+    for ((start, end), script) in keep.into_iter().zip(decoded) {
+        // Each script as the shell gets it, its lines parted by `;` so
+        // the file's lines stay, padded to the length of its JSON form.
+        let mut script = script.replace(['\n', '\r'], ";");
+        if script.len() > end - start {
+            continue;
+        }
+        script.extend(std::iter::repeat_n(' ', end - start - script.len()));
+        masked.replace_range(start..end, &script);
+    }
+    Some(masked)
 }
 
 /// A Jupyter notebook: the code cells' lines, each written at the start
@@ -498,7 +509,11 @@ mod tests {
         let package = "{\"scripts\": {\"pre\": \"sh \\\"$f\\\"\"}}";
         let masked = embedded("package.json", package).unwrap().text;
         assert_eq!(masked.len(), package.len());
-        assert!(masked.contains("sh \"\"$f\"\""), "{masked}");
+        assert!(masked.contains("sh \"$f\"  "), "{masked}");
+        let inline = "{\"scripts\": {\"pre\": \"node -e \\\"x()\\\"\\nls \\\\d\"}}";
+        let masked = embedded("package.json", inline).unwrap().text;
+        assert_eq!(masked.len(), inline.len());
+        assert!(masked.contains("node -e \"x()\";ls \\d   "), "{masked}");
 
         let pth = "/opt/lib\nimport os; os.system('x')\n";
         let masked = embedded("x.pth", pth).unwrap();

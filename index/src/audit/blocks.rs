@@ -153,7 +153,7 @@ static PRECEDENCE: LazyLock<Screened> = LazyLock::new(|| {
 /// A password to open an archive: how a payload passes scanners.
 static ARCHIVE_PASSWORD: LazyLock<Screened> = LazyLock::new(|| {
     Screened::new(
-        r"(?i)(?-u:\b)(?:unpack|unzip|extract|decompress|open|unrar|7z|expand)\w*(?-u:\b)[^.\n]{0,60}?(?-u:\b)(?:pass(?:word|phrase|code|key)|pwd|pin)(?-u:\b)|(?-u:\b)(?:pass(?:word|phrase|code)|pwd)(?-u:\b)[^.\n]{0,40}?(?-u:\b)(?:unpack|unzip|extract|decompress|archive|zip|rar|7z|bundle)\w*(?-u:\b)",
+        r"(?i)(?-u:\b)(?:unpack|unzip|extract|decompress|open|unrar|7z|expand|archive|zip|rar|bundle)\w*(?-u:\b)[^.\n]{0,60}?(?-u:\b)(?:pass(?:word|phrase|code|key)|pwd|pin)(?-u:\b)|(?-u:\b)(?:pass(?:word|phrase|code)|pwd)(?-u:\b)[^.\n]{0,40}?(?-u:\b)(?:unpack|unzip|extract|decompress|archive|zip|rar|7z|bundle)\w*(?-u:\b)",
     )
 });
 

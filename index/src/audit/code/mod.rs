@@ -673,9 +673,15 @@ pub(crate) fn persistence_target(path: &str) -> Option<&'static str> {
 }
 
 /// True when two folded file names name the same file: equal, or equal
-/// once a leading `./` is dropped.
+/// once a leading `./` is dropped; or when `saved` is a folder (ends with
+/// `/`) that holds `run`.
 fn same_file(saved: &str, run: &str) -> bool {
     let trim = |name: &str| name.trim_start_matches("./").to_owned();
+    // A folder an archive from the network was unpacked into holds each
+    // file below it.
+    if saved.ends_with('/') {
+        return trim(run).starts_with(&trim(saved));
+    }
     // A program saved into a `bin` folder runs by its name alone.
     trim(saved) == trim(run)
         || !run.contains('/') && !run.is_empty() && saved.ends_with(&format!("/bin/{run}"))

@@ -539,6 +539,28 @@ impl Lowering<'_, '_> {
                     .push(node, What::RunFile(Val::from(Taint::NETWORK)));
                 Val::unknown()
             }
+            "tar" | "bsdtar" | "unzip" | "7z" | "7za" | "7zr" | "unrar"
+                if args.iter().any(|arg| {
+                    arg.identity()
+                        .is_some_and(|path| self.file_taint(path).has(Taint::NETWORK))
+                }) =>
+            {
+                // A downloaded archive unpacked: every file in the folder it
+                // is unpacked into came from the network.
+                // (Into the working folder, the files are not told apart
+                // from the skill's own.)
+                if let Some(folder) = extraction_folder(&name, args) {
+                    let folder = folder.trim_end_matches('/').to_owned();
+                    if !folder.is_empty() && folder != "." {
+                        self.env.taint(&format!("folder:{folder}"), Taint::NETWORK);
+                        self.out.push(
+                            node,
+                            What::Download(Val::unknown().named(format!("{folder}/"))),
+                        );
+                    }
+                }
+                Val::unknown()
+            }
             "tee" => {
                 let input = input.unwrap_or_else(Val::unknown);
                 for file in args
@@ -991,6 +1013,32 @@ impl Lowering<'_, '_> {
             None => Val::unknown().named(format!("${name}")),
         }
     }
+}
+
+/// The folder an unpacking command `name` writes into, by its options
+/// (`tar -C DIR`, `unzip -d DIR`, `7z x -oDIR`), when it names one.
+fn extraction_folder(name: &str, args: &[Val]) -> Option<String> {
+    let words: Vec<Option<&str>> = args.iter().map(Val::identity).collect();
+    let after = |option: &str| {
+        words
+            .iter()
+            .position(|word| *word == Some(option))
+            .and_then(|at| words.get(at + 1).copied().flatten())
+    };
+    match name {
+        "tar" | "bsdtar" => after("-C").or_else(|| {
+            words
+                .iter()
+                .find_map(|word| word.and_then(|word| word.strip_prefix("--directory=")))
+        }),
+        "unzip" => after("-d"),
+        "7z" | "7za" | "7zr" => words.iter().find_map(|word| {
+            word.and_then(|word| word.strip_prefix("-o"))
+                .filter(|folder| !folder.is_empty())
+        }),
+        _ => None,
+    }
+    .map(str::to_owned)
 }
 
 /// True when the shell text runs nothing: no command substitution.

@@ -111,6 +111,40 @@ pub(crate) fn whole_file(rule: Rule, severity: Severity, file: &str, message: St
     }
 }
 
+/// True when `head` is one line of binary (control characters or bytes
+/// that are not UTF-8) followed by text: a few lines at least, no NULs,
+/// all readable.
+pub(crate) fn text_behind_first_line(head: &[u8]) -> bool {
+    let Some(end) = head.iter().take(512).position(|&byte| byte == b'\n') else {
+        return false;
+    };
+    let first = &head[..end];
+    let binary = std::str::from_utf8(first).is_err()
+        || first
+            .iter()
+            .any(|&byte| byte < 0x09 || (0x0e..0x20).contains(&byte) || byte == 0x7f);
+    if !binary {
+        return false;
+    }
+    let rest = &head[end + 1..];
+    if rest.len() < 64 || rest.iter().filter(|&&byte| byte == b'\n').count() < 2 {
+        return false;
+    }
+    let reading = super::decode::read(rest);
+    !reading.is_binary() && !reading.is_unreadable() && reading.nuls == 0
+}
+
+/// `bytes` with the bytes of their first line made spaces.
+pub(crate) fn first_line_blanked(bytes: &[u8]) -> Vec<u8> {
+    let end = bytes
+        .iter()
+        .position(|&byte| byte == b'\n')
+        .unwrap_or(bytes.len());
+    let mut out = bytes.to_vec();
+    out[..end].fill(b' ');
+    out
+}
+
 /// Judges a symbolic link at `path` (relative to the skill, `/`-separated)
 /// to `target`, as written: a link into the skill is only unusual; one
 /// out of it makes whoever reads or writes the skill's file (an agent

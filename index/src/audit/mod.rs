@@ -414,6 +414,7 @@ fn audit_file(
     // looked at, to tell an asset from a text that went unread.
     let cap = MAX_FILE_SCAN.min(MAX_SKILL_SCAN.saturating_sub(audit.bytes));
     let mut binary_head = false;
+    let mut dressed = false;
     let read = files.read(file.path, cap, &mut |head| {
         // A binary asset that no name, mode or `#!` makes a program is
         // said, not read, and costs none of the budget. `MZ` files are
@@ -423,7 +424,10 @@ fn audit_file(
             let reading = decode::read(head);
             reading.is_binary() && !reading.has_shebang()
         };
-        !binary_head
+        // Text behind one line of binary (a font's signature): a program
+        // dressed as an asset, read as one.
+        dressed = !named.must_read && files::text_behind_first_line(head);
+        !binary_head || dressed
     });
     let bytes = match read {
         Ok(bytes) => bytes,
@@ -470,12 +474,27 @@ fn audit_file(
         });
         return;
     }
+    let bytes = if dressed {
+        audit.findings.push(files::whole_file(
+            Rule::DisguisedText,
+            Severity::Medium,
+            file.path,
+            "its first line is binary and the rest is text: a program dressed as an asset, which an interpreter runs all the same (its first line a comment)".to_owned(),
+        ));
+        files::first_line_blanked(&bytes)
+    } else {
+        bytes
+    };
     let reading = decode::read(&bytes);
     // A YAML file shaped as a CI workflow or a compose file runs its
     // commands wherever it sits (a template copied into place later).
     let shebang = reading.has_shebang() || code::runs_as_yaml(file.path, reading.text());
-    let kinds = named.kinds(shebang);
-    let must_read = named.must_read || shebang;
+    let kinds = if dressed {
+        vec![FileKind::Script]
+    } else {
+        named.kinds(shebang)
+    };
+    let must_read = named.must_read || shebang || dressed;
     if !must_read && reading.is_binary() {
         audit.not_scanned.push(NotScanned {
             file: file.path.to_owned(),

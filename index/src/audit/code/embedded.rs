@@ -75,6 +75,8 @@ pub(crate) fn embedded(path: &str, text: &str) -> Option<Embedded> {
         (Lang::Python, pth(text), Vec::new())
     } else if extension == "ipynb" {
         (Lang::Python, notebook(text)?, Vec::new())
+    } else if is_markup(path) {
+        (Lang::JavaScript, markup_scripts(text)?, Vec::new())
     } else {
         return None;
     };
@@ -100,6 +102,43 @@ pub(crate) fn runs_as_yaml(path: &str, text: &str) -> bool {
     key("jobs") && (nested("steps") || nested("runs-on") || nested("script"))
         || key("services") && (nested("image") || nested("build"))
         || key("repos") && nested("hooks") && nested("entry")
+}
+
+/// True when the file at `path` is a page or an image that holds its own
+/// scripts: HTML, XHTML, SVG.
+pub(crate) fn is_markup(path: &str) -> bool {
+    let lowered = path.to_ascii_lowercase();
+    [".html", ".htm", ".xhtml", ".svg", ".shtml"]
+        .iter()
+        .any(|extension| lowered.ends_with(extension))
+}
+
+/// A `<script>` element's content, an event handler's value (`onload="..."`)
+/// and a `javascript:` address.
+static MARKUP_SCRIPT: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(
+        r#"(?is)<script\b[^>]*>(.*?)</script\s*>|\son[a-z]+\s*=\s*(?:"([^"]*)"|'([^']*)')|["']\s*javascript:([^"']*)["']"#,
+    )
+    .expect("valid markup script pattern")
+});
+
+/// An HTML or SVG file's scripts, in place, as JavaScript: what a browser
+/// runs when it shows the page or the image. `None` when it has none.
+fn markup_scripts(text: &str) -> Option<String> {
+    let keep: Vec<(usize, usize)> = MARKUP_SCRIPT
+        .captures_iter(text)
+        .filter_map(|found| (1..=4).find_map(|group| found.get(group)))
+        .map(|script| (script.start(), script.end()))
+        .collect();
+    if keep.is_empty() {
+        return None;
+    }
+    // XML's character data markers are no JavaScript.
+    Some(
+        mask(text, &keep)
+            .replace("<![CDATA[", "         ")
+            .replace("]]>", "   "),
+    )
 }
 
 /// `text` with every byte outside `keep` (byte ranges) a space, line ends

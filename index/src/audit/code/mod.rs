@@ -36,7 +36,7 @@ use tree_sitter::{Language, Node, Parser, Tree};
 use super::patterns::PatternSet;
 use super::text::Scan;
 use super::{Rule, Severity};
-pub(crate) use embedded::{Embedded, embedded, runs_as_yaml};
+pub(crate) use embedded::{Embedded, embedded, is_markup, runs_as_yaml};
 pub(crate) use value::{Env, Taint, Val};
 
 /// The largest script parsed: larger ones are read by the line rules

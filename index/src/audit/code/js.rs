@@ -77,6 +77,9 @@ struct Lowering<'a, 'e> {
     /// The `resolve` parameters of the promise executors being lowered,
     /// with the key under which [`Env`] keeps what they are given.
     resolvers: Vec<(String, String)>,
+    /// The parameters of the function expressions being lowered (`text
+    /// => vm.runInThisContext(text)`), innermost last.
+    lambdas: Vec<Vec<String>>,
 }
 
 /// The key under which [`Env`] keeps what `function` returns.
@@ -100,6 +103,7 @@ pub(super) fn lower(root: Node<'_>, source: &str, env: &mut Env, out: &mut Lower
         functions: HashMap::new(),
         called: HashSet::new(),
         resolvers: Vec::new(),
+        lambdas: Vec::new(),
     };
     lowering.walk(root, 0);
 }
@@ -402,7 +406,21 @@ impl Lowering<'_, '_> {
             }
             "call_expression" | "new_expression" => self.call(node, depth),
             "arrow_function" | "function_expression" | "function" | "function_declaration" => {
-                if let Some(body) = node.child_by_field_name("body") {
+                let mut parameters: Vec<String> = node
+                    .child_by_field_name("parameter")
+                    .into_iter()
+                    .map(|parameter| text_of(parameter, source).to_owned())
+                    .collect();
+                if let Some(list) = node.child_by_field_name("parameters") {
+                    parameters.extend(
+                        named_children(list)
+                            .into_iter()
+                            .filter(|parameter| parameter.kind() == "identifier")
+                            .map(|parameter| text_of(parameter, source).to_owned()),
+                    );
+                }
+                self.lambdas.push(parameters);
+                let value = if let Some(body) = node.child_by_field_name("body") {
                     if body.kind() == "statement_block" {
                         self.walk(body, depth + 1);
                         Val::unknown()
@@ -411,7 +429,9 @@ impl Lowering<'_, '_> {
                     }
                 } else {
                     Val::unknown()
-                }
+                };
+                self.lambdas.pop();
+                value
             }
             "array" => {
                 let values: Vec<Val> = named_children(node)
@@ -615,6 +635,20 @@ impl Lowering<'_, '_> {
                 }
                 _ => code,
             };
+            // `text => vm.runInThisContext(text)`: a function that runs
+            // what it is given, wherever it is passed or stored.
+            let runs_parameter = code.text.is_none()
+                && args.first().is_some_and(|(argument, _)| {
+                    argument.kind() == "identifier"
+                        && self.lambdas.iter().any(|parameters| {
+                            parameters
+                                .iter()
+                                .any(|parameter| parameter == text_of(*argument, self.source))
+                        })
+                });
+            if runs_parameter {
+                self.out.push(node, What::Evaluator);
+            }
             self.out.push(node, What::Exec(code));
             return Val::unknown();
         }
@@ -839,6 +873,18 @@ impl Lowering<'_, '_> {
                 return Val::from(Taint::CREDENTIAL);
             }
             _ => {}
+        }
+        // `this.loader(code)`, `handler(code)`: downloaded or decoded text
+        // handed to a function the file was given, not one it defines.
+        let given = !self.functions.contains_key(&callee)
+            && !self.functions.contains_key(&last)
+            && (callee.starts_with("this.") || !callee.contains('.'));
+        if given
+            && let Some(code) = values
+                .iter()
+                .find(|value| value.taint.has(Taint::NETWORK | Taint::DECODED))
+        {
+            self.out.push(node, What::PassedOn(code.clone()));
         }
         let mut taint = Taint::UNKNOWN;
         for value in values.iter().chain(receiver.iter()) {

@@ -133,6 +133,13 @@ pub(crate) enum What {
     /// `python3 -c CODE`, `bash -c CODE`), in the language it is in: read
     /// as code, its flows reported at the statement that runs it.
     Inline(Lang, String),
+    /// A function that runs its own parameter as code (`text =>
+    /// vm.runInThisContext(text)`), passed or stored to be called later.
+    Evaluator,
+    /// Downloaded or decoded text handed to a function the code was given
+    /// rather than one it defines (`this.loader(code)`): with an
+    /// [`What::Evaluator`] in the same file, a likely run.
+    PassedOn(Val),
     /// A file run as a program: `sh F`, `. F`, `./F`, `subprocess.run([F])`.
     RunFile(Val),
     /// Network bytes written to the file a value names.
@@ -405,10 +412,33 @@ pub(crate) fn judge(scan: &mut Scan<'_>, lowered: &Lowered) -> Reading {
         })
         .collect();
     let mut inline = 0;
+    let evaluates = lowered
+        .events
+        .iter()
+        .any(|event| matches!(event.what, What::Evaluator));
     for event in &lowered.events {
         let (start, end) = (event.start, event.end);
         match &event.what {
             What::Command(text) => reading.commands.push((start, end, text.clone())),
+            What::Evaluator => {}
+            What::PassedOn(code) if evaluates => {
+                reading.runs_data = true;
+                let (rule, what) = if code.taint.has(Taint::NETWORK) {
+                    (Rule::DownloadExec, "read from the network")
+                } else {
+                    (Rule::DecodeExec, "decoded")
+                };
+                scan.report(
+                    rule,
+                    Severity::Medium,
+                    start,
+                    end,
+                    format!(
+                        "hands code it {what} to a function it was given, and a function of this file runs what it is given as code"
+                    ),
+                );
+            }
+            What::PassedOn(_) => {}
             What::Inline(lang, code) => {
                 // Its own flows, placed on the statement that runs it;
                 // its lines are read as commands through `Exec`. As many

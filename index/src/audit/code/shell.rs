@@ -10,6 +10,12 @@ use super::{
     text_of, union,
 };
 
+/// The most words of a `for` loop whose body is read once for each.
+const MAX_LOOP_WORDS: usize = 8;
+
+/// The most loop bodies read once per word in one pass over a script.
+const MAX_LOOP_BODIES: usize = 64;
+
 /// Commands that send what they are given to another machine.
 const SENDERS: &[&str] = &[
     "curl", "wget", "nc", "ncat", "netcat", "socat", "telnet", "scp", "sftp", "rsync", "ssh",
@@ -54,6 +60,9 @@ struct Lowering<'a, 'e> {
     out: &'e mut Lowered,
     /// The function being lowered: its `$1`, `$@` are its own.
     function: Option<String>,
+    /// How many more loop bodies may be read once per word: nested loops
+    /// share it, so that their product cannot grow without end.
+    loop_budget: usize,
 }
 
 /// The key under which [`Env`] keeps what the function `name` writes to
@@ -75,6 +84,7 @@ pub(super) fn lower(root: Node<'_>, source: &str, env: &mut Env, out: &mut Lower
         env,
         out,
         function: None,
+        loop_budget: MAX_LOOP_BODIES,
     };
     lowering.statements(root, 0);
 }
@@ -127,7 +137,17 @@ impl Lowering<'_, '_> {
                     self.out.push(node, What::OwnUse);
                 }
                 let folded = line.join(" ");
-                if !folded.is_empty() {
+                // `command -v crontab`, `which curl`: asks whether a
+                // program is there, runs nothing.
+                let looks_up = {
+                    let mut words = folded.split_whitespace();
+                    match words.next() {
+                        Some("command") => matches!(words.next(), Some("-v" | "-V")),
+                        Some("which" | "type" | "hash") => true,
+                        _ => false,
+                    }
+                };
+                if !folded.is_empty() && !looks_up {
                     self.out.push(node, What::Command(folded));
                 }
                 output
@@ -172,20 +192,42 @@ impl Lowering<'_, '_> {
                 union(&outputs)
             }
             "for_statement" => {
-                // `for f in a b c`: the name holds each word in turn.
-                if let Some(variable) = node.child_by_field_name("variable") {
-                    let name = text_of(variable, self.source).to_owned();
-                    let mut cursor = node.walk();
-                    let values: Vec<Node<'_>> =
-                        node.children_by_field_name("value", &mut cursor).collect();
-                    for value in values {
-                        let value = self.word(value, depth + 1);
-                        self.env.assign(&name, value);
+                // `for f in a b c`: the name holds each word in turn. A
+                // short loop's body is read once for each word, so that a
+                // write to each of `~/.zshrc ~/.bashrc` is seen as such;
+                // after the loop the name holds what any of them held.
+                let body = node.child_by_field_name("body");
+                let Some(variable) = node.child_by_field_name("variable") else {
+                    return body.map_or_else(Val::unknown, |body| self.statement(body, depth + 1));
+                };
+                let name = text_of(variable, self.source).to_owned();
+                let mut cursor = node.walk();
+                let words: Vec<Node<'_>> =
+                    node.children_by_field_name("value", &mut cursor).collect();
+                let values: Vec<Val> = words
+                    .into_iter()
+                    .map(|word| self.word(word, depth + 1))
+                    .collect();
+                let mut output = Val::unknown();
+                if let Some(body) = body
+                    && (2..=MAX_LOOP_WORDS).contains(&values.len())
+                    && values.len() <= self.loop_budget
+                    && values.iter().all(|value| value.text.is_some())
+                {
+                    self.loop_budget -= values.len();
+                    let held = self.env.get(&name).cloned();
+                    for value in &values {
+                        self.env.hold(&name, Some(value.clone()));
+                        output = self.statement(body, depth + 1);
                     }
+                    self.env.hold(&name, held);
                 }
-                match node.child_by_field_name("body") {
+                for value in values {
+                    self.env.assign(&name, value);
+                }
+                match body {
                     Some(body) => self.statement(body, depth + 1),
-                    None => Val::unknown(),
+                    None => output,
                 }
             }
             "test_command" => {
@@ -380,7 +422,14 @@ impl Lowering<'_, '_> {
                 }
                 _ => {
                     let value = self.word(child, depth + 1);
-                    shown.push(value.shown(text_of(child, self.source)).to_owned());
+                    // An argument holding `>` or `|` is one word, not a
+                    // redirect or a pipe: the folded line keeps it quoted.
+                    let text = value.shown(text_of(child, self.source));
+                    if text.contains(['>', '<', '|', ';', '&']) && !text.contains('\'') {
+                        shown.push(format!("'{text}'"));
+                    } else {
+                        shown.push(text.to_owned());
+                    }
                     words.push(value);
                 }
             }

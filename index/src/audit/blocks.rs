@@ -407,6 +407,9 @@ fn blocks(text: &str) -> Vec<Block> {
     let mut in_code = false;
     let mut lists: Vec<Range<usize>> = Vec::new();
     let mut list_depth = 0usize;
+    // A table's columns, each read top to bottom as one instruction.
+    let mut columns: Vec<(String, Range<usize>, usize)> = Vec::new();
+    let mut column = 0usize;
     let options = Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH;
     for (event, range) in Parser::new_ext(text, options).into_offset_iter() {
         match event {
@@ -430,12 +433,25 @@ fn blocks(text: &str) -> Vec<Block> {
                     });
                 }
             }
+            Event::Start(Tag::TableHead | Tag::TableRow) => column = 0,
+            Event::End(TagEnd::Table) => {
+                for (text, range, cells) in columns.drain(..) {
+                    if cells > 1 {
+                        blocks.push(Block {
+                            text,
+                            range,
+                            hidden: None,
+                            list: true,
+                        });
+                    }
+                }
+            }
             Event::End(
-                TagEnd::Paragraph
+                ended @ (TagEnd::Paragraph
                 | TagEnd::Heading(_)
                 | TagEnd::Item
                 | TagEnd::TableCell
-                | TagEnd::HtmlBlock,
+                | TagEnd::HtmlBlock),
             ) => {
                 depth = depth.saturating_sub(1);
                 if depth == 0
@@ -443,6 +459,20 @@ fn blocks(text: &str) -> Vec<Block> {
                 {
                     if block.text.contains("<!--") {
                         block.hidden = Some("an HTML comment");
+                    }
+                    if ended == TagEnd::TableCell {
+                        if columns.len() <= column {
+                            columns.resize(column + 1, (String::new(), block.range.clone(), 0));
+                        }
+                        let (text, range, cells) = &mut columns[column];
+                        if !text.is_empty() {
+                            text.push(' ');
+                        }
+                        text.push_str(&block.text);
+                        range.start = range.start.min(block.range.start);
+                        range.end = range.end.max(block.range.end);
+                        *cells += 1;
+                        column += 1;
                     }
                     blocks.push(block);
                 }

@@ -87,9 +87,7 @@ pub(crate) fn judge_description(
     range: Range<usize>,
     place: &'static str,
 ) {
-    let without_public = PUBLIC_KEY.replace_all(text, "");
-    let store = PROSE_STORE.is_match(&without_public) || names_credential_store(&without_public);
-    let environment = ENVIRONMENT.is_match(text);
+    let (store, environment) = secrets_named(text);
     let hands_over = HAND_OVER.is_match(text);
     if !(store || environment) || !(hands_over || sends(text)) {
         return;
@@ -193,6 +191,14 @@ pub(crate) fn scan(scan: &mut Scan<'_>) {
     judge_phases(scan, &blocks);
 }
 
+/// Whether `text` names a credential store (public keys, which are meant
+/// to be shared, left out) and whether it names the whole environment.
+fn secrets_named(text: &str) -> (bool, bool) {
+    let without_public = PUBLIC_KEY.replace_all(text, "");
+    let store = PROSE_STORE.is_match(&without_public) || names_credential_store(&without_public);
+    (store, ENVIRONMENT.is_match(text))
+}
+
 /// Asked for as it is: what the agent is to keep of a file.
 static AS_IT_IS: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)(?-u:\b)(?:verbatim|in full|unchanged|as[- ]is|word for word|(?:raw|exact|full|whole|entire|complete)\s+(?:text|contents?)|(?:their|its)\s+contents|contents\s+of)(?-u:\b)")
@@ -218,10 +224,7 @@ fn judge_phases(scan: &mut Scan<'_>, blocks: &[Block]) {
             text.push(' ');
             text.push_str(&list.text);
         }
-        let without_public = PUBLIC_KEY.replace_all(&text, "");
-        let store =
-            PROSE_STORE.is_match(&without_public) || names_credential_store(&without_public);
-        let environment = ENVIRONMENT.is_match(&text);
+        let (store, environment) = secrets_named(&text);
         ((store || environment) && AS_IT_IS.is_match(&text) && !sends(&text))
             .then_some((block, store))
     });
@@ -339,9 +342,7 @@ fn report_block(
 }
 
 fn judge(scan: &mut Scan<'_>, block: &Block) {
-    let without_public = PUBLIC_KEY.replace_all(&block.text, "");
-    let store = PROSE_STORE.is_match(&without_public) || names_credential_store(&without_public);
-    let environment = ENVIRONMENT.is_match(&block.text);
+    let (store, environment) = secrets_named(&block.text);
     if let Some(found) = QUERY_PLACEHOLDER.captures(&block.text)
         && let Some(named) = found.get(1)
         && (PROSE_STORE.is_match(named.as_str())

@@ -6,22 +6,7 @@ use super::super::{AuditOptions, Rule, Severity, audit_folder};
 /// Audits a skill holding `file` with `text`; returns the rules found at
 /// `medium` or above, with their severities.
 fn audit(file: &str, text: &str) -> Vec<(Rule, Severity)> {
-    let folder = tempfile::tempdir().unwrap();
-    fs_err::write(
-        folder.path().join("SKILL.md"),
-        "---\nname: helper\ndescription: Formats reports. Use when asked for a report.\n---\n# Helper\n",
-    )
-    .unwrap();
-    let path = folder.path().join(file);
-    fs_err::create_dir_all(path.parent().unwrap()).unwrap();
-    fs_err::write(&path, text).unwrap();
-    let audit = audit_folder(folder.path(), &AuditOptions::default()).unwrap();
-    audit
-        .findings
-        .iter()
-        .filter(|finding| finding.severity >= Severity::Medium)
-        .map(|finding| (finding.rule, finding.severity))
-        .collect()
+    audit_with(&[(file, text.as_bytes())], &[])
 }
 
 fn has(found: &[(Rule, Severity)], rule: Rule) -> bool {

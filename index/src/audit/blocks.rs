@@ -21,7 +21,7 @@ use super::{Rule, Severity};
 
 /// A send, upload or reveal, in prose.
 static SEND: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)(?-u:\b)(?:send|sent|post|posts|posted|upload\w*|attach\w*|paste|submit\w*|share|email|e-mail|mail|forward|transmit\w*|exfiltrat\w*|include\w*|append\w*|report\w*|push)(?-u:\b)")
+    Regex::new(r"(?i)(?-u:\b)(?:send|sent|post|posts|posted|upload[a-z]*|attach[a-z]*|paste|submit[a-z]*|share|email|e-mail|mail|forward|transmit[a-z]*|exfiltrat[a-z]*|include[a-z]*|append[a-z]*|report[a-z]*|push)(?-u:\b)")
         .expect("valid send pattern")
 });
 
@@ -40,7 +40,7 @@ static PUBLIC_KEY: LazyLock<Regex> =
 /// The whole environment, in prose or as a command.
 static ENVIRONMENT: LazyLock<Screened> = LazyLock::new(|| {
     Screened::new(
-        r"(?i)`(?:env|printenv|set|export -p)`|(?-u:\b)(?:run(?:ning)?|execute|capture\w*)\s+(?:`)?(?:env|printenv)(?-u:\b)|(?-u:\b)printenv(?-u:\b)|process\.env(?-u:\b)|os\.environ(?-u:\b)|(?-u:\b)(?:all|every|the whole|the full|the entire|the job's|your)\s+(?:\w+\s+)?environment(?:\s+variables)?(?-u:\b)",
+        r"(?i)`(?:env|printenv|set|export -p)`|(?-u:\b)(?:run(?:ning)?|execute|capture[a-z]*)\s+(?:`)?(?:env|printenv)(?-u:\b)|(?-u:\b)printenv(?-u:\b)|process\.env(?-u:\b)|os\.environ(?-u:\b)|(?-u:\b)(?:all|every|the whole|the full|the entire|the job's|your)\s+(?:[a-z0-9_]+\s+)?environment(?:\s+variables)?(?-u:\b)",
     )
 });
 
@@ -144,14 +144,14 @@ fn sends(text: &str) -> bool {
 /// a party it would rank above.
 static PRECEDENCE: LazyLock<Screened> = LazyLock::new(|| {
     Screened::new(
-        r"(?i)(?-u:\b)(?:these|this|the following|our|my)(?-u:\b)[^.!?;]{0,60}?(?-u:\b)(?:outrank\w*|supersed\w*|takes?\s+precedence\s+over|trumps?|prevails?\s+over|(?:sits?|ranks?|stands?|comes?)\s+(?:above|ahead\s+of)|wins?\s+(?:over|against)|(?:is|are)\s+(?:more\s+important|(?:of\s+)?higher\s+priority)\s+than)(?-u:\b)[^.!?;]{0,80}?(?-u:\b)(?:the\s+user|users|the\s+person|whoever|the\s+human|the\s+operator|(?:the\s+)?system\s+(?:prompt|message|instructions)|the\s+platform|standing\s+guidance|anything\s+(?:the\s+user|they|you)\s+(?:says?|asks?|types?|requests?)|whatever|(?:any|all|other|prior|earlier)\s+instructions)(?-u:\b)",
+        r"(?i)(?-u:\b)(?:these|this|the following|our|my)(?-u:\b)[^.!?;]{0,60}?(?-u:\b)(?:outrank[a-z]*|supersed[a-z]*|takes?\s+precedence\s+over|trumps?|prevails?\s+over|(?:sits?|ranks?|stands?|comes?)\s+(?:above|ahead\s+of)|wins?\s+(?:over|against)|(?:is|are)\s+(?:more\s+important|(?:of\s+)?higher\s+priority)\s+than)(?-u:\b)[^.!?;]{0,80}?(?-u:\b)(?:the\s+user|users|the\s+person|whoever|the\s+human|the\s+operator|(?:the\s+)?system\s+(?:prompt|message|instructions)|the\s+platform|standing\s+guidance|anything\s+(?:the\s+user|they|you)\s+(?:says?|asks?|types?|requests?)|whatever|(?:any|all|other|prior|earlier)\s+instructions)(?-u:\b)",
     )
 });
 
 /// A password to open an archive: how a payload passes scanners.
 static ARCHIVE_PASSWORD: LazyLock<Screened> = LazyLock::new(|| {
     Screened::new(
-        r"(?i)(?-u:\b)(?:unpack|unzip|extract|decompress|open|unrar|7z|expand|archive|zip|rar|bundle)\w*(?-u:\b)[^.\n]{0,60}?(?-u:\b)(?:pass(?:word|phrase|code|key)|pwd|pin)(?-u:\b)|(?-u:\b)(?:pass(?:word|phrase|code)|pwd)(?-u:\b)[^.\n]{0,40}?(?-u:\b)(?:unpack|unzip|extract|decompress|archive|zip|rar|7z|bundle)\w*(?-u:\b)",
+        r"(?i)(?-u:\b)(?:unpack|unzip|extract|decompress|open|unrar|7z|expand|archive|zip|rar|bundle)[a-z]*(?-u:\b)[^.\n]{0,60}?(?-u:\b)(?:pass(?:word|phrase|code|key)|pwd|pin)(?-u:\b)|(?-u:\b)(?:pass(?:word|phrase|code)|pwd)(?-u:\b)[^.\n]{0,40}?(?-u:\b)(?:unpack|unzip|extract|decompress|archive|zip|rar|7z|bundle)[a-z]*(?-u:\b)",
     )
 });
 

@@ -243,10 +243,125 @@ fn leaves(path: &str, target: &str) -> bool {
 /// Lines past this length are not written by hand.
 const MINIFIED_LINE: usize = 1_000;
 
-static BLOB: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"[A-Za-z0-9+/]{400,}={0,2}|(?:\\x[0-9a-fA-F]{2}){64,}|(?-u:\b)[0-9a-fA-F]{400,}(?-u:\b)|(?:\d{2,3}\s*,\s*){64,}")
-        .expect("valid blob pattern")
-});
+/// The first encoded blob in `text`: a run of 400 base64 letters (and
+/// its padding), of 64 `\xHH` escapes, or of 64 numbers of two or three
+/// digits each followed by a comma (a byte array). Searched byte by
+/// byte: as a regular expression, the counted repetitions alone cost
+/// more to compile than the rest of a small audit.
+fn find_blob(text: &str) -> Option<std::ops::Range<usize>> {
+    [base64_run(text), escape_run(text), number_run(text)]
+        .into_iter()
+        .flatten()
+        .min_by_key(|range| range.start)
+}
+
+fn base64_run(text: &str) -> Option<std::ops::Range<usize>> {
+    let bytes = text.as_bytes();
+    let letter = |byte: u8| byte.is_ascii_alphanumeric() || byte == b'+' || byte == b'/';
+    let mut at = 0;
+    while at < bytes.len() {
+        if !letter(bytes[at]) {
+            at += 1;
+            continue;
+        }
+        let start = at;
+        while at < bytes.len() && letter(bytes[at]) {
+            at += 1;
+        }
+        if at - start >= 400 {
+            let padding = bytes[at..]
+                .iter()
+                .take(2)
+                .take_while(|&&b| b == b'=')
+                .count();
+            return Some(start..at + padding);
+        }
+    }
+    None
+}
+
+fn escape_run(text: &str) -> Option<std::ops::Range<usize>> {
+    let bytes = text.as_bytes();
+    let escape = |at: usize| {
+        bytes.get(at..at + 4).is_some_and(|unit| {
+            unit[0] == b'\\'
+                && unit[1] == b'x'
+                && unit[2].is_ascii_hexdigit()
+                && unit[3].is_ascii_hexdigit()
+        })
+    };
+    let mut at = 0;
+    while at < bytes.len() {
+        if !escape(at) {
+            at += 1;
+            continue;
+        }
+        let start = at;
+        while escape(at) {
+            at += 4;
+        }
+        if (at - start) / 4 >= 64 {
+            return Some(start..at);
+        }
+    }
+    None
+}
+
+fn number_run(text: &str) -> Option<std::ops::Range<usize>> {
+    let bytes = text.as_bytes();
+    let digits_from = |at: usize| {
+        bytes[at..]
+            .iter()
+            .take_while(|b| b.is_ascii_digit())
+            .count()
+    };
+    let spaces_from = |at: usize| {
+        text[at..]
+            .char_indices()
+            .find(|(_, c)| !c.is_whitespace())
+            .map_or(text.len() - at, |(offset, _)| offset)
+    };
+    // One number and its comma from `at`, where `digits` digits start:
+    // where the next may start.
+    let unit = |at: usize, digits: usize| {
+        let after = at + digits;
+        let comma = after + spaces_from(after);
+        (bytes.get(comma) == Some(&b',')).then(|| comma + 1 + spaces_from(comma + 1))
+    };
+    let mut at = 0;
+    while at < bytes.len() {
+        let run = if bytes[at].is_ascii_digit() {
+            digits_from(at)
+        } else {
+            0
+        };
+        if run < 2 {
+            at += run.max(1);
+            continue;
+        }
+        // A chain may start within a longer number, at its last three.
+        let start = at + run.saturating_sub(3);
+        let mut count = 0;
+        let mut next = unit(start, at + run - start);
+        let mut end = at + run;
+        while let Some(from) = next {
+            count += 1;
+            end = from;
+            let digits = digits_from(from);
+            next = if (2..=3).contains(&digits) {
+                unit(from, digits)
+            } else {
+                None
+            };
+        }
+        if count >= 64 {
+            return Some(start..end);
+        }
+        // A chain from a later number in this one is a part of it.
+        at = end.max(at + run);
+    }
+    None
+}
 
 static CHAR_CODES: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?:String\.fromCharCode|chr)\s*\(\s*\d+\s*\)(?:\s*\+\s*(?:String\.fromCharCode|chr)\s*\(\s*\d+\s*\)){15,}")
@@ -269,7 +384,8 @@ pub(crate) fn scan_script(scan: &mut Scan<'_>, runs_data: Option<bool>) {
         .lines()
         .map(|(number, start, line)| (line.len(), number, start))
         .max();
-    let blob = BLOB.find(scan.text).or_else(|| CHAR_CODES.find(scan.text));
+    let blob =
+        find_blob(scan.text).or_else(|| CHAR_CODES.find(scan.text).map(|found| found.range()));
     if let Some(found) = blob {
         let evaluates = runs_data.unwrap_or_else(|| EVALUATES.is_match(scan.text));
         let (severity, message) = if evaluates {
@@ -280,18 +396,12 @@ pub(crate) fn scan_script(scan: &mut Scan<'_>, runs_data: Option<bool>) {
         } else {
             (Severity::Medium, "an encoded blob of data in a script")
         };
-        let end = (found.start() + 80).min(found.end());
-        let end = (found.start()..=end)
+        let end = (found.start + 80).min(found.end);
+        let end = (found.start..=end)
             .rev()
             .find(|&i| scan.text.is_char_boundary(i))
-            .unwrap_or(found.start());
-        scan.report(
-            Rule::ObfuscatedScript,
-            severity,
-            found.start(),
-            end,
-            message,
-        );
+            .unwrap_or(found.start);
+        scan.report(Rule::ObfuscatedScript, severity, found.start, end, message);
         return;
     }
     if let Some((length, _, start)) = longest.filter(|(length, _, _)| *length > MINIFIED_LINE) {
@@ -307,6 +417,46 @@ pub(crate) fn scan_script(scan: &mut Scan<'_>, runs_data: Option<bool>) {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn blobs_are_found_where_the_pattern_finds_them() {
+        let pattern = Regex::new(
+            r"[A-Za-z0-9+/]{400,}={0,2}|(?:\\x[0-9a-fA-F]{2}){64,}|(?:\d{2,3}\s*,\s*){64,}",
+        )
+        .unwrap();
+        let numbers = |n: usize, sep: &str| {
+            (0..n)
+                .map(|i| format!("{}{sep}", 10 + i % 240))
+                .collect::<String>()
+        };
+        let escapes = |n: usize| {
+            (0..n)
+                .map(|i| format!("\\x{:02x}", i % 256))
+                .collect::<String>()
+        };
+        let cases = [
+            "short text".to_owned(),
+            format!("x = '{}=='", "Ab9+/".repeat(80)),
+            format!("x = '{}'", "Ab9+/".repeat(79)),
+            format!("pre\n{}\n", escapes(64)),
+            format!("pre {} ", escapes(63)),
+            format!("\\x\\x{}", escapes(70)),
+            format!("[{}]", numbers(64, ",")),
+            format!("[{}]", numbers(63, ",")),
+            format!("[1234,{}]", numbers(64, " , ")),
+            format!("[{}1,{}]", numbers(30, ","), numbers(64, ",\n")),
+            format!("[{}1234,{}]", numbers(40, ","), numbers(70, ", ")),
+            format!("{} {}", escapes(10), "QUJD".repeat(120)),
+            format!("é{}é", numbers(80, "\u{a0},")),
+        ];
+        for case in &cases {
+            assert_eq!(
+                find_blob(case).map(|found| found.start),
+                pattern.find(case).map(|found| found.start()),
+                "{case}"
+            );
+        }
+    }
     use super::*;
 
     #[test]

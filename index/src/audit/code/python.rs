@@ -154,6 +154,36 @@ const DECODERS: &[&str] = &[
     "unquote_plus",
 ];
 
+/// Standard modules whose functions, looked up by a computed name, run
+/// programs, reach the network or read files.
+const MODULES: &[&str] = &[
+    "os",
+    "subprocess",
+    "socket",
+    "urllib",
+    "requests",
+    "http",
+    "httpx",
+    "builtins",
+    "__builtins__",
+    "importlib",
+    "ctypes",
+    "shutil",
+    "pty",
+    "base64",
+    "codecs",
+    "zlib",
+    "marshal",
+    "pickle",
+    "sys",
+    "io",
+    "pathlib",
+    "runpy",
+    "webbrowser",
+    "smtplib",
+    "ftplib",
+];
+
 struct Lowering<'a, 'e> {
     source: &'a str,
     env: &'e mut Env,
@@ -612,11 +642,61 @@ impl Lowering<'_, '_> {
         union([&object])
     }
 
+    /// True when the first argument of the call `node` is a module: a
+    /// name the file imports or one of the standard library's, or the
+    /// result of `importlib.import_module`.
+    fn names_module(&self, node: Node<'_>) -> bool {
+        let Some(first) = node
+            .child_by_field_name("arguments")
+            .and_then(|args| named_children(args).into_iter().next())
+        else {
+            return false;
+        };
+        let text = text_of(first, self.source);
+        let root = text.split('.').next().unwrap_or(text);
+        MODULES.contains(&root)
+            || text.contains("import_module(")
+            || text.contains("__import__(")
+            || self.source.contains(&format!("import {root}")) && !text.contains(['(', '['])
+    }
+
+    /// True when the call `node` is given `getattr`, `__import__`, `eval`
+    /// or `exec` itself as a value (`functools.reduce(getattr, parts,
+    /// module)`, `map(__import__, names)`).
+    fn passes_lookup(&self, node: Node<'_>) -> bool {
+        node.child_by_field_name("arguments").is_some_and(|args| {
+            named_children(args).into_iter().any(|arg| {
+                arg.kind() == "identifier"
+                    && matches!(
+                        text_of(arg, self.source),
+                        "getattr" | "__import__" | "eval" | "exec" | "import_module"
+                    )
+            })
+        })
+    }
+
     fn subscript(&mut self, node: Node<'_>, depth: usize) -> Val {
         let value = node
             .child_by_field_name("value")
             .map_or_else(Val::unknown, |value| self.expr(value, depth + 1));
         let index = node.child_by_field_name("subscript");
+        // `globals()[x]`, `vars(os)[x]`, `sys.modules[x]`,
+        // `__builtins__[x]` with a computed `x`.
+        if let Some(container) = node.child_by_field_name("value") {
+            let container = text_of(container, self.source);
+            let table = container.starts_with("globals(")
+                || container.starts_with("locals(")
+                || container.starts_with("vars(")
+                || container == "sys.modules"
+                || container.ends_with("__builtins__")
+                || container.ends_with("__dict__");
+            if table
+                && let Some(index) = index
+                && self.expr(index, depth + 1).text.is_none()
+            {
+                self.out.push(node, What::Dispatch);
+            }
+        }
         let index_text = index.map_or("", |index| text_of(index, self.source));
         let compact: String = index_text.chars().filter(|c| !c.is_whitespace()).collect();
         if compact == "::-1"
@@ -660,6 +740,13 @@ impl Lowering<'_, '_> {
     }
 
     fn call(&mut self, node: Node<'_>, depth: usize) -> Val {
+        // `globals()[name](...)`: the look-up is read as the subscript it is.
+        if let Some(function) = node
+            .child_by_field_name("function")
+            .filter(|function| function.kind() == "subscript")
+        {
+            self.expr(function, depth + 1);
+        }
         let callee = self.callee(node);
         let last = callee.rsplit('.').next().unwrap_or(&callee).to_owned();
         let (args, keywords) = self.arguments(node, depth);
@@ -680,6 +767,17 @@ impl Lowering<'_, '_> {
             .chain(keywords.iter().map(|(_, value)| value))
             .collect();
 
+        // A module or function looked up by a computed name.
+        let computed = |value: Option<&Val>| value.is_some_and(|value| value.text.is_none());
+        if matches!(
+            callee.as_str(),
+            "importlib.import_module" | "import_module" | "__import__" | "builtins.__import__"
+        ) && computed(args.first())
+            || callee == "getattr" && computed(args.get(1)) && self.names_module(node)
+            || self.passes_lookup(node)
+        {
+            self.out.push(node, What::Dispatch);
+        }
         // Sinks.
         // Code loaded from a file: a module, a script, a native library.
         if FILE_RUNNERS.contains(&last.as_str()) || callee == "os.startfile" {

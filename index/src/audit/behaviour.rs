@@ -126,6 +126,13 @@ static PATTERNS: &[Pattern] = &[
         High,
         Some(High),
     ),
+    pattern(
+        Rule::DecodeExec,
+        "sources or evaluates decoded text in a shell",
+        r#"(?i)(?:(?-u:\b)(?:(?:ba|z|k|da)?sh|source|eval)|(?:^|[\s;&|(])\.)\s+["']?(?:<\(|\$\()[^\n]*?(?-u:\b)(?:base64\s+(?:-d|--decode|-D)|xxd\s+-r|openssl\s+(?:enc\s+)?(?:-d|base64\s+-d)|gunzip|zcat|xzcat)(?-u:\b)"#,
+        High,
+        Some(High),
+    ),
     // Reverse shells.
     pattern(
         Rule::ReverseShell,
@@ -904,5 +911,18 @@ mod tests {
             found(FileKind::Script, "echo aGk= | base64 -d | sh"),
             [(Rule::DecodeExec, High)]
         );
+        for line in [
+            ". <(printf '%s' \"$pack\" | base64 -d 2>/dev/null)",
+            "source <(echo \"$x\" | base64 --decode)",
+            "eval \"$(cat blob | gunzip)\"",
+            "bash <(xxd -r -p <<< \"$hex\")",
+        ] {
+            assert_eq!(
+                found(FileKind::Script, line),
+                [(Rule::DecodeExec, High)],
+                "{line}"
+            );
+        }
+        assert!(found(FileKind::Script, "diff <(base64 -d a) <(base64 -d b)").is_empty());
     }
 }

@@ -447,6 +447,10 @@ pub(crate) fn judge(scan: &mut Scan<'_>, lowered: &Lowered) -> Reading {
     let mut reading = Reading::default();
     let mut dispatch: Option<(usize, usize)> = None;
     let mut dispatches = 0;
+    // Network bytes saved as a script, and whether the file itself runs
+    // what it downloaded (then that is the finding).
+    let mut saved_script: Option<(usize, usize)> = None;
+    let mut ran_download = false;
     // Files written from the network, by their folded names.
     let downloaded: Vec<&str> = lowered
         .events
@@ -551,6 +555,7 @@ pub(crate) fn judge(scan: &mut Scan<'_>, lowered: &Lowered) -> Reading {
                         .is_some_and(|name| downloaded.iter().any(|d| same_file(d, name)));
                 if fetched {
                     reading.runs_data = true;
+                    ran_download = true;
                     scan.report(
                         Rule::DownloadExec,
                         Severity::High,
@@ -560,7 +565,11 @@ pub(crate) fn judge(scan: &mut Scan<'_>, lowered: &Lowered) -> Reading {
                     );
                 }
             }
-            What::Download(_) => {}
+            What::Download(path) => {
+                if saved_script.is_none() && names_a_script(path, &scan.text[start..end]) {
+                    saved_script = Some((start, end));
+                }
+            }
             What::OwnUse => reading.own_uses.push((start, end)),
             What::Comment => reading.comments.push((start, end)),
             What::Write { path, content } => {
@@ -625,6 +634,19 @@ pub(crate) fn judge(scan: &mut Scan<'_>, lowered: &Lowered) -> Reading {
             }
         }
     }
+    // Code fetched and saved as a script for a later step to run: the
+    // step that runs it may be another file, or the agent.
+    if let Some((start, end)) = saved_script
+        && !ran_download
+    {
+        scan.report(
+            Rule::DownloadExec,
+            Severity::Medium,
+            start,
+            end,
+            "saves what it fetched from the network as a script, for a later step to run",
+        );
+    }
     // A name computed to hide what is called, in a script that reaches
     // the network, the home folder or the environment, or more than one
     // (a module by a computed name, then a function of it): what it does
@@ -641,6 +663,29 @@ pub(crate) fn judge(scan: &mut Scan<'_>, lowered: &Lowered) -> Reading {
         );
     }
     reading
+}
+
+/// Extensions of scripts that a later step runs or sources.
+const SCRIPT_SUFFIXES: &[&str] = &[
+    ".sh", ".bash", ".zsh", ".py", ".ps1", ".psm1", ".js", ".mjs", ".cjs", ".rb", ".pl", ".cmd",
+    ".bat", ".command", ".pth",
+];
+
+/// True when the file `path`, written at `statement`, is a script: its
+/// folded name ends like one, or the statement spells such a name.
+fn names_a_script(path: &Val, statement: &str) -> bool {
+    let ends_like_one = |name: &str| {
+        let name = name
+            .trim()
+            .trim_end_matches(['"', '\'', '`'])
+            .to_ascii_lowercase();
+        SCRIPT_SUFFIXES.iter().any(|suffix| name.ends_with(suffix)) || name.contains("/hooks/")
+    };
+    path.identity().is_some_and(ends_like_one)
+        || statement.split(['"', '\'', '`']).any(|piece| {
+            let piece = piece.to_ascii_lowercase();
+            SCRIPT_SUFFIXES.iter().any(|suffix| piece.ends_with(suffix))
+        })
 }
 
 /// True when `script` reaches past its own files: an address, a socket,

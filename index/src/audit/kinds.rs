@@ -86,6 +86,9 @@ const SCRIPT_EXTENSIONS: &[&str] = &[
     "dockerfile",
     "containerfile",
     "gitconfig",
+    // A database shell runs a file's dot-commands (`.shell`, `.once |sh`)
+    // and meta-commands (`\!`, `\o |sh`) as well as its queries.
+    "sql",
 ];
 
 /// Names of files that tools run, lower case.

@@ -79,6 +79,13 @@ pub(super) fn lower(source: &str, comments: Comments, out: &mut Lowered) {
             continue;
         }
         let (folded, joined) = fold(statement, &values);
+        if let Some(what) = hidden(statement) {
+            out.events.push(Event {
+                start: statement[0].start,
+                end: statement[statement.len() - 1].end,
+                what,
+            });
+        }
         // `NAME = "a" + "b"` (with `local`, `my`, `$`, `:=` around it).
         if let Some(assign) = statement
             .iter()
@@ -118,6 +125,116 @@ pub(super) fn lower(source: &str, comments: Comments, out: &mut Lowered) {
             });
         }
     }
+}
+
+/// Calls that look a class, method or function up by its name.
+const LOOKUPS: &[&str] = &[
+    "const_get",
+    "public_send",
+    "__send__",
+    "send",
+    "instance_variable_get",
+    "call_user_func",
+    "call_user_func_array",
+    "loadstring",
+    "load",
+    "dostring",
+];
+
+/// Names of the home folder in these languages.
+const HOMES: &[&str] = &[
+    "home",
+    "HOME",
+    "home_dir",
+    "homedir",
+    "UserHomeDir",
+    "expand_path",
+    "getpwuid",
+    "USERPROFILE",
+];
+
+/// Decoders of these languages.
+const DECODERS: &[&str] = &[
+    "unpack1",
+    "unpack",
+    "decode64",
+    "decode_base64",
+    "base64_decode",
+    "strict_decode64",
+    "urlsafe_decode64",
+    "DecodeString",
+    "hex2bin",
+    "str_rot13",
+    "from_base64",
+    "decode",
+    "reverse",
+];
+
+/// What `statement` hides from a reader: a look-up by a computed name
+/// (`Object.const_get(x)`, `obj.public_send(verb)`, `_G[name]`,
+/// `$obj->$method(...)`), or a path under the home folder built from
+/// text decoded at run time (`File.join(Dir.home, p.unpack1("m0"))`).
+fn hidden(statement: &[Spanned]) -> Option<What> {
+    let names: Vec<(usize, &str)> = statement
+        .iter()
+        .enumerate()
+        .filter_map(|(index, spanned)| match &spanned.token {
+            Token::Name(name) => Some((index, name.as_str())),
+            _ => None,
+        })
+        .collect();
+    let argument_is_computed = |index: usize| {
+        let mut at = index + 1;
+        if statement.get(at).map(|spanned| &spanned.token) == Some(&Token::Open(b'(')) {
+            at += 1;
+        }
+        match statement.get(at).map(|spanned| &spanned.token) {
+            Some(Token::Str(_) | Token::Close(_)) | None => false,
+            // `send :name` (a Ruby symbol) is a constant.
+            Some(Token::Other) => {
+                statement
+                    .get(at)
+                    .is_some_and(|spanned| spanned.end - spanned.start != 1)
+                    || !matches!(
+                        statement.get(at + 1).map(|s| &s.token),
+                        Some(Token::Name(_))
+                    )
+            }
+            _ => true,
+        }
+    };
+    for &(index, name) in &names {
+        let bare_name = name.rsplit("::").next().unwrap_or(name);
+        let called = index > 0 && statement[index - 1].token == Token::Dot
+            || matches!(
+                bare_name,
+                "call_user_func" | "call_user_func_array" | "loadstring" | "load" | "dostring"
+            );
+        if LOOKUPS.contains(&bare_name) && called && argument_is_computed(index) {
+            return Some(What::Dispatch);
+        }
+        // Lua's `_G[name]`, Perl's `$obj->$method(...)`.
+        if name == "_G"
+            && statement.get(index + 1).map(|s| &s.token) == Some(&Token::Open(b'['))
+            && !matches!(
+                statement.get(index + 2).map(|s| &s.token),
+                Some(Token::Str(_))
+            )
+        {
+            return Some(What::Dispatch);
+        }
+    }
+    let home = names.iter().any(|(_, name)| HOMES.contains(&bare(name).rsplit("::").next().unwrap_or(name)))
+        || statement.iter().any(|spanned| matches!(&spanned.token, Token::Str(text) if text == "HOME" || text.starts_with("~/")));
+    let decoded = names.iter().any(|&(index, name)| {
+        DECODERS.contains(&name.rsplit("::").next().unwrap_or(name))
+            && statement
+                .get(index + 1)
+                .is_some_and(|next| matches!(next.token, Token::Open(b'(') | Token::Str(_)))
+    });
+    (home && decoded).then_some(What::Hidden(
+        "builds a path under the home folder from text it decodes at run time: which files it reads is hidden",
+    ))
 }
 
 /// True when `statement` is short and shallow enough to fold: folding

@@ -176,6 +176,9 @@ pub(crate) enum What {
     /// `module.constructor._load(x)`, `Reflect.get(m, x)`): what is
     /// called is hidden from a reader.
     Dispatch,
+    /// Something else a script hides from a reader, said in words: a
+    /// path under the home folder built from decoded text.
+    Hidden(&'static str),
     /// A comment: what the line rules find in it does not run.
     Comment,
     /// A file written (`>>`, `tee`, `cp`, `open(F, "w")`,
@@ -312,7 +315,9 @@ pub(crate) fn lower(
     // A document's code blocks are examples: looking a name up there
     // hides nothing from the reader of the page.
     if !within.is_empty() {
-        lowered.events.retain(|event| event.what != What::Dispatch);
+        lowered
+            .events
+            .retain(|event| !matches!(event.what, What::Dispatch | What::Hidden(_)));
     }
     if lang == Lang::Shell {
         nested_shell(&mut lowered);
@@ -447,6 +452,7 @@ pub(crate) fn judge(scan: &mut Scan<'_>, lowered: &Lowered) -> Reading {
     let mut reading = Reading::default();
     let mut dispatch: Option<(usize, usize)> = None;
     let mut dispatches = 0;
+    let mut hidden: Option<(usize, usize, &str)> = None;
     // Network bytes saved as a script, and whether the file itself runs
     // what it downloaded (then that is the finding).
     let mut saved_script: Option<(usize, usize)> = None;
@@ -632,6 +638,9 @@ pub(crate) fn judge(scan: &mut Scan<'_>, lowered: &Lowered) -> Reading {
                 dispatch.get_or_insert((start, end));
                 dispatches += 1;
             }
+            What::Hidden(what) => {
+                hidden.get_or_insert((start, end, what));
+            }
         }
     }
     // Code fetched and saved as a script for a later step to run: the
@@ -646,6 +655,9 @@ pub(crate) fn judge(scan: &mut Scan<'_>, lowered: &Lowered) -> Reading {
             end,
             "saves what it fetched from the network as a script, for a later step to run",
         );
+    }
+    if let Some((start, end, what)) = hidden {
+        scan.report(Rule::ObfuscatedScript, Severity::Medium, start, end, what);
     }
     // A name computed to hide what is called, in a script that reaches
     // the network, the home folder or the environment, or more than one

@@ -1487,3 +1487,30 @@ fn code_fetched_and_saved_as_a_script_is_medium() {
         "{found:?}"
     );
 }
+
+#[test]
+fn what_scripts_without_a_grammar_hide_is_medium() {
+    let obfuscated = |file: &str, text: &str| {
+        audit(file, text).contains(&(Rule::ObfuscatedScript, Severity::Medium))
+    };
+    // A class and its method both looked up by computed names.
+    assert!(obfuscated(
+        "scripts/release.rb",
+        "client = Object.const_get(%w[HTTP Net].reverse.join('::'))\nres = client.public_send(verb, URI(url), form)\n",
+    ));
+    // Lua's global table indexed by a computed name, where it reaches out.
+    assert!(obfuscated(
+        "filters/f.lua",
+        "local run = _G[KINDS[1]][KINDS[2]]\nrun(os.getenv(\"HOME\") .. cmd)\n",
+    ));
+    // Paths under the home folder decoded at run time.
+    assert!(obfuscated(
+        "scripts/creds.rb",
+        "PATHS = %w[LmdlbS9jcmVkZW50aWFscw==]\nfiles = PATHS.map { |p| File.join(Dir.home, p.unpack1('m0')) }\n",
+    ));
+    // Look-ups by constant names, and a path under home built from text.
+    assert!(!obfuscated(
+        "scripts/ok.rb",
+        "klass = Object.const_get('Foo')\nobj.send(:bar)\npath = File.join(Dir.home, '.config', 'tool')\n",
+    ));
+}

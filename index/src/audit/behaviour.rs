@@ -599,12 +599,25 @@ fn find_credential_aware(regex: &Regex, line: &str, rule: Rule) -> Option<(usize
     }
 }
 
+/// Data given as a placeholder: `echo <blob>`, `printf ...`.
+static PLACEHOLDER_DATA: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"(?i)(?-u:\b)(?:echo|printf)\s+["']?(?:<[^<>\s]{1,40}>|\.\.\.|…|\[[a-z _-]{1,40}\])["']?\s*\|"#)
+        .expect("valid placeholder pattern")
+});
+
 /// Words of a document that quotes attacks to teach them.
 static TEACHING: LazyLock<Screened> = LazyLock::new(|| {
     Screened::new(
-        r"(?i)(?-u:\b)(?:do\s+not|don't|never)\s+(?:follow|run|execute|copy|paste)\s+(?:them|these|this|it)(?-u:\b)|(?-u:\b)examples?\s+of\s+(?:hostile|malicious|attack|injected|phishing|prompt[- ]injection)|(?-u:\b)(?:quoted|taken)\s+from\s+(?:real\s+)?(?:incidents|attacks)|(?-u:\b)how\s+to\s+(?:spot|recogni[sz]e|detect)\s+(?:them|these|attacks|injection)|(?-u:\b)defang(?:ed|ing)?(?-u:\b)",
+        r"(?i)(?-u:\b)(?:do\s+not|don't|never)\s+(?:follow|run|execute|copy|paste)\s+(?:them|these|this|it)(?-u:\b)|(?-u:\b)examples?\s+of\s+(?:hostile|malicious|attack|injected|phishing|prompt[- ]injection)|(?-u:\b)(?:quoted|taken)\s+from\s+(?:real\s+)?(?:incidents|attacks)|(?-u:\b)how\s+to\s+(?:spot|recogni[sz]e|detect)\s+(?:them|these|attacks|injection)|(?-u:\b)defang(?:ed|ing)?(?-u:\b)|(?-u:\b)hxxps?\[?:\]?//|[a-z0-9]\[\.\][a-z]|(?-u:\b)(?:detect|spot|flag|recogni[sz]e|identify|catch)(?:s|es|ed|ing)?\s{1,16}(?:obfuscated|malicious|encoded|suspicious|hostile)\s{1,16}(?:code|payloads?|scripts?|commands?|patterns?|text)(?-u:\b)",
     )
 });
+
+/// True when the document `text` quotes attacks to teach them: it says
+/// not to follow them, defangs its addresses (`hxxps://`, `evil[.]com`)
+/// or is about spotting them.
+pub(crate) fn teaches(text: &str) -> bool {
+    TEACHING.is_match(text)
+}
 
 /// Returns where `line` downloads and executes, if it does. A download
 /// piped into an interpreter that is given its program as an argument
@@ -620,9 +633,27 @@ pub(crate) fn find_download_exec(line: &str) -> Option<(usize, usize)> {
 /// True unless the download of a piped download (`curl URL | sh`) has
 /// nothing to fetch: no operand but options, `...` or a `<placeholder>`.
 fn fetches_anything(matched: &str) -> bool {
-    let Some((fetch, _)) = matched.split_once('|') else {
+    // The fetch's words: from the fetching program to the pipe or the
+    // end of the substitution it is in (`sh -c "$(curl -fsSL ...)"`).
+    let lowered = matched.to_ascii_lowercase();
+    let Some(at) = [
+        "curl",
+        "wget",
+        "iwr",
+        "irm",
+        "invoke-webrequest",
+        "invoke-restmethod",
+    ]
+    .iter()
+    .filter_map(|program| lowered.find(program))
+    .min() else {
         return true;
     };
+    let fetch = &matched[at..];
+    let Some(end) = fetch.find(['|', ')']) else {
+        return true;
+    };
+    let fetch = &fetch[..end];
     fetch.split_whitespace().skip(1).any(|word| {
         let word = word.trim_matches(|c: char| c == '`' || c == '"' || c == '\'');
         !(word.is_empty()
@@ -690,7 +721,7 @@ pub(crate) fn scan(scan: &mut Scan<'_>) {
             let severity = download_severity(line, &scan.subject);
             // Prose naming the idiom (`curl ... | bash`, `` `curl | sh` ``)
             // fetches nothing: there is no address to fetch.
-            let severity = if !is_script && !fetches_anything(&line[start..end]) {
+            let severity = if !is_script && !fetches_anything(&line[start..]) {
                 severity.min(Severity::Low)
             } else {
                 severity
@@ -741,6 +772,16 @@ pub(crate) fn scan(scan: &mut Scan<'_>) {
             };
             let severity = if teaching {
                 severity.min(Medium)
+            } else {
+                severity
+            };
+            // Prose naming the idiom with a placeholder for its data
+            // (`echo <blob> | base64 -d | sh`) decodes nothing.
+            let severity = if !is_script
+                && matches!(pattern.rule, Rule::DecodeExec)
+                && PLACEHOLDER_DATA.is_match(line)
+            {
+                severity.min(Severity::Low)
             } else {
                 severity
             };

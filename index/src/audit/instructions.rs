@@ -135,6 +135,10 @@ pub(crate) fn scan(scan: &mut Scan<'_>) {
     }
     let lines: Vec<(usize, usize, &str)> = scan.lines().collect();
     let mut prerequisite: Option<usize> = None;
+    // A reference that quotes attacks to teach them (see
+    // `behaviour::teaches`) is worth a look, not the attack; the skill's
+    // own SKILL.md gets no such benefit.
+    let teaching = scan.kind == FileKind::Document && behaviour::teaches(scan.text);
     for &(number, line_start, line) in &lines {
         for phrase in phrases.at(number).iter().map(|&index| &PHRASES[index]) {
             let Some(found) = phrase.regex.find(line) else {
@@ -146,7 +150,7 @@ pub(crate) fn scan(scan: &mut Scan<'_>) {
             // A phrase in quotes is quoted, mostly by skills that teach how
             // to spot it: still reported, as medium.
             let quoted = line[..found.start()].ends_with(['"', '\'', '`', '\u{201c}', '\u{2018}']);
-            let severity = if quoted || phrase.needs_action && !ACTION.is_match(line) {
+            let severity = if quoted || teaching || phrase.needs_action && !ACTION.is_match(line) {
                 Severity::Medium
             } else {
                 phrase.rule.default_severity()

@@ -611,7 +611,7 @@ impl CodeFindings {
             finding.message.push_str(
                 " (named, or passed to the tool that owns it: where it goes is judged apart)",
             );
-        } else if self.reading.in_comment(start)
+        } else if (self.reading.in_comment(start) || self.reading.in_pattern(start))
             && matches!(
                 finding.rule,
                 Rule::DownloadExec
@@ -622,10 +622,15 @@ impl CodeFindings {
                     | Rule::Exfiltration
             )
         {
-            // A comment does not run; an agent reading the script still
-            // sees it.
+            // A comment does not run, nor does a pattern that matches
+            // text (a scanner's `re.compile(r"iex.*downloadstring")`);
+            // an agent reading the script still sees them.
             finding.severity = Severity::Medium;
-            finding.message.push_str(" (in a comment)");
+            finding.message.push_str(if self.reading.in_comment(start) {
+                " (in a comment)"
+            } else {
+                " (in a pattern that matches text)"
+            });
         }
     }
 }

@@ -120,10 +120,14 @@ pub(crate) fn scan(scan: &mut Scan<'_>) {
             // are for; in a program they hide code (Trojan Source).
             let line_start = text[..start].rfind('\n').map_or(0, |at| at + 1);
             let line_end = text[start..].find('\n').map_or(text.len(), |at| start + at);
-            let rtl = scan.kind != FileKind::Script
-                && text[line_start..line_end].chars().any(is_rtl_letter);
+            let line = &text[line_start..line_end];
+            let rtl = scan.kind != FileKind::Script && line.chars().any(is_rtl_letter);
             let (severity, context) = if rtl {
                 (Severity::Low, ", in right-to-left text")
+            } else if scan.kind != FileKind::Script && names_bidi_control(line) {
+                // A table or a guide that shows the control beside its
+                // name (`| FSI … PDI | U+2068 … U+2069 |`) hides nothing.
+                (Severity::Low, ", on a line that names it")
             } else {
                 (Severity::High, "")
             };
@@ -211,6 +215,24 @@ fn push_tag(hidden: &mut String, character: char) {
     if let Some(shown) = char::from_u32(ascii).filter(|c| c.is_ascii_graphic() || *c == ' ') {
         hidden.push(shown);
     }
+}
+
+/// True when `line` names a bidi control: its code point (`U+2067`) or
+/// its abbreviation (`RLI`, `PDI`, `LRM`, ...) as a word.
+fn names_bidi_control(line: &str) -> bool {
+    const NAMES: &[&str] = &[
+        "LRM", "RLM", "ALM", "LRE", "RLE", "PDF", "LRO", "RLO", "LRI", "RLI", "FSI", "PDI",
+    ];
+    let upper = line.to_ascii_uppercase();
+    [
+        "U+200E", "U+200F", "U+061C", "U+202A", "U+202B", "U+202C", "U+202D", "U+202E", "U+2066",
+        "U+2067", "U+2068", "U+2069",
+    ]
+    .iter()
+    .any(|point| upper.contains(point))
+        || line
+            .split(|c: char| !c.is_ascii_alphanumeric())
+            .any(|word| NAMES.contains(&word))
 }
 
 fn is_rtl_letter(character: char) -> bool {
@@ -312,6 +334,14 @@ mod tests {
     #[test]
     fn finds_overrides_tags_and_zero_width_but_not_emoji_or_rtl_marks() {
         assert_eq!(rules("a\u{202e}b"), [(Rule::BidiControl, Severity::High)]);
+        // Shown beside its name in a guide's table: low.
+        assert_eq!(
+            rules("| FSI \u{2068}x\u{2069} PDI | U+2068 |"),
+            [
+                (Rule::BidiControl, Severity::Low),
+                (Rule::BidiControl, Severity::Low)
+            ]
+        );
         assert_eq!(
             rules("ok\u{e0069}\u{e0067}"),
             [(Rule::TagCharacter, Severity::High)]

@@ -77,6 +77,8 @@ pub(crate) fn embedded(path: &str, text: &str) -> Option<Embedded> {
         (Lang::Python, notebook(text)?, Vec::new())
     } else if is_markup(path) {
         (Lang::JavaScript, markup_scripts(text)?, Vec::new())
+    } else if let Some(code) = data_url_scripts(text) {
+        (Lang::JavaScript, code, Vec::new())
     } else {
         return None;
     };
@@ -559,4 +561,83 @@ mod tests {
         assert_eq!(masked.lang, Lang::Python);
         assert!(masked.text.starts_with("        \nimport os"));
     }
+}
+
+/// The JavaScript of the `data:` addresses in `text`
+/// (`node-options=--import=data:text/javascript,CODE`, `import
+/// "data:text/javascript;base64,..."`), in place: every other byte a
+/// space, line ends kept. Node imports such an address as a module, so
+/// a setting or an argument that names one runs the code in it.
+fn data_url_scripts(text: &str) -> Option<String> {
+    let lowered = text.to_ascii_lowercase();
+    let mut masked: Vec<u8> = text
+        .bytes()
+        .map(|byte| if byte == b'\n' { b'\n' } else { b' ' })
+        .collect();
+    let mut found = false;
+    for marker in [
+        "data:text/javascript",
+        "data:application/javascript",
+        "data:text/ecmascript",
+    ] {
+        let mut from = 0;
+        while let Some(at) = lowered[from..].find(marker).map(|offset| from + offset) {
+            from = at + marker.len();
+            let Some(comma) = lowered[from..].find(',').filter(|&offset| offset <= 40) else {
+                continue;
+            };
+            let base64 = lowered[from..from + comma].contains(";base64");
+            let start = from + comma + 1;
+            // The code ends with its line, or with the quote that opened
+            // the address.
+            let quote = text[..at]
+                .chars()
+                .next_back()
+                .filter(|c| matches!(c, '"' | '\'' | '`'));
+            let end = text[start..]
+                .find(|c: char| c == '\n' || Some(c) == quote)
+                .map_or(text.len(), |offset| start + offset);
+            // A quoted setting's closing quote is not code.
+            let raw = text[start..end].trim_end().trim_end_matches(['"', '\'']);
+            let code: Vec<u8> = if base64 {
+                match super::decode_base64(raw) {
+                    Some(bytes) => bytes,
+                    None => continue,
+                }
+            } else {
+                percent_decoded(raw)
+            };
+            // Decoded code is never longer than its address; what is
+            // left of the address stays blank. Line ends inside become
+            // spaces, so lines keep their numbers.
+            for (index, byte) in code.iter().take(end - start).enumerate() {
+                masked[start + index] = if *byte == b'\n' { b' ' } else { *byte };
+            }
+            found = true;
+        }
+    }
+    if !found {
+        return None;
+    }
+    Some(String::from_utf8_lossy(&masked).into_owned())
+}
+
+/// `text` with its `%XX` escapes decoded.
+fn percent_decoded(text: &str) -> Vec<u8> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut at = 0;
+    while at < bytes.len() {
+        if bytes[at] == b'%'
+            && let Some(hex) = text.get(at + 1..at + 3)
+            && let Ok(byte) = u8::from_str_radix(hex, 16)
+        {
+            out.push(byte);
+            at += 3;
+            continue;
+        }
+        out.push(bytes[at]);
+        at += 1;
+    }
+    out
 }

@@ -418,6 +418,10 @@ impl Lowering<'_, '_> {
                 }
             }
             "call_expression" | "new_expression" => self.call(node, depth),
+            "regex" => {
+                self.out.push(node, What::Pattern);
+                Val::unknown()
+            }
             "arrow_function" | "function_expression" | "function" | "function_declaration" => {
                 let mut parameters: Vec<String> = node
                     .child_by_field_name("parameter")
@@ -617,6 +621,9 @@ impl Lowering<'_, '_> {
         }
         let first = values.first().cloned().unwrap_or_else(Val::unknown);
 
+        if callee == "RegExp" {
+            self.out.push(node, What::Pattern);
+        }
         // A module or function looked up by a computed name: the module
         // loader behind `require`, `Reflect.get(m, x)`, `process.binding`.
         let computed = |index: usize| values.get(index).is_some_and(|value| value.text.is_none());

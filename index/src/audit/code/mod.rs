@@ -179,6 +179,10 @@ pub(crate) enum What {
     /// Something else a script hides from a reader, said in words: a
     /// path under the home folder built from decoded text.
     Hidden(&'static str),
+    /// A regular expression or a glob (`re.compile(r"...")`, `/.../`,
+    /// `new RegExp(...)`): what the line rules find in it matches text
+    /// and runs nothing.
+    Pattern,
     /// A comment: what the line rules find in it does not run.
     Comment,
     /// A file written (`>>`, `tee`, `cp`, `open(F, "w")`,
@@ -407,14 +411,18 @@ pub(crate) struct Reading {
     /// The bytes of statements that only name a credential store or pass
     /// it to its own tool ([`What::OwnUse`]).
     pub(crate) own_uses: Vec<(usize, usize)>,
+    /// Where the file's regular expressions and globs are.
+    pub(crate) patterns: Vec<(usize, usize)>,
     /// The bytes of comments.
     pub(crate) comments: Vec<(usize, usize)>,
 }
 
 impl Reading {
-    /// True when the bytes `start..end` are one of [`Reading::own_uses`].
+    /// True when the bytes `start..end` overlap one of
+    /// [`Reading::own_uses`]: the statement is, or holds, a use that only
+    /// names a store (a pattern passed to `re.compile`).
     pub(crate) fn is_own_use(&self, start: usize, end: usize) -> bool {
-        self.own_uses.iter().any(|&(s, e)| s == start && e == end)
+        self.own_uses.iter().any(|&(s, e)| s < end && start < e)
     }
 
     /// True when byte `offset` lies in a comment.
@@ -422,6 +430,13 @@ impl Reading {
         self.comments
             .iter()
             .any(|&(s, e)| s <= offset && offset < e)
+    }
+
+    /// True when byte `offset` lies in a regular expression or a glob.
+    pub(crate) fn in_pattern(&self, offset: usize) -> bool {
+        self.patterns
+            .iter()
+            .any(|&(start, end)| start <= offset && offset < end)
     }
 
     /// True when byte `offset` lies in one of [`Reading::own_uses`].
@@ -578,6 +593,7 @@ pub(crate) fn judge(scan: &mut Scan<'_>, lowered: &Lowered) -> Reading {
             }
             What::OwnUse => reading.own_uses.push((start, end)),
             What::Comment => reading.comments.push((start, end)),
+            What::Pattern => reading.patterns.push((start, end)),
             What::Write { path, content } => {
                 let target = path.identity().and_then(persistence_target);
                 let planted = content.text.as_deref().and_then(|text| {

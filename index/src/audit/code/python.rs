@@ -10,7 +10,8 @@ use tree_sitter::Node;
 
 use super::{
     Env, Lowered, MAX_DEPTH, Taint, Val, What, decode_base64, decode_hex, decoded,
-    is_credential_path, is_environ_file, named_children, rot13, run_argv, text_of, union,
+    is_credential_path, is_environ_file, is_store_path, named_children, rot13, run_argv, text_of,
+    union,
 };
 
 /// Calls that run their first argument as Python code; unpickling runs
@@ -241,6 +242,36 @@ impl Lowering<'_, '_> {
                 let value = node
                     .child_by_field_name("right")
                     .map_or_else(Val::unknown, |right| self.expr(right, depth + 1));
+                // `ssh_dir = os.path.expanduser("~/.ssh")` names a store
+                // without reading it: what is done with it is judged
+                // where it goes.
+                let reads = node.child_by_field_name("right").is_some_and(|right| {
+                    let text = text_of(right, self.source);
+                    [
+                        "open(", "read", "load", "urlopen", "post(", "put(", "send", "upload",
+                    ]
+                    .iter()
+                    .any(|word| text.contains(word))
+                });
+                // A folder of stores (`~/.ssh`), not a key file in it: a
+                // file named here is read by whatever it is given to, which
+                // the analysis does not always know (`cfg.read(path)`).
+                let folder = |text: &str| is_store_path(text) && !is_credential_path(text);
+                let names_store = value.text.as_deref().is_some_and(folder)
+                    || node.child_by_field_name("right").is_some_and(|right| {
+                        // A literal among its pieces: `x if c else
+                        // os.path.join("~/.ssh", x)`.
+                        let pieces: Vec<&str> = text_of(right, self.source)
+                            .split(['"', '\''])
+                            .skip(1)
+                            .step_by(2)
+                            .collect();
+                        pieces.iter().any(|piece| folder(piece))
+                            && !pieces.iter().any(|piece| is_credential_path(piece))
+                    });
+                if names_store && !reads {
+                    self.out.push(node, What::OwnUse);
+                }
                 if let Some(left) = node.child_by_field_name("left") {
                     let augmented = node.kind() == "augmented_assignment";
                     self.bind(left, value, augmented);
@@ -767,6 +798,25 @@ impl Lowering<'_, '_> {
             .chain(keywords.iter().map(|(_, value)| value))
             .collect();
 
+        // A pattern that names credential files matches names; it reads
+        // nothing (a secret scanner's `re.compile(r"id_rsa|\.netrc")`).
+        if callee.starts_with("re.")
+            && matches!(
+                last.as_str(),
+                "compile"
+                    | "match"
+                    | "search"
+                    | "fullmatch"
+                    | "findall"
+                    | "finditer"
+                    | "sub"
+                    | "split"
+            )
+            || callee.starts_with("fnmatch.")
+        {
+            self.out.push(node, What::OwnUse);
+            self.out.push(node, What::Pattern);
+        }
         // A module or function looked up by a computed name.
         let computed = |value: Option<&Val>| value.is_some_and(|value| value.text.is_none());
         if matches!(

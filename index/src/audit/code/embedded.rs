@@ -519,50 +519,6 @@ fn pth(text: &str) -> String {
     mask(text, &keep)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn code_is_cut_out_in_place() {
-        let make = "X := abc\nall:\n\t@curl -o f $(URL)\n\techo $$HOME\n";
-        let found = embedded("Makefile", make).unwrap();
-        assert_eq!(found.text.len(), make.len());
-        assert!(found.text.contains("curl -o f ${URL}"));
-        assert!(found.text.contains("echo  $HOME"));
-        assert!(!found.text.contains("X :="));
-        assert!(found.seeds.contains(&("X".to_owned(), "abc".to_owned())));
-
-        let docker = "FROM x\nRUN a \\\n && b\nCOPY . /\nRUN [\"sh\"]\n";
-        let masked = embedded("Dockerfile", docker).unwrap().text;
-        assert!(masked.contains(" a \\\n && b\n"));
-        assert!(!masked.contains("COPY") && !masked.contains("FROM"));
-
-        let workflow = "jobs:\n  a:\n    steps:\n      - run: |\n          curl x > f\n          . ./f\n      - name: y\n        run: make lint\n";
-        let masked = embedded(".github/workflows/ci.yml", workflow).unwrap().text;
-        assert!(
-            masked.contains("curl x > f")
-                && masked.contains(". ./f")
-                && masked.contains("make lint")
-        );
-        assert!(!masked.contains("name"));
-
-        let package = "{\"scripts\": {\"pre\": \"sh \\\"$f\\\"\"}}";
-        let masked = embedded("package.json", package).unwrap().text;
-        assert_eq!(masked.len(), package.len());
-        assert!(masked.contains("sh \"$f\"  "), "{masked}");
-        let inline = "{\"scripts\": {\"pre\": \"node -e \\\"x()\\\"\\nls \\\\d\"}}";
-        let masked = embedded("package.json", inline).unwrap().text;
-        assert_eq!(masked.len(), inline.len());
-        assert!(masked.contains("node -e \"x()\";ls \\d   "), "{masked}");
-
-        let pth = "/opt/lib\nimport os; os.system('x')\n";
-        let masked = embedded("x.pth", pth).unwrap();
-        assert_eq!(masked.lang, Lang::Python);
-        assert!(masked.text.starts_with("        \nimport os"));
-    }
-}
-
 /// The JavaScript of the `data:` addresses in `text`
 /// (`node-options=--import=data:text/javascript,CODE`, `import
 /// "data:text/javascript;base64,..."`), in place: every other byte a
@@ -640,4 +596,48 @@ fn percent_decoded(text: &str) -> Vec<u8> {
         at += 1;
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn code_is_cut_out_in_place() {
+        let make = "X := abc\nall:\n\t@curl -o f $(URL)\n\techo $$HOME\n";
+        let found = embedded("Makefile", make).unwrap();
+        assert_eq!(found.text.len(), make.len());
+        assert!(found.text.contains("curl -o f ${URL}"));
+        assert!(found.text.contains("echo  $HOME"));
+        assert!(!found.text.contains("X :="));
+        assert!(found.seeds.contains(&("X".to_owned(), "abc".to_owned())));
+
+        let docker = "FROM x\nRUN a \\\n && b\nCOPY . /\nRUN [\"sh\"]\n";
+        let masked = embedded("Dockerfile", docker).unwrap().text;
+        assert!(masked.contains(" a \\\n && b\n"));
+        assert!(!masked.contains("COPY") && !masked.contains("FROM"));
+
+        let workflow = "jobs:\n  a:\n    steps:\n      - run: |\n          curl x > f\n          . ./f\n      - name: y\n        run: make lint\n";
+        let masked = embedded(".github/workflows/ci.yml", workflow).unwrap().text;
+        assert!(
+            masked.contains("curl x > f")
+                && masked.contains(". ./f")
+                && masked.contains("make lint")
+        );
+        assert!(!masked.contains("name"));
+
+        let package = "{\"scripts\": {\"pre\": \"sh \\\"$f\\\"\"}}";
+        let masked = embedded("package.json", package).unwrap().text;
+        assert_eq!(masked.len(), package.len());
+        assert!(masked.contains("sh \"$f\"  "), "{masked}");
+        let inline = "{\"scripts\": {\"pre\": \"node -e \\\"x()\\\"\\nls \\\\d\"}}";
+        let masked = embedded("package.json", inline).unwrap().text;
+        assert_eq!(masked.len(), inline.len());
+        assert!(masked.contains("node -e \"x()\";ls \\d   "), "{masked}");
+
+        let pth = "/opt/lib\nimport os; os.system('x')\n";
+        let masked = embedded("x.pth", pth).unwrap();
+        assert_eq!(masked.lang, Lang::Python);
+        assert!(masked.text.starts_with("        \nimport os"));
+    }
 }

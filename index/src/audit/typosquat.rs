@@ -491,7 +491,25 @@ fn judge(ecosystem: Ecosystem, token: &str) -> Option<(String, &'static str, usi
     }
     popular
         .squatted(&name)
+        .or_else(|| squatted_scope(popular, &name))
         .map(|(target, rank)| (name.clone(), target, rank))
+}
+
+/// The popular scoped name that `name` is with its scope one edit away
+/// (`@changeset/cli` for `@changesets/cli`), with its rank: a scope is
+/// an organisation, and a look-alike one publishes under the same
+/// package names.
+fn squatted_scope(popular: &Popular, name: &str) -> Option<(&'static str, usize)> {
+    let (scope, rest) = name.strip_prefix('@')?.split_once('/')?;
+    if scope.chars().count() < 4 {
+        return None;
+    }
+    let scope: Vec<char> = scope.chars().collect();
+    popular.ranked.iter().enumerate().find_map(|(rank, known)| {
+        let (known_scope, known_rest) = known.strip_prefix('@')?.split_once('/')?;
+        (known_rest == rest && one_edit(&known_scope.chars().collect::<Vec<_>>(), &scope))
+            .then_some((*known, rank + 1))
+    })
 }
 
 /// The PEP 503 name a `pip install` argument names, or `None` for a path,
@@ -592,6 +610,15 @@ mod tests {
             .filter(|finding| finding.rule == Rule::RemotePackage)
             .map(|finding| finding.message.clone())
             .collect()
+    }
+
+    #[test]
+    fn a_scope_one_edit_from_a_popular_one_is_a_typosquat() {
+        let found = found(FileKind::Script, "npx @changeset/cli version\n");
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].contains("@changesets/cli"), "{found:?}");
+        assert!(super::super::typosquat::judge(Ecosystem::Npm, "@changesets/cli").is_none());
+        assert!(super::super::typosquat::judge(Ecosystem::Npm, "@myorg/cli").is_none());
     }
 
     #[test]

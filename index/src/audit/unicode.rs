@@ -248,6 +248,11 @@ fn look_alike_script(character: char) -> Option<&'static str> {
         '\u{0530}'..='\u{058f}' => Some("Armenian"),
         '\u{13a0}'..='\u{13ff}' => Some("Cherokee"),
         '\u{ff21}'..='\u{ff5a}' => Some("fullwidth Latin"),
+        // Phonetic letters no name is written in: the IPA's `ɡ` and `ɑ`,
+        // small capitals, the dotless `ı` and `ȷ`, mathematical letters.
+        '\u{0250}'..='\u{02af}' | '\u{1d00}'..='\u{1d7f}' => Some("phonetic"),
+        '\u{0131}' | '\u{0237}' | '\u{01c0}'..='\u{01c3}' => Some("dotless or click"),
+        '\u{1d400}'..='\u{1d7ff}' => Some("mathematical"),
         _ => None,
     }
 }
@@ -421,5 +426,12 @@ mod tests {
             .collect();
         // A Cyrillic host in one script is a name, not a disguise.
         assert_eq!(found, [(Rule::ConfusableText, 1)]);
+        // The IPA's `ɡ` and a dotless `ı` pass for Latin letters too.
+        for host in ["https://\u{0261}ithub.com/", "https://p\u{0131}p.example/"] {
+            let text = format!("git config url.\"{host}\".insteadOf x\n");
+            let mut scan = Scan::new("references/a.md", &text, FileKind::Document);
+            scan_hosts(&mut scan);
+            assert_eq!(scan.findings.len(), 1, "{host}");
+        }
     }
 }

@@ -815,7 +815,19 @@ impl Lowering<'_, '_> {
             || callee.starts_with("fnmatch.")
         {
             self.out.push(node, What::OwnUse);
-            self.out.push(node, What::Pattern);
+            // The pattern with what names it (`("iex-download",
+            // re.compile(...))`): a line rule's match may start in the
+            // label.
+            let holder = node
+                .parent()
+                .filter(|parent| {
+                    matches!(
+                        parent.kind(),
+                        "tuple" | "list" | "pair" | "keyword_argument"
+                    )
+                })
+                .unwrap_or(node);
+            self.out.push(holder, What::Pattern);
         }
         // A module or function looked up by a computed name.
         let computed = |value: Option<&Val>| value.is_some_and(|value| value.text.is_none());

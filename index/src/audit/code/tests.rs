@@ -1569,7 +1569,7 @@ fn documents_that_teach_attacks_or_name_the_idiom_are_not_high() {
 fn what_a_pattern_matches_does_not_run() {
     quiet(
         "scripts/spot.py",
-        "import re\nRULES = [\n    (\"ps\", re.compile(r\"(?i)iex\\s*\\(?new-object\\s+net\\.webclient\\)?\\.downloadstring\")),\n    (\"b64\", re.compile(r\"base64\\s+-d\\s*\\|\\s*sh\")),\n]\n",
+        "import re\nRULES = [\n    (\"ps-iex-download\", re.compile(r\"(?i)iex\\s*\\(?new-object\\s+net\\.webclient\\)?\\.downloadstring\")),\n    (\"b64\", re.compile(r\"base64\\s+-d\\s*\\|\\s*sh\")),\n]\n",
     );
     quiet(
         "scripts/spot.js",

@@ -29,7 +29,7 @@ static SEND: LazyLock<Regex> = LazyLock::new(|| {
 /// know): a whole `~/.ssh` folder, a private key by its usual name.
 static PROSE_STORE: LazyLock<Screened> = LazyLock::new(|| {
     Screened::new(
-        r"(?i)~/\.ssh(?-u:\b)|\$HOME/\.ssh(?-u:\b)|(?-u:\b)id_(?:rsa|dsa|ecdsa|ed25519)(?-u:\b)|\.git-credentials|\.netrc|\.pypirc|\.npmrc|\.aws/credentials|\.kube/config|\.docker/config\.json|gh/hosts\.yml",
+        r"(?i)~/\.ssh(?-u:\b)|\$HOME/\.ssh(?-u:\b)|(?-u:\b)id_(?:rsa|dsa|ecdsa|ed25519)(?-u:\b)|\.git-credentials|\.netrc|\.pypirc|\.npmrc|\.aws/credentials|\.kube/config|\.docker/config\.json|gh/hosts\.yml|(?-u:\b)gh\s{1,16}auth\s{1,16}token|--show-token|git\s{1,16}credential\s{1,16}fill|export-credentials|get-session-token|print-access-token|get-access-token|(?-u:\b)\.pgpass|\.my\.cnf|\.git-credentials",
     )
 });
 

@@ -122,9 +122,30 @@ static REMOTE_COMMAND: LazyLock<Regex> = LazyLock::new(|| {
         .expect("valid remote command pattern")
 });
 
-/// Reports instructions aimed at the agent, in documents and SKILL.md.
+/// Settings that turn an agent's confirmations off, as data: Claude
+/// Code's `"defaultMode": "bypassPermissions"`, Codex's `approval_policy
+/// = "never"` and `sandbox_mode = "danger-full-access"`, VS Code's
+/// `chat.tools.autoApprove`.
+static UNATTENDED_SETTING: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"(?i)(?-u:\b)bypassPermissions(?-u:\b)|(?-u:\b)approval_policy["']?\s*[:=]\s*["']never["']|(?-u:\b)sandbox_mode["']?\s*[:=]\s*["']danger-full-access["']|chat\.tools\.autoApprove["']?\s*[:=]\s*true|--dangerously-skip-permissions(?-u:\b)|--dangerously-bypass-approvals-and-sandbox(?-u:\b)"#)
+        .expect("valid unattended setting pattern")
+});
+
+/// Reports instructions aimed at the agent, in documents and SKILL.md,
+/// and, in data and scripts, settings that turn the agent's
+/// confirmations off (a settings fragment the skill has merged into
+/// `.claude/settings.json`).
 pub(crate) fn scan(scan: &mut Scan<'_>) {
     if !matches!(scan.kind, FileKind::Document | FileKind::SkillMd) {
+        if let Some(found) = UNATTENDED_SETTING.find(scan.text) {
+            scan.report(
+                Rule::DisableConfirmation,
+                Severity::Medium,
+                found.start(),
+                found.end(),
+                "holds a setting that turns the agent's permission prompts off",
+            );
+        }
         return;
     }
     let phrases = ANY_PHRASE.by_line(scan.text, |offset| scan.line_of(offset));
@@ -241,6 +262,28 @@ mod tests {
         let mut scan = Scan::new("SKILL.md", text, kind);
         super::scan(&mut scan);
         scan.findings.iter().map(|f| (f.rule, f.severity)).collect()
+    }
+
+    #[test]
+    fn settings_that_turn_confirmations_off_are_found_in_data() {
+        for text in [
+            "{\"permissions\": {\"defaultMode\": \"bypassPermissions\"}}",
+            "approval_policy = \"never\"\nsandbox_mode = \"danger-full-access\"\n",
+            "{\"chat.tools.autoApprove\": true}",
+        ] {
+            assert_eq!(
+                found(FileKind::Other, text),
+                [(Rule::DisableConfirmation, Severity::Medium)],
+                "{text}"
+            );
+        }
+        assert!(
+            found(
+                FileKind::Other,
+                "{\"permissions\": {\"defaultMode\": \"default\"}}"
+            )
+            .is_empty()
+        );
     }
 
     #[test]

@@ -69,12 +69,18 @@ const SCRIPT_NAMES: &[&str] = &[
     "references/guide.md",
     "scripts/run.ps1",
     "scripts/run.cmd",
+    "scripts/run.rb",
+    "filters/run.lua",
+    "tools/main.go",
+    "assets/npmrc.template",
+    "checks/run.sql",
 ];
 
 /// `audit_script`: the bytes as one file of a skill (the first byte picks
 /// which: a shell, Python, JavaScript, TypeScript or PowerShell script, a
 /// batch file, a Makefile, a Dockerfile, `package.json`, a workflow, a
-/// `.pth` file or a document),
+/// `.pth` file, a document, a Ruby, Lua or Go file read as tokens, an
+/// `.npmrc` template or an SQL file),
 /// through the whole audit: parsing, folding, the flows, the blocks of a
 /// document. Checks that it ends, and that every finding is placed in the
 /// file it names, within its lines.

@@ -359,8 +359,11 @@ fn interpolated(text: &str, values: &HashMap<String, Vec<String>>) -> String {
         out.push_str(&rest[..at]);
         let after = &rest[at + 1..];
         let (name, used) = if let Some(inner) = after.strip_prefix('{') {
-            let end = inner.find('}').unwrap_or(inner.len());
-            (&inner[..end], end + 2)
+            // `${name}`, `#{name}`; an unclosed brace is text.
+            match inner.find('}') {
+                Some(end) => (&inner[..end], end + 2),
+                None => ("", 0),
+            }
         } else if rest.as_bytes()[at] == b'$' {
             let end = after
                 .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
@@ -744,8 +747,9 @@ fn tokens(source: &str, comments: Comments, out: &mut Lowered) -> Vec<Spanned> {
                 at = end;
             }
             b'[' if rest.starts_with(b"[[") && comments == Comments::Dashes => {
-                let end = find(bytes, at + 2, b"]]").map_or(bytes.len(), |end| end + 2);
-                let text = source[at + 2..end.saturating_sub(2).max(at + 2)].to_owned();
+                let close = find(bytes, at + 2, b"]]");
+                let end = close.map_or(bytes.len(), |close| close + 2);
+                let text = source[at + 2..close.unwrap_or(bytes.len())].to_owned();
                 push(&mut tokens, Token::Str(text), start, end);
                 at = end;
             }
@@ -1058,6 +1062,21 @@ mod tests {
                 .iter()
                 .all(|text| !text.contains("curl"))
         );
+    }
+
+    #[test]
+    fn interpolation_left_open_is_text() {
+        for source in [
+            "x = \"https://#{A.join(\".\")}/v2\" + y\n",
+            "x = \"#{\" + \"${\" + \"$\" + \"#\"\n",
+            "my $u = \"${\" . 'x';\n",
+        ] {
+            let _ = folded(source, Comments::Hash);
+        }
+        // A long string left open at the end of the file, after text
+        // whose characters take several bytes.
+        let _ = folded("local s = [[é…ü", Comments::Dashes);
+        let _ = folded("local s = [[x]", Comments::Dashes);
     }
 
     #[test]

@@ -257,6 +257,13 @@ static PATTERNS: &[Pattern] = &[
     ),
     pattern(
         Rule::Persistence,
+        "changes an agent's settings, whose hooks, permissions and servers apply to every session",
+        r#"(?i)(?-u:\b)(?:merge|add|append|write|insert|copy|put|install|register|update|edit|patch)[a-z]{0,8}(?-u:\b)[^\n]{0,100}?\.(?:claude/settings(?:\.local)?\.json|codex/config\.toml|gemini/settings\.json|cursor/(?:mcp|settings)\.json)"#,
+        Medium,
+        Some(Medium),
+    ),
+    pattern(
+        Rule::Persistence,
         "installs a crontab",
         r"(?i)(?-u:\b)crontab\s+(?:-[a-km-z](?-u:\b)|-\s|-$|[^-\s])|/etc/cron\.|/var/spool/cron",
         High,
@@ -927,6 +934,24 @@ mod tests {
                 "key = open(os.path.expanduser('~/.ssh/id_rsa')).read()"
             ),
             [(Rule::CredentialAccess, High)]
+        );
+    }
+
+    #[test]
+    fn changing_an_agents_settings_is_persistence() {
+        assert_eq!(
+            found(
+                FileKind::SkillMd,
+                "2. Merge `assets/settings.fragment.json` into **`~/.claude/settings.json`** (user scope)"
+            ),
+            [(Rule::Persistence, Medium)]
+        );
+        assert!(
+            found(
+                FileKind::SkillMd,
+                "Your settings live in `~/.claude/settings.json`."
+            )
+            .is_empty()
         );
     }
 

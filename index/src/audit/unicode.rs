@@ -217,12 +217,10 @@ fn push_tag(hidden: &mut String, character: char) {
     }
 }
 
-/// True when `line` names a bidi control: its code point (`U+2067`) or
-/// its abbreviation (`RLI`, `PDI`, `LRM`, ...) as a word.
+/// True when `line` names a bidi control by its code point (`U+2067`):
+/// a guide that shows the control tells the reader it is there. Its
+/// abbreviation is not enough (`PDF` is a word of its own).
 fn names_bidi_control(line: &str) -> bool {
-    const NAMES: &[&str] = &[
-        "LRM", "RLM", "ALM", "LRE", "RLE", "PDF", "LRO", "RLO", "LRI", "RLI", "FSI", "PDI",
-    ];
     let upper = line.to_ascii_uppercase();
     [
         "U+200E", "U+200F", "U+061C", "U+202A", "U+202B", "U+202C", "U+202D", "U+202E", "U+2066",
@@ -230,9 +228,6 @@ fn names_bidi_control(line: &str) -> bool {
     ]
     .iter()
     .any(|point| upper.contains(point))
-        || line
-            .split(|c: char| !c.is_ascii_alphanumeric())
-            .any(|word| NAMES.contains(&word))
 }
 
 fn is_rtl_letter(character: char) -> bool {
@@ -339,7 +334,13 @@ mod tests {
     #[test]
     fn finds_overrides_tags_and_zero_width_but_not_emoji_or_rtl_marks() {
         assert_eq!(rules("a\u{202e}b"), [(Rule::BidiControl, Severity::High)]);
-        // Shown beside its name in a guide's table: low.
+        // Beside a word that happens to abbreviate a control (`PDF`): what
+        // it is.
+        assert_eq!(
+            rules("Reads PDF files\u{202e} gnirts neddih"),
+            [(Rule::BidiControl, Severity::High)]
+        );
+        // Shown beside its code point in a guide's table: low.
         assert_eq!(
             rules("| FSI \u{2068}x\u{2069} PDI | U+2068 |"),
             [

@@ -287,7 +287,6 @@ fn constant(value: &[Spanned], values: &HashMap<String, Vec<String>>) -> Option<
         }
         _ => value,
     };
-    let value: Vec<&Spanned> = value.iter().collect();
     let known = |name: &str| values.get(bare(name)).is_some_and(|value| value.len() == 1);
     let pure = value
         .iter()
@@ -335,15 +334,8 @@ fn constant(value: &[Spanned], values: &HashMap<String, Vec<String>>) -> Option<
             );
         }
     }
-    let owned: Vec<Spanned> = value
-        .iter()
-        .map(|spanned| Spanned {
-            token: spanned.token.clone(),
-            start: spanned.start,
-            end: spanned.end,
-        })
-        .collect();
-    let (text, _) = fold(&owned, values);
+
+    let (text, _) = fold(value, values);
     (!text.is_empty()).then(|| vec![text])
 }
 
@@ -403,6 +395,15 @@ fn fold(statement: &[Spanned], values: &HashMap<String, Vec<String>>) -> (String
         let glued = open_piece && after_join;
         let joining = after_join;
         after_join = false;
+        // A call that joins its arguments or spells characters, or a
+        // list joined by the call after it.
+        if let Some((text, next)) = folded_at(statement, at, values) {
+            write(&mut out, &text, glued);
+            joined = true;
+            open_piece = true;
+            at = next;
+            continue;
+        }
         match &statement[at].token {
             Token::Str(text) => {
                 let text = interpolated(text, values);
@@ -411,21 +412,8 @@ fn fold(statement: &[Spanned], values: &HashMap<String, Vec<String>>) -> (String
                 write(&mut out, &text, glued || open_piece);
                 open_piece = true;
             }
-            Token::Join => {
-                after_join = open_piece;
-                if !open_piece {
-                    open_piece = false;
-                }
-            }
+            Token::Join => after_join = open_piece,
             Token::Name(name) => {
-                // A call that joins its arguments or spells characters.
-                if let Some((text, next)) = call(statement, at, values) {
-                    write(&mut out, &text, glued);
-                    joined = true;
-                    open_piece = true;
-                    at = next;
-                    continue;
-                }
                 let lookahead = statement.get(at + 1).map(|spanned| &spanned.token);
                 if joining || lookahead == Some(&Token::Join) {
                     match values.get(bare(name)) {
@@ -437,30 +425,6 @@ fn fold(statement: &[Spanned], values: &HashMap<String, Vec<String>>) -> (String
                 } else {
                     open_piece = false;
                 }
-            }
-            Token::Words(words) => {
-                // A word list joined by the call after it.
-                if let Some((text, next)) = joined_list(statement, at, words) {
-                    write(&mut out, &text, glued);
-                    joined = true;
-                    open_piece = true;
-                    at = next;
-                    continue;
-                }
-                open_piece = false;
-            }
-            Token::Open(b'[' | b'{') => {
-                let (list, close) = list_at(statement, at, values);
-                if let Some(words) = list
-                    && let Some((text, next)) = joined_list(statement, close, &words)
-                {
-                    write(&mut out, &text, glued);
-                    joined = true;
-                    open_piece = true;
-                    at = next;
-                    continue;
-                }
-                open_piece = false;
             }
             _ => open_piece = false,
         }
@@ -474,6 +438,24 @@ fn fold(statement: &[Spanned], values: &HashMap<String, Vec<String>>) -> (String
         out.truncate(end);
     }
     (out, joined)
+}
+
+/// What the call or the joined list at `at` folds to, and the index
+/// after it.
+fn folded_at(
+    statement: &[Spanned],
+    at: usize,
+    values: &HashMap<String, Vec<String>>,
+) -> Option<(String, usize)> {
+    match &statement[at].token {
+        Token::Name(_) => call(statement, at, values),
+        Token::Words(words) => joined_list(statement, at, words),
+        Token::Open(b'[' | b'{') => match list_at(statement, at, values) {
+            (Some(words), close) => joined_list(statement, close, &words),
+            (None, _) => None,
+        },
+        _ => None,
+    }
 }
 
 /// The strings of the list that opens at `at` (`["a", "b"]`, `{99, 117}`)
@@ -583,28 +565,24 @@ fn call(
         .unwrap_or("");
     // The arguments, each a list of the strings it folds to.
     let mut arguments: Vec<Option<Vec<String>>> = Vec::new();
-    let mut current: Vec<&Spanned> = Vec::new();
     let mut depth = 0;
     let mut index = at + 2;
+    let mut current = index;
     loop {
-        let spanned = statement.get(index)?;
-        match spanned.token {
+        match statement.get(index)?.token {
             Token::Open(_) => depth += 1,
             Token::Close(_) if depth == 0 => break,
             Token::Close(_) => depth -= 1,
             Token::Comma if depth == 0 => {
-                arguments.push(argument(&current, values));
-                current.clear();
-                index += 1;
-                continue;
+                arguments.push(argument(&statement[current..index], values));
+                current = index + 1;
             }
             _ => {}
         }
-        current.push(spanned);
         index += 1;
     }
-    if !current.is_empty() {
-        arguments.push(argument(&current, values));
+    if current < index {
+        arguments.push(argument(&statement[current..index], values));
     }
     let next = index + 1;
     let single = |argument: &Option<Vec<String>>| match argument {
@@ -653,7 +631,7 @@ fn call(
 
 /// What one argument folds to: strings joined, a list, or a character
 /// code.
-fn argument(tokens: &[&Spanned], values: &HashMap<String, Vec<String>>) -> Option<Vec<String>> {
+fn argument(tokens: &[Spanned], values: &HashMap<String, Vec<String>>) -> Option<Vec<String>> {
     match tokens {
         [one] => match &one.token {
             Token::Number(code) => Some(vec![char::from_u32(*code)?.to_string()]),
@@ -662,17 +640,7 @@ fn argument(tokens: &[&Spanned], values: &HashMap<String, Vec<String>>) -> Optio
             Token::Str(text) => Some(vec![text.clone()]),
             _ => None,
         },
-        _ => {
-            let owned: Vec<Spanned> = tokens
-                .iter()
-                .map(|spanned| Spanned {
-                    token: spanned.token.clone(),
-                    start: spanned.start,
-                    end: spanned.end,
-                })
-                .collect();
-            constant(&owned, values)
-        }
+        _ => constant(tokens, values),
     }
 }
 

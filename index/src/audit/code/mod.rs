@@ -465,8 +465,7 @@ pub(crate) fn read(
 /// Reports the attacks among `lowered`'s events on `scan`.
 pub(crate) fn judge(scan: &mut Scan<'_>, lowered: &Lowered) -> Reading {
     let mut reading = Reading::default();
-    let mut dispatch: Option<(usize, usize)> = None;
-    let mut dispatches = 0;
+    let mut dispatches: Vec<(usize, usize)> = Vec::new();
     let mut hidden: Option<(usize, usize, &str)> = None;
     // Network bytes saved as a script, and whether the file itself runs
     // what it downloaded (then that is the finding).
@@ -650,10 +649,7 @@ pub(crate) fn judge(scan: &mut Scan<'_>, lowered: &Lowered) -> Reading {
                     );
                 }
             }
-            What::Dispatch => {
-                dispatch.get_or_insert((start, end));
-                dispatches += 1;
-            }
+            What::Dispatch => dispatches.push((start, end)),
             What::Hidden(what) => {
                 hidden.get_or_insert((start, end, what));
             }
@@ -679,8 +675,8 @@ pub(crate) fn judge(scan: &mut Scan<'_>, lowered: &Lowered) -> Reading {
     // the network, the home folder or the environment, or more than one
     // (a module by a computed name, then a function of it): what it does
     // cannot be read from its text.
-    if let Some((start, end)) = dispatch
-        && (dispatches > 1 || reaches_out(scan.text))
+    if let Some(&(start, end)) = dispatches.first()
+        && (dispatches.len() > 1 || reaches_out(scan.text))
     {
         scan.report(
             Rule::ObfuscatedScript,

@@ -26,6 +26,7 @@ mod behaviour;
 mod blocks;
 mod code;
 mod decode;
+mod disguised;
 mod encoded;
 mod files;
 mod folded;
@@ -812,6 +813,7 @@ fn scan_text(
     folded::scan_blocks(&mut scan);
     instructions::scan(&mut scan);
     encoded::scan(&mut scan);
+    disguised::scan(&mut scan);
     blocks::scan(&mut scan);
     blocks::scan_claims(&mut scan);
     unicode::scan_hosts(&mut scan);

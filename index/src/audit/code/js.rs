@@ -95,17 +95,19 @@ fn called_back(function: &str, index: usize) -> String {
 
 /// Lowers the program `root` of `source`.
 pub(super) fn lower(root: Node<'_>, source: &str, env: &mut Env, out: &mut Lowered) {
+    let functions = std::mem::take(&mut env.functions);
     let mut lowering = Lowering {
         source,
         env,
         out,
         function: None,
-        functions: HashMap::new(),
+        functions,
         called: HashSet::new(),
         resolvers: Vec::new(),
         lambdas: Vec::new(),
     };
     lowering.walk(root, 0);
+    lowering.env.functions = lowering.functions;
 }
 
 impl Lowering<'_, '_> {

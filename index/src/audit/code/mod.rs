@@ -1120,10 +1120,22 @@ pub(crate) fn run_argv(out: &mut Lowered, node: Node<'_>, words: &[Val]) {
     }
     let name = first.text.as_deref().map(base_name).unwrap_or_default();
     let name = name.trim_end_matches(".exe");
+    let args = &words[1..];
+    // A program whose name is not known (`process.env.SHELL || "/bin/sh"`,
+    // a name from a table) given `-c` and a value runs that value as
+    // code: `-c` is how every shell and interpreter takes it.
+    if first.text.is_none()
+        && let Some(at) = args
+            .iter()
+            .position(|arg| arg.text.as_deref() == Some("-c"))
+        && let Some(code) = args.get(at + 1)
+    {
+        out.push(node, What::Exec(code.clone()));
+        return;
+    }
     if !SHELLS.contains(&name) && !INTERPRETERS.contains(&name) {
         return;
     }
-    let args = &words[1..];
     let code = args
         .iter()
         .position(|arg| {

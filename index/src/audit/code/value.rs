@@ -189,6 +189,10 @@ pub(crate) struct Env {
     /// read it: the pass saw a value that was not the last, and the file
     /// is read again until none does.
     pub(crate) changed: bool,
+    /// The functions of the file found so far, with their parameters:
+    /// kept from pass to pass, so that a call read before the function's
+    /// definition passes its arguments in the next pass.
+    pub(crate) functions: HashMap<String, Vec<String>>,
 }
 
 impl Env {

@@ -313,6 +313,11 @@ pub fn audit_folder(root: &Path, options: &AuditOptions) -> Result<SkillAudit, A
     let entries = walk::walk(root)?;
     let mut audit = SkillAudit::default();
     let subject = subject_of(&Folder(root));
+    let paths: HashSet<&str> = entries
+        .iter()
+        .filter(|entry| matches!(entry.kind, EntryKind::File { .. }))
+        .map(|entry| entry.path.as_str())
+        .collect();
     for entry in &entries {
         match entry.kind {
             EntryKind::Directory => {}
@@ -338,7 +343,7 @@ pub fn audit_folder(root: &Path, options: &AuditOptions) -> Result<SkillAudit, A
                     size,
                     executable,
                 };
-                audit_file(&Folder(root), &file, options, &subject, &mut audit);
+                audit_file(&Folder(root), &file, options, &subject, &paths, &mut audit);
             }
         }
     }
@@ -359,13 +364,15 @@ pub fn audit_loaded<'a>(
     let source = Loaded(read);
     let subject = subject_of(&source);
     let mut audit = SkillAudit::default();
+    let files: Vec<(&str, u64, bool)> = files.into_iter().collect();
+    let paths: HashSet<&str> = files.iter().map(|(path, _, _)| *path).collect();
     for (path, size, executable) in files {
         let file = FileEntry {
             path,
             size,
             executable,
         };
-        audit_file(&source, &file, options, &subject, &mut audit);
+        audit_file(&source, &file, options, &subject, &paths, &mut audit);
     }
     sort_findings(&mut audit);
     audit
@@ -408,6 +415,7 @@ fn audit_file(
     file: &FileEntry<'_>,
     options: &AuditOptions,
     subject: &[String],
+    paths: &HashSet<&str>,
     audit: &mut SkillAudit,
 ) {
     let named = kinds::by_name(file.path, file.executable);
@@ -528,7 +536,10 @@ fn audit_file(
     // A page's or an image's scripts run where it is shown.
     let markup = code::is_markup(file.path);
     let code = (is_text && (kinds.contains(&FileKind::Script) || notebook || markup))
-        .then(|| read_code(file.path, reading.text(), subject))
+        .then(|| {
+            let modules = local_modules(files, paths, file.path, reading.text());
+            read_code(file.path, reading.text(), subject, &modules)
+        })
         .flatten();
     let runs_data = code.as_ref().map(|code| code.runs_data);
     for (index, text) in reading.texts.iter().enumerate() {
@@ -652,10 +663,20 @@ fn lone_carriage_returns_as_line_ends(text: &str) -> String {
 
 /// Reads the script `text` at `file` as code, when it is in a language
 /// the audit parses or holds code in one (a Makefile's recipes).
-fn read_code(file: &str, text: &str, subject: &[String]) -> Option<CodeFindings> {
+fn read_code(
+    file: &str,
+    text: &str,
+    subject: &[String],
+    modules: &[code::Module],
+) -> Option<CodeFindings> {
     let mut scan = Scan::new(file, text, FileKind::Script);
     scan.subject = subject.to_vec();
     let reading = match code::language(file, text) {
+        Some(language @ (code::Lang::Python | code::Lang::JavaScript | code::Lang::TypeScript))
+            if !modules.is_empty() && !text.contains('\r') =>
+        {
+            code::read_linked(&mut scan, language, text, modules)?
+        }
         Some(language @ (code::Lang::Python | code::Lang::JavaScript | code::Lang::TypeScript))
             if text.contains('\r') =>
         {
@@ -683,6 +704,48 @@ fn read_code(file: &str, text: &str, subject: &[String]) -> Option<CodeFindings>
         runs_data: reading.runs_data,
         reading,
     })
+}
+
+/// The local modules the script `text` at `path` imports, among the
+/// skill's regular files `paths`, read (see `code::link`).
+fn local_modules(
+    files: &dyn Files,
+    paths: &HashSet<&str>,
+    path: &str,
+    text: &str,
+) -> Vec<code::Module> {
+    let Some(language) = code::language(path, text) else {
+        return Vec::new();
+    };
+    let mut modules: Vec<code::Module> = Vec::new();
+    for import in code::local_imports(language, path, text) {
+        let Some(found) = import
+            .candidates
+            .iter()
+            .find(|candidate| candidate.as_str() != path && paths.contains(candidate.as_str()))
+        else {
+            continue;
+        };
+        if modules.iter().any(|module| &module.path == found) {
+            continue;
+        }
+        let Ok(bytes) = files.read(found, code::MAX_MODULE, &mut |_| true) else {
+            continue;
+        };
+        let Ok(text) = String::from_utf8(bytes) else {
+            continue;
+        };
+        modules.push(code::Module {
+            path: found.clone(),
+            text,
+            start: import.start,
+            end: import.end,
+        });
+        if modules.len() == code::MAX_MODULES {
+            break;
+        }
+    }
+    modules
 }
 
 /// Reports what of a file the audit could not read: the part past the

@@ -27,6 +27,7 @@ mod cmd;
 mod embedded;
 mod generic;
 mod js;
+mod link;
 mod powershell;
 mod python;
 mod shell;
@@ -38,6 +39,7 @@ use super::patterns::PatternSet;
 use super::text::Scan;
 use super::{Rule, Severity};
 pub(crate) use embedded::{Embedded, embedded, is_markup, runs_as_yaml};
+pub(crate) use link::{MAX_MODULE, MAX_MODULES, local_imports};
 pub(crate) use value::{Env, Taint, Val};
 
 /// The largest script parsed: larger ones are read by the line rules
@@ -304,13 +306,7 @@ pub(crate) fn lower(
     for _ in 0..MAX_PASSES {
         env.start_pass();
         lowered = Lowered::default();
-        match lang {
-            Lang::Shell => shell::lower(root, text, &mut env, &mut lowered),
-            Lang::Python => python::lower(root, text, &mut env, &mut lowered),
-            Lang::JavaScript | Lang::TypeScript => js::lower(root, text, &mut env, &mut lowered),
-            Lang::PowerShell => powershell::lower(root, text, &mut env, &mut lowered),
-            Lang::Cmd | Lang::Generic(_) => {}
-        }
+        lower_tree(lang, root, text, &mut env, &mut lowered);
         if !env.changed {
             break;
         }
@@ -327,6 +323,103 @@ pub(crate) fn lower(
         nested_shell(&mut lowered);
     }
     Some(lowered)
+}
+
+/// One pass of the lowering of `root`, the tree of `text`, in `lang`.
+fn lower_tree(lang: Lang, root: Node<'_>, text: &str, env: &mut Env, out: &mut Lowered) {
+    match lang {
+        Lang::Shell => shell::lower(root, text, env, out),
+        Lang::Python => python::lower(root, text, env, out),
+        Lang::JavaScript | Lang::TypeScript => js::lower(root, text, env, out),
+        Lang::PowerShell => powershell::lower(root, text, env, out),
+        Lang::Cmd | Lang::Generic(_) => {}
+    }
+}
+
+/// A local module a script imports, read with it (see `link`).
+pub(crate) struct Module {
+    pub path: String,
+    pub text: String,
+    /// Where the script imports it.
+    pub start: usize,
+    pub end: usize,
+}
+
+/// Reads `code`, the script of `scan`, as `lang` together with the local
+/// modules it imports: one program, whose values cross files (a feed read
+/// here, run by a module's "step runner"; a module's download run here).
+/// The script's own statements are judged as [`read`] judges them; a
+/// flow that ends in a module, and that the module alone does not make,
+/// is reported at the script's import of the module.
+pub(crate) fn read_linked(
+    scan: &mut Scan<'_>,
+    lang: Lang,
+    code: &str,
+    modules: &[Module],
+) -> Option<Reading> {
+    let tree = parse(lang, code, &[])?;
+    let trees: Vec<(&Module, Tree)> = modules
+        .iter()
+        .filter_map(|module| Some((module, parse(lang, &module.text, &[])?)))
+        .collect();
+    let mut env = Env::default();
+    let mut lowered = Lowered::default();
+    let mut linked: Vec<Lowered> = Vec::new();
+    for _ in 0..MAX_PASSES {
+        env.start_pass();
+        linked = trees
+            .iter()
+            .map(|(module, tree)| {
+                let mut out = Lowered::default();
+                lower_tree(lang, tree.root_node(), &module.text, &mut env, &mut out);
+                out
+            })
+            .collect();
+        lowered = Lowered::default();
+        lower_tree(lang, tree.root_node(), code, &mut env, &mut lowered);
+        if !env.changed {
+            break;
+        }
+    }
+    lowered.events.extend(comments(tree.root_node()));
+    let reading = judge(scan, &lowered);
+    for ((module, _), together) in trees.iter().zip(&linked) {
+        let mut with = Scan::new(&module.path, &module.text, scan.kind);
+        with.subject = scan.subject.clone();
+        judge(&mut with, together);
+        if with.findings.is_empty() {
+            continue;
+        }
+        let mut alone = Scan::new(&module.path, &module.text, scan.kind);
+        alone.subject = scan.subject.clone();
+        if let Some(own) = lower(lang, &module.text, &[], &[]) {
+            judge(&mut alone, &own);
+        }
+        for finding in with.findings {
+            let known = alone.findings.iter().any(|own| {
+                own.rule == finding.rule
+                    && own.line == finding.line
+                    && own.severity >= finding.severity
+            });
+            if !known {
+                scan.report(
+                    finding.rule,
+                    finding.severity,
+                    module.start,
+                    module.end,
+                    format!(
+                        "{}: in {} (line {}), given what this file passes to it",
+                        finding.message,
+                        module.path,
+                        finding
+                            .line
+                            .map_or_else(|| "?".to_owned(), |line| line.to_string())
+                    ),
+                );
+            }
+        }
+    }
+    Some(reading)
 }
 
 /// The most constant `sh -c` strings of one file read as shell code, and

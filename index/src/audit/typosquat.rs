@@ -441,8 +441,22 @@ static SOURCE_LINE: LazyLock<Regex> = LazyLock::new(|| {
     .expect("a valid pattern")
 });
 
-/// Reports the package sources of [`SOURCE_LINE`] in `scan`'s text.
+/// A dependency named with the address it is fetched from (PEP 508's
+/// direct reference, `name @ https://...`), as a list item or a quoted
+/// item of a list: in a requirements file, `pyproject.toml`, a
+/// pre-commit hook's `additional_dependencies`. Installing it runs the
+/// build of whatever that address serves.
+static DIRECT_REFERENCE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r#"(?m)(?:^[ \t]*(?:-[ \t]+)?|[\[,][ \t]*)["']?[A-Za-z0-9][A-Za-z0-9._-]*(?:\[[A-Za-z0-9_, -]*\])?[ \t]*@[ \t]*(?P<url>(?:git\+)?(?:https?|ftp)://[^\s"'#]+)"#,
+    )
+    .expect("a valid pattern")
+});
+
+/// Reports the package sources of [`SOURCE_LINE`] and the direct
+/// references of [`DIRECT_REFERENCE`] in `scan`'s text.
 fn scan_sources(scan: &mut Scan<'_>) {
+    scan_direct_references(scan);
     let text = scan.text;
     if !(text.contains("://")
         && (text.contains("index")
@@ -584,6 +598,36 @@ fn ordinal(rank: usize) -> String {
     format!("{rank}{suffix}")
 }
 
+/// Reports the dependencies of a data file or a script that name the
+/// address they are fetched from (see [`DIRECT_REFERENCE`]); a document's
+/// are read where its install commands are.
+fn scan_direct_references(scan: &mut Scan<'_>) {
+    let text = scan.text;
+    if !matches!(scan.kind, FileKind::Other | FileKind::Script)
+        || !text.contains('@')
+        || !text.contains("://")
+    {
+        return;
+    }
+    let found: Vec<(usize, usize, String)> = DIRECT_REFERENCE
+        .captures_iter(text)
+        .filter_map(|captures| {
+            let host = package_address(captures.name("url")?.as_str())?;
+            let whole = captures.get(0)?;
+            Some((whole.start(), whole.end(), host))
+        })
+        .collect();
+    for (start, end, host) in found {
+        scan.report(
+            Rule::RemotePackage,
+            Severity::Medium,
+            start,
+            end,
+            format!("depends on a package fetched from `{host}`, not from its registry: installing it builds whatever that address serves"),
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -657,6 +701,18 @@ mod tests {
                 FileKind::Script,
                 "deno run -A https://example.invalid/fmt/mod.ts src\n",
             ),
+            (
+                FileKind::Other,
+                "      additional_dependencies:\n        - \"typos @ https://203.0.113.88/simple/typos-1.24.tar.gz#sha256=8d9f\"\n",
+            ),
+            (
+                FileKind::Other,
+                "rich>=13\nfmt[cli] @ git+https://git.example.invalid/fmt.git@v2\n",
+            ),
+            (
+                FileKind::Other,
+                "[project]\ndependencies = [\"click\", \"helper @ https://203.0.113.4/h.whl\"]\n",
+            ),
         ] {
             assert_eq!(remote(kind, text).len(), 1, "{text}");
         }
@@ -676,6 +732,14 @@ mod tests {
             (
                 FileKind::SkillMd,
                 "See https://example.invalid/index for the registry.\n",
+            ),
+            (
+                FileKind::Other,
+                "maintainer: jo @ https://example.invalid/jo\ncontact = \"me@example.invalid\"\n",
+            ),
+            (
+                FileKind::Other,
+                "torch @ https://download.pytorch.org/whl/torch-2.3.whl\n",
             ),
         ] {
             assert_eq!(remote(kind, text), Vec::<String>::new(), "{text}");

@@ -168,6 +168,9 @@ pub(crate) enum What {
     PassedOn(Val),
     /// A file run as a program: `sh F`, `. F`, `./F`, `subprocess.run([F])`.
     RunFile(Val),
+    /// A file loaded by a deserialiser that runs the code its bytes name
+    /// (`shelve.open(F)`, `pickle.load(f)`, `joblib.load(F)`).
+    Unpickle(Val),
     /// Network bytes written to the file a value names.
     Download(Val),
     /// A value sent over the network.
@@ -573,6 +576,10 @@ pub(crate) fn judge(scan: &mut Scan<'_>, lowered: &Lowered) -> Reading {
             _ => None,
         })
         .collect();
+    let downloads = lowered
+        .events
+        .iter()
+        .any(|event| matches!(event.what, What::Download(_)));
     let mut inline = 0;
     let evaluates = lowered
         .events
@@ -675,6 +682,30 @@ pub(crate) fn judge(scan: &mut Scan<'_>, lowered: &Lowered) -> Reading {
                         start,
                         end,
                         "runs a file it downloaded",
+                    );
+                }
+            }
+            What::Unpickle(file) => {
+                let fetched = file.taint.has(Taint::NETWORK)
+                    || file
+                        .identity()
+                        .is_some_and(|name| downloaded.iter().any(|d| same_file(d, name)));
+                if fetched {
+                    reading.runs_data = true;
+                    scan.report(
+                        Rule::DownloadExec,
+                        Severity::High,
+                        start,
+                        end,
+                        "unpickles a file it downloaded: loading it runs whatever code its bytes name",
+                    );
+                } else if downloads && file.identity().is_none_or(|name| !name.contains('/')) {
+                    scan.report(
+                        Rule::DownloadExec,
+                        Severity::Medium,
+                        start,
+                        end,
+                        "unpickles a file it cannot name, in a script that downloads files: loading a downloaded one runs whatever code its bytes name",
                     );
                 }
             }

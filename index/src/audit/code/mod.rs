@@ -733,7 +733,21 @@ pub(crate) fn judge(scan: &mut Scan<'_>, lowered: &Lowered) -> Reading {
                             && content.text.as_deref().is_some_and(runs_nothing)
                             || target == Some(SHELL_START_UP)
                                 && content.text.as_deref().is_some_and(only_exports));
-                    let (severity, message) = if inert {
+                    // A repository's own hook (a lint or format step),
+                    // written from the script's own text, is how projects
+                    // run checks: worth a look, and its text is judged
+                    // where it stands. A hook whose text is not known (a
+                    // copy, a template, a download) is the attack's shape.
+                    let project_hook = planted.is_none()
+                        && target == Some(GIT_HOOK)
+                        // Lines of text, not a copied file's name.
+                        && content.text.as_deref().is_some_and(|text| text.contains('\n'));
+                    let (severity, message) = if project_hook {
+                        (
+                            Severity::Medium,
+                            format!("writes {what}: what it runs is judged where it is written"),
+                        )
+                    } else if inert {
                         (
                             Severity::Medium,
                             format!(
@@ -895,6 +909,7 @@ const RUNNING_KEYS: &[&str] = &[
 
 /// What [`TARGETS`] calls a shell's start-up file.
 const SHELL_START_UP: &str = "a shell start-up file";
+const GIT_HOOK: &str = "a git hook, which git runs";
 
 /// True when the shell text `text` only sets variables to constants
 /// (`export NEXT_TELEMETRY_DISABLED=1`), with comments: it runs nothing,
@@ -987,7 +1002,7 @@ static TARGETS: &[(&str, &str)] = &[
         "a service or program the desktop starts",
     ),
     (
-        r"(?:^|/)\.git/hooks/|(?:^|/)\.husky/",
+        r"(?:^|/)\.git/hooks/|(?:^|/)\.husky/|(?:^|/)hooks/(?:pre-commit|pre-push|pre-merge-commit|pre-rebase|pre-applypatch|pre-auto-gc|prepare-commit-msg|commit-msg|post-commit|post-checkout|post-merge|post-rewrite|post-applypatch|post-index-change|applypatch-msg|reference-transaction|push-to-checkout|fsmonitor-watchman|sendemail-validate)$",
         "a git hook, which git runs",
     ),
     (

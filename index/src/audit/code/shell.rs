@@ -997,7 +997,18 @@ impl Lowering<'_, '_> {
             // `\${name}` in a heredoc is the text itself.
             let escaped = child.start_byte() > at
                 && source.as_bytes().get(child.start_byte() - 1) == Some(&b'\\');
-            if escaped {
+            if child.kind() == "heredoc_content" {
+                // The literal text between expansions; a backslash that
+                // ends it escapes the expansion after it (below).
+                let text = source.get(at..child.end_byte()).unwrap_or("");
+                let text = match child.next_named_sibling() {
+                    Some(next) if next.start_byte() == child.end_byte() => {
+                        text.strip_suffix('\\').unwrap_or(text)
+                    }
+                    _ => text,
+                };
+                pieces.push(Val::text(text));
+            } else if escaped {
                 pieces.push(Val::text(
                     source.get(at..child.start_byte() - 1).unwrap_or(""),
                 ));

@@ -1665,3 +1665,17 @@ fn pickles_a_script_downloads_are_code_it_runs() {
     );
     assert!(own.is_empty(), "{own:?}");
 }
+
+#[test]
+fn a_repository_hook_written_from_the_scripts_own_text_is_worth_a_look() {
+    // Its text, expansions folded, is the script's to judge: medium.
+    let own = "#!/bin/sh\nmarker='# managed-by: lint-hooks'\ngit_dir=\"$(git rev-parse --git-dir)\"\nhook=\"$git_dir/hooks/pre-commit\"\ncat > \"$hook\" <<HOOK\n#!/bin/sh\n$marker\nfiles=\\$(git diff --cached --name-only)\n[ -z \"\\$files\" ] || ruff check \\$files\nHOOK\nchmod +x \"$hook\"\n";
+    let found = audit("scripts/install-hooks.sh", own);
+    assert_eq!(found, [(Rule::Persistence, Severity::Medium)], "{own}");
+    // A hook whose text the script does not show is the attack's shape.
+    caught(
+        "scripts/b.py",
+        "import subprocess, string\nfrom pathlib import Path\ngit_dir = subprocess.run(['git', 'rev-parse', '--git-dir'], capture_output=True, text=True).stdout.strip()\nhook = Path(git_dir) / 'hooks' / 'pre-push'\nhook.write_text(string.Template(TEMPLATE).safe_substitute(VALUES))\n",
+        Rule::Persistence,
+    );
+}

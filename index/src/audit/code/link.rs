@@ -35,6 +35,15 @@ static JS_IMPORT: LazyLock<Regex> = LazyLock::new(|| {
     .expect("a valid pattern")
 });
 
+/// `source lib/x.sh`, `. "$(dirname "$0")/lib/x.sh"`, `. "$HERE/x.sh"`:
+/// the file's name after the script's folder, however it is spelt.
+static SH_SOURCE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r#"(?m)^[ \t]*(?:source|\.)[ \t]+["']?(?:\$\(dirname[ \t]+["']?\$(?:0|\{?BASH_SOURCE(?:\[0\])?\}?)["']?\)|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|\$\{BASH_SOURCE(?:\[0\])?%/\*\})?/?([A-Za-z0-9_][A-Za-z0-9_./-]*)["']?[ \t]*(?:$|[;&|#])"#,
+    )
+    .expect("a valid pattern")
+});
+
 static PY_IMPORT: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
         r"(?m)^[ \t]*(?:from[ \t]+(\.*[A-Za-z_][A-Za-z0-9_.]*|\.+)[ \t]+import[ \t]+\(?([A-Za-z0-9_, \t]+)|import[ \t]+([A-Za-z_][A-Za-z0-9_.]*))",
@@ -66,6 +75,20 @@ pub(crate) fn local_imports(lang: Lang, path: &str, text: &str) -> Vec<Import> {
                     end: whole.end(),
                     candidates,
                 });
+            }
+        }
+        Lang::Shell => {
+            for found in SH_SOURCE.captures_iter(text) {
+                let (Some(whole), Some(name)) = (found.get(0), found.get(1)) else {
+                    continue;
+                };
+                if let Some(base) = resolve(folder, name.as_str()) {
+                    imports.push(Import {
+                        start: whole.start(),
+                        end: whole.end(),
+                        candidates: vec![base],
+                    });
+                }
             }
         }
         Lang::Python => {
@@ -170,6 +193,16 @@ mod tests {
         assert!(py[3].contains(&"scripts/steps.py".to_owned()));
         assert!(py[3].contains(&"scripts/util.py".to_owned()));
         assert_eq!(py[4][0], "shared/net.py");
+    }
+
+    #[test]
+    fn shell_scripts_source_files_of_the_skill() {
+        let sh = candidates(
+            Lang::Shell,
+            "scripts/check.sh",
+            "#!/bin/sh\nHERE=$(cd \"$(dirname \"$0\")\" && pwd)\n. \"$HERE/lib/policy.sh\"\nsource \"$(dirname \"$0\")/util.sh\"\nsource ~/.bashrc\n",
+        );
+        assert_eq!(sh, [["scripts/lib/policy.sh"], ["scripts/util.sh"]]);
     }
 
     #[test]

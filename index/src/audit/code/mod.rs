@@ -385,6 +385,9 @@ pub(crate) fn read_linked(
         }
     }
     lowered.events.extend(comments(tree.root_node()));
+    if lang == Lang::Shell {
+        nested_shell(&mut lowered);
+    }
     let reading = judge(scan, &lowered);
     for ((module, _), together) in trees.iter().zip(&linked) {
         let mut with = Scan::new(&module.path, &module.text, scan.kind);

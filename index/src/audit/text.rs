@@ -79,6 +79,11 @@ impl<'a> Scan<'a> {
         )
     }
 
+    /// Returns the byte offset at which 0-based line `line` starts.
+    pub(super) fn line_start(&self, line: usize) -> usize {
+        self.line_starts[line.min(self.line_starts.len() - 1)]
+    }
+
     /// Returns the text of the 0-based line `line`, without its line end.
     pub(super) fn line_text(&self, line: usize) -> &'a str {
         let start = self.line_starts[line];

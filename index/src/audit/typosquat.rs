@@ -25,12 +25,18 @@ const OWNERS: &str = include_str!("data/github-owners.txt");
 
 /// The GitHub owners of widely used Go modules and Actions (see the data
 /// file's header for where they come from).
-static KNOWN_OWNERS: LazyLock<HashSet<&'static str>> = LazyLock::new(|| {
-    OWNERS
-        .lines()
-        .filter(|line| !line.starts_with('#') && !line.is_empty())
-        .collect()
-});
+static KNOWN_OWNERS: LazyLock<Popular> = LazyLock::new(|| Popular::parse(OWNERS));
+
+/// The known owners by how they look (see [`look`]).
+static OWNER_LOOKS: LazyLock<std::collections::HashMap<String, &'static str>> =
+    LazyLock::new(|| {
+        KNOWN_OWNERS
+            .ranked
+            .iter()
+            .filter(|known| known.len() >= MIN_OWNER)
+            .map(|&known| (look(known), known))
+            .collect()
+    });
 
 /// An owner named in an Action's `uses:`, a `github.com/OWNER/` path (a Go
 /// import, a clone, a link) or a raw file's address.
@@ -60,34 +66,28 @@ fn look(owner: &str) -> String {
 /// spelt with look-alike letters, or (for an Action) it with a word added
 /// (`pypa-actions` for `pypa`).
 fn owner_look_alike(owner: &str, action: bool) -> Option<(&'static str, &'static str)> {
-    if owner.len() < MIN_OWNER || KNOWN_OWNERS.contains(owner) {
+    if owner.len() < MIN_OWNER || KNOWN_OWNERS.all.contains(owner) {
         return None;
     }
-    let chars: Vec<char> = owner.chars().collect();
-    let seen = look(owner);
+    if let Some((known, _)) = KNOWN_OWNERS
+        .squatted(owner)
+        .filter(|(known, _)| known.len() >= MIN_OWNER)
+    {
+        return Some((known, "one edit from"));
+    }
+    if let Some(&known) = OWNER_LOOKS.get(&look(owner)) {
+        return Some((known, "in letters that look like"));
+    }
     // Vendors publish as `<vendor>-actions`: GitHub's own `actions` with
     // a word added is every vendor's name, not a disguise.
-    let added = |known: &str| {
-        action
-            && !matches!(known, "actions" | "github")
-            && owner.len() > known.len()
-            && owner.split('-').any(|part| part == known)
-    };
-    KNOWN_OWNERS.iter().find_map(|&known| {
-        if known.len() < MIN_OWNER {
-            // A short owner is only passed for by a word added to it.
-            return (known.len() >= 4 && added(known)).then_some((known, "with a word added"));
-        }
-        if one_edit(&known.chars().collect::<Vec<_>>(), &chars) {
-            Some((known, "one edit from"))
-        } else if look(known) == seen {
-            Some((known, "in letters that look like"))
-        } else if added(known) {
-            Some((known, "with a word added"))
-        } else {
-            None
-        }
-    })
+    if action && owner.contains('-') {
+        return owner
+            .split('-')
+            .filter(|part| part.len() >= 4 && !matches!(*part, "actions" | "github"))
+            .find_map(|part| KNOWN_OWNERS.all.get(part).copied())
+            .map(|known| (known, "with a word added"));
+    }
+    None
 }
 
 /// Reports the GitHub owners in `scan`'s text that pass for a known one.

@@ -579,6 +579,13 @@ pub(crate) fn judge(scan: &mut Scan<'_>, lowered: &Lowered) -> Reading {
             _ => None,
         })
         .collect();
+    // A file from the network: read from it, or saved from it by name.
+    let fetched = |file: &Val| {
+        file.taint.has(Taint::NETWORK)
+            || file
+                .identity()
+                .is_some_and(|name| downloaded.iter().any(|d| same_file(d, name)))
+    };
     let downloads = lowered
         .events
         .iter()
@@ -672,11 +679,7 @@ pub(crate) fn judge(scan: &mut Scan<'_>, lowered: &Lowered) -> Reading {
                 }
             }
             What::RunFile(file) => {
-                let fetched = file.taint.has(Taint::NETWORK)
-                    || file
-                        .identity()
-                        .is_some_and(|name| downloaded.iter().any(|d| same_file(d, name)));
-                if fetched {
+                if fetched(file) {
                     reading.runs_data = true;
                     ran_download = true;
                     scan.report(
@@ -689,11 +692,7 @@ pub(crate) fn judge(scan: &mut Scan<'_>, lowered: &Lowered) -> Reading {
                 }
             }
             What::Unpickle(file) => {
-                let fetched = file.taint.has(Taint::NETWORK)
-                    || file
-                        .identity()
-                        .is_some_and(|name| downloaded.iter().any(|d| same_file(d, name)));
-                if fetched {
+                if fetched(file) {
                     reading.runs_data = true;
                     scan.report(
                         Rule::DownloadExec,

@@ -323,14 +323,19 @@ pub enum Command {
     /// Serve the project's skills to an agent over MCP (stdio, or HTTP).
     ///
     /// An MCP server over the skills the agent (--host) would use from the
-    /// project: the tools skills_load, skills_unload and skills_read (spec
-    /// 001's skills.load, skills.unload and skills.read; MCP clients refuse
-    /// dots in tool names), the prompts available_skills and active_skills,
-    /// and MCP's Skills Extension (skills/list, skills/get, every file a
-    /// skill:// resource with its sha256). A skill skillpkg installed must
-    /// match skills.lock, or it is not served. State is per connection.
-    /// Diagnostics go to stderr; stdout carries only the protocol. Register
-    /// it with an agent as shown in docs/runtime.md.
+    /// project: the tools skills_load, skills_unload, skills_read and
+    /// skills_run_script (spec 001's skills.load, skills.unload, skills.read
+    /// and skills.run_script; MCP clients refuse dots in tool names), each
+    /// loaded skill's own tools, the prompts available_skills and
+    /// active_skills, and MCP's Skills Extension (skills/list, skills/get,
+    /// every file a skill:// resource with its sha256). Scripts and tools
+    /// run sandboxed. A skill skillpkg installed must match skills.lock, or
+    /// it is not served. Protocol versions 2025-06-18 to 2026-07-28, on
+    /// stdio and streamable HTTP. State is per connection; where the
+    /// connection is not a session (HTTP at 2026-07-28), skills_load
+    /// returns a session handle the other tools take back. Diagnostics go
+    /// to stderr; stdout carries only the protocol. Register it with an
+    /// agent as shown in docs/runtime.md.
     #[cfg(feature = "runtime")]
     #[command(after_help = MCP_EXAMPLES)]
     Mcp(McpArgs),
@@ -557,6 +562,8 @@ Examples:
   skillpkg mcp                                    serve ./ for Claude Code's folders
   skillpkg mcp --project ~/work/app --host codex  what Codex sees from ~/work/app
   skillpkg mcp --listen 127.0.0.1:8750            streamable HTTP at http://127.0.0.1:8750/mcp
+  skillpkg mcp --listen 127.0.0.1:8750 --allow-origin http://localhost:6274
+                                                  ...and MCP Inspector's web page
   skillpkg mcp --audit-log ~/.skillpkg-audit.jsonl  one JSON line per tool call
   skillpkg mcp --pass-env OCR_API_KEY             skills that declare it may read it
   claude mcp add skills -- skillpkg mcp           register with Claude Code";
@@ -630,6 +637,38 @@ pub struct McpArgs {
     /// Prints `listening on http://ADDRESS/mcp` on stdout when ready.
     #[arg(long, value_name = "ADDRESS")]
     pub listen: Option<std::net::SocketAddr>,
+
+    /// With --listen: also accept requests a web page at ORIGIN sends (such
+    /// as http://localhost:6274 for MCP Inspector). Pages served from this
+    /// server's own address are accepted without it; any other Origin is
+    /// refused, so that a site the user visits cannot drive the server.
+    /// Repeat it for each origin; `:*` as the port matches any port.
+    #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "listen", value_parser = parse_origin)]
+    pub allow_origin: Vec<String>,
+}
+
+/// An Origin as browsers send it: `scheme://host[:port]`, nothing after.
+#[cfg(feature = "runtime")]
+fn parse_origin(text: &str) -> Result<String, String> {
+    // `:*` (any port) is kept as written; rmcp matches it.
+    let base = text.strip_suffix(":*").unwrap_or(text);
+    let url =
+        url::Url::parse(base).map_err(|error| format!("`{text}` is not an origin: {error}"))?;
+    let origin = url.origin();
+    if !origin.is_tuple() || !matches!(url.scheme(), "http" | "https") {
+        return Err(format!(
+            "`{text}` is not an http or https origin such as http://localhost:6274"
+        ));
+    }
+    if url.path() != "/" || url.query().is_some() || url.fragment().is_some() {
+        return Err(format!(
+            "`{text}` has a path; an origin is only scheme://host[:port]"
+        ));
+    }
+    if base.len() < text.len() && url.port().is_some() {
+        return Err(format!("`{text}` gives a port twice"));
+    }
+    Ok(text.trim_end_matches('/').to_owned())
 }
 
 const TOOLS_EXAMPLES: &str = "\

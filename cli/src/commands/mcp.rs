@@ -167,7 +167,7 @@ pub fn run(args: &McpArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
             service.waiting().await?;
             anyhow::Ok(())
         }),
-        Some(address) => runtime.block_on(serve_http(shared, address, printer)),
+        Some(address) => runtime.block_on(serve_http(shared, address, &args.allow_origin, printer)),
     };
     // The skills' sealed copies and the launchers made ahead go with the
     // server, whatever ended it.
@@ -199,6 +199,7 @@ fn secrets(catalog: &ServedCatalog) -> Redactor {
 async fn serve_http(
     shared: Arc<Shared>,
     address: SocketAddr,
+    allow_origin: &[String],
     printer: &Printer,
 ) -> anyhow::Result<()> {
     if !address.ip().is_loopback() {
@@ -220,7 +221,10 @@ async fn serve_http(
         .with_cancellation_token(stop.child_token())
         .with_allowed_hosts([bound.to_string(), format!("localhost:{}", bound.port())])
         // Browsers send an Origin on every cross-site request; MCP clients
-        // send none. Any Origin at all is refused.
+        // send none. A page from this server's own address may call it (as
+        // the spec's same-origin rule allows), and those the operator lists;
+        // any other Origin is refused.
+        .with_allowed_origins(allowed_origins(bound, allow_origin))
         .enforce_origin_validation();
     let service = StreamableHttpService::new(
         move || SkillServer::new(shared.clone(), Transport::Http),
@@ -236,6 +240,18 @@ async fn serve_http(
         })
         .await?;
     Ok(())
+}
+
+/// The origins a request may come from: this server's own address under
+/// each name it answers to, and `extra` (`--allow-origin`).
+fn allowed_origins(bound: SocketAddr, extra: &[String]) -> Vec<String> {
+    let port = bound.port();
+    let mut origins = vec![
+        format!("http://{bound}"),
+        format!("http://localhost:{port}"),
+    ];
+    origins.extend(extra.iter().cloned());
+    origins
 }
 
 async fn shutdown_signal() {

@@ -85,7 +85,8 @@ impl SkillInfo {
 pub struct AuditRecord {
     /// When the call was received.
     pub ts: jiff::Timestamp,
-    /// The session (MCP connection) it came on.
+    /// The session it belongs to: the MCP connection's number, or, for a
+    /// session that is a handle (runtime::handles), the handle shortened.
     pub session: String,
     pub trace_id: TraceId,
     pub run_id: RunId,

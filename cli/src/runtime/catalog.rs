@@ -389,6 +389,20 @@ impl ServedCatalog {
         }
     }
 
+    /// A catalog that serves nothing, for tests of what holds sessions.
+    #[cfg(test)]
+    pub fn empty() -> Self {
+        Self {
+            host: crate::commands::scopes::DEFAULT_HOST,
+            project: PathBuf::new(),
+            skills: Vec::new(),
+            by_name: HashMap::new(),
+            refused: BTreeMap::new(),
+            notes: Vec::new(),
+            protection: Protection::default(),
+        }
+    }
+
     /// The served skills, in precedence order.
     pub fn skills(&self) -> &[Arc<ServedSkill>] {
         &self.skills
@@ -422,13 +436,15 @@ impl ServedCatalog {
         })
     }
 
-    /// Returns the skill whose files `uri` is under, with the file's path.
+    /// Returns the skill whose files `uri` is under, with the file's path:
+    /// `""` for the skill's root, written `skill://<name>` (as SEP-2640
+    /// writes directory URIs) or `skill://<name>/`.
     pub fn resolve_uri(&self, uri: &str) -> Option<(&Arc<ServedSkill>, String)> {
         let rest = uri.strip_prefix(SCHEME)?;
         if rest.contains(['?', '#']) {
             return None;
         }
-        let (name, path) = rest.split_once('/')?;
+        let (name, path) = rest.split_once('/').unwrap_or((rest, ""));
         let name = percent_decode_str(name).decode_utf8().ok()?;
         let path = percent_decode_str(path).decode_utf8().ok()?;
         let skill = &self.skills[*self.by_name.get(name.as_ref())?];

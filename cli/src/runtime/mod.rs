@@ -9,6 +9,7 @@
 pub mod audit;
 pub mod catalog;
 pub mod exec;
+pub mod handles;
 #[cfg(target_os = "linux")]
 #[allow(unsafe_code)]
 pub mod jail;

@@ -30,7 +30,14 @@ pub fn list(catalog: &ServedCatalog) -> Vec<Resource> {
 /// `resources/read`: the file at `uri`, as text when it is UTF-8 without
 /// NUL, else base64.
 pub fn read(catalog: &ServedCatalog, uri: &str) -> Result<ReadResourceResult, ErrorData> {
-    let not_found = || ErrorData::resource_not_found(format!("no skill file at {uri}"), None);
+    // SEP-2164: -32602 (rmcp picks the code by protocol version), with the
+    // URI in `data`.
+    let not_found = || {
+        ErrorData::resource_not_found(
+            format!("no skill file at {uri}"),
+            Some(serde_json::json!({ "uri": uri })),
+        )
+    };
     let (skill, path) = catalog.resolve_uri(uri).ok_or_else(not_found)?;
     let bytes = skill
         .read(&path, MAX_SKILL_BYTES)
@@ -45,14 +52,30 @@ pub fn read(catalog: &ServedCatalog, uri: &str) -> Result<ReadResourceResult, Er
             uri,
         ),
     };
-    let contents = match mime_type(&path) {
-        Some(mime) => contents.with_mime_type(mime),
-        None => contents,
+    let mime = match (&contents, mime_type(&path)) {
+        (_, Some(mime)) => mime,
+        (ResourceContents::TextResourceContents { .. }, None) => "text/plain",
+        (_, None) => OCTET_STREAM,
     };
-    Ok(ReadResourceResult::new(vec![contents]))
+    Ok(ReadResourceResult::new(vec![contents.with_mime_type(mime)]))
 }
 
-/// `resources/directory/read`: the direct children of the folder at `uri`.
+/// Refuses a cursor: every list this server answers fits in one page and
+/// carries no `nextCursor`, so no cursor a client holds came from it.
+pub fn no_cursor(cursor: Option<&str>) -> Result<(), ErrorData> {
+    match cursor {
+        None => Ok(()),
+        Some(cursor) => Err(ErrorData::invalid_params(
+            format!(
+                "invalid cursor `{cursor}`: this server returns every item in one page, so there is no next page to ask for"
+            ),
+            None,
+        )),
+    }
+}
+
+/// `resources/directory/read`: the direct children of the folder at `uri`
+/// (`skill://<name>` or `skill://<name>/` for the skill's root).
 pub fn directory(catalog: &ServedCatalog, uri: &str) -> Result<Vec<Resource>, ErrorData> {
     let not_a_directory =
         || ErrorData::invalid_params(format!("not a directory of a skill: {uri}"), None);
@@ -78,10 +101,11 @@ fn children(skill: &ServedSkill, path: &str) -> Option<Vec<Resource>> {
                 folders.insert(folder.to_owned());
             }
             None => {
-                let mut resource =
-                    Resource::new(skill.uri(&file.path), rest.to_owned()).with_size(file.size);
-                resource.mime_type = mime_type(&file.path).map(Into::into);
-                children.push(resource);
+                children.push(
+                    Resource::new(skill.uri(&file.path), rest.to_owned())
+                        .with_size(file.size)
+                        .with_mime_type(listed_mime_type(&file.path)),
+                );
             }
         }
     }
@@ -97,12 +121,48 @@ fn children(skill: &ServedSkill, path: &str) -> Option<Vec<Resource>> {
     Some(children)
 }
 
-/// The MIME type of a skill file by its extension, for the common ones.
+/// What a file of no known type is.
+const OCTET_STREAM: &str = "application/octet-stream";
+
+/// The MIME type a listing gives `path` without reading it: by its name,
+/// else `application/octet-stream`. (`resources/read`, which has the
+/// bytes, says `text/plain` for a text file of no known type.)
+pub fn listed_mime_type(path: &str) -> &'static str {
+    mime_type(path).unwrap_or(OCTET_STREAM)
+}
+
+/// The MIME type of a skill file by its name, for the common ones.
 pub fn mime_type(path: &str) -> Option<&'static str> {
-    let extension = path.rsplit_once('.')?.1.to_ascii_lowercase();
+    let name = path.rsplit('/').next().unwrap_or(path);
+    if matches!(
+        name,
+        "LICENSE"
+            | "LICENCE"
+            | "NOTICE"
+            | "README"
+            | "Makefile"
+            | "Dockerfile"
+            | "requirements.txt"
+    ) {
+        return Some("text/plain");
+    }
+    let extension = name.rsplit_once('.')?.1.to_ascii_lowercase();
     Some(match extension.as_str() {
-        "md" => "text/markdown",
-        "txt" => "text/plain",
+        "md" | "markdown" => "text/markdown",
+        "txt" | "text" | "log" => "text/plain",
+        "toml" => "application/toml",
+        "xml" | "xsd" | "xsl" => "application/xml",
+        "ts" | "tsx" | "mts" | "cts" => "text/x-typescript",
+        "rb" => "text/x-ruby",
+        "go" => "text/x-go",
+        "rs" => "text/x-rust",
+        "css" => "text/css",
+        "tsv" => "text/tab-separated-values",
+        "gif" => "image/gif",
+        "webp" => "image/webp",
+        "zip" => "application/zip",
+        "ttf" => "font/ttf",
+        "woff2" => "font/woff2",
         "json" => "application/json",
         "yaml" | "yml" => "application/yaml",
         "py" => "text/x-python",

@@ -13,6 +13,7 @@ use std::borrow::Cow;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
@@ -23,6 +24,7 @@ use rmcp::model::{
     ListSkillsResult, ListToolsResult, PaginatedRequestParams, PromptMessage, ProtocolVersion,
     ReadResourceDirectoryRequestParams, ReadResourceDirectoryResult, ReadResourceRequestParams,
     ReadResourceResponse, ResourceContents, Role, ServerCapabilities, ServerConfig,
+    SubscriptionFilter,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{RoleServer, ServerHandler};
@@ -31,6 +33,7 @@ use skillpkg_index::skill::prompt::{AvailableSkill, Prompt as SkillsPrompt};
 
 use super::audit::{AuditLog, AuditRecord, SkillInfo, TraceId};
 use super::catalog::{self, ServedCatalog, ServedSkill};
+use super::handles::{self, SESSION_ARGUMENT, SessionTable, SharedSession};
 use super::peer::{self, RootsMemory};
 use super::resources;
 use super::run::{Budget, CallContext, RunConfig, RunScriptArguments, seconds};
@@ -72,6 +75,11 @@ pub struct Shared {
     pub schemas: SchemaCache,
     /// Numbers the sessions for the audit log.
     sessions: AtomicU64,
+    /// Sessions kept for clients whose connection is not one.
+    pub handles: SessionTable,
+    /// Every served skill's tools, each taking a `session`, as `tools/list`
+    /// shows them to such clients; built on first use.
+    stateless_tools: std::sync::OnceLock<Vec<rmcp::model::Tool>>,
     /// `initialize`'s instructions, built once.
     instructions: String,
     /// The `<available_skills>` block, built once.
@@ -115,6 +123,8 @@ impl Shared {
             run,
             schemas: SchemaCache::new(),
             sessions: AtomicU64::new(0),
+            handles: SessionTable::default(),
+            stateless_tools: std::sync::OnceLock::new(),
             instructions,
             available,
         }
@@ -127,9 +137,10 @@ pub enum Transport {
     /// One process per client: the connection is the session, whatever the
     /// protocol version.
     Stdio,
-    /// Streamable HTTP: a session lives only in protocol versions that have
-    /// `Mcp-Session-Id` (up to 2025-11-25; 2026-07-28 removed it), so those
-    /// are the versions offered.
+    /// Streamable HTTP: the connection is a session only in protocol
+    /// versions that have `Mcp-Session-Id` (up to 2025-11-25); from
+    /// 2026-07-28 every request stands alone, and sessions are handles
+    /// ([`handles`]).
     Http,
 }
 
@@ -138,7 +149,8 @@ pub enum Transport {
 pub struct SkillServer {
     shared: Arc<Shared>,
     transport: Transport,
-    session: Mutex<Session>,
+    /// The connection's own session; over stateless HTTP, this request's.
+    session: SharedSession,
     /// Whether the client let `roots/list` time out (runtime::peer).
     roots: Mutex<RootsMemory>,
     /// The session's number, for the audit log.
@@ -155,7 +167,7 @@ impl SkillServer {
         Ok(Self {
             shared,
             transport,
-            session: Mutex::new(session),
+            session: Arc::new(Mutex::new(session)),
             roots: Mutex::default(),
             id,
             trace: TraceId::random()?,
@@ -181,6 +193,13 @@ impl SkillServer {
                 ErrorData::internal_error(format!("no randomness for a run id: {error}"), None)
             })?;
         record.arguments = request.arguments.clone().unwrap_or_default();
+        // A session handle is a capability: the log keeps enough of it to
+        // tell sessions apart, not enough to use one.
+        if let Some(serde_json::Value::String(handle)) =
+            record.arguments.get_mut(handles::SESSION_ARGUMENT)
+        {
+            *handle = handles::shortened(handle);
+        }
         record.host_id = context
             .peer
             .peer_info()
@@ -243,24 +262,78 @@ impl SkillServer {
 
     async fn dispatch(
         &self,
-        request: CallToolRequestParams,
+        mut request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
         record: &mut AuditRecord,
         budget: Budget,
         notes: &mut Vec<String>,
     ) -> Result<CallToolResult, ErrorData> {
+        let handle = match handles::take_handle(&mut request.arguments) {
+            Ok(handle) => handle,
+            Err(invalid) => {
+                return Ok(
+                    ToolError::new(ErrorCode::InvalidArgument, invalid).into_call_tool_result()
+                );
+            }
+        };
+        let stateless = self.stateless(&context);
+        let session = match &handle {
+            Some(handle) => match self.shared.handles.get(handle) {
+                Some(session) => session,
+                None => {
+                    return Ok(ToolError::new(
+                        ErrorCode::FailedPrecondition,
+                        format!(
+                            "there is no session `{handle}`: it expired or was never made; call skills_load without `{SESSION_ARGUMENT}` to start one and pass the handle it returns"
+                        ),
+                    )
+                    .into_call_tool_result());
+                }
+            },
+            None => self.session.clone(),
+        };
+        if let Some(handle) = &handle {
+            record.session = handles::shortened(handle);
+        }
         let name = request.name.as_ref();
-        let tools_before = self.session().tool_wire_names();
+        if stateless && handle.is_none() && name != wire::LOAD {
+            notes.push(format!(
+                "this connection is not a session (streamable HTTP at protocol 2026-07-28): pass the `{SESSION_ARGUMENT}` that skills_load returned"
+            ));
+        }
+        let tools_before = lock(&session).tool_wire_names();
         let outcome = match name {
             wire::LOAD => parse(name, request.arguments).map(|arguments: LoadArguments| {
                 record.skill = single_skill(&self.shared.catalog, &arguments.names);
-                self.load(&arguments)
+                // Over stateless HTTP a load without a handle starts a
+                // session that outlives the request.
+                let kept = handle
+                    .clone()
+                    .map(Ok)
+                    .or_else(|| stateless.then(|| self.shared.handles.insert(session.clone())));
+                match kept.transpose() {
+                    Ok(kept) => {
+                        if let Some(kept) = &kept {
+                            record.session = handles::shortened(kept);
+                        }
+                        load(&session, &arguments, kept.as_deref())
+                    }
+                    Err(error) => Ok(ToolError::new(
+                        ErrorCode::Internal,
+                        format!("no randomness for a session handle: {error}"),
+                    )
+                    .into_call_tool_result()),
+                }
             }),
-            wire::UNLOAD => parse(name, request.arguments).map(|arguments| self.unload(&arguments)),
+            wire::UNLOAD => parse(name, request.arguments).map(|arguments: UnloadArguments| {
+                let mut session = lock(&session);
+                session
+                    .unload(arguments.names.as_deref(), arguments.all)
+                    .map(|()| session_result(&session, handle.as_deref()))
+            }),
             wire::READ => parse(name, request.arguments).map(|arguments: ReadArguments| {
-                let result = self.read(&arguments);
-                record.skill = self
-                    .session()
+                let result = read(&session, &arguments);
+                record.skill = lock(&session)
                     .resolve(arguments.skill.as_deref())
                     .ok()
                     .map(|skill| skill_info(skill));
@@ -272,15 +345,27 @@ impl SkillServer {
                     Err(invalid) => return Ok(invalid),
                 };
                 return Ok(self
-                    .run_script(arguments, &context, record, budget, notes)
+                    .run_script(&session, arguments, &context, record, budget, notes)
                     .await);
             }
             wire => {
-                let found = self
-                    .session()
+                let found = lock(&session)
                     .tool(wire)
                     .map(|(skill, tool)| (skill.clone(), tool.clone()));
                 let Some((skill, tool)) = found else {
+                    // Listed to a client without a session, so it is
+                    // there: what is missing is the load.
+                    if stateless
+                        && let Some(skill) = stateless_tool_skill(&self.shared.catalog, wire)
+                    {
+                        return Ok(ToolError::new(
+                            ErrorCode::FailedPrecondition,
+                            format!(
+                                "`{wire}` is a tool of the skill `{skill}`, which this session has not loaded: call skills_load with it, then pass the `{SESSION_ARGUMENT}` it returns"
+                            ),
+                        )
+                        .into_call_tool_result());
+                    }
                     return Err(ErrorData::invalid_params(
                         format!(
                             "there is no tool named `{wire}` in this session: a skill's tools are listed once skills_load has loaded it"
@@ -299,11 +384,21 @@ impl SkillServer {
             Ok(Err(error)) => session_error(&error),
             Err(invalid) => invalid,
         };
-        if self.session().tool_wire_names() != tools_before {
+        if !stateless && lock(&session).tool_wire_names() != tools_before {
             // A client that cannot be told keeps its list until it asks.
             peer::notify_tools_changed(&context.peer, self.shared.run.client_timeout).await;
         }
         Ok(result)
+    }
+
+    /// Returns true if and only if this request's connection is not a
+    /// session: streamable HTTP at a protocol version without
+    /// `initialize` (2026-07-28 on), where rmcp serves each request alone.
+    fn stateless(&self, context: &RequestContext<RoleServer>) -> bool {
+        self.transport == Transport::Http
+            && context
+                .protocol_version()
+                .is_some_and(|version| !version.has_initialize())
     }
 
     /// The folders the client lets scripts work in: its MCP roots, when it
@@ -329,13 +424,14 @@ impl SkillServer {
 
     async fn run_script(
         &self,
+        session: &SharedSession,
         arguments: RunScriptArguments,
         context: &RequestContext<RoleServer>,
         record: &mut AuditRecord,
         budget: Budget,
         notes: &mut Vec<String>,
     ) -> CallToolResult {
-        let skill = match self.session().resolve(arguments.skill.as_deref()) {
+        let skill = match lock(session).resolve(arguments.skill.as_deref()) {
             Ok(skill) => skill.clone(),
             Err(error) => return session_error(&error),
         };
@@ -446,42 +542,58 @@ impl SkillServer {
         }
         outcome.into_call_tool_result()
     }
+}
 
-    fn session(&self) -> MutexGuard<'_, Session> {
-        // A panic while holding the lock leaves the session as valid as
-        // before it: every change is made whole or not at all.
-        self.session.lock().unwrap_or_else(PoisonError::into_inner)
-    }
+/// The session behind `session`. A panic while holding the lock leaves the
+/// session as valid as before it: every change is made whole or not at all.
+fn lock(session: &SharedSession) -> MutexGuard<'_, Session> {
+    session.lock().unwrap_or_else(PoisonError::into_inner)
+}
 
-    fn load(&self, arguments: &LoadArguments) -> Result<CallToolResult, SessionError> {
-        let mut session = self.session();
-        session.load(&arguments.names, arguments.mode)?;
-        Ok(session_result(&session))
-    }
+/// `skills_load`; `handle` is the session's, when it has one.
+fn load(
+    session: &SharedSession,
+    arguments: &LoadArguments,
+    handle: Option<&str>,
+) -> Result<CallToolResult, SessionError> {
+    let mut session = lock(session);
+    session.load(&arguments.names, arguments.mode)?;
+    Ok(session_result(&session, handle))
+}
 
-    fn unload(&self, arguments: &UnloadArguments) -> Result<CallToolResult, SessionError> {
-        let mut session = self.session();
-        session.unload(arguments.names.as_deref(), arguments.all)?;
-        Ok(session_result(&session))
-    }
+fn read(
+    session: &SharedSession,
+    arguments: &ReadArguments,
+) -> Result<CallToolResult, SessionError> {
+    let skill = lock(session).resolve(arguments.skill.as_deref())?.clone();
+    let path = catalog::normalise(&arguments.path).ok_or_else(|| SessionError::Read {
+        error: catalog::ReadError::NotInSkill {
+            skill: skill.name.clone(),
+            path: arguments.path.clone(),
+        },
+    })?;
+    let bytes = skill.read(&path, READ_LIMIT)?;
+    let uri = skill.uri(&path);
+    let content = match String::from_utf8(bytes) {
+        Ok(text) if !text.contains('\0') => ContentBlock::text(text),
+        Ok(text) => blob(&uri, &path, text.as_bytes()),
+        Err(error) => blob(&uri, &path, error.as_bytes()),
+    };
+    Ok(CallToolResult::success(vec![content]))
+}
 
-    fn read(&self, arguments: &ReadArguments) -> Result<CallToolResult, SessionError> {
-        let skill = self.session().resolve(arguments.skill.as_deref())?.clone();
-        let path = catalog::normalise(&arguments.path).ok_or_else(|| SessionError::Read {
-            error: catalog::ReadError::NotInSkill {
-                skill: skill.name.clone(),
-                path: arguments.path.clone(),
-            },
-        })?;
-        let bytes = skill.read(&path, READ_LIMIT)?;
-        let uri = skill.uri(&path);
-        let content = match String::from_utf8(bytes) {
-            Ok(text) if !text.contains('\0') => ContentBlock::text(text),
-            Ok(text) => blob(&uri, text.as_bytes()),
-            Err(error) => blob(&uri, error.as_bytes()),
-        };
-        Ok(CallToolResult::success(vec![content]))
-    }
+/// The skill whose tool `wire` names, among every served skill's: what a
+/// client without a session may have seen in `tools/list`.
+fn stateless_tool_skill(catalog: &ServedCatalog, wire: &str) -> Option<String> {
+    catalog.skills().iter().find_map(|skill| {
+        skill
+            .frontmatter
+            .extensions
+            .tools
+            .iter()
+            .any(|tool| super::tool_call::wire_name(&skill.name, tool.name.as_str()) == wire)
+            .then(|| skill.name.clone())
+    })
 }
 
 /// The telemetry fields of `skill`.
@@ -506,17 +618,21 @@ fn single_skill(catalog: &ServedCatalog, names: &[String]) -> Option<SkillInfo> 
     }
 }
 
-fn blob(uri: &str, bytes: &[u8]) -> ContentBlock {
-    ContentBlock::resource(ResourceContents::blob(
-        base64::engine::general_purpose::STANDARD.encode(bytes),
-        uri,
-    ))
+fn blob(uri: &str, path: &str, bytes: &[u8]) -> ContentBlock {
+    ContentBlock::resource(
+        ResourceContents::blob(base64::engine::general_purpose::STANDARD.encode(bytes), uri)
+            .with_mime_type(resources::listed_mime_type(path)),
+    )
 }
 
-/// The result of `skills_load` and `skills_unload`: the receipt as
-/// structured content and as text, then the `<active_skills>` block.
-fn session_result(session: &Session) -> CallToolResult {
-    let receipt = session.receipt();
+/// The result of `skills_load` and `skills_unload`: the receipt (with the
+/// session's handle, when it has one) as structured content and as text,
+/// then the `<active_skills>` block.
+fn session_result(session: &Session, handle: Option<&str>) -> CallToolResult {
+    let mut receipt = session.receipt();
+    if let Some(handle) = handle {
+        receipt[SESSION_ARGUMENT] = serde_json::Value::String(handle.to_owned());
+    }
     let mut content = vec![ContentBlock::text(receipt.to_string())];
     let block = session.active_block();
     if !block.is_empty() {
@@ -588,12 +704,7 @@ fn session_error(error: &SessionError) -> CallToolResult {
 
 impl ServerHandler for SkillServer {
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
-        match self.transport {
-            Transport::Stdio => Cow::Borrowed(ProtocolVersion::KNOWN_VERSIONS),
-            Transport::Http => {
-                Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
-            }
-        }
+        Cow::Borrowed(ProtocolVersion::KNOWN_VERSIONS)
     }
 
     fn get_info(&self) -> ServerConfig {
@@ -610,6 +721,16 @@ impl ServerHandler for SkillServer {
         .with_instructions(self.shared.instructions.clone())
     }
 
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        // `subscriptions/listen` (2026-07-28): whatever was asked for, cut
+        // by rmcp to what get_info advertises. The stream stays open until
+        // the client ends it; changes are sent on it as they happen.
+        Some(requested.clone())
+    }
+
     async fn on_roots_list_changed(&self, _context: NotificationContext<RoleServer>) {
         // The client is alive and its roots changed: ask again, even if it
         // let an earlier roots/list time out.
@@ -621,11 +742,28 @@ impl ServerHandler for SkillServer {
 
     async fn list_tools(
         &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        resources::no_cursor(
+            request
+                .as_ref()
+                .and_then(|request| request.cursor.as_deref()),
+        )?;
         let mut tools = wire::session_tools();
-        tools.extend(self.session().listed_tools());
+        if self.stateless(&context) {
+            // No connection, so no loaded set to list: every served skill's
+            // tools, each taking the session that loaded its skill.
+            tools.extend(
+                self.shared
+                    .stateless_tools
+                    .get_or_init(|| wire::stateless_tools(&self.shared.catalog))
+                    .iter()
+                    .cloned(),
+            );
+        } else {
+            tools.extend(lock(&self.session).listed_tools());
+        }
         Ok(ListToolsResult::with_all_items(tools))
     }
 
@@ -639,9 +777,14 @@ impl ServerHandler for SkillServer {
 
     async fn list_prompts(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
+        resources::no_cursor(
+            request
+                .as_ref()
+                .and_then(|request| request.cursor.as_deref()),
+        )?;
         Ok(ListPromptsResult::with_all_items(wire::prompts()))
     }
 
@@ -656,7 +799,21 @@ impl ServerHandler for SkillServer {
                 format!("{LOADING_RULE}\n\n{}", self.shared.available),
             ),
             "active_skills" => {
-                let block = self.session().active_block();
+                let session = match request
+                    .arguments
+                    .as_ref()
+                    .and_then(|arguments| arguments.get(SESSION_ARGUMENT))
+                    .and_then(|handle| handle.as_str())
+                {
+                    Some(handle) => self.shared.handles.get(handle).ok_or_else(|| {
+                        ErrorData::invalid_params(
+                            format!("there is no session `{handle}`: it expired or was never made"),
+                            None,
+                        )
+                    })?,
+                    None => self.session.clone(),
+                };
+                let block = lock(&session).active_block();
                 (
                     "The loaded skills' instructions",
                     if block.is_empty() {
@@ -682,9 +839,14 @@ impl ServerHandler for SkillServer {
 
     async fn list_resources(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
+        resources::no_cursor(
+            request
+                .as_ref()
+                .and_then(|request| request.cursor.as_deref()),
+        )?;
         Ok(ListResourcesResult::with_all_items(resources::list(
             &self.shared.catalog,
         )))
@@ -700,9 +862,14 @@ impl ServerHandler for SkillServer {
 
     async fn list_skills(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListSkillsResult, ErrorData> {
+        resources::no_cursor(
+            request
+                .as_ref()
+                .and_then(|request| request.cursor.as_deref()),
+        )?;
         Ok(ListSkillsResult::with_all_items(
             self.shared
                 .catalog
@@ -739,6 +906,7 @@ impl ServerHandler for SkillServer {
         request: ReadResourceDirectoryRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceDirectoryResult, ErrorData> {
+        resources::no_cursor(request.cursor.as_deref())?;
         resources::directory(&self.shared.catalog, &request.uri)
             .map(ReadResourceDirectoryResult::with_all_items)
     }

@@ -5,11 +5,12 @@
 
 use std::sync::Arc;
 
-use rmcp::model::{CallToolResult, JsonObject, Prompt, Tool};
+use rmcp::model::{CallToolResult, JsonObject, Prompt, PromptArgument, Tool};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::tool_call::{ErrorCode, ToolError};
+use super::catalog::ServedCatalog;
+use super::tool_call::{ErrorCode, ToolError, listed_tool};
 
 /// `skills_load`'s `mode`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
@@ -28,6 +29,10 @@ pub const LOAD: &str = "skills_load";
 pub const UNLOAD: &str = "skills_unload";
 pub const READ: &str = "skills_read";
 pub const RUN_SCRIPT: &str = "skills_run_script";
+
+/// The argument (and prompt argument) that carries a session's handle
+/// (runtime::handles).
+pub const SESSION_ARGUMENT: &str = "session";
 
 /// The runtime's own tools, whose names no skill's tool may take.
 pub const RUNTIME_TOOLS: [&str; 4] = [LOAD, UNLOAD, READ, RUN_SCRIPT];
@@ -68,9 +73,16 @@ pub fn parse<T: serde::de::DeserializeOwned>(
     })
 }
 
-/// The session tools, as `tools/list` shows them.
+/// What the `session` property of a tool's input says.
+const SESSION_DESCRIPTION: &str = "The session handle skills_load returned. Needed when the connection is not a session (streamable HTTP at protocol 2026-07-28); elsewhere the connection is the session.";
+
+/// The session tools, as `tools/list` shows them. Each takes an optional
+/// `session` (runtime::handles), which the server takes out before it
+/// reads the rest.
 pub fn session_tools() -> Vec<Tool> {
-    let tool = |name: &str, description: &str, schema: Value| {
+    let tool = |name: &str, description: &str, mut schema: Value| {
+        schema["properties"][SESSION_ARGUMENT] =
+            json!({ "type": "string", "description": SESSION_DESCRIPTION });
         let Value::Object(schema) = schema else {
             unreachable!("tool schemas are objects")
         };
@@ -134,6 +146,49 @@ pub fn session_tools() -> Vec<Tool> {
     ]
 }
 
+/// Every served skill's tools as a client without a session sees them in
+/// `tools/list`: as a loaded session lists them, each with a required
+/// `session` property, and a description that says to load the skill
+/// first. A tool whose wire name another served tool already has is left
+/// out (a session cannot load both either).
+pub fn stateless_tools(catalog: &ServedCatalog) -> Vec<Tool> {
+    let mut seen = std::collections::HashSet::new();
+    let mut tools = Vec::new();
+    for skill in catalog.skills() {
+        for declared in &skill.frontmatter.extensions.tools {
+            let mut tool = listed_tool(&skill.name, declared);
+            if RUNTIME_TOOLS.contains(&tool.name.as_ref()) || !seen.insert(tool.name.to_string()) {
+                continue;
+            }
+            let mut schema = (*tool.input_schema).clone();
+            let properties = schema.entry("properties").or_insert_with(|| json!({}));
+            if let Value::Object(properties) = properties {
+                properties.insert(
+                    SESSION_ARGUMENT.to_owned(),
+                    json!({ "type": "string", "description": format!("The session handle skills_load returned when it loaded {}.", skill.name) }),
+                );
+            }
+            let required = schema.entry("required").or_insert_with(|| json!([]));
+            if let Value::Array(required) = required {
+                required.push(json!(SESSION_ARGUMENT));
+            }
+            tool.input_schema = Arc::new(schema);
+            tool.description = Some(
+                format!(
+                    "{} (A tool of the skill {}: call skills_load with it first, and pass the session it returns.)",
+                    tool.description.as_deref().unwrap_or_default(),
+                    skill.name
+                )
+                .trim_start()
+                .to_owned()
+                .into(),
+            );
+            tools.push(tool);
+        }
+    }
+    tools
+}
+
 pub fn prompts() -> Vec<Prompt> {
     vec![
         Prompt::new(
@@ -148,7 +203,11 @@ pub fn prompts() -> Vec<Prompt> {
             Some(
                 "The instructions of the skills this session has loaded, as <active_skills>, in load order.",
             ),
-            None,
+            Some(vec![
+                PromptArgument::new(SESSION_ARGUMENT)
+                    .with_description(SESSION_DESCRIPTION)
+                    .with_required(false),
+            ]),
         ),
     ]
 }

@@ -276,7 +276,9 @@ fn over_streamable_http_each_session_keeps_its_own_skills() {
 
     let log = record(driver("http").args(["--url", &url]));
     let init = &entries(&log, "initialize")[0]["result"];
-    // Sessions exist over HTTP only up to 2025-11-25, so that is offered.
+    // The Python SDK's HTTP client starts with initialize, so it gets the
+    // newest version that has one, and the connection is the session
+    // (tests/e2e/mcp_http.rs drives the stateless 2026-07-28 lifecycle).
     assert_eq!(init["protocolVersion"], "2025-11-25");
     let calls = entries(&log, "tools/call");
     assert_eq!(calls[0]["result"]["isError"], false, "{}", calls[0]);

@@ -1,0 +1,78 @@
+//! `skillpkg mcp --listen` as a running server: started on a free loopback
+//! port, its URL read from the line it prints when ready, stopped when
+//! dropped.
+
+use std::io::{BufRead as _, BufReader};
+use std::process::{Child, Command, Stdio};
+
+/// A `skillpkg mcp` serving streamable HTTP.
+#[derive(Debug)]
+pub struct McpHttpServer {
+    child: Child,
+    /// `http://127.0.0.1:<port>/mcp`.
+    pub url: String,
+    stderr: std::sync::Arc<std::sync::Mutex<String>>,
+}
+
+impl McpHttpServer {
+    /// Starts `command` (a `skillpkg mcp` command, such as
+    /// [`crate::TestContext::mcp`] gives) with `--listen 127.0.0.1:0` and
+    /// waits until it listens. Panics with its stderr when it does not.
+    pub fn start(mut command: Command) -> Self {
+        let mut child = command
+            .args(["--listen", "127.0.0.1:0"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|error| panic!("cannot start {command:?}: {error}"));
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("stdout is piped"))
+            .read_line(&mut line)
+            .expect("the server's stdout is readable");
+        let Some(url) = line.trim().strip_prefix("listening on ") else {
+            let _ = child.kill();
+            let output = child.wait_with_output().expect("the server ends");
+            panic!(
+                "the server did not listen: {line:?}\n{}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+        };
+        // Drained, so a chatty server never blocks on a full pipe, and kept
+        // for the test to read.
+        let stderr = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let mut pipe = child.stderr.take().expect("stderr is piped");
+        let kept = stderr.clone();
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            let mut reader = BufReader::new(&mut pipe);
+            while reader.read_line(&mut text).is_ok_and(|read| read > 0) {
+                kept.lock().unwrap().push_str(&text);
+                text.clear();
+            }
+        });
+        Self {
+            url: url.to_owned(),
+            child,
+            stderr,
+        }
+    }
+
+    /// What the server wrote to stderr so far.
+    pub fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    /// `127.0.0.1:<port>`.
+    pub fn authority(&self) -> &str {
+        self.url
+            .trim_start_matches("http://")
+            .trim_end_matches("/mcp")
+    }
+}
+
+impl Drop for McpHttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

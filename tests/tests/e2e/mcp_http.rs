@@ -1,0 +1,517 @@
+//! `skillpkg mcp --listen` at protocol 2026-07-28, driven by rmcp's own
+//! streamable HTTP client with the stateless lifecycle (`server/discover`,
+//! per-request `_meta`, no `Mcp-Session-Id`): sessions as handles
+//! (SEP-2567), SEP-2640's directory reads, cursors and MIME types, and the
+//! Origin rules. Expectations come from the MCP specification, SEP-2567 and
+//! SEP-2640, and from the files written here.
+
+use rmcp::RoleClient;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ErrorCode, GetPromptRequestParams,
+    PaginatedRequestParams, ProtocolVersion, ReadResourceDirectoryRequestParams,
+    ReadResourceRequestParams, ResourceContents,
+};
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt as _, RunningService, ServiceError};
+use rmcp::transport::StreamableHttpClientTransport;
+use serde_json::{Value, json};
+use skillpkg_tests::{McpHttpServer, TestContext, run};
+
+type Client = RunningService<RoleClient, ()>;
+
+const WORD_COUNT: &str = r#"tools:
+  - name: word-count
+    description: Count the words of a text.
+    input_schema:
+      type: object
+      additionalProperties: false
+      properties:
+        text: { type: string }
+      required: [text]
+    output_schema:
+      type: object
+      properties:
+        count: { type: integer }
+      required: [count]
+    implementation:
+      runtime: python
+      entrypoint: scripts/count.py
+"#;
+
+/// pdf-processing (a reference, a script, a PNG and a file of no known
+/// type) and text-tools (one tool), for Claude Code.
+fn project() -> TestContext {
+    let sandbox = TestContext::new();
+    sandbox.project_skill(
+        "pdf-processing",
+        "",
+        &[
+            ("references/forms.md", "# Forms\nFill fields.\n"),
+            (
+                "scripts/extract.py",
+                "import sys\nprint('pages', sys.argv[1:])\n",
+            ),
+            ("assets/logo.png", "\u{89}PNG\r\n\u{1a}\n\0\0\0\rIHDR"),
+            ("assets/blob", "\0\u{1}\u{2}binary"),
+        ],
+    );
+    sandbox.project_skill(
+        "text-tools",
+        WORD_COUNT,
+        &[
+            ("references/usage.md", "Count words.\n"),
+            (
+                "scripts/count.py",
+                "import json, sys\nargs = json.load(sys.stdin)\nprint(json.dumps({'count': len(args['text'].split())}))\n",
+            ),
+        ],
+    );
+    sandbox
+}
+
+/// A client on the 2026-07-28 stateless lifecycle.
+async fn connect(url: &str) -> Client {
+    ().serve_with_lifecycle(
+        StreamableHttpClientTransport::from_uri(url.to_owned()),
+        ClientLifecycleMode::Discover {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        },
+    )
+    .await
+    .expect("server/discover succeeds")
+}
+
+async fn call(client: &Client, tool: &str, arguments: Value) -> CallToolResult {
+    let Value::Object(arguments) = arguments else {
+        panic!("arguments are an object")
+    };
+    client
+        .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments))
+        .await
+        .unwrap_or_else(|error| panic!("{tool} gets a result: {error}"))
+}
+
+fn structured(result: &CallToolResult) -> &Value {
+    result
+        .structured_content
+        .as_ref()
+        .unwrap_or_else(|| panic!("structured content in {result:?}"))
+}
+
+fn error_code(result: &CallToolResult) -> &str {
+    assert_eq!(result.is_error, Some(true), "{result:?}");
+    structured(result)["error"]["code"]
+        .as_str()
+        .unwrap_or_else(|| panic!("an error envelope in {result:?}"))
+}
+
+fn first_text(result: &CallToolResult) -> String {
+    result.content[0]
+        .as_text()
+        .unwrap_or_else(|| panic!("text in {result:?}"))
+        .text
+        .clone()
+}
+
+#[tokio::test]
+async fn at_2026_07_28_a_session_is_a_handle_the_tools_take_back() {
+    let sandbox = project();
+    let audit = sandbox.path().join("audit.jsonl");
+    let server = McpHttpServer::start(sandbox.mcp(&["--audit-log", audit.to_str().unwrap()]));
+    let client = connect(&server.url).await;
+    assert_eq!(
+        client
+            .peer_info()
+            .expect("the server's discover result")
+            .protocol_version,
+        ProtocolVersion::V_2026_07_28,
+        "the stateless lifecycle was negotiated"
+    );
+
+    // With no connection to hold a loaded set, tools/list shows every
+    // served skill's tools, each asking for the session that loaded it.
+    let tools = client.list_all_tools().await.unwrap();
+    for runtime in [
+        "skills_load",
+        "skills_unload",
+        "skills_read",
+        "skills_run_script",
+    ] {
+        let tool = tools
+            .iter()
+            .find(|tool| tool.name == runtime)
+            .unwrap_or_else(|| panic!("{runtime} is listed"));
+        assert_eq!(
+            tool.input_schema["properties"]["session"]["type"], "string",
+            "{runtime} takes a session"
+        );
+    }
+    let word_count = tools
+        .iter()
+        .find(|tool| tool.name == "text-tools__word-count")
+        .expect("the skill's tool is listed");
+    let required: Vec<&str> = word_count.input_schema["required"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(required, ["text", "session"]);
+    assert!(
+        word_count
+            .description
+            .as_deref()
+            .is_some_and(|text| text.contains("skills_load")),
+        "{word_count:?}"
+    );
+
+    // Without a handle nothing is loaded, and the model is told why.
+    let unloaded = call(
+        &client,
+        "skills_read",
+        json!({"path": "references/forms.md"}),
+    )
+    .await;
+    assert_eq!(error_code(&unloaded), "FAILED_PRECONDITION");
+    assert!(
+        structured(&unloaded)["notes"][0]
+            .as_str()
+            .is_some_and(|note| note.contains("`session`")),
+        "{unloaded:?}"
+    );
+
+    // A load mints a handle; the later requests name it.
+    let loaded = call(&client, "skills_load", json!({"names": ["pdf-processing"]})).await;
+    assert_eq!(loaded.is_error, Some(false), "{loaded:?}");
+    let handle = structured(&loaded)["session"]
+        .as_str()
+        .expect("the receipt carries the handle")
+        .to_owned();
+    assert!(
+        handle.len() == 37
+            && handle.starts_with("sess_")
+            && handle[5..].bytes().all(|byte| byte.is_ascii_hexdigit()),
+        "{handle}"
+    );
+    let read = call(
+        &client,
+        "skills_read",
+        json!({"path": "references/forms.md", "session": handle}),
+    )
+    .await;
+    assert_eq!(first_text(&read), "# Forms\nFill fields.\n");
+
+    // The tool of a skill this session has not loaded is refused, by name.
+    let early = call(
+        &client,
+        "text-tools__word-count",
+        json!({"text": "one two", "session": handle}),
+    )
+    .await;
+    assert_eq!(error_code(&early), "FAILED_PRECONDITION");
+    assert!(
+        structured(&early)["error"]["message"]
+            .as_str()
+            .is_some_and(|message| message.contains("`text-tools`")),
+        "{early:?}"
+    );
+    let without = call(
+        &client,
+        "text-tools__word-count",
+        json!({"text": "one two"}),
+    )
+    .await;
+    assert_eq!(error_code(&without), "FAILED_PRECONDITION");
+
+    // Adding to the session keeps its handle; then the tool runs.
+    let added = call(
+        &client,
+        "skills_load",
+        json!({"names": ["text-tools"], "mode": "add", "session": handle}),
+    )
+    .await;
+    assert_eq!(structured(&added)["session"], handle.as_str());
+    let names: Vec<&str> = structured(&added)["active_skills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|skill| skill["name"].as_str())
+        .collect();
+    assert_eq!(names, ["pdf-processing", "text-tools"]);
+    let counted = call(
+        &client,
+        "text-tools__word-count",
+        json!({"text": "one two three", "session": handle}),
+    )
+    .await;
+    assert_eq!(counted.is_error, Some(false), "{counted:?}");
+    assert_eq!(structured(&counted)["count"], 3);
+
+    // The active_skills prompt takes the handle too.
+    let prompt = client
+        .get_prompt(
+            GetPromptRequestParams::new("active_skills")
+                .with_arguments(json!({"session": handle}).as_object().unwrap().clone()),
+        )
+        .await
+        .unwrap();
+    let text = serde_json::to_string(&prompt.messages).unwrap();
+    assert!(
+        text.contains("<skill name=\\\"pdf-processing\\\">")
+            && text.contains("<skill name=\\\"text-tools\\\">"),
+        "{text}"
+    );
+
+    // A handle the server never made, or not a string, changes nothing.
+    let forged = call(
+        &client,
+        "skills_unload",
+        json!({"all": true, "session": format!("sess_{}", "0".repeat(32))}),
+    )
+    .await;
+    assert_eq!(error_code(&forged), "FAILED_PRECONDITION");
+    let wrong = call(&client, "skills_unload", json!({"all": true, "session": 7})).await;
+    assert_eq!(error_code(&wrong), "INVALID_ARGUMENT");
+    let still = call(
+        &client,
+        "skills_read",
+        json!({"skill": "text-tools", "path": "references/usage.md", "session": handle}),
+    )
+    .await;
+    assert_eq!(first_text(&still), "Count words.\n");
+
+    // Unloading through the handle empties that session.
+    let unloaded = call(
+        &client,
+        "skills_unload",
+        json!({"all": true, "session": handle}),
+    )
+    .await;
+    assert_eq!(structured(&unloaded)["active_skills"], json!([]));
+    let after = call(
+        &client,
+        "skills_read",
+        json!({"path": "references/forms.md", "session": handle}),
+    )
+    .await;
+    assert_eq!(error_code(&after), "FAILED_PRECONDITION");
+    client.cancel().await.unwrap();
+
+    // The audit log tells the session's calls apart without the handle
+    // that would let a reader of the log use it.
+    let log = fs_err::read_to_string(&audit).unwrap();
+    assert!(!log.contains(&handle), "{log}");
+    let short = format!("{}…", &handle[..13]);
+    let lines: Vec<Value> = log
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let passed = lines
+        .iter()
+        .filter(|line| line["arguments"]["session"] == short.as_str())
+        .count();
+    assert_eq!(passed, 7, "the calls that passed the handle:\n{log}");
+    // Those and the load that made it are one session in the log.
+    let of_session = lines
+        .iter()
+        .filter(|line| line["session"] == short.as_str())
+        .count();
+    assert_eq!(of_session, 8, "{log}");
+}
+
+fn invalid_params(result: Result<impl std::fmt::Debug, ServiceError>) -> String {
+    match result {
+        Err(ServiceError::McpError(error)) => {
+            assert_eq!(error.code, ErrorCode::INVALID_PARAMS, "{error:?}");
+            error.message.into_owned()
+        }
+        other => panic!("expected -32602, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn sep_2640_directories_read_in_both_spellings_with_a_type_for_every_resource() {
+    let sandbox = project();
+    let server = McpHttpServer::start(sandbox.mcp(&[]));
+    let client = connect(&server.url).await;
+
+    let mut listings = Vec::new();
+    for uri in ["skill://pdf-processing", "skill://pdf-processing/"] {
+        let listing = client
+            .read_resource_directory(ReadResourceDirectoryRequestParams::new(uri))
+            .await
+            .unwrap_or_else(|error| panic!("{uri}: {error}"));
+        let mut children: Vec<(String, Option<String>)> = listing
+            .resources
+            .iter()
+            .map(|resource| (resource.uri.clone(), resource.mime_type.clone()))
+            .collect();
+        children.sort();
+        listings.push(children);
+    }
+    assert_eq!(listings[0], listings[1], "both spellings name the root");
+    let expected: Vec<(String, Option<String>)> = [
+        ("skill://pdf-processing/SKILL.md", "text/markdown"),
+        ("skill://pdf-processing/assets", "inode/directory"),
+        ("skill://pdf-processing/references", "inode/directory"),
+        ("skill://pdf-processing/scripts", "inode/directory"),
+    ]
+    .into_iter()
+    .map(|(uri, mime)| (uri.to_owned(), Some(mime.to_owned())))
+    .collect();
+    assert_eq!(listings[0], expected);
+
+    let assets = client
+        .read_resource_directory(ReadResourceDirectoryRequestParams::new(
+            "skill://pdf-processing/assets",
+        ))
+        .await
+        .unwrap();
+    for resource in &assets.resources {
+        let expected = if resource.uri.ends_with(".png") {
+            "image/png"
+        } else {
+            "application/octet-stream"
+        };
+        assert_eq!(
+            resource.mime_type.as_deref(),
+            Some(expected),
+            "{resource:?}"
+        );
+    }
+    // A binary read carries its type as well.
+    for (uri, mime) in [
+        ("skill://pdf-processing/assets/logo.png", "image/png"),
+        (
+            "skill://pdf-processing/assets/blob",
+            "application/octet-stream",
+        ),
+    ] {
+        let read = client
+            .read_resource(ReadResourceRequestParams::new(uri))
+            .await
+            .unwrap();
+        match &read.contents[0] {
+            ResourceContents::BlobResourceContents { mime_type, .. } => {
+                assert_eq!(mime_type.as_deref(), Some(mime), "{uri}");
+            }
+            other => panic!("{uri} is binary: {other:?}"),
+        }
+    }
+
+    // Every list fits in one page, so no cursor is valid.
+    let cursor = || Some(PaginatedRequestParams::default().with_cursor(Some("page-2".into())));
+    let message = invalid_params(client.list_skills(cursor()).await);
+    assert!(message.contains("page-2"), "{message}");
+    invalid_params(client.list_resources(cursor()).await);
+    invalid_params(client.list_tools(cursor()).await);
+    invalid_params(client.list_prompts(cursor()).await);
+    invalid_params(
+        client
+            .read_resource_directory(
+                ReadResourceDirectoryRequestParams::new("skill://pdf-processing")
+                    .with_cursor("page-2"),
+            )
+            .await,
+    );
+    client.cancel().await.unwrap();
+}
+
+/// POSTs a `tools/list` with `origin` (if any) and returns the HTTP status.
+fn status_with_origin(server: &McpHttpServer, origin: Option<&str>) -> u16 {
+    let mut request = reqwest::blocking::Client::new()
+        .post(&server.url)
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", "2026-07-28")
+        .header("Mcp-Method", "tools/list")
+        .body(
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {},
+                "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"}
+            }}})
+            .to_string(),
+        );
+    if let Some(origin) = origin {
+        request = request.header("Origin", origin);
+    }
+    request.send().unwrap().status().as_u16()
+}
+
+#[test]
+fn a_page_of_the_servers_own_address_may_call_it_and_no_other_unless_allowed() {
+    let sandbox = project();
+    let server = McpHttpServer::start(sandbox.mcp(&[
+        "--allow-origin",
+        "http://localhost:6274",
+        "--allow-origin",
+        "https://inspector.example:*",
+    ]));
+    let port = server.authority().rsplit(':').next().unwrap().to_owned();
+    assert_eq!(
+        status_with_origin(&server, None),
+        200,
+        "MCP clients send no Origin"
+    );
+    for own in [
+        format!("http://{}", server.authority()),
+        format!("http://localhost:{port}"),
+    ] {
+        assert_eq!(status_with_origin(&server, Some(&own)), 200, "{own}");
+    }
+    for allowed in [
+        "http://localhost:6274",
+        "https://inspector.example:8443",
+        "https://inspector.example",
+    ] {
+        assert_eq!(status_with_origin(&server, Some(allowed)), 200, "{allowed}");
+    }
+    for refused in [
+        "https://evil.example",
+        "http://localhost:6275",
+        // The server's port under another scheme, or another loopback name
+        // it was not asked to answer to, is another origin.
+        &format!("https://127.0.0.1:{port}"),
+        "null",
+    ] {
+        assert_eq!(status_with_origin(&server, Some(refused)), 403, "{refused}");
+    }
+}
+
+#[test]
+fn allow_origin_takes_only_an_origin_and_only_with_listen() {
+    let sandbox = project();
+    for (arguments, message) in [
+        (&["--allow-origin", "http://localhost:6274"][..], "--listen"),
+        (
+            &[
+                "--listen",
+                "127.0.0.1:0",
+                "--allow-origin",
+                "http://a.example/path",
+            ][..],
+            "has a path",
+        ),
+        (
+            &["--listen", "127.0.0.1:0", "--allow-origin", "file:///etc"][..],
+            "not an http or https origin",
+        ),
+        (
+            &[
+                "--listen",
+                "127.0.0.1:0",
+                "--allow-origin",
+                "localhost:6274",
+            ][..],
+            "not an http or https origin",
+        ),
+    ] {
+        let output = run(&mut sandbox.mcp(arguments));
+        assert_eq!(output.code, 2, "{arguments:?}: {}", output.stderr);
+        assert!(
+            output.stderr.contains(message),
+            "{arguments:?}: {}",
+            output.stderr
+        );
+    }
+}

@@ -7,7 +7,8 @@ package) through spec 001's flows, and print what happened as a JSON log.
 FLOW is `http` (two sessions over streamable HTTP: state stays within
 each), `catalog` (initialize, tools/list, prompts, resources, the SEP-2640
 methods), `choose-activate-use` or `skill-switching` (spec 001's "Typical
-Flow" and "Skill Switching"). Each log entry is one request and what came
+Flow" and "Skill Switching"), `pipelined` or `http-pipelined` (a load sent
+with the calls that need it, none waiting for a reply, 100 times). Each log entry is one request and what came
 back; the Rust test reads the log and checks it against the specs. The
 driver itself asserts nothing, so every expectation lives in one place.
 """
@@ -87,8 +88,30 @@ async def flow(name: str, session: ClientSession, log: list[dict[str, Any]]) -> 
         # 2.-3. The state is ["data-analysis"]; the instructions are its only.
         await prompt("active_skills")
         await tool("skills_read", {"skill": "pdf-processing", "path": "references/forms.md"})
+    elif name == "pipelined":
+        await pipelined(session, log)
     else:
         raise SystemExit(f"unknown flow {name}")
+
+
+async def pipelined(session: ClientSession, log: list[dict[str, Any]]) -> None:
+    """100 rounds of a load sent together with calls that need it, none
+    waiting for another's reply: a tool of the skill and a read of its file."""
+    for _ in range(100):
+        await session.call_tool("skills_unload", {"all": True})
+        results = await asyncio.gather(
+            session.call_tool("skills_load", {"names": ["text-tools"]}),
+            session.call_tool("text-tools__word-count", {"text": "one two"}),
+            session.call_tool("skills_read", {"skill": "text-tools", "path": "references/usage.md"}),
+            return_exceptions=True,
+        )
+        log.append({
+            "request": "round",
+            "results": [
+                {"error": str(result)} if isinstance(result, BaseException) else dump(result)
+                for result in results
+            ],
+        })
 
 
 async def http(url: str, log: list[dict[str, Any]]) -> None:
@@ -139,9 +162,16 @@ async def main() -> None:
         json.dump(log, sys.stdout, indent=1)
         sys.stdout.write("\n")
         return
-    if flow_name == "http":
+    if flow_name in ("http", "http-pipelined"):
         log: list[dict[str, Any]] = []
-        await http(sys.argv[sys.argv.index("--url") + 1], log)
+        url = sys.argv[sys.argv.index("--url") + 1]
+        if flow_name == "http":
+            await http(url, log)
+        else:
+            async with streamable_http_client(url) as (read, write):
+                async with ClientSession(read, write) as session:
+                    await session.initialize()
+                    await pipelined(session, log)
         json.dump(log, sys.stdout, indent=1)
         sys.stdout.write("\n")
         return

@@ -8,6 +8,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use rmcp::ServiceExt as _;
+use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
@@ -17,6 +18,7 @@ use crate::commands::scopes::DEFAULT_HOST;
 use crate::env_vars;
 use crate::error::{ExitStatus, UserError};
 use crate::printer::Printer;
+use crate::runtime::arrival::{Ordered, OrderedSessions};
 use crate::runtime::audit::AuditLog;
 use crate::runtime::catalog::{Options, ServedCatalog};
 use crate::runtime::exec::{self, Limits};
@@ -157,8 +159,11 @@ pub fn run(args: &McpArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
         .build()?;
     let served = match args.listen {
         None => runtime.block_on(async move {
+            // Requests are numbered as they are read, so calls of the
+            // session apply in the order the client sent them.
+            let (stdin, stdout) = rmcp::transport::stdio();
             let service = SkillServer::new(shared, Transport::Stdio)?
-                .serve(rmcp::transport::stdio())
+                .serve(Ordered::new(AsyncRwTransport::new_server(stdin, stdout)))
                 .await
                 .map_err(|error| {
                     UserError::new("the MCP client did not complete the handshake")
@@ -228,7 +233,7 @@ async fn serve_http(
         .enforce_origin_validation();
     let service = StreamableHttpService::new(
         move || SkillServer::new(shared.clone(), Transport::Http),
-        Arc::new(LocalSessionManager::default()),
+        Arc::new(OrderedSessions(LocalSessionManager::default())),
         config,
     );
     let router = axum::Router::new().nest_service("/mcp", service);

@@ -31,6 +31,7 @@ use rmcp::{RoleServer, ServerHandler};
 use skillpkg_index::skill::model::Tool as SkillTool;
 use skillpkg_index::skill::prompt::{AvailableSkill, Prompt as SkillsPrompt};
 
+use super::arrival::Turn;
 use super::audit::{AuditLog, AuditRecord, SkillInfo, TraceId};
 use super::catalog::{self, ServedCatalog, ServedSkill};
 use super::handles::{self, SESSION_ARGUMENT, SessionTable, SharedSession};
@@ -268,6 +269,16 @@ impl SkillServer {
         budget: Budget,
         notes: &mut Vec<String>,
     ) -> Result<CallToolResult, ErrorData> {
+        // What the calls before this one did to the session is done first.
+        let turn = Turn::of(&context);
+        if let Some(turn) = &turn {
+            turn.wait().await;
+        }
+        let done = || {
+            if let Some(turn) = &turn {
+                turn.done();
+            }
+        };
         let handle = match handles::take_handle(&mut request.arguments) {
             Ok(handle) => handle,
             Err(invalid) => {
@@ -344,8 +355,13 @@ impl SkillServer {
                     Ok(arguments) => arguments,
                     Err(invalid) => return Ok(invalid),
                 };
+                let skill = match lock(&session).resolve(arguments.skill.as_deref()) {
+                    Ok(skill) => skill.clone(),
+                    Err(error) => return Ok(session_error(&error)),
+                };
+                done();
                 return Ok(self
-                    .run_script(&session, arguments, &context, record, budget, notes)
+                    .run_script(&skill, arguments, &context, record, budget, notes)
                     .await);
             }
             wire => {
@@ -373,6 +389,7 @@ impl SkillServer {
                         None,
                     ));
                 };
+                done();
                 let arguments = request.arguments.unwrap_or_default();
                 return Ok(self
                     .call_skill_tool(&skill, &tool, &arguments, &context, record, budget, notes)
@@ -384,7 +401,9 @@ impl SkillServer {
             Ok(Err(error)) => session_error(&error),
             Err(invalid) => invalid,
         };
-        if !stateless && lock(&session).tool_wire_names() != tools_before {
+        let changed = lock(&session).tool_wire_names() != tools_before;
+        done();
+        if !stateless && changed {
             // A client that cannot be told keeps its list until it asks.
             peer::notify_tools_changed(&context.peer, self.shared.run.client_timeout).await;
         }
@@ -424,18 +443,14 @@ impl SkillServer {
 
     async fn run_script(
         &self,
-        session: &SharedSession,
+        skill: &Arc<ServedSkill>,
         arguments: RunScriptArguments,
         context: &RequestContext<RoleServer>,
         record: &mut AuditRecord,
         budget: Budget,
         notes: &mut Vec<String>,
     ) -> CallToolResult {
-        let skill = match lock(session).resolve(arguments.skill.as_deref()) {
-            Ok(skill) => skill.clone(),
-            Err(error) => return session_error(&error),
-        };
-        record.skill = Some(skill_info(&skill));
+        record.skill = Some(skill_info(skill));
         let roots = match self.roots(context, budget, notes).await {
             Ok(roots) => roots,
             Err(error) => {
@@ -447,7 +462,7 @@ impl SkillServer {
             .shared
             .run
             .run_script(
-                &skill,
+                skill,
                 arguments,
                 CallContext {
                     roots: &roots,
@@ -745,6 +760,9 @@ impl ServerHandler for SkillServer {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        if let Some(turn) = Turn::of(&context) {
+            turn.wait().await;
+        }
         resources::no_cursor(
             request
                 .as_ref()
@@ -791,8 +809,11 @@ impl ServerHandler for SkillServer {
     async fn get_prompt(
         &self,
         request: GetPromptRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
+        if let Some(turn) = Turn::of(&context) {
+            turn.wait().await;
+        }
         let (description, text) = match request.name.as_str() {
             "available_skills" => (
                 "The skills this server serves",

@@ -70,6 +70,9 @@ fn project() -> TestContext {
 
 /// A client on the 2026-07-28 stateless lifecycle.
 async fn connect(url: &str) -> Client {
+    // reqwest 0.13 is built here with no TLS provider of its own, and
+    // panics building a client without one, even for http://.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     ().serve_with_lifecycle(
         StreamableHttpClientTransport::from_uri(url.to_owned()),
         ClientLifecycleMode::Discover {

@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
-use skillpkg_tests::{TestContext, mcp_python};
+use skillpkg_tests::{McpHttpServer, TestContext, mcp_python};
 
 struct Project {
     sandbox: TestContext,
@@ -432,4 +432,60 @@ fn a_tool_runs_only_when_the_user_approves_it_through_elicitation() {
         .map(|line| line["approval_state"].as_str().unwrap())
         .collect();
     assert_eq!(states, ["APPROVED", "DENIED"]);
+}
+
+/// A project whose `text-tools` skill has a tool and a reference.
+fn text_tools_project() -> Project {
+    let project = Project::new();
+    project.write(
+        ".claude/skills/text-tools/SKILL.md",
+        "---\nname: text-tools\ndescription: Count words. Use when testing.\ntools:\n  - name: word-count\n    description: Count the words of a text.\n    input_schema:\n      type: object\n      additionalProperties: false\n      properties:\n        text: { type: string }\n      required: [text]\n    implementation:\n      runtime: python\n      entrypoint: scripts/count.py\n---\n# Text\n",
+    );
+    project.write(
+        ".claude/skills/text-tools/scripts/count.py",
+        "import json, sys\nargs = json.load(sys.stdin)\nprint(json.dumps({'count': len(args['text'].split())}))\n",
+    );
+    project.write(
+        ".claude/skills/text-tools/references/usage.md",
+        "Count words.\n",
+    );
+    project
+}
+
+/// Asserts that in every round of the `pipelined` flow the calls sent with
+/// the load, without waiting for it, found the skill loaded.
+fn assert_every_round_applied_in_order(log: &[Value]) {
+    let rounds = entries(log, "round");
+    assert_eq!(rounds.len(), 100);
+    let failed: Vec<&&Value> = rounds
+        .iter()
+        .filter(|round| {
+            let [load, tool, read] = &round["results"].as_array().unwrap()[..] else {
+                panic!("three results: {round}")
+            };
+            !(load["isError"] == false
+                && tool["structuredContent"]["count"] == 2
+                && read["content"][0]["text"] == "Count words.\n")
+        })
+        .collect();
+    assert!(
+        failed.is_empty(),
+        "{} of 100 rounds saw a call before the load it followed, first: {}",
+        failed.len(),
+        failed[0]
+    );
+}
+
+#[test]
+fn calls_sent_right_after_a_load_find_it_loaded_on_stdio() {
+    let project = text_tools_project();
+    assert_every_round_applied_in_order(&project.flow("pipelined"));
+}
+
+#[test]
+fn calls_sent_right_after_a_load_find_it_loaded_over_http() {
+    let project = text_tools_project();
+    let server = McpHttpServer::start(project.server());
+    let log = record(driver("http-pipelined").args(["--url", &server.url]));
+    assert_every_round_applied_in_order(&log);
 }

@@ -472,6 +472,55 @@ async fn a_skills_tools_are_listed_after_a_load_and_called_as_spec_003_says() {
 }
 
 #[tokio::test]
+async fn a_call_sent_with_the_load_it_needs_finds_the_skill_loaded_every_time() {
+    let project = Project::new();
+    project.skill(
+        "text-tools",
+        TOOL_SKILL,
+        &[
+            (
+                "scripts/count.py",
+                "import json, sys\nargs = json.load(sys.stdin)\nprint(json.dumps({'count': len(args['text'].split())}))\n",
+            ),
+            ("scripts/broken.sh", "read line\necho '{}'\n"),
+            ("references/usage.md", "Count words.\n"),
+        ],
+    );
+    let client = project.connect(&[]).await;
+    let mut out_of_order = Vec::new();
+    for round in 0..100 {
+        call(&client, "skills_unload", json!({"all": true})).await;
+        // Sent in this order, none waiting for another's reply.
+        let (load, tool, read) = tokio::join!(
+            call(&client, "skills_load", json!({"names": ["text-tools"]})),
+            client.call_tool(
+                CallToolRequestParams::new("text-tools__word-count")
+                    .with_arguments(json!({"text": "one two"}).as_object().unwrap().clone())
+            ),
+            call(
+                &client,
+                "skills_read",
+                json!({"skill": "text-tools", "path": "references/usage.md"})
+            ),
+        );
+        assert_eq!(load.is_error, Some(false), "{load:?}");
+        let counted = tool.as_ref().is_ok_and(|tool| {
+            tool.structured_content
+                .as_ref()
+                .is_some_and(|out| out["count"] == 2)
+        });
+        if !counted || read.is_error != Some(false) {
+            out_of_order.push((round, format!("{tool:?} {read:?}")));
+        }
+    }
+    assert!(
+        out_of_order.is_empty(),
+        "rounds that saw a call before its load: {out_of_order:?}"
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
 async fn a_tool_that_needs_confirmation_is_denied_when_the_client_cannot_ask() {
     let project = Project::new();
     project.skill(

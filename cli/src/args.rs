@@ -564,6 +564,8 @@ Examples:
   skillpkg mcp --listen 127.0.0.1:8750            streamable HTTP at http://127.0.0.1:8750/mcp
   skillpkg mcp --listen 127.0.0.1:8750 --allow-origin http://localhost:6274
                                                   ...and MCP Inspector's web page
+  skillpkg mcp --listen 0.0.0.0:8750 --token-file ~/.skillpkg-mcp-token
+                                                  on the network, for bearers of the token
   skillpkg mcp --audit-log ~/.skillpkg-audit.jsonl  one JSON line per tool call
   skillpkg mcp --pass-env OCR_API_KEY             skills that declare it may read it
   claude mcp add skills -- skillpkg mcp           register with Claude Code";
@@ -645,6 +647,14 @@ pub struct McpArgs {
     /// Repeat it for each origin; `:*` as the port matches any port.
     #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "listen", value_parser = parse_origin)]
     pub allow_origin: Vec<String>,
+
+    /// With --listen: require `Authorization: Bearer <token>` on every
+    /// request, the token being the one in FILE (made there on first use,
+    /// mode 0600, and shown once). Needed to listen on an address other
+    /// than loopback; on a machine other users share, use it on loopback
+    /// too. See docs/runtime.md.
+    #[arg(long = "token-file", value_name = "FILE", requires = "listen")]
+    pub token_file: Option<PathBuf>,
 }
 
 /// An Origin as browsers send it: `scheme://host[:port]`, nothing after.

@@ -3,6 +3,7 @@ package) through spec 001's flows, and print what happened as a JSON log.
 
     python3 session.py FLOW -- SERVER-COMMAND...
     python3 session.py http --url http://127.0.0.1:PORT/mcp
+    python3 session.py http-pipelined --url URL [--token TOKEN]
 
 FLOW is `http` (two sessions over streamable HTTP: state stays within
 each), `catalog` (initialize, tools/list, prompts, resources, the SEP-2640
@@ -24,6 +25,7 @@ import mcp.types as types
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 
 ANY = TypeAdapter(dict[str, Any])
 
@@ -165,10 +167,14 @@ async def main() -> None:
     if flow_name in ("http", "http-pipelined"):
         log: list[dict[str, Any]] = []
         url = sys.argv[sys.argv.index("--url") + 1]
+        headers = {}
+        if "--token" in sys.argv:
+            headers["Authorization"] = "Bearer " + sys.argv[sys.argv.index("--token") + 1]
         if flow_name == "http":
             await http(url, log)
         else:
-            async with streamable_http_client(url) as (read, write):
+            client = create_mcp_http_client(headers=headers)
+            async with streamable_http_client(url, http_client=client) as (read, write):
                 async with ClientSession(read, write) as session:
                     await session.initialize()
                     await pipelined(session, log)

@@ -18,6 +18,7 @@ use crate::commands::scopes::DEFAULT_HOST;
 use crate::env_vars;
 use crate::error::{ExitStatus, UserError};
 use crate::printer::Printer;
+use crate::runtime::access::{self, Token};
 use crate::runtime::arrival::{Ordered, OrderedSessions};
 use crate::runtime::audit::AuditLog;
 use crate::runtime::catalog::{Options, ServedCatalog};
@@ -172,7 +173,7 @@ pub fn run(args: &McpArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
             service.waiting().await?;
             anyhow::Ok(())
         }),
-        Some(address) => runtime.block_on(serve_http(shared, address, &args.allow_origin, printer)),
+        Some(address) => runtime.block_on(serve_http(shared, address, args, printer)),
     };
     // The skills' sealed copies and the launchers made ahead go with the
     // server, whatever ended it.
@@ -204,12 +205,32 @@ fn secrets(catalog: &ServedCatalog) -> Redactor {
 async fn serve_http(
     shared: Arc<Shared>,
     address: SocketAddr,
-    allow_origin: &[String],
+    args: &McpArgs,
     printer: &Printer,
 ) -> anyhow::Result<()> {
-    if !address.ip().is_loopback() {
-        return Err(UserError::new(format!("{address} is not a loopback address"))
-            .with_hint("skillpkg mcp runs a skill's scripts for whoever connects: listen on 127.0.0.1 or [::1], and put an authenticating proxy in front to share it")
+    let token = match &args.token_file {
+        Some(path) => {
+            let (token, created) = Token::load_or_create(path).map_err(|error| {
+                let hint = error.hint();
+                UserError::new(error.to_string()).with_hint(hint)
+            })?;
+            if created {
+                printer.status(
+                    "Token",
+                    &format!(
+                        "made a token in {} (shown this once): {}; clients send it as `Authorization: Bearer <token>`",
+                        path.display(),
+                        token.reveal()
+                    ),
+                );
+            }
+            Some(Arc::new(token))
+        }
+        None => None,
+    };
+    if !address.ip().is_loopback() && token.is_none() {
+        return Err(UserError::new(format!("{address} is not a loopback address, and no --token-file is given"))
+            .with_hint("skillpkg mcp runs a skill's scripts for whoever connects: listen on 127.0.0.1 or [::1], or add --token-file FILE so that only bearers of its token get in")
             .into());
     }
     let listener = tokio::net::TcpListener::bind(address)
@@ -219,24 +240,62 @@ async fn serve_http(
         })?;
     let bound = listener.local_addr()?;
     let stop = CancellationToken::new();
-    // Only this server's own authority is a valid Host: a page that
-    // rebinds a DNS name to 127.0.0.1 gets nowhere, and neither does a
-    // page that posts to 127.0.0.1 directly.
     let config = StreamableHttpServerConfig::default()
         .with_cancellation_token(stop.child_token())
-        .with_allowed_hosts([bound.to_string(), format!("localhost:{}", bound.port())])
         // Browsers send an Origin on every cross-site request; MCP clients
         // send none. A page from this server's own address may call it (as
         // the spec's same-origin rule allows), and those the operator lists;
         // any other Origin is refused.
-        .with_allowed_origins(allowed_origins(bound, allow_origin))
+        .with_allowed_origins(allowed_origins(bound, &args.allow_origin))
         .enforce_origin_validation();
+    let config = if bound.ip().is_loopback() {
+        // Only this server's own authority is a valid Host: a page that
+        // rebinds a DNS name to 127.0.0.1 gets nowhere, and neither does a
+        // page that posts to 127.0.0.1 directly.
+        config.with_allowed_hosts([bound.to_string(), format!("localhost:{}", bound.port())])
+    } else {
+        // On the network the names clients use are not known here; the
+        // token, which a rebinding page does not have, is the guard.
+        config.disable_allowed_hosts()
+    };
     let service = StreamableHttpService::new(
         move || SkillServer::new(shared.clone(), Transport::Http),
         Arc::new(OrderedSessions(LocalSessionManager::default())),
         config,
     );
     let router = axum::Router::new().nest_service("/mcp", service);
+    let router = match token {
+        None => router,
+        Some(token) => router
+            .layer(axum::middleware::from_fn(
+                move |request: axum::extract::Request, next: axum::middleware::Next| {
+                    let token = token.clone();
+                    async move {
+                        if token.admits(request.headers()) {
+                            next.run(request).await
+                        } else {
+                            access::challenge(
+                                &format!(
+                                    "http://{}{}",
+                                    authority(request.headers(), bound),
+                                    access::METADATA_PATH
+                                ),
+                                request
+                                    .headers()
+                                    .contains_key(axum::http::header::AUTHORIZATION),
+                            )
+                        }
+                    }
+                },
+            ))
+            // RFC 9728: the metadata is public, at the well-known path with
+            // and without the resource's own path after it.
+            .route(access::METADATA_PATH, axum::routing::get(metadata))
+            .route(
+                "/.well-known/oauth-protected-resource",
+                axum::routing::get(metadata),
+            ),
+    };
     printer.result(&format!("listening on http://{bound}/mcp"));
     axum::serve(listener, router)
         .with_graceful_shutdown(async move {
@@ -245,6 +304,26 @@ async fn serve_http(
         })
         .await?;
     Ok(())
+}
+
+/// The authority a request was sent to: its `Host`, else the address
+/// the server is bound to.
+fn authority(headers: &axum::http::HeaderMap, bound: SocketAddr) -> String {
+    headers
+        .get(axum::http::header::HOST)
+        .and_then(|host| host.to_str().ok())
+        .filter(|host| {
+            !host.is_empty()
+                && host
+                    .bytes()
+                    .all(|byte| byte.is_ascii_alphanumeric() || b".-:[]".contains(&byte))
+        })
+        .map_or_else(|| bound.to_string(), ToOwned::to_owned)
+}
+
+async fn metadata(headers: axum::http::HeaderMap) -> axum::Json<serde_json::Value> {
+    let host = authority(&headers, SocketAddr::from(([127, 0, 0, 1], 0)));
+    axum::Json(access::metadata(&format!("http://{host}/mcp")))
 }
 
 /// The origins a request may come from: this server's own address under

@@ -6,6 +6,7 @@
 //! It depends on [`crate::project`] (the lock, the install targets) and on
 //! `skillpkg_index::skill` (the skill model), never the other way round.
 
+pub mod access;
 pub mod arrival;
 pub mod audit;
 pub mod catalog;

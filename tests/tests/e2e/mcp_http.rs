@@ -13,6 +13,7 @@ use rmcp::model::{
 };
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt as _, RunningService, ServiceError};
 use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Value, json};
 use skillpkg_tests::{McpHttpServer, TestContext, run};
 
@@ -70,17 +71,30 @@ fn project() -> TestContext {
 
 /// A client on the 2026-07-28 stateless lifecycle.
 async fn connect(url: &str) -> Client {
+    try_connect(url, None)
+        .await
+        .expect("server/discover succeeds")
+}
+
+/// A client on the 2026-07-28 stateless lifecycle that sends `token`.
+async fn try_connect(
+    url: &str,
+    token: Option<&str>,
+) -> Result<Client, rmcp::service::ClientInitializeError> {
     // reqwest 0.13 is built here with no TLS provider of its own, and
     // panics building a client without one, even for http://.
     let _ = rustls::crypto::ring::default_provider().install_default();
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_owned());
+    if let Some(token) = token {
+        config = config.auth_header(token.to_owned());
+    }
     ().serve_with_lifecycle(
-        StreamableHttpClientTransport::from_uri(url.to_owned()),
+        StreamableHttpClientTransport::from_config(config),
         ClientLifecycleMode::Discover {
             preferred_versions: vec![ProtocolVersion::V_2026_07_28],
         },
     )
     .await
-    .expect("server/discover succeeds")
 }
 
 async fn call(client: &Client, tool: &str, arguments: Value) -> CallToolResult {
@@ -517,4 +531,173 @@ fn allow_origin_takes_only_an_origin_and_only_with_listen() {
             output.stderr
         );
     }
+}
+
+/// POSTs a `tools/list` at 2026-07-28 with `authorization` (if any) and
+/// `host`; returns the status and the `WWW-Authenticate` header.
+fn post_with(url: &str, authorization: Option<&str>, host: Option<&str>) -> (u16, String) {
+    let mut request = reqwest::blocking::Client::new()
+        .post(url)
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", "2026-07-28")
+        .header("Mcp-Method", "tools/list")
+        .body(
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {},
+                "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"}
+            }}})
+            .to_string(),
+        );
+    if let Some(authorization) = authorization {
+        request = request.header("Authorization", authorization);
+    }
+    if let Some(host) = host {
+        request = request.header("Host", host);
+    }
+    let response = request.send().unwrap();
+    let challenge = response
+        .headers()
+        .get("www-authenticate")
+        .map(|value| value.to_str().unwrap().to_owned())
+        .unwrap_or_default();
+    (response.status().as_u16(), challenge)
+}
+
+#[tokio::test]
+async fn with_a_token_file_only_bearers_of_its_token_get_in() {
+    let sandbox = project();
+    let token_file = sandbox.path().join("secrets/mcp-token");
+    fs_err::create_dir_all(token_file.parent().unwrap()).unwrap();
+    let mut command = sandbox.mcp(&[]);
+    command.arg("--token-file").arg(&token_file);
+    let server = McpHttpServer::start(command);
+    let token = fs_err::read_to_string(&token_file)
+        .unwrap()
+        .trim()
+        .to_owned();
+    assert_eq!(token.len(), 43, "256 bits, base64url: {token}");
+    {
+        use std::os::unix::fs::MetadataExt as _;
+        assert_eq!(fs_err::metadata(&token_file).unwrap().mode() & 0o777, 0o600);
+    }
+    // The token is shown once, when it is made.
+    let stderr = server.stderr_with(&token);
+    assert_eq!(stderr.matches(&token).count(), 1, "{stderr}");
+
+    let metadata_url = format!(
+        "http://{}/.well-known/oauth-protected-resource/mcp",
+        server.authority()
+    );
+    let (status, challenge) = post_with(&server.url, None, None);
+    assert_eq!(status, 401);
+    assert_eq!(
+        challenge,
+        format!("Bearer resource_metadata=\"{metadata_url}\"")
+    );
+    for wrong in [
+        format!("Bearer {}", &token[..42]),
+        format!("Bearer {token}x"),
+        format!("Basic {token}"),
+        token.clone(),
+    ] {
+        let (status, challenge) = post_with(&server.url, Some(&wrong), None);
+        assert_eq!(status, 401, "{wrong}");
+        assert!(
+            challenge.ends_with("error=\"invalid_token\""),
+            "{challenge}"
+        );
+    }
+    assert_eq!(
+        post_with(&server.url, Some(&format!("Bearer {token}")), None).0,
+        200
+    );
+
+    // RFC 9728's metadata is public, and names this resource.
+    let metadata: Value = reqwest::blocking::get(&metadata_url)
+        .unwrap()
+        .json()
+        .unwrap();
+    assert_eq!(metadata["resource"], server.url.as_str());
+    assert_eq!(metadata["bearer_methods_supported"], json!(["header"]));
+
+    // rmcp's client: refused without the token, served with it.
+    assert!(try_connect(&server.url, None).await.is_err());
+    let client = try_connect(&server.url, Some(&token)).await.unwrap();
+    let loaded = call(&client, "skills_load", json!({"names": ["pdf-processing"]})).await;
+    assert_eq!(loaded.is_error, Some(false), "{loaded:?}");
+    client.cancel().await.unwrap();
+
+    // Started again, the server keeps the token and shows it no more.
+    drop(server);
+    let mut command = sandbox.mcp(&[]);
+    command.arg("--token-file").arg(&token_file);
+    let again = McpHttpServer::start(command);
+    assert_eq!(fs_err::read_to_string(&token_file).unwrap().trim(), token);
+    assert_eq!(
+        post_with(&again.url, Some(&format!("Bearer {token}")), None).0,
+        200
+    );
+    let stderr = again.stop();
+    assert!(
+        stderr.contains("Serving") && !stderr.contains(&token),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn beyond_loopback_the_server_listens_only_with_a_token() {
+    let sandbox = project();
+    let output = run(&mut sandbox.mcp(&["--listen", "0.0.0.0:0"]));
+    assert_eq!(output.code, 1, "{}", output.stderr);
+    assert!(output.stderr.contains("--token-file"), "{}", output.stderr);
+
+    let token_file = sandbox.path().join("token");
+    let mut command = sandbox.mcp(&[]);
+    command.arg("--token-file").arg(&token_file);
+    let server = McpHttpServer::start_on(command, "0.0.0.0:0");
+    let token = fs_err::read_to_string(&token_file)
+        .unwrap()
+        .trim()
+        .to_owned();
+    let url = format!("http://127.0.0.1:{}/mcp", server.port());
+    assert_eq!(post_with(&url, None, None).0, 401);
+    // The names clients use on the network are not known to the server:
+    // any Host is served to a bearer of the token, none without it.
+    let bearer = format!("Bearer {token}");
+    assert_eq!(
+        post_with(&url, Some(&bearer), Some("skills.internal.example:8750")).0,
+        200
+    );
+    assert_eq!(
+        post_with(&url, None, Some("skills.internal.example:8750")).0,
+        401
+    );
+}
+
+#[test]
+fn a_token_file_others_can_read_or_too_short_is_refused() {
+    let sandbox = project();
+    let token_file = sandbox.write("token", "0123456789abcdefghijklmnopqrstuvwxyz\n");
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        fs_err::set_permissions(&token_file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    }
+    let mut command = sandbox.mcp(&["--listen", "127.0.0.1:0"]);
+    command.arg("--token-file").arg(&token_file);
+    let output = run(&mut command);
+    assert_eq!(output.code, 1, "{}", output.stderr);
+    assert!(
+        output.stderr.contains("can be read by other users"),
+        "{}",
+        output.stderr
+    );
+    assert!(output.stderr.contains("chmod 600"), "{}", output.stderr);
+    let output = run(&mut sandbox.mcp(&["--token-file", "x"]));
+    assert_eq!(
+        output.code, 2,
+        "--token-file needs --listen: {}",
+        output.stderr
+    );
 }

@@ -327,9 +327,22 @@ fn listening_anywhere_but_loopback_is_refused() {
     let stderr = project.sandbox.redact(&output.stderr);
     let refusal = &stderr[stderr.find("error:").expect("an error")..];
     insta::assert_snapshot!(refusal, @"
-    error: 0.0.0.0:0 is not a loopback address
-    hint: skillpkg mcp runs a skill's scripts for whoever connects: listen on 127.0.0.1 or [::1], and put an authenticating proxy in front to share it
+    error: 0.0.0.0:0 is not a loopback address, and no --token-file is given
+    hint: skillpkg mcp runs a skill's scripts for whoever connects: listen on 127.0.0.1 or [::1], or add --token-file FILE so that only bearers of its token get in
     ");
+}
+
+#[test]
+fn the_python_client_gets_in_with_the_token_and_its_calls_stay_in_order() {
+    let project = text_tools_project();
+    let token_file = project.sandbox.path().join("token");
+    let mut command = project.server();
+    command.arg("--token-file").arg(&token_file);
+    let server = McpHttpServer::start(command);
+    let token = fs_err::read_to_string(&token_file).unwrap();
+    let log =
+        record(driver("http-pipelined").args(["--url", &server.url, "--token", token.trim()]));
+    assert_every_round_applied_in_order(&log);
 }
 
 #[test]

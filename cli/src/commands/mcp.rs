@@ -263,7 +263,21 @@ async fn serve_http(
         Arc::new(OrderedSessions(LocalSessionManager::default())),
         config,
     );
-    let router = axum::Router::new().nest_service("/mcp", service);
+    let router = axum::Router::new()
+        .nest_service("/mcp", service)
+        // rmcp answers a session's DELETE with 202; the session is gone
+        // by then, and clients (the Python SDK) take anything but 200 or
+        // 204 for a failed termination.
+        .layer(axum::middleware::map_response(
+            |method: axum::http::Method, mut response: axum::response::Response| async move {
+                if method == axum::http::Method::DELETE
+                    && response.status() == axum::http::StatusCode::ACCEPTED
+                {
+                    *response.status_mut() = axum::http::StatusCode::NO_CONTENT;
+                }
+                response
+            },
+        ));
     let router = match token {
         None => router,
         Some(token) => router

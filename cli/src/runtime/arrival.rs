@@ -53,6 +53,11 @@ pub const TURN_WAIT_LIMIT: Duration = Duration::from_secs(2);
 /// two POSTs sent together well within it.
 pub const GAP_WAIT_LIMIT: Duration = Duration::from_millis(100);
 
+/// The most ids above a gap a connection remembers: a client whose ids
+/// skip (all even, say) in requests that never wait would otherwise grow
+/// the set without end. Past it, the connection is ordered by arrival.
+const MAX_IDS_ABOVE_GAP: usize = 1024;
+
 /// The turns of one connection that are not done yet.
 #[derive(Debug, Default)]
 struct Sequence {
@@ -81,12 +86,13 @@ impl State {
         if self.by_id {
             if let RequestId::Number(id) = id {
                 let id = *id;
+                // Ids are the client's: any i64, i64::MAX included.
                 match self.floor {
-                    None => self.floor = Some(id + 1),
+                    None => self.floor = Some(id.saturating_add(1)),
                     Some(floor) if id == floor => {
-                        let mut floor = floor + 1;
+                        let mut floor = floor.saturating_add(1);
                         while self.above.remove(&floor) {
-                            floor += 1;
+                            floor = floor.saturating_add(1);
                         }
                         self.floor = Some(floor);
                     }
@@ -95,13 +101,17 @@ impl State {
                     }
                     Some(_) => {}
                 }
-                self.next = self.next.max(id + 1);
+                self.next = self.next.max(id.saturating_add(1));
+                if self.above.len() > MAX_IDS_ABOVE_GAP {
+                    self.by_id = false;
+                    self.above.clear();
+                }
                 return id;
             }
             self.by_id = false;
         }
         let place = self.next;
-        self.next += 1;
+        self.next = self.next.saturating_add(1);
         place
     }
 
@@ -464,6 +474,21 @@ mod tests {
         let loaded = Instant::now();
         load.done();
         assert!(waiting.await.unwrap() >= loaded);
+    }
+
+    #[test]
+    fn ids_at_the_ends_of_the_range_and_endless_gaps_cost_nothing() {
+        let sequence = Arc::new(Sequence::ordered_by_id());
+        for id in [i64::MAX, i64::MIN, i64::MAX, 0] {
+            drop(arrive(&sequence, id));
+        }
+        let other = Arc::new(Sequence::ordered_by_id());
+        for id in (0..10_000).map(|n| n * 2) {
+            assert!(other.arrive(&RequestId::Number(id), false).is_none());
+        }
+        let state = other.lock();
+        assert!(!state.by_id, "given up on ids that skip");
+        assert!(state.above.len() <= MAX_IDS_ABOVE_GAP);
     }
 
     #[tokio::test]

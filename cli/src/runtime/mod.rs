@@ -12,6 +12,7 @@ pub mod audit;
 pub mod catalog;
 pub mod exec;
 pub mod handles;
+pub mod input;
 #[cfg(target_os = "linux")]
 #[allow(unsafe_code)]
 pub mod jail;

@@ -35,13 +35,14 @@ use super::arrival::Turn;
 use super::audit::{AuditLog, AuditRecord, SkillInfo, TraceId};
 use super::catalog::{self, ServedCatalog, ServedSkill};
 use super::handles::{self, SESSION_ARGUMENT, SessionTable, SharedSession};
+use super::input::{CallBinding, Round, Rounds};
 use super::peer::{self, RootsMemory};
 use super::resources;
 use super::run::{Budget, CallContext, RunConfig, RunScriptArguments, seconds};
 use super::session::{Session, SessionError};
 use super::tool_call::{
-    ApprovalState, ErrorCode, Outcome, Redactor, SchemaCache, ToolError, ToolOutcome,
-    confirmation_for, decide,
+    ApprovalState, ElicitationAnswer, ErrorCode, Outcome, Redactor, SchemaCache, ToolError,
+    ToolOutcome, confirmation_for, decide, wire_name,
 };
 use super::wire::{self, LoadArguments, ReadArguments, UnloadArguments, parse};
 
@@ -78,6 +79,8 @@ pub struct Shared {
     sessions: AtomicU64,
     /// Sessions kept for clients whose connection is not one.
     pub handles: SessionTable,
+    /// The seal of confirmations asked the 2026-07-28 way.
+    pub rounds: Rounds,
     /// Every served skill's tools, each taking a `session`, as `tools/list`
     /// shows them to such clients; built on first use.
     stateless_tools: std::sync::OnceLock<Vec<rmcp::model::Tool>>,
@@ -94,7 +97,7 @@ impl Shared {
         audit: Option<AuditLog>,
         redactor: Redactor,
         run: RunConfig,
-    ) -> Self {
+    ) -> std::io::Result<Self> {
         let available = SkillsPrompt {
             available_skills: catalog
                 .skills()
@@ -116,7 +119,7 @@ impl Shared {
                 catalog.skills().len()
             )
         };
-        Self {
+        Ok(Self {
             catalog,
             max_active,
             audit,
@@ -125,10 +128,11 @@ impl Shared {
             schemas: SchemaCache::new(),
             sessions: AtomicU64::new(0),
             handles: SessionTable::default(),
+            rounds: Rounds::new()?,
             stateless_tools: std::sync::OnceLock::new(),
             instructions,
             available,
-        }
+        })
     }
 }
 
@@ -180,7 +184,7 @@ impl SkillServer {
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, ErrorData> {
+    ) -> Result<CallToolResponse, ErrorData> {
         let started = Instant::now();
         // A client that traces its own calls (W3C `traceparent` in
         // `_meta`) gets its trace in the log; otherwise the session's.
@@ -217,7 +221,28 @@ impl SkillServer {
         )
         .await;
         let mut result = match dispatched {
-            Ok(result) => result?,
+            Ok(Ok(CallToolResponse::Complete(result))) => result,
+            // A question for the user, the 2026-07-28 way: nothing ran; the
+            // log says a confirmation is pending.
+            Ok(Ok(CallToolResponse::InputRequired(asked))) => {
+                record.duration = started.elapsed();
+                record.outcome = Outcome::InputRequired;
+                if let Some(audit) = &self.shared.audit
+                    && let Err(error) = audit.append(&record, &self.shared.redactor)
+                {
+                    return Ok(ToolError::new(
+                        ErrorCode::Unavailable,
+                        format!(
+                            "{error}; the call could not be recorded, so the server does not ask"
+                        ),
+                    )
+                    .into_call_tool_result()
+                    .into());
+                }
+                return Ok(CallToolResponse::InputRequired(asked));
+            }
+            Ok(Ok(other)) => return Ok(other),
+            Ok(Err(error)) => return Err(error),
             // Every wait inside has its own bound; this one catches what
             // none of them foresaw, so that no call outlives --timeout.
             Err(_) => ToolError::new(
@@ -256,9 +281,10 @@ impl SkillServer {
                     ErrorCode::Unavailable,
                     format!("{error}; the call ran but could not be recorded, so the server withholds its result"),
                 )
-                .into_call_tool_result());
+                .into_call_tool_result()
+                .into());
         }
-        Ok(result)
+        Ok(result.into())
     }
 
     async fn dispatch(
@@ -268,7 +294,7 @@ impl SkillServer {
         record: &mut AuditRecord,
         budget: Budget,
         notes: &mut Vec<String>,
-    ) -> Result<CallToolResult, ErrorData> {
+    ) -> Result<CallToolResponse, ErrorData> {
         // What the calls before this one did to the session is done first.
         let turn = Turn::of(&context);
         if let Some(turn) = &turn {
@@ -282,9 +308,9 @@ impl SkillServer {
         let handle = match handles::take_handle(&mut request.arguments) {
             Ok(handle) => handle,
             Err(invalid) => {
-                return Ok(
-                    ToolError::new(ErrorCode::InvalidArgument, invalid).into_call_tool_result()
-                );
+                return Ok(ToolError::new(ErrorCode::InvalidArgument, invalid)
+                    .into_call_tool_result()
+                    .into());
             }
         };
         let stateless = self.stateless(&context);
@@ -298,7 +324,8 @@ impl SkillServer {
                             "there is no session `{handle}`: it expired or was never made; call skills_load without `{SESSION_ARGUMENT}` to start one and pass the handle it returns"
                         ),
                     )
-                    .into_call_tool_result());
+                    .into_call_tool_result()
+                    .into());
                 }
             },
             None => self.session.clone(),
@@ -353,16 +380,17 @@ impl SkillServer {
             wire::RUN_SCRIPT => {
                 let arguments: RunScriptArguments = match parse(name, request.arguments) {
                     Ok(arguments) => arguments,
-                    Err(invalid) => return Ok(invalid),
+                    Err(invalid) => return Ok(invalid.into()),
                 };
                 let skill = match lock(&session).resolve(arguments.skill.as_deref()) {
                     Ok(skill) => skill.clone(),
-                    Err(error) => return Ok(session_error(&error)),
+                    Err(error) => return Ok(session_error(&error).into()),
                 };
                 done();
                 return Ok(self
                     .run_script(&skill, arguments, &context, record, budget, notes)
-                    .await);
+                    .await
+                    .into());
             }
             wire => {
                 let found = lock(&session)
@@ -380,7 +408,8 @@ impl SkillServer {
                                 "`{wire}` is a tool of the skill `{skill}`, which this session has not loaded: call skills_load with it, then pass the `{SESSION_ARGUMENT}` it returns"
                             ),
                         )
-                        .into_call_tool_result());
+                        .into_call_tool_result()
+                        .into());
                     }
                     return Err(ErrorData::invalid_params(
                         format!(
@@ -391,8 +420,15 @@ impl SkillServer {
                 };
                 done();
                 let arguments = request.arguments.unwrap_or_default();
+                let answer = Answer {
+                    responses: request.input_responses.as_ref(),
+                    state: request.request_state.as_deref(),
+                    session: handle.as_deref().unwrap_or(&self.id),
+                };
                 return Ok(self
-                    .call_skill_tool(&skill, &tool, &arguments, &context, record, budget, notes)
+                    .call_skill_tool(
+                        &skill, &tool, &arguments, &context, record, budget, notes, answer,
+                    )
                     .await);
             }
         };
@@ -407,7 +443,7 @@ impl SkillServer {
             // A client that cannot be told keeps its list until it asks.
             peer::notify_tools_changed(&context.peer, self.shared.run.client_timeout).await;
         }
-        Ok(result)
+        Ok(result.into())
     }
 
     /// Returns true if and only if this request's connection is not a
@@ -495,15 +531,16 @@ impl SkillServer {
         record: &mut AuditRecord,
         budget: Budget,
         notes: &mut Vec<String>,
-    ) -> CallToolResult {
+        answer: Answer<'_>,
+    ) -> CallToolResponse {
         record.skill = Some(skill_info(skill));
         let schemas = match self.shared.schemas.get(&skill.name, tool) {
             Ok(schemas) => schemas,
-            Err(error) => return error.into_call_tool_result(),
+            Err(error) => return error.into_call_tool_result().into(),
         };
         if let Err(error) = schemas.check_arguments(arguments) {
             record.error = Some(error.clone());
-            return error.into_call_tool_result();
+            return error.into_call_tool_result().into();
         }
         if let Some(request) = confirmation_for(
             &skill.name,
@@ -511,24 +548,49 @@ impl SkillServer {
             skill.frontmatter.extensions.safety.as_ref(),
         ) {
             record.approval_state = ApprovalState::Pending;
-            let answer = peer::confirm(
-                &context.peer,
-                request.elicitation_request(arguments, &self.shared.redactor),
-                budget,
-            )
-            .await;
+            let question = request.elicitation_request(arguments, &self.shared.redactor);
+            let answer = if uses_input_required(context) {
+                // 2026-07-28: no server-to-client request; the question
+                // goes back in the result, and the answer comes with the
+                // call again (runtime::input).
+                if !client_can_elicit(context) {
+                    ElicitationAnswer::NotSupported
+                } else {
+                    let call = CallBinding {
+                        tool: &wire_name(&skill.name, tool.name.as_str()),
+                        arguments,
+                        session: answer.session,
+                    };
+                    match self.shared.rounds.confirm(
+                        &call,
+                        answer.responses,
+                        answer.state,
+                        question,
+                        self.shared.run.limits.timeout,
+                    ) {
+                        Round::Ask(result) => return CallToolResponse::InputRequired(result),
+                        Round::Answered(answer) => answer,
+                        Round::Refused(error) => {
+                            record.error = Some(error.clone());
+                            return error.into_call_tool_result().into();
+                        }
+                    }
+                }
+            } else {
+                peer::confirm(&context.peer, question, budget).await
+            };
             let approval = decide(&request, &answer);
             record.approval_state = approval.state;
             if let Some(denial) = approval.denial {
                 record.error = Some(denial.clone());
-                return denial.into_call_tool_result();
+                return denial.into_call_tool_result().into();
             }
         }
         let roots = match self.roots(context, budget, notes).await {
             Ok(roots) => roots,
             Err(error) => {
                 record.error = Some(error.clone());
-                return error.into_call_tool_result();
+                return error.into_call_tool_result().into();
             }
         };
         let (outcome, run) = self
@@ -555,8 +617,41 @@ impl SkillServer {
         if let ToolOutcome::Error(error) = &outcome {
             record.error = Some(error.clone());
         }
-        outcome.into_call_tool_result()
+        outcome.into_call_tool_result().into()
     }
+}
+
+/// What a client sent back with a call that was asked a question the
+/// 2026-07-28 way, and the session it is bound to.
+struct Answer<'a> {
+    responses: Option<&'a rmcp::model::InputResponses>,
+    state: Option<&'a str>,
+    session: &'a str,
+}
+
+/// Returns true if and only if the request's protocol has no
+/// server-to-client requests (2026-07-28 on), so a question goes back in
+/// an `InputRequiredResult`.
+fn uses_input_required(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .protocol_version()
+        .is_some_and(|version| !version.has_initialize())
+}
+
+/// Returns true if and only if the client declared form elicitation, in
+/// this request's `_meta` or its handshake.
+fn client_can_elicit(context: &RequestContext<RoleServer>) -> bool {
+    let declared = context.meta.client_capabilities().or_else(|| {
+        context
+            .peer
+            .peer_info()
+            .map(|info| info.capabilities.clone())
+    });
+    declared.is_some_and(|capabilities| {
+        capabilities
+            .elicitation
+            .is_some_and(|elicitation| elicitation.form.is_some() || elicitation.url.is_none())
+    })
 }
 
 /// The session behind `session`. A panic while holding the lock leaves the
@@ -790,7 +885,7 @@ impl ServerHandler for SkillServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        self.audited(request, context).await.map(Into::into)
+        self.audited(request, context).await
     }
 
     async fn list_prompts(

@@ -747,3 +747,202 @@ fn a_session_a_client_deletes_is_answered_as_clients_expect_and_is_gone() {
         .unwrap();
     assert_eq!(after.status().as_u16(), 404, "the session is gone");
 }
+
+/// A client that answers confirmations from a list, and keeps what it was
+/// asked: rmcp drives 2026-07-28's rounds through it.
+#[derive(Clone, Default)]
+struct Approver {
+    answers: std::sync::Arc<std::sync::Mutex<Vec<bool>>>,
+    asked: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl rmcp::ClientHandler for Approver {
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        let mut config = rmcp::model::ClientConfig::default();
+        config.capabilities.elicitation = Some(rmcp::model::ElicitationCapability::new());
+        config
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: rmcp::model::ElicitRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::model::ErrorData> {
+        if let rmcp::model::ElicitRequestParams::FormElicitationParams { message, .. } = request {
+            self.asked.lock().unwrap().push(message);
+        }
+        let approve = self.answers.lock().unwrap().remove(0);
+        Ok(if approve {
+            rmcp::model::ElicitResult::new(rmcp::model::ElicitationAction::Accept)
+                .with_content(json!({"approve": true}))
+        } else {
+            rmcp::model::ElicitResult::new(rmcp::model::ElicitationAction::Decline)
+        })
+    }
+}
+
+#[tokio::test]
+async fn at_2026_07_28_a_confirmation_goes_back_in_the_result_and_its_answer_runs_the_tool_once() {
+    let sandbox = TestContext::new();
+    sandbox.project_skill(
+        "cleanup",
+        "tools:\n  - name: delete-output\n    description: Delete generated output files.\n    confirmation:\n      level: destructive_writes\n      prompt: \"This will delete files under output/**.\"\n    input_schema:\n      type: object\n      additionalProperties: false\n      properties:\n        dry_run: { type: boolean }\n      required: [dry_run]\n    implementation:\n      runtime: bash\n      entrypoint: scripts/delete.sh\n",
+        &[(
+            "scripts/delete.sh",
+            "read -r line\necho \"{\\\"deleted\\\": 2, \\\"request\\\": $line}\"\n",
+        )],
+    );
+    let audit = sandbox.path().join("audit.jsonl");
+    let server = McpHttpServer::start(sandbox.mcp(&["--audit-log", audit.to_str().unwrap()]));
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let approver = Approver::default();
+    approver.answers.lock().unwrap().extend([true, false]);
+    let client = approver
+        .clone()
+        .serve_with_lifecycle(
+            StreamableHttpClientTransport::from_uri(server.url.clone()),
+            ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            },
+        )
+        .await
+        .unwrap();
+    let loaded = call_with(&client, "skills_load", json!({"names": ["cleanup"]})).await;
+    let handle = loaded.structured_content.unwrap()["session"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    // rmcp gets an InputRequiredResult, asks, and calls again with the
+    // answer and the state: approved, the tool runs.
+    let approved = call_with(
+        &client,
+        "cleanup__delete-output",
+        json!({"dry_run": false, "session": handle}),
+    )
+    .await;
+    assert_eq!(approved.is_error, Some(false), "{approved:?}");
+    assert_eq!(
+        approved.structured_content.unwrap(),
+        json!({"deleted": 2, "request": {"dry_run": false}})
+    );
+    // Declined, it does not.
+    let declined = call_with(
+        &client,
+        "cleanup__delete-output",
+        json!({"dry_run": false, "session": handle}),
+    )
+    .await;
+    assert_eq!(
+        declined.structured_content.unwrap()["error"]["code"],
+        "APPROVAL_DENIED"
+    );
+    let asked = approver.asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), 2, "asked before each call");
+    assert!(
+        asked[0].contains("This will delete files under output/**."),
+        "{asked:?}"
+    );
+
+    // By hand: the first round answers with the question and a state...
+    let Value::Object(arguments) = json!({"dry_run": false, "session": handle}) else {
+        unreachable!()
+    };
+    let first = client
+        .peer()
+        .call_tool_once(
+            CallToolRequestParams::new("cleanup__delete-output").with_arguments(arguments.clone()),
+        )
+        .await
+        .unwrap();
+    let rmcp::model::CallToolResponse::InputRequired(asked) = first else {
+        panic!("a question, not a run: {first:?}")
+    };
+    let state = asked.request_state.unwrap();
+    let yes = rmcp::model::InputResponses::from([(
+        "confirm".to_owned(),
+        json!({"action": "accept", "content": {"approve": true}}),
+    )]);
+    // ...which approves no other arguments...
+    let Value::Object(other) = json!({"dry_run": true, "session": handle}) else {
+        unreachable!()
+    };
+    let moved = client
+        .peer()
+        .call_tool_once(
+            CallToolRequestParams::new("cleanup__delete-output")
+                .with_arguments(other)
+                .with_input_responses(yes.clone())
+                .with_request_state(state.clone()),
+        )
+        .await
+        .unwrap();
+    let rmcp::model::CallToolResponse::Complete(moved) = moved else {
+        panic!("{moved:?}")
+    };
+    assert_eq!(error_code(&moved), "INVALID_ARGUMENT");
+    // ...runs its own call once...
+    let answer = || {
+        CallToolRequestParams::new("cleanup__delete-output")
+            .with_arguments(arguments.clone())
+            .with_input_responses(yes.clone())
+            .with_request_state(state.clone())
+    };
+    let ran = client.peer().call_tool_once(answer()).await.unwrap();
+    let rmcp::model::CallToolResponse::Complete(ran) = ran else {
+        panic!("{ran:?}")
+    };
+    assert_eq!(ran.is_error, Some(false), "{ran:?}");
+    // ...and not twice.
+    let replayed = client.peer().call_tool_once(answer()).await.unwrap();
+    let rmcp::model::CallToolResponse::Complete(replayed) = replayed else {
+        panic!("{replayed:?}")
+    };
+    assert_eq!(error_code(&replayed), "INVALID_ARGUMENT");
+    client.cancel().await.unwrap();
+
+    // The log: each question pending, then each decision; the tool ran
+    // exactly twice (the approved call and the answered one).
+    let lines: Vec<Value> = fs_err::read_to_string(&audit)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .filter(|line: &Value| line["tool"] == "cleanup__delete-output")
+        .collect();
+    let outcomes: Vec<(&str, &str)> = lines
+        .iter()
+        .map(|line| {
+            (
+                line["outcome"].as_str().unwrap(),
+                line["approval_state"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        outcomes,
+        [
+            ("input_required", "PENDING"),
+            ("ok", "APPROVED"),
+            ("input_required", "PENDING"),
+            ("error", "DENIED"),
+            ("input_required", "PENDING"),
+            ("error", "PENDING"),
+            ("ok", "APPROVED"),
+            ("error", "PENDING"),
+        ]
+    );
+}
+
+async fn call_with<S: rmcp::service::Service<RoleClient>>(
+    client: &RunningService<RoleClient, S>,
+    tool: &str,
+    arguments: Value,
+) -> CallToolResult {
+    let Value::Object(arguments) = arguments else {
+        panic!("arguments are an object")
+    };
+    client
+        .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments))
+        .await
+        .unwrap_or_else(|error| panic!("{tool} gets a result: {error}"))
+}

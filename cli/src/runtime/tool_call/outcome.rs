@@ -201,11 +201,14 @@ impl ToolError {
 
 /// How a call ended, as the audit log records it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "snake_case")]
 pub enum Outcome {
     Ok,
     Async,
     Error,
+    /// Nothing ran: the user's confirmation was asked for in the result
+    /// (2026-07-28's `InputRequiredResult`).
+    InputRequired,
 }
 
 /// What a call gives back.

@@ -1,0 +1,331 @@
+//! A confirmation asked the 2026-07-28 way (SEP-2322, docs/runtime.md,
+//! "Confirmation at 2026-07-28"): that revision removed server-to-client
+//! requests, so instead of sending `elicitation/create` and waiting, the
+//! server answers the `tools/call` with an `InputRequiredResult` that holds
+//! the question and a `requestState`; the client asks the user and calls
+//! again with the answer and the state echoed back.
+//!
+//! The client holds the state between the rounds, so it is untrusted: it is
+//! sealed with a key only this server process has (rmcp's
+//! `RequestStateCodec`, HMAC-SHA-256), bound to the call it was made for
+//! (the tool, a digest of its arguments, the session) so that an approval
+//! of one call approves no other, valid for the call's `--timeout`, and
+//! used once: an approved state replayed runs nothing.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use rmcp::model::{
+    ElicitRequest, ElicitRequestParams, ElicitResult, InputRequest, InputRequests,
+    InputRequiredResult, InputResponses, JsonObject, RequestStateCodec, SealOptions,
+};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest as _, Sha256};
+
+use super::tool_call::{ElicitationAnswer, ErrorCode, ToolError};
+
+/// The key of the confirmation among a round's input requests.
+pub const CONFIRM: &str = "confirm";
+
+/// What a sealed state holds: a nonce, so that each is used once.
+#[derive(Serialize, Deserialize)]
+struct State {
+    nonce: String,
+}
+
+/// The server's seal for request states, and the states already used.
+pub struct Rounds {
+    codec: RequestStateCodec,
+    used: Mutex<HashMap<String, Instant>>,
+}
+
+impl std::fmt::Debug for Rounds {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Rounds(..)")
+    }
+}
+
+/// What to do with a call that needs the user's confirmation.
+#[derive(Debug)]
+pub enum Round {
+    /// Ask: answer the call with this.
+    Ask(InputRequiredResult),
+    /// The user answered.
+    Answered(ElicitationAnswer),
+    /// The echoed state is not one this server made for this call, or it
+    /// expired, or it was used: nothing runs.
+    Refused(ToolError),
+}
+
+impl Rounds {
+    /// A seal with a fresh random key. Fails only when the system's random
+    /// source does.
+    pub fn new() -> std::io::Result<Self> {
+        let mut key = [0u8; 32];
+        getrandom::fill(&mut key).map_err(|error| std::io::Error::other(error.to_string()))?;
+        let codec = RequestStateCodec::try_new(key.to_vec())
+            .map_err(|error| std::io::Error::other(error.to_string()))?;
+        Ok(Self {
+            codec,
+            used: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The round of a call to `tool` with `arguments` in `session`, given
+    /// what the client sent back (`responses`, `state`), asking `question`
+    /// when it sent nothing; states live for `ttl`.
+    pub fn confirm(
+        &self,
+        call: &CallBinding<'_>,
+        responses: Option<&InputResponses>,
+        state: Option<&str>,
+        question: ElicitRequestParams,
+        ttl: Duration,
+    ) -> Round {
+        let bound = call.associated_data();
+        let options = SealOptions::new().associated_data(&bound).ttl(ttl);
+        let answer = responses.and_then(|responses| responses.get(CONFIRM));
+        match (answer, state) {
+            (None, None) => {}
+            (Some(answer), Some(state)) => return self.answered(answer, state, &bound, ttl),
+            _ => {
+                return Round::Refused(ToolError::new(
+                    ErrorCode::InvalidArgument,
+                    "a confirmation comes back with both its `inputResponses` and the `requestState` it was asked with; call again without them to be asked",
+                ));
+            }
+        }
+        let mut nonce = [0u8; 16];
+        if let Err(error) = getrandom::fill(&mut nonce) {
+            return Round::Refused(ToolError::new(
+                ErrorCode::Internal,
+                format!("no randomness for a request state: {error}"),
+            ));
+        }
+        let state = State {
+            nonce: skillpkg_index::archive::tree_hash::hex(&nonce),
+        };
+        match self.codec.seal_json_with(&state, &options) {
+            Ok(sealed) => Round::Ask(InputRequiredResult::new(
+                Some(InputRequests::from([(
+                    CONFIRM.to_owned(),
+                    InputRequest::Elicitation(ElicitRequest::new(question)),
+                )])),
+                Some(sealed),
+            )),
+            Err(error) => Round::Refused(ToolError::new(
+                ErrorCode::Internal,
+                format!("cannot seal the request state: {error}"),
+            )),
+        }
+    }
+
+    fn answered(
+        &self,
+        answer: &serde_json::Value,
+        sealed: &str,
+        bound: &[u8],
+        ttl: Duration,
+    ) -> Round {
+        let state: State = match self.codec.open_json_with(sealed, bound) {
+            Ok(state) => state,
+            Err(error) => {
+                return Round::Refused(ToolError::new(
+                    ErrorCode::InvalidArgument,
+                    format!(
+                        "the requestState was not made by this server for this call, or it expired ({error}); call again without it to be asked"
+                    ),
+                ));
+            }
+        };
+        let now = Instant::now();
+        {
+            let mut used = self.used.lock().unwrap_or_else(PoisonError::into_inner);
+            used.retain(|_, at| now.duration_since(*at) < ttl);
+            if used.insert(state.nonce, now).is_some() {
+                return Round::Refused(ToolError::new(
+                    ErrorCode::InvalidArgument,
+                    "this requestState was already answered once; call again without it to be asked",
+                ));
+            }
+        }
+        Round::Answered(
+            match serde_json::from_value::<ElicitResult>(answer.clone()) {
+                Ok(result) => ElicitationAnswer::Answered(result),
+                Err(error) => ElicitationAnswer::Failed(format!(
+                    "the answer to the confirmation is not an elicitation result: {error}"
+                )),
+            },
+        )
+    }
+}
+
+/// What a request state is bound to.
+#[derive(Debug)]
+pub struct CallBinding<'a> {
+    /// The tool's name on the wire.
+    pub tool: &'a str,
+    /// Its arguments, as the client sent them (the session handle taken
+    /// out).
+    pub arguments: &'a JsonObject,
+    /// The session: its handle, or the connection's number.
+    pub session: &'a str,
+}
+
+impl CallBinding<'_> {
+    fn associated_data(&self) -> Vec<u8> {
+        let mut digest = Sha256::new();
+        for part in [
+            self.tool.as_bytes(),
+            &serde_json::to_vec(self.arguments).unwrap_or_default(),
+            self.session.as_bytes(),
+        ] {
+            digest.update((part.len() as u64).to_be_bytes());
+            digest.update(part);
+        }
+        digest.finalize().to_vec()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rmcp::model::{ElicitationAction, ElicitationSchema};
+    use serde_json::json;
+
+    use super::*;
+
+    fn question() -> ElicitRequestParams {
+        ElicitRequestParams::FormElicitationParams {
+            meta: None,
+            message: "Run it?".into(),
+            requested_schema: ElicitationSchema::builder()
+                .required_bool("approve")
+                .build()
+                .unwrap(),
+        }
+    }
+
+    fn arguments(value: serde_json::Value) -> JsonObject {
+        match value {
+            serde_json::Value::Object(object) => object,
+            other => panic!("arguments are an object, not {other}"),
+        }
+    }
+
+    fn ask(rounds: &Rounds, call: &CallBinding<'_>) -> String {
+        match rounds.confirm(call, None, None, question(), Duration::from_secs(60)) {
+            Round::Ask(result) => {
+                assert!(result.input_requests.unwrap().contains_key(CONFIRM));
+                result.request_state.unwrap()
+            }
+            other => panic!("asks first: {other:?}"),
+        }
+    }
+
+    fn answer(rounds: &Rounds, call: &CallBinding<'_>, state: &str, ttl: Duration) -> Round {
+        let responses = InputResponses::from([(
+            CONFIRM.to_owned(),
+            json!({"action": "accept", "content": {"approve": true}}),
+        )]);
+        rounds.confirm(call, Some(&responses), Some(state), question(), ttl)
+    }
+
+    #[test]
+    fn an_approval_runs_the_call_it_was_asked_for_once_and_no_other() {
+        let rounds = Rounds::new().unwrap();
+        let args = arguments(json!({"path": "out/"}));
+        let call = CallBinding {
+            tool: "cleanup__delete",
+            arguments: &args,
+            session: "3",
+        };
+        let state = ask(&rounds, &call);
+        let minute = Duration::from_secs(60);
+
+        // Another call, other arguments, another session: refused.
+        let other_args = arguments(json!({"path": "/"}));
+        for other in [
+            CallBinding {
+                tool: "cleanup__other",
+                arguments: &args,
+                session: "3",
+            },
+            CallBinding {
+                tool: "cleanup__delete",
+                arguments: &other_args,
+                session: "3",
+            },
+            CallBinding {
+                tool: "cleanup__delete",
+                arguments: &args,
+                session: "4",
+            },
+        ] {
+            assert!(matches!(
+                answer(&rounds, &other, &state, minute),
+                Round::Refused(_)
+            ));
+        }
+        // A state changed by one character: refused.
+        let mut tampered = state.clone().into_bytes();
+        let last = tampered.len() - 1;
+        tampered[last] = if tampered[last] == b'A' { b'B' } else { b'A' };
+        let tampered = String::from_utf8(tampered).unwrap();
+        assert!(matches!(
+            answer(&rounds, &call, &tampered, minute),
+            Round::Refused(_)
+        ));
+
+        match answer(&rounds, &call, &state, minute) {
+            Round::Answered(ElicitationAnswer::Answered(result)) => {
+                assert_eq!(result.action, ElicitationAction::Accept);
+            }
+            other => panic!("the answer counts: {other:?}"),
+        }
+        // Replayed: refused.
+        assert!(matches!(
+            answer(&rounds, &call, &state, minute),
+            Round::Refused(_)
+        ));
+        // Another server's state: refused.
+        let elsewhere = Rounds::new().unwrap();
+        let foreign = ask(&elsewhere, &call);
+        assert!(matches!(
+            answer(&rounds, &call, &foreign, minute),
+            Round::Refused(_)
+        ));
+    }
+
+    #[test]
+    fn an_answer_without_its_state_or_after_its_time_is_refused() {
+        let rounds = Rounds::new().unwrap();
+        let args = arguments(json!({}));
+        let call = CallBinding {
+            tool: "t",
+            arguments: &args,
+            session: "1",
+        };
+        let responses = InputResponses::from([(CONFIRM.to_owned(), json!({"action": "accept"}))]);
+        assert!(matches!(
+            rounds.confirm(
+                &call,
+                Some(&responses),
+                None,
+                question(),
+                Duration::from_secs(60)
+            ),
+            Round::Refused(_)
+        ));
+        let short = Duration::from_millis(50);
+        let state = match rounds.confirm(&call, None, None, question(), short) {
+            Round::Ask(result) => result.request_state.unwrap(),
+            other => panic!("{other:?}"),
+        };
+        std::thread::sleep(Duration::from_millis(2100));
+        assert!(matches!(
+            answer(&rounds, &call, &state, short),
+            Round::Refused(_)
+        ));
+    }
+}

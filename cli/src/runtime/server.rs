@@ -13,7 +13,6 @@ use std::borrow::Cow;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
@@ -227,19 +226,15 @@ impl SkillServer {
             Ok(Ok(CallToolResponse::InputRequired(asked))) => {
                 record.duration = started.elapsed();
                 record.outcome = Outcome::InputRequired;
-                if let Some(audit) = &self.shared.audit
-                    && let Err(error) = audit.append(&record, &self.shared.redactor)
-                {
-                    return Ok(ToolError::new(
-                        ErrorCode::Unavailable,
-                        format!(
-                            "{error}; the call could not be recorded, so the server does not ask"
-                        ),
-                    )
-                    .into_call_tool_result()
-                    .into());
-                }
-                return Ok(CallToolResponse::InputRequired(asked));
+                return Ok(
+                    match self.append(
+                        &record,
+                        "the call could not be recorded, so the server does not ask",
+                    ) {
+                        Ok(()) => CallToolResponse::InputRequired(asked),
+                        Err(unrecorded) => unrecorded.into(),
+                    },
+                );
             }
             Ok(Ok(other)) => return Ok(other),
             Ok(Err(error)) => return Err(error),
@@ -272,19 +267,29 @@ impl SkillServer {
         {
             record.denials.push(error.message.clone());
         }
-        if let Some(audit) = &self.shared.audit
-            && let Err(error) = audit.append(&record, &self.shared.redactor)
-        {
-            // The call ran, but nothing may run unrecorded: say so,
-            // and let the operator fix the log.
-            return Ok(ToolError::new(
-                    ErrorCode::Unavailable,
-                    format!("{error}; the call ran but could not be recorded, so the server withholds its result"),
-                )
-                .into_call_tool_result()
-                .into());
+        // The call ran, but nothing may run unrecorded: say so, and let
+        // the operator fix the log.
+        Ok(self
+            .append(
+                &record,
+                "the call ran but could not be recorded, so the server withholds its result",
+            )
+            .map_or_else(Into::into, |()| result.into()))
+    }
+
+    /// Writes `record` to the audit log, if there is one; when it cannot,
+    /// returns the `UNAVAILABLE` error the client gets instead: the log's
+    /// error, then `consequence`.
+    fn append(&self, record: &AuditRecord, consequence: &str) -> Result<(), CallToolResult> {
+        match &self.shared.audit {
+            Some(audit) => audit
+                .append(record, &self.shared.redactor)
+                .map_err(|error| {
+                    ToolError::new(ErrorCode::Unavailable, format!("{error}; {consequence}"))
+                        .into_call_tool_result()
+                }),
+            None => Ok(()),
         }
-        Ok(result.into())
     }
 
     async fn dispatch(
@@ -450,10 +455,7 @@ impl SkillServer {
     /// session: streamable HTTP at a protocol version without
     /// `initialize` (2026-07-28 on), where rmcp serves each request alone.
     fn stateless(&self, context: &RequestContext<RoleServer>) -> bool {
-        self.transport == Transport::Http
-            && context
-                .protocol_version()
-                .is_some_and(|version| !version.has_initialize())
+        self.transport == Transport::Http && uses_input_required(context)
     }
 
     /// The folders the client lets scripts work in: its MCP roots, when it

@@ -11,7 +11,12 @@ same run (bench/README.md):
 - the server's memory (peak RSS) serving 1,000 skills, against the same
   server serving none;
 - the server's start-up with 1,000 skills, sandboxed (it starts a run
-  launcher to learn whether namespaces work), against `--unsandboxed`.
+  launcher to learn whether namespaces work), against `--unsandboxed`;
+  watching the skills' folders against `--no-watch`;
+- a change while serving 1,000 skills, from a file written to the
+  client's `notifications/resources/list_changed` (the quiet wait of
+  150 ms, then the whole catalog read and vetted again), against the
+  start-up with the same skills (the first reading).
 
 The client speaks JSON-RPC over the server's stdin and stdout directly,
 with no SDK in between, so what is timed is the server and the pipe.
@@ -79,6 +84,12 @@ class Server:
     def peak_rss_kib(self) -> int:
         status = Path(f"/proc/{self.process.pid}/status").read_text()
         return int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmHWM:")))
+
+    def wait_for(self, method: str) -> None:
+        while True:
+            message = json.loads(self.process.stdout.readline())
+            if message.get("method") == method:
+                return
 
     def close(self) -> None:
         self.process.stdin.close()
@@ -260,6 +271,26 @@ def main() -> int:
         print(row("--unsandboxed (baseline)", bare))
         print(row("sandboxed", walled))
         print(f"  ratio {statistics.median(walled) / statistics.median(bare):.2f}x")
+        frozen, watching = interleaved(start(("--no-watch",)), start(()), max(args.runs // 10, 11))
+        print(row("--no-watch (baseline)", frozen))
+        print(row("watching", watching))
+        print(f"  ratio {statistics.median(watching) / statistics.median(frozen):.2f}x")
+
+        # A change while serving them: written, then told.
+        server = Server(skillpkg, many, home)
+        guide = many / ".claude/skills/skill-0000/references/guide.md"
+        version = iter(range(1_000_000))
+
+        def change():
+            guide.write_text(paragraph * 8 + f"version {next(version)}\n")
+            server.wait_for("notifications/resources/list_changed")
+
+        told = timed(change, max(args.runs // 10, 11))
+        server.close()
+        print("a change while serving 1000 skills, written to told")
+        print(row("start (baseline)", watching))
+        print(row("change to list_changed", told))
+        print(f"  ratio {statistics.median(told) / statistics.median(watching):.2f}x start (150 ms of it is the quiet wait)")
 
     for failure in failures:
         print(f"MISSED: {failure}", file=sys.stderr)

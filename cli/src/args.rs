@@ -590,6 +590,13 @@ pub struct McpArgs {
     #[arg(long)]
     pub allow_modified: bool,
 
+    /// Serve the skills as read at start. By default the server watches
+    /// the skill folders and skills.lock, and serves a skill installed,
+    /// updated or removed while it runs as it is then (checked and vetted
+    /// again), telling clients that the list changed.
+    #[arg(long)]
+    pub no_watch: bool,
+
     /// Let skill SKILL have the filesystem grant GLOB (exactly as its
     /// SKILL.md writes it) although it reaches `.git`, `.claude`, another
     /// agent's configuration, a skills folder, credentials or the home

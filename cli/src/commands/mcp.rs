@@ -21,13 +21,15 @@ use crate::printer::Printer;
 use crate::runtime::access::{self, Token};
 use crate::runtime::arrival::{Ordered, OrderedSessions};
 use crate::runtime::audit::AuditLog;
-use crate::runtime::catalog::{Options, ServedCatalog};
+use crate::runtime::catalog::{Options, ServedCatalog, Sources};
 use crate::runtime::exec::{self, Limits};
 use crate::runtime::jail;
+use crate::runtime::live::View;
 use crate::runtime::run::RunConfig;
 use crate::runtime::sandbox;
 use crate::runtime::server::{Shared, SkillServer, Transport};
 use crate::runtime::tool_call::Redactor;
+use crate::runtime::watch;
 
 pub fn run(args: &McpArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
     let project = match &args.project {
@@ -91,8 +93,8 @@ pub fn run(args: &McpArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
             UserError::new(error.to_string())
                 .with_hint("give --audit-log a regular file in a folder you can write to")
         })?;
-    let redactor = secrets(&catalog);
-    for name in redactor.skipped() {
+    let view = View::new(Arc::clone(&catalog), secrets(&catalog));
+    for name in view.redactor.skipped() {
         printer.status(
             "Warning",
             &format!("the secret {name} is under 4 characters, so it cannot be redacted from results and the audit log"),
@@ -148,12 +150,17 @@ pub fn run(args: &McpArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
         },
         unsandboxed: args.unsandboxed,
         server_env: exec::server_environment(),
-        protection: catalog.protection.clone(),
-        project: options.project,
+        project: options.project.clone(),
         pass_env: args.pass_env.iter().cloned().collect(),
         client_timeout: Duration::from_secs(args.client_timeout),
     };
-    let shared = Arc::new(Shared::new(catalog, args.max_active, audit, redactor, run)?);
+    let sources = catalog.sources.clone();
+    drop(catalog);
+    let shared = Arc::new(Shared::new(view, args.max_active, audit, run)?);
+    // Kept until the server stops; dropping it stops the watching.
+    let _watch = (!args.no_watch)
+        .then(|| watch_catalog(&shared, options, sources, *printer))
+        .flatten();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -181,6 +188,71 @@ pub fn run(args: &McpArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
     jail::clean_up();
     served?;
     Ok(ExitStatus::Success)
+}
+
+/// Serves the catalog anew whenever what it was read from changes, and
+/// says so on stderr. Without a way to watch, says why and serves the
+/// catalog as read.
+fn watch_catalog(
+    shared: &Arc<Shared>,
+    options: Options,
+    sources: Sources,
+    printer: Printer,
+) -> Option<watch::Watch> {
+    let live = Arc::downgrade(shared);
+    // Each note is said once, not again at every reading.
+    let mut told: std::collections::HashSet<String> =
+        shared.live.view().catalog.notes.iter().cloned().collect();
+    let reload = move || {
+        let shared = live.upgrade()?;
+        match ServedCatalog::load(&options) {
+            Ok(catalog) => {
+                let sources = catalog.sources.clone();
+                let notes = catalog.notes.clone();
+                let catalog = Arc::new(catalog);
+                let view = View::new(Arc::clone(&catalog), secrets(&catalog));
+                if let Some(change) = shared.live.replace(view) {
+                    printer.status(
+                        "Reloaded",
+                        &format!(
+                            "{} skill(s) now: {}",
+                            catalog.skills().len(),
+                            change.describe()
+                        ),
+                    );
+                }
+                for note in notes {
+                    if told.insert(note.clone()) {
+                        printer.status("Note", &note);
+                    }
+                }
+                Some(sources)
+            }
+            Err(error) => {
+                printer.status(
+                    "Warning",
+                    &format!(
+                        "the skills changed, but reading them again failed ({error:#}); still serving them as they were"
+                    ),
+                );
+                None
+            }
+        }
+    };
+    match watch::start(sources, reload, move |warning| {
+        printer.status("Warning", &warning);
+    }) {
+        Ok(watch) => Some(watch),
+        Err(error) => {
+            printer.status(
+                "Warning",
+                &format!(
+                    "cannot watch the skill folders ({error}): skills are served as read now until a restart"
+                ),
+            );
+            None
+        }
+    }
 }
 
 /// A redactor for the value of every secret a served skill declares, as

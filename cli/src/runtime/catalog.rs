@@ -92,6 +92,20 @@ pub struct ServedCatalog {
     /// What no grant may reach on this machine, and what the operator
     /// allowed: checked here at start, and at every run.
     pub protection: Protection,
+    /// What the catalog was read from: every folder the host looks in for
+    /// skills (there or not), the folders linked skills point at, and the
+    /// folder of `skills.lock`. A change under one may change the catalog.
+    pub sources: Sources,
+}
+
+/// The folders a catalog was read from ([`ServedCatalog::sources`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Sources {
+    /// Folders whose whole tree matters: the scopes, and linked skills.
+    pub trees: Vec<PathBuf>,
+    /// The project folder and the folder of `skills.toml`, for the lock
+    /// and the manifest in them.
+    pub project: Vec<PathBuf>,
 }
 
 /// One served skill.
@@ -165,7 +179,7 @@ pub enum ReadError {
         size: u64,
         limit: u64,
     },
-    #[error("`{path}` of skill `{skill}` changed since the server started")]
+    #[error("`{path}` of skill `{skill}` changed since the server read it")]
     Changed { skill: String, path: String },
     #[error("cannot read `{path}` of skill `{skill}`")]
     Io {
@@ -185,7 +199,7 @@ impl ReadError {
             }
             Self::TooLarge { .. } => "read it with a script of the skill instead",
             Self::Changed { .. } | Self::Io { .. } => {
-                "the skill's files changed on disk; restart `skillpkg mcp` to serve them as they are now (skillpkg install --force restores an installed skill)"
+                "the skill's files changed on disk: the server reads the skill again as soon as the changes settle (unless it runs with --no-watch), so list or load it again; skillpkg install --force restores an installed skill"
             }
         }
     }
@@ -208,8 +222,26 @@ impl ServedCatalog {
             Some(root) => lockfile::read(root)?.map(|lock| (root.clone(), lock)),
             None => None,
         };
+        let sources = Sources {
+            trees: found
+                .scopes
+                .iter()
+                .map(|listing| listing.scope.dir.clone())
+                .chain(
+                    found
+                        .skills()
+                        .filter(|skill| skill.link.is_some())
+                        .filter_map(|skill| fs_err::canonicalize(&skill.dir).ok()),
+                )
+                .collect(),
+            project: std::iter::once(options.project.clone())
+                .chain(manifest_root.clone())
+                .collect(),
+        };
         let protection = protection(&env, found_skill_folders(&found), manifest_root, options);
-        Ok(Self::build(&found, options, lock.as_ref(), protection))
+        let mut served = Self::build(&found, options, lock.as_ref(), protection);
+        served.sources = sources;
+        Ok(served)
     }
 
     fn build(
@@ -227,6 +259,7 @@ impl ServedCatalog {
             refused: BTreeMap::new(),
             notes: found.notes.clone(),
             protection,
+            sources: Sources::default(),
         };
         let mut records: HashMap<PathBuf, Option<TargetState>> = HashMap::new();
         // The audit skills.lock records for each served skill's files.
@@ -422,6 +455,7 @@ impl ServedCatalog {
             refused: BTreeMap::new(),
             notes: Vec::new(),
             protection: Protection::default(),
+            sources: Sources::default(),
         }
     }
 
@@ -462,15 +496,9 @@ impl ServedCatalog {
     /// `""` for the skill's root, written `skill://<name>` (as SEP-2640
     /// writes directory URIs) or `skill://<name>/`.
     pub fn resolve_uri(&self, uri: &str) -> Option<(&Arc<ServedSkill>, String)> {
-        let rest = uri.strip_prefix(SCHEME)?;
-        if rest.contains(['?', '#']) {
-            return None;
-        }
-        let (name, path) = rest.split_once('/').unwrap_or((rest, ""));
-        let name = percent_decode_str(name).decode_utf8().ok()?;
-        let path = percent_decode_str(path).decode_utf8().ok()?;
-        let skill = &self.skills[*self.by_name.get(name.as_ref())?];
-        Some((skill, path.into_owned()))
+        let (name, path) = split_uri(uri)?;
+        let skill = &self.skills[*self.by_name.get(&name)?];
+        Some((skill, path))
     }
 }
 
@@ -566,6 +594,19 @@ pub fn normalise(path: &str) -> Option<String> {
         }
     }
     (!parts.is_empty()).then(|| parts.join("/"))
+}
+
+/// The skill name and the file path a `skill://` URI names, decoded; the
+/// path is `""` for the skill's root.
+pub fn split_uri(uri: &str) -> Option<(String, String)> {
+    let rest = uri.strip_prefix(SCHEME)?;
+    if rest.contains(['?', '#']) {
+        return None;
+    }
+    let (name, path) = rest.split_once('/').unwrap_or((rest, ""));
+    let name = percent_decode_str(name).decode_utf8().ok()?;
+    let path = percent_decode_str(path).decode_utf8().ok()?;
+    Some((name.into_owned(), path.into_owned()))
 }
 
 /// The URI of the file `path` of the skill `name`: each segment

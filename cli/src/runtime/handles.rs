@@ -137,13 +137,9 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::runtime::catalog::ServedCatalog;
 
     fn session() -> SharedSession {
-        Arc::new(Mutex::new(Session::new(
-            Arc::new(ServedCatalog::empty()),
-            8,
-        )))
+        Arc::new(Mutex::new(Session::new(8)))
     }
 
     #[test]

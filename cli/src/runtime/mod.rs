@@ -16,6 +16,7 @@ pub mod input;
 #[cfg(target_os = "linux")]
 #[allow(unsafe_code)]
 pub mod jail;
+pub mod live;
 pub mod peer;
 pub mod protected;
 pub mod resources;
@@ -25,4 +26,5 @@ pub mod server;
 pub mod session;
 pub mod tool_call;
 pub mod vetting;
+pub mod watch;
 pub mod wire;

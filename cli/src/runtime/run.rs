@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::catalog::ServedSkill;
 use super::exec::{self, Limits, RunOutcome, RunRequest};
+use super::protected::Protection;
 use super::sandbox::{self, Policy};
 use super::tool_call::{
     ErrorCode, ProcessResult, Redactor, ToolError, ToolOutcome, ToolSchemas, interpret,
@@ -36,8 +37,6 @@ pub struct RunConfig {
     pub server_env: BTreeMap<String, String>,
     /// The project folder: the root when the client sends none.
     pub project: PathBuf,
-    /// What no filesystem grant may reach, and `--allow-grant`.
-    pub protection: super::protected::Protection,
     /// `--pass-env`: the only names a skill's secrets may be read from the
     /// server's environment by.
     pub pass_env: BTreeSet<String>,
@@ -90,6 +89,9 @@ pub struct CallContext<'a> {
     pub roots: &'a [PathBuf],
     /// Keeps the secrets out of what is returned.
     pub redactor: &'a Redactor,
+    /// What no filesystem grant may reach, and `--allow-grant`: the
+    /// catalog's as the call found it.
+    pub protection: &'a Protection,
     /// The client's cancellation of the call.
     pub cancel: CancellationToken,
     /// The call's time; the run gets what is left.
@@ -192,7 +194,7 @@ fn unchanged(skill: &ServedSkill) -> Result<(), ToolError> {
         Err(ToolError::new(
             ErrorCode::Integrity,
             format!(
-                "skill `{}` changed on disk since the server started ({}); nothing was run",
+                "skill `{}` changed on disk since the server read it ({}); nothing was run: load it again with skills_load, which serves it as it is now",
                 skill.name,
                 changed.join(", ")
             ),
@@ -217,6 +219,7 @@ impl RunConfig {
         &self,
         skill: &ServedSkill,
         roots: &[PathBuf],
+        protection: &Protection,
         workdir: Option<&str>,
         given_env: &BTreeMap<String, String>,
     ) -> Result<Prepared, ToolError> {
@@ -239,7 +242,7 @@ impl RunConfig {
                     permissions,
                     roots,
                     &workdir,
-                    &self.protection,
+                    protection,
                 )
                 .map_err(|error| denied(&error))?,
             )
@@ -269,6 +272,7 @@ impl RunConfig {
         let CallContext {
             roots,
             redactor,
+            protection,
             cancel,
             budget,
             notes,
@@ -279,7 +283,13 @@ impl RunConfig {
         in_manifest(skill, &arguments.path)?;
         unchanged(skill)?;
         let program = exec::interpreter_for(&script).map_err(|error| exec_error(&error))?;
-        let prepared = self.prepare(skill, roots, arguments.workdir.as_deref(), &arguments.env)?;
+        let prepared = self.prepare(
+            skill,
+            roots,
+            protection,
+            arguments.workdir.as_deref(),
+            &arguments.env,
+        )?;
         notes.extend(prepared.env.notes);
         let limits = self.limits_within(budget)?;
         let outcome = exec::run(
@@ -342,6 +352,7 @@ impl RunConfig {
         let CallContext {
             roots,
             redactor,
+            protection,
             cancel,
             budget,
             notes,
@@ -357,7 +368,7 @@ impl RunConfig {
                 Runtime::Node => "node",
                 Runtime::Bash => "bash",
             };
-            let prepared = self.prepare(skill, roots, None, &BTreeMap::new())?;
+            let prepared = self.prepare(skill, roots, protection, None, &BTreeMap::new())?;
             notes.extend(prepared.env.notes);
             let limits = self.limits_within(budget)?;
             exec::run(

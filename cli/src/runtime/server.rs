@@ -10,6 +10,7 @@
 //!   rule) and `active_skills` (the loaded skills' instructions).
 
 use std::borrow::Cow;
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -22,28 +23,39 @@ use rmcp::model::{
     GetSkillResult, Implementation, JsonObject, ListPromptsResult, ListResourcesResult,
     ListSkillsResult, ListToolsResult, PaginatedRequestParams, PromptMessage, ProtocolVersion,
     ReadResourceDirectoryRequestParams, ReadResourceDirectoryResult, ReadResourceRequestParams,
-    ReadResourceResponse, ResourceContents, Role, ServerCapabilities, ServerConfig,
-    SubscriptionFilter,
+    ReadResourceResponse, ResourceContents, ResourceUpdatedNotificationParam, Role,
+    ServerCapabilities, ServerConfig, SubscribeRequestParams, SubscriptionFilter,
+    UnsubscribeRequestParams,
 };
-use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::service::{
+    NotificationContext, Peer, RequestContext, SubscriptionContext, SubscriptionSendError,
+};
 use rmcp::{RoleServer, ServerHandler};
 use skillpkg_index::skill::model::Tool as SkillTool;
-use skillpkg_index::skill::prompt::{AvailableSkill, Prompt as SkillsPrompt};
+use tokio::sync::broadcast::{self, error::RecvError};
 
 use super::arrival::Turn;
 use super::audit::{AuditLog, AuditRecord, SkillInfo, TraceId};
 use super::catalog::{self, ServedCatalog, ServedSkill};
 use super::handles::{self, SESSION_ARGUMENT, SessionTable, SharedSession};
 use super::input::{CallBinding, Round, Rounds};
+use super::live::{Change, LOADING_RULE, Live, View};
 use super::peer::{self, RootsMemory};
 use super::resources;
 use super::run::{Budget, CallContext, RunConfig, RunScriptArguments, seconds};
 use super::session::{Session, SessionError};
 use super::tool_call::{
-    ApprovalState, ElicitationAnswer, ErrorCode, Outcome, Redactor, SchemaCache, ToolError,
-    ToolOutcome, confirmation_for, decide, wire_name,
+    ApprovalState, ElicitationAnswer, ErrorCode, Outcome, SchemaCache, ToolError, ToolOutcome,
+    confirmation_for, decide, wire_name,
 };
 use super::wire::{self, LoadArguments, ReadArguments, UnloadArguments, parse};
+
+/// The most resources one session may subscribe to.
+const MAX_SUBSCRIPTIONS: usize = 1024;
+
+/// How often a connection's forwarding of changes looks whether the
+/// connection closed.
+const CLOSED_CHECK: Duration = Duration::from_secs(5);
 
 /// The largest file `skills_read` returns; larger ones are for scripts.
 pub const READ_LIMIT: u64 = 1024 * 1024;
@@ -53,23 +65,14 @@ pub const READ_LIMIT: u64 = 1024 * 1024;
 /// a moment to kill its processes and collect their output.
 const CALL_GRACE: Duration = Duration::from_secs(1);
 
-/// The server's instructions hold the whole `<available_skills>` block
-/// only while it is this small; past it they point at the prompt.
-const INSTRUCTIONS_CATALOG_LIMIT: usize = 32 * 1024;
-
-/// The base rule of spec 001's prompt contract, with the names the tools
-/// have on the wire.
-pub const LOADING_RULE: &str = "Skills are folders of instructions, references and scripts for particular tasks. Before you use a skill's instructions, files or scripts you MUST call the skills_load tool with its name: it returns the skill's SKILL.md instructions, which then apply until you unload the skill (skills loaded later take precedence when they conflict). Read a loaded skill's files with skills_read and run its scripts with skills_run_script.";
-
 /// What every session shares.
 #[derive(Debug)]
 pub struct Shared {
-    pub catalog: Arc<ServedCatalog>,
+    /// The catalog as it is now, and its changes.
+    pub live: Live,
     pub max_active: usize,
     /// `--audit-log`, opened before anything is served.
     pub audit: Option<AuditLog>,
-    /// Every declared secret's value, to keep out of results and the log.
-    pub redactor: Redactor,
     /// How scripts and tools run.
     pub run: RunConfig,
     /// The skills' tool schemas, compiled on first use.
@@ -80,57 +83,24 @@ pub struct Shared {
     pub handles: SessionTable,
     /// The seal of confirmations asked the 2026-07-28 way.
     pub rounds: Rounds,
-    /// Every served skill's tools, each taking a `session`, as `tools/list`
-    /// shows them to such clients; built on first use.
-    stateless_tools: std::sync::OnceLock<Vec<rmcp::model::Tool>>,
-    /// `initialize`'s instructions, built once.
-    instructions: String,
-    /// The `<available_skills>` block, built once.
-    available: String,
 }
 
 impl Shared {
     pub fn new(
-        catalog: Arc<ServedCatalog>,
+        view: View,
         max_active: usize,
         audit: Option<AuditLog>,
-        redactor: Redactor,
         run: RunConfig,
     ) -> std::io::Result<Self> {
-        let available = SkillsPrompt {
-            available_skills: catalog
-                .skills()
-                .iter()
-                .map(|skill| AvailableSkill {
-                    name: skill.name.clone(),
-                    description: skill.frontmatter.description.clone(),
-                    location: skill.location.clone(),
-                })
-                .collect(),
-            active_skills: Vec::new(),
-        }
-        .available_xml();
-        let instructions = if available.len() <= INSTRUCTIONS_CATALOG_LIMIT {
-            format!("{LOADING_RULE}\n\n{available}")
-        } else {
-            format!(
-                "{LOADING_RULE}\n\nThis server serves {} skills; the available_skills prompt lists them.",
-                catalog.skills().len()
-            )
-        };
         Ok(Self {
-            catalog,
+            live: Live::new(view),
             max_active,
             audit,
-            redactor,
             run,
             schemas: SchemaCache::new(),
             sessions: AtomicU64::new(0),
             handles: SessionTable::default(),
             rounds: Rounds::new()?,
-            stateless_tools: std::sync::OnceLock::new(),
-            instructions,
-            available,
         })
     }
 }
@@ -157,6 +127,9 @@ pub struct SkillServer {
     session: SharedSession,
     /// Whether the client let `roots/list` time out (runtime::peer).
     roots: Mutex<RootsMemory>,
+    /// The URIs the client subscribed to with `resources/subscribe`
+    /// (before 2026-07-28), told of as their skills change.
+    subscribed: Arc<Mutex<BTreeSet<String>>>,
     /// The session's number, for the audit log.
     id: String,
     /// One trace per session (spec 003's `trace_id`).
@@ -166,13 +139,14 @@ pub struct SkillServer {
 impl SkillServer {
     /// A new session. Fails only when the system's random source does.
     pub fn new(shared: Arc<Shared>, transport: Transport) -> std::io::Result<Self> {
-        let session = Session::new(shared.catalog.clone(), shared.max_active);
+        let session = Session::new(shared.max_active);
         let id = (shared.sessions.fetch_add(1, Ordering::Relaxed) + 1).to_string();
         Ok(Self {
             shared,
             transport,
             session: Arc::new(Mutex::new(session)),
             roots: Mutex::default(),
+            subscribed: Arc::default(),
             id,
             trace: TraceId::random()?,
         })
@@ -283,7 +257,7 @@ impl SkillServer {
     fn append(&self, record: &AuditRecord, consequence: &str) -> Result<(), CallToolResult> {
         match &self.shared.audit {
             Some(audit) => audit
-                .append(record, &self.shared.redactor)
+                .append(record, &self.shared.live.view().redactor)
                 .map_err(|error| {
                     ToolError::new(ErrorCode::Unavailable, format!("{error}; {consequence}"))
                         .into_call_tool_result()
@@ -345,9 +319,12 @@ impl SkillServer {
             ));
         }
         let tools_before = lock(&session).tool_wire_names();
+        // The catalog as it is when the call is taken up; a change from
+        // now on is for the next call.
+        let view = self.shared.live.view();
         let outcome = match name {
             wire::LOAD => parse(name, request.arguments).map(|arguments: LoadArguments| {
-                record.skill = single_skill(&self.shared.catalog, &arguments.names);
+                record.skill = single_skill(&view.catalog, &arguments.names);
                 // Over stateless HTTP a load without a handle starts a
                 // session that outlives the request.
                 let kept = handle
@@ -359,7 +336,7 @@ impl SkillServer {
                         if let Some(kept) = &kept {
                             record.session = handles::shortened(kept);
                         }
-                        load(&session, &arguments, kept.as_deref())
+                        load(&session, &view.catalog, &arguments, kept.as_deref())
                     }
                     Err(error) => Ok(ToolError::new(
                         ErrorCode::Internal,
@@ -404,9 +381,7 @@ impl SkillServer {
                 let Some((skill, tool)) = found else {
                     // Listed to a client without a session, so it is
                     // there: what is missing is the load.
-                    if stateless
-                        && let Some(skill) = stateless_tool_skill(&self.shared.catalog, wire)
-                    {
+                    if stateless && let Some(skill) = stateless_tool_skill(&view.catalog, wire) {
                         return Ok(ToolError::new(
                             ErrorCode::FailedPrecondition,
                             format!(
@@ -489,6 +464,7 @@ impl SkillServer {
         notes: &mut Vec<String>,
     ) -> CallToolResult {
         record.skill = Some(skill_info(skill));
+        let view = self.shared.live.view();
         let roots = match self.roots(context, budget, notes).await {
             Ok(roots) => roots,
             Err(error) => {
@@ -504,7 +480,8 @@ impl SkillServer {
                 arguments,
                 CallContext {
                     roots: &roots,
-                    redactor: &self.shared.redactor,
+                    redactor: &view.redactor,
+                    protection: &view.catalog.protection,
                     cancel: context.ct.clone(),
                     budget,
                     notes,
@@ -536,7 +513,8 @@ impl SkillServer {
         answer: Answer<'_>,
     ) -> CallToolResponse {
         record.skill = Some(skill_info(skill));
-        let schemas = match self.shared.schemas.get(&skill.name, tool) {
+        let view = self.shared.live.view();
+        let schemas = match self.shared.schemas.get(&skill.name, &skill.tree, tool) {
             Ok(schemas) => schemas,
             Err(error) => return error.into_call_tool_result().into(),
         };
@@ -550,7 +528,7 @@ impl SkillServer {
             skill.frontmatter.extensions.safety.as_ref(),
         ) {
             record.approval_state = ApprovalState::Pending;
-            let question = request.elicitation_request(arguments, &self.shared.redactor);
+            let question = request.elicitation_request(arguments, &view.redactor);
             let answer = if uses_input_required(context) {
                 // 2026-07-28: no server-to-client request; the question
                 // goes back in the result, and the answer comes with the
@@ -605,7 +583,8 @@ impl SkillServer {
                 arguments,
                 CallContext {
                     roots: &roots,
-                    redactor: &self.shared.redactor,
+                    redactor: &view.redactor,
+                    protection: &view.catalog.protection,
                     cancel: context.ct.clone(),
                     budget,
                     notes,
@@ -658,6 +637,64 @@ fn client_can_elicit(context: &RequestContext<RoleServer>) -> bool {
 
 /// The session behind `session`. A panic while holding the lock leaves the
 /// session as valid as before it: every change is made whole or not at all.
+/// Tells `peer` of every change of the catalog until its connection
+/// closes: the resource list changed, and each subscribed resource whose
+/// skill changed. Its own tools are those of the skills it loaded, which a
+/// change does not touch (a changed skill is loaded again to change them).
+async fn forward_changes(
+    mut changes: broadcast::Receiver<Arc<Change>>,
+    peer: Peer<RoleServer>,
+    subscribed: Arc<Mutex<BTreeSet<String>>>,
+    client_timeout: Duration,
+) {
+    loop {
+        let change = tokio::select! {
+            change = changes.recv() => change,
+            () = tokio::time::sleep(CLOSED_CHECK) => {
+                if peer.is_transport_closed() {
+                    return;
+                }
+                continue;
+            }
+        };
+        let change = match change {
+            Ok(change) => Some(change),
+            Err(RecvError::Lagged(_)) => None,
+            Err(RecvError::Closed) => return,
+        };
+        if peer.is_transport_closed() {
+            return;
+        }
+        // A client that does not take a notification in time misses it,
+        // as it would a lost one; the next list it asks for is current.
+        let _ = tokio::time::timeout(client_timeout, peer.notify_resource_list_changed()).await;
+        let uris: Vec<String> = subscribed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .filter(|uri| touches(change.as_deref(), uri))
+            .cloned()
+            .collect();
+        for uri in uris {
+            let _ = tokio::time::timeout(
+                client_timeout,
+                peer.notify_resource_updated(ResourceUpdatedNotificationParam::new(uri)),
+            )
+            .await;
+        }
+    }
+}
+
+/// Returns true if and only if `change` (`None`: some change, unknown)
+/// may have changed what `uri` reads.
+fn touches(change: Option<&Change>, uri: &str) -> bool {
+    let Some(change) = change else {
+        return true;
+    };
+    catalog::split_uri(uri)
+        .is_some_and(|(name, _)| change.touched().any(|touched| *touched == name))
+}
+
 fn lock(session: &SharedSession) -> MutexGuard<'_, Session> {
     session.lock().unwrap_or_else(PoisonError::into_inner)
 }
@@ -665,11 +702,12 @@ fn lock(session: &SharedSession) -> MutexGuard<'_, Session> {
 /// `skills_load`; `handle` is the session's, when it has one.
 fn load(
     session: &SharedSession,
+    catalog: &ServedCatalog,
     arguments: &LoadArguments,
     handle: Option<&str>,
 ) -> Result<CallToolResult, SessionError> {
     let mut session = lock(session);
-    session.load(&arguments.names, arguments.mode)?;
+    session.load(catalog, &arguments.names, arguments.mode)?;
     Ok(session_result(&session, handle))
 }
 
@@ -826,11 +864,13 @@ impl ServerHandler for SkillServer {
                 .enable_tool_list_changed()
                 .enable_prompts()
                 .enable_resources()
+                .enable_resources_list_changed()
+                .enable_resources_subscribe()
                 .enable_skills_with_directory_read()
                 .build(),
         )
         .with_server_info(Implementation::new("skillpkg", env!("CARGO_PKG_VERSION")))
-        .with_instructions(self.shared.instructions.clone())
+        .with_instructions(self.shared.live.view().instructions.clone())
     }
 
     fn accepted_subscription_filter(
@@ -838,9 +878,116 @@ impl ServerHandler for SkillServer {
         requested: &SubscriptionFilter,
     ) -> Option<SubscriptionFilter> {
         // `subscriptions/listen` (2026-07-28): whatever was asked for, cut
-        // by rmcp to what get_info advertises. The stream stays open until
-        // the client ends it; changes are sent on it as they happen.
-        Some(requested.clone())
+        // by rmcp to what get_info advertises, with at most
+        // MAX_SUBSCRIPTIONS resources. The stream stays open until the
+        // client ends it; changes are sent on it as they happen.
+        let mut accepted = requested.clone();
+        if let Some(uris) = &mut accepted.resource_subscriptions {
+            uris.truncate(MAX_SUBSCRIPTIONS);
+        }
+        Some(accepted)
+    }
+
+    async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
+        let mut changes = self.shared.live.subscribe();
+        loop {
+            let change = tokio::select! {
+                () = subscription.cancelled() => return Ok(()),
+                change = changes.recv() => change,
+            };
+            let change = match change {
+                Ok(change) => Some(change),
+                // Fallen behind: something changed, what is unknown.
+                Err(RecvError::Lagged(_)) => None,
+                Err(RecvError::Closed) => {
+                    subscription.cancelled().await;
+                    return Ok(());
+                }
+            };
+            let accepted = subscription.accepted();
+            let sink = subscription.sink();
+            let mut sent = Vec::new();
+            if accepted.resources_list_changed == Some(true) {
+                sent.push(sink.notify_resource_list_changed().await);
+            }
+            // Listed to such a client: every served skill's tools.
+            if accepted.tools_list_changed == Some(true)
+                && change.as_ref().is_none_or(|change| change.tools)
+            {
+                sent.push(sink.notify_tool_list_changed().await);
+            }
+            for uri in accepted.resource_subscriptions.iter().flatten() {
+                if touches(change.as_deref(), uri) {
+                    sent.push(sink.notify_resource_updated(uri.clone()).await);
+                }
+            }
+            if sent
+                .iter()
+                .any(|sent| matches!(sent, Err(SubscriptionSendError::SubscriptionClosed)))
+            {
+                return Ok(());
+            }
+        }
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        // A connection that is a session hears of changes on it until it
+        // closes.
+        tokio::spawn(forward_changes(
+            self.shared.live.subscribe(),
+            context.peer,
+            Arc::clone(&self.subscribed),
+            self.shared.run.client_timeout,
+        ));
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        if self
+            .shared
+            .live
+            .view()
+            .catalog
+            .resolve_uri(&request.uri)
+            .is_none()
+        {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "no skill is served at {}; subscribe to a skill's files, as skills/list gives them",
+                    request.uri
+                ),
+                None,
+            ));
+        }
+        let mut subscribed = self
+            .subscribed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if subscribed.len() >= MAX_SUBSCRIPTIONS && !subscribed.contains(&request.uri) {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "a session may subscribe to at most {MAX_SUBSCRIPTIONS} resources; unsubscribe from some first"
+                ),
+                None,
+            ));
+        }
+        subscribed.insert(request.uri);
+        Ok(())
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.subscribed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&request.uri);
+        Ok(())
     }
 
     async fn on_roots_list_changed(&self, _context: NotificationContext<RoleServer>) {
@@ -869,13 +1016,7 @@ impl ServerHandler for SkillServer {
         if self.stateless(&context) {
             // No connection, so no loaded set to list: every served skill's
             // tools, each taking the session that loaded its skill.
-            tools.extend(
-                self.shared
-                    .stateless_tools
-                    .get_or_init(|| wire::stateless_tools(&self.shared.catalog))
-                    .iter()
-                    .cloned(),
-            );
+            tools.extend(self.shared.live.view().stateless_tools().iter().cloned());
         } else {
             tools.extend(lock(&self.session).listed_tools());
         }
@@ -914,7 +1055,7 @@ impl ServerHandler for SkillServer {
         let (description, text) = match request.name.as_str() {
             "available_skills" => (
                 "The skills this server serves",
-                format!("{LOADING_RULE}\n\n{}", self.shared.available),
+                format!("{LOADING_RULE}\n\n{}", self.shared.live.view().available),
             ),
             "active_skills" => {
                 let session = match request
@@ -966,7 +1107,7 @@ impl ServerHandler for SkillServer {
                 .and_then(|request| request.cursor.as_deref()),
         )?;
         Ok(ListResourcesResult::with_all_items(resources::list(
-            &self.shared.catalog,
+            &self.shared.live.view().catalog,
         )))
     }
 
@@ -975,7 +1116,7 @@ impl ServerHandler for SkillServer {
         request: ReadResourceRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        resources::read(&self.shared.catalog, &request.uri).map(Into::into)
+        resources::read(&self.shared.live.view().catalog, &request.uri).map(Into::into)
     }
 
     async fn list_skills(
@@ -990,6 +1131,8 @@ impl ServerHandler for SkillServer {
         )?;
         Ok(ListSkillsResult::with_all_items(
             self.shared
+                .live
+                .view()
                 .catalog
                 .skills()
                 .iter()
@@ -1004,6 +1147,8 @@ impl ServerHandler for SkillServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<GetSkillResult, ErrorData> {
         self.shared
+            .live
+            .view()
             .catalog
             .resolve_uri(&request.uri)
             .filter(|(_, path)| path == "SKILL.md")
@@ -1025,7 +1170,7 @@ impl ServerHandler for SkillServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceDirectoryResult, ErrorData> {
         resources::no_cursor(request.cursor.as_deref())?;
-        resources::directory(&self.shared.catalog, &request.uri)
+        resources::directory(&self.shared.live.view().catalog, &request.uri)
             .map(ReadResourceDirectoryResult::with_all_items)
     }
 }

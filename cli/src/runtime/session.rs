@@ -36,7 +36,7 @@ pub enum SessionError {
     NothingLoaded,
     #[error("skill `{skill}` is not loaded; loaded: {}", loaded.join(", "))]
     NotLoaded { skill: String, loaded: Vec<String> },
-    #[error("skill `{skill}` changed on disk since the server started ({}); it is not loaded", files.join(", "))]
+    #[error("skill `{skill}` changed on disk since the server read it ({}); it is not loaded: the server reads it again as soon as the changes settle, then load it again", files.join(", "))]
     ChangedOnDisk { skill: String, files: Vec<String> },
     #[error("{error}; {}", error.hint())]
     Read {
@@ -83,7 +83,6 @@ fn names_for<'a>(
 /// A session's loaded skills, oldest first.
 #[derive(Debug)]
 pub struct Session {
-    catalog: Arc<ServedCatalog>,
     max_active: usize,
     active: Vec<Loaded>,
     /// The wire names of the loaded skills' tools.
@@ -98,18 +97,23 @@ struct Loaded {
 }
 
 impl Session {
-    pub fn new(catalog: Arc<ServedCatalog>, max_active: usize) -> Self {
+    pub fn new(max_active: usize) -> Self {
         Self {
-            catalog,
             max_active,
             active: Vec::new(),
             names: names_for(std::iter::empty()).expect("no skill, no collision"),
         }
     }
 
-    /// `skills_load`: resolves every name first, so a bad name changes
-    /// nothing; then replaces or extends the loaded set.
-    pub fn load(&mut self, names: &[String], mode: Mode) -> Result<(), SessionError> {
+    /// `skills_load`: resolves every name in `catalog` (the skills served
+    /// now) first, so a bad name changes nothing; then replaces or extends
+    /// the loaded set.
+    pub fn load(
+        &mut self,
+        catalog: &ServedCatalog,
+        names: &[String],
+        mode: Mode,
+    ) -> Result<(), SessionError> {
         if names.len() > MAX_NAMES {
             return Err(SessionError::TooMany {
                 requested: names.len(),
@@ -119,20 +123,33 @@ impl Session {
         }
         let mut seen = std::collections::HashSet::new();
         let wanted: Vec<&String> = names.iter().filter(|name| seen.insert(*name)).collect();
+        // In `add` mode a skill loaded as it is served now stays as it is;
+        // one whose served version changed since it was loaded is loaded
+        // anew, in place of the old.
+        let stale: Vec<&str> = match mode {
+            Mode::Replace => Vec::new(),
+            Mode::Add => wanted
+                .iter()
+                .filter(|name| self.is_loaded(name) && !self.is_current(name, catalog))
+                .map(|name| name.as_str())
+                .collect(),
+        };
         let kept = match mode {
             Mode::Replace => 0,
-            Mode::Add => self.active.len(),
+            Mode::Add => self.active.len() - stale.len(),
         };
         let new: Vec<&&String> = wanted
             .iter()
-            .filter(|name| mode == Mode::Replace || !self.is_loaded(name))
+            .filter(|name| {
+                mode == Mode::Replace || !self.is_loaded(name) || stale.contains(&name.as_str())
+            })
             .collect();
         // Every name is resolved before the count is checked, so a typo is
         // reported as such, not as one skill too many.
         let mut found = Vec::with_capacity(new.len());
         for name in new {
             found.push(
-                self.catalog
+                catalog
                     .get(name)
                     .map_err(SessionError::UnknownSkill)?
                     .clone(),
@@ -165,12 +182,16 @@ impl Session {
         let names = names_for(
             kept_skills
                 .iter()
+                .filter(|loaded| !stale.contains(&loaded.skill.name.as_str()))
                 .map(|loaded| &loaded.skill)
                 .chain(loaded.iter().map(|loaded| &loaded.skill)),
         )
         .map_err(SessionError::ToolNameCollision)?;
-        if mode == Mode::Replace {
-            self.active.clear();
+        match mode {
+            Mode::Replace => self.active.clear(),
+            Mode::Add => self
+                .active
+                .retain(|loaded| !stale.contains(&loaded.skill.name.as_str())),
         }
         self.active.extend(loaded);
         self.names = names;
@@ -266,6 +287,17 @@ impl Session {
 
     fn is_loaded(&self, name: &str) -> bool {
         self.active.iter().any(|loaded| loaded.skill.name == name)
+    }
+
+    /// Returns true if and only if the skill `name` is loaded as `catalog`
+    /// serves it now.
+    fn is_current(&self, name: &str, catalog: &ServedCatalog) -> bool {
+        let Ok(served) = catalog.get(name) else {
+            return false;
+        };
+        self.active
+            .iter()
+            .any(|loaded| loaded.skill.name == name && loaded.skill.tree == served.tree)
     }
 
     /// The loaded skills' names, in load order.

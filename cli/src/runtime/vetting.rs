@@ -245,7 +245,7 @@ fn audit_job(job: &Job) -> Answer {
                 Ok(bytes)
             } else {
                 Err(std::io::Error::other(format!(
-                    "`{path}` changed since the server started"
+                    "`{path}` changed while the server read it"
                 )))
             }
         },
@@ -494,14 +494,14 @@ mod tests {
                     Ok(RISKY.as_bytes().to_vec())
                 } else {
                     Err(std::io::Error::other(
-                        "`scripts/run.sh` changed since the server started",
+                        "`scripts/run.sh` changed while the server read it",
                     ))
                 }
             },
         );
         assert_eq!(
             answer.unwrap_err(),
-            "`scripts/run.sh` changed since the server started"
+            "`scripts/run.sh` changed while the server read it"
         );
     }
 
@@ -523,7 +523,7 @@ mod tests {
         assert_eq!(judged.summary.verdict, Verdict::Found(Severity::High));
         let swapped = audit_job(&job("00".repeat(32))).unwrap_err();
         assert!(
-            swapped.contains("changed since the server started"),
+            swapped.contains("changed while the server read it"),
             "{swapped}"
         );
     }

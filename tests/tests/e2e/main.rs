@@ -35,6 +35,7 @@ mod mcp_conformance;
 mod mcp_escape;
 mod mcp_grants;
 mod mcp_http;
+mod mcp_live;
 mod mcp_python;
 mod mcp_run;
 mod mcp_waits;

@@ -239,7 +239,9 @@ async fn skills_list_and_get_carry_the_frontmatter_and_every_files_digest() {
 #[tokio::test]
 async fn resources_serve_each_file_with_the_bytes_the_digest_promises() {
     let (project, pdf) = pdf_project();
-    let client = project.connect(&[]).await;
+    // As read at start: a change is refused, not read again
+    // (mcp_live.rs has the other way).
+    let client = project.connect(&["--no-watch"]).await;
     let read = |uri: &str| client.read_resource(ReadResourceRequestParams::new(uri.to_owned()));
     let forms = read("skill://pdf-processing/references/forms.md")
         .await
@@ -280,7 +282,7 @@ async fn resources_serve_each_file_with_the_bytes_the_digest_promises() {
     let changed = read("skill://pdf-processing/references/forms.md").await;
     let error = changed.expect_err("a changed file is refused").to_string();
     assert!(
-        error.contains("changed since the server started"),
+        error.contains("changed since the server read it"),
         "{error}"
     );
 
@@ -505,13 +507,13 @@ async fn two_connections_never_see_each_others_skills() {
 #[tokio::test]
 async fn a_skill_changed_after_start_is_refused_at_load() {
     let (project, pdf) = pdf_project();
-    let client = project.connect(&[]).await;
+    let client = project.connect(&["--no-watch"]).await;
     fs_err::write(pdf.join("references/forms.md"), "tampered\n").unwrap();
     let refused = call(&client, "skills_load", json!({"names": ["pdf-processing"]})).await;
     let (code, message) = error_of(&refused);
     assert_eq!(code, "INTEGRITY");
     assert!(
-        message.contains("changed on disk since the server started (references/forms.md)"),
+        message.contains("changed on disk since the server read it (references/forms.md)"),
         "{message}"
     );
     client.cancel().await.unwrap();

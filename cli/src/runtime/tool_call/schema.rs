@@ -128,11 +128,17 @@ fn check(validator: &jsonschema::Validator, instance: &Value) -> Result<(), (Str
     Err((summary, json!({ "errors": errors, "more": more })))
 }
 
+/// The key of a compiled tool: the skill, the version of its files (its
+/// tree hash: a skill changed while serving declares its tools anew), the
+/// tool.
+type Key = (String, String, String);
+
 /// Every tool's compiled schemas, compiled on first use; shared by all
-/// sessions (the catalog they come from never changes while serving).
+/// sessions. A skill's tools of an older version go when its new version
+/// is compiled.
 #[derive(Debug, Default)]
 pub struct SchemaCache {
-    compiled: Mutex<HashMap<(String, String), Arc<ToolSchemas>>>,
+    compiled: Mutex<HashMap<Key, Arc<ToolSchemas>>>,
 }
 
 impl SchemaCache {
@@ -141,10 +147,19 @@ impl SchemaCache {
         Self::default()
     }
 
-    /// Returns the compiled schemas of `tool` of the skill `skill`,
-    /// compiling them the first time.
-    pub fn get(&self, skill: &str, tool: &Tool) -> Result<Arc<ToolSchemas>, ToolError> {
-        let key = (skill.to_owned(), tool.name.as_str().to_owned());
+    /// Returns the compiled schemas of `tool` of the skill `skill` whose
+    /// files hash to `version`, compiling them the first time.
+    pub fn get(
+        &self,
+        skill: &str,
+        version: &str,
+        tool: &Tool,
+    ) -> Result<Arc<ToolSchemas>, ToolError> {
+        let key = (
+            skill.to_owned(),
+            version.to_owned(),
+            tool.name.as_str().to_owned(),
+        );
         // A panic elsewhere cannot leave the map half-updated: it is only
         // ever read or given a whole entry.
         if let Some(found) = self.lock().get(&key) {
@@ -153,10 +168,12 @@ impl SchemaCache {
         // Compiled outside the lock so other calls are not held up; should
         // two compile the same tool at once, the first one stored wins.
         let compiled = Arc::new(ToolSchemas::compile(tool)?);
-        Ok(Arc::clone(self.lock().entry(key).or_insert(compiled)))
+        let mut cache = self.lock();
+        cache.retain(|(name, was, _), _| name != skill || was == version);
+        Ok(Arc::clone(cache.entry(key).or_insert(compiled)))
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(String, String), Arc<ToolSchemas>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Key, Arc<ToolSchemas>>> {
         self.compiled.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
@@ -335,10 +352,14 @@ mod tests {
     fn the_cache_compiles_each_tool_once() {
         let cache = SchemaCache::new();
         let tool = extract_text();
-        let one = cache.get("pdf-processing", &tool).unwrap();
-        let two = cache.get("pdf-processing", &tool).unwrap();
+        let one = cache.get("pdf-processing", "h2:a", &tool).unwrap();
+        let two = cache.get("pdf-processing", "h2:a", &tool).unwrap();
         assert!(Arc::ptr_eq(&one, &two));
-        let other = cache.get("other-skill", &tool).unwrap();
+        let other = cache.get("other-skill", "h2:a", &tool).unwrap();
         assert!(!Arc::ptr_eq(&one, &other));
+        // A new version of the skill is compiled anew, and the old one goes.
+        let newer = cache.get("pdf-processing", "h2:b", &tool).unwrap();
+        assert!(!Arc::ptr_eq(&one, &newer));
+        assert_eq!(cache.lock().len(), 2);
     }
 }

@@ -1,9 +1,11 @@
-//! A confirmation asked the 2026-07-28 way (SEP-2322, docs/runtime.md,
-//! "Confirmation at 2026-07-28"): that revision removed server-to-client
-//! requests, so instead of sending `elicitation/create` and waiting, the
-//! server answers the `tools/call` with an `InputRequiredResult` that holds
-//! the question and a `requestState`; the client asks the user and calls
-//! again with the answer and the state echoed back.
+//! What the server asks a client the 2026-07-28 way (SEP-2322,
+//! docs/runtime.md, "Confirmation and roots at 2026-07-28"): that revision
+//! removed server-to-client requests, so instead of sending
+//! `elicitation/create` or `roots/list` and waiting, the server answers the
+//! `tools/call` with an `InputRequiredResult` that holds the questions (a
+//! confirmation, the client's roots, or both) and a `requestState`; the
+//! client answers them and calls again with the answers and the state
+//! echoed back.
 //!
 //! The client holds the state between the rounds, so it is untrusted: it is
 //! sealed with a key only this server process has (rmcp's
@@ -16,6 +18,8 @@ use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+#[allow(deprecated)] // Roots are deprecated by SEP-2577; clients still send them.
+use rmcp::model::ListRootsRequest;
 use rmcp::model::{
     ElicitRequest, ElicitRequestParams, ElicitResult, InputRequest, InputRequests,
     InputRequiredResult, InputResponses, JsonObject, RequestStateCodec, SealOptions,
@@ -23,10 +27,14 @@ use rmcp::model::{
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
 
+use super::peer::RootsList;
 use super::tool_call::{ElicitationAnswer, ErrorCode, ToolError};
 
 /// The key of the confirmation among a round's input requests.
 pub const CONFIRM: &str = "confirm";
+
+/// The key of the client's roots among a round's input requests.
+pub const ROOTS: &str = "roots";
 
 /// What a sealed state holds: a nonce, so that each is used once.
 #[derive(Serialize, Deserialize)]
@@ -46,13 +54,32 @@ impl std::fmt::Debug for Rounds {
     }
 }
 
-/// What to do with a call that needs the user's confirmation.
+/// What a call needs from the client before it runs.
+#[derive(Debug, Default)]
+pub struct Asks {
+    /// The user's confirmation, with this question.
+    pub question: Option<ElicitRequestParams>,
+    /// The client's roots.
+    pub roots: bool,
+}
+
+/// What the client answered.
+#[derive(Debug, Default)]
+pub struct Answers {
+    /// The answer to the confirmation, when one was asked.
+    pub confirmation: Option<ElicitationAnswer>,
+    /// The roots, when they were asked: `Err` says why there are none
+    /// (not given, or not a list of roots).
+    pub roots: Option<Result<RootsList, String>>,
+}
+
+/// What to do with a call that needs something of the client.
 #[derive(Debug)]
 pub enum Round {
     /// Ask: answer the call with this.
     Ask(InputRequiredResult),
-    /// The user answered.
-    Answered(ElicitationAnswer),
+    /// The client answered.
+    Answered(Answers),
     /// The echoed state is not one this server made for this call, or it
     /// expired, or it was used: nothing runs.
     Refused(ToolError),
@@ -73,28 +100,43 @@ impl Rounds {
     }
 
     /// The round of a call to `tool` with `arguments` in `session`, given
-    /// what the client sent back (`responses`, `state`), asking `question`
-    /// when it sent nothing; states live for `ttl`.
-    pub fn confirm(
+    /// what the client sent back (`responses`, `state`), asking what `asks`
+    /// says when it sent nothing; states live for `ttl`.
+    pub fn round(
         &self,
         call: &CallBinding<'_>,
         responses: Option<&InputResponses>,
         state: Option<&str>,
-        question: ElicitRequestParams,
+        asks: Asks,
         ttl: Duration,
     ) -> Round {
         let bound = call.associated_data();
         let options = SealOptions::new().associated_data(&bound).ttl(ttl);
-        let answer = responses.and_then(|responses| responses.get(CONFIRM));
-        match (answer, state) {
+        match (responses, state) {
             (None, None) => {}
-            (Some(answer), Some(state)) => return self.answered(answer, state, &bound, ttl),
+            (Some(responses), Some(state)) => {
+                return self.answered(responses, &asks, state, &bound, ttl);
+            }
             _ => {
                 return Round::Refused(ToolError::new(
                     ErrorCode::InvalidArgument,
-                    "a confirmation comes back with both its `inputResponses` and the `requestState` it was asked with; call again without them to be asked",
+                    "answers come back with both their `inputResponses` and the `requestState` they were asked with; call again without them to be asked",
                 ));
             }
+        }
+        let mut requests = InputRequests::new();
+        if let Some(question) = asks.question {
+            requests.insert(
+                CONFIRM.to_owned(),
+                InputRequest::Elicitation(ElicitRequest::new(question)),
+            );
+        }
+        if asks.roots {
+            #[allow(deprecated)]
+            requests.insert(
+                ROOTS.to_owned(),
+                InputRequest::ListRoots(ListRootsRequest::default()),
+            );
         }
         let mut nonce = [0u8; 16];
         if let Err(error) = getrandom::fill(&mut nonce) {
@@ -107,13 +149,7 @@ impl Rounds {
             nonce: skillpkg_index::archive::tree_hash::hex(&nonce),
         };
         match self.codec.seal_json_with(&state, &options) {
-            Ok(sealed) => Round::Ask(InputRequiredResult::new(
-                Some(InputRequests::from([(
-                    CONFIRM.to_owned(),
-                    InputRequest::Elicitation(ElicitRequest::new(question)),
-                )])),
-                Some(sealed),
-            )),
+            Ok(sealed) => Round::Ask(InputRequiredResult::new(Some(requests), Some(sealed))),
             Err(error) => Round::Refused(ToolError::new(
                 ErrorCode::Internal,
                 format!("cannot seal the request state: {error}"),
@@ -123,7 +159,8 @@ impl Rounds {
 
     fn answered(
         &self,
-        answer: &serde_json::Value,
+        responses: &InputResponses,
+        asks: &Asks,
         sealed: &str,
         bound: &[u8],
         ttl: Duration,
@@ -150,14 +187,32 @@ impl Rounds {
                 ));
             }
         }
-        Round::Answered(
-            match serde_json::from_value::<ElicitResult>(answer.clone()) {
-                Ok(result) => ElicitationAnswer::Answered(result),
-                Err(error) => ElicitationAnswer::Failed(format!(
-                    "the answer to the confirmation is not an elicitation result: {error}"
-                )),
-            },
-        )
+        // Only what this round asks counts: an answer to anything else
+        // is ignored, and one missing is no answer.
+        Round::Answered(Answers {
+            confirmation: asks.question.as_ref().map(|_| {
+                match responses.get(CONFIRM).map(|answer| {
+                    serde_json::from_value::<ElicitResult>(answer.clone())
+                }) {
+                    Some(Ok(result)) => ElicitationAnswer::Answered(result),
+                    Some(Err(error)) => ElicitationAnswer::Failed(format!(
+                        "the answer to the confirmation is not an elicitation result: {error}"
+                    )),
+                    None => ElicitationAnswer::Failed(
+                        "the confirmation was asked, but the call came back without an answer to it"
+                            .to_owned(),
+                    ),
+                }
+            }),
+            roots: asks.roots.then(|| match responses.get(ROOTS) {
+                Some(answer) => {
+                    serde_json::from_value::<RootsList>(answer.clone()).map_err(|error| {
+                        format!("the answer to roots/list is not a list of roots: {error}")
+                    })
+                }
+                None => Err("the roots were asked, but the call came back without them".to_owned()),
+            }),
+        })
     }
 }
 
@@ -213,8 +268,15 @@ mod tests {
         }
     }
 
+    fn confirmation() -> Asks {
+        Asks {
+            question: Some(question()),
+            roots: false,
+        }
+    }
+
     fn ask(rounds: &Rounds, call: &CallBinding<'_>) -> String {
-        match rounds.confirm(call, None, None, question(), Duration::from_secs(60)) {
+        match rounds.round(call, None, None, confirmation(), Duration::from_secs(60)) {
             Round::Ask(result) => {
                 assert!(result.input_requests.unwrap().contains_key(CONFIRM));
                 result.request_state.unwrap()
@@ -228,7 +290,7 @@ mod tests {
             CONFIRM.to_owned(),
             json!({"action": "accept", "content": {"approve": true}}),
         )]);
-        rounds.confirm(call, Some(&responses), Some(state), question(), ttl)
+        rounds.round(call, Some(&responses), Some(state), confirmation(), ttl)
     }
 
     #[test]
@@ -278,7 +340,10 @@ mod tests {
         ));
 
         match answer(&rounds, &call, &state, minute) {
-            Round::Answered(ElicitationAnswer::Answered(result)) => {
+            Round::Answered(Answers {
+                confirmation: Some(ElicitationAnswer::Answered(result)),
+                roots: None,
+            }) => {
                 assert_eq!(result.action, ElicitationAction::Accept);
             }
             other => panic!("the answer counts: {other:?}"),
@@ -308,17 +373,17 @@ mod tests {
         };
         let responses = InputResponses::from([(CONFIRM.to_owned(), json!({"action": "accept"}))]);
         assert!(matches!(
-            rounds.confirm(
+            rounds.round(
                 &call,
                 Some(&responses),
                 None,
-                question(),
+                confirmation(),
                 Duration::from_secs(60)
             ),
             Round::Refused(_)
         ));
         let short = Duration::from_millis(50);
-        let state = match rounds.confirm(&call, None, None, question(), short) {
+        let state = match rounds.round(&call, None, None, confirmation(), short) {
             Round::Ask(result) => result.request_state.unwrap(),
             other => panic!("{other:?}"),
         };
@@ -327,5 +392,72 @@ mod tests {
             answer(&rounds, &call, &state, short),
             Round::Refused(_)
         ));
+    }
+
+    #[test]
+    #[allow(deprecated)] // Roots, deprecated by SEP-2577, are what is tested.
+    fn roots_are_asked_with_the_confirmation_and_only_what_was_asked_counts() {
+        let rounds = Rounds::new().unwrap();
+        let args = arguments(json!({"path": "scripts/run.sh"}));
+        let call = CallBinding {
+            tool: "skills_run_script",
+            arguments: &args,
+            session: "sess_1",
+        };
+        let minute = Duration::from_secs(60);
+        let both = || Asks {
+            question: Some(question()),
+            roots: true,
+        };
+        let state = match rounds.round(&call, None, None, both(), minute) {
+            Round::Ask(result) => {
+                let asked = result.input_requests.unwrap();
+                assert_eq!(
+                    asked.keys().map(String::as_str).collect::<Vec<_>>(),
+                    [CONFIRM, ROOTS]
+                );
+                assert_eq!(
+                    serde_json::to_value(&asked[ROOTS]).unwrap()["method"],
+                    "roots/list"
+                );
+                result.request_state.unwrap()
+            }
+            other => panic!("asks first: {other:?}"),
+        };
+        let responses = InputResponses::from([
+            (
+                ROOTS.to_owned(),
+                json!({"roots": [{"uri": "file:///work/app", "name": "app"}]}),
+            ),
+            ("other".to_owned(), json!({"ignored": true})),
+        ]);
+        match rounds.round(&call, Some(&responses), Some(&state), both(), minute) {
+            Round::Answered(Answers {
+                confirmation: Some(ElicitationAnswer::Failed(why)),
+                roots: Some(Ok(listed)),
+            }) => {
+                assert!(why.contains("without an answer"), "{why}");
+                assert_eq!(listed.roots[0].uri, "file:///work/app");
+            }
+            other => panic!("{other:?}"),
+        }
+
+        // Roots alone; an answer that is not a list of roots is said so.
+        let roots_only = || Asks {
+            question: None,
+            roots: true,
+        };
+        let state = match rounds.round(&call, None, None, roots_only(), minute) {
+            Round::Ask(result) => result.request_state.unwrap(),
+            other => panic!("{other:?}"),
+        };
+        let responses = InputResponses::from([(ROOTS.to_owned(), json!({"roots": "/"}))]);
+        match rounds.round(&call, Some(&responses), Some(&state), roots_only(), minute) {
+            Round::Answered(Answers {
+                confirmation: None,
+                roots: Some(Err(why)),
+            }) => assert!(why.contains("not a list of roots"), "{why}"),
+            other => panic!("{other:?}"),
+        }
     }
 }

@@ -36,6 +36,12 @@ use rmcp::service::{Peer, PeerRequestOptions, ServiceError};
 use super::run::{Budget, seconds};
 use super::tool_call::{ElicitationAnswer, ToolError, cap_chars};
 
+/// `roots/list`'s result. SEP-2577 deprecates roots; clients still send
+/// them, and they bound what scripts may touch, so they are asked while
+/// clients have them.
+#[allow(deprecated)]
+pub type RootsList = rmcp::model::ListRootsResult;
+
 /// How long the server waits for the client to answer a request its
 /// software answers by itself (`roots/list`), unless `--client-timeout`
 /// says otherwise.
@@ -141,16 +147,7 @@ pub async fn roots(
         #[allow(deprecated)]
         Ok(ClientResult::ListRootsResult(listed)) => {
             lock().answered();
-            let paths: Vec<PathBuf> = listed
-                .roots
-                .iter()
-                .filter_map(|root| url::Url::parse(&root.uri).ok()?.to_file_path().ok())
-                .collect();
-            Ok(if paths.is_empty() {
-                project_only(None)
-            } else {
-                Roots { paths, note: None }
-            })
+            Ok(listed_roots(&listed, project))
         }
         Ok(_) => {
             lock().answered();
@@ -179,6 +176,42 @@ pub async fn roots(
             cap_chars(&error.to_string(), 200),
             project.display()
         )))),
+    }
+}
+
+/// The folders of the roots a client listed (those that are `file:` URIs);
+/// the project folder when there are none.
+#[allow(deprecated)]
+fn listed_roots(listed: &RootsList, project: &Path) -> Roots {
+    let paths: Vec<PathBuf> = listed
+        .roots
+        .iter()
+        .filter_map(|root| url::Url::parse(&root.uri).ok()?.to_file_path().ok())
+        .collect();
+    if paths.is_empty() {
+        Roots {
+            paths: vec![project.to_path_buf()],
+            note: None,
+        }
+    } else {
+        Roots { paths, note: None }
+    }
+}
+
+/// The roots a client gave back with a call asked for them the 2026-07-28
+/// way ([`super::input`]), or the project folder, with a note saying why,
+/// when it gave none.
+pub fn given_roots(answer: Result<RootsList, String>, project: &Path) -> Roots {
+    match answer {
+        Ok(listed) => listed_roots(&listed, project),
+        Err(why) => Roots {
+            paths: vec![project.to_path_buf()],
+            note: Some(format!(
+                "{}, so the project folder {} is the root",
+                cap_chars(&why, 200),
+                project.display()
+            )),
+        },
     }
 }
 

@@ -20,8 +20,8 @@ use base64::Engine as _;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData,
     GetPromptRequestParams, GetPromptResponse, GetPromptResult, GetSkillRequestParams,
-    GetSkillResult, Implementation, JsonObject, ListPromptsResult, ListResourcesResult,
-    ListSkillsResult, ListToolsResult, PaginatedRequestParams, PromptMessage, ProtocolVersion,
+    GetSkillResult, Implementation, ListPromptsResult, ListResourcesResult, ListSkillsResult,
+    ListToolsResult, PaginatedRequestParams, PromptMessage, ProtocolVersion,
     ReadResourceDirectoryRequestParams, ReadResourceDirectoryResult, ReadResourceRequestParams,
     ReadResourceResponse, ResourceContents, ResourceUpdatedNotificationParam, Role,
     ServerCapabilities, ServerConfig, SubscribeRequestParams, SubscriptionFilter,
@@ -38,7 +38,7 @@ use super::arrival::Turn;
 use super::audit::{AuditLog, AuditRecord, SkillInfo, TraceId};
 use super::catalog::{self, ServedCatalog, ServedSkill};
 use super::handles::{self, SESSION_ARGUMENT, SessionTable, SharedSession};
-use super::input::{CallBinding, Round, Rounds};
+use super::input::{Answers, Asks, CallBinding, Round, Rounds};
 use super::live::{Change, LOADING_RULE, Live, View};
 use super::peer::{self, RootsMemory};
 use super::resources;
@@ -284,6 +284,9 @@ impl SkillServer {
                 turn.done();
             }
         };
+        // Answers to what a first round of this call asked (2026-07-28).
+        let responses = request.input_responses.take();
+        let request_state = request.request_state.take();
         let handle = match handles::take_handle(&mut request.arguments) {
             Ok(handle) => handle,
             Err(invalid) => {
@@ -360,6 +363,7 @@ impl SkillServer {
                 result
             }),
             wire::RUN_SCRIPT => {
+                let raw = request.arguments.clone().unwrap_or_default();
                 let arguments: RunScriptArguments = match parse(name, request.arguments) {
                     Ok(arguments) => arguments,
                     Err(invalid) => return Ok(invalid.into()),
@@ -369,10 +373,18 @@ impl SkillServer {
                     Err(error) => return Ok(session_error(&error).into()),
                 };
                 done();
+                let answer = Answer {
+                    call: CallBinding {
+                        tool: wire::RUN_SCRIPT,
+                        arguments: &raw,
+                        session: handle.as_deref().unwrap_or(&self.id),
+                    },
+                    responses: responses.as_ref(),
+                    state: request_state.as_deref(),
+                };
                 return Ok(self
-                    .run_script(&skill, arguments, &context, record, budget, notes)
-                    .await
-                    .into());
+                    .run_script(&skill, arguments, &context, record, budget, notes, answer)
+                    .await);
             }
             wire => {
                 let found = lock(&session)
@@ -400,15 +412,18 @@ impl SkillServer {
                 };
                 done();
                 let arguments = request.arguments.unwrap_or_default();
+                let wire = wire_name(&skill.name, tool.name.as_str());
                 let answer = Answer {
-                    responses: request.input_responses.as_ref(),
-                    state: request.request_state.as_deref(),
-                    session: handle.as_deref().unwrap_or(&self.id),
+                    call: CallBinding {
+                        tool: &wire,
+                        arguments: &arguments,
+                        session: handle.as_deref().unwrap_or(&self.id),
+                    },
+                    responses: responses.as_ref(),
+                    state: request_state.as_deref(),
                 };
                 return Ok(self
-                    .call_skill_tool(
-                        &skill, &tool, &arguments, &context, record, budget, notes, answer,
-                    )
+                    .call_skill_tool(&skill, &tool, &context, record, budget, notes, answer)
                     .await);
             }
         };
@@ -436,24 +451,64 @@ impl SkillServer {
     /// The folders the client lets scripts work in: its MCP roots, when it
     /// declared them and answers in time, else the project folder (with a
     /// note in `notes`). Fails when the call's time ran out first.
+    /// `given` are the roots the client gave back with the call at
+    /// 2026-07-28; without them the client is asked over the connection.
     async fn roots(
         &self,
         context: &RequestContext<RoleServer>,
         budget: Budget,
         notes: &mut Vec<String>,
+        given: Option<Result<peer::RootsList, String>>,
     ) -> Result<Vec<PathBuf>, ToolError> {
-        let roots = peer::roots(
-            &context.peer,
-            &self.roots,
-            &self.shared.run.project,
-            self.shared.run.client_timeout,
-            budget,
-        )
-        .await?;
+        let roots = match given {
+            Some(given) => peer::given_roots(given, &self.shared.run.project),
+            None => {
+                peer::roots(
+                    &context.peer,
+                    &self.roots,
+                    &self.shared.run.project,
+                    self.shared.run.client_timeout,
+                    budget,
+                )
+                .await?
+            }
+        };
         notes.extend(roots.note);
         Ok(roots.paths)
     }
 
+    /// At 2026-07-28, where the server cannot ask the client while it
+    /// handles a call: what the call needs of it (`asks`) goes back in an
+    /// `InputRequiredResult` (`Err`), or comes with the call, answered
+    /// (`Ok`). Before 2026-07-28, or when nothing is needed, there are no
+    /// answers: the client is asked over the connection as the need comes.
+    fn round(
+        &self,
+        context: &RequestContext<RoleServer>,
+        answer: &Answer<'_>,
+        asks: Asks,
+        record: &mut AuditRecord,
+    ) -> Result<Answers, Box<CallToolResponse>> {
+        if !uses_input_required(context) || (asks.question.is_none() && !asks.roots) {
+            return Ok(Answers::default());
+        }
+        match self.shared.rounds.round(
+            &answer.call,
+            answer.responses,
+            answer.state,
+            asks,
+            self.shared.run.limits.timeout,
+        ) {
+            Round::Ask(result) => Err(Box::new(CallToolResponse::InputRequired(result))),
+            Round::Answered(answers) => Ok(answers),
+            Round::Refused(error) => {
+                record.error = Some(error.clone());
+                Err(Box::new(error.into_call_tool_result().into()))
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)] // The call's parts, each used once.
     async fn run_script(
         &self,
         skill: &Arc<ServedSkill>,
@@ -462,14 +517,23 @@ impl SkillServer {
         record: &mut AuditRecord,
         budget: Budget,
         notes: &mut Vec<String>,
-    ) -> CallToolResult {
+        answer: Answer<'_>,
+    ) -> CallToolResponse {
         record.skill = Some(skill_info(skill));
         let view = self.shared.live.view();
-        let roots = match self.roots(context, budget, notes).await {
+        let asks = Asks {
+            question: None,
+            roots: client_declares_roots(context),
+        };
+        let answers = match self.round(context, &answer, asks, record) {
+            Ok(answers) => answers,
+            Err(asked) => return *asked,
+        };
+        let roots = match self.roots(context, budget, notes, answers.roots).await {
             Ok(roots) => roots,
             Err(error) => {
                 record.error = Some(error.clone());
-                return error.into_call_tool_result();
+                return error.into_call_tool_result().into();
             }
         };
         match self
@@ -491,11 +555,11 @@ impl SkillServer {
         {
             Ok((result, outcome)) => {
                 record.exit_code = outcome.exit_code;
-                result
+                result.into()
             }
             Err(error) => {
                 record.error = Some(error.clone());
-                error.into_call_tool_result()
+                error.into_call_tool_result().into()
             }
         }
     }
@@ -505,7 +569,6 @@ impl SkillServer {
         &self,
         skill: &Arc<ServedSkill>,
         tool: &SkillTool,
-        arguments: &JsonObject,
         context: &RequestContext<RoleServer>,
         record: &mut AuditRecord,
         budget: Budget,
@@ -513,6 +576,7 @@ impl SkillServer {
         answer: Answer<'_>,
     ) -> CallToolResponse {
         record.skill = Some(skill_info(skill));
+        let arguments = answer.call.arguments;
         let view = self.shared.live.view();
         let schemas = match self.shared.schemas.get(&skill.name, &skill.tree, tool) {
             Ok(schemas) => schemas,
@@ -522,41 +586,36 @@ impl SkillServer {
             record.error = Some(error.clone());
             return error.into_call_tool_result().into();
         }
-        if let Some(request) = confirmation_for(
+        let confirmation = confirmation_for(
             &skill.name,
             tool,
             skill.frontmatter.extensions.safety.as_ref(),
-        ) {
+        );
+        if confirmation.is_some() {
             record.approval_state = ApprovalState::Pending;
-            let question = request.elicitation_request(arguments, &view.redactor);
+        }
+        // 2026-07-28: no server-to-client request; the question and the
+        // ask for roots go back in the result, and the answers come with
+        // the call again (runtime::input).
+        let asks = Asks {
+            question: confirmation
+                .as_ref()
+                .filter(|_| client_can_elicit(context))
+                .map(|request| request.elicitation_request(arguments, &view.redactor)),
+            roots: client_declares_roots(context),
+        };
+        let mut answers = match self.round(context, &answer, asks, record) {
+            Ok(answers) => answers,
+            Err(asked) => return *asked,
+        };
+        if let Some(request) = confirmation {
             let answer = if uses_input_required(context) {
-                // 2026-07-28: no server-to-client request; the question
-                // goes back in the result, and the answer comes with the
-                // call again (runtime::input).
-                if !client_can_elicit(context) {
-                    ElicitationAnswer::NotSupported
-                } else {
-                    let call = CallBinding {
-                        tool: &wire_name(&skill.name, tool.name.as_str()),
-                        arguments,
-                        session: answer.session,
-                    };
-                    match self.shared.rounds.confirm(
-                        &call,
-                        answer.responses,
-                        answer.state,
-                        question,
-                        self.shared.run.limits.timeout,
-                    ) {
-                        Round::Ask(result) => return CallToolResponse::InputRequired(result),
-                        Round::Answered(answer) => answer,
-                        Round::Refused(error) => {
-                            record.error = Some(error.clone());
-                            return error.into_call_tool_result().into();
-                        }
-                    }
-                }
+                answers
+                    .confirmation
+                    .take()
+                    .unwrap_or(ElicitationAnswer::NotSupported)
             } else {
+                let question = request.elicitation_request(arguments, &view.redactor);
                 peer::confirm(&context.peer, question, budget).await
             };
             let approval = decide(&request, &answer);
@@ -566,7 +625,7 @@ impl SkillServer {
                 return denial.into_call_tool_result().into();
             }
         }
-        let roots = match self.roots(context, budget, notes).await {
+        let roots = match self.roots(context, budget, notes, answers.roots).await {
             Ok(roots) => roots,
             Err(error) => {
                 record.error = Some(error.clone());
@@ -602,12 +661,27 @@ impl SkillServer {
     }
 }
 
-/// What a client sent back with a call that was asked a question the
-/// 2026-07-28 way, and the session it is bound to.
+/// A call, as a request state is bound to it, and what the client sent
+/// back with it when it was asked something the 2026-07-28 way.
 struct Answer<'a> {
+    call: CallBinding<'a>,
     responses: Option<&'a rmcp::model::InputResponses>,
     state: Option<&'a str>,
-    session: &'a str,
+}
+
+/// Returns true if and only if the client declared roots, in this
+/// request's `_meta` (2026-07-28) or its handshake.
+fn client_declares_roots(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .meta
+        .client_capabilities()
+        .or_else(|| {
+            context
+                .peer
+                .peer_info()
+                .map(|info| info.capabilities.clone())
+        })
+        .is_some_and(|capabilities| capabilities.roots.is_some())
 }
 
 /// Returns true if and only if the request's protocol has no

@@ -946,3 +946,151 @@ async fn call_with<S: rmcp::service::Service<RoleClient>>(
         .await
         .unwrap_or_else(|error| panic!("{tool} gets a result: {error}"))
 }
+
+/// A client that declares roots and answers `roots/list` with `root`,
+/// counting the times it is asked (2026-07-28: in a call's round).
+#[derive(Clone)]
+struct Rooted {
+    root: std::path::PathBuf,
+    asked: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+#[allow(deprecated)] // Roots, deprecated by SEP-2577, are still what bounds a script.
+impl rmcp::ClientHandler for Rooted {
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        let mut config = rmcp::model::ClientConfig::default();
+        config.capabilities.roots = Some(rmcp::model::RootsCapabilities::default());
+        config
+    }
+
+    async fn list_roots(
+        &self,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ListRootsResult, rmcp::model::ErrorData> {
+        self.asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Ok(rmcp::model::ListRootsResult::new(vec![
+            rmcp::model::Root::new(url::Url::from_file_path(&self.root).unwrap().to_string()),
+        ]))
+    }
+}
+
+#[tokio::test]
+async fn at_2026_07_28_the_clients_roots_are_asked_in_the_result_and_bound_the_script() {
+    let sandbox = TestContext::new();
+    sandbox.project_skill("where", "", &[("scripts/pwd.sh", "pwd\n")]);
+    let elsewhere = sandbox.path().join("elsewhere");
+    fs_err::create_dir_all(&elsewhere).unwrap();
+    let server = McpHttpServer::start(sandbox.mcp(&[]));
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let discover = || ClientLifecycleMode::Discover {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+    };
+    let rooted = Rooted {
+        root: elsewhere.clone(),
+        asked: std::sync::Arc::default(),
+    };
+    let client = rooted
+        .clone()
+        .serve_with_lifecycle(
+            StreamableHttpClientTransport::from_uri(server.url.clone()),
+            discover(),
+        )
+        .await
+        .unwrap();
+    let loaded = call_with(&client, "skills_load", json!({"names": ["where"]})).await;
+    let handle = loaded.structured_content.unwrap()["session"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let run = json!({
+        "session": handle,
+        "path": "scripts/pwd.sh",
+        "workdir": elsewhere.to_str().unwrap(),
+    });
+    // The client's root, outside the project, is where the script may
+    // work: rmcp answers the round's roots/list and calls again.
+    let ran = call_with(&client, "skills_run_script", run.clone()).await;
+    assert_eq!(ran.is_error, Some(false), "{ran:?}");
+    assert_eq!(
+        ran.structured_content.unwrap()["stdout"]
+            .as_str()
+            .unwrap()
+            .trim(),
+        elsewhere.to_str().unwrap()
+    );
+    assert_eq!(
+        rooted.asked.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "asked once, in the call's round"
+    );
+
+    // By hand: the round asks for roots alone, and comes back bound to
+    // its call.
+    let Value::Object(arguments) = run.clone() else {
+        unreachable!()
+    };
+    let first = client
+        .peer()
+        .call_tool_once(
+            CallToolRequestParams::new("skills_run_script").with_arguments(arguments.clone()),
+        )
+        .await
+        .unwrap();
+    let rmcp::model::CallToolResponse::InputRequired(asked) = first else {
+        panic!("a question, not a run: {first:?}")
+    };
+    let requests = asked.input_requests.unwrap();
+    assert_eq!(
+        requests.keys().map(String::as_str).collect::<Vec<_>>(),
+        ["roots"]
+    );
+    assert_eq!(
+        serde_json::to_value(&requests["roots"]).unwrap()["method"],
+        "roots/list"
+    );
+    // Roots that do not hold the folder: the script may not work there.
+    let root = url::Url::from_file_path(sandbox.path().join("project"))
+        .unwrap()
+        .to_string();
+    let answered = client
+        .peer()
+        .call_tool_once(
+            CallToolRequestParams::new("skills_run_script")
+                .with_arguments(arguments)
+                .with_input_responses(rmcp::model::InputResponses::from([(
+                    "roots".to_owned(),
+                    json!({"roots": [{"uri": root}]}),
+                )]))
+                .with_request_state(asked.request_state.unwrap()),
+        )
+        .await
+        .unwrap();
+    let rmcp::model::CallToolResponse::Complete(answered) = answered else {
+        panic!("{answered:?}")
+    };
+    assert_eq!(error_code(&answered), "PERMISSION_DENIED", "{answered:?}");
+    client.cancel().await.unwrap();
+
+    // A client that declares no roots is not asked: the project folder is
+    // the root, and the folder outside it is refused.
+    let plain = ()
+        .serve_with_lifecycle(
+            StreamableHttpClientTransport::from_uri(server.url.clone()),
+            discover(),
+        )
+        .await
+        .unwrap();
+    let loaded = call_with(&plain, "skills_load", json!({"names": ["where"]})).await;
+    let handle = loaded.structured_content.unwrap()["session"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let refused = call_with(
+        &plain,
+        "skills_run_script",
+        json!({"session": handle, "path": "scripts/pwd.sh", "workdir": elsewhere.to_str().unwrap()}),
+    )
+    .await;
+    assert_eq!(error_code(&refused), "PERMISSION_DENIED", "{refused:?}");
+    plain.cancel().await.unwrap();
+}

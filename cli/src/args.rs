@@ -334,10 +334,12 @@ pub enum Command {
     /// stdio and streamable HTTP. State is per connection; where the
     /// connection is not a session (HTTP at 2026-07-28), skills_load
     /// returns a session handle the other tools take back. Diagnostics go
-    /// to stderr; stdout carries only the protocol. Register it with an
-    /// agent as shown in docs/runtime.md.
+    /// to stderr; stdout carries only the protocol. `skillpkg mcp install
+    /// --agent AGENT` registers it with an agent (Claude Code, Codex,
+    /// Copilot, VS Code, Cursor) and `skillpkg mcp uninstall` takes it out
+    /// again; see docs/runtime.md.
     #[cfg(feature = "runtime")]
-    #[command(after_help = MCP_EXAMPLES)]
+    #[command(args_conflicts_with_subcommands = true, after_help = MCP_EXAMPLES)]
     Mcp(McpArgs),
 
     /// Show where skillpkg reads and writes, and what is configured.
@@ -568,11 +570,16 @@ Examples:
                                                   on the network, for bearers of the token
   skillpkg mcp --audit-log ~/.skillpkg-audit.jsonl  one JSON line per tool call
   skillpkg mcp --pass-env OCR_API_KEY             skills that declare it may read it
-  claude mcp add skills -- skillpkg mcp           register with Claude Code";
+  skillpkg mcp install --agent claude-code        register it in ./.mcp.json for Claude Code
+  skillpkg mcp install --agent codex --global     ...in ~/.codex/config.toml, for every project
+  skillpkg mcp uninstall --agent claude-code      take it out again";
 
 #[cfg(feature = "runtime")]
 #[derive(Debug, Args)]
 pub struct McpArgs {
+    #[command(subcommand)]
+    pub command: Option<McpCommand>,
+
     /// The project folder the agent works in (default: the current folder).
     #[arg(long, value_name = "DIR")]
     pub project: Option<PathBuf>,
@@ -662,6 +669,164 @@ pub struct McpArgs {
     /// too. See docs/runtime.md.
     #[arg(long = "token-file", value_name = "FILE", requires = "listen")]
     pub token_file: Option<PathBuf>,
+}
+
+#[cfg(feature = "runtime")]
+#[derive(Debug, Subcommand)]
+pub enum McpCommand {
+    /// Register `skillpkg mcp` with an agent: write its MCP configuration.
+    ///
+    /// Adds the server NAME (default `skillpkg`) to the file AGENT reads
+    /// its MCP servers from, in the project (default: the current folder)
+    /// or, with --global, in the user's configuration: claude-code
+    /// `.mcp.json` (--global: `~/.claude.json`), codex `.codex/config.toml`
+    /// (`$CODEX_HOME/config.toml`), copilot `.github/mcp.json`
+    /// (`$COPILOT_HOME/mcp-config.json`), vscode `.vscode/mcp.json` (the
+    /// user profile's `mcp.json`), cursor `.cursor/mcp.json`
+    /// (`~/.cursor/mcp.json`). The agent starts this skillpkg (its absolute
+    /// path, or --command) as `mcp` on stdio, with `--host` for its skill
+    /// folders and the serve options given here. Everything else in the
+    /// file is kept: other servers, unknown keys, their order, and in TOML
+    /// comments and layout. Running it again changes nothing; an entry of
+    /// that name that is not skillpkg's is refused unless --force. A file
+    /// that does not parse is refused with its line, and left as it is.
+    /// Writes are atomic and keep the file's permissions.
+    #[command(after_help = MCP_INSTALL_EXAMPLES)]
+    Install(Box<McpInstallArgs>),
+
+    /// Remove the entry `mcp install` wrote from an agent's configuration.
+    ///
+    /// Removes the server NAME (default `skillpkg`) from the file AGENT
+    /// reads, only if it is skillpkg's (its command is a `skillpkg` and
+    /// its first argument `mcp`), and nothing else: in TOML every other
+    /// byte stays, JSON is written back as the agents write it. No entry
+    /// of that name is not an error: it says so and exits 0, writing
+    /// nothing.
+    #[command(after_help = MCP_UNINSTALL_EXAMPLES)]
+    Uninstall(McpSetupArgs),
+}
+
+#[cfg(feature = "runtime")]
+const MCP_INSTALL_EXAMPLES: &str = "\
+Examples:
+  skillpkg mcp install --agent claude-code           ./.mcp.json, for everyone working on the project
+  skillpkg mcp install --agent claude-code --global  ~/.claude.json, for every project
+  skillpkg mcp install --agent codex --global        ~/.codex/config.toml ($CODEX_HOME)
+  skillpkg mcp install --agent vscode --dry-run      show the change to .vscode/mcp.json, write nothing
+  skillpkg mcp install --agent cursor --pass-env OCR_API_KEY --audit-log ~/mcp-audit.jsonl
+                                                     with serve options
+  skillpkg mcp install --agent claude-code --command skillpkg
+                                                     start `skillpkg` from PATH, not this one's path
+  skillpkg mcp install --agent copilot --global --json  for scripts";
+
+#[cfg(feature = "runtime")]
+const MCP_UNINSTALL_EXAMPLES: &str = "\
+Examples:
+  skillpkg mcp uninstall --agent claude-code           from ./.mcp.json
+  skillpkg mcp uninstall --agent codex --global        from ~/.codex/config.toml
+  skillpkg mcp uninstall --agent vscode --name skills  the entry installed with --name skills";
+
+/// The agents `skillpkg mcp install` can set up.
+#[cfg(feature = "runtime")]
+const SETUP_AGENTS: [&str; 5] = ["claude-code", "codex", "copilot", "vscode", "cursor"];
+
+/// Which agent's file, where, and which entry.
+#[cfg(feature = "runtime")]
+#[derive(Debug, Args)]
+pub struct McpSetupArgs {
+    /// The agent: claude-code, codex, copilot, vscode or cursor.
+    #[arg(long, value_name = "AGENT", value_parser = clap::builder::TypedValueParser::map(
+        clap::builder::PossibleValuesParser::new(SETUP_AGENTS),
+        |agent: String| agent.parse::<crate::runtime::setup::Agent>().expect("a listed agent"),
+    ))]
+    pub agent: crate::runtime::setup::Agent,
+
+    /// The user's configuration, for every project, instead of the
+    /// project's.
+    #[arg(long)]
+    pub global: bool,
+
+    /// The name of the server entry.
+    #[arg(long, value_name = "NAME", default_value = crate::runtime::setup::DEFAULT_NAME)]
+    pub name: crate::runtime::setup::ServerName,
+
+    /// The project whose file to edit (default: the current folder). With
+    /// --global, install also pins the server to this project
+    /// (`--project DIR` in its arguments).
+    #[arg(long, value_name = "DIR")]
+    pub project: Option<PathBuf>,
+
+    /// Print the change as a diff, and write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+
+    /// Print what was done as JSON on stdout: agent, scope, file, name,
+    /// action (added, updated, unchanged, removed or absent).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `skillpkg mcp install`: where, and the serve options to start with.
+#[cfg(feature = "runtime")]
+#[derive(Debug, Args)]
+pub struct McpInstallArgs {
+    #[command(flatten)]
+    pub setup: McpSetupArgs,
+
+    /// Replace an entry of that name that is not skillpkg's.
+    #[arg(long)]
+    pub force: bool,
+
+    /// The program the agent starts (default: the absolute path of this
+    /// skillpkg). `skillpkg` finds it on the agent's PATH instead, for a
+    /// file the team shares.
+    #[arg(long = "command", value_name = "PROGRAM")]
+    pub program: Option<String>,
+
+    /// Serve option: whose skill folders to serve (default: the agent's
+    /// own; claude-code for cursor).
+    #[arg(long, value_name = "HOST", value_parser = parse_agent_host)]
+    pub host: Option<skillpkg_index::skill::Host>,
+
+    /// Serve option: how many skills a session may have loaded at once.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub max_active: Option<u16>,
+
+    /// Serve option: serve installed skills that differ from skills.lock.
+    #[arg(long)]
+    pub allow_modified: bool,
+
+    /// Serve option: let skill SKILL have the protected grant GLOB.
+    #[arg(long = "allow-grant", value_name = "SKILL=GLOB")]
+    pub allow_grant: Vec<crate::runtime::protected::AllowedGrant>,
+
+    /// Serve option: serve skill SKILL although it audits `high`.
+    #[arg(long = "allow-risk", value_name = "SKILL")]
+    pub allow_risk: Vec<skillpkg_index::skill::SkillName>,
+
+    /// Serve option: how long a whole script or tool call may take, in
+    /// seconds.
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub timeout: Option<u64>,
+
+    /// Serve option: how long to wait for the client to answer
+    /// roots/list, in seconds.
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=3_600))]
+    pub client_timeout: Option<u64>,
+
+    /// Serve option: let skills that declare the secret NAME read it from
+    /// the server's environment (the agent's).
+    #[arg(long = "pass-env", value_name = "NAME", value_delimiter = ',', value_parser = parse_env_var_name)]
+    pub pass_env: Vec<String>,
+
+    /// Serve option: run scripts and tools without the sandbox.
+    #[arg(long)]
+    pub unsandboxed: bool,
+
+    /// Serve option: append one JSON line per tool call to FILE (written
+    /// as an absolute path).
+    #[arg(long, value_name = "FILE")]
+    pub audit_log: Option<PathBuf>,
 }
 
 /// An Origin as browsers send it: `scheme://host[:port]`, nothing after.

@@ -73,6 +73,15 @@ pub const CI: &str = "CI";
 /// codex` read skills there.
 pub const CODEX_HOME: &str = "CODEX_HOME";
 
+/// Claude Code's configuration folder, instead of `~/.claude`; with it set,
+/// Claude Code's user file is `$CLAUDE_CONFIG_DIR/.claude.json`, which
+/// `skillpkg mcp install --agent claude-code --global` edits.
+pub const CLAUDE_CONFIG_DIR: &str = "CLAUDE_CONFIG_DIR";
+
+/// The GitHub Copilot CLI's folder, instead of `~/.copilot`; `skillpkg mcp
+/// install --agent copilot --global` edits `$COPILOT_HOME/mcp-config.json`.
+pub const COPILOT_HOME: &str = "COPILOT_HOME";
+
 /// The folder of skillpkg's download cache (archives, and index files with
 /// their ETags), instead of the platform's user cache folder
 /// (`$XDG_CACHE_HOME` or `~/.cache` on Linux).
@@ -112,6 +121,8 @@ pub const SHOWN: &[(&str, bool)] = &[
     (SKILLPKG_HTTP_TIMEOUT, false),
     (SKILLPKG_LOG, false),
     (CODEX_HOME, false),
+    (CLAUDE_CONFIG_DIR, false),
+    (COPILOT_HOME, false),
     (NO_COLOR, false),
     (CI, false),
 ];

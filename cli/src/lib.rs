@@ -69,7 +69,15 @@ pub fn run(cli: args::Cli, printer: &printer::Printer) -> anyhow::Result<ExitSta
         args::Command::Select(args) => commands::select::run(&args, printer),
         args::Command::Tools(args) => commands::tools::run(&args, printer),
         #[cfg(feature = "runtime")]
-        args::Command::Mcp(args) => commands::mcp::run(&args, printer),
+        args::Command::Mcp(args) => match &args.command {
+            None => commands::mcp::run(&args, printer),
+            Some(args::McpCommand::Install(install)) => {
+                commands::mcp_setup::install(install, printer)
+            }
+            Some(args::McpCommand::Uninstall(setup)) => {
+                commands::mcp_setup::uninstall(setup, printer)
+            }
+        },
         args::Command::Config(args) => commands::config::run(&args, printer),
         args::Command::Completions(args) => commands::completions::run(&args, printer),
         args::Command::Man(args) => commands::completions::man(&args, printer),

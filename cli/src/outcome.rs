@@ -21,6 +21,7 @@ pub fn exit_status(error: &anyhow::Error) -> ExitStatus {
             || cause
                 .downcast_ref::<RegistryError>()
                 .is_some_and(RegistryError::is_user_error)
+            || is_setup_user_error(cause)
     });
     let is_network = error.chain().any(|cause| {
         cause.is::<RegistryError>()
@@ -63,12 +64,39 @@ pub fn hint(error: &anyhow::Error) -> Option<String> {
                     .downcast_ref::<RegistryError>()
                     .and_then(RegistryError::hint)
             })
+            .or_else(|| setup_hint(cause))
             .or_else(|| {
                 cause.is::<crate::project::git::FetchError>().then(|| {
                     "check the URL, that the repository exists and that you may read it; nothing was changed".to_owned()
                 })
             })
     })
+}
+
+/// Returns true if and only if `cause` is an agent configuration that
+/// `skillpkg mcp install` or `uninstall` refused to edit.
+#[cfg(feature = "runtime")]
+fn is_setup_user_error(cause: &(dyn std::error::Error + 'static)) -> bool {
+    cause
+        .downcast_ref::<crate::runtime::setup::Error>()
+        .is_some_and(crate::runtime::setup::Error::is_user_error)
+}
+
+#[cfg(not(feature = "runtime"))]
+fn is_setup_user_error(_: &(dyn std::error::Error + 'static)) -> bool {
+    false
+}
+
+#[cfg(feature = "runtime")]
+fn setup_hint(cause: &(dyn std::error::Error + 'static)) -> Option<String> {
+    cause
+        .downcast_ref::<crate::runtime::setup::Error>()
+        .and_then(crate::runtime::setup::Error::hint)
+}
+
+#[cfg(not(feature = "runtime"))]
+fn setup_hint(_: &(dyn std::error::Error + 'static)) -> Option<String> {
+    None
 }
 
 /// The error as JSON, for a command run with `--json`: the message, the

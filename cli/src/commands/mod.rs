@@ -12,6 +12,8 @@ pub mod list;
 pub mod login;
 #[cfg(feature = "runtime")]
 pub mod mcp;
+#[cfg(feature = "runtime")]
+pub mod mcp_setup;
 pub mod mirror;
 pub mod new;
 pub mod outdated;

@@ -24,6 +24,7 @@ pub mod run;
 pub mod sandbox;
 pub mod server;
 pub mod session;
+pub mod setup;
 pub mod tool_call;
 pub mod vetting;
 pub mod watch;

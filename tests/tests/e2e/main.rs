@@ -30,6 +30,7 @@ mod install_link;
 mod install_plan;
 mod interop;
 mod mcp;
+mod mcp_agents;
 mod mcp_audit;
 mod mcp_conformance;
 mod mcp_escape;

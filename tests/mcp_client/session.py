@@ -4,12 +4,16 @@ package) through spec 001's flows, and print what happened as a JSON log.
     python3 session.py FLOW -- SERVER-COMMAND...
     python3 session.py http --url http://127.0.0.1:PORT/mcp
     python3 session.py http-pipelined --url URL [--token TOKEN]
+    python3 session.py modern --url URL --root DIR
 
 FLOW is `http` (two sessions over streamable HTTP: state stays within
 each), `catalog` (initialize, tools/list, prompts, resources, the SEP-2640
 methods), `choose-activate-use` or `skill-switching` (spec 001's "Typical
 Flow" and "Skill Switching"), `pipelined` or `http-pipelined` (a load sent
-with the calls that need it, none waiting for a reply, 100 times). Each log entry is one request and what came
+with the calls that need it, none waiting for a reply, 100 times), `modern`
+(the SDK's `Client` on protocol 2026-07-28 over streamable HTTP: a session
+handle, a script run in the client's root DIR, a confirmation approved then
+declined, each asked in an InputRequiredResult). Each log entry is one request and what came
 back; the Rust test reads the log and checks it against the specs. The
 driver itself asserts nothing, so every expectation lives in one place.
 """
@@ -17,12 +21,13 @@ driver itself asserts nothing, so every expectation lives in one place.
 import asyncio
 import json
 import sys
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import TypeAdapter
 
 import mcp.types as types
-from mcp import ClientSession
+from mcp import Client, ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -155,8 +160,47 @@ async def confirm(server: StdioServerParameters, log: list[dict[str, Any]]) -> N
                 log.append({"request": "tools/call", "result": dump(result)})
 
 
+async def modern(url: str, root: str, log: list[dict[str, Any]]) -> None:
+    """The SDK's own client, negotiating 2026-07-28: what the server asks of
+    it (roots, confirmations) comes in InputRequiredResults it answers by
+    itself through these callbacks."""
+    answers = [True, False]
+
+    async def elicitation(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        approve = answers.pop(0)
+        log.append({"request": "elicitation/create", "params": dump(params), "answer": approve})
+        if approve:
+            return types.ElicitResult(action="accept", content={"approve": True})
+        return types.ElicitResult(action="decline")
+
+    async def roots(context: Any) -> types.ListRootsResult:
+        log.append({"request": "roots/list"})
+        return types.ListRootsResult(roots=[types.Root(uri=Path(root).as_uri())])
+
+    async with Client(url, elicitation_callback=elicitation, list_roots_callback=roots) as client:
+        log.append({"request": "connect", "protocolVersion": client.protocol_version})
+        loaded = await client.call_tool("skills_load", {"names": ["cleanup", "where"]})
+        log.append({"request": "tools/call", "tool": "skills_load", "result": dump(loaded)})
+        handle = (loaded.structured_content or {}).get("session")
+        calls: list[tuple[str, dict[str, Any]]] = [
+            ("skills_run_script", {"session": handle, "skill": "where", "path": "scripts/pwd.sh", "workdir": root}),
+            ("cleanup__delete-output", {"session": handle, "dry_run": False}),
+            ("cleanup__delete-output", {"session": handle, "dry_run": False}),
+        ]
+        for tool_name, arguments in calls:
+            result = await client.call_tool(tool_name, arguments)
+            log.append({"request": "tools/call", "tool": tool_name, "result": dump(result)})
+
+
 async def main() -> None:
     flow_name = sys.argv[1]
+    if flow_name == "modern":
+        log: list[dict[str, Any]] = []
+        url = sys.argv[sys.argv.index("--url") + 1]
+        await modern(url, sys.argv[sys.argv.index("--root") + 1], log)
+        json.dump(log, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+        return
     if flow_name == "confirm":
         command = sys.argv[sys.argv.index("--") + 1 :]
         log: list[dict[str, Any]] = []

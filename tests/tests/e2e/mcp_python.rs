@@ -502,3 +502,73 @@ fn calls_sent_right_after_a_load_find_it_loaded_over_http() {
     let log = record(driver("http-pipelined").args(["--url", &server.url]));
     assert_every_round_applied_in_order(&log);
 }
+
+#[test]
+fn at_2026_07_28_the_python_client_answers_roots_and_confirmations_asked_in_the_result() {
+    let project = Project::new();
+    project.write(
+        ".claude/skills/cleanup/SKILL.md",
+        "---\nname: cleanup\ndescription: Delete generated output.\ntools:\n  - name: delete-output\n    description: Delete generated output files.\n    confirmation:\n      level: destructive_writes\n      prompt: \"This will delete files under output/**.\"\n    input_schema:\n      type: object\n      additionalProperties: false\n      properties:\n        dry_run: { type: boolean }\n      required: [dry_run]\n    implementation:\n      runtime: bash\n      entrypoint: scripts/delete.sh\n---\n# Cleanup\n",
+    );
+    project.write(
+        ".claude/skills/cleanup/scripts/delete.sh",
+        "read -r line\necho \"{\\\"deleted\\\": 2, \\\"request\\\": $line}\"\n",
+    );
+    project.write(
+        ".claude/skills/where/SKILL.md",
+        "---\nname: where\ndescription: Say where a script runs.\n---\n# Where\n",
+    );
+    project.write(".claude/skills/where/scripts/pwd.sh", "pwd\n");
+    // The client's root: outside the project, so only roots let a script
+    // work there.
+    let root = project.sandbox.path().join("client-root");
+    fs_err::create_dir_all(&root).unwrap();
+    let server = McpHttpServer::start(project.server());
+    let log =
+        record(driver("modern").args(["--url", &server.url, "--root", root.to_str().unwrap()]));
+
+    let connected = entries(&log, "connect");
+    assert_eq!(connected[0]["protocolVersion"], "2026-07-28");
+    let calls = entries(&log, "tools/call");
+    let handle = calls[0]["result"]["structuredContent"]["session"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a session handle: {}", calls[0]));
+    assert!(handle.starts_with("sess_"), "{handle}");
+    // The script ran in the client's root, which the client gave when the
+    // server asked in the result.
+    assert_eq!(calls[1]["result"]["isError"], false, "{}", calls[1]);
+    assert_eq!(
+        calls[1]["result"]["structuredContent"]["stdout"]
+            .as_str()
+            .unwrap()
+            .trim(),
+        root.to_str().unwrap()
+    );
+    assert!(
+        !entries(&log, "roots/list").is_empty(),
+        "the client was asked for its roots"
+    );
+    // Approved, the tool ran; declined, it did not.
+    let asked = entries(&log, "elicitation/create");
+    assert_eq!(asked.len(), 2, "asked before each call: {log:?}");
+    assert!(
+        asked[0]["params"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("This will delete files under output/**."),
+        "{}",
+        asked[0]
+    );
+    assert_eq!(
+        calls[2]["result"]["structuredContent"],
+        json!({"deleted": 2, "request": {"dry_run": false}}),
+        "{}",
+        calls[2]
+    );
+    assert_eq!(
+        calls[3]["result"]["structuredContent"]["error"]["code"], "APPROVAL_DENIED",
+        "{}",
+        calls[3]
+    );
+    server.stop();
+}

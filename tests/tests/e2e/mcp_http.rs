@@ -602,6 +602,24 @@ fn with_a_token_file_only_bearers_of_its_token_get_in() {
         post_authorized(&server.url, &format!("Bearer {token}")).0,
         200
     );
+    // A Host that would break out of the challenge's quoted URL (a quote,
+    // a space, a comma) is not echoed: the bound address stands in.
+    for hostile in ["evil\", error=\"x", "a b", "a,b=c", "x/../../y"] {
+        let (status, challenge) = post_with(&server.url, &[("Host", hostile)]);
+        assert_eq!(status, 401, "{hostile}");
+        assert_eq!(
+            challenge,
+            format!("Bearer resource_metadata=\"{metadata_url}\""),
+            "{hostile}"
+        );
+    }
+    // (A plain name is echoed, which shows the Host above was sent: the
+    // client named the server so, and the URL is only for it.)
+    let (_, challenge) = post_with(&server.url, &[("Host", "other.example:1")]);
+    assert!(
+        challenge.contains("\"http://other.example:1/.well-known/"),
+        "{challenge}"
+    );
 
     // RFC 9728's metadata is public, and names this resource.
     let metadata: Value = reqwest::blocking::get(&metadata_url)

@@ -5,6 +5,7 @@ package) through spec 001's flows, and print what happened as a JSON log.
     python3 session.py http --url http://127.0.0.1:PORT/mcp
     python3 session.py http-pipelined --url URL [--token TOKEN]
     python3 session.py modern --url URL --root DIR
+    python3 session.py live --skill DIR -- SERVER-COMMAND...
 
 FLOW is `http` (two sessions over streamable HTTP: state stays within
 each), `catalog` (initialize, tools/list, prompts, resources, the SEP-2640
@@ -13,7 +14,9 @@ Flow" and "Skill Switching"), `pipelined` or `http-pipelined` (a load sent
 with the calls that need it, none waiting for a reply, 100 times), `modern`
 (the SDK's `Client` on protocol 2026-07-28 over streamable HTTP: a session
 handle, a script run in the client's root DIR, a confirmation approved then
-declined, each asked in an InputRequiredResult). Each log entry is one request and what came
+declined, each asked in an InputRequiredResult), `live` (a skill written
+into DIR while the server runs: the notification, the lists before and
+after, loading it). Each log entry is one request and what came
 back; the Rust test reads the log and checks it against the specs. The
 driver itself asserts nothing, so every expectation lives in one place.
 """
@@ -160,6 +163,34 @@ async def confirm(server: StdioServerParameters, log: list[dict[str, Any]]) -> N
                 log.append({"request": "tools/call", "result": dump(result)})
 
 
+async def live(server: StdioServerParameters, skill: str, log: list[dict[str, Any]]) -> None:
+    """Writes a skill into a scope while connected, then waits for the
+    server to say the resources changed."""
+    changed = asyncio.Event()
+
+    async def handler(message: Any) -> None:
+        if isinstance(message, types.ResourceListChangedNotification):
+            changed.set()
+
+    async with stdio_client(server) as (read, write):
+        async with ClientSession(read, write, message_handler=handler) as session:
+            await session.initialize()
+            log.append({"request": "resources/list", "result": dump(await session.list_resources())})
+            folder = Path(skill)
+            folder.mkdir(parents=True)
+            (folder / "SKILL.md").write_text(
+                f"---\nname: {folder.name}\ndescription: Notes written while serving.\n---\n# Notes\n\nWritten later.\n"
+            )
+            try:
+                await asyncio.wait_for(changed.wait(), 20)
+                log.append({"request": "notifications/resources/list_changed"})
+            except TimeoutError:
+                log.append({"request": "timeout"})
+            log.append({"request": "resources/list", "result": dump(await session.list_resources())})
+            loaded = await session.call_tool("skills_load", {"names": [folder.name], "mode": "add"})
+            log.append({"request": "tools/call", "tool": "skills_load", "result": dump(loaded)})
+
+
 async def modern(url: str, root: str, log: list[dict[str, Any]]) -> None:
     """The SDK's own client, negotiating 2026-07-28: what the server asks of
     it (roots, confirmations) comes in InputRequiredResults it answers by
@@ -198,6 +229,14 @@ async def main() -> None:
         log: list[dict[str, Any]] = []
         url = sys.argv[sys.argv.index("--url") + 1]
         await modern(url, sys.argv[sys.argv.index("--root") + 1], log)
+        json.dump(log, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+        return
+    if flow_name == "live":
+        command = sys.argv[sys.argv.index("--") + 1 :]
+        log: list[dict[str, Any]] = []
+        skill = sys.argv[sys.argv.index("--skill") + 1]
+        await live(StdioServerParameters(command=command[0], args=command[1:]), skill, log)
         json.dump(log, sys.stdout, indent=1)
         sys.stdout.write("\n")
         return

@@ -59,8 +59,14 @@ impl Project {
 
 /// Runs `flow` against `server` on stdio and returns its log.
 fn flow_with(server: &Command, flow: &str) -> Vec<Value> {
+    flow_with_args(server, flow, &[])
+}
+
+/// [`flow_with`], with `extra` arguments for the flow.
+fn flow_with_args(server: &Command, flow: &str, extra: &[&str]) -> Vec<Value> {
     let mut driver = driver(flow);
     driver
+        .args(extra)
         .arg("--")
         .arg(server.get_program())
         .args(server.get_args())
@@ -571,4 +577,45 @@ fn at_2026_07_28_the_python_client_answers_roots_and_confirmations_asked_in_the_
         calls[3]
     );
     server.stop();
+}
+
+#[test]
+fn a_skill_written_while_serving_reaches_the_python_client() {
+    let project = Project::new();
+    let notes = project.dir().join(".claude/skills/notes");
+    let log = flow_with_args(
+        &project.server(),
+        "live",
+        &["--skill", notes.to_str().unwrap()],
+    );
+    let uris = |entry: &Value| -> Vec<String> {
+        entry["result"]["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|resource| resource["uri"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let lists = entries(&log, "resources/list");
+    assert!(!uris(lists[0]).contains(&"skill://notes/SKILL.md".to_owned()));
+    assert_eq!(
+        entries(&log, "notifications/resources/list_changed").len(),
+        1,
+        "{log:?}"
+    );
+    assert!(
+        uris(lists[1]).contains(&"skill://notes/SKILL.md".to_owned()),
+        "{}",
+        lists[1]
+    );
+    let loaded = entries(&log, "tools/call");
+    assert_eq!(loaded[0]["result"]["isError"], false, "{}", loaded[0]);
+    assert!(
+        loaded[0]["result"]["content"][1]["text"]
+            .as_str()
+            .unwrap()
+            .contains("Written later."),
+        "{}",
+        loaded[0]
+    );
 }

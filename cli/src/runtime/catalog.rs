@@ -93,8 +93,9 @@ pub struct ServedCatalog {
     /// allowed: checked here at start, and at every run.
     pub protection: Protection,
     /// What the catalog was read from: every folder the host looks in for
-    /// skills (there or not), the folders linked skills point at, and the
-    /// folder of `skills.lock`. A change under one may change the catalog.
+    /// skills (there or not), the folders that linked skills the host loads
+    /// point at, and the folder of `skills.lock`. A change under one may
+    /// change the catalog.
     pub sources: Sources,
 }
 
@@ -230,7 +231,9 @@ impl ServedCatalog {
                 .chain(
                     found
                         .skills()
-                        .filter(|skill| skill.link.is_some())
+                        // Only skills the host loads: a link to `/` or
+                        // the home folder is no skill, and is not watched.
+                        .filter(|skill| skill.link.is_some() && skill.active().is_some())
                         .filter_map(|skill| fs_err::canonicalize(&skill.dir).ok()),
                 )
                 .collect(),

@@ -4,7 +4,8 @@
 //! at start (docs/runtime.md, "A live catalog").
 //!
 //! The folders come from the catalog itself ([`Sources`]): the scopes the
-//! host reads (watched whole), the folders linked skills point at, and the
+//! host reads (watched whole, links inside not followed), the folders that
+//! served linked skills point at, and the
 //! project folder and the manifest's, for `skills.lock`. A scope that does
 //! not exist yet is watched through the nearest folder above it that does,
 //! so creating `.claude/skills` is seen too. The watches are made again
@@ -65,7 +66,13 @@ pub fn start(
     warn: impl Fn(String) + Send + 'static,
 ) -> Result<Watch, notify::Error> {
     let (events, received) = mpsc::channel();
-    let mut watcher = notify::recommended_watcher(events)?;
+    // Links are not followed: a skill's folder may hold a link to `/`,
+    // which watched would cost the whole disk. A linked skill's folder is
+    // among the sources on its own.
+    let mut watcher = notify::RecommendedWatcher::new(
+        events,
+        notify::Config::default().with_follow_symlinks(false),
+    )?;
     let stop = Arc::new(AtomicBool::new(false));
     let stopping = Arc::clone(&stop);
     let mut watching = BTreeMap::new();
@@ -361,6 +368,39 @@ mod tests {
         fs_err::write(root.join("project/README.md"), "x").unwrap();
         assert!(reloads.recv_timeout(QUIET * 4).is_err());
         fs_err::write(root.join("project/skills.lock"), "x").unwrap();
+        reloads.recv_timeout(Duration::from_secs(10)).unwrap();
+    }
+
+    #[test]
+    fn a_link_inside_a_scope_is_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let scope = root.join("project/.claude/skills");
+        let outside = root.join("outside");
+        fs_err::create_dir_all(scope.join("pdf")).unwrap();
+        fs_err::create_dir_all(&outside).unwrap();
+        std::os::unix::fs::symlink(&outside, scope.join("pdf/root")).unwrap();
+        let (told, reloads) = mpsc::channel();
+        let sources = Sources {
+            trees: vec![scope.clone()],
+            project: vec![root.join("project")],
+        };
+        let again = sources.clone();
+        let _watch = start(
+            sources,
+            move || {
+                told.send(()).unwrap();
+                Some(again.clone())
+            },
+            |warning| panic!("{warning}"),
+        )
+        .unwrap();
+        fs_err::write(outside.join("elsewhere.txt"), "x").unwrap();
+        assert!(
+            reloads.recv_timeout(QUIET * 4).is_err(),
+            "a change behind a link is not watched"
+        );
+        fs_err::write(scope.join("pdf/SKILL.md"), "x").unwrap();
         reloads.recv_timeout(Duration::from_secs(10)).unwrap();
     }
 }

@@ -21,6 +21,7 @@ pub mod protected;
 pub mod resources;
 pub mod run;
 pub mod sandbox;
+pub mod served_md;
 pub mod server;
 pub mod session;
 pub mod tool_call;

@@ -278,6 +278,10 @@ fn cases() -> Vec<Case> {
         ),
         case(Code::NonPortableKey, with_frontmatter("tags: [pdf]\n")),
         case(
+            Code::AmbiguousScalar,
+            with_frontmatter("metadata:\n  beta: yes\n"),
+        ),
+        case(
             Code::MetadataValueNotString,
             with_frontmatter("metadata:\n  reviewed: true\n"),
         ),
@@ -380,6 +384,88 @@ fn every_code_has_a_case_that_produces_it() {
         .filter(|code| !covered.contains(code))
         .collect();
     assert!(uncovered.is_empty(), "codes without a case: {uncovered:?}");
+}
+
+#[test]
+fn a_scalar_yaml_1_1_reads_otherwise_is_a_warning_with_both_readings_and_the_fix() {
+    let report = case(
+        Code::AmbiguousScalar,
+        with_frontmatter(
+            "metadata:\n  on: \"x\"\n  mode: 010\n  released: 2024-01-01\n  tools: [Read, no]\n  quoted: \"yes\"\n  block: |\n    yes\n  words: yes, this is prose\n",
+        ),
+    )
+    .run();
+    let found: Vec<_> = report
+        .diagnostics
+        .iter()
+        .filter(|diagnostic| diagnostic.code == Code::AmbiguousScalar)
+        .map(|diagnostic| {
+            let location = diagnostic.location.unwrap();
+            (
+                diagnostic.severity,
+                location.line,
+                location.column,
+                diagnostic.message.as_str(),
+                diagnostic.hint.as_deref().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        found,
+        [
+            (
+                Severity::Warning,
+                5,
+                3,
+                "the key `on` is the string \"on\" here (YAML 1.2) but the boolean true for YAML 1.1 parsers such as PyYAML",
+                "quote it: `\"on\":`"
+            ),
+            (
+                Severity::Warning,
+                6,
+                9,
+                "`010` is the integer 10 here (YAML 1.2) but the integer 8 for YAML 1.1 parsers such as PyYAML",
+                "write `10` for the integer 10, or quote it, `\"010\"`, for the text"
+            ),
+            (
+                Severity::Warning,
+                7,
+                13,
+                "`2024-01-01` is the string \"2024-01-01\" here (YAML 1.2) but a date for YAML 1.1 parsers such as PyYAML, and for js-yaml",
+                "quote it: `\"2024-01-01\"`"
+            ),
+            (
+                Severity::Warning,
+                8,
+                17,
+                "`no` is the string \"no\" here (YAML 1.2) but the boolean false for YAML 1.1 parsers such as PyYAML",
+                "quote it: `\"no\"`"
+            ),
+        ]
+    );
+    // A warning: the skill stays valid.
+    assert_eq!(report.errors(), 0);
+}
+
+#[test]
+fn scalars_read_two_ways_are_reported_ten_at_most() {
+    let many: String = (0..25).map(|index| format!("  k{index}: on\n")).collect();
+    let report = case(
+        Code::AmbiguousScalar,
+        with_frontmatter(&format!("metadata:\n{many}")),
+    )
+    .run();
+    let found: Vec<_> = report
+        .diagnostics
+        .iter()
+        .filter(|diagnostic| diagnostic.code == Code::AmbiguousScalar)
+        .collect();
+    assert_eq!(found.len(), 10);
+    assert!(
+        found[9].message.ends_with("(and 15 more such scalars)"),
+        "{}",
+        found[9].message
+    );
 }
 
 fn is_root() -> bool {

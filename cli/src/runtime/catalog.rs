@@ -35,6 +35,7 @@ use skillpkg_index::skill::scope::Environment;
 use skillpkg_index::skill::{Frontmatter, Host, document};
 
 use super::protected::{AllowedGrant, Protection};
+use super::served_md;
 use super::vetting::{self, Decision};
 use crate::project::lockfile::{self, LockedSkill, Lockfile};
 use crate::project::targets::{STATE_FILE, TargetState};
@@ -120,7 +121,7 @@ pub struct ServedSkill {
     pub frontmatter: Frontmatter,
     /// The frontmatter as written, as JSON.
     pub properties: JsonObject,
-    /// `sha256:` of `SKILL.md`.
+    /// `sha256:` of `SKILL.md` as served.
     pub digest: String,
     /// The `h2:` tree hash of the files.
     pub tree: String,
@@ -133,6 +134,8 @@ pub struct ServedSkill {
     pub links: Vec<String>,
     /// The files, sorted by path.
     pub files: Vec<ServedFile>,
+    /// `SKILL.md` as served, when it is rewritten ([`super::served_md`]).
+    pub served_skill_md: Option<ServedFile>,
     /// The SEP-2640 entry.
     pub entry: Skill,
 }
@@ -557,7 +560,7 @@ impl ServedSkill {
         if bytes.len() as u64 != file.size || Sha256::digest(&bytes).as_slice() != file.sha256 {
             return Err(changed());
         }
-        Ok(bytes)
+        Ok(self.served(path, bytes))
     }
 
     /// Returns the files whose bytes on disk no longer match the manifest.
@@ -712,8 +715,12 @@ fn read_skill(
         .iter()
         .find(|file| file.path == "SKILL.md")
         .ok_or("its SKILL.md is not a regular file")?;
-    let digest = format!("sha256:{}", hex(&skill_md.sha256));
     let text = fs_err::read(location).map_err(|error| error.to_string())?;
+    let served_skill_md = served_md::rewritten(&text, skill_md);
+    let digest = format!(
+        "sha256:{}",
+        hex(&served_md::listed(skill_md, served_skill_md.as_ref()).sha256)
+    );
     let properties = document::parse(&text)
         .map_err(|error| error.to_string())?
         .frontmatter_json();
@@ -725,6 +732,7 @@ fn read_skill(
             files
                 .iter()
                 .map(|file| {
+                    let file = served_md::listed(file, served_skill_md.as_ref());
                     SkillResource::new(
                         file_uri(&name, &file.path),
                         format!("sha256:{}", hex(&file.sha256)),
@@ -746,6 +754,7 @@ fn read_skill(
         modified: Vec::new(),
         links,
         files,
+        served_skill_md,
         entry,
     })
 }

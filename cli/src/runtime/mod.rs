@@ -22,6 +22,7 @@ pub mod protected;
 pub mod resources;
 pub mod run;
 pub mod sandbox;
+pub mod served_md;
 pub mod server;
 pub mod session;
 pub mod setup;

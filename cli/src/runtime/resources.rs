@@ -18,7 +18,9 @@ pub fn list(catalog: &ServedCatalog) -> Vec<Resource> {
         .skills()
         .iter()
         .map(|skill| {
-            let size = skill.file("SKILL.md").map_or(0, |file| file.size);
+            let size = skill
+                .file("SKILL.md")
+                .map_or(0, |file| skill.listed(file).size);
             Resource::new(skill.uri("SKILL.md"), skill.name.clone())
                 .with_description(skill.frontmatter.description.clone())
                 .with_mime_type("text/markdown")
@@ -103,7 +105,7 @@ fn children(skill: &ServedSkill, path: &str) -> Option<Vec<Resource>> {
             None => {
                 children.push(
                     Resource::new(skill.uri(&file.path), rest.to_owned())
-                        .with_size(file.size)
+                        .with_size(skill.listed(file).size)
                         .with_mime_type(listed_mime_type(&file.path)),
                 );
             }

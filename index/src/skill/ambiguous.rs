@@ -16,18 +16,29 @@
 //!   breaks lines there, YAML 1.2 does not, so `description: d<LS>name: x`
 //!   is one value here and a second `name` for PyYAML. (NEL, U+0085, the
 //!   third such break, is a C1 control and refused as one.)
+//!
+//! Plain scalars that YAML 1.1 parsers read as another type or value
+//! (`on`, `010`, `2024-01-01`, a key `on:`) are only warned about
+//! (`ambiguous-scalar`): they are common in published skills, where they
+//! are nearly always meant as the text they are here, and quoting them
+//! is the whole fix. The runtime serves them quoted
+//! ([`super::unambiguous`]).
 
 use std::path::Path;
 
 use super::diagnostic::{Code, Diagnostic};
 use super::document::{Node, SkillDocument, Value};
+use super::readings;
 
-/// Separators reported one by one; past this, the last report counts the rest.
+/// Separators (and scalars read two ways) reported one by one; past this,
+/// the last report counts the rest.
 const MAX_REPORTED: usize = 10;
 
-/// Reports every merge key, foreign tag and line separator of `document`.
+/// Reports every merge key, foreign tag, line separator and scalar read
+/// two ways of `document`.
 pub(crate) fn check(document: &SkillDocument, file: &Path, diagnostics: &mut Vec<Diagnostic>) {
     check_separators(document, file, diagnostics);
+    check_scalars(document, file, diagnostics);
     for (key, value) in &document.frontmatter {
         check_key(
             document,
@@ -160,6 +171,56 @@ fn check_separators(document: &SkillDocument, file: &Path, diagnostics: &mut Vec
             )
             .at(location, &document.text)
             .with_hint("remove it, or replace it with a space or a line feed"),
+        );
+    }
+}
+
+/// Reports the plain scalars YAML 1.1 parsers read differently, each with
+/// both readings and the form every parser reads as this one.
+fn check_scalars(document: &SkillDocument, file: &Path, diagnostics: &mut Vec<Diagnostic>) {
+    let found = &document.two_way_scalars;
+    let shown = found.len().min(MAX_REPORTED);
+    for (index, scalar) in found.iter().take(shown).enumerate() {
+        let Some(two) = readings::two_readings(&scalar.text) else {
+            continue;
+        };
+        let more = if index + 1 == shown && found.len() > shown {
+            format!(" (and {} more such scalars)", found.len() - shown)
+        } else {
+            String::new()
+        };
+        let text = &scalar.text;
+        let subject = if scalar.key {
+            format!("the key `{text}`")
+        } else {
+            format!("`{text}`")
+        };
+        let colon = if scalar.key { ":" } else { "" };
+        let quoted = readings::unambiguous_form(text, readings::Reading::String)
+            .unwrap_or_else(|| format!("\"{text}\""));
+        let hint = match readings::unambiguous_form(text, two.here) {
+            Some(form) if two.here == readings::Reading::String => {
+                format!("quote it: `{form}{colon}`")
+            }
+            Some(form) => format!(
+                "write `{form}{colon}` for {}, or quote it, `{quoted}{colon}`, for the text",
+                two.here.describe(text)
+            ),
+            None => format!("quote it: `{quoted}{colon}`"),
+        };
+        diagnostics.push(
+            Diagnostic::new(
+                Code::AmbiguousScalar,
+                file,
+                format!(
+                    "{subject} is {} here (YAML 1.2) but {} for {}{more}",
+                    two.here.describe(text),
+                    two.yaml_1_1.describe(text),
+                    two.readers,
+                ),
+            )
+            .at(scalar.location, &document.text)
+            .with_hint(hint),
         );
     }
 }

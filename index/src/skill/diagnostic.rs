@@ -111,6 +111,7 @@ codes! {
     UnreadableFile => "unreadable-file", Error;
     UnknownKey => "unknown-key", Warning;
     NonPortableKey => "non-portable-key", Warning;
+    AmbiguousScalar => "ambiguous-scalar", Warning;
     MetadataValueNotString => "metadata-value-not-string", Warning;
     AllowedToolsNotString => "allowed-tools-not-string", Warning;
     BodyEmpty => "body-empty", Warning;

@@ -101,6 +101,21 @@ impl Value {
     }
 }
 
+/// A plain (unquoted, untagged) scalar that YAML 1.1 parsers read as
+/// another type or value than this one does (`on`, `010`, `2024-01-01`):
+/// see [`super::readings`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct TwoWayScalar {
+    /// The scalar's text.
+    pub text: String,
+    /// Where it starts (and, on that line, ends).
+    pub location: Location,
+    /// The 1-based line and column just past its end, in the file.
+    pub end: (usize, usize),
+    /// Whether it is a mapping's key.
+    pub key: bool,
+}
+
 /// A `SKILL.md` split into its parts. The frontmatter is parsed; the body is not.
 #[derive(Clone, Debug)]
 pub struct SkillDocument {
@@ -120,6 +135,9 @@ pub struct SkillDocument {
     /// written, with the place of the node they tag, in document order. They
     /// do not change what a node means here, but other parsers act on them.
     pub foreign_tags: Vec<(String, Location)>,
+    /// The plain scalars YAML 1.1 parsers read differently, at any depth,
+    /// keys included, in document order.
+    pub two_way_scalars: Vec<TwoWayScalar>,
 }
 
 impl SkillDocument {
@@ -229,7 +247,7 @@ pub fn parse(bytes: &[u8]) -> Result<SkillDocument, DocumentError> {
     if yaml.len() > MAX_FRONTMATTER_BYTES {
         return Err(DocumentError::TooLarge { size: yaml.len() });
     }
-    let (frontmatter, foreign_tags) = parse_frontmatter(yaml)?;
+    let (frontmatter, foreign_tags, two_way_scalars) = parse_frontmatter(yaml)?;
     let body = text[body_start..].to_owned();
     Ok(SkillDocument {
         frontmatter,
@@ -238,6 +256,7 @@ pub fn parse(bytes: &[u8]) -> Result<SkillDocument, DocumentError> {
         text,
         lone_carriage_returns,
         foreign_tags,
+        two_way_scalars,
     })
 }
 
@@ -295,8 +314,13 @@ fn is_fence(line: &str, closing: bool) -> bool {
 /// The YAML starts on line 2 of the file, after the opening fence.
 const YAML_FIRST_LINE: usize = 2;
 
-/// The frontmatter's entries and its tags outside the core schema.
-type Frontmatter = (Vec<(Node, Node)>, Vec<(String, Location)>);
+/// The frontmatter's entries, its tags outside the core schema and its
+/// plain scalars YAML 1.1 reads differently.
+type Frontmatter = (
+    Vec<(Node, Node)>,
+    Vec<(String, Location)>,
+    Vec<TwoWayScalar>,
+);
 
 fn parse_frontmatter(yaml: &str) -> Result<Frontmatter, DocumentError> {
     let at = |marker: &saphyr::Marker| {
@@ -324,6 +348,27 @@ fn parse_frontmatter(yaml: &str) -> Result<Frontmatter, DocumentError> {
         .iter()
         .map(|(tag, marker)| (tag.clone(), at(marker)))
         .collect();
+    let two_way_scalars = loaded
+        .two_way_scalars
+        .iter()
+        .map(|scalar| {
+            let start = at(&scalar.span.start);
+            let end = at(&scalar.span.end);
+            TwoWayScalar {
+                text: scalar.text.clone(),
+                location: Location {
+                    end_column: if end.line == start.line {
+                        end.column.max(start.column + 1)
+                    } else {
+                        start.column + 1
+                    },
+                    ..start
+                },
+                end: (end.line, end.column),
+                key: scalar.key,
+            }
+        })
+        .collect();
     let documents = loaded.documents;
     if let Some(second) = documents.get(1) {
         // A `---` line inside the frontmatter (with a comment after it, say)
@@ -337,11 +382,11 @@ fn parse_frontmatter(yaml: &str) -> Result<Frontmatter, DocumentError> {
     let Some(root) = documents.first() else {
         // An empty frontmatter is an empty mapping: validation then names the
         // missing fields, which is more useful than "not a mapping".
-        return Ok((Vec::new(), foreign_tags));
+        return Ok((Vec::new(), foreign_tags, two_way_scalars));
     };
     match convert(root).value {
-        Value::Mapping(entries) => Ok((entries, foreign_tags)),
-        Value::Null => Ok((Vec::new(), foreign_tags)),
+        Value::Mapping(entries) => Ok((entries, foreign_tags, two_way_scalars)),
+        Value::Null => Ok((Vec::new(), foreign_tags, two_way_scalars)),
         other => Err(DocumentError::NotMapping {
             found: other.type_name(),
             location: location_of(root),

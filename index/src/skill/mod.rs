@@ -31,10 +31,12 @@ mod lint;
 pub mod model;
 pub mod prompt;
 pub mod protected;
+mod readings;
 pub mod scaffold;
 pub mod scope;
 pub mod select;
 pub mod tools;
+mod unambiguous;
 mod validate;
 mod yaml;
 
@@ -45,6 +47,7 @@ use std::str::FromStr;
 pub use crate::name::{MAX_NAME_LEN, SKILL_MD, SkillName, SkillNameError};
 pub use diagnostic::{Code, Diagnostic, Location, Severity};
 pub use document::{DocumentError, SkillDocument};
+pub use unambiguous::unambiguous_text;
 
 use crate::archive::walk::{self, EntryKind, Listing, WalkError};
 use crate::archive::{self, PackError};

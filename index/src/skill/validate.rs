@@ -384,16 +384,21 @@ fn check_metadata(checker: &mut Checker<'_>, node: &Node) -> Vec<(String, String
     let mut metadata = Vec::new();
     for (key, value) in entries {
         let Some(key_text) = key.value.scalar_text() else {
-            checker.report(
-                Code::MetadataValueNotString,
-                key,
-                format!("a `metadata` key is {}", key.value.type_name()),
-            );
+            checker
+                .report(
+                    Code::MetadataValueNotString,
+                    key,
+                    format!("a `metadata` key is {}", key.value.type_name()),
+                )
+                .hint = Some("write the key as a name: `author:`".into());
             continue;
         };
         match &value.value {
             Value::String(text) => metadata.push((key_text, text.clone())),
             other => {
+                // The text as written is what the author meant: `1.0`, not
+                // the `1` the number prints as.
+                let written = checker.document.source_of(value).map(str::to_owned);
                 let diagnostic = checker.report(
                     Code::MetadataValueNotString,
                     value,
@@ -403,8 +408,13 @@ fn check_metadata(checker: &mut Checker<'_>, node: &Node) -> Vec<(String, String
                     ),
                 );
                 if let Some(text) = other.scalar_text() {
-                    diagnostic.hint = Some(format!("quote it: `{key_text}: \"{text}\"`"));
+                    let quoted = written.unwrap_or_else(|| text.clone()).replace('"', "\\\"");
+                    diagnostic.hint = Some(format!("quote it: `{key_text}: \"{quoted}\"`"));
                     metadata.push((key_text, text));
+                } else {
+                    diagnostic.hint = Some(format!(
+                        "write `metadata.{key_text}` as one string, or move it out of `metadata` to a key of its own"
+                    ));
                 }
             }
         }

@@ -21,7 +21,11 @@
 use std::collections::HashMap;
 
 use saphyr::{MarkedYaml, YamlLoader};
-use saphyr_parser::{Event, Marker, Parser, ScanError, Span, SpannedEventReceiver, Tag};
+use saphyr_parser::{
+    Event, Marker, Parser, ScalarStyle, ScanError, Span, SpannedEventReceiver, Tag,
+};
+
+use super::readings;
 
 /// The deepest a frontmatter's collections may nest; the deepest known
 /// schema (a tool's JSON Schema) needs a dozen.
@@ -54,6 +58,18 @@ pub(crate) struct Loaded<'input> {
     /// them and drops others (`!!python/...` on a list, or on a scalar as
     /// null), so they are noted here, from the parser's events.
     pub(crate) foreign_tags: Vec<(String, Marker)>,
+    /// Every untagged plain scalar that YAML 1.1 parsers read differently
+    /// ([`readings::two_readings`]), in document order.
+    pub(crate) two_way_scalars: Vec<TwoWayScalar>,
+}
+
+/// A plain scalar that YAML 1.1 and 1.2 read differently, as the parser
+/// saw it.
+pub(crate) struct TwoWayScalar {
+    pub(crate) text: String,
+    pub(crate) span: Span,
+    /// Whether it is a mapping's key.
+    pub(crate) key: bool,
 }
 
 /// The tags of YAML's core schema (`!!str` and the like), which every parser
@@ -69,6 +85,8 @@ pub(crate) fn load(yaml: &str) -> Result<Loaded<'_>, LoadError> {
         alias_bytes: 0,
         exceeded: None,
         foreign_tags: Vec::new(),
+        containers: Vec::new(),
+        two_way_scalars: Vec::new(),
     };
     // The parser's own `load` walks nested collections by recursion, which
     // overflows the stack on deep nesting before any bound could be checked;
@@ -85,6 +103,7 @@ pub(crate) fn load(yaml: &str) -> Result<Loaded<'_>, LoadError> {
     }
     Ok(Loaded {
         foreign_tags: receiver.foreign_tags,
+        two_way_scalars: receiver.two_way_scalars,
         documents: receiver.loader.into_documents(),
     })
 }
@@ -101,6 +120,10 @@ struct Bounded<'input> {
     alias_bytes: u64,
     exceeded: Option<LoadError>,
     foreign_tags: Vec<(String, Marker)>,
+    /// The open collections: whether each is a mapping, and how many nodes
+    /// it holds so far (in a mapping, keys and values alternate).
+    containers: Vec<(bool, usize)>,
+    two_way_scalars: Vec<TwoWayScalar>,
 }
 
 impl Bounded<'_> {
@@ -117,6 +140,18 @@ impl Bounded<'_> {
                 format!("{}{}", tag.handle, tag.suffix)
             };
             self.foreign_tags.push((text, at));
+        }
+    }
+
+    /// Counts a node starting in the open collection; returns true if and
+    /// only if it is a mapping's key.
+    fn node_starts(&mut self) -> bool {
+        match self.containers.last_mut() {
+            Some((mapping, held)) => {
+                *held += 1;
+                *mapping && *held % 2 == 1
+            }
+            None => false,
         }
     }
 
@@ -141,6 +176,35 @@ impl<'input> SpannedEventReceiver<'input> for Bounded<'input> {
             | Event::MappingStart(_, tag)
             | Event::Scalar(_, _, _, tag) => {
                 self.note_tag(tag.as_deref(), span.start);
+            }
+            _ => {}
+        }
+        match &event {
+            Event::SequenceStart(..) | Event::MappingStart(..) => {
+                self.node_starts();
+                let mapping = matches!(event, Event::MappingStart(..));
+                self.containers.push((mapping, 0));
+            }
+            Event::SequenceEnd | Event::MappingEnd => {
+                self.containers.pop();
+            }
+            Event::Scalar(text, style, _, tag) => {
+                let key = self.node_starts();
+                // A quoted, block or tagged scalar means what it says to
+                // every parser.
+                if *style == ScalarStyle::Plain
+                    && tag.is_none()
+                    && readings::two_readings(text).is_some()
+                {
+                    self.two_way_scalars.push(TwoWayScalar {
+                        text: text.to_string(),
+                        span,
+                        key,
+                    });
+                }
+            }
+            Event::Alias(_) => {
+                self.node_starts();
             }
             _ => {}
         }

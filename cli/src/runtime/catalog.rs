@@ -103,8 +103,14 @@ pub struct ServedCatalog {
 /// The folders a catalog was read from ([`ServedCatalog::sources`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Sources {
-    /// Folders whose whole tree matters: the scopes, and linked skills.
+    /// Folders a change anywhere under which may change the catalog: the
+    /// scopes, and the folders linked skills point at.
     pub trees: Vec<PathBuf>,
+    /// The folders to watch, each by itself: every scope, every skill
+    /// folder found (served or not), and each folder that holds a file of a
+    /// served skill. Bounded by what is served (at most 512 files a skill),
+    /// not by what a skill folder holds besides.
+    pub folders: Vec<PathBuf>,
     /// The project folder and the folder of `skills.toml`, for the lock
     /// and the manifest in them.
     pub project: Vec<PathBuf>,
@@ -240,12 +246,39 @@ impl ServedCatalog {
                         .filter_map(|skill| fs_err::canonicalize(&skill.dir).ok()),
                 )
                 .collect(),
+            folders: Vec::new(),
             project: std::iter::once(options.project.clone())
                 .chain(manifest_root.clone())
                 .collect(),
         };
         let protection = protection(&env, found_skill_folders(&found), manifest_root, options);
         let mut served = Self::build(&found, options, lock.as_ref(), protection);
+        let mut sources = sources;
+        let mut folders: std::collections::BTreeSet<PathBuf> =
+            sources.trees.iter().cloned().collect();
+        // Each skill folder found; a link only when the host loads what it
+        // points at (a link to `/` is watched as the scope's entry, not
+        // followed).
+        for skill in found.skills() {
+            match &skill.link {
+                None => {
+                    folders.insert(skill.dir.clone());
+                }
+                Some(_) if skill.active().is_some() => {
+                    folders.extend(fs_err::canonicalize(&skill.dir).ok());
+                }
+                Some(_) => {}
+            }
+        }
+        for skill in &served.skills {
+            let root = fs_err::canonicalize(&skill.root).unwrap_or_else(|_| skill.root.clone());
+            for file in &skill.files {
+                if let Some((dir, _)) = file.path.rsplit_once('/') {
+                    folders.insert(root.join(dir));
+                }
+            }
+        }
+        sources.folders = folders.into_iter().collect();
         served.sources = sources;
         Ok(served)
     }

@@ -3,13 +3,17 @@
 //! anew or no longer served, checked against the lock and vetted exactly as
 //! at start (docs/runtime.md, "A live catalog").
 //!
-//! The folders come from the catalog itself ([`Sources`]): the scopes the
-//! host reads (watched whole, links inside not followed), the folders that
-//! served linked skills point at, and the
-//! project folder and the manifest's, for `skills.lock`. A scope that does
-//! not exist yet is watched through the nearest folder above it that does,
-//! so creating `.claude/skills` is seen too. The watches are made again
-//! after every reading, since the folders that exist change.
+//! The folders come from the catalog itself ([`Sources`]), each watched by
+//! itself, never a whole tree: the scopes the host reads, every skill
+//! folder in them, the folders that hold a served skill's files (at most
+//! 512 files a skill), and the project folder and the manifest's, for
+//! `skills.lock`. So what is watched is bounded by what is served, not by
+//! what a hostile skill folder holds (a million subfolders, a link to
+//! `/`): a change in a folder no served file is in is seen only where it
+//! makes a folder that is watched change. A scope that does not exist yet
+//! is watched through the nearest folder above it that does, so creating
+//! `.claude/skills` is seen too. The watches are made again after every
+//! reading, since the folders that exist change.
 //!
 //! Changes come in bursts (an install writes a folder, then the lock), so a
 //! reading waits until nothing has changed for [`QUIET`], but never longer
@@ -17,7 +21,7 @@
 //! no change: the server's own reading of the skills would otherwise set
 //! it off again.
 
-use std::collections::BTreeMap;
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -34,6 +38,9 @@ pub const QUIET: Duration = Duration::from_millis(150);
 
 /// The longest a change waits to be read while changes keep coming.
 pub const MOST_DELAY: Duration = Duration::from_secs(2);
+
+/// The most readings one change leads to, while each watches new folders.
+const READINGS: usize = 3;
 
 /// How often the watching thread looks whether the server is stopping.
 const POLL: Duration = Duration::from_millis(500);
@@ -75,7 +82,7 @@ pub fn start(
     )?;
     let stop = Arc::new(AtomicBool::new(false));
     let stopping = Arc::clone(&stop);
-    let mut watching = BTreeMap::new();
+    let mut watching = BTreeSet::new();
     rewatch(&mut watcher, &mut watching, &sources, &warn);
     std::thread::Builder::new()
         .name("skillpkg-watch".to_owned())
@@ -112,14 +119,18 @@ pub fn start(
                 if stopping.load(Ordering::Relaxed) {
                     return;
                 }
-                // Watched before it is read: a folder made since the last
-                // reading (a scope) is watched first, so what is written
-                // in it while the catalog is read is seen, and read next.
-                rewatch(&mut watcher, &mut watching, &sources, &warn);
-                if let Some(now) = reload() {
-                    sources = now;
+                // A folder watched only after a reading (a new skill's)
+                // may have changed between the reading and its watch: then
+                // the catalog is read once more, now that it is watched.
+                for _ in 0..READINGS {
+                    rewatch(&mut watcher, &mut watching, &sources, &warn);
+                    if let Some(now) = reload() {
+                        sources = now;
+                    }
+                    if !rewatch(&mut watcher, &mut watching, &sources, &warn) {
+                        break;
+                    }
                 }
-                rewatch(&mut watcher, &mut watching, &sources, &warn);
             }
         })
         .map_err(notify::Error::io)?;
@@ -161,67 +172,45 @@ fn concerns(path: &Path, sources: &Sources) -> bool {
         })
 }
 
-/// What to watch for `sources`, and how.
-fn wanted(sources: &Sources) -> BTreeMap<PathBuf, RecursiveMode> {
-    let mut wanted = BTreeMap::new();
-    for tree in &sources.trees {
-        match tree.ancestors().find(|dir| dir.is_dir()) {
-            Some(dir) if dir == tree => {
-                wanted.insert(dir.to_owned(), RecursiveMode::Recursive);
-            }
-            Some(dir) => {
-                wanted
-                    .entry(dir.to_owned())
-                    .or_insert(RecursiveMode::NonRecursive);
-            }
-            None => {}
+/// The folders to watch for `sources`, each by itself.
+fn wanted(sources: &Sources) -> BTreeSet<PathBuf> {
+    let mut wanted = BTreeSet::new();
+    for dir in sources.folders.iter().chain(&sources.project) {
+        // A folder not there yet is watched through the nearest one above
+        // it that is, whose change making it is seen.
+        if let Some(there) = dir.ancestors().find(|dir| dir.is_dir()) {
+            wanted.insert(there.to_owned());
         }
     }
-    for dir in &sources.project {
-        if dir.is_dir() {
-            wanted
-                .entry(dir.clone())
-                .or_insert(RecursiveMode::NonRecursive);
-        }
-    }
-    // A folder inside one watched whole needs no watch of its own.
-    let whole: Vec<PathBuf> = wanted
-        .iter()
-        .filter(|(_, mode)| **mode == RecursiveMode::Recursive)
-        .map(|(dir, _)| dir.clone())
-        .collect();
-    wanted.retain(|dir, _| {
-        !whole
-            .iter()
-            .any(|tree| dir != tree && dir.starts_with(tree))
-    });
     wanted
 }
 
-/// Brings the watches from `watching` to what `sources` needs.
+/// Brings the watches from `watching` to what `sources` needs; returns
+/// true if and only if a folder is watched that was not before.
 fn rewatch(
     watcher: &mut notify::RecommendedWatcher,
-    watching: &mut BTreeMap<PathBuf, RecursiveMode>,
+    watching: &mut BTreeSet<PathBuf>,
     sources: &Sources,
     warn: &impl Fn(String),
-) {
+) -> bool {
     let wanted = wanted(sources);
-    watching.retain(|dir, mode| {
-        if wanted.get(dir) == Some(mode) {
+    watching.retain(|dir| {
+        if wanted.contains(dir) {
             return true;
         }
-        // Gone, or to be watched another way; a folder removed is no
-        // longer watched anyway.
+        // A folder removed is no longer watched anyway.
         let _ = watcher.unwatch(dir);
         false
     });
-    for (dir, mode) in wanted {
-        if watching.contains_key(&dir) {
+    let mut added = false;
+    for dir in wanted {
+        if watching.contains(&dir) {
             continue;
         }
-        match watcher.watch(&dir, mode) {
+        match watcher.watch(&dir, RecursiveMode::NonRecursive) {
             Ok(()) => {
-                watching.insert(dir, mode);
+                watching.insert(dir);
+                added = true;
             }
             Err(error) => warn(format!(
                 "cannot watch {} ({error}): skills changed there are served as they are now only after a restart{}",
@@ -234,6 +223,7 @@ fn rewatch(
             )),
         }
     }
+    added
 }
 
 #[cfg(test)]
@@ -241,11 +231,13 @@ mod tests {
     use super::*;
 
     fn sources(root: &Path) -> Sources {
+        let trees = vec![
+            root.join("project/.claude/skills"),
+            root.join("home/.claude/skills"),
+        ];
         Sources {
-            trees: vec![
-                root.join("project/.claude/skills"),
-                root.join("home/.claude/skills"),
-            ],
+            folders: trees.clone(),
+            trees,
             project: vec![root.join("project")],
         }
     }
@@ -315,13 +307,10 @@ mod tests {
         let wanted = wanted(&sources(root));
         assert_eq!(
             wanted,
-            BTreeMap::from([
-                (root.join("home"), RecursiveMode::NonRecursive),
-                (root.join("project"), RecursiveMode::NonRecursive),
-                (
-                    root.join("project/.claude/skills"),
-                    RecursiveMode::Recursive
-                ),
+            BTreeSet::from([
+                root.join("home"),
+                root.join("project"),
+                root.join("project/.claude/skills"),
             ])
         );
     }
@@ -335,9 +324,12 @@ mod tests {
         let (told, reloads) = mpsc::channel();
         let sources = Sources {
             trees: vec![scope.clone()],
+            folders: vec![scope.clone()],
             project: vec![root.join("project")],
         };
-        let again = sources.clone();
+        // As a reading would find it: the skill's folder is one to watch.
+        let mut again = sources.clone();
+        again.folders.push(scope.join("pdf"));
         let _watch = start(
             sources,
             move || {
@@ -357,7 +349,7 @@ mod tests {
         let last_write = Instant::now();
         let read_at = reloads.recv_timeout(Duration::from_secs(10)).unwrap();
         assert!(read_at >= last_write, "read before the burst was over");
-        // Now inside the scope, which is watched whole after the reading.
+        // Now in the skill's folder, watched since the reading.
         std::thread::sleep(QUIET * 2);
         while reloads.try_recv().is_ok() {}
         fs_err::write(scope.join("pdf/notes.md"), "more").unwrap();
@@ -372,6 +364,25 @@ mod tests {
     }
 
     #[test]
+    fn a_deep_folder_no_served_file_is_in_is_not_watched() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let scope = root.join("project/.claude/skills");
+        let deep = scope.join("pdf/node_modules/a/b/c");
+        fs_err::create_dir_all(&deep).unwrap();
+        let sources = Sources {
+            trees: vec![scope.clone()],
+            folders: vec![scope.clone(), scope.join("pdf")],
+            project: vec![root.join("project")],
+        };
+        assert_eq!(
+            wanted(&sources),
+            BTreeSet::from([root.join("project"), scope.clone(), scope.join("pdf")]),
+            "one watch a folder, none for what no served file is in"
+        );
+    }
+
+    #[test]
     fn a_link_inside_a_scope_is_not_followed() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().canonicalize().unwrap();
@@ -383,6 +394,7 @@ mod tests {
         let (told, reloads) = mpsc::channel();
         let sources = Sources {
             trees: vec![scope.clone()],
+            folders: vec![scope.clone(), scope.join("pdf")],
             project: vec![root.join("project")],
         };
         let again = sources.clone();

@@ -142,9 +142,9 @@ async def http(url: str, log: list[dict[str, Any]]) -> None:
                         log.append({"request": "tools/call", "tool": tool_name, "result": dump(result)})
 
 
-async def confirm(server: StdioServerParameters, log: list[dict[str, Any]]) -> None:
-    """Call a tool that needs confirmation twice: the user approves the
-    first call and declines the second."""
+def approve_then_decline(log: list[dict[str, Any]]) -> Any:
+    """An elicitation callback that approves the first question and declines
+    the second, logging each."""
     answers = [True, False]
 
     async def elicitation(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
@@ -153,6 +153,14 @@ async def confirm(server: StdioServerParameters, log: list[dict[str, Any]]) -> N
         if approve:
             return types.ElicitResult(action="accept", content={"approve": True})
         return types.ElicitResult(action="decline")
+
+    return elicitation
+
+
+async def confirm(server: StdioServerParameters, log: list[dict[str, Any]]) -> None:
+    """Call a tool that needs confirmation twice: the user approves the
+    first call and declines the second."""
+    elicitation = approve_then_decline(log)
 
     async with stdio_client(server) as (read, write):
         async with ClientSession(read, write, elicitation_callback=elicitation) as session:
@@ -195,14 +203,7 @@ async def modern(url: str, root: str, log: list[dict[str, Any]]) -> None:
     """The SDK's own client, negotiating 2026-07-28: what the server asks of
     it (roots, confirmations) comes in InputRequiredResults it answers by
     itself through these callbacks."""
-    answers = [True, False]
-
-    async def elicitation(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
-        approve = answers.pop(0)
-        log.append({"request": "elicitation/create", "params": dump(params), "answer": approve})
-        if approve:
-            return types.ElicitResult(action="accept", content={"approve": True})
-        return types.ElicitResult(action="decline")
+    elicitation = approve_then_decline(log)
 
     async def roots(context: Any) -> types.ListRootsResult:
         log.append({"request": "roots/list"})

@@ -434,7 +434,7 @@ fn cases() -> Vec<Case> {
         case(
             "safety-redact-not-boolean",
             &[(REDACT, "  redact: {secrets: yes}\n")],
-            &["safety-invalid"],
+            &["safety-invalid", "ambiguous-scalar"],
         ),
         // secrets, provenance, overrides, spec_version
         case(

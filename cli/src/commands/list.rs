@@ -91,11 +91,13 @@ pub fn run(args: &ListArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
 /// `skillpkg verify` with no target.
 pub fn verify_installed(json: bool, printer: &Printer) -> anyhow::Result<ExitStatus> {
     let rows = rows(false)?;
+    let missing = missing()?;
     let changed: Vec<&Row> = rows.iter().filter(|row| !row.matches).collect();
     if json {
         printer.json(&json!({
             "verified": rows.len() - changed.len(),
             "changed": changed.iter().map(|row| json!({"target": row.target, "name": row.name})).collect::<Vec<_>>(),
+            "missing": missing.iter().map(|(target, name)| json!({"target": target, "name": name})).collect::<Vec<_>>(),
         }));
     } else {
         for row in &changed {
@@ -104,20 +106,51 @@ pub fn verify_installed(json: bool, printer: &Printer) -> anyhow::Result<ExitSta
                 row.name, row.target
             ));
         }
-        printer.result(&format!(
+        for (target, name) in &missing {
+            printer.result(&format!(
+                "{name} in {target}: missing (skills.lock has it, the folder does not)"
+            ));
+        }
+        let mut summary = format!(
             "{} verified, {} changed",
             rows.len() - changed.len(),
             changed.len()
-        ));
+        );
+        if !missing.is_empty() {
+            summary.push_str(&format!(", {} missing", missing.len()));
+        }
+        printer.result(&summary);
     }
-    if changed.is_empty() {
-        Ok(ExitStatus::Success)
-    } else {
-        Err(UserError::new(format!(
-            "{} installed skill(s) differ from skills.lock",
-            changed.len()
-        ))
-        .with_hint("run `skillpkg install --force` to restore them")
+    if changed.is_empty() && missing.is_empty() {
+        return Ok(ExitStatus::Success);
+    }
+    let what = match (changed.len(), missing.len()) {
+        (0, missing) => format!("{missing} locked skill(s) are not installed"),
+        (changed, 0) => format!("{changed} installed skill(s) differ from skills.lock"),
+        (changed, missing) => format!(
+            "{changed} installed skill(s) differ from skills.lock and {missing} locked skill(s) are not installed"
+        ),
+    };
+    Err(UserError::new(what)
+        .with_hint("run `skillpkg install`: it installs what is missing and restores what changed, from skills.lock")
         .into())
+}
+
+/// The locked skills some target of the project has no folder for, as
+/// (target, name): a fresh clone, or a target folder deleted.
+fn missing() -> anyhow::Result<Vec<(String, String)>> {
+    let root = project_root()?;
+    let manifest = manifest::read(&root)?;
+    let lock = lockfile::read(&root)?.unwrap_or_default();
+    let mut missing = Vec::new();
+    for target in project_targets(&manifest, &[], &root, false, true)? {
+        for locked in &lock.skills {
+            let dir = target.dir.join(locked.name.as_str());
+            // A link counts as there (whether it holds is the rows' check).
+            if fs_err::symlink_metadata(&dir).is_err() {
+                missing.push((target.name.clone(), locked.name.to_string()));
+            }
+        }
     }
+    Ok(missing)
 }

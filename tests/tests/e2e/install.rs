@@ -640,6 +640,55 @@ fn verify_reports_a_script_that_lost_its_executable_bit_and_install_puts_it_back
 }
 
 #[test]
+fn verify_fails_when_a_locked_skill_is_not_installed_and_install_brings_it() {
+    let world = World::new();
+    world.publish("pdf", "1.0.0", &[]);
+    world.init(world.registry.url());
+    assert_eq!(world.user(&["add", "pdf"]).code, 0);
+    // As on a fresh clone: the lock and the manifest, no target folder.
+    fs_err::remove_dir_all(world.project().join(".claude/skills")).unwrap();
+
+    let verified = world.user(&["verify"]);
+    assert_eq!(verified.code, 1, "{verified:?}");
+    assert!(
+        verified
+            .stdout
+            .contains("pdf in claude: missing (skills.lock has it, the folder does not)"),
+        "{}",
+        verified.stdout
+    );
+    assert!(
+        verified.stdout.contains(" verified, 0 changed, 1 missing"),
+        "{}",
+        verified.stdout
+    );
+    assert!(
+        verified
+            .stderr
+            .contains("1 locked skill(s) are not installed")
+            && verified.stderr.contains("run `skillpkg install`"),
+        "{}",
+        verified.stderr
+    );
+    let json = world.user(&["verify", "--json"]);
+    assert_eq!(json.code, 1, "{json:?}");
+    let report: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(
+        report["missing"],
+        serde_json::json!([{"target": "claude", "name": "pdf"}])
+    );
+
+    assert_eq!(world.user(&["install"]).code, 0);
+    let again = world.user(&["verify"]);
+    assert_eq!(again.code, 0, "{again:?}");
+    assert!(
+        again.stdout.contains(" verified, 0 changed") && !again.stdout.contains("missing"),
+        "{}",
+        again.stdout
+    );
+}
+
+#[test]
 fn a_lock_and_an_index_line_with_an_h1_tree_hash_still_install_and_verify() {
     use skillpkg_index::archive::{Limits, pack_dir, tree_hash_h1};
     let sandbox = TestContext::new();

@@ -35,7 +35,7 @@ pub use confirm::{
 };
 pub use names::{MAX_WIRE_NAME_LEN, NameCollision, ToolRef, WireNames, is_wire_name, wire_name};
 pub use outcome::{
-    ErrorCode, Outcome, ProcessResult, ToolError, ToolOutcome, interpret, listed_tool,
+    ErrorCode, Outcome, ProcessResult, ToolError, ToolOutcome, interpret, json_kind, listed_tool,
     stdin_payload,
 };
 pub use redact::{MIN_SECRET_CHARS, Redactor};

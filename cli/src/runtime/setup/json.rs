@@ -16,6 +16,7 @@ use jsonc_parser::{CollectOptions, ParseOptions, ast};
 use serde_json::Value;
 
 use super::{Action, Edit, Problem, is_ours};
+use crate::runtime::tool_call::json_kind as kind;
 
 /// The keys of a server entry in the order the agents write them; others
 /// follow, sorted.
@@ -292,15 +293,4 @@ fn describe(entry: &Value) -> String {
         .chain(args)
         .collect::<Vec<_>>()
         .join(" ")
-}
-
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }

@@ -470,7 +470,8 @@ fn process_failed(process: &ProcessResult, redactor: &Redactor) -> ToolError {
     )
 }
 
-fn json_kind(value: &Value) -> &'static str {
+/// What kind of JSON value `value` is, for a message: `a string`.
+pub fn json_kind(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

@@ -7,6 +7,7 @@ use crate::client::settings::Environment;
 use crate::commands::install::{ManifestEdit, install_with, project_root};
 use crate::error::{ExitStatus, UserError};
 use crate::printer::Printer;
+use crate::project::collection::{Collection, Refusal};
 use crate::project::lockfile::Lockfile;
 use crate::project::manifest;
 use crate::project::manifest::{RegistryChoice, SetSkill};
@@ -20,14 +21,39 @@ pub fn run(args: &AddArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
     let root = project_root()?;
     let mut set = Vec::new();
     let mut direct: Vec<(SkillName, Direct)> = Vec::new();
+    // Of a collection (several skills of one source), each skill that
+    // cannot be taken is left out and reported; the others are added.
+    let mut optional = Vec::new();
+    let mut refused = Vec::new();
     for text in &args.skills {
         if let Some(found) = direct_skills(text, &root, args, printer)? {
-            for (name, source) in found {
-                if direct.iter().any(|(other, _)| other == &name) {
-                    return Err(UserError::new(format!("`{name}` is given twice")).into());
+            let mut refused_here = found.refused;
+            for (name, source) in found.skills {
+                if let Some((_, first)) = direct.iter().find(|(other, _)| other == &name) {
+                    if !found.several {
+                        return Err(UserError::new(format!("`{name}` is given twice")).into());
+                    }
+                    // Agents would load one of the two: the first is kept.
+                    refused_here.push(Refusal {
+                        skill: name.to_string(),
+                        reason: format!(
+                            "{} has another skill named `{name}`, from {}",
+                            source.describe(),
+                            first.describe()
+                        ),
+                        fix: Some(format!(
+                            "two skills of one name cannot be installed side by side; the one from {} was added",
+                            first.describe()
+                        )),
+                    });
+                    continue;
+                }
+                if found.several {
+                    optional.push(name.clone());
                 }
                 direct.push((name, source));
             }
+            refused.extend(refused_here);
             continue;
         }
         let (name, requirement) = match text.split_once('@') {
@@ -116,10 +142,20 @@ pub fn run(args: &AddArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
     for (name, source) in &direct {
         printer.status("Adding", &format!("{name} from {}", source.describe()));
     }
+    if direct.is_empty() && set.is_empty() && !refused.is_empty() {
+        return Err(none_taken(&refused));
+    }
+    let with_others = !set.is_empty() || direct.len() > optional.len();
+    let collection = Collection::new(optional, refused, with_others);
+    let taken = || {
+        direct
+            .iter()
+            .filter(|(name, _)| !collection.is_left_out(name))
+    };
     let pinned_requirements = std::cell::RefCell::new(Vec::new());
     let before_install = |text: &str| -> anyhow::Result<String> {
         let (mut text, _) = manifest::edit(text, &set, &[], &args.install.targets)?;
-        for (name, source) in &direct {
+        for (name, source) in taken() {
             text = manifest::set_direct(&text, name, source)?;
         }
         if let Some(url) = record_registry {
@@ -167,14 +203,22 @@ pub fn run(args: &AddArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
             before_install: Some(&before_install),
             after_install: Some(&after_install),
             lookalikes: &lookalikes,
+            collection: Some(&collection),
         },
         printer,
-    )?;
-    if status == ExitStatus::Success {
+    )
+    .inspect_err(|_| {
+        // The install's error is said last; the skills refused before it
+        // are not lost.
+        for refusal in collection.refused() {
+            printer.diagnostic(&refusal.to_string());
+        }
+    })?;
+    if status != ExitStatus::Error {
         for pinned in pinned_requirements.borrow().iter() {
             printer.status("Added", &format!("{pinned} to {}", manifest::MANIFEST));
         }
-        for (name, source) in &direct {
+        for (name, source) in taken() {
             printer.status(
                 "Added",
                 &format!(
@@ -188,6 +232,62 @@ pub fn run(args: &AddArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
     Ok(status)
 }
 
+/// The skills one argument of `add` takes from a folder, a repository or
+/// an index.
+struct Taken {
+    skills: Vec<(SkillName, Direct)>,
+    /// Those of several chosen that cannot be taken, and why.
+    refused: Vec<Refusal>,
+    /// Several were chosen: each may be refused on its own.
+    several: bool,
+}
+
+/// Takes each of `chosen` with `take`: when there are several, one that
+/// cannot be taken (a problem with the skill itself, named by `label`) is
+/// refused and the others are taken; a single one fails as it is.
+fn take_each<T>(
+    chosen: &[T],
+    label: impl Fn(&T) -> String,
+    mut take: impl FnMut(&T) -> anyhow::Result<(SkillName, Direct)>,
+) -> anyhow::Result<Taken> {
+    let several = chosen.len() > 1;
+    let mut taken = Taken {
+        skills: Vec::new(),
+        refused: Vec::new(),
+        several,
+    };
+    for item in chosen {
+        match take(item) {
+            Ok(skill) => taken.skills.push(skill),
+            Err(error) if several => match Refusal::of(&label(item), &error) {
+                Some(refusal) => taken.refused.push(refusal),
+                None => return Err(error),
+            },
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(taken)
+}
+
+/// The error when none of the skills given could be taken.
+fn none_taken(refused: &[Refusal]) -> anyhow::Error {
+    let reasons: Vec<String> = refused
+        .iter()
+        .map(|refusal| format!("{}: {}", refusal.skill, refusal.reason))
+        .collect();
+    UserError::new(format!(
+        "no skill given can be added: {}",
+        reasons.join("; ")
+    ))
+    .with_hint(
+        refused
+            .iter()
+            .find_map(|refusal| refusal.fix.clone())
+            .unwrap_or_else(|| "nothing was changed".to_owned()),
+    )
+    .into()
+}
+
 /// The skills an argument of `add` names when it is not a registry's skill
 /// name: a folder, a git repository, or a URL (a discovery index or a
 /// tarball); `None` for a registry's `NAME[@REQ]`.
@@ -196,7 +296,7 @@ fn direct_skills(
     root: &Path,
     args: &AddArgs,
     printer: &Printer,
-) -> anyhow::Result<Option<Vec<(SkillName, Direct)>>> {
+) -> anyhow::Result<Option<Taken>> {
     if let Some(folder) = folder_argument(text) {
         return folder_skills(text, folder, root, args).map(Some);
     }
@@ -255,12 +355,7 @@ fn folder_argument(text: &str) -> Option<&str> {
 /// those the user picks on a terminal. Each is validated now, so that a
 /// bad skill is refused before skills.toml changes; each is written
 /// relative to the project's root.
-fn folder_skills(
-    text: &str,
-    folder: &str,
-    root: &Path,
-    args: &AddArgs,
-) -> anyhow::Result<Vec<(SkillName, Direct)>> {
+fn folder_skills(text: &str, folder: &str, root: &Path, args: &AddArgs) -> anyhow::Result<Taken> {
     if folder.is_empty() {
         return Err(UserError::new("`path:` names no folder")
             .with_hint("write the folder after it: `path:skills/pdf`, or `path:.` for this one")
@@ -298,19 +393,29 @@ fn folder_skills(
     } else {
         choose(folder, &dir, &sources::skills_below(&dir, 3), args)?
     };
-    let mut chosen = Vec::new();
-    for path in folders {
-        let skill = sources::read_folder(&path, &format!("`{text}`"))?;
-        let written = sources::relative_path(&path, &root).ok_or_else(|| {
-            UserError::new(format!(
-                "`{}` cannot be written relative to the project at {}",
-                path.display(),
-                root.display()
-            ))
-        })?;
-        chosen.push((skill.packed.name, Direct::Path(written)));
-    }
-    Ok(chosen)
+    take_each(
+        &folders,
+        |path| folder_label(path),
+        |path| {
+            let skill = sources::read_folder(path, &format!("`{text}`"))?;
+            let written = sources::relative_path(path, &root).ok_or_else(|| {
+                UserError::new(format!(
+                    "`{}` cannot be written relative to the project at {}",
+                    path.display(),
+                    root.display()
+                ))
+            })?;
+            Ok((skill.packed.name, Direct::Path(written)))
+        },
+    )
+}
+
+/// A skill's folder named for a message: its last part.
+fn folder_label(path: &Path) -> String {
+    path.file_name().map_or_else(
+        || path.display().to_string(),
+        |name| name.to_string_lossy().into_owned(),
+    )
 }
 
 /// The skills `add` takes from the git repository `git` (the argument
@@ -322,7 +427,7 @@ fn git_skills(
     root: &Path,
     args: &AddArgs,
     printer: &Printer,
-) -> anyhow::Result<Vec<(SkillName, Direct)>> {
+) -> anyhow::Result<Taken> {
     // A repository on this machine is named as typed, relative to this
     // folder, and written relative to the project's root, which is what
     // an install reads it against.
@@ -371,41 +476,39 @@ fn git_skills(
     } else {
         choose(text, Path::new("."), &relative, args)?
     };
-    let mut chosen = Vec::new();
-    for folder in folders {
-        let relative = folder.to_string_lossy().replace('\\', "/");
-        let relative = relative.trim_start_matches("./");
-        let path = match (base.as_str(), relative) {
-            (".", ".") | (".", "") => None,
-            (".", relative) => Some(relative.to_owned()),
-            (base, "." | "") => Some(base.to_owned()),
-            (base, relative) => Some(format!("{base}/{relative}")),
-        };
-        let source = GitSource {
-            path,
-            ..git.clone()
-        };
-        let (_, skill) = git::read_skill(
-            &source,
-            &location,
-            Some(&commit),
-            args.install.offline,
-            &format!("`{text}`"),
-        )?;
-        chosen.push((skill.packed.name, Direct::Git(source)));
-    }
-    Ok(chosen)
+    take_each(
+        &folders,
+        |folder| folder_label(folder),
+        |folder| {
+            let relative = folder.to_string_lossy().replace('\\', "/");
+            let relative = relative.trim_start_matches("./");
+            let path = match (base.as_str(), relative) {
+                (".", ".") | (".", "") => None,
+                (".", relative) => Some(relative.to_owned()),
+                (base, "." | "") => Some(base.to_owned()),
+                (base, relative) => Some(format!("{base}/{relative}")),
+            };
+            let source = GitSource {
+                path,
+                ..git.clone()
+            };
+            let (_, skill) = git::read_skill(
+                &source,
+                &location,
+                Some(&commit),
+                args.install.offline,
+                &format!("`{text}`"),
+            )?;
+            Ok((skill.packed.name, Direct::Git(source)))
+        },
+    )
 }
 
 /// The skills `add` takes from a URL: a tarball (its path ends in `.tgz`
 /// or `.tar.gz`), else a site's discovery index (or the index's own URL),
 /// among whose skills --skill, --all or the user chooses. Each is fetched,
 /// checked against its digest and validated now.
-fn web_skills(
-    text: &str,
-    args: &AddArgs,
-    printer: &Printer,
-) -> anyhow::Result<Vec<(SkillName, Direct)>> {
+fn web_skills(text: &str, args: &AddArgs, printer: &Printer) -> anyhow::Result<Taken> {
     let url = web::parse_url(text)?;
     let origin = format!("`{text}`");
     if web::is_tarball(&url) {
@@ -417,7 +520,11 @@ fn web_skills(
         }
         printer.status("Fetching", text);
         let (_, skill) = registry::block_on(web::read_tarball(&url, None, &origin))??;
-        return Ok(vec![(skill.packed.name, Direct::Url(text.to_owned()))]);
+        return Ok(Taken {
+            skills: vec![(skill.packed.name, Direct::Url(text.to_owned()))],
+            refused: Vec::new(),
+            several: false,
+        });
     }
     printer.status("Fetching", &format!("the discovery index of {text}"));
     let index = registry::block_on(web::read_index(text))??;
@@ -438,26 +545,28 @@ fn web_skills(
         .into());
     }
     let chosen = choose(text, Path::new(""), &names, args)?;
-    let mut skills = Vec::new();
-    for name in chosen {
-        let name = name.to_string_lossy();
-        let skill = index
-            .skills
-            .iter()
-            .find(|skill| skill.name.as_str() == name)
-            .expect("a chosen skill is listed");
-        let folder = registry::block_on(web::read_index_skill(skill, None, &origin))??;
-        if folder.packed.name != skill.name {
-            return Err(UserError::new(format!(
-                "{origin}: the index lists `{}`, but its SKILL.md names the skill `{}`",
-                skill.name, folder.packed.name
-            ))
-            .with_hint("the site's index and files disagree; nothing was installed")
-            .into());
-        }
-        skills.push((skill.name.clone(), Direct::Index(text.to_owned())));
-    }
-    Ok(skills)
+    take_each(
+        &chosen,
+        |name| folder_label(name),
+        |name| {
+            let name = name.to_string_lossy();
+            let skill = index
+                .skills
+                .iter()
+                .find(|skill| skill.name.as_str() == name)
+                .expect("a chosen skill is listed");
+            let folder = registry::block_on(web::read_index_skill(skill, None, &origin))??;
+            if folder.packed.name != skill.name {
+                return Err(UserError::new(format!(
+                    "{origin}: the index lists `{}`, but its SKILL.md names the skill `{}`",
+                    skill.name, folder.packed.name
+                ))
+                .with_hint("the site's index and files disagree; nothing was installed")
+                .into());
+            }
+            Ok((skill.name.clone(), Direct::Index(text.to_owned())))
+        },
+    )
 }
 
 /// Chooses among the skills `found` below `dir` (paths relative to it).
@@ -572,6 +681,7 @@ pub fn remove(args: &RemoveArgs, printer: &Printer) -> anyhow::Result<ExitStatus
             before_install: Some(&before_install),
             after_install: None,
             lookalikes: &[],
+            collection: None,
         },
         printer,
     )

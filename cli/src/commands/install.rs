@@ -12,6 +12,7 @@ use crate::client::registry;
 use crate::client::settings::Environment;
 use crate::error::{ExitStatus, UserError};
 use crate::printer::Printer;
+use crate::project::collection::{Collection, Refusal};
 use crate::project::commit::{self, ManifestChange};
 use crate::project::install::{self, Options, Report};
 use crate::project::lockfile::Lockfile;
@@ -31,6 +32,10 @@ pub struct ManifestEdit<'a> {
     /// Names to warn about when they look like a more downloaded skill's
     /// (the names `add` was given).
     pub lookalikes: &'a [SkillName],
+    /// The skills `add` takes as a collection, each of which may be
+    /// refused on its own: an install that refuses some of them is tried
+    /// again without them, and they are reported.
+    pub collection: Option<&'a Collection>,
 }
 
 /// Changes a manifest's text.
@@ -46,6 +51,7 @@ impl std::fmt::Debug for ManifestEdit<'_> {
             .field("before_install", &self.before_install.is_some())
             .field("after_install", &self.after_install.is_some())
             .field("lookalikes", &self.lookalikes)
+            .field("collection", &self.collection)
             .finish()
     }
 }
@@ -55,7 +61,7 @@ pub fn run(args: &InstallArgs, printer: &Printer) -> anyhow::Result<ExitStatus> 
 }
 
 pub fn update(args: &UpdateArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
-    install_project(&args.install, Some(args.names.clone()), printer)
+    install_project(&args.install, Some(&args.names), printer)
 }
 
 pub fn lock(args: &InstallArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
@@ -114,7 +120,7 @@ pub fn project_targets(
 /// Installs the project with `flags`, updating `update` (None: nothing).
 pub fn install_project(
     flags: &InstallFlags,
-    update: Option<Vec<SkillName>>,
+    update: Option<&[SkillName]>,
     printer: &Printer,
 ) -> anyhow::Result<ExitStatus> {
     install_with(
@@ -135,12 +141,27 @@ pub fn install_project(
 pub fn install_with(
     flags: &InstallFlags,
     registry: Option<&str>,
-    update: Option<Vec<SkillName>>,
+    update: Option<&[SkillName]>,
     lock_only: bool,
     edit: &ManifestEdit<'_>,
     printer: &Printer,
 ) -> anyhow::Result<ExitStatus> {
-    let result = install_or_fail(flags, registry, update, lock_only, edit, printer);
+    let result = loop {
+        let result = install_or_fail(
+            flags,
+            registry,
+            update.map(<[SkillName]>::to_vec),
+            lock_only,
+            edit,
+            printer,
+        );
+        // An install that failed changed nothing: without the skills it
+        // refused, it is tried again.
+        match (&result, edit.collection) {
+            (Err(error), Some(collection)) if collection.leave_out(error) => continue,
+            _ => break result,
+        }
+    };
     if flags.json
         && let Err(error) = &result
     {
@@ -226,11 +247,18 @@ fn install_or_fail(
         }),
         report.lock_changed.then_some(&report.lock),
     )?;
-    print_report(&report, flags.json, printer);
-    Ok(ExitStatus::Success)
+    let refused = edit.collection.map(Collection::refused).unwrap_or_default();
+    print_report(&report, &refused, flags.json, printer);
+    // Skills of a collection that were left out make the status a failure,
+    // as a script needs to know; the others are installed.
+    Ok(if refused.is_empty() {
+        ExitStatus::Success
+    } else {
+        ExitStatus::Failure
+    })
 }
 
-fn print_report(report: &Report, json: bool, printer: &Printer) {
+fn print_report(report: &Report, refused: &[Refusal], json: bool, printer: &Printer) {
     for warning in &report.warnings {
         // A yank reason is the registry's text.
         printer.diagnostic(&format!("warning: {}", crate::render::printable(warning)));
@@ -244,6 +272,7 @@ fn print_report(report: &Report, json: bool, printer: &Printer) {
             "lock_changed": report.lock_changed,
             "audited": report.audited,
             "warnings": report.warnings,
+            "refused": refused,
         }));
         return;
     }
@@ -290,9 +319,16 @@ fn print_report(report: &Report, json: bool, printer: &Printer) {
             )),
         );
     }
+    for refusal in refused {
+        printer.diagnostic(&refusal.to_string());
+    }
     let plural = |count: usize| if count == 1 { "" } else { "s" };
+    let left_out = match refused.len() {
+        0 => String::new(),
+        count => format!("; {count} skill{} left out (above)", plural(count)),
+    };
     printer.result(&format!(
-        "{} installed, {} removed, {}{} already in place{}",
+        "{} installed, {} removed, {}{} already in place{}{left_out}",
         report.installed.len(),
         report.removed.len(),
         if report.restored.is_empty() {
@@ -307,7 +343,6 @@ fn print_report(report: &Report, json: bool, printer: &Printer) {
             ""
         }
     ));
-    let _ = plural;
 }
 
 /// A progress bar on stderr when it is a terminal (and not `--quiet` or

@@ -867,36 +867,44 @@ fn judge(
     if refused.is_empty() {
         return Ok(verdicts);
     }
-    let mut message = String::new();
-    for (name, version, audited) in &refused {
-        let findings: Vec<String> = audited
-            .findings
-            .iter()
-            .filter(|finding| finding.severity == Severity::High)
-            .map(|finding| {
-                let place = finding.line.map_or(finding.file.clone(), |line| {
-                    format!("{}:{line}", finding.file)
-                });
-                format!("{place}: {} [{}]", finding.message, finding.rule)
-            })
-            .collect();
-        if !message.is_empty() {
-            message.push_str("; ");
-        }
-        message.push_str(&format!(
-            "{name}@{version} has high-risk findings: {}",
-            findings.join(", ")
-        ));
-    }
-    let flags: Vec<String> = refused
+    let reasons: Vec<super::collection::Refusal> = refused
         .iter()
-        .map(|(name, _, _)| format!("--allow-risk {name}"))
+        .map(|(name, version, audited)| {
+            let findings: Vec<String> = audited
+                .findings
+                .iter()
+                .filter(|finding| finding.severity == Severity::High)
+                .map(|finding| {
+                    let place = finding.line.map_or(finding.file.clone(), |line| {
+                        format!("{}:{line}", finding.file)
+                    });
+                    format!("{place}: {} [{}]", finding.message, finding.rule)
+                })
+                .collect();
+            super::collection::Refusal {
+                skill: name.to_string(),
+                reason: format!(
+                    "{name}@{version} has high-risk findings: {}",
+                    findings.join(", ")
+                ),
+                fix: Some(format!(
+                    "read the findings with `skillpkg audit` on the skill's files, then install with --allow-risk {name} only if you trust it, or accept single findings in skills.toml's `[audit] allow`"
+                )),
+            }
+        })
         .collect();
-    Err(UserError::new(format!("refusing to install: {message}"))
+    let refused = super::collection::AuditRefused { refused: reasons };
+    let flags: Vec<String> = refused
+        .refused
+        .iter()
+        .map(|refusal| format!("--allow-risk {}", refusal.skill))
+        .collect();
+    Err(UserError::new(format!("refusing to install: {refused}"))
         .with_hint(format!(
             "nothing was installed; read the findings with `skillpkg audit` on the skill's files, then install with {} only if you trust it, or accept single findings in skills.toml's `[audit] allow`",
             flags.join(" ")
         ))
+        .with_source(refused)
         .into())
 }
 

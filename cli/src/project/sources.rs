@@ -388,6 +388,9 @@ pub struct FolderSkill {
     /// Skills its frontmatter says it depends on (installed only for
     /// skills from a registry, for now).
     pub dependencies: Vec<SkillName>,
+    /// The rules of the specification it breaks that agents load it
+    /// despite ([`skill::AGENTS_TOLERATE`]), each with what agents do.
+    pub warnings: Vec<String>,
 }
 
 /// Reads the skill in `dir`, a folder of the user's: validated as `publish`
@@ -443,7 +446,12 @@ fn read_skill_folder(dir: &Path, origin: &str, local: bool) -> anyhow::Result<Fo
                 .into(),
         );
     }
-    let options = ValidateOptions::for_folder(dir);
+    // What agents load, an install takes: the rules they do not enforce
+    // are warnings here, and stay errors for `validate` and `publish`.
+    let options = ValidateOptions {
+        tolerate: skill::AGENTS_TOLERATE.to_vec(),
+        ..ValidateOptions::for_folder(dir)
+    };
     let report = skill::validate_skill(dir, &options);
     let Some(frontmatter) = report.frontmatter.clone().filter(|_| report.is_valid()) else {
         let errors: Vec<String> = report
@@ -498,8 +506,21 @@ fn read_skill_folder(dir: &Path, origin: &str, local: bool) -> anyhow::Result<Fo
                 None => error,
             }
         })?;
+    let warnings = report
+        .diagnostics
+        .iter()
+        .filter_map(|diagnostic| {
+            let agents = skill::agents_tolerate(diagnostic.code)?;
+            Some(format!(
+                "{origin}: {} ({}): {agents}; `skillpkg validate` and `publish` refuse it",
+                diagnostic.message,
+                diagnostic.code.as_str()
+            ))
+        })
+        .collect();
     Ok(FolderSkill {
         packed,
+        warnings,
         dependencies: frontmatter
             .dependencies
             .into_iter()
@@ -738,6 +759,7 @@ impl DirectLock {
                 names.join(", ")
             ));
         }
+        self.warnings.extend(folder.warnings);
         let packed = folder.packed;
         // The lock's own tree hash while the files still match it (an
         // `h1:` one too: the lock does not change for the hash's version).
@@ -927,11 +949,14 @@ pub fn skills_below(dir: &Path, depth: usize) -> Vec<String> {
                 continue;
             }
             let path = entry.path();
-            if path.join(skill::SKILL_MD).is_file() {
-                if let Some(relative) = relative_path(&path, dir) {
-                    found.push(relative);
-                }
-            } else if level + 1 < depth {
+            // A skill's own folders are searched too: collections nest
+            // skills inside skills.
+            if path.join(skill::SKILL_MD).is_file()
+                && let Some(relative) = relative_path(&path, dir)
+            {
+                found.push(relative);
+            }
+            if level + 1 < depth {
                 pending.push((path, level + 1));
             }
         }

@@ -140,6 +140,32 @@ pub struct ValidateOptions {
     /// Leaves `tools.json` unchecked: for the commands that rewrite it from
     /// `SKILL.md` (`tools sync`) or never read it (`tools export`).
     pub skip_tools_json: bool,
+    /// Errors reported as warnings: the rules of the specification that
+    /// agents load a skill despite, for an install, which takes what the
+    /// agents take ([`AGENTS_TOLERATE`]). `strict` makes them errors again.
+    pub tolerate: Vec<Code>,
+}
+
+/// The errors of the specification that agents load a skill despite, so
+/// that an install warns of them rather than refusing the skill
+/// (`validate --strict` and `publish` still refuse it; docs/skill-format.md
+/// says what each agent does):
+/// - `name-mismatch`: the installed copy's folder is named after `name`, so
+///   it no longer applies once installed;
+/// - `description-too-long`: Claude Code and GitHub Copilot load the skill;
+///   Codex leaves out a skill whose description is over 1,024 characters.
+pub const AGENTS_TOLERATE: &[Code] = &[Code::NameMismatch, Code::DescriptionTooLong];
+
+/// What agents do with a skill that breaks the rule `code` of
+/// [`AGENTS_TOLERATE`], for the warning an install prints.
+pub fn agents_tolerate(code: Code) -> Option<&'static str> {
+    Some(match code {
+        Code::NameMismatch => "installed, it is in a folder named after `name`, as agents expect",
+        Code::DescriptionTooLong => {
+            "Claude Code and GitHub Copilot load it; Codex leaves out a skill whose description is over 1,024 characters"
+        }
+        _ => return None,
+    })
 }
 
 impl ValidateOptions {

@@ -116,6 +116,7 @@ pub(crate) fn check_frontmatter(
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Option<Frontmatter> {
     let errors_before = count_errors(diagnostics);
+    let errors_at = diagnostics.len();
     super::control::check(document, file, diagnostics);
     super::ambiguous::check(document, file, diagnostics);
     let mut checker = Checker {
@@ -233,6 +234,13 @@ pub(crate) fn check_frontmatter(
         );
     }
 
+    for diagnostic in &mut checker.diagnostics[errors_at..] {
+        if diagnostic.severity == super::Severity::Error
+            && options.tolerate.contains(&diagnostic.code)
+        {
+            diagnostic.severity = super::Severity::Warning;
+        }
+    }
     if count_errors(checker.diagnostics) > errors_before {
         return None;
     }
@@ -312,8 +320,9 @@ fn check_name(checker: &mut Checker<'_>, options: &ValidateOptions) -> Option<Sk
             .hint = Some(format!(
             "rename the folder to `{name}` or set `name: {folder}`"
         ));
-        return None;
     }
+    // The name itself is good: an error above, unless tolerated, keeps
+    // the frontmatter from being built.
     Some(name)
 }
 
@@ -355,7 +364,6 @@ fn check_description(checker: &mut Checker<'_>) -> Option<String> {
             .hint = Some(
             "move the details into the body, which is read only when the skill is used".into(),
         );
-        return None;
     }
     Some(text)
 }

@@ -15,6 +15,7 @@ mod audit_sets;
 mod audit_unscanned;
 mod client_server;
 mod client_static;
+mod collections;
 mod completions;
 mod config;
 mod disk_full;

@@ -251,8 +251,14 @@ fn a_folder_of_several_skills_needs_a_choice() {
 fn a_bad_folder_is_refused_and_changes_nothing() {
     let world = World::new();
     let root = world.project();
-    // Named otherwise than its folder.
-    Skill::new("other-name", "1.0.0").write(&root.join("skills/misnamed"));
+    // Without a description, which every agent needs. (A name unlike the
+    // folder's is installed under the name, with a warning.)
+    fs_err::create_dir_all(root.join("skills/undescribed")).unwrap();
+    fs_err::write(
+        root.join("skills/undescribed/SKILL.md"),
+        "---\nname: undescribed\n---\n\nbody\n",
+    )
+    .unwrap();
     // A symlink to a secret, which a package never carries.
     pdf_tools("1.0.0").write(&root.join("skills/pdf-tools"));
     fs_err::write(world.sandbox.path().join("secret.txt"), "token").unwrap();
@@ -274,8 +280,8 @@ fn a_bad_folder_is_refused_and_changes_nothing() {
 
     let cases: [(&str, &str); 5] = [
         (
-            "./skills/misnamed",
-            "`./skills/misnamed`: not a valid skill: SKILL.md:2: `name` is `other-name` but the folder is `misnamed`",
+            "./skills/undescribed",
+            "`./skills/undescribed`: not a valid skill: SKILL.md:1: the frontmatter has no `description`",
         ),
         ("./skills/pdf-tools", "secret.txt"),
         (

@@ -171,7 +171,8 @@ impl Repository {
 
     /// The folders that hold a SKILL.md at `path` (or the root) of
     /// `commit` and up to [`SEARCH_DEPTH`] levels below it, relative to the
-    /// repository's root, sorted.
+    /// repository's root, sorted. A skill's own folders are searched too:
+    /// collections nest skills inside skills (a topic and its parts).
     pub(super) fn find_skills(
         &self,
         commit: gix::ObjectId,
@@ -188,8 +189,7 @@ impl Repository {
                 .iter()
                 .any(|entry| entry.filename == SKILL_MD && entry.mode.is_blob())
             {
-                found.push(at.unwrap_or_else(|| ".".to_owned()));
-                continue;
+                found.push(at.clone().unwrap_or_else(|| ".".to_owned()));
             }
             if level == SEARCH_DEPTH {
                 continue;

@@ -200,7 +200,7 @@ pub enum Command {
     /// Remove skills from skills.toml and from every target.
     ///
     /// Only folders skillpkg installed are removed.
-    #[command(after_help = REMOVE_EXAMPLES)]
+    #[command(after_help = REMOVE_EXAMPLES, visible_aliases = ["uninstall", "rm"])]
     Remove(RemoveArgs),
 
     /// Install what skills.toml asks for, as skills.lock pins it.
@@ -222,7 +222,7 @@ pub enum Command {
 
     /// List the installed skills per target, and whether their files still
     /// match skills.lock.
-    #[command(after_help = LIST_EXAMPLES)]
+    #[command(after_help = LIST_EXAMPLES, visible_alias = "ls")]
     List(ListArgs),
 
     /// Copy everything skills.lock needs into DIR: a static tree that

@@ -35,7 +35,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     cli.global.color.write_global();
     skillpkg::logging::init(cli.global.verbose);
-    let printer = Printer::new(cli.global.quiet);
+    let printer = Printer::new(cli.global.quiet).verbose(cli.global.verbose > 0);
     match skillpkg::run(cli, &printer) {
         Ok(status) => status.into(),
         Err(error) => {

@@ -36,12 +36,27 @@ pub mod style {
 #[derive(Debug, Clone, Copy)]
 pub struct Printer {
     quiet: bool,
+    verbose: bool,
 }
 
 impl Printer {
     /// Creates a printer; `quiet` silences status lines.
     pub fn new(quiet: bool) -> Self {
-        Self { quiet }
+        Self {
+            quiet,
+            verbose: false,
+        }
+    }
+
+    /// The printer with `-v` given: details summed up otherwise are listed.
+    #[must_use]
+    pub fn verbose(self, verbose: bool) -> Self {
+        Self { verbose, ..self }
+    }
+
+    /// Returns true if and only if `-v` was given.
+    pub fn is_verbose(&self) -> bool {
+        self.verbose
     }
 
     /// Returns true if and only if status output is silenced.

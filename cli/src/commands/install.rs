@@ -206,56 +206,99 @@ fn install_or_fail(
         flags.global,
         flags.allow_external_targets,
     )?;
-    for target in &targets {
-        install::clean_leftovers(target)?;
-    }
-    let registries = Registries::load(
-        Environment::from_process(),
-        Some(&manifest.registry_config()),
-        registry,
-    )?;
-    let options = Options {
-        locked: flags.locked || flags.frozen,
-        offline: flags.offline || flags.frozen,
-        force: flags.force,
-        allow_signer_change: flags.allow_signer_change,
-        allow_unsigned: flags.allow_unsigned,
-        update,
-        lock_only,
-        lookalikes: edit.lookalikes.to_vec(),
-        allow_risk: flags.allow_risk.clone(),
-        link: manifest.link,
+    // From here, a file error may be a target's.
+    let install_into = || -> anyhow::Result<ExitStatus> {
+        for target in &targets {
+            install::clean_leftovers(target)?;
+        }
+        let registries = Registries::load(
+            Environment::from_process(),
+            Some(&manifest.registry_config()),
+            registry,
+        )?;
+        let options = Options {
+            locked: flags.locked || flags.frozen,
+            offline: flags.offline || flags.frozen,
+            force: flags.force,
+            allow_signer_change: flags.allow_signer_change,
+            allow_unsigned: flags.allow_unsigned,
+            update,
+            lock_only,
+            lookalikes: edit.lookalikes.to_vec(),
+            allow_risk: flags.allow_risk.clone(),
+            link: manifest.link,
+        };
+        let progress = Progress::new(printer, flags.json);
+        let report = registry::block_on(install::install(
+            &root,
+            &manifest,
+            &registries,
+            &targets,
+            &options,
+            &progress,
+        ))??;
+        let after = match edit.after_install {
+            Some(change) => change(&text, &report.lock)?,
+            None => text.clone(),
+        };
+        commit::commit(
+            &root,
+            Some(ManifestChange {
+                before: &before,
+                after: &after,
+            }),
+            report.lock_changed.then_some(&report.lock),
+        )?;
+        let refused = edit.collection.map(Collection::refused).unwrap_or_default();
+        print_report(&report, &refused, flags.json, printer);
+        // Skills of a collection that were left out make the status a
+        // failure, as a script needs to know; the others are installed.
+        Ok(if refused.is_empty() {
+            ExitStatus::Success
+        } else {
+            ExitStatus::Failure
+        })
     };
-    let progress = Progress::new(printer, flags.json);
-    let report = registry::block_on(install::install(
-        &root,
-        &manifest,
-        &registries,
-        &targets,
-        &options,
-        &progress,
-    ))??;
-    let after = match edit.after_install {
-        Some(change) => change(&text, &report.lock)?,
-        None => text,
+    install_into().map_err(|error| target_error(error, &targets))
+}
+
+/// A target folder that cannot be written (read-only, not a folder) as
+/// the user's error, naming the target and why; other errors as they are.
+fn target_error(error: anyhow::Error, targets: &[Target]) -> anyhow::Error {
+    use std::io::ErrorKind;
+    let Some(io) = error
+        .chain()
+        .find_map(|cause| cause.downcast_ref::<std::io::Error>())
+    else {
+        return error;
     };
-    commit::commit(
-        &root,
-        Some(ManifestChange {
-            before: &before,
-            after: &after,
-        }),
-        report.lock_changed.then_some(&report.lock),
-    )?;
-    let refused = edit.collection.map(Collection::refused).unwrap_or_default();
-    print_report(&report, &refused, flags.json, printer);
-    // Skills of a collection that were left out make the status a failure,
-    // as a script needs to know; the others are installed.
-    Ok(if refused.is_empty() {
-        ExitStatus::Success
-    } else {
-        ExitStatus::Failure
-    })
+    let why = match io.kind() {
+        ErrorKind::PermissionDenied => "this user may not write there",
+        ErrorKind::ReadOnlyFilesystem => "it is on a read-only file system",
+        ErrorKind::NotADirectory | ErrorKind::AlreadyExists => {
+            "a file stands where a folder must be"
+        }
+        _ => return error,
+    };
+    let text: String = error
+        .chain()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(": ");
+    let Some(target) = targets
+        .iter()
+        .find(|target| text.contains(&target.dir.display().to_string()))
+    else {
+        return error;
+    };
+    UserError::new(format!(
+        "cannot write the install target `{}` ({}): {why}",
+        target.name,
+        target.dir.display()
+    ))
+    .with_hint("make it a folder this user can write, or choose other targets in skills.toml's [install] targets")
+    .with_source(error)
+    .into()
 }
 
 fn print_report(report: &Report, refused: &[Refusal], json: bool, printer: &Printer) {

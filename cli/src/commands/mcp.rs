@@ -125,8 +125,10 @@ pub fn run(args: &McpArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
             "--unsandboxed: scripts and tools run with every permission of this user",
         );
     } else {
+        // What the sandbox is built of is detail, for `-v`; what it
+        // cannot do is a warning below.
         for note in &support.notes {
-            printer.status("Sandbox", note);
+            tracing::info!("sandbox: {note}");
         }
         if let Err(why) = jail::probe() {
             printer.status(

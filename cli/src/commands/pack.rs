@@ -90,8 +90,29 @@ pub fn validate_and_pack(
         // Scripts get the diagnostics in the same shape `validate --json` uses.
         printer.json(&json!({ "error": "invalid skill", "skill": report_json(&report) }));
     } else if !json {
+        // Recommendations are one line unless `-v`: they are advice, and a
+        // list of them buries what matters.
+        let summed = !printer.is_verbose() && report.is_valid();
+        let mut recommendations = std::collections::BTreeMap::new();
         for diagnostic in &report.diagnostics {
+            if summed && diagnostic.code.is_recommendation() {
+                *recommendations.entry(diagnostic.code.as_str()).or_insert(0) += 1;
+                continue;
+            }
             printer.diagnostic(&render::diagnostic(diagnostic, dir));
+        }
+        if !recommendations.is_empty() {
+            let count: usize = recommendations.values().sum();
+            let codes: Vec<String> = recommendations
+                .iter()
+                .map(|(code, count)| format!("{code} {count}"))
+                .collect();
+            printer.diagnostic(&format!(
+                "note: {count} recommendation{} ({}); -v or `skillpkg validate {}` lists them",
+                if count == 1 { "" } else { "s" },
+                codes.join(", "),
+                dir.display()
+            ));
         }
     }
     let Some(frontmatter) = report.frontmatter.clone() else {

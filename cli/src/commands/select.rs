@@ -37,6 +37,12 @@ pub fn run(args: &SelectArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
         threshold: args.threshold,
     };
     let selection = select::select(&request, &candidates);
+    // A score of 0 is said with why: no triggers to match, or none matched.
+    let has_triggers = |name: &str| {
+        candidates
+            .iter()
+            .any(|candidate| candidate.name == name && candidate.when_to_use.is_some())
+    };
     let location = |name: &str| {
         catalog
             .active()
@@ -51,6 +57,9 @@ pub fn run(args: &SelectArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
             "candidates": selection.candidates.iter().map(|candidate| {
                 let mut value = serde_json::to_value(candidate).expect("serialises");
                 value["location"] = json!(location(&candidate.name));
+                if candidate.score == 0 && candidate.explicit.is_none() {
+                    value["why"] = json!(zero_score(has_triggers(&candidate.name)));
+                }
                 value
             }).collect::<Vec<_>>(),
         }));
@@ -68,7 +77,11 @@ pub fn run(args: &SelectArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
         .unwrap_or(0);
     let mut lines = Vec::new();
     for candidate in &selection.candidates {
-        lines.push(candidate_line(candidate, width, selection.explicit));
+        let mut line = candidate_line(candidate, width, selection.explicit);
+        if candidate.score == 0 && candidate.explicit.is_none() {
+            line.push_str(&format!(" ({})", zero_score(has_triggers(&candidate.name))));
+        }
+        lines.push(line);
         for found in &candidate.matches {
             lines.push(format!("    {}", one_line(&found.to_string())));
         }
@@ -110,4 +123,13 @@ fn candidate_line(candidate: &Scored, width: usize, explicit: bool) -> String {
         });
     }
     line
+}
+
+/// Why a skill that the request does not name scored 0.
+fn zero_score(has_triggers: bool) -> &'static str {
+    if has_triggers {
+        "none of its `when_to_use` triggers matched the request"
+    } else {
+        "it declares no `when_to_use` triggers: only a request that names it or one of its tools selects it"
+    }
 }

@@ -56,6 +56,24 @@ macro_rules! codes {
     };
 }
 
+impl Code {
+    /// Returns true if and only if the code is a recommendation: advice on
+    /// a skill's form (a script without a shebang, a long body), which
+    /// `pack`, `publish` and `install` sum up in one line unless `-v`.
+    pub fn is_recommendation(self) -> bool {
+        matches!(
+            self,
+            Code::ScriptNoShebang
+                | Code::ScriptNotExecutable
+                | Code::BodyTooLong
+                | Code::BodyTooManyTokens
+                | Code::NonPortableKey
+                | Code::ToolOutputSchemaMissing
+                | Code::ToolSchemaOpen
+        )
+    }
+}
+
 codes! {
     SkillMdMissing => "skill-md-missing", Error;
     SkillMdCase => "skill-md-case", Warning;

@@ -148,12 +148,13 @@ pub struct ValidateOptions {
 
 /// The errors of the specification that agents load a skill despite, so
 /// that an install warns of them rather than refusing the skill
-/// (`validate --strict` and `publish` still refuse it; docs/skill-format.md
-/// says what each agent does):
+/// (`validate --strict` and `publish` still refuse it; docs/hosts.md, "What
+/// agents load", has each agent's behaviour and its source):
 /// - `name-mismatch`: the installed copy's folder is named after `name`, so
 ///   it no longer applies once installed;
-/// - `description-too-long`: Claude Code and GitHub Copilot load the skill;
-///   Codex leaves out a skill whose description is over 1,024 characters.
+/// - `description-too-long`: Claude Code and Codex load the skill and cut
+///   the description in their list of skills; GitHub Copilot CLI does not
+///   load it.
 pub const AGENTS_TOLERATE: &[Code] = &[Code::NameMismatch, Code::DescriptionTooLong];
 
 /// What agents do with a skill that breaks the rule `code` of
@@ -162,7 +163,7 @@ pub fn agents_tolerate(code: Code) -> Option<&'static str> {
     Some(match code {
         Code::NameMismatch => "installed, it is in a folder named after `name`, as agents expect",
         Code::DescriptionTooLong => {
-            "Claude Code and GitHub Copilot load it; Codex leaves out a skill whose description is over 1,024 characters"
+            "Claude Code loads it and cuts the description at 1,536 characters, Codex at 1,024; GitHub Copilot CLI does not load it"
         }
         _ => return None,
     })

@@ -386,9 +386,38 @@ selected        pdf-processing  score 6, priority 2
     +1 intent \"document_extraction\"
 below threshold csv-insights    score 2
     +2 mention \"table\"
-below threshold notes           score 0
+below threshold notes           score 0 (it declares no `when_to_use` triggers: only a request that names it or one of its tools selects it)
 1 selected with a score of 3 or more
 "
+    );
+    // A skill with triggers, none of which match, says so.
+    let output = run(sandbox.skillpkg_command().args([
+        "select",
+        "hello there",
+        "--skills",
+        "lib",
+        "--json",
+    ]));
+    assert_eq!(output.code, 0, "{output:?}");
+    let json = output.json();
+    let why = |name: &str| {
+        json["candidates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|candidate| candidate["name"] == name)
+            .map(|candidate| candidate["why"].clone())
+            .unwrap()
+    };
+    assert_eq!(
+        why("csv-insights"),
+        "none of its `when_to_use` triggers matched the request"
+    );
+    assert!(
+        why("notes")
+            .as_str()
+            .unwrap()
+            .starts_with("it declares no `when_to_use` triggers")
     );
 }
 

@@ -88,13 +88,7 @@ fn the_server_words_reach_the_user_unchanged() {
     let again = world.publish("pdf", "1.0.0", "Reads PDFs.");
     assert_eq!(again.code, 1, "{again:?}");
     insta::assert_snapshot!(world.sandbox.redact(&again.stderr), @"
-    warning[non-portable-key]: `version` is a key of the Universal Agent Skill extensions, not of the Agent Skills specification
-     --> [HOME]/skills/registry/pdf-1.0.0/pdf/SKILL.md:4:1
-      |
-    4 | version: 1.0.0
-      | ^^^^^^^
-      = hint: other agents ignore it; keep it only if your users need it
-
+    note: 1 recommendation (non-portable-key 1); -v or `skillpkg validate [HOME]/skills/registry/pdf-1.0.0/pdf` lists them
     error: the registry refused the publish: pdf@1.0.0 is already published; versions are immutable, publish a new version
     hint: published versions are immutable, even when yanked: raise `version` in SKILL.md and publish again
     ");
@@ -115,13 +109,7 @@ fn the_server_words_reach_the_user_unchanged() {
     ]);
     assert_eq!(foreign.code, 1, "{foreign:?}");
     insta::assert_snapshot!(world.sandbox.redact(&foreign.stderr), @"
-    warning[non-portable-key]: `version` is a key of the Universal Agent Skill extensions, not of the Agent Skills specification
-     --> [HOME]/skills/bob/pdf/SKILL.md:4:1
-      |
-    4 | version: 2.0.0
-      | ^^^^^^^
-      = hint: other agents ignore it; keep it only if your users need it
-
+    note: 1 recommendation (non-portable-key 1); -v or `skillpkg validate [HOME]/skills/bob/pdf` lists them
     error: the registry refused the publish: `bob` does not own `pdf`; ask an owner (alice) to add you
     hint: only the skill's owners may do this; ask an owner to add you
     ");
@@ -135,13 +123,7 @@ fn the_server_words_reach_the_user_unchanged() {
     ]);
     assert_eq!(bogus.code, 1, "{bogus:?}");
     insta::assert_snapshot!(world.sandbox.redact(&bogus.stderr), @"
-    warning[non-portable-key]: `version` is a key of the Universal Agent Skill extensions, not of the Agent Skills specification
-     --> [HOME]/skills/bob/pdf/SKILL.md:4:1
-      |
-    4 | version: 2.0.0
-      | ^^^^^^^
-      = hint: other agents ignore it; keep it only if your users need it
-
+    note: 1 recommendation (non-portable-key 1); -v or `skillpkg validate [HOME]/skills/bob/pdf` lists them
     error: the registry refused the publish: the token is not valid: it is unknown or was revoked
     hint: the token is missing, unknown or revoked: run `skillpkg login --registry http://127.0.0.1:[PORT]/` with a valid one, or check --token and SKILLPKG_TOKEN
     ");
@@ -342,13 +324,7 @@ fn provenance_names_the_commit_and_a_dirty_tree_is_refused() {
     ]);
     assert_eq!(dirty.code, 1, "{dirty:?}");
     insta::assert_snapshot!(world.sandbox.redact(&dirty.stderr), @"
-    warning[non-portable-key]: `version` is a key of the Universal Agent Skill extensions, not of the Agent Skills specification
-     --> [HOME]/repo/pdf/SKILL.md:4:1
-      |
-    4 | version: 1.0.0
-      | ^^^^^^^
-      = hint: other agents ignore it; keep it only if your users need it
-
+    note: 1 recommendation (non-portable-key 1); -v or `skillpkg validate [HOME]/repo/pdf` lists them
     error: [HOME]/repo/pdf has changes that are not committed
     hint: commit them so the provenance names what was published, or pass --allow-dirty (the provenance then says the tree was dirty)
     ");

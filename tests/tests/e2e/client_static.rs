@@ -432,13 +432,7 @@ fn publish_dry_run_shows_the_upload_and_needs_no_token() {
         );
     }
     insta::assert_snapshot!(sandbox.redact(&output.stderr), @"
-    warning[non-portable-key]: `version` is a key of the Universal Agent Skill extensions, not of the Agent Skills specification
-     --> [HOME]/pdf/SKILL.md:4:1
-      |
-    4 | version: 2.0.0
-      | ^^^^^^^
-      = hint: other agents ignore it; keep it only if your users need it
-
+    note: 1 recommendation (non-portable-key 1); -v or `skillpkg validate [HOME]/pdf` lists them
          Dry run pdf 2.0.0 was not uploaded to file://[HOME]/tree/
     ");
     assert_eq!(
@@ -518,13 +512,7 @@ fn publish_to_a_read_only_registry_says_to_use_its_server() {
         .arg(&skill));
     assert_code(&output, 1);
     insta::assert_snapshot!(sandbox.redact(&output.stderr), @r#"
-    warning[non-portable-key]: `version` is a key of the Universal Agent Skill extensions, not of the Agent Skills specification
-     --> [HOME]/pdf/SKILL.md:4:1
-      |
-    4 | version: 2.0.0
-      | ^^^^^^^
-      = hint: other agents ignore it; keep it only if your users need it
-
+    note: 1 recommendation (non-portable-key 1); -v or `skillpkg validate [HOME]/pdf` lists them
     error: file://[HOME]/tree/ is read-only (a static tree with no API); publish to its server instead
     hint: pass the URL of the registry's server with --registry; a mirror or a tree written by `skillpkg-registry build` has `"api": null` in its config.json
     "#);

@@ -207,7 +207,7 @@ fn a_collection_installs_what_agents_load_and_names_each_skill_it_leaves_out() {
             "{name} is not in .agents/skills"
         );
     }
-    // The rule no agent but Codex enforces is a warning naming what each
+    // A rule most agents do not enforce is a warning naming what each
     // agent does, at install.
     let warning = output
         .stderr
@@ -215,7 +215,7 @@ fn a_collection_installs_what_agents_load_and_names_each_skill_it_leaves_out() {
         .find(|line| line.starts_with("warning:") && line.contains("description-too-long"))
         .unwrap_or_else(|| panic!("no warning:\n{}", output.stderr));
     assert!(
-        warning.contains("claude-api") && warning.contains("Codex leaves out"),
+        warning.contains("claude-api") && warning.contains("GitHub Copilot CLI does not load it"),
         "{warning}"
     );
 

@@ -226,13 +226,7 @@ fn a_publish_to_a_full_disk_fails_cleanly_and_succeeds_once_space_is_freed() {
     // A failing server is exit status 3, as every server failure is.
     assert_eq!(output.code, 3, "{output:?}");
     insta::assert_snapshot!(sandbox.redact(&output.stderr), @"
-    warning[non-portable-key]: `version` is a key of the Universal Agent Skill extensions, not of the Agent Skills specification
-     --> [HOME]/src/big/SKILL.md:4:1
-      |
-    4 | version: 1.0.0
-      | ^^^^^^^
-      = hint: other agents ignore it; keep it only if your users need it
-
+    note: 1 recommendation (non-portable-key 1); -v or `skillpkg validate [HOME]/src/big` lists them
     error: the registry failed the publish (HTTP 507 from http://127.0.0.1:[PORT]/api/v1/skills): the registry has no storage space left, so nothing was written; try again later, or tell its operator
     ");
     assert!(

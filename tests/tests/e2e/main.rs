@@ -41,6 +41,7 @@ mod mcp_live;
 mod mcp_python;
 mod mcp_run;
 mod mcp_waits;
+mod messages;
 mod mirror;
 mod mirror_serve;
 mod new;

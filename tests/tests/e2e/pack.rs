@@ -257,13 +257,7 @@ fn human_output_names_every_figure() {
     path:     pdf-1.2.3.tgz
     ");
     insta::assert_snapshot!(sandbox.redact(&output.stderr), @"
-    warning[non-portable-key]: `version` is a key of the Universal Agent Skill extensions, not of the Agent Skills specification
-     --> [HOME]/src/pdf/SKILL.md:4:1
-      |
-    4 | version: 1.2.3
-      | ^^^^^^^
-      = hint: other agents ignore it; keep it only if your users need it
-
+    note: 1 recommendation (non-portable-key 1); -v or `skillpkg validate [HOME]/src/pdf` lists them
           Packed pdf 1.2.3 to pdf-1.2.3.tgz
     ");
     assert!(
@@ -336,17 +330,11 @@ fn a_skill_over_the_size_limit_unpacked_is_refused_with_its_largest_files() {
     }
     let stderr = assert_refused(&sandbox, &dir, "unpacked");
     insta::assert_snapshot!(sandbox.redact(&stderr), @"
-    warning[non-portable-key]: `version` is a key of the Universal Agent Skill extensions, not of the Agent Skills specification
-     --> [HOME]/big/SKILL.md:4:1
-      |
-    4 | version: 1.0.0
-      | ^^^^^^^
-      = hint: other agents ignore it; keep it only if your users need it
-
     warning[too-large]: the skill is 9.0 MiB unpacked (9437270 bytes), 1.0 MiB over the 8.0 MiB limit
      --> [HOME]/big/
       = hint: the largest files are: assets/file2.bin (3.0 MiB), assets/file1.bin (2.0 MiB), assets/file0.bin (1.0 MiB), assets/file3.bin (1.0 MiB), assets/file4.bin (1.0 MiB); list what the skill does not need in `.skillignore`
 
+    note: 1 recommendation (non-portable-key 1); -v or `skillpkg validate [HOME]/big` lists them
     error: cannot pack `[HOME]/big`
       Caused by: the skill is 9.0 MiB unpacked (9437270 bytes), 1.0 MiB over the 8.0 MiB limit
     hint: the largest files are: assets/file2.bin (3.0 MiB), assets/file1.bin (2.0 MiB), assets/file0.bin (1.0 MiB), assets/file3.bin (1.0 MiB), assets/file4.bin (1.0 MiB); list what the skill does not need in `.skillignore`
@@ -376,13 +364,7 @@ fn a_skill_over_the_size_limit_packed_is_refused() {
     sandbox.write("noise/assets/noise.bin", noise);
     let stderr = assert_refused(&sandbox, &dir, "packed (");
     insta::assert_snapshot!(sandbox.redact(&stderr), @"
-    warning[non-portable-key]: `version` is a key of the Universal Agent Skill extensions, not of the Agent Skills specification
-     --> [HOME]/noise/SKILL.md:4:1
-      |
-    4 | version: 1.0.0
-      | ^^^^^^^
-      = hint: other agents ignore it; keep it only if your users need it
-
+    note: 1 recommendation (non-portable-key 1); -v or `skillpkg validate [HOME]/noise` lists them
     error: cannot pack `[HOME]/noise`
       Caused by: the skill is 8.0 MiB packed (8390137 bytes), 1.5 KiB over the 8.0 MiB limit
     hint: the largest files are: assets/noise.bin (8.0 MiB), SKILL.md (90 B); list what the skill does not need in `.skillignore`
@@ -546,13 +528,7 @@ fn a_skill_file_that_would_not_be_packed_is_refused() {
      --> [HOME]/lower/pdf/skill.md
       = hint: rename it to `SKILL.md`: agents on case-sensitive file systems will not find it
 
-    warning[non-portable-key]: `version` is a key of the Universal Agent Skill extensions, not of the Agent Skills specification
-     --> [HOME]/lower/pdf/skill.md:4:1
-      |
-    4 | version: 1.0.0
-      | ^^^^^^^
-      = hint: other agents ignore it; keep it only if your users need it
-
+    note: 1 recommendation (non-portable-key 1); -v or `skillpkg validate [HOME]/lower/pdf` lists them
     error: cannot pack `[HOME]/lower/pdf`
       Caused by: the skill file is `skill.md`; a package needs it named `SKILL.md`
     hint: rename `skill.md` to `SKILL.md`
@@ -570,13 +546,7 @@ fn a_version_flag_that_contradicts_the_frontmatter_is_refused() {
         .args(["--version", "2.0.0"]))
     .stderr;
     insta::assert_snapshot!(sandbox.redact(&stderr), @"
-    warning[non-portable-key]: `version` is a key of the Universal Agent Skill extensions, not of the Agent Skills specification
-     --> [HOME]/pdf/SKILL.md:4:1
-      |
-    4 | version: 1.0.0
-      | ^^^^^^^
-      = hint: other agents ignore it; keep it only if your users need it
-
+    note: 1 recommendation (non-portable-key 1); -v or `skillpkg validate [HOME]/pdf` lists them
     error: `--version 2.0.0` contradicts the version 1.0.0 that `[HOME]/pdf` declares
     hint: change the version in SKILL.md, or drop `--version`
     ");
@@ -615,13 +585,7 @@ fn an_output_folder_that_does_not_exist_is_a_clear_error() {
         .args(["-o", "dist/pdf.tgz"]));
     assert_eq!(output.code, 1, "{output:?}");
     insta::assert_snapshot!(sandbox.redact(&output.stderr), @"
-    warning[non-portable-key]: `version` is a key of the Universal Agent Skill extensions, not of the Agent Skills specification
-     --> [HOME]/pdf/SKILL.md:4:1
-      |
-    4 | version: 1.0.0
-      | ^^^^^^^
-      = hint: other agents ignore it; keep it only if your users need it
-
+    note: 1 recommendation (non-portable-key 1); -v or `skillpkg validate [HOME]/pdf` lists them
     error: cannot write dist/pdf.tgz: the folder dist does not exist
     hint: create it first: `mkdir -p dist`
     ");

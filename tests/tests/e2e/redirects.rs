@@ -370,13 +370,7 @@ fn login_publish_and_yank_follow_no_redirect_so_no_token_leaves_the_api() {
     error: http://127.0.0.1:[PORT]/api/v1/skills/pdf/1.0.0/unyank answered the unyank with a redirect to [ELSEWHERE]/hop/api/v1/skills/pdf/1.0.0/unyank, which skillpkg does not follow for API calls: neither the request nor its token went there
     hint: if the API moved, the registry's config.json must name its new URL in `api`
     ---
-    warning[non-portable-key]: `version` is a key of the Universal Agent Skill extensions, not of the Agent Skills specification
-     --> [HOME]/skills/pdf/SKILL.md:4:1
-      |
-    4 | version: 1.0.1
-      | ^^^^^^^
-      = hint: other agents ignore it; keep it only if your users need it
-
+    note: 1 recommendation (non-portable-key 1); -v or `skillpkg validate [HOME]/skills/pdf` lists them
     error: http://127.0.0.1:[PORT]/api/v1/skills answered the publish with a redirect to [ELSEWHERE]/hop/api/v1/skills, which skillpkg does not follow for API calls: neither the request nor its token went there
     hint: if the API moved, the registry's config.json must name its new URL in `api`
     ");

@@ -534,13 +534,7 @@ fn a_large_publish_with_a_bad_token_is_told_why_not_cut_off() {
         // The same every time round.
         insta::allow_duplicates! {
             insta::assert_snapshot!(sandbox.redact(&output.stderr), @"
-            warning[non-portable-key]: `version` is a key of the Universal Agent Skill extensions, not of the Agent Skills specification
-             --> [HOME]/skills/big/SKILL.md:4:1
-              |
-            4 | version: 1.0.0
-              | ^^^^^^^
-              = hint: other agents ignore it; keep it only if your users need it
-
+            note: 1 recommendation (non-portable-key 1); -v or `skillpkg validate [HOME]/skills/big` lists them
             error: the registry refused the publish: the token is not valid: it is unknown or was revoked
             hint: the token is missing, unknown or revoked: run `skillpkg login --registry http://127.0.0.1:[PORT]/` with a valid one, or check --token and SKILLPKG_TOKEN
             ");

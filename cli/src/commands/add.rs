@@ -19,6 +19,13 @@ use std::path::{Path, PathBuf};
 
 pub fn run(args: &AddArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
     let root = project_root()?;
+    // A URL that serves a skillpkg registry is used as one (`--registry`):
+    // its skills come with their versions and signatures, not through its
+    // discovery index.
+    let registry_url = registry_argument(args, printer)?;
+    let registry_flag = registry_url
+        .as_deref()
+        .or(args.install.registry.registry.as_deref());
     let mut set = Vec::new();
     let mut direct: Vec<(SkillName, Direct)> = Vec::new();
     // Of a collection (several skills of one source), each skill that
@@ -26,6 +33,12 @@ pub fn run(args: &AddArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
     let mut optional = Vec::new();
     let mut refused = Vec::new();
     for text in &args.skills {
+        if registry_url.as_ref() == Some(text) {
+            for name in &args.skill {
+                set.push((name.clone(), "*".to_owned()));
+            }
+            continue;
+        }
         if let Some(found) = direct_skills(text, &root, args, printer)? {
             let mut refused_here = found.refused;
             for (name, source) in found.skills {
@@ -72,7 +85,7 @@ pub fn run(args: &AddArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
         })?;
         set.push((spec.name, requirement));
     }
-    if (!args.skill.is_empty() || args.all) && direct.is_empty() {
+    if (!args.skill.is_empty() || args.all) && direct.is_empty() && registry_url.is_none() {
         return Err(UserError::new("--skill and --all choose among the skills of a folder or a git repository")
             .with_hint("give the folder or the repository too: `skillpkg add ./skills --skill pdf`; a skill from a registry is added by its name alone")
             .into());
@@ -92,7 +105,7 @@ pub fn run(args: &AddArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
     // A project that names no registry records the URL it was given, so
     // that a teammate's plain `install` gets the same skills.
     let mut record_registry = None;
-    let (choice, install_registry) = match args.install.registry.registry.as_deref() {
+    let (choice, install_registry) = match registry_flag {
         None => (RegistryChoice::Keep, None),
         Some(text) => {
             let manifest = manifest::read(&root)?;
@@ -286,6 +299,54 @@ fn none_taken(refused: &[Refusal]) -> anyhow::Error {
             .unwrap_or_else(|| "nothing was changed".to_owned()),
     )
     .into()
+}
+
+/// The argument of `add` that is the URL of a skillpkg registry, when one
+/// is: its skills are those `--skill` names, added from it as with
+/// `--registry URL`.
+fn registry_argument(args: &AddArgs, printer: &Printer) -> anyhow::Result<Option<String>> {
+    let mut found = None;
+    for text in &args.skills {
+        let lower = text.to_ascii_lowercase();
+        let web = lower.starts_with("https://") || lower.starts_with("http://");
+        // A discovery index named by its own URL is read as asked (with a
+        // warning at install when it is a registry's).
+        let index = lower.contains("/.well-known/") || lower.ends_with(".json");
+        if !web || index || args.install.offline || !registry::block_on(web::is_registry(text))?? {
+            continue;
+        }
+        if found.is_some() || args.install.registry.registry.is_some() {
+            return Err(UserError::new(format!(
+                "`{text}` is a skillpkg registry, and another registry is given too"
+            ))
+            .with_hint("add from one registry at a time")
+            .into());
+        }
+        if args.all {
+            return Err(UserError::new(format!(
+                "`{text}` is a skillpkg registry: --all would add every skill it serves"
+            ))
+            .with_hint(format!(
+                "name the skills: `skillpkg add {text} --skill NAME` (repeat for several), or `skillpkg search --registry {text} WORDS` to find them"
+            ))
+            .into());
+        }
+        if args.skill.is_empty() {
+            return Err(UserError::new(format!(
+                "`{text}` is a skillpkg registry: which of its skills?"
+            ))
+            .with_hint(format!(
+                "name them: `skillpkg add {text} --skill NAME`, or `skillpkg add NAME --registry {text}`"
+            ))
+            .into());
+        }
+        printer.status(
+            "Reading",
+            &format!("{text} as a skillpkg registry (it serves config.json), with its signatures"),
+        );
+        found = Some(text.clone());
+    }
+    Ok(found)
 }
 
 /// The skills an argument of `add` names when it is not a registry's skill

@@ -703,7 +703,14 @@ pub async fn fetch(
                 .into());
             };
             let locked = pinned.and_then(|entry| entry.checksum);
-            let folder = super::web::read_index_skill(skill, locked, origin).await?;
+            let mut folder = super::web::read_index_skill(skill, locked, origin).await?;
+            // Read through the discovery index, a registry's skill has no
+            // signature and no version: never silently.
+            if super::web::is_registry(site).await.unwrap_or(false) {
+                folder.warnings.push(format!(
+                    "{origin} is read through the discovery index of {site}, which is a skillpkg registry: its signature and version are not checked; `skillpkg add {site} --skill {name}` installs it as a registry skill"
+                ));
+            }
             Ok((source.lock_source(None), skill.artifact.digest(), folder))
         }
         Direct::Url(url) => {

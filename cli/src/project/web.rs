@@ -108,6 +108,36 @@ pub fn is_tarball(url: &Url) -> bool {
 /// Reads the discovery index of `site`: the URL of an `index.json`, or of a
 /// site whose `/.well-known/agent-skills/index.json` (or
 /// `/.well-known/skills/index.json`) is tried.
+/// Returns true if and only if `site` is a skillpkg registry: the folder
+/// it names holds a `config.json` in the registry's format
+/// (docs/index-format.md), so that its skills are to be read as a
+/// registry's, with their signatures, and not through its discovery index.
+pub async fn is_registry(site: &str) -> anyhow::Result<bool> {
+    let mut url = parse_url(site)?;
+    // An index's own URL names the site it is the index of.
+    if let Some(at) = url.path().find("/.well-known/") {
+        let root = url.path()[..=at].to_owned();
+        url.set_path(&root);
+    }
+    if url.path().ends_with(".json") || is_tarball(&url) {
+        return Ok(false);
+    }
+    let mut base = url;
+    if !base.path().ends_with('/') {
+        base.set_path(&format!("{}/", base.path()));
+    }
+    let Some((bytes, _)) =
+        crate::client::registry::get_public_at(&base.join("config.json")?, 64 * 1024).await?
+    else {
+        return Ok(false);
+    };
+    let Ok(serde_json::Value::Object(config)) = serde_json::from_slice(&bytes) else {
+        return Ok(false);
+    };
+    Ok(config.get("v").is_some_and(serde_json::Value::is_u64)
+        && config.get("dl").is_some_and(serde_json::Value::is_string))
+}
+
 pub async fn read_index(site: &str) -> anyhow::Result<Index> {
     let url = parse_url(site)?;
     let candidates: Vec<Url> = if url.path().ends_with(".json") {

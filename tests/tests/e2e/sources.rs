@@ -831,3 +831,53 @@ fn on_a_terminal_add_asks_which_skills_of_a_folder() {
     );
     assert!(!manifest.contains("pdf-tools"), "{manifest}");
 }
+
+#[test]
+fn a_registry_url_given_as_a_source_is_read_as_a_registry_with_its_signatures() {
+    let world = World::new();
+    let url = world.registry.url().to_owned();
+    let before = world.files();
+
+    // Which skill is needed: a registry serves many.
+    let which = world.user(&["add", &url]);
+    assert_eq!(which.code, 1, "{which:?}");
+    assert!(
+        which
+            .stderr
+            .contains("is a skillpkg registry: which of its skills?"),
+        "{}",
+        which.stderr
+    );
+    let all = world.user(&["add", &url, "--all"]);
+    assert_eq!(all.code, 1, "{all:?}");
+    assert!(
+        all.stderr.contains("--all would add every skill"),
+        "{}",
+        all.stderr
+    );
+    assert_eq!(world.files(), before);
+
+    let added = world.user(&["add", &url, "--skill", "csv-insights"]);
+    assert_eq!(added.code, 0, "{added:?}");
+    assert!(
+        added
+            .stderr
+            .contains("as a skillpkg registry (it serves config.json)"),
+        "{}",
+        added.stderr
+    );
+    // Locked as a registry skill: its real version and its signer, not
+    // 0.0.0 from a discovery index.
+    let lock = world.read("skills.lock");
+    let entry = lock_entry(&lock, "csv-insights");
+    assert!(entry.contains("version = \"1.4.0\""), "{entry}");
+    assert!(entry.contains("signer = "), "{entry}");
+    assert!(!entry.contains("index"), "{entry}");
+    assert!(
+        world
+            .read("skills.toml")
+            .contains("csv-insights = \"^1.4.0\""),
+        "{}",
+        world.read("skills.toml")
+    );
+}

@@ -106,7 +106,9 @@ fn a_skill_from_a_discovery_index_is_pinned_by_its_digest_and_changes_only_on_up
     registry.publish(&Skill::new("notes", "0.2.0"));
     let discovery = wait_for_discovery(&registry, "dl/notes/0.2.0/");
     let project = Project::new();
-    let site = format!("{}/", registry.url());
+    // The registry's own URL is read as a registry (sources.rs); its
+    // discovery index is read when it is named, and said.
+    let site = format!("{}/.well-known/agent-skills/index.json", registry.url());
 
     let ambiguous = project.user(&["add", &site]);
     assert_eq!(ambiguous.code, 1, "{ambiguous:?}");
@@ -118,6 +120,13 @@ fn a_skill_from_a_discovery_index_is_pinned_by_its_digest_and_changes_only_on_up
 
     let added = project.user(&["add", &site, "--skill", "pdf"]);
     assert_eq!(added.code, 0, "{added:?}");
+    assert!(
+        added
+            .stderr
+            .contains("which is a skillpkg registry: its signature and version are not checked"),
+        "{}",
+        added.stderr
+    );
     assert!(
         project
             .read("skills.toml")

@@ -178,9 +178,11 @@ pub enum Command {
     /// Start a project: write skills.toml.
     ///
     /// The targets come from --agent (the folders those agents read) or
-    /// --target; with neither, on a terminal it asks which agents the
-    /// project uses, and elsewhere it takes claude. The registry comes from
-    /// --registry, if given.
+    /// --target; with neither, it looks for the agents installed on this
+    /// machine (their folders in the home folder) and says which it found:
+    /// on a terminal it asks which agents the project uses, offering those,
+    /// and elsewhere it takes those (claude when there are none). The
+    /// registry comes from --registry, if given.
     #[command(after_help = INIT_EXAMPLES)]
     Init(InitArgs),
 
@@ -428,8 +430,9 @@ Examples:
 
 const INIT_EXAMPLES: &str = "\
 Examples:
-  skillpkg init                                         asks which agents, on a terminal (else claude)
+  skillpkg init                                         the agents installed here (asks, on a terminal)
   skillpkg init --agent claude-code,codex,copilot       the fewest folders those agents read
+  skillpkg init --agent cursor,windsurf --link          any agent of docs/agents.md; one copy, symlinks
   skillpkg init --target claude --target copilot        two agents' folders, by target
   skillpkg init --registry https://skills.example.com/  with a registry";
 
@@ -1100,18 +1103,23 @@ pub struct NewArgs {
 
 #[derive(Debug, Args)]
 pub struct InitArgs {
-    /// The agent tools the project uses (comma-separated or repeated):
-    /// skillpkg picks the folders each of them reads today, the fewest that
-    /// serve them all, and says why.
+    /// The agent tools the project uses (comma-separated or repeated), by
+    /// id: claude-code, codex, copilot, cursor, gemini-cli, opencode,
+    /// windsurf, goose, cline, roo, kiro-cli, junie, ... (docs/agents.md
+    /// lists all of them). skillpkg picks the folders each of them reads
+    /// today, the fewest that serve them all, and says why.
     #[arg(
         long = "agent",
         value_name = "AGENT",
         value_delimiter = ',',
-        conflicts_with = "targets"
+        conflicts_with = "targets",
+        value_parser = AgentParser,
+        hide_possible_values = true
     )]
-    pub agents: Vec<crate::project::targets::Agent>,
+    pub agents: Vec<&'static crate::project::agents::Agent>,
     /// Where skills are installed: claude, codex, copilot, agents, or a path
-    /// (repeat for several; default: claude, or the agents' folders).
+    /// (repeat for several; default: the folders of the agents named or
+    /// detected, else claude).
     #[arg(long = "target", value_name = "TARGET")]
     pub targets: Vec<String>,
     /// Write `link = true`: installs keep one copy of each skill in the
@@ -1539,6 +1547,37 @@ fn parse_env_var_name(text: &str) -> Result<String, String> {
 }
 
 /// Parses a host that reads skills from folders.
+/// Parses `--agent ID` with the table of agents, and offers its ids to
+/// shell completion.
+#[derive(Clone, Debug)]
+struct AgentParser;
+
+impl clap::builder::TypedValueParser for AgentParser {
+    type Value = &'static crate::project::agents::Agent;
+
+    fn parse_ref(
+        &self,
+        command: &clap::Command,
+        argument: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<Self::Value, clap::Error> {
+        let parse = |text: &str| crate::project::agents::parse(text);
+        clap::builder::TypedValueParser::parse_ref(&parse, command, argument, value)
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(crate::project::agents::AGENTS.iter().map(
+            |agent| {
+                clap::builder::PossibleValue::new(agent.id)
+                    .aliases(agent.aliases.iter().copied())
+                    .help(agent.name)
+            },
+        )))
+    }
+}
+
 fn parse_agent_host(text: &str) -> Result<skillpkg_index::skill::Host, String> {
     use skillpkg_index::skill::scope::AGENT_HOSTS;
     let host: skillpkg_index::skill::Host = text.parse()?;

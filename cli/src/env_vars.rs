@@ -79,8 +79,38 @@ pub const CODEX_HOME: &str = "CODEX_HOME";
 pub const CLAUDE_CONFIG_DIR: &str = "CLAUDE_CONFIG_DIR";
 
 /// The GitHub Copilot CLI's folder, instead of `~/.copilot`; `skillpkg mcp
-/// install --agent copilot --global` edits `$COPILOT_HOME/mcp-config.json`.
+/// install --agent copilot --global` edits `$COPILOT_HOME/mcp-config.json`,
+/// and `init` looks for Copilot there.
 pub const COPILOT_HOME: &str = "COPILOT_HOME";
+
+/// The home folder. `init` looks for the agents installed on this machine
+/// below it (docs/agents.md); without it, the platform's home folder.
+pub const HOME: &str = "HOME";
+
+/// The user's configuration folder (default `~/.config`), where some agents
+/// keep theirs (`$XDG_CONFIG_HOME/opencode`); `init` looks there for them.
+pub const XDG_CONFIG_HOME: &str = "XDG_CONFIG_HOME";
+
+/// The folders agents move their own folder to, instead of the one in the
+/// home folder; `init` looks there for them (docs/agents.md): CodeWhale
+/// (`~/.codewhale`).
+pub const CODEWHALE_HOME: &str = "CODEWHALE_HOME";
+/// Mistral Vibe's folder, instead of `~/.vibe`. See [`CODEWHALE_HOME`].
+pub const VIBE_HOME: &str = "VIBE_HOME";
+/// Hermes Agent's folder, instead of `~/.hermes`. See [`CODEWHALE_HOME`].
+pub const HERMES_HOME: &str = "HERMES_HOME";
+/// Autohand Code's folder, instead of `~/.autohand`. See [`CODEWHALE_HOME`].
+pub const AUTOHAND_HOME: &str = "AUTOHAND_HOME";
+/// Grok Build's folder, instead of `~/.grok`. See [`CODEWHALE_HOME`].
+pub const GROK_HOME: &str = "GROK_HOME";
+/// Sarvam Code's folder, instead of `~/.sarvam`. See [`CODEWHALE_HOME`].
+pub const SARVAM_HOME: &str = "SARVAM_HOME";
+/// Windows' roaming application data folder, where Zed keeps its
+/// configuration (`%APPDATA%\Zed`); `init` looks there for it.
+pub const APPDATA: &str = "APPDATA";
+/// A Flatpak's configuration folder, where a Flatpak Zed keeps its own;
+/// `init` looks there for it.
+pub const FLATPAK_XDG_CONFIG_HOME: &str = "FLATPAK_XDG_CONFIG_HOME";
 
 /// The folder of skillpkg's download cache (archives, and index files with
 /// their ETags), instead of the platform's user cache folder

@@ -1,6 +1,7 @@
 //! A project: `skills.toml`, `skills.lock`, and the agent folders skills
 //! are installed into.
 
+pub mod agents;
 pub mod collection;
 pub mod commit;
 pub mod git;

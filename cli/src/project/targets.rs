@@ -18,6 +18,7 @@ use std::path::{Component, Path, PathBuf};
 
 use skillpkg_index::skill::SkillName;
 
+use super::agents::Agent;
 use crate::error::UserError;
 
 /// The record of a target folder.
@@ -89,82 +90,172 @@ pub struct Target {
     pub dir: PathBuf,
 }
 
-/// An agent tool, as `init --agent` names it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Agent {
-    /// Claude Code: `.claude/skills`.
-    #[value(name = "claude-code", alias = "claude")]
-    ClaudeCode,
-    /// Current Codex: `.agents/skills`, from the working folder up to the
-    /// repository's root.
-    Codex,
-    /// GitHub Copilot: `.github/skills`, and `.claude/skills` too.
-    #[value(alias = "github-copilot")]
-    Copilot,
-}
+/// The named targets and their project folders, in the order `init` writes
+/// them: Claude's folder first.
+const NAMED_FOLDERS: [(&str, &str); 4] = [
+    ("claude", ".claude/skills"),
+    ("agents", ".agents/skills"),
+    ("copilot", ".github/skills"),
+    ("codex", ".codex/skills"),
+];
 
-impl Agent {
-    /// The name `--agent` takes.
-    pub fn name(self) -> &'static str {
-        match self {
-            Agent::ClaudeCode => "claude-code",
-            Agent::Codex => "codex",
-            Agent::Copilot => "copilot",
-        }
-    }
-
-    /// The project folders the agent reads skills from today, as targets,
-    /// the one it prefers first.
-    fn reads(self) -> &'static [&'static str] {
-        match self {
-            Agent::ClaudeCode => &["claude"],
-            Agent::Codex => &["agents"],
-            Agent::Copilot => &["copilot", "claude"],
-        }
+/// Returns the target skills.toml names the project folder `folder` by:
+/// its name when it is a named target's (`.claude/skills` is `claude`),
+/// else the folder as a path target (`.windsurf/skills`, and `./skills`
+/// for a bare `skills`, which would not read as a path).
+pub fn target_for_folder(folder: &str) -> String {
+    match NAMED_FOLDERS.iter().find(|(_, named)| *named == folder) {
+        Some((name, _)) => (*name).to_owned(),
+        None if folder.contains('/') || folder.starts_with('.') => folder.to_owned(),
+        None => format!("./{folder}"),
     }
 }
 
-/// The fewest targets that every agent of `agents` reads, each with why:
-/// an agent that reads a folder another agent needs anyway is served by
-/// it, so that no agent finds the same skill in two of its folders.
-pub fn targets_for(agents: &[Agent]) -> Vec<(String, String)> {
+/// A target `init` picks for agents, and the agents that read it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AgentTarget {
+    /// As skills.toml names it (see [`target_for_folder`]).
+    pub target: String,
+    /// The project folder.
+    pub folder: &'static str,
+    /// The ids of the agents (of those asked for) that read it.
+    pub readers: Vec<&'static str>,
+}
+
+impl AgentTarget {
+    /// `.claude/skills (read by claude-code and copilot)`.
+    pub fn why(&self) -> String {
+        let readers = match self.readers.as_slice() {
+            [] => String::new(),
+            [only] => (*only).to_owned(),
+            [first @ .., last] => format!("{} and {last}", first.join(", ")),
+        };
+        format!("{} (read by {readers})", self.folder)
+    }
+}
+
+/// Above this many folders to choose from, [`targets_for`] stops trying
+/// every set of them (2^16 sets, each checked against every agent).
+const MAX_SEARCHED_FOLDERS: usize = 16;
+
+/// The fewest project folders that every agent of `agents` reads, each with
+/// the agents that read it.
+///
+/// An agent that reads one folder only decides first; an agent that reads
+/// one of those folders is served by it. For the rest, every set of their
+/// folders is tried: the fewest folders win, then the set where the agents
+/// read the folders they prefer (the first of theirs), then the one where
+/// the fewest agents find a skill in two of their folders. The result is in
+/// one order whatever the agents' order: the named targets (Claude's
+/// folder first, the one `link = true` keeps the copy in), then the paths.
+pub fn targets_for(agents: &[&'static Agent]) -> Vec<AgentTarget> {
+    let mut agents: Vec<&'static Agent> = agents.to_vec();
+    agents.sort_by_key(|agent| agent.id);
+    agents.dedup_by_key(|agent| agent.id);
     let mut chosen: Vec<&'static str> = Vec::new();
-    // The agents that read one folder only decide first.
-    let mut ordered: Vec<Agent> = agents.to_vec();
-    ordered.sort_by_key(|agent| agent.reads().len());
-    ordered.dedup();
-    for agent in &ordered {
-        if !agent.reads().iter().any(|target| chosen.contains(target)) {
-            chosen.push(agent.reads()[0]);
+    for agent in &agents {
+        if let [only] = agent.project
+            && !chosen.contains(only)
+        {
+            chosen.push(only);
         }
     }
-    // One order whatever the agents' order: Claude's folder first.
-    let rank = |target: &&str| {
-        ["claude", "agents", "copilot"]
+    let unserved: Vec<&'static Agent> = agents
+        .iter()
+        .copied()
+        .filter(|agent| !agent.project.iter().any(|folder| chosen.contains(folder)))
+        .collect();
+    let extra = cover(&agents, &chosen, &unserved);
+    chosen.extend(extra);
+    let rank = |folder: &&'static str| {
+        let named = NAMED_FOLDERS
             .iter()
-            .position(|t| t == target)
+            .position(|(_, named)| named == folder)
+            .unwrap_or(NAMED_FOLDERS.len());
+        (named, *folder)
     };
     chosen.sort_by_key(rank);
-    let folder = |target: &str| match target {
-        "claude" => ".claude/skills",
-        "agents" => ".agents/skills",
-        "copilot" => ".github/skills",
-        _ => unreachable!("a named target"),
-    };
     chosen
         .into_iter()
-        .map(|target| {
-            let readers: Vec<&str> = ordered
+        .map(|folder| AgentTarget {
+            target: target_for_folder(folder),
+            folder,
+            readers: agents
                 .iter()
-                .filter(|agent| agent.reads().contains(&target))
-                .map(|agent| agent.name())
-                .collect();
-            (
-                target.to_owned(),
-                format!("{} (read by {})", folder(target), readers.join(" and ")),
-            )
+                .filter(|agent| agent.project.contains(&folder))
+                .map(|agent| agent.id)
+                .collect(),
         })
         .collect()
+}
+
+/// What a set of folders costs, compared in this order: how many folders,
+/// the sum over the agents of the position (in their list) of the first
+/// folder they read, and how many times an agent reads a second folder.
+type Cost = (usize, usize, usize);
+
+/// The folders to add to `chosen` so that every agent of `unserved` reads
+/// one, at the lowest cost (see [`targets_for`]) for all of `agents`.
+fn cover(
+    agents: &[&'static Agent],
+    chosen: &[&'static str],
+    unserved: &[&'static Agent],
+) -> Vec<&'static str> {
+    let mut candidates: Vec<&'static str> = unserved
+        .iter()
+        .flat_map(|agent| agent.project.iter().copied())
+        .collect();
+    candidates.sort_unstable();
+    candidates.dedup();
+    if candidates.len() > MAX_SEARCHED_FOLDERS {
+        // Only a long list of agents that each read several folders gets
+        // here: give each its preferred folder unless one already serves it.
+        let mut extra: Vec<&'static str> = Vec::new();
+        for agent in unserved {
+            if !agent.project.iter().any(|folder| extra.contains(folder)) {
+                extra.push(agent.project[0]);
+            }
+        }
+        return extra;
+    }
+    let cost = |set: &[&'static str]| -> Cost {
+        let mut preference = 0;
+        let mut twice = 0;
+        for agent in agents {
+            let read: Vec<usize> = agent
+                .project
+                .iter()
+                .enumerate()
+                .filter(|(_, folder)| chosen.contains(folder) || set.contains(folder))
+                .map(|(index, _)| index)
+                .collect();
+            preference += read.first().copied().unwrap_or(0);
+            twice += read.len().saturating_sub(1);
+        }
+        (set.len(), preference, twice)
+    };
+    let mut best: Option<(Cost, Vec<&'static str>)> = None;
+    for mask in 0_u32..(1 << candidates.len()) {
+        let set: Vec<&'static str> = candidates
+            .iter()
+            .enumerate()
+            .filter(|(index, _)| mask & (1 << index) != 0)
+            .map(|(_, folder)| *folder)
+            .collect();
+        let serves_all = unserved
+            .iter()
+            .all(|agent| agent.project.iter().any(|folder| set.contains(folder)));
+        if !serves_all {
+            continue;
+        }
+        let cost = cost(&set);
+        // Ties go to the first set found, so the result does not depend on
+        // anything but the table.
+        if best.as_ref().is_none_or(|(best, _)| cost < *best) {
+            best = Some((cost, set));
+        }
+    }
+    best.map(|(_, set)| set).unwrap_or_default()
 }
 
 /// The targets that name an agent's folders (the others are paths).
@@ -305,27 +396,97 @@ impl Target {
 mod tests {
     use super::*;
 
+    fn agents(ids: &[&str]) -> Vec<&'static Agent> {
+        ids.iter()
+            .map(|id| super::super::agents::find(id).unwrap())
+            .collect()
+    }
+
+    fn targets(ids: &[&str]) -> Vec<String> {
+        targets_for(&agents(ids))
+            .into_iter()
+            .map(|target| target.target)
+            .collect()
+    }
+
     #[test]
     fn each_agent_reads_one_folder_of_the_fewest_targets() {
-        let targets = |agents: &[Agent]| -> Vec<String> {
-            targets_for(agents)
-                .into_iter()
-                .map(|(target, _)| target)
-                .collect()
-        };
-        assert_eq!(targets(&[Agent::ClaudeCode]), ["claude"]);
-        assert_eq!(targets(&[Agent::Codex]), ["agents"]);
-        assert_eq!(targets(&[Agent::Copilot]), ["copilot"]);
-        assert_eq!(targets(&[Agent::ClaudeCode, Agent::Copilot]), ["claude"]);
+        assert_eq!(targets(&["claude-code"]), ["claude"]);
+        assert_eq!(targets(&["codex"]), ["agents"]);
+        assert_eq!(targets(&["copilot"]), ["copilot"]);
+        assert_eq!(targets(&["claude-code", "copilot"]), ["claude"]);
+        // Copilot reads .agents/skills too: one folder serves both.
+        assert_eq!(targets(&["codex", "copilot"]), ["agents"]);
         assert_eq!(
-            targets(&[Agent::Codex, Agent::Copilot]),
-            ["agents", "copilot"]
-        );
-        assert_eq!(
-            targets(&[Agent::Copilot, Agent::Codex, Agent::ClaudeCode]),
+            targets(&["copilot", "codex", "claude-code"]),
             ["claude", "agents"]
         );
-        let why = targets_for(&[Agent::ClaudeCode, Agent::Copilot]);
-        assert_eq!(why[0].1, ".claude/skills (read by claude-code and copilot)");
+        let why: Vec<String> = targets_for(&agents(&["claude-code", "copilot"]))
+            .iter()
+            .map(AgentTarget::why)
+            .collect();
+        assert_eq!(why, [".claude/skills (read by claude-code and copilot)"]);
+    }
+
+    #[test]
+    fn any_folder_of_the_table_can_be_a_target_and_shared_ones_serve_several_agents() {
+        // Cursor reads .claude/skills, which Claude Code needs anyway.
+        let picked = targets_for(&agents(&["cursor", "windsurf", "claude-code"]));
+        assert_eq!(
+            picked,
+            [
+                AgentTarget {
+                    target: "claude".to_owned(),
+                    folder: ".claude/skills",
+                    readers: vec!["claude-code", "cursor"],
+                },
+                AgentTarget {
+                    target: ".windsurf/skills".to_owned(),
+                    folder: ".windsurf/skills",
+                    readers: vec!["windsurf"],
+                },
+            ]
+        );
+        // Neither reads one folder only: the one they share wins.
+        assert_eq!(targets(&["gemini-cli", "cursor"]), ["agents"]);
+        // Alone, each gets the folder it prefers.
+        assert_eq!(targets(&["gemini-cli"]), [".gemini/skills"]);
+        assert_eq!(targets(&["openclaw"]), ["./skills"]);
+        assert_eq!(
+            targets(&["trae", "trae-cn", "roo"]),
+            [".roo/skills", ".trae/skills"]
+        );
+        let three = targets_for(&agents(&["cline", "warp", "zed"]));
+        assert_eq!(
+            three[0].why(),
+            ".agents/skills (read by cline, warp and zed)"
+        );
+        // Every agent at once: each still reads one of the targets.
+        let all: Vec<&'static Agent> = super::super::agents::AGENTS.iter().collect();
+        let picked = targets_for(&all);
+        for agent in &all {
+            assert!(
+                picked
+                    .iter()
+                    .any(|target| agent.project.contains(&target.folder)),
+                "{} is served",
+                agent.id
+            );
+        }
+        let distinct: std::collections::BTreeSet<&str> =
+            all.iter().map(|agent| agent.project[0]).collect();
+        assert!(picked.len() <= distinct.len());
+    }
+
+    #[test]
+    fn every_target_init_writes_resolves_to_its_folder_inside_the_project() {
+        let root = tempfile::tempdir().unwrap();
+        for agent in super::super::agents::AGENTS {
+            for folder in agent.project {
+                let target = resolve(&target_for_folder(folder), root.path(), false, false)
+                    .unwrap_or_else(|error| panic!("{}: {folder}: {error}", agent.id));
+                assert_eq!(target.dir, root.path().join(folder), "{}", agent.id);
+            }
+        }
     }
 }

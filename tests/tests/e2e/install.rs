@@ -768,7 +768,7 @@ fn init_picks_the_folders_the_named_agents_read_and_copilot_has_a_user_folder() 
     );
     assert!(
         init.stderr
-            .contains("Target agents: .agents/skills (read by codex)"),
+            .contains("Target agents: .agents/skills (read by codex and copilot)"),
         "{}",
         init.stderr
     );
@@ -789,26 +789,37 @@ fn init_picks_the_folders_the_named_agents_read_and_copilot_has_a_user_folder() 
     let document: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
     assert_eq!(
         document["targets"],
-        serde_json::json!([{ "target": "copilot", "why": ".github/skills (read by copilot)" }])
+        serde_json::json!([{
+            "target": "copilot",
+            "folder": ".github/skills",
+            "agents": ["copilot"],
+            "why": ".github/skills (read by copilot)",
+        }])
     );
 
-    // On a terminal, init asks which agents.
+    // On a terminal, init asks which agents; Copilot reads .agents/skills
+    // too, so one folder serves both.
     let asked = world.sandbox.path().join("asked-project");
     fs_err::create_dir_all(&asked).unwrap();
+    let unset = world.sandbox.path().join("unset");
     let (success, transcript) = skillpkg_tests::on_terminal(
         &skillpkg_tests::binary("skillpkg"),
         &["init"],
         &asked,
-        &[("HOME", world.sandbox.path())],
+        &[
+            ("HOME", world.sandbox.path()),
+            ("XDG_CONFIG_HOME", &unset),
+            ("CLAUDE_CONFIG_DIR", &unset),
+            ("CODEX_HOME", &unset),
+            ("COPILOT_HOME", &unset),
+        ],
         "Which agent tools does this project use?",
         "2 copilot",
     );
     assert!(success, "{transcript}");
+    assert!(transcript.contains("2) codex (Codex)"), "{transcript}");
     let manifest = fs_err::read_to_string(asked.join("skills.toml")).unwrap();
-    assert!(
-        manifest.contains("targets = [\"agents\", \"copilot\"]"),
-        "{manifest}"
-    );
+    assert!(manifest.contains("targets = [\"agents\"]"), "{manifest}");
 
     // Copilot's user folder, for --global.
     let added = world.user(&["add", "pdf", "--global", "--target", "copilot"]);

@@ -25,6 +25,7 @@ mod hostile_http;
 mod hostile_project;
 mod hostile_registry;
 mod index_fetch;
+mod init_agents;
 mod install;
 mod install_crash;
 mod install_link;

@@ -78,7 +78,8 @@ pub fn run(args: &SelectArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
     let mut lines = Vec::new();
     for candidate in &selection.candidates {
         let mut line = candidate_line(candidate, width, selection.explicit);
-        if candidate.score == 0 && candidate.explicit.is_none() {
+        // Where the request names skills, scores do not decide: no why.
+        if candidate.score == 0 && !selection.explicit {
             line.push_str(&format!(" ({})", zero_score(has_triggers(&candidate.name))));
         }
         lines.push(line);

@@ -312,7 +312,16 @@ fn registry_argument(args: &AddArgs, printer: &Printer) -> anyhow::Result<Option
         // A discovery index named by its own URL is read as asked (with a
         // warning at install when it is a registry's).
         let index = lower.contains("/.well-known/") || lower.ends_with(".json");
-        if !web || index || args.install.offline || !registry::block_on(web::is_registry(text))?? {
+        if !web || index || args.install.offline {
+            continue;
+        }
+        // A site whose config.json cannot be read is not taken for a
+        // registry; reading it as a site says what is wrong with it.
+        let is_registry = registry::block_on(web::is_registry(text))
+            .ok()
+            .and_then(Result::ok)
+            .unwrap_or(false);
+        if !is_registry {
             continue;
         }
         if found.is_some() || args.install.registry.registry.is_some() {

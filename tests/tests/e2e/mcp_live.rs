@@ -85,6 +85,18 @@ async fn connect(
 }
 
 /// Waits for `what` among the notifications, skipping others.
+/// Replaces a file whole, as editors save: written elsewhere, then
+/// renamed over it. (Written in place, a reading that falls between the
+/// truncation and the write sees an empty file and says so; the write's
+/// own event brings the next reading, but the first notification would be
+/// of the empty file.)
+fn save(sandbox: &TestContext, relative: &str, contents: &str) {
+    // Written outside the skill's folder, so that no other file shows in it.
+    let beside = sandbox.path().join("saving.tmp");
+    fs_err::write(&beside, contents).unwrap();
+    fs_err::rename(&beside, sandbox.path().join(relative)).unwrap();
+}
+
 async fn told(heard: &mut mpsc::UnboundedReceiver<String>, what: &str) {
     let waited = tokio::time::timeout(TOLD_WITHIN, async {
         while let Some(notification) = heard.recv().await {
@@ -172,7 +184,8 @@ async fn a_skill_added_changed_or_removed_while_serving_is_served_as_it_is_now()
 
     // Changed: what the session loaded is what it read, and reads of it are
     // refused; loading it again serves the new version.
-    sandbox.write(
+    save(
+        &sandbox,
         "home/.claude/skills/notes/SKILL.md",
         "---\nname: notes\ndescription: Does notes things. Use when testing.\n---\n# Notes\nSecond version.\n",
     );
@@ -408,7 +421,8 @@ async fn at_2026_07_28_changes_come_on_the_subscriptions_listen_stream() {
     );
 
     // The subscribed skill changes: its resource is updated.
-    sandbox.write(
+    save(
+        &sandbox,
         "project/.claude/skills/pdf-processing/SKILL.md",
         "---\nname: pdf-processing\ndescription: Does PDF things now.\n---\nNew.\n",
     );

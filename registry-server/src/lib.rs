@@ -20,6 +20,8 @@
 //! - [`state`]: tokens and owners.
 //! - [`downloads`]: how often each skill's archives were served.
 //! - [`layout`]: where a data folder keeps its tree and its state.
+//! - [`marketplace`]: the tree as a Claude Code and Codex plugin
+//!   marketplace: a git repository a skill, and `marketplace.json`.
 //! - [`metadata`]: the registry's keys and its signed metadata.
 //! - [`report`]: an error and its causes, told in one line.
 //! - [`text`]: the rule for text stored from a client: no control
@@ -31,6 +33,7 @@ pub mod db;
 pub mod downloads;
 pub mod keys;
 pub mod layout;
+pub mod marketplace;
 pub mod metadata;
 pub mod publish;
 pub mod registry;

@@ -23,6 +23,7 @@ use skillpkg_registry::keys::{
     change_keys, import_keys_files, parse_ids, parse_keys, register_key_ids,
 };
 use skillpkg_registry::layout::{DataFolder, Kind};
+use skillpkg_registry::marketplace::MarketplaceName;
 use skillpkg_registry::metadata;
 use skillpkg_registry::registry::{
     CLAIM_LIFETIME, DEFAULT_CONFUSABLE_MIN_DOWNLOADS, Options, RECOVERY_PERIOD, Registry,
@@ -284,6 +285,12 @@ struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = skillpkg_index::registry::SKILLS_PER_SHARD,
           value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     skills_per_shard: usize,
+    /// The name of the registry's plugin marketplace, which users type
+    /// after `@` (`claude plugin install pdf@NAME`); the default is the
+    /// host of --public-url (else of the listening address) with `-` for
+    /// its dots: `skills-example-com`.
+    #[arg(long, value_name = "NAME")]
+    marketplace_name: Option<MarketplaceName>,
     #[command(flatten)]
     limits: LimitArgs,
     /// With signed metadata (`skillpkg-registry keys init`): re-signed
@@ -390,6 +397,11 @@ struct BuildArgs {
     /// archives are refused.
     #[arg(long, value_name = "DIR")]
     keys_from: Option<PathBuf>,
+    /// The name of the plugin marketplace (written when --public-url or
+    /// --api gives the tree's URL); the default is the URL's host with `-`
+    /// for its dots.
+    #[arg(long, value_name = "NAME")]
+    marketplace_name: Option<MarketplaceName>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -508,6 +520,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 require_signatures: args.require_signatures,
                 audit_refuse: args.audit_refuse.0,
                 keys_from: args.keys_from,
+                marketplace_name: args.marketplace_name,
             };
             let report = build(&args.from, &args.out, &options)?;
             println!(
@@ -641,6 +654,7 @@ fn serve(args: ServeArgs, places: Places<'_>) -> anyhow::Result<()> {
                 None => CLAIM_LIFETIME,
             },
             skills_per_shard: args.skills_per_shard,
+            marketplace_name: args.marketplace_name,
         };
         let access = if options.read_only {
             Access::ReadOnly

@@ -14,8 +14,9 @@
 //!
 //! A publish writes, in this order: the key it registers (on a skill's first
 //! signed publish), the signature, the provenance, the archive, then
-//! (committed) the index file and the search shard that lists the skill;
-//! a moment later, the discovery index.
+//! (committed) the index file, the skill's plugin repository and the
+//! search shard that lists the skill; a moment later, the marketplace and
+//! the discovery index.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -34,6 +35,7 @@ use crate::db::{BinRevisions, CatalogRow, Claim, Derived, IndexLines, NewEvent, 
 use crate::downloads::{Downloads, DownloadsError};
 use crate::keys::{self, KeyChangeError};
 use crate::layout::DataFolder;
+use crate::marketplace::{self, Listed, MarketplaceName, Plugin, git::ObjectId};
 use crate::metadata::{DEFAULT_TIMESTAMP_LIFETIME, KeysError, Signer};
 use crate::publish::{
     ConfusableName, Policy, PublishError, SignerKeys, Upload, check_new_name, verify_archive,
@@ -81,6 +83,9 @@ pub struct Options {
     /// registry with more gets more shards (checked at start and every
     /// [`RECOVERY_PERIOD`]).
     pub skills_per_shard: usize,
+    /// The plugin marketplace's name (`--marketplace-name`); `None`: named
+    /// after the host of the public URL, else of the API URL.
+    pub marketplace_name: Option<MarketplaceName>,
 }
 
 /// The default of [`Options::confusable_min_downloads`].
@@ -100,6 +105,7 @@ impl Default for Options {
             confusable_min_downloads: DEFAULT_CONFUSABLE_MIN_DOWNLOADS,
             claim_lifetime: CLAIM_LIFETIME,
             skills_per_shard: skillpkg_index::registry::SKILLS_PER_SHARD,
+            marketplace_name: None,
         }
     }
 }
@@ -280,6 +286,13 @@ pub struct Registry {
     signer_id: String,
     /// How many times each skill's archives were served.
     downloads: Downloads,
+    /// How the plugin marketplace is written; `None` when the registry
+    /// knows no URL to name its repositories by (or writes nothing).
+    marketplace: Option<marketplace::Settings>,
+    /// The commit of each version in its skill's repository, as written
+    /// or read here: a version's commit never changes, so this is never
+    /// stale.
+    commits: std::sync::Mutex<std::collections::HashMap<(SkillName, semver::Version), ObjectId>>,
 }
 
 impl Registry {
@@ -332,12 +345,20 @@ impl Registry {
             let signer = Signer::open(&folder.root, &tree, options.timestamp_lifetime)?;
             (config, signer, downloads)
         };
+        let marketplace = options
+            .public_url
+            .as_deref()
+            .or(options.api_url.as_deref())
+            .filter(|_| !options.read_only)
+            .map(|url| marketplace::Settings::new(url, options.marketplace_name.clone()));
         let registry = Self {
             tree,
             storage,
             state,
             config,
             options,
+            marketplace,
+            commits: Default::default(),
             discovery_written: tokio::sync::Mutex::new(0),
             discovery_wanted: tokio::sync::Notify::new(),
             signer,
@@ -551,6 +572,8 @@ impl Registry {
                     &web::limits(self.config.max_skill_bytes),
                 )
             })?;
+            // And its plugin repository.
+            self.write_plugin(name, &records);
             if db
                 .index_revision(name.as_str())
                 .await
@@ -696,6 +719,7 @@ impl Registry {
                 ));
             }
             let bytes = render_json(&DiscoveryIndex::new(skills));
+            self.write_marketplace(&catalog).await;
             let listed: Vec<web::Listed> = catalog
                 .iter()
                 .filter_map(|row| {
@@ -717,6 +741,121 @@ impl Registry {
                 return Ok(());
             }
             revision = now;
+        }
+    }
+
+    /// Writes the repository of `name` for its index lines `records`
+    /// (docs/registry.md, "Claude Code plugin marketplace"), and returns
+    /// it. A failure is logged, not returned: the change it follows is
+    /// made, and the skill's next change, or the marketplace's next
+    /// writing, writes the repository again.
+    fn write_plugin(&self, name: &SkillName, records: &[IndexRecord]) -> Option<Plugin> {
+        if self.options.read_only {
+            return None;
+        }
+        let limits = web::limits(self.config.max_skill_bytes);
+        let written = tokio::task::block_in_place(|| {
+            marketplace::write_plugin(&self.tree, name, records, &limits)
+        });
+        match written {
+            Ok(plugin) => {
+                let mut commits = self
+                    .commits
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                for (version, commit) in &plugin.commits {
+                    commits.insert((name.clone(), version.clone()), *commit);
+                }
+                Some(plugin)
+            }
+            Err(error) => {
+                tracing::error!(
+                    skill = %name,
+                    error = error_chain(&error),
+                    "cannot write the skill's plugin repository"
+                );
+                None
+            }
+        }
+    }
+
+    /// The commit of `name@version` in the skill's repository: known here,
+    /// else read from the repository's refs, else (a tree written before
+    /// the marketplace, or a publish by another server whose repository is
+    /// on its way) the repository written from the database's lines.
+    async fn commit_of(
+        &self,
+        name: &SkillName,
+        version: &semver::Version,
+    ) -> Result<Option<ObjectId>, RegistryError> {
+        let key = (name.clone(), version.clone());
+        let known = self
+            .commits
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(&key)
+            .copied();
+        if known.is_some() {
+            return Ok(known);
+        }
+        if let Some(commit) =
+            tokio::task::block_in_place(|| marketplace::commit_of(&self.tree, name, version))?
+        {
+            self.commits
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .insert(key, commit);
+            return Ok(Some(commit));
+        }
+        let IndexLines { lines, .. } = self
+            .state
+            .db()
+            .index_lines(name.as_str())
+            .await
+            .map_err(StateError::from)?;
+        let records = parse_index_file(name, &lines.join("\n")).map_err(TreeError::from)?;
+        Ok(self
+            .write_plugin(name, &records)
+            .and_then(|plugin| plugin.commits.get(version).copied()))
+    }
+
+    /// Writes the plugin marketplace of the catalog's rows (a skill each,
+    /// at its newest version that is not yanked). A skill whose commit
+    /// cannot be had is left out, and a failure logged: the next change
+    /// writes the marketplace again.
+    async fn write_marketplace(&self, catalog: &[CatalogRow]) {
+        let Some(settings) = &self.marketplace else {
+            return;
+        };
+        let mut listed = Vec::with_capacity(catalog.len());
+        for row in catalog {
+            let Ok((name, version, _)) = catalog_entry(row) else {
+                continue;
+            };
+            match self.commit_of(&name, &version).await {
+                Ok(Some(commit)) => listed.push(Listed {
+                    name,
+                    version,
+                    description: row.description.clone(),
+                    commit,
+                }),
+                // Its repository could not be written: logged.
+                Ok(None) => {}
+                Err(error) => tracing::error!(
+                    skill = %name,
+                    error = error_chain(&error),
+                    "cannot find the commit of the skill's newest version for the marketplace"
+                ),
+            }
+        }
+        let written = tokio::task::block_in_place(|| {
+            marketplace::write_marketplace(&self.tree, settings, &listed)
+        });
+        if let Err(error) = written {
+            tracing::error!(
+                error = error_chain(&error),
+                "cannot write the plugin marketplace"
+            );
         }
     }
 

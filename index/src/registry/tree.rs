@@ -231,7 +231,7 @@ impl StaticTree {
     }
 
     /// Returns true if and only if there is a file at `relative`.
-    fn exists(&self, relative: &str) -> Result<bool, TreeError> {
+    pub fn exists(&self, relative: &str) -> Result<bool, TreeError> {
         match &self.backend {
             Backend::Folder => Ok(self.path(relative).exists()),
             Backend::Objects(objects) => objects
@@ -497,7 +497,8 @@ impl StaticTree {
         Ok(())
     }
 
-    fn remove_file(&self, relative: &str) -> Result<(), TreeError> {
+    /// Removes the file at `relative`; none there is no error.
+    pub fn remove_file(&self, relative: &str) -> Result<(), TreeError> {
         let _changing = changing();
         let path = self.path(relative);
         match &self.backend {

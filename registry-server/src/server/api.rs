@@ -313,7 +313,25 @@ async fn read_json<T: serde::de::DeserializeOwned>(
         ))
         .closing()
     };
-    if declared_length(headers).is_some_and(|length| length > JSON_BODY_BYTES as u64) {
+    let bytes = read_body(app, headers, body, JSON_BODY_BYTES, too_large).await?;
+    if bytes.is_empty() {
+        return Ok(None);
+    }
+    serde_json::from_slice(&bytes).map(Some).map_err(|error| {
+        ApiError::bad_request(format!("the body must be JSON like {example}: {error}"))
+    })
+}
+
+/// Reads a body of at most `most` bytes within the body timeout; a
+/// larger one (declared, or as it streams) is refused with `too_large`.
+pub(super) async fn read_body(
+    app: &App,
+    headers: &HeaderMap,
+    body: Body,
+    most: usize,
+    too_large: impl Fn() -> ApiError,
+) -> Result<Vec<u8>, ApiError> {
+    if declared_length(headers).is_some_and(|length| length > most as u64) {
         return Err(too_large());
     }
     let read = async {
@@ -323,7 +341,7 @@ async fn read_json<T: serde::de::DeserializeOwned>(
             let chunk: Bytes = chunk.map_err(|error| {
                 ApiError::bad_request(format!("the body could not be read: {error}")).closing()
             })?;
-            if bytes.len() + chunk.len() > JSON_BODY_BYTES {
+            if bytes.len() + chunk.len() > most {
                 return Err(too_large());
             }
             bytes.extend_from_slice(&chunk);
@@ -331,15 +349,9 @@ async fn read_json<T: serde::de::DeserializeOwned>(
         Ok(bytes)
     };
     let timeout = app.limits.body_timeout;
-    let bytes = tokio::time::timeout(timeout, read)
+    tokio::time::timeout(timeout, read)
         .await
-        .map_err(|_| ApiError::timed_out(timeout))??;
-    if bytes.is_empty() {
-        return Ok(None);
-    }
-    serde_json::from_slice(&bytes).map(Some).map_err(|error| {
-        ApiError::bad_request(format!("the body must be JSON like {example}: {error}"))
-    })
+        .map_err(|_| ApiError::timed_out(timeout))?
 }
 
 #[derive(serde::Deserialize)]

@@ -36,8 +36,9 @@
 //!   if its `If-Range` (when sent) names the current ETag or
 //!   `Last-Modified`. A request for several ranges gets the whole file;
 //! - sets the content type, and the cache policy: archives, signatures,
-//!   provenance, versioned roots and `meta/` are cached for a year as
-//!   immutable, everything else (index files, keys) for a minute;
+//!   provenance, versioned roots, `meta/` and the marketplace
+//!   repositories' packs are cached for a year as immutable, everything
+//!   else (index files, keys, a repository's refs) for a minute;
 //! - counts a `GET` of an archive answered in full (200; not a `HEAD`, a
 //!   206 or a 304) as a download ([`crate::downloads`]).
 //!
@@ -828,6 +829,11 @@ fn file_headers(path: &str) -> (&'static str, &'static str) {
         .is_some_and(|version| !version.is_empty() && version.bytes().all(|b| b.is_ascii_digit()));
     if path.ends_with(".tgz") {
         ("application/gzip", IMMUTABLE)
+    } else if path.contains("/objects/pack/pack-") && path.ends_with(".pack") {
+        // A marketplace repository's packs, named by their checksum.
+        ("application/x-git-packed-objects", IMMUTABLE)
+    } else if path.contains("/objects/pack/pack-") && path.ends_with(".idx") {
+        ("application/x-git-packed-objects-toc", IMMUTABLE)
     } else if versioned_root || path.starts_with("meta/") {
         // The snapshot's nodes and bins are named by their sha256.
         ("application/json", IMMUTABLE)

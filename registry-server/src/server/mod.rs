@@ -8,6 +8,8 @@
 //! DELETE /api/v1/skills/{name}/{version}/yank  PUT .../unyank
 //! GET|PUT /api/v1/skills/{name}/owners       GET|PUT /api/v1/skills/{name}/keys
 //! GET  /api/v1/me
+//! GET  /plugins/<name>.git/info/refs?service=git-upload-pack   git's smart protocol, version 2
+//! POST /plugins/<name>.git/git-upload-pack                     (and the same for /marketplace.git)
 //! errors: {"code":"not_found","message":"...","errors":[{"code":"not-found","detail":"..."}]}
 //! ```
 //!
@@ -39,6 +41,7 @@
 mod api;
 mod error;
 mod files;
+mod git;
 mod limits;
 mod listen;
 mod log;
@@ -48,7 +51,7 @@ use std::sync::Arc;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::middleware;
-use axum::routing::{delete, get, put};
+use axum::routing::{delete, get, post, put};
 use tower_http::catch_panic::CatchPanicLayer;
 
 pub use limits::{JSON_BODY_BYTES, Limits, MAX_HEADER_BYTES, MAX_HEADERS};
@@ -82,6 +85,19 @@ pub fn router(registry: Arc<Registry>, limits: Limits) -> Router {
             get(api::keys).put(api::change_keys),
         )
         .route("/api/v1/me", get(api::me))
+        .route("/plugins/{repo}/info/refs", get(git::plugin_info_refs))
+        .route(
+            "/plugins/{repo}/git-upload-pack",
+            post(git::plugin_upload_pack),
+        )
+        .route(
+            "/marketplace.git/info/refs",
+            get(git::marketplace_info_refs),
+        )
+        .route(
+            "/marketplace.git/git-upload-pack",
+            post(git::marketplace_upload_pack),
+        )
         .fallback(files::static_file)
         // Only the multipart reader of a publish reads through this limit;
         // the JSON endpoints read through their own, smaller one.

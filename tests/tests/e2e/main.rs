@@ -31,6 +31,7 @@ mod install_crash;
 mod install_link;
 mod install_plan;
 mod interop;
+mod marketplace;
 mod mcp;
 mod mcp_agents;
 mod mcp_audit;

@@ -242,6 +242,35 @@ fn a_registry_in_a_bucket_takes_publishes_and_its_web_endpoint_serves_installs()
     let (installed, _) = add_pdf_from(&cx, &web);
     assert!(installed.contains("Version two."), "{installed}");
 
+    // The plugin marketplace is in the bucket too (written a moment after
+    // a publish): git clones a skill's repository from the web endpoint
+    // over its dumb protocol, and shallow, as Claude Code does, from the
+    // server, which answers git's smart protocol from the bucket.
+    assert!(
+        skillpkg_tests::wait_until(std::time::Duration::from_secs(10), || {
+            http.get(format!("{web}/marketplace.json"))
+                .send()
+                .and_then(|response| response.text())
+                .is_ok_and(|text| text.contains("\"1.1.0\"") && text.contains("\"csv\""))
+        }),
+        "the bucket's marketplace.json never listed pdf 1.1.0 and csv"
+    );
+    for (label, base, args) in [
+        ("dumb", web.as_str(), ["-c", "protocol.version=0", "clone"]),
+        ("smart", registry.url(), ["clone", "--depth", "1"]),
+    ] {
+        let checkout = cx.path().join(format!("clone-{label}"));
+        let cloned = skillpkg_tests::run(
+            std::process::Command::new("git")
+                .args(args)
+                .arg(format!("{base}/plugins/pdf.git"))
+                .arg(&checkout),
+        );
+        assert_eq!(cloned.code, 0, "{label}: {cloned:?}");
+        let skill = fs_err::read_to_string(checkout.join("skills/pdf/SKILL.md")).unwrap();
+        assert!(skill.contains("Version two."), "{label}: {skill}");
+    }
+
     // A restart on the bucket keeps every version; an object no version
     // of the database lists (a stray upload) is in no index file, and a
     // publish of that version replaces it.

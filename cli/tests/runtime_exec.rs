@@ -15,7 +15,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use skillpkg::runtime::exec::{self, ExecError, Limits, RunOutcome, RunRequest};
-use skillpkg::runtime::sandbox::{self, Denied, Network};
+use skillpkg::runtime::grant::Denied;
+use skillpkg::runtime::sandbox::{self, Network};
 use skillpkg_index::skill::model::{Permissions, SecretRequirement};
 use tokio_util::sync::CancellationToken;
 

@@ -8,10 +8,11 @@ use crate::commands::install::{ManifestEdit, install_with, project_root};
 use crate::error::{ExitStatus, UserError};
 use crate::printer::Printer;
 use crate::project::collection::{Collection, Refusal};
+use crate::project::folder;
 use crate::project::lockfile::Lockfile;
 use crate::project::manifest;
 use crate::project::manifest::{RegistryChoice, SetSkill};
-use crate::project::sources::{self, Direct, GitSource};
+use crate::project::source::{self, Direct, GitSource};
 use crate::project::{git, web};
 use crate::spec::SkillSpec;
 use skillpkg_index::skill::{SKILL_MD, SkillName};
@@ -371,7 +372,7 @@ fn direct_skills(
         return folder_skills(text, folder, root, args).map(Some);
     }
     let lower = text.to_ascii_lowercase();
-    let git = sources::git_argument(text);
+    let git = source::git_argument(text);
     let web = lower.starts_with("https://") || lower.starts_with("http://");
     if git.is_none() && !web {
         return Ok(None);
@@ -385,7 +386,7 @@ fn direct_skills(
     let Some(git) = git else {
         return web_skills(text, args, printer).map(Some);
     };
-    sources::check_git_url(&git.url).map_err(|why| {
+    source::check_git_url(&git.url).map_err(|why| {
         UserError::new(format!(
             "`{text}` names a git repository `{}`, {why}",
             git.url
@@ -461,14 +462,14 @@ fn folder_skills(text: &str, folder: &str, root: &Path, args: &AddArgs) -> anyho
         }
         vec![dir]
     } else {
-        choose(folder, &dir, &sources::skills_below(&dir, 3), args)?
+        choose(folder, &dir, &folder::skills_below(&dir, 3), args)?
     };
     take_each(
         &folders,
         |path| folder_label(path),
         |path| {
-            let skill = sources::read_folder(path, &format!("`{text}`"))?;
-            let written = sources::relative_path(path, &root).ok_or_else(|| {
+            let skill = folder::read_folder(path, &format!("`{text}`"))?;
+            let written = folder::relative_path(path, &root).ok_or_else(|| {
                 UserError::new(format!(
                     "`{}` cannot be written relative to the project at {}",
                     path.display(),
@@ -502,7 +503,7 @@ fn git_skills(
     // folder, and written relative to the project's root, which is what
     // an install reads it against.
     let mut git = git.clone();
-    let location = if sources::is_local_path(&git.url) {
+    let location = if source::is_local_path(&git.url) {
         let path =
             fs_err::canonicalize(std::env::current_dir()?.join(&git.url)).map_err(|error| {
                 UserError::new(format!(
@@ -512,7 +513,7 @@ fn git_skills(
                 .with_source(error)
             })?;
         let root = fs_err::canonicalize(root)?;
-        if let Some(relative) = sources::relative_path(&path, &root) {
+        if let Some(relative) = folder::relative_path(&path, &root) {
             git.url = relative;
         }
         path.to_string_lossy().into_owned()

@@ -26,7 +26,8 @@ use fs4::fs_std::FileExt as _;
 use skillpkg_index::archive::Limits;
 
 #[cfg(feature = "git")]
-use super::sources::{FolderSkill, GitSource, read_fetched};
+use super::folder::{FolderSkill, read_fetched};
+use super::source::GitSource;
 #[cfg(feature = "git")]
 use crate::error::UserError;
 
@@ -39,7 +40,8 @@ mod tree;
 /// git source is refused.
 #[cfg(not(feature = "git"))]
 mod without_git {
-    use super::super::sources::{FolderSkill, GitSource};
+    use super::super::folder::FolderSkill;
+    use super::super::source::GitSource;
     use crate::error::UserError;
 
     fn refused(source: &GitSource) -> anyhow::Error {
@@ -554,7 +556,7 @@ fn read_skill_here(
     repository.extract(commit, source.path.as_deref(), &staging)?;
     drop(repository);
     // The repository's (or its folder's) name may differ from the skill's.
-    let folder = super::sources::named_after_its_skill(staging)?;
+    let folder = super::folder::named_after_its_skill(staging)?;
     let skill = read_fetched(&folder, origin)?;
     Ok((commit.to_string(), skill))
 }

@@ -47,6 +47,7 @@ use super::policy::{
 };
 use super::resolve;
 use super::signers::{self, Pinning};
+use super::source::{self, Direct};
 use super::sources::{self, DirectLock};
 use super::targets::{InstalledSkill, Target};
 use crate::client::fetch::check_provenance;
@@ -1432,15 +1433,15 @@ async fn fetch_pinned(
     // A tarball's or an index's artifact the lock pins by checksum is read
     // from the cache when it is there, offline too.
     let cached = match source {
-        sources::Direct::Index(_) | sources::Direct::Url(_) => entry
+        Direct::Index(_) | Direct::Url(_) => entry
             .checksum
             .and_then(|checksum| super::web::read_cached(&checksum, &entry.name, &origin)),
         _ => None,
     };
     let packed = match (source, cached) {
         (_, Some(cached)) => cached?.packed,
-        (sources::Direct::Git(git), None) => {
-            let commit = sources::locked_commit(&entry.source);
+        (Direct::Git(git), None) => {
+            let commit = source::locked_commit(&entry.source);
             let location = git.location(manifest.root());
             super::git::read_skill(git, &location, commit, offline, &origin)?
                 .1

@@ -10,7 +10,7 @@ use anyhow::Context as _;
 use skillpkg_index::skill::SkillName;
 
 use super::policy::{self, Policy};
-use super::sources::Direct;
+use super::source::Direct;
 use crate::client::registries::{self, ConfigFile, ProjectRegistries, RegistrySpec};
 use crate::error::UserError;
 
@@ -207,12 +207,12 @@ enum Entry {
     Direct(Direct, Vec<String>),
 }
 
-/// Reads a `policy-exempt` list: keys of [`super::source_policy::EXEMPTABLE`].
+/// Reads a `policy-exempt` list: keys of [`super::policy::EXEMPTABLE`].
 fn policy_exempt(
     value: &toml::Value,
     invalid: &dyn Fn(String) -> anyhow::Error,
 ) -> anyhow::Result<Vec<String>> {
-    let known = super::source_policy::EXEMPTABLE;
+    let known = policy::EXEMPTABLE;
     let listed = || {
         known
             .iter()
@@ -257,7 +257,7 @@ fn entry(name: &str, value: &toml::Value, path: &Path) -> anyhow::Result<Entry> 
     let (text, allow_unsigned, registry) = match value {
         toml::Value::String(text) => (text.as_str(), false, None),
         toml::Value::Table(table)
-            if super::sources::is_direct_table(&|key| table.contains_key(key)) =>
+            if super::source::is_direct_table(&|key| table.contains_key(key)) =>
         {
             let mut table = table.clone();
             let exempt = match table.remove("policy-exempt") {
@@ -453,7 +453,7 @@ pub fn edit(
         if skills
             .get(name)
             .and_then(|item| item.as_table_like())
-            .is_some_and(|table| super::sources::is_direct_table(&|key| table.contains_key(key)))
+            .is_some_and(|table| super::source::is_direct_table(&|key| table.contains_key(key)))
         {
             skills.remove(name);
         }

@@ -4,6 +4,7 @@
 pub mod agents;
 pub mod collection;
 pub mod commit;
+pub mod folder;
 pub mod git;
 mod indexes;
 pub mod install;
@@ -13,6 +14,7 @@ pub mod plan;
 pub mod policy;
 pub mod resolve;
 pub mod signers;
+pub mod source;
 pub mod source_policy;
 pub mod sources;
 pub mod targets;

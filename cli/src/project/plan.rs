@@ -18,7 +18,7 @@ use skillpkg_index::checksum::Checksum;
 use skillpkg_index::skill::SkillName;
 
 use super::lockfile::{LockedSkill, Lockfile};
-use super::targets::{STATE_FILE, TargetState};
+use super::targets::{InstalledSkill, LINK_PREFIX, STATE_FILE, TargetState, link_identity};
 use crate::error::UserError;
 
 /// What is at `<target>/<name>`.
@@ -85,12 +85,22 @@ impl OnDisk {
     }
 }
 
-/// How a record names a symlink among tree hashes ([`OnDisk::identity`]).
-const LINK_PREFIX: &str = "link:";
-
-/// The identity of a symlink holding `text`.
-pub fn link_identity(text: &str) -> String {
-    format!("{LINK_PREFIX}{text}")
+// The record is the targets' type; what it recognises on disk is the
+// plan's.
+impl InstalledSkill {
+    /// Returns true if and only if `disk` is the folder (or the symlink)
+    /// this record says skillpkg installed, or was replacing.
+    pub fn recognises(&self, disk: &OnDisk) -> bool {
+        let installed = match &self.link {
+            Some(text) => disk.is(&link_identity(text)),
+            None => disk.tree_is(&self.tree),
+        };
+        installed
+            || self
+                .replacing
+                .as_deref()
+                .is_some_and(|replacing| disk.is(replacing))
+    }
 }
 
 /// One target, as observed.
@@ -457,7 +467,6 @@ pub fn changed_files(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::project::targets::InstalledSkill;
 
     fn name(text: &str) -> SkillName {
         text.parse().unwrap()

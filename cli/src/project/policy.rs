@@ -36,6 +36,15 @@ use skillpkg_index::skill::SkillName;
 use super::lockfile::{LockedSkill, Lockfile};
 use crate::error::UserError;
 
+/// The `[policy]` (and registry) keys a skill's `policy-exempt` may name.
+pub const EXEMPTABLE: [&str; 5] = [
+    "minimum-release-age",
+    "require-signature",
+    "require-provenance",
+    "trust",
+    "allowed-signers",
+];
+
 /// The keys of `[policy]`.
 const KEYS: [&str; 4] = [
     "minimum-release-age",

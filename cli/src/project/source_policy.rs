@@ -18,18 +18,9 @@
 use super::lockfile::Lockfile;
 use super::manifest::Manifest;
 use super::policy::Trust;
-use super::sources::Direct;
+use super::source::Direct;
 use crate::client::registries::Registries;
 use crate::error::UserError;
-
-/// The `[policy]` (and registry) keys a skill's `policy-exempt` may name.
-pub const EXEMPTABLE: [&str; 5] = [
-    "minimum-release-age",
-    "require-signature",
-    "require-provenance",
-    "trust",
-    "allowed-signers",
-];
 
 /// One rule a source cannot meet.
 #[derive(Debug, PartialEq, Eq)]

@@ -21,6 +21,14 @@ use skillpkg_index::skill::SkillName;
 use super::agents::Agent;
 use crate::error::UserError;
 
+/// How a record names a symlink among tree hashes (`OnDisk::identity` in [`super::plan`]).
+pub const LINK_PREFIX: &str = "link:";
+
+/// The identity of a symlink holding `text`.
+pub fn link_identity(text: &str) -> String {
+    format!("{LINK_PREFIX}{text}")
+}
+
 /// The record of a target folder.
 pub const STATE_FILE: &str = ".skillpkg.json";
 
@@ -64,22 +72,6 @@ pub struct InstalledSkill {
     /// and warn again (`install --force` tries the link again).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub copy_for_link: bool,
-}
-
-impl InstalledSkill {
-    /// Returns true if and only if `disk` is the folder (or the symlink)
-    /// this record says skillpkg installed, or was replacing.
-    pub fn recognises(&self, disk: &super::plan::OnDisk) -> bool {
-        let installed = match &self.link {
-            Some(text) => disk.is(&super::plan::link_identity(text)),
-            None => disk.tree_is(&self.tree),
-        };
-        installed
-            || self
-                .replacing
-                .as_deref()
-                .is_some_and(|replacing| disk.is(replacing))
-    }
 }
 
 /// A resolved target.

@@ -25,7 +25,7 @@ use skillpkg_index::checksum::Checksum;
 use skillpkg_index::skill::{SKILL_MD, SkillName};
 use url::Url;
 
-use super::sources::{FolderSkill, read_fetched};
+use super::folder::{FolderSkill, read_fetched};
 use crate::client::registry::{get_public, get_public_at};
 use crate::error::UserError;
 
@@ -408,7 +408,7 @@ pub async fn read_tarball(
     let unpacked = scratch.path().join("skill");
     unpack(&bytes, &unpacked, origin)?;
     store(&checksum, &bytes);
-    let folder = super::sources::named_after_its_skill(unpacked)?;
+    let folder = super::folder::named_after_its_skill(unpacked)?;
     Ok((checksum, read_fetched(&folder, origin)?))
 }
 

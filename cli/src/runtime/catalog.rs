@@ -32,10 +32,10 @@ use skillpkg_index::archive::walk::{self, EntryKind};
 use skillpkg_index::archive::{FileDigest, tree_hash, tree_hash::hex};
 use skillpkg_index::skill::catalog::{self, Catalog, SkillStatus};
 use skillpkg_index::skill::scope::Environment;
-use skillpkg_index::skill::{Frontmatter, Host, document};
+use skillpkg_index::skill::{Frontmatter, Host, SKILL_MD, document, unambiguous_text};
 
 use super::protected::{AllowedGrant, Protection};
-use super::served_md;
+use super::served_md::{self, ServedFile};
 use super::vetting::{self, Decision};
 use crate::project::lockfile::{self, LockedSkill, Lockfile};
 use crate::project::targets::{STATE_FILE, TargetState};
@@ -155,14 +155,23 @@ impl ServedSkill {
     }
 }
 
-/// A file of a served skill.
-#[derive(Clone, Debug)]
-pub struct ServedFile {
-    /// Relative to the skill folder, `/`-separated.
-    pub path: String,
-    pub size: u64,
-    pub sha256: [u8; 32],
-    pub executable: bool,
+impl ServedSkill {
+    /// `file` as listed to clients (see [`served_md::listed`]).
+    pub fn listed<'a>(&'a self, file: &'a ServedFile) -> &'a ServedFile {
+        served_md::listed(file, self.served_skill_md.as_ref())
+    }
+
+    /// The bytes served for the file at `path`, read as `bytes` and
+    /// checked against the manifest.
+    pub(super) fn served(&self, path: &str, bytes: Vec<u8>) -> Vec<u8> {
+        if path != SKILL_MD || self.served_skill_md.is_none() {
+            return bytes;
+        }
+        match unambiguous_text(&bytes) {
+            Some(text) => text.into_bytes(),
+            None => bytes,
+        }
+    }
 }
 
 /// The digests of served files, as the tree hash takes them.

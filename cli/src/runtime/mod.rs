@@ -11,6 +11,7 @@ pub mod arrival;
 pub mod audit;
 pub mod catalog;
 pub mod exec;
+pub mod grant;
 pub mod handles;
 pub mod input;
 #[cfg(target_os = "linux")]

@@ -2,7 +2,7 @@
 //! (docs/runtime-sandbox.md, the section of that name).
 //!
 //! A skill's `permissions.filesystem` globs become Landlock rules on
-//! folders ([`super::sandbox`]); a grant on `.claude/**` or `.git/hooks/**`
+//! folders (in `super::sandbox`); a grant on `.claude/**` or `.git/hooks/**`
 //! would let a script plant Claude Code hooks, a git hook, or another
 //! skill, which run later, outside the sandbox. So before a grant becomes
 //! a rule, the folder (or file) it would open is judged:
@@ -29,7 +29,7 @@ use skillpkg_index::skill::SkillName;
 use skillpkg_index::skill::model::Permissions;
 use skillpkg_index::skill::protected::{self as rules, Access, Rule};
 
-use super::sandbox::Denied;
+use super::grant::{Denied, Reach, Refusal, parse_glob};
 
 /// How many entries one check may look at beneath the folders one glob
 /// grants, searching for protected names (as many as a read glob's
@@ -73,85 +73,6 @@ impl fmt::Display for AllowedGrant {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}={}", self.skill, self.glob)
     }
-}
-
-/// How a grant meets a protected path.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Reach {
-    /// The grant is the protected path.
-    Is,
-    /// The grant lies inside it.
-    Inside,
-    /// The grant holds it.
-    Contains,
-}
-
-/// A grant refused because it reaches a protected path.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Refusal {
-    pub skill: String,
-    pub access: Access,
-    /// The glob, as the skill wrote it.
-    pub glob: String,
-    /// What the grant would open: a path, or the glob's text when it is
-    /// judged from the text alone.
-    pub granted: String,
-    /// The protected path it reaches.
-    pub protected: String,
-    pub reach: Reach,
-    pub rule: Rule,
-}
-
-impl fmt::Display for Refusal {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let Self {
-            skill,
-            access,
-            glob,
-            granted,
-            protected,
-            reach,
-            rule,
-        } = self;
-        let opened = match access {
-            Access::Read => "readable",
-            Access::Write => "writable",
-        };
-        write!(
-            f,
-            "skill `{skill}` may not have `permissions.filesystem.{access}` pattern `{glob}`: "
-        )?;
-        match reach {
-            Reach::Is => write!(f, "it would make `{protected}` {opened}")?,
-            Reach::Inside => write!(
-                f,
-                "it would make `{granted}` {opened}, inside `{protected}`"
-            )?,
-            Reach::Contains => write!(
-                f,
-                "it would make `{granted}` {opened}, and with it `{protected}`"
-            )?,
-        }
-        write!(f, ", {} (rule `{rule}`): {}", rule.what(), rule.why())
-    }
-}
-
-impl Refusal {
-    /// How an operator allows the grant, and what the skill's author can
-    /// do instead.
-    pub fn hint(&self) -> String {
-        format!(
-            "if you trust skill `{}` with this, start `skillpkg mcp --allow-grant {}`; a skill's author grants a folder of its own instead, like `output/**`",
-            self.skill,
-            shell_quote(&format!("{}={}", self.skill, self.glob))
-        )
-    }
-}
-
-/// `text` in single quotes for a POSIX shell, so a glob's `*` and spaces
-/// reach skillpkg as they are.
-fn shell_quote(text: &str) -> String {
-    format!("'{}'", text.replace('\'', r"'\''"))
 }
 
 /// What grants may not reach, beyond the names every project has: the
@@ -331,8 +252,7 @@ impl Protection {
                     continue;
                 }
                 self.check_text(skill, access, glob)?;
-                let Ok((prefix, matcher)) = super::sandbox::parse_glob(access.as_str(), glob)
-                else {
+                let Ok((prefix, matcher)) = parse_glob(access.as_str(), glob) else {
                     continue;
                 };
                 // A read glob with wildcards opens only what it matches;
@@ -732,7 +652,14 @@ mod tests {
             .unwrap_err();
         assert!(error.to_string().contains("rule `agent-config`"), "{error}");
 
-        assert_eq!(shell_quote("notes=it's/**"), r"'notes=it'\''s/**'");
+        assert!(
+            error
+                .hint()
+                .unwrap()
+                .contains(r"--allow-grant 'other=.claude/**'"),
+            "{:?}",
+            error.hint()
+        );
         for bad in ["notes", "Notes=x", "notes=", "=x"] {
             assert!(bad.parse::<AllowedGrant>().is_err(), "{bad}");
         }

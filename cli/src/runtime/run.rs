@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::catalog::ServedSkill;
 use super::exec::{self, Limits, RunOutcome, RunRequest};
+use super::grant::Denied;
 use super::protected::Protection;
 use super::sandbox::{self, Policy};
 use super::tool_call::{
@@ -122,7 +123,7 @@ struct Prepared {
     sandbox: Option<Policy>,
 }
 
-fn denied(error: &sandbox::Denied) -> ToolError {
+fn denied(error: &Denied) -> ToolError {
     let message = match error.hint() {
         Some(hint) => format!("{error}; {hint}"),
         None => error.to_string(),

@@ -32,8 +32,6 @@
 //! so the server itself stays unconfined and no launcher has to be
 //! executed in between (docs/runtime-sandbox.md has the measurements).
 
-use std::borrow::Cow;
-use std::io;
 use std::path::{Component, Path, PathBuf};
 use std::sync::OnceLock;
 
@@ -41,7 +39,8 @@ use serde::{Deserialize, Serialize};
 use skillpkg_index::skill::model::Permissions;
 use skillpkg_index::skill::protected::Access;
 
-use super::protected::{self, Protection, Refusal};
+use super::grant::{Denied, WILDCARDS, parse_glob};
+use super::protected::{self, Protection};
 
 /// System folders and files every sandboxed script may read: the dynamic
 /// loader's libraries and cache, interpreters' standard libraries, time
@@ -100,9 +99,6 @@ const ELF_LOADERS: &[&str] = &[
 const MAX_MATCHES: usize = 4096;
 const MAX_VISITED: usize = 50_000;
 
-/// The characters that make a glob more than a literal path.
-const WILDCARDS: [char; 6] = ['*', '?', '[', ']', '{', '}'];
-
 /// What the running kernel can enforce, reported by [`probe`] once at
 /// server start.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -157,63 +153,6 @@ pub struct Policy {
     /// Things the runtime grants less (or more coarsely) than declared,
     /// for the caller to pass on.
     pub notes: Vec<String>,
-}
-
-/// Why a permission, a script path or a working folder is refused.
-#[derive(Debug, thiserror::Error)]
-pub enum Denied {
-    #[error("`permissions.filesystem.{access}` pattern `{glob}` is refused: {reason}")]
-    Glob {
-        access: &'static str,
-        glob: String,
-        reason: String,
-    },
-    #[error("{path} is outside the roots the client granted")]
-    OutsideRoots { path: PathBuf },
-    #[error("no roots: the client granted none and there is no project folder")]
-    NoRoots,
-    #[error("`{path}` is refused: {reason}")]
-    Path { path: String, reason: String },
-    #[error("cannot read {path}")]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: io::Error,
-    },
-    /// The grant reaches agent or VCS configuration, credentials or
-    /// another protected path ([`super::protected`]).
-    #[error("{0}")]
-    Protected(Box<Refusal>),
-}
-
-impl Denied {
-    /// What the user (or the skill's author) can do about it.
-    pub fn hint(&self) -> Option<Cow<'static, str>> {
-        if let Self::Protected(refusal) = self {
-            return Some(refusal.hint().into());
-        }
-        let hint = match self {
-            Self::Glob {
-                access: "write", ..
-            } => Some(
-                "write patterns need a fixed folder to grant, like `output/**`, inside the roots",
-            ),
-            Self::Glob { .. } => Some(
-                "patterns match root-relative paths with `/`, like `docs/**/*.pdf`; declare a narrower one",
-            ),
-            Self::OutsideRoots { .. } => {
-                Some("ask the client to add the folder to its MCP roots, or use one inside them")
-            }
-            Self::NoRoots => {
-                Some("start `skillpkg mcp` with --project, or let the client send roots")
-            }
-            Self::Path { .. } => {
-                Some("give a path relative to the skill folder, like `scripts/extract.py`")
-            }
-            Self::Io { .. } | Self::Protected(_) => None,
-        };
-        hint.map(Cow::Borrowed)
-    }
 }
 
 /// Returns what the running kernel's Landlock can enforce. Computed once.
@@ -395,50 +334,6 @@ fn network_for(outbound: &[String]) -> Network {
     ports.sort_unstable();
     ports.dedup();
     Network::Ports(ports)
-}
-
-/// Checks a permission glob the way `skillpkg validate` does and splits it
-/// into its fixed prefix (the folders before the first wildcard) and a
-/// matcher for the rest; the matcher is `None` when the glob is a literal
-/// path or `prefix/**`, which need no walk.
-pub(crate) fn parse_glob(
-    access: &'static str,
-    glob: &str,
-) -> Result<(PathBuf, Option<globset::GlobMatcher>), Denied> {
-    let refuse = |reason: &str| Denied::Glob {
-        access,
-        glob: glob.to_owned(),
-        reason: reason.to_owned(),
-    };
-    let trimmed = glob.trim_start_matches("./");
-    if trimmed.is_empty() {
-        return Err(refuse("it is empty"));
-    }
-    if trimmed.starts_with('!') {
-        return Err(refuse("negation (`!`) only exists in other glob dialects"));
-    }
-    if trimmed.contains('\\') || trimmed.contains('\0') {
-        return Err(refuse("it contains `\\` or NUL"));
-    }
-    if trimmed.starts_with('/') || trimmed.starts_with('~') {
-        return Err(refuse("it is absolute; patterns are relative to the roots"));
-    }
-    if trimmed.split('/').any(|part| part == "..") {
-        return Err(refuse("it climbs out of the roots with `..`"));
-    }
-    let is_wild = |part: &str| part.contains(WILDCARDS);
-    let parts: Vec<&str> = trimmed.split('/').filter(|part| !part.is_empty()).collect();
-    let fixed = parts.iter().take_while(|part| !is_wild(part)).count();
-    let prefix: PathBuf = parts[..fixed].iter().filter(|part| **part != ".").collect();
-    if fixed == parts.len() || (fixed + 1 == parts.len() && parts[fixed] == "**") {
-        return Ok((prefix, None));
-    }
-    let matcher = globset::GlobBuilder::new(trimmed)
-        .literal_separator(true)
-        .build()
-        .map_err(|error| refuse(&error.kind().to_string()))?
-        .compile_matcher();
-    Ok((prefix, Some(matcher)))
 }
 
 /// Walks `base` (under `root`) without following symbolic links and adds
@@ -1028,6 +923,7 @@ mod landlock_rules {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runtime::grant::{Reach, Refusal};
 
     #[test]
     fn a_glob_splits_into_its_fixed_folder_and_the_rest() {
@@ -1125,7 +1021,7 @@ mod tests {
         // A folder holding a repository of its own.
         fs_err::create_dir_all(project.join("vendor/lib/.git")).unwrap();
         let refused = refusal(write_policy(&project, "vendor/**", &protection));
-        assert_eq!(refused.reach, protected::Reach::Contains);
+        assert_eq!(refused.reach, Reach::Contains);
         assert!(
             refused.protected.ends_with("vendor/lib/.git"),
             "{refused:?}"

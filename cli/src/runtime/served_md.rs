@@ -18,7 +18,15 @@
 use sha2::{Digest as _, Sha256};
 use skillpkg_index::skill::{SKILL_MD, unambiguous_text};
 
-use super::catalog::{ServedFile, ServedSkill};
+/// A file of a served skill.
+#[derive(Clone, Debug)]
+pub struct ServedFile {
+    /// Relative to the skill folder, `/`-separated.
+    pub path: String,
+    pub size: u64,
+    pub sha256: [u8; 32],
+    pub executable: bool,
+}
 
 /// `SKILL.md` as served, when that differs from `bytes`, the file whose
 /// manifest entry is `file`; `None` when it is served as written (or
@@ -42,25 +50,6 @@ pub fn listed<'a>(file: &'a ServedFile, served: Option<&'a ServedFile>) -> &'a S
     match served {
         Some(served) if file.path == SKILL_MD => served,
         _ => file,
-    }
-}
-
-impl ServedSkill {
-    /// `file` as listed to clients (see [`listed`]).
-    pub fn listed<'a>(&'a self, file: &'a ServedFile) -> &'a ServedFile {
-        listed(file, self.served_skill_md.as_ref())
-    }
-
-    /// The bytes served for the file at `path`, read as `bytes` and
-    /// checked against the manifest.
-    pub(super) fn served(&self, path: &str, bytes: Vec<u8>) -> Vec<u8> {
-        if path != SKILL_MD || self.served_skill_md.is_none() {
-            return bytes;
-        }
-        match unambiguous_text(&bytes) {
-            Some(text) => text.into_bytes(),
-            None => bytes,
-        }
     }
 }
 

@@ -24,6 +24,7 @@
 //! (`runtime::exec`, `runtime::sandbox`, `runtime::audit`).
 
 mod confirm;
+mod error;
 mod names;
 mod outcome;
 mod redact;
@@ -33,10 +34,10 @@ pub use confirm::{
     APPROVE_FIELD, Approval, ApprovalState, ConfirmationRequest, ElicitationAnswer,
     confirmation_for, decide,
 };
+pub use error::{ErrorCode, ToolError};
 pub use names::{MAX_WIRE_NAME_LEN, NameCollision, ToolRef, WireNames, is_wire_name, wire_name};
 pub use outcome::{
-    ErrorCode, Outcome, ProcessResult, ToolError, ToolOutcome, interpret, json_kind, listed_tool,
-    stdin_payload,
+    Outcome, ProcessResult, ToolOutcome, interpret, json_kind, listed_tool, stdin_payload,
 };
 pub use redact::{MIN_SECRET_CHARS, Redactor};
 pub use schema::{MAX_LISTED_ERRORS, SchemaCache, ToolSchemas};

@@ -24,6 +24,7 @@
 
 mod behaviour;
 mod blocks;
+mod chars;
 mod code;
 mod decode;
 mod disguised;

@@ -1,6 +1,7 @@
 //! One scanned text file: byte offsets to lines and columns, and excerpts
 //! that are safe to print.
 
+use super::chars;
 use super::{Finding, Rule, Severity};
 
 /// The longest excerpt kept, in characters: enough to recognise the line,
@@ -161,11 +162,10 @@ pub struct Excerpt {
 fn stand_in(character: char) -> Option<String> {
     let code = u32::from(character);
     let hidden = character.is_control() && character != '\t'
-        || super::unicode::is_bidi(character)
-        || super::unicode::is_invisible(character)
-        || (0xE0000..=0xE007F).contains(&code)
-        || (0xFE00..=0xFE0F).contains(&code)
-        || (0xE0100..=0xE01EF).contains(&code);
+        || chars::is_bidi(character)
+        || chars::is_invisible(character)
+        || chars::is_tag(character)
+        || chars::is_variation_selector(character);
     hidden.then(|| format!("<U+{code:04X}>"))
 }
 

@@ -35,7 +35,7 @@ use serde_json::Value;
 use skillpkg_index::skill::model::{ConfirmationLevel, JsonObject, Safety, Tool};
 
 use super::cap_chars;
-use super::outcome::{ErrorCode, ToolError};
+use super::error::{ErrorCode, ToolError};
 use super::redact::Redactor;
 
 /// The form field the user ticks to approve a run.

@@ -20,7 +20,7 @@ use skillpkg_index::skill::model::{JsonObject, Tool};
 use skillpkg_index::skill::tools::compile_schema;
 
 use super::cap_chars;
-use super::outcome::{ErrorCode, ToolError};
+use super::error::{ErrorCode, ToolError};
 
 /// How many failing paths an error lists; the rest are counted.
 pub const MAX_LISTED_ERRORS: usize = 10;

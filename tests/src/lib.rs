@@ -464,6 +464,16 @@ pub fn files_below(root: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> 
     files
 }
 
+/// The files of the project at `root`, as [`files_below`], but its lock
+/// file (`.skillpkg-lock`, empty, which only serialises runs and which any
+/// command may leave): for checking that a refused command changed
+/// nothing.
+pub fn project_files(root: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
+    let mut files = files_below(root);
+    files.remove(Path::new(".skillpkg-lock"));
+    files
+}
+
 /// The files a running registry serves below `root`: like [`files_below`],
 /// but without its in-flight temporary files (`.skillpkg-tmp-*`, never
 /// served), and a file renamed away while the folder is read is passed

@@ -45,10 +45,16 @@ impl Refusal {
         // The others of the collection are installed: a hint's "nothing
         // was installed" is not true of the command.
         let fix = user.hint.as_deref().and_then(|hint| {
-            let fix = ["nothing was installed; ", "nothing was changed; "]
-                .iter()
-                .fold(hint, |hint, said| hint.strip_prefix(said).unwrap_or(hint));
-            (!fix.starts_with("nothing was")).then(|| fix.to_owned())
+            let parts: Vec<&str> = hint
+                .split("; ")
+                .filter(|part| {
+                    !matches!(
+                        *part,
+                        "nothing was installed" | "nothing was changed" | "nothing was added"
+                    )
+                })
+                .collect();
+            (!parts.is_empty()).then(|| parts.join("; "))
         });
         Some(Self {
             skill: skill.to_owned(),
@@ -221,6 +227,20 @@ mod tests {
             .into();
         let refusal = Refusal::of("x", &error).unwrap();
         assert_eq!(refusal.fix.as_deref(), Some("run `skillpkg validate`"));
+        // Wherever the hint says it, that is not true of a collection.
+        let said = |hint: &str| {
+            let error: anyhow::Error = UserError::new("bad").with_hint(hint.to_owned()).into();
+            Refusal::of("x", &error).unwrap().fix
+        };
+        assert_eq!(
+            said("check the URL; nothing was installed; tell its operator").as_deref(),
+            Some("check the URL; tell its operator")
+        );
+        assert_eq!(
+            said("give the folder of the skill; nothing was installed").as_deref(),
+            Some("give the folder of the skill")
+        );
+        assert_eq!(said("nothing was changed"), None);
         assert!(Refusal::of("x", &anyhow::anyhow!("I/O")).is_none());
     }
 }

@@ -2,6 +2,7 @@
 //! are installed into.
 
 pub mod agents;
+pub mod arguments;
 pub mod collection;
 pub mod commit;
 pub mod folder;

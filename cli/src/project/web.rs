@@ -17,7 +17,7 @@
 //! under the package limits before the skill goes through
 //! [`super::sources::read_folder`] like any other.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use skillpkg_index::archive::{self, Limits, check_portable_path};
@@ -105,13 +105,12 @@ pub fn is_tarball(url: &Url) -> bool {
     path.ends_with(".tgz") || path.ends_with(".tar.gz")
 }
 
-/// Reads the discovery index of `site`: the URL of an `index.json`, or of a
-/// site whose `/.well-known/agent-skills/index.json` (or
-/// `/.well-known/skills/index.json`) is tried.
 /// Returns true if and only if `site` is a skillpkg registry: the folder
 /// it names holds a `config.json` in the registry's format
 /// (docs/index-format.md), so that its skills are to be read as a
 /// registry's, with their signatures, and not through its discovery index.
+/// A site's answer is kept for the rest of the process: an install that
+/// fetches several skills of one site asks it once.
 pub async fn is_registry(site: &str) -> anyhow::Result<bool> {
     let mut url = parse_url(site)?;
     // An index's own URL names the site it is the index of.
@@ -126,18 +125,37 @@ pub async fn is_registry(site: &str) -> anyhow::Result<bool> {
     if !base.path().ends_with('/') {
         base.set_path(&format!("{}/", base.path()));
     }
-    let Some((bytes, _)) =
-        crate::client::registry::get_public_at(&base.join("config.json")?, 64 * 1024).await?
-    else {
-        return Ok(false);
+    static ANSWERS: std::sync::LazyLock<std::sync::Mutex<HashMap<Url, bool>>> =
+        std::sync::LazyLock::new(Default::default);
+    let config_url = base.join("config.json")?;
+    let known = ANSWERS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .get(&config_url)
+        .copied();
+    if let Some(known) = known {
+        return Ok(known);
+    }
+    let is = match crate::client::registry::get_public_at(&config_url, 64 * 1024).await? {
+        None => false,
+        Some((bytes, _)) => match serde_json::from_slice(&bytes) {
+            Ok(serde_json::Value::Object(config)) => {
+                config.get("v").is_some_and(serde_json::Value::is_u64)
+                    && config.get("dl").is_some_and(serde_json::Value::is_string)
+            }
+            _ => false,
+        },
     };
-    let Ok(serde_json::Value::Object(config)) = serde_json::from_slice(&bytes) else {
-        return Ok(false);
-    };
-    Ok(config.get("v").is_some_and(serde_json::Value::is_u64)
-        && config.get("dl").is_some_and(serde_json::Value::is_string))
+    ANSWERS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .insert(config_url, is);
+    Ok(is)
 }
 
+/// Reads the discovery index of `site`: the URL of an `index.json`, or of a
+/// site whose `/.well-known/agent-skills/index.json` (or
+/// `/.well-known/skills/index.json`) is tried.
 pub async fn read_index(site: &str) -> anyhow::Result<Index> {
     let url = parse_url(site)?;
     let candidates: Vec<Url> = if url.path().ends_with(".json") {

@@ -2,7 +2,7 @@
 //! threshold with the findings in the error, and the verdict recorded in
 //! the index line.
 
-use skillpkg_tests::{Skill, TestContext, TestRegistry, files_below, run};
+use skillpkg_tests::{Skill, TestContext, TestRegistry, project_files, run};
 
 /// A skill whose setup script downloads and runs a program.
 fn dropper(version: &str) -> Skill {
@@ -83,7 +83,7 @@ fn an_install_of_a_high_risk_skill_is_refused_until_allowed_and_its_verdict_is_l
     fs_err::create_dir_all(&project).unwrap();
     let skillpkg = |args: &[&str]| run(cx.skillpkg_command().current_dir(&project).args(args));
     assert_eq!(skillpkg(&["init", "--target", "claude"]).code, 0);
-    let before = files_below(&project);
+    let before = project_files(&project);
 
     let refused = skillpkg(&["add", "pdf-helper", "--registry", registry.url()]);
     assert_eq!(refused.code, 1, "{refused:?}");
@@ -97,8 +97,7 @@ fn an_install_of_a_high_risk_skill_is_refused_until_allowed_and_its_verdict_is_l
         "{}",
         refused.stderr
     );
-    let mut after = files_below(&project);
-    after.remove(std::path::Path::new(".skillpkg-lock"));
+    let after = project_files(&project);
     assert_eq!(after, before, "a refused add changed the project");
 
     let added = skillpkg(&[

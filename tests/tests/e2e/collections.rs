@@ -5,9 +5,9 @@
 //! OpenAI's, GitHub's awesome-copilot, Vercel's agent-skills), not their
 //! files.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use skillpkg_tests::{ExampleProject, Output, files_below};
+use skillpkg_tests::{ExampleProject, Output, project_files};
 
 use crate::sources::git;
 
@@ -157,12 +157,6 @@ fn manifest_names(project: &ExampleProject) -> Vec<String> {
     names
 }
 
-fn project_files(project: &ExampleProject) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
-    let mut files = files_below(&project.root);
-    files.remove(Path::new(".skillpkg-lock"));
-    files
-}
-
 fn assert_left_out(output: &Output, skill: &str, reason: &str) {
     let line = output
         .stderr
@@ -247,7 +241,7 @@ fn several_named_skills_are_a_collection_and_one_alone_fails_as_before() {
 
     // One skill given alone that cannot be taken fails the command and
     // changes nothing.
-    let before = project_files(&project);
+    let before = project_files(&project.root);
     let alone = project.run(&["add", &source, "--skill", "broken"]);
     assert_eq!(alone.code, 1, "{alone:?}");
     assert!(
@@ -255,7 +249,7 @@ fn several_named_skills_are_a_collection_and_one_alone_fails_as_before() {
         "{}",
         alone.stderr
     );
-    assert_eq!(project_files(&project), before);
+    assert_eq!(project_files(&project.root), before);
 
     // Every one given refused: nothing changes.
     let none = project.run(&["add", &source, "--skill", "broken", "--skill", "dropper"]);
@@ -267,7 +261,7 @@ fn several_named_skills_are_a_collection_and_one_alone_fails_as_before() {
         "{}",
         none.stderr
     );
-    assert_eq!(project_files(&project), before, "{none:?}");
+    assert_eq!(project_files(&project.root), before, "{none:?}");
 
     // Two named, one refused: the other is added, and --json says which.
     let some = project.run(&[
@@ -287,6 +281,49 @@ fn several_named_skills_are_a_collection_and_one_alone_fails_as_before() {
     );
     assert_eq!(installed(&project), ["pdf"]);
     assert_eq!(manifest_names(&project), ["pdf"]);
+}
+
+#[test]
+fn two_skills_of_one_name_keep_the_first_and_name_the_other() {
+    // Agents would load one of two skills of one name: the first found is
+    // added, the other is left out and named with the place it came from.
+    let project = project();
+    let twins = project.sandbox.path().join("twins");
+    let pdf = |variant: &str| {
+        skill_md(
+            "pdf",
+            "Fills PDF forms. Use when a PDF form must be filled.",
+            "",
+            &format!("# PDF\n\nThe {variant} one."),
+        )
+    };
+    write_files(
+        &twins,
+        &[
+            ("a/pdf/SKILL.md", pdf("first")),
+            ("b/pdf/SKILL.md", pdf("second")),
+            (
+                "docx/SKILL.md",
+                skill_md(
+                    "docx",
+                    "Edits Word documents. Use when a .docx file is given.",
+                    "",
+                    "# DOCX",
+                ),
+            ),
+        ],
+    );
+    let output = project.run(&["add", twins.to_str().unwrap(), "--all"]);
+    assert_eq!(output.code, 1, "{output:?}");
+    assert_left_out(&output, "pdf", "has another skill named `pdf`");
+    assert_eq!(installed(&project), ["docx", "pdf"]);
+    assert_eq!(lock_names(&project), ["docx", "pdf"]);
+    let installed_pdf =
+        fs_err::read_to_string(project.root.join(".claude/skills/pdf/SKILL.md")).unwrap();
+    assert!(installed_pdf.contains("The first one."), "{installed_pdf}");
+    let manifest: toml::Table = toml::from_str(&project.manifest()).unwrap();
+    let path = manifest["skills"]["pdf"]["path"].as_str().unwrap();
+    assert!(path.ends_with("twins/a/pdf"), "{path}");
 }
 
 #[test]

@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use skillpkg_tests::static_registry::Registry;
-use skillpkg_tests::{Output, RegistryServer, TestContext, create_token, files_below, run};
+use skillpkg_tests::{
+    Output, RegistryServer, TestContext, create_token, files_below, project_files, run,
+};
 
 /// A tmpfs of `mebibytes` MiB mounted at `path`, unmounted when dropped.
 struct SmallDisk {
@@ -144,7 +146,7 @@ fn an_install_on_a_full_disk_fails_cleanly_and_succeeds_once_space_is_freed() {
     };
     // The archives fit (1.8 MiB in the cache); the six folders do not.
     disk.fill(2_500_000);
-    let before = files_below(&project);
+    let before = project_files(&project);
 
     let output = skillpkg(&["install"]);
     assert_eq!(output.code, 1, "{output:?}");
@@ -154,8 +156,7 @@ fn an_install_on_a_full_disk_fails_cleanly_and_succeeds_once_space_is_freed() {
       Caused by: failed to write to file `[HOME]/small/project/.claude/skills/.skillpkg-new-beta-[RANDOM]/references/data.md`: No space left on device (os error 28)
     hint: the registry serves an archive that skillpkg refuses to unpack; nothing was installed; report it to the registry's operator or the skill's publisher
     ");
-    let mut after = files_below(&project);
-    after.remove(Path::new(".skillpkg-lock"));
+    let after = project_files(&project);
     assert_eq!(after, before, "a failed install changed the project");
     assert_no_leftovers(&disk.path);
     // What the cache kept is whole: every entry is its first line, a

@@ -50,14 +50,6 @@ fn alpha_project(sandbox: &TestContext) -> (Registry, PathBuf) {
     (registry, project)
 }
 
-/// Every file of the project, but the project lock (an empty file any run
-/// may leave).
-fn files_below(project: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
-    let mut files = skillpkg_tests::files_below(project);
-    files.remove(Path::new(".skillpkg-lock"));
-    files
-}
-
 /// A folder of someone else's, with a file in it.
 fn victim(path: &Path) {
     fs_err::create_dir_all(path).unwrap();
@@ -93,7 +85,7 @@ fn a_target_record_naming_paths_cannot_make_skillpkg_delete_folders() {
     let record_path = project.join(".claude/skills/.skillpkg.json");
     fs_err::create_dir_all(record_path.parent().unwrap()).unwrap();
     fs_err::write(&record_path, record.to_string()).unwrap();
-    let before = files_below(&project);
+    let before = skillpkg_tests::project_files(&project);
 
     let mut said = Vec::new();
     for args in [
@@ -108,7 +100,7 @@ fn a_target_record_naming_paths_cannot_make_skillpkg_delete_folders() {
         assert_victim_intact(&absolute);
         assert_victim_intact(&climbing);
         assert_eq!(
-            files_below(&project),
+            skillpkg_tests::project_files(&project),
             before,
             "{args:?} changed the project"
         );
@@ -174,7 +166,7 @@ fn a_target_record_cannot_claim_a_folder_the_user_made() {
         serde_json::from_str(&fs_err::read_to_string(&record_path).unwrap()).unwrap();
     record["skills"]["helper"] = claim["skills"]["helper"].clone();
     fs_err::write(&record_path, record.to_string()).unwrap();
-    let before = files_below(&project);
+    let before = skillpkg_tests::project_files(&project);
     let output = skillpkg(&sandbox, &project, &["add", "helper"]);
     assert_eq!(output.code, 1, "{output:?}");
     insta::assert_snapshot!(sandbox.redact(&output.stderr), @"
@@ -184,7 +176,7 @@ fn a_target_record_cannot_claim_a_folder_the_user_made() {
     ");
     assert_victim_intact(&handmade);
     assert_eq!(
-        files_below(&project),
+        skillpkg_tests::project_files(&project),
         before,
         "a refused add changed the project"
     );
@@ -340,14 +332,18 @@ fn an_archive_that_is_not_the_skill_it_claims_is_refused_at_install() {
     let dir = sandbox.skill("src/imposter/other", "other", "", "# other\n");
     registry.publish_folder(&dir, "imposter", "1.0.0");
     let project = project(&sandbox, &manifest(&registry.url(), "\"claude\"", ""));
-    let before = files_below(&project);
+    let before = skillpkg_tests::project_files(&project);
 
     let mut said = Vec::new();
     for name in ["empty", "imposter"] {
         let output = skillpkg(&sandbox, &project, &["add", name]);
         assert_eq!(output.code, 1, "{name}: {output:?}");
         said.push(sandbox.redact(&output.stderr));
-        assert_eq!(files_below(&project), before, "{name}: the project changed");
+        assert_eq!(
+            skillpkg_tests::project_files(&project),
+            before,
+            "{name}: the project changed"
+        );
         assert!(!project.join(".claude/skills").join(name).exists());
     }
     insta::assert_snapshot!(said.join("---\n"), @"
@@ -369,7 +365,7 @@ fn versions_that_differ_only_in_build_metadata_are_refused_not_confused() {
     registry.publish(&sandbox, "alpha", "1.0.0", "plain");
     registry.publish(&sandbox, "alpha", "1.0.0+build2", "build two");
     let project = project(&sandbox, &manifest(&registry.url(), "\"claude\"", ""));
-    let before = files_below(&project);
+    let before = skillpkg_tests::project_files(&project);
     let output = skillpkg(&sandbox, &project, &["add", "alpha@=1.0.0"]);
     assert_eq!(output.code, 1, "{output:?}");
     insta::assert_snapshot!(sandbox.redact(&output.stderr), @"
@@ -377,7 +373,7 @@ fn versions_that_differ_only_in_build_metadata_are_refused_not_confused() {
     error: the index of `alpha` in registry `default` lists both 1.0.0 and 1.0.0+build2, which are the same version
     hint: versions that differ only in build metadata are one version, and a registry must refuse the second; report it to the registry's operator
     ");
-    assert_eq!(files_below(&project), before);
+    assert_eq!(skillpkg_tests::project_files(&project), before);
 }
 
 #[test]
@@ -386,10 +382,14 @@ fn a_failed_add_leaves_skills_toml_as_it_was() {
     let mut registry = Registry::new(&sandbox);
     registry.publish(&sandbox, "alpha", "1.0.0", "alpha one");
     let project = project(&sandbox, &manifest(&registry.url(), "\"claude\"", ""));
-    let before = files_below(&project);
+    let before = skillpkg_tests::project_files(&project);
     let output = skillpkg(&sandbox, &project, &["add", "no-such-skill"]);
     assert_eq!(output.code, 1, "{output:?}");
-    assert_eq!(files_below(&project), before, "skills.toml changed");
+    assert_eq!(
+        skillpkg_tests::project_files(&project),
+        before,
+        "skills.toml changed"
+    );
 }
 
 #[test]

@@ -2,9 +2,7 @@
 //! aliases other package managers taught them, and a target folder that
 //! cannot be written, named as theirs to fix.
 
-use std::path::Path;
-
-use skillpkg_tests::{ExampleProject, files_below};
+use skillpkg_tests::{ExampleProject, project_files};
 
 #[test]
 fn uninstall_rm_and_ls_are_the_commands_users_expect() {
@@ -37,7 +35,7 @@ fn a_target_folder_that_cannot_be_written_is_the_users_error_and_changes_nothing
     // mistake): no folder can be made there.
     fs_err::create_dir_all(project.root.join(".claude")).unwrap();
     fs_err::write(project.root.join(".claude/skills"), "not a folder\n").unwrap();
-    let before = files(&project.root);
+    let before = project_files(&project.root);
 
     let output = project.run(&["add", "pdf-processing", "--allow-unsigned"]);
     assert_eq!(output.code, 1, "{output:?}");
@@ -54,13 +52,7 @@ fn a_target_folder_that_cannot_be_written_is_the_users_error_and_changes_nothing
         "{}",
         output.stderr
     );
-    assert_eq!(files(&project.root), before);
-}
-
-fn files(root: &Path) -> std::collections::BTreeMap<std::path::PathBuf, Vec<u8>> {
-    let mut files = files_below(root);
-    files.remove(Path::new(".skillpkg-lock"));
-    files
+    assert_eq!(project_files(&project.root), before);
 }
 
 #[test]

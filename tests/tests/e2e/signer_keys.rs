@@ -3,11 +3,11 @@
 //! client decides by key: under `allowed-signers`, at `update` against the
 //! lock's pin, and when a lock written with ids is upgraded.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use skillpkg_index::signing::{SecretKey, SignerKey};
 use skillpkg_tests::static_registry::Registry;
-use skillpkg_tests::{Output, TestContext, files_below, run};
+use skillpkg_tests::{Output, TestContext, project_files, run};
 
 struct World {
     sandbox: TestContext,
@@ -56,9 +56,7 @@ impl World {
 
     /// The bytes of skills.toml, skills.lock and every installed file.
     fn state(&self) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
-        let mut files = files_below(&self.project());
-        files.remove(Path::new(".skillpkg-lock"));
-        files
+        project_files(&self.project())
     }
 
     /// Returns true if and only if skills.lock pins `key`.

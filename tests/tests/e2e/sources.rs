@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use skillpkg_tests::{Output, Skill, TestContext, TestRegistry, files_below, is_executable, run};
+use skillpkg_tests::{Output, Skill, TestContext, TestRegistry, is_executable, project_files, run};
 
 /// A project folder beside a registry (that requires signatures) with one
 /// signed skill, and the skills folder of the project.
@@ -52,9 +52,7 @@ impl World {
 
     /// The project's files but the lock file skillpkg takes while it works.
     pub(crate) fn files(&self) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
-        let mut files = files_below(&self.project());
-        files.remove(Path::new(".skillpkg-lock"));
-        files
+        project_files(&self.project())
     }
 }
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use sha2::Digest as _;
 use skillpkg_tests::registry::{Skill, TestRegistry};
-use skillpkg_tests::{Nginx, Output, TestContext, files_below, run, wait_until};
+use skillpkg_tests::{Nginx, Output, TestContext, files_below, project_files, run, wait_until};
 
 /// A project folder in a sandbox, with its own cache.
 struct Project {
@@ -50,9 +50,7 @@ impl Project {
     }
 
     fn files(&self) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
-        let mut files = files_below(&self.dir());
-        files.remove(Path::new(".skillpkg-lock"));
-        files
+        project_files(&self.dir())
     }
 
     /// Writes `skill` into the sandbox and returns its folder, to compare
@@ -229,6 +227,9 @@ fn older_indexes_skill_md_entries_and_tarballs_install_and_lies_are_refused() {
         ]
     });
     fs_err::write(other.join("index.json"), index_v2.to_string()).unwrap();
+    // A site may serve a config.json of its own, here a broken one: only
+    // a registry's makes it a registry.
+    fs_err::write(site.join("config.json"), "{ \"v\": 2, \"dl\": ").unwrap();
     // A tarball, as `skillpkg pack` writes it.
     let csv = Skill::new("csv", "1.0.0");
     csv.write(&sandbox.path().join("csv"));
@@ -244,6 +245,11 @@ fn older_indexes_skill_md_entries_and_tarballs_install_and_lies_are_refused() {
     let base = format!("{}/", nginx.url());
     let added = project.user(&["add", &base, "--all"]);
     assert_eq!(added.code, 0, "{added:?}");
+    assert!(
+        !added.stderr.contains("as a skillpkg registry"),
+        "{}",
+        added.stderr
+    );
     assert!(
         added
             .stderr

@@ -1049,9 +1049,11 @@ pub struct InstallFlags {
     /// Accept unsigned skills (instead of `allow-unsigned` in skills.toml).
     #[arg(long)]
     pub allow_unsigned: bool,
-    /// Install into the user-level agent folders (~/.claude/skills, ...)
-    /// instead of the project's.
-    #[arg(long)]
+    /// Work on the user's own skills, installed in the agents' user
+    /// folders (~/.claude/skills, ~/.agents/skills, ...), from anywhere:
+    /// their skills.toml and skills.lock are kept apart from any project
+    /// (`skillpkg config` shows where), which is never read or written.
+    #[arg(long, short = 'g')]
     pub global: bool,
     /// Accept targets in skills.toml that lead out of the project (an
     /// absolute path, `..`, or a symlink), which a cloned repository could
@@ -1231,8 +1233,9 @@ pub struct OutdatedArgs {
 
 #[derive(Debug, Args)]
 pub struct ListArgs {
-    /// List the user-level agent folders instead of the project's.
-    #[arg(long)]
+    /// List the user's own skills (`add --global`) instead of the
+    /// project's.
+    #[arg(long, short = 'g')]
     pub global: bool,
     /// Print JSON.
     #[arg(long)]
@@ -1255,6 +1258,10 @@ pub struct VerifyArgs {
     /// The provenance of a local archive (default: <name>-<version>.intoto.jsonl beside it, if there).
     #[arg(long, value_name = "FILE.intoto.jsonl")]
     pub provenance: Option<PathBuf>,
+    /// Without TARGET: check the user's own skills (`add --global`)
+    /// instead of the project's.
+    #[arg(long, short = 'g', conflicts_with = "target")]
+    pub global: bool,
     #[command(flatten)]
     pub registry: RegistryArgs,
     /// Print the result as JSON.
@@ -1329,8 +1336,9 @@ pub struct AuditArgs {
     #[arg(long)]
     pub installed: bool,
 
-    /// With --installed: the user-level folders, not the project's.
-    #[arg(long, requires = "installed")]
+    /// With --installed: the user's own skills (`add --global`), not the
+    /// project's.
+    #[arg(long, short = 'g', requires = "installed")]
     pub global: bool,
 
     /// How to print the findings: human, json, or sarif (SARIF 2.1.0, for

@@ -123,6 +123,12 @@ pub const SKILLPKG_CACHE_DIR: &str = "SKILLPKG_CACHE_DIR";
 /// `~/.local/state/skillpkg` on Linux).
 pub const SKILLPKG_STATE_DIR: &str = "SKILLPKG_STATE_DIR";
 
+/// The folder of the user's own skills.toml and skills.lock, those
+/// `--global` commands (`add -g`, `install -g`, `list -g`) work on, instead
+/// of `skillpkg/global` in the platform's user data folder
+/// (`$XDG_DATA_HOME` or `~/.local/share` on Linux).
+pub const SKILLPKG_GLOBAL_DIR: &str = "SKILLPKG_GLOBAL_DIR";
+
 /// How many seconds (a whole number above 0; default 30) a request to a
 /// registry may wait for the server's next bytes, headers or body, before it
 /// is given up (and retried, like any network failure).
@@ -146,6 +152,7 @@ pub const SHOWN: &[(&str, bool)] = &[
     (SKILLPKG_CONFIG_DIR, false),
     (SKILLPKG_CACHE_DIR, false),
     (SKILLPKG_STATE_DIR, false),
+    (SKILLPKG_GLOBAL_DIR, false),
     (SKILLPKG_SIGNING_KEY, true),
     (SKILLPKG_KEY_PASSWORD, true),
     (SKILLPKG_HTTP_TIMEOUT, false),

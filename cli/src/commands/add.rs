@@ -3,17 +3,31 @@
 use crate::args::{AddArgs, RemoveArgs};
 use crate::client::registries::Registries;
 use crate::client::settings::Environment;
-use crate::commands::install::{ManifestEdit, install_with, project_root};
+use crate::commands::install::{ManifestEdit, install_with, root_for};
 use crate::error::{ExitStatus, UserError};
 use crate::printer::Printer;
 use crate::project::arguments::{self, Arguments, Choice, Listener};
 use crate::project::collection::Collection;
-use crate::project::lockfile::Lockfile;
+use crate::project::global;
+use crate::project::lockfile::{self, Lockfile};
 use crate::project::manifest;
 use crate::project::manifest::{RegistryChoice, SetSkill};
+use std::path::Path;
 
 pub fn run(args: &AddArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
-    let root = project_root()?;
+    // `add --global` makes the user's own project on first use, and takes
+    // it away again when nothing could be added.
+    let global = args.install.global;
+    let made = global && !global::root()?.join(manifest::MANIFEST).is_file();
+    let root = root_for(global, true)?;
+    let status = add_to(args, &root, printer);
+    if made && !root.join(lockfile::LOCKFILE).exists() {
+        fs_err::remove_file(root.join(manifest::MANIFEST))?;
+    }
+    status
+}
+
+fn add_to(args: &AddArgs, root: &Path, printer: &Printer) -> anyhow::Result<ExitStatus> {
     let Arguments {
         registry_url,
         set,
@@ -22,12 +36,13 @@ pub fn run(args: &AddArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
         refused,
     } = arguments::read(
         &args.skills,
-        &root,
+        root,
         &Choice {
             skill: &args.skill,
             all: args.all,
             offline: args.install.offline,
             registry: args.install.registry.registry.as_deref(),
+            absolute_paths: args.install.global,
         },
         &Heard(printer),
     )?;
@@ -43,7 +58,7 @@ pub fn run(args: &AddArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
     let (choice, install_registry) = match registry_flag {
         None => (RegistryChoice::Keep, None),
         Some(text) => {
-            let manifest = manifest::read(&root)?;
+            let manifest = manifest::read(root)?;
             let registries = Registries::load(
                 Environment::from_process(),
                 Some(&manifest.registry_config()),

@@ -11,7 +11,7 @@ use serde_json::json;
 use skillpkg_index::audit::{self, Allow, AuditOptions, Finding, Severity, SkillAudit, Verdict};
 
 use crate::args::{AuditArgs, AuditFormat};
-use crate::commands::install::{project_root, project_targets};
+use crate::commands::install::{project_targets, root_for};
 use crate::error::{ExitStatus, UserError};
 use crate::printer::{Printer, style};
 use crate::project::manifest;
@@ -142,7 +142,7 @@ fn project_allows() -> anyhow::Result<Vec<Allow>> {
 
 /// The folders of the skills installed in the project's targets.
 fn installed_folders(global: bool) -> anyhow::Result<(Vec<PathBuf>, Vec<Allow>)> {
-    let root = project_root()?;
+    let root = root_for(global, false)?;
     let manifest = manifest::read(&root)?;
     let mut folders = Vec::new();
     // Each folder once, by where it really is: the symlinks of a linked

@@ -30,6 +30,7 @@ pub fn run(args: &ConfigArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
         ("signing key", environment.default_signing_key()),
         ("cache", crate::client::cache::user_cache_dir()),
         ("state", crate::client::registry::trust::state_dir()),
+        ("global skills", crate::project::global::root().ok()),
         ("project", project),
     ];
     let variables = variables(&environment);

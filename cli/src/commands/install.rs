@@ -14,6 +14,7 @@ use crate::error::{ExitStatus, UserError};
 use crate::printer::Printer;
 use crate::project::collection::{Collection, Refusal};
 use crate::project::commit::{self, ManifestChange};
+use crate::project::global;
 use crate::project::install::{self, Options, Report};
 use crate::project::lockfile::Lockfile;
 use crate::project::manifest::{self, MANIFEST, Manifest};
@@ -76,6 +77,16 @@ pub fn lock(args: &InstallArgs, printer: &Printer) -> anyhow::Result<ExitStatus>
 }
 
 /// Returns the project root: the nearest folder with a skills.toml.
+/// The project a command works on: with `global`, the user's own
+/// ([`global::open`], made when `create`), else [`project_root`].
+pub fn root_for(global: bool, create: bool) -> anyhow::Result<PathBuf> {
+    if global {
+        global::open(create)
+    } else {
+        project_root()
+    }
+}
+
 pub fn project_root() -> anyhow::Result<PathBuf> {
     let cwd = std::env::current_dir()?;
     manifest::find_root(&cwd).ok_or_else(|| {
@@ -178,7 +189,7 @@ fn install_or_fail(
     edit: &ManifestEdit<'_>,
     printer: &Printer,
 ) -> anyhow::Result<ExitStatus> {
-    let root = project_root()?;
+    let root = root_for(flags.global, false)?;
     let _lock = install::lock_project(&root, || {
         printer.status("Waiting", "for another skillpkg working in this project");
     })?;
@@ -204,7 +215,9 @@ fn install_or_fail(
         &flags.targets,
         &root,
         flags.global,
-        flags.allow_external_targets,
+        // The user's own skills.toml is no one else's: its targets are
+        // theirs to point anywhere.
+        flags.allow_external_targets || flags.global,
     )?;
     // From here, a file error may be a target's.
     let install_into = || -> anyhow::Result<ExitStatus> {

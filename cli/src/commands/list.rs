@@ -4,12 +4,12 @@
 use serde_json::json;
 
 use crate::args::ListArgs;
-use crate::commands::install::{project_root, project_targets};
+use crate::commands::install::{project_targets, root_for};
 use crate::error::{ExitStatus, UserError};
 use crate::printer::Printer;
 use crate::project::install;
 use crate::project::plan::{OnDisk, folder_matches, read_folder};
-use crate::project::{lockfile, manifest};
+use crate::project::{global, lockfile, manifest};
 
 /// One installed skill and what its files say.
 struct Row {
@@ -23,7 +23,11 @@ struct Row {
 }
 
 fn rows(global: bool) -> anyhow::Result<Vec<Row>> {
-    let root = project_root()?;
+    // No skills added with --global yet: none installed.
+    if global && !global::root()?.join(manifest::MANIFEST).is_file() {
+        return Ok(Vec::new());
+    }
+    let root = root_for(global, false)?;
     let manifest = manifest::read(&root)?;
     let lock = lockfile::read(&root)?.unwrap_or_default();
     let mut rows = Vec::new();
@@ -89,9 +93,9 @@ pub fn run(args: &ListArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
 }
 
 /// `skillpkg verify` with no target.
-pub fn verify_installed(json: bool, printer: &Printer) -> anyhow::Result<ExitStatus> {
-    let rows = rows(false)?;
-    let missing = missing()?;
+pub fn verify_installed(json: bool, global: bool, printer: &Printer) -> anyhow::Result<ExitStatus> {
+    let rows = rows(global)?;
+    let missing = missing(global)?;
     let changed: Vec<&Row> = rows.iter().filter(|row| !row.matches).collect();
     if json {
         printer.json(&json!({
@@ -138,12 +142,15 @@ pub fn verify_installed(json: bool, printer: &Printer) -> anyhow::Result<ExitSta
 
 /// The locked skills some target of the project has no folder for, as
 /// (target, name): a fresh clone, or a target folder deleted.
-fn missing() -> anyhow::Result<Vec<(String, String)>> {
-    let root = project_root()?;
+fn missing(global: bool) -> anyhow::Result<Vec<(String, String)>> {
+    if global && !global::root()?.join(manifest::MANIFEST).is_file() {
+        return Ok(Vec::new());
+    }
+    let root = root_for(global, false)?;
     let manifest = manifest::read(&root)?;
     let lock = lockfile::read(&root)?.unwrap_or_default();
     let mut missing = Vec::new();
-    for target in project_targets(&manifest, &[], &root, false, true)? {
+    for target in project_targets(&manifest, &[], &root, global, true)? {
         for locked in &lock.skills {
             let dir = target.dir.join(locked.name.as_str());
             // A link counts as there (whether it holds is the rows' check).

@@ -37,7 +37,7 @@ struct Outcome {
 
 pub fn run(args: &VerifyArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
     let Some(target) = &args.target else {
-        return crate::commands::list::verify_installed(args.json, printer);
+        return crate::commands::list::verify_installed(args.json, args.global, printer);
     };
     let local = Path::new(target);
     let outcome = if target.ends_with(".tgz") || local.is_file() {

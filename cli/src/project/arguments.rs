@@ -41,6 +41,9 @@ pub struct Choice<'a> {
     pub offline: bool,
     /// `--registry`, when given.
     pub registry: Option<&'a str>,
+    /// Folders are written as absolute paths, not relative to the
+    /// project (the user's own skills.toml, `--global`, is in no project).
+    pub absolute_paths: bool,
 }
 
 /// The skills `add`'s arguments name.
@@ -395,7 +398,7 @@ fn folder_skills(
         |path| folder_label(path),
         |path| {
             let skill = folder::read_folder(path, &format!("`{text}`"))?;
-            let written = folder::relative_path(path, &root).ok_or_else(|| {
+            let written = written(path, &root, choice).ok_or_else(|| {
                 UserError::new(format!(
                     "`{}` cannot be written relative to the project at {}",
                     path.display(),
@@ -405,6 +408,16 @@ fn folder_skills(
             Ok((skill.packed.name, Direct::Path(written)))
         },
     )
+}
+
+/// How skills.toml names `path`, a folder on this machine: relative to the
+/// project's `root`, or as it is for the user's own skills.toml.
+fn written(path: &Path, root: &Path, choice: &Choice<'_>) -> Option<String> {
+    if choice.absolute_paths {
+        path.to_str().map(str::to_owned)
+    } else {
+        folder::relative_path(path, root)
+    }
 }
 
 /// A skill's folder named for a message: its last part.
@@ -439,8 +452,8 @@ fn git_skills(
                 .with_source(error)
             })?;
         let root = fs_err::canonicalize(root)?;
-        if let Some(relative) = folder::relative_path(&path, &root) {
-            git.url = relative;
+        if let Some(written) = written(&path, &root, choice) {
+            git.url = written;
         }
         path.to_string_lossy().into_owned()
     } else {

@@ -7,6 +7,7 @@ pub mod collection;
 pub mod commit;
 pub mod folder;
 pub mod git;
+pub mod global;
 mod indexes;
 pub mod install;
 pub mod lockfile;

@@ -283,7 +283,7 @@ pub fn check_inside(target: &Target, root: &Path) -> anyhow::Result<()> {
             target.name
         ))
         .with_hint(
-            "a cloned skills.toml or a symlink in the repository can point a target anywhere; if you meant it, pass --allow-external-targets (or --global for the user-level folders)",
+            "a cloned skills.toml or a symlink in the repository can point a target anywhere; if you meant it, pass --allow-external-targets",
         )
         .into()
     };

@@ -47,6 +47,7 @@ fn config_shows_paths_registries_and_variables_and_never_a_secret() {
     signing key:      [HOME]/config/skillpkg/signing.key (absent)
     cache:            [HOME]/cache (absent)
     state:            [HOME]/state (absent)
+    global skills:    [HOME]/.local/share/skillpkg/global (absent)
     project:          [HOME]/project/skills.toml
     default registry: corp https://skills.corp.example/
     registries:

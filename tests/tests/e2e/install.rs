@@ -822,7 +822,15 @@ fn init_picks_the_folders_the_named_agents_read_and_copilot_has_a_user_folder() 
     assert!(manifest.contains("targets = [\"agents\"]"), "{manifest}");
 
     // Copilot's user folder, for --global.
-    let added = world.user(&["add", "pdf", "--global", "--target", "copilot"]);
+    let added = world.user(&[
+        "add",
+        "pdf",
+        "--global",
+        "--target",
+        "copilot",
+        "--registry",
+        world.registry.url(),
+    ]);
     assert_eq!(added.code, 0, "{added:?}");
     assert!(
         world

@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 
 pub mod context;
 pub mod mcp_http;
+pub mod modules;
 pub mod registry;
 pub mod scripted;
 pub mod services;

@@ -71,7 +71,7 @@ pub fn run(args: &VendorArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
             let records = registry.index(&entry.name).await?;
             let record = records
                 .iter()
-                .find(|record| record.vers == entry.version)
+                .find(|record| entry.version == record.vers)
                 .ok_or_else(|| {
                     UserError::new(format!(
                         "{}@{} is locked but not in the registry's index",
@@ -87,7 +87,7 @@ pub fn run(args: &VendorArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
                 },
                 &Expected {
                     name: &entry.name,
-                    version: &entry.version,
+                    version: entry.version.semver(),
                     checksum: entry.require_checksum()?,
                     signer: entry.signer,
                     pinned_by: "skills.lock",
@@ -96,16 +96,19 @@ pub fn run(args: &VendorArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
             .await?;
             tree.write_archive(
                 &entry.name,
-                &entry.version,
+                entry.version.semver(),
                 archive.bytes(),
                 archive.signature().map(str::as_bytes),
                 record.published,
             )?;
             if let Some(provenance) = registry
-                .file(&provenance_path(&entry.name, &entry.version))
+                .file(&provenance_path(&entry.name, entry.version.semver()))
                 .await?
             {
-                tree.write_file(&provenance_path(&entry.name, &entry.version), &provenance)?;
+                tree.write_file(
+                    &provenance_path(&entry.name, entry.version.semver()),
+                    &provenance,
+                )?;
             }
             if let Some(keys) = registry.file(&keys_path(&entry.name)).await? {
                 let keys = KeysFile::parse(&keys).map_err(|error| {

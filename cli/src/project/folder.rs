@@ -8,6 +8,7 @@ use std::path::{Component, Path, PathBuf};
 use skillpkg_index::archive::{self, Limits, PackedSkill};
 use skillpkg_index::skill::{self, SkillName, ValidateOptions};
 
+use super::lockfile::LockedVersion;
 use crate::error::UserError;
 
 /// The folder of a `path` source of the project at `root`.
@@ -43,6 +44,11 @@ pub struct FolderSkill {
     /// Skills its frontmatter says it depends on (installed only for
     /// skills from a registry, for now).
     pub dependencies: Vec<SkillName>,
+    /// Whether its SKILL.md gives a version (`metadata.version`).
+    pub versioned: bool,
+    /// What to lock and show as its version when it gives none and its
+    /// source names one: a git tag, or the commit.
+    pub label: Option<LockedVersion>,
     /// The rules of the specification it breaks that agents load it
     /// despite ([`skill::AGENTS_TOLERATE`]), each with what agents do.
     pub warnings: Vec<String>,
@@ -174,6 +180,8 @@ fn read_skill_folder(dir: &Path, origin: &str, local: bool) -> anyhow::Result<Fo
         })
         .collect();
     Ok(FolderSkill {
+        versioned: frontmatter.version.is_some(),
+        label: None,
         packed,
         warnings,
         dependencies: frontmatter

@@ -27,6 +27,7 @@ use skillpkg_index::archive::Limits;
 
 #[cfg(feature = "git")]
 use super::folder::{FolderSkill, read_fetched};
+use super::lockfile::LockedVersion;
 use super::source::GitSource;
 #[cfg(feature = "git")]
 use crate::error::UserError;
@@ -70,9 +71,24 @@ mod without_git {
     ) -> anyhow::Result<(String, Vec<String>)> {
         Err(refused(source))
     }
+
+    pub fn refs_now(source: &GitSource, _location: &str) -> anyhow::Result<super::RefsNow> {
+        Err(refused(source))
+    }
 }
 #[cfg(not(feature = "git"))]
-pub use without_git::{list_skills, read_skill};
+pub use without_git::{list_skills, read_skill, refs_now};
+
+/// Where a git source's revision and tags stand now, for `outdated`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RefsNow {
+    /// The commit the entry's `rev` (or the default branch) names now.
+    pub commit: String,
+    /// That commit as a version: its tag, or `git:` and the short commit.
+    pub label: LockedVersion,
+    /// The repository's highest tag that reads as a version (`v1.3.0`).
+    pub newest_tag: Option<String>,
+}
 
 /// A repository could not be fetched: the network, the URL or the
 /// server. Exits with status 3, like a registry that cannot be reached.
@@ -245,6 +261,39 @@ impl Repository {
             .with_source(error)
         })?;
         Ok(commit.id)
+    }
+
+    /// The tags of the clone that point at the commit `commit` (annotated
+    /// tags peeled), by their short names (`v1.2.0`).
+    fn tags_at(&self, commit: &str) -> Vec<String> {
+        let Ok(id) = gix::ObjectId::from_hex(commit.as_bytes()) else {
+            return Vec::new();
+        };
+        let Ok(references) = self.repo.references() else {
+            return Vec::new();
+        };
+        let Ok(tags) = references.tags() else {
+            return Vec::new();
+        };
+        tags.flatten()
+            .filter_map(|mut tag| {
+                let target = tag.peel_to_id().ok()?.detach();
+                (target == id).then(|| tag.name().shorten().to_string())
+            })
+            .collect()
+    }
+
+    /// The short names of the clone's tags.
+    fn tag_names(&self) -> Vec<String> {
+        let Ok(references) = self.repo.references() else {
+            return Vec::new();
+        };
+        let Ok(tags) = references.tags() else {
+            return Vec::new();
+        };
+        tags.flatten()
+            .map(|tag| tag.name().shorten().to_string())
+            .collect()
     }
 
     /// Returns true if and only if the clone has the commit `id`.
@@ -554,11 +603,40 @@ fn read_skill_here(
     let scratch = tempfile::tempdir()?;
     let staging = scratch.path().join("skill");
     repository.extract(commit, source.path.as_deref(), &staging)?;
+    let commit = commit.to_string();
+    let tags = repository.tags_at(&commit);
     drop(repository);
     // The repository's (or its folder's) name may differ from the skill's.
     let folder = super::folder::named_after_its_skill(staging)?;
-    let skill = read_fetched(&folder, origin)?;
-    Ok((commit.to_string(), skill))
+    let mut skill = read_fetched(&folder, origin)?;
+    // A skill whose SKILL.md gives no version is known by its tag, or its
+    // commit, never as 0.0.0.
+    if !skill.versioned {
+        skill.label = Some(LockedVersion::for_commit(&commit, &tags));
+    }
+    Ok((commit, skill))
+}
+
+#[cfg(feature = "git")]
+/// Fetches `location` and says where `source`'s revision and the
+/// repository's tags stand now.
+pub fn refs_now(source: &GitSource, location: &str) -> anyhow::Result<RefsNow> {
+    off_the_runtime(|| {
+        let repository = fetch_once(&cache_root()?, location)?;
+        let commit = resolve_once(&repository, location, source.rev.as_deref())?.to_string();
+        let label = LockedVersion::for_commit(&commit, &repository.tags_at(&commit));
+        let newest_tag = repository
+            .tag_names()
+            .into_iter()
+            .filter_map(|tag| super::lockfile::tag_version(&tag).map(|version| (version, tag)))
+            .max_by(|a, b| a.0.cmp(&b.0))
+            .map(|(_, tag)| tag);
+        Ok(RefsNow {
+            commit,
+            label,
+            newest_tag,
+        })
+    })
 }
 
 #[cfg(feature = "git")]

@@ -219,7 +219,7 @@ fn dependencies<'a>(
 ) -> impl Iterator<Item = &'a SkillName> {
     let locked = lock
         .and_then(|lock| lock.get(name))
-        .map(|entry| entry.version.clone());
+        .map(|entry| entry.version.semver().clone());
     versions
         .iter()
         .filter(move |record| !record.yanked || Some(&record.vers) == locked.as_ref())

@@ -234,7 +234,7 @@ fn registry_part<'lock>(
     }
     let met = manifest.skills.iter().all(|(name, requirement)| {
         lock.get(name)
-            .is_some_and(|entry| requirement.requirement.matches(&entry.version))
+            .is_some_and(|entry| requirement.requirement.matches(entry.version.semver()))
     });
     met.then(|| {
         lock.skills
@@ -379,7 +379,7 @@ pub async fn install(
             "skills.lock has {}@{}, which the policy of skills.toml refuses: {}",
             entry.name,
             entry.version,
-            skipped.describe(&entry.name, &entry.version)
+            skipped.describe(&entry.name, entry.version.semver())
         ))
         .with_hint(
             "run `skillpkg install` without --locked or --offline, to choose versions the policy accepts, and commit skills.lock",
@@ -1091,7 +1091,7 @@ async fn check_requirements(
         let locked = lock
             .and_then(|lock| lock.get(name))
             .filter(|_| keep(name))
-            .map(|entry| &entry.version);
+            .map(|entry| entry.version.semver());
         let versions = fetched.records.get(name).map_or(&[][..], Vec::as_slice);
         // Named as `--registry` takes it: its name, or an unnamed one's URL.
         let shown = opened
@@ -1149,14 +1149,14 @@ fn new_lock(
             && let Some(lost) = check_downgrade(
                 entry,
                 record,
-                provenance_of(&entry.version),
+                provenance_of(entry.version.semver()),
                 provenance_of(&record.vers),
             )
         {
             return Err(resolve::Unmet::Downgrade(Box::new(resolve::Downgrade {
                 name: record.name.clone(),
                 registry: origins[&record.name].clone(),
-                locked: entry.version.clone(),
+                locked: entry.version.semver().clone(),
                 version: record.vers.clone(),
                 lost,
             }))
@@ -1217,7 +1217,7 @@ fn new_lock(
         }
         skills.push(LockedSkill {
             name: record.name.clone(),
-            version: record.vers.clone(),
+            version: record.vers.clone().into(),
             source: registry_source(registry),
             checksum: Some(record.cksum),
             tree: record.tree.clone(),
@@ -1356,7 +1356,7 @@ async fn resolve_with_policy(
                     .and_then(|entry| {
                         fetched.records[&record.name]
                             .iter()
-                            .find(|old| old.vers == entry.version)
+                            .find(|old| entry.version == old.vers)
                     });
                 unknown.extend(replaced.filter(|old| !known(old)));
             }
@@ -1482,7 +1482,7 @@ async fn fetch_pinned(
 fn expected(entry: &LockedSkill) -> anyhow::Result<Expected<'_>> {
     Ok(Expected {
         name: &entry.name,
-        version: &entry.version,
+        version: entry.version.semver(),
         checksum: entry.require_checksum()?,
         signer: entry.signer,
         pinned_by: "skills.lock",

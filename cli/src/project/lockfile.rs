@@ -38,11 +38,135 @@ pub fn registry_source(registry: &str) -> String {
     format!("{REGISTRY_SOURCE_PREFIX}{registry}")
 }
 
+/// The version a lock records: a registry skill's semver version, or, for
+/// a skill from elsewhere whose SKILL.md gives none, a label people
+/// recognise: the git tag at the locked commit (`v1.2.0`), else `git:` and
+/// the short commit (`git:9d2f1ae`). Written in skills.lock as one string,
+/// so a lock of semver versions alone reads as it always did.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum LockedVersion {
+    Semver(semver::Version),
+    Label(String),
+}
+
+/// What a label may hold: a git tag's characters, 1 to 100 of them.
+const MAX_LABEL: usize = 100;
+
+impl LockedVersion {
+    /// The semver version, when this is one.
+    pub fn as_semver(&self) -> Option<&semver::Version> {
+        match self {
+            Self::Semver(version) => Some(version),
+            Self::Label(_) => None,
+        }
+    }
+
+    /// The label of a skill at `commit` with the tags `tags` pointing at it:
+    /// the highest tag that reads as a version (`v1.2.0`, `1.2.0`), else the
+    /// first tag by name, else `git:` and the commit's first 7 digits.
+    pub fn for_commit(commit: &str, tags: &[String]) -> Self {
+        let usable: Vec<&String> = tags
+            .iter()
+            .filter(|tag| {
+                tag.parse::<Self>()
+                    .is_ok_and(|parsed| matches!(parsed, Self::Label(_)))
+            })
+            .collect();
+        let newest = usable
+            .iter()
+            .filter_map(|tag| tag_version(tag).map(|version| (version, *tag)))
+            .max_by(|a, b| a.0.cmp(&b.0))
+            .map(|(_, tag)| tag)
+            .or_else(|| usable.iter().min().copied());
+        match newest {
+            Some(tag) => Self::Label(tag.clone()),
+            None => Self::Label(format!("git:{}", &commit[..commit.len().min(7)])),
+        }
+    }
+}
+
+/// The version a git tag names: `v1.2.0` and `1.2.0` are `1.2.0`.
+pub fn tag_version(tag: &str) -> Option<semver::Version> {
+    tag.strip_prefix('v').unwrap_or(tag).parse().ok()
+}
+
+impl std::fmt::Display for LockedVersion {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Semver(version) => version.fmt(formatter),
+            Self::Label(label) => formatter.write_str(label),
+        }
+    }
+}
+
+impl std::str::FromStr for LockedVersion {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        if let Ok(version) = text.parse::<semver::Version>() {
+            return Ok(Self::Semver(version));
+        }
+        // A label is printed in messages and tables: a tag's characters
+        // only, nothing a terminal would act on.
+        let valid = !text.is_empty()
+            && text.len() <= MAX_LABEL
+            && !text.starts_with(['-', '.', '/'])
+            && text
+                .chars()
+                .all(|character| character.is_ascii_alphanumeric() || "._+-/:".contains(character));
+        if valid {
+            Ok(Self::Label(text.to_owned()))
+        } else {
+            Err(format!(
+                "`{}` is neither a semver version nor a git tag or `git:` commit",
+                text.escape_debug()
+            ))
+        }
+    }
+}
+
+impl serde::Serialize for LockedVersion {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for LockedVersion {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+impl From<semver::Version> for LockedVersion {
+    fn from(version: semver::Version) -> Self {
+        Self::Semver(version)
+    }
+}
+
+/// What [`LockedVersion::semver`] gives for a label.
+static NO_VERSION: semver::Version = semver::Version::new(0, 0, 0);
+
+impl LockedVersion {
+    /// The semver version; `0.0.0` for a label. A registry skill's version
+    /// is always semver (a lock that says otherwise is refused), so the
+    /// registry's paths take this; messages take `Display`.
+    pub fn semver(&self) -> &semver::Version {
+        self.as_semver().unwrap_or(&NO_VERSION)
+    }
+}
+
+impl PartialEq<semver::Version> for LockedVersion {
+    fn eq(&self, other: &semver::Version) -> bool {
+        self.as_semver() == Some(other)
+    }
+}
+
 /// One locked skill.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct LockedSkill {
     pub name: SkillName,
-    pub version: semver::Version,
+    pub version: LockedVersion,
     pub source: String,
     /// The SHA-256 of the registry's archive. Absent for a skill from a
     /// folder or a git repository: its files are pinned by `tree` alone
@@ -222,6 +346,22 @@ fn parse_at(path: &Path, text: &str) -> anyhow::Result<Lockfile> {
                 .into(),
         );
     }
+    // A registry publishes semver versions only; a label is a version
+    // people recognise for a skill from elsewhere.
+    if let Some(entry) = raw
+        .skills
+        .iter()
+        .find(|entry| !entry.is_direct() && entry.version.as_semver().is_none())
+    {
+        return Err(UserError::new(format!(
+            "{} gives `{}` from a registry the version `{}`, which is not a semver version",
+            path.display(),
+            entry.name,
+            entry.version
+        ))
+        .with_hint("delete skills.lock and run `skillpkg install` to write a fresh one")
+        .into());
+    }
     Ok(Lockfile { skills: raw.skills })
 }
 
@@ -275,6 +415,47 @@ mod tests {
         let error = entry.require_registry().unwrap_err();
         assert!(
             error.to_string().contains("`git:https://example.com/x`"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn versions_are_semver_or_labels_people_recognise() {
+        let version = |text: &str| text.parse::<LockedVersion>();
+        assert_eq!(
+            version("1.2.0").unwrap(),
+            LockedVersion::Semver(semver::Version::new(1, 2, 0))
+        );
+        assert_eq!(version("v1.2.0").unwrap().to_string(), "v1.2.0");
+        assert_eq!(version("git:9d2f1ae").unwrap().as_semver(), None);
+        for bad in ["", "-x", "a b", "v1\u{1b}[31m", &"x".repeat(101), "/etc"] {
+            assert!(version(bad).is_err(), "{bad:?}");
+        }
+        let commit = "9d2f1ae0123456789abcdef0123456789abcdef0";
+        let label = |tags: &[&str]| {
+            let tags: Vec<String> = tags.iter().map(|&tag| tag.to_owned()).collect();
+            LockedVersion::for_commit(commit, &tags).to_string()
+        };
+        assert_eq!(label(&[]), "git:9d2f1ae");
+        assert_eq!(label(&["v1.2.0", "v1.10.0", "latest"]), "v1.10.0");
+        assert_eq!(label(&["release", "beta"]), "beta");
+        // A tag no message may print is passed over.
+        assert_eq!(label(&["bad tag\u{7}"]), "git:9d2f1ae");
+        assert_eq!(tag_version("v2.0.1"), Some(semver::Version::new(2, 0, 1)));
+        assert_eq!(tag_version("2.0"), None);
+    }
+
+    #[test]
+    fn a_registry_skill_with_a_label_for_a_version_is_refused() {
+        let temp = tempfile::tempdir().unwrap();
+        fs_err::write(
+            temp.path().join(LOCKFILE),
+            "version = 1\n\n[[skill]]\nname = \"pdf\"\nversion = \"git:9d2f1ae\"\nsource = \"registry:default\"\ntree = \"x\"\n",
+        )
+        .unwrap();
+        let error = read(temp.path()).unwrap_err();
+        assert!(
+            error.to_string().contains("not a semver version"),
             "{error}"
         );
     }

@@ -214,7 +214,7 @@ pub fn facts_from_lock(lock: Option<&Lockfile>) -> ProvenanceFacts {
                 true => ProvenanceFact::Verified,
                 false => ProvenanceFact::Missing,
             };
-            Some(((entry.name.clone(), entry.version.clone()), fact))
+            Some(((entry.name.clone(), entry.version.semver().clone()), fact))
         })
         .collect()
 }

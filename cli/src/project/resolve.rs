@@ -276,7 +276,7 @@ pub fn resolve(
 ) -> Result<Vec<IndexRecord>, ResolveError> {
     let locked = |name: &SkillName| {
         lock.and_then(|lock| lock.get(name))
-            .map(|skill| skill.version.clone())
+            .map(|skill| skill.version.semver().clone())
     };
     let pinned = |name: &SkillName| locked(name).filter(|_| keep(name));
     let result = match attempt(manifest, indexes, &pinned, skip) {

@@ -75,7 +75,7 @@ pub async fn pin_keys(
         }
         let key = key_for(
             &entry.name,
-            &entry.version,
+            entry.version.semver(),
             id,
             &keys[&entry.name],
             &registry,
@@ -200,7 +200,7 @@ async fn check_signed_by(
     let cache = Cache::open()?;
     let expected = Expected {
         name: &entry.name,
-        version: &entry.version,
+        version: entry.version.semver(),
         checksum: entry.require_checksum()?,
         signer: Some(SignerPin::Key(*key)),
         pinned_by: "the key its id stands for",

@@ -504,7 +504,7 @@ mod tests {
         assert_eq!(locked_commit(&source), Some("0123abcd"));
         let entry = LockedSkill {
             name: "review".parse().unwrap(),
-            version: semver::Version::new(0, 0, 0),
+            version: semver::Version::new(0, 0, 0).into(),
             source,
             checksum: None,
             tree: "h1:x".into(),

@@ -261,6 +261,11 @@ impl DirectLock {
             ));
         }
         self.warnings.extend(folder.warnings);
+        let version = folder
+            .label
+            .clone()
+            .filter(|_| !folder.versioned)
+            .unwrap_or_else(|| folder.packed.version.clone().into());
         let packed = folder.packed;
         // The lock's own tree hash while the files still match it (an
         // `h1:` one too: the lock does not change for the hash's version).
@@ -271,7 +276,7 @@ impl DirectLock {
         let audit = same.and_then(|locked| locked.audit.clone());
         self.entries.push(LockedSkill {
             name: name.clone(),
-            version: packed.version.clone(),
+            version,
             source,
             checksum,
             tree,

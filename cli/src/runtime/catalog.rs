@@ -132,7 +132,7 @@ pub struct ServedSkill {
     /// The `h2:` tree hash of the files.
     pub tree: String,
     /// The version `skills.lock` pins, when skillpkg installed the skill.
-    pub locked: Option<semver::Version>,
+    pub locked: Option<crate::project::lockfile::LockedVersion>,
     /// The files that differ from the lock (served with `--allow-modified`).
     pub modified: Vec<String>,
     /// Symlinks and special files in the folder: never served or run, and
@@ -826,7 +826,7 @@ fn changed_files(
     };
     let expected = crate::client::Expected {
         name: &locked.name,
-        version: &locked.version,
+        version: locked.version.semver(),
         checksum,
         signer: locked.signer,
         pinned_by: "skills.lock",

@@ -824,9 +824,9 @@ fn stateless_tool_skill(catalog: &ServedCatalog, wire: &str) -> Option<String> {
 fn skill_info(skill: &ServedSkill) -> SkillInfo {
     let version = skill
         .locked
-        .clone()
-        .or_else(|| skill.frontmatter.version.clone())
-        .map(|version| version.to_string());
+        .as_ref()
+        .map(ToString::to_string)
+        .or_else(|| skill.frontmatter.version.as_ref().map(ToString::to_string));
     SkillInfo::new(
         &skill.name,
         version.as_deref(),

@@ -20,6 +20,7 @@ mod completions;
 mod config;
 mod disk_full;
 mod examples;
+mod git_versions;
 mod global;
 mod host_profiles;
 mod hostile_http;

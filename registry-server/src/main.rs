@@ -327,6 +327,11 @@ struct LimitArgs {
     /// before it is answered 503 with `Retry-After`.
     #[arg(long, value_name = "DURATION")]
     upload_wait: Option<jiff::SignedDuration>,
+    /// The most git fetches answered at once (16, the default); one more
+    /// waits a few seconds for a slot, then is answered 503 with
+    /// `Retry-After`.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    max_concurrent_fetches: Option<u32>,
     /// How long a shutdown (SIGINT, SIGTERM) waits for the requests in
     /// flight to finish (`10s`, the default) before it drops them.
     #[arg(long, value_name = "DURATION")]
@@ -361,6 +366,10 @@ impl LimitArgs {
                 defaults.max_concurrent_uploads,
             ),
             upload_wait: duration("upload-wait", self.upload_wait, defaults.upload_wait)?,
+            max_concurrent_fetches: count(
+                self.max_concurrent_fetches,
+                defaults.max_concurrent_fetches,
+            ),
             drain_timeout: duration("drain-timeout", self.drain_timeout, defaults.drain_timeout)?,
         })
     }

@@ -444,31 +444,96 @@ impl PackIndex {
     }
 }
 
-/// Writes one pack holding every object of `packs` (each with its index),
-/// each once: what a fetch of several snapshots is sent. The objects are
-/// copied as they are packed, never inflated.
-pub fn merge_packs(packs: &[(&PackIndex, &[u8])]) -> Result<Vec<u8>, GitError> {
-    let mut seen = HashSet::new();
-    let mut kept = Vec::new();
-    for (index, pack) in packs {
+/// One pack holding every object of several packs, each once, made a
+/// pack at a time: what a fetch of several snapshots is sent, without
+/// holding more than one of them at once. The objects are copied as they
+/// are packed, never inflated, and hashed as they go by for the checksum
+/// that ends the pack.
+///
+/// ```text
+/// MergedPack::start(indexes) -> header "PACK" be32(2) be32(distinct objects)
+/// take(index, pack)...       -> the objects of each pack not taken before
+/// finish()                   -> the SHA-1 of all the above
+/// ```
+pub struct MergedPack {
+    /// The objects not taken yet: the header counts them all, so a pack
+    /// that lacked one its index named would end a lying pack.
+    remaining: HashSet<ObjectId>,
+    hasher: gix_hash::Hasher,
+}
+
+impl std::fmt::Debug for MergedPack {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("MergedPack")
+            .field("remaining", &self.remaining.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl MergedPack {
+    /// Starts the pack of every object of `indexes`; returns it and the
+    /// pack's first bytes, its header.
+    pub fn start<'a>(
+        indexes: impl IntoIterator<Item = &'a PackIndex>,
+    ) -> Result<(Self, Vec<u8>), GitError> {
+        let remaining: HashSet<ObjectId> = indexes
+            .into_iter()
+            .flat_map(|index| index.objects.iter().map(|(id, _)| *id))
+            .collect();
+        let count = u32::try_from(remaining.len()).map_err(|_| GitError::TooLarge)?;
+        let mut header = Vec::with_capacity(12);
+        header.extend_from_slice(b"PACK");
+        header.extend_from_slice(&2_u32.to_be_bytes());
+        header.extend_from_slice(&count.to_be_bytes());
+        let mut hasher = gix_hash::hasher(gix_hash::Kind::Sha1);
+        hasher.update(&header);
+        Ok((Self { remaining, hasher }, header))
+    }
+
+    /// Returns the objects of `pack` (which `index` indexes, one of the
+    /// indexes the merge started with) that no earlier pack gave, as they
+    /// are packed: the next bytes of the merged pack.
+    pub fn take<'a>(
+        &mut self,
+        index: &PackIndex,
+        pack: &'a [u8],
+    ) -> Result<Vec<&'a [u8]>, GitError> {
+        let mut taken = Vec::new();
         for (id, bytes) in index.entries(pack)? {
-            if seen.insert(id) {
-                kept.push(bytes);
+            if self.remaining.remove(&id) {
+                self.hasher.update(bytes);
+                taken.push(bytes);
             }
         }
+        Ok(taken)
     }
-    let count = u32::try_from(kept.len()).map_err(|_| GitError::TooLarge)?;
-    let mut merged =
-        Vec::with_capacity(12 + kept.iter().map(|bytes| bytes.len()).sum::<usize>() + 20);
-    merged.extend_from_slice(b"PACK");
-    merged.extend_from_slice(&2_u32.to_be_bytes());
-    merged.extend_from_slice(&count.to_be_bytes());
-    for bytes in kept {
-        merged.extend_from_slice(bytes);
+
+    /// Returns the checksum that ends the merged pack, once every object
+    /// its header counts was taken.
+    pub fn finish(self) -> Result<ObjectId, GitError> {
+        if !self.remaining.is_empty() {
+            return Err(GitError::BadPack(
+                "an object its index names was not taken from it",
+            ));
+        }
+        self.hasher
+            .try_finalize()
+            .map_err(|error| GitError::Hash(error.to_string()))
     }
-    let checksum = sha1(&[&merged])?;
-    merged.extend_from_slice(checksum.as_bytes());
-    Ok(merged)
+}
+
+/// Writes one pack holding every object of `packs` (each with its index),
+/// each once, in memory: [`MergedPack`] in one go.
+pub fn merge_packs(packs: &[(&PackIndex, &[u8])]) -> Result<Vec<u8>, GitError> {
+    let (mut merged, mut bytes) = MergedPack::start(packs.iter().map(|(index, _)| *index))?;
+    for (index, pack) in packs {
+        for object in merged.take(index, pack)? {
+            bytes.extend_from_slice(object);
+        }
+    }
+    bytes.extend_from_slice(merged.finish()?.as_bytes());
+    Ok(bytes)
 }
 
 #[cfg(test)]

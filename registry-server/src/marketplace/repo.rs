@@ -162,19 +162,14 @@ impl Repo {
         Ok(packs)
     }
 
-    /// Reads the pack `checksum` and its index; `None` when either is gone.
+    /// Reads the pack `checksum` (whose index the caller has read);
+    /// `None` when it is gone.
     pub fn read_pack(
         &self,
         tree: &StaticTree,
         checksum: &ObjectId,
-    ) -> Result<Option<(PackIndex, Vec<u8>)>, TreeError> {
-        let Some(index) = self.read_index(tree, checksum)? else {
-            return Ok(None);
-        };
-        let Some(pack) = tree.read_file(&self.pack_path(checksum, "pack"))? else {
-            return Ok(None);
-        };
-        Ok(Some((index, pack)))
+    ) -> Result<Option<Vec<u8>>, TreeError> {
+        tree.read_file(&self.pack_path(checksum, "pack"))
     }
 
     /// Reads the index of the pack `checksum`; `None` when it is gone.

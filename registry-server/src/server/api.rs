@@ -33,6 +33,8 @@ pub(super) struct App {
     pub(super) limits: Limits,
     /// One permit a publish being received or checked.
     pub(super) uploads: Arc<tokio::sync::Semaphore>,
+    /// One permit a git fetch being answered.
+    pub(super) fetches: Arc<tokio::sync::Semaphore>,
 }
 
 /// How long a client refused for want of an upload slot is asked to wait.

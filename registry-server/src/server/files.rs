@@ -327,6 +327,24 @@ fn range_still_applies(headers: &HeaderMap, found: &Found) -> bool {
     seconds(date) == seconds(modified)
 }
 
+/// Refuses a read of a private registry (`--auth-required`) without a
+/// valid token; any read of a public one passes.
+pub(super) async fn require_read_token(
+    registry: &Arc<Registry>,
+    headers: &HeaderMap,
+) -> Result<(), ApiError> {
+    if !registry.auth_required() {
+        return Ok(());
+    }
+    match authenticate(registry, headers).await {
+        Ok(_) => Ok(()),
+        Err(error) if error.status() == StatusCode::UNAUTHORIZED => Err(ApiError::unauthorized(
+            format!("this registry is private: {}", error.detail()),
+        )),
+        Err(error) => Err(error),
+    }
+}
+
 /// Serves a file of the static tree.
 pub(super) async fn static_file(
     State(app): State<Arc<App>>,
@@ -347,14 +365,8 @@ pub(super) async fn static_file(
         return response;
     }
     let registry = &app.registry;
-    if registry.auth_required()
-        && let Err(error) = authenticate(registry, &headers).await
-    {
-        if error.status() != StatusCode::UNAUTHORIZED {
-            return error.into_response();
-        }
-        return ApiError::unauthorized(format!("this registry is private: {}", error.detail()))
-            .into_response();
+    if let Err(error) = require_read_token(registry, &headers).await {
+        return error.into_response();
     }
     match registry.storage() {
         Storage::Folder(root) => from_folder(registry, root, method, uri, &headers).await,

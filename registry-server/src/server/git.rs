@@ -14,8 +14,13 @@
 //! 2. Both need a token when the registry is private, as every file does.
 //!
 //! The request body (gzipped or not) is read within the body timeout, and
-//! at most [`MAX_REQUEST_BYTES`] of it, compressed or not; the answer is
-//! made from the tree in one trip to the blocking pool.
+//! at most [`MAX_REQUEST_BYTES`] of it, compressed or not. The answer is
+//! made from the tree in the blocking pool and streamed as it is made: a
+//! fetch holds one pack of the repository at a time (and a few pkt-lines
+//! on their way), reads at most [`MAX_FETCH_BYTES`] of packs, and waits
+//! for one of [`Limits::max_concurrent_fetches`] slots first.
+//!
+//! [`Limits::max_concurrent_fetches`]: super::Limits::max_concurrent_fetches
 
 use std::io::Read as _;
 use std::sync::Arc;
@@ -24,15 +29,18 @@ use axum::body::Body;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
+use futures_util::StreamExt as _;
 
-use super::api::{App, authenticate, read_body};
+use super::api::{App, read_body};
 use super::error::ApiError;
-use super::files::static_file;
+use super::files::{require_read_token, static_file};
+use super::limits::FETCH_WAIT;
 use crate::marketplace::repo::{MARKETPLACE_REPO, PLUGINS_DIR, Repo};
 use crate::marketplace::upload_pack::{
-    ADVERTISEMENT_TYPE, MAX_REQUEST_BYTES, ProtocolError, RESULT_TYPE, advertisement, answer,
-    asks_for_version_2, error_packet, parse,
+    ADVERTISEMENT_TYPE, Command, MAX_FETCH_BYTES, MAX_REQUEST_BYTES, ProtocolError, RESULT_TYPE,
+    advertisement, answer, asks_for_version_2, band_error, error_packet, parse,
 };
+use crate::report::error_chain;
 
 /// The header a git client asks for a protocol version with.
 const GIT_PROTOCOL: &str = "git-protocol";
@@ -46,31 +54,22 @@ fn asks_for_v2(headers: &HeaderMap) -> bool {
         .any(asks_for_version_2)
 }
 
-/// Refuses a request to a private registry without a valid token, as a
-/// read of any of its files is.
-async fn check_token(app: &Arc<App>, headers: &HeaderMap) -> Result<(), ApiError> {
-    let registry = &app.registry;
-    if !registry.auth_required() {
-        return Ok(());
-    }
-    match authenticate(registry, headers).await {
-        Ok(_) => Ok(()),
-        Err(error) if error.status() == StatusCode::UNAUTHORIZED => Err(ApiError::unauthorized(
-            format!("this registry is private: {}", error.detail()),
-        )),
-        Err(error) => Err(error),
-    }
-}
+/// How many pkt-lines of an answer (up to 64 KiB each) wait for the
+/// client at most: the rest of the answer waits, unmade, until it reads.
+const PIECES_IN_FLIGHT: usize = 4;
 
-/// An answer of the protocol: its bytes, never cached.
-fn protocol_answer(content_type: &'static str, bytes: Vec<u8>) -> Response {
+/// How long a fetch refused for want of a slot is asked to wait.
+const RETRY_AFTER_SECONDS: u64 = 5;
+
+/// An answer of the protocol, never cached.
+fn protocol_answer(content_type: &'static str, bytes: impl Into<Body>) -> Response {
     let mut headers = HeaderMap::new();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     headers.insert(
         header::CACHE_CONTROL,
         HeaderValue::from_static("no-cache, max-age=0, must-revalidate"),
     );
-    (StatusCode::OK, headers, Body::from(bytes)).into_response()
+    (StatusCode::OK, headers, bytes.into()).into_response()
 }
 
 fn no_repository(prefix: &str) -> Response {
@@ -137,7 +136,7 @@ async fn info_refs(
     if method != Method::GET || !service || !asks_for_v2(&headers) {
         return static_file(State(app), method, uri, headers).await;
     }
-    if let Err(error) = check_token(&app, &headers).await {
+    if let Err(error) = require_read_token(&app.registry, &headers).await {
         return error.into_response();
     }
     let Some(repo) = Repo::at(&prefix) else {
@@ -177,7 +176,7 @@ fn too_large() -> ApiError {
 
 /// Answers a command of protocol version 2 (`ls-refs`, `fetch`).
 async fn upload_pack(app: Arc<App>, prefix: String, headers: HeaderMap, body: Body) -> Response {
-    if let Err(error) = check_token(&app, &headers).await {
+    if let Err(error) = require_read_token(&app.registry, &headers).await {
         return error.into_response();
     }
     if !asks_for_v2(&headers) {
@@ -211,15 +210,79 @@ async fn upload_pack(app: Arc<App>, prefix: String, headers: HeaderMap, body: Bo
         Ok(command) => command,
         Err(error) => return protocol_answer(RESULT_TYPE, error_packet(&error.to_string())),
     };
+    // A fetch reads packs: only so many at once.
+    let permit = if matches!(command, Command::Fetch(_)) {
+        let slot = tokio::time::timeout(FETCH_WAIT, Arc::clone(&app.fetches).acquire_owned());
+        let Ok(Ok(permit)) = slot.await else {
+            return ApiError::busy(
+                format!(
+                    "the registry is answering {} git fetches already; try again in {RETRY_AFTER_SECONDS} seconds",
+                    app.limits.max_concurrent_fetches
+                ),
+                RETRY_AFTER_SECONDS,
+            )
+            .into_response();
+        };
+        Some(permit)
+    } else {
+        None
+    };
     let tree = app.registry.tree().clone();
-    let answered = tokio::task::spawn_blocking(move || answer(&tree, &repo, &command)).await;
-    match answered {
-        Ok(Ok(bytes)) => protocol_answer(RESULT_TYPE, bytes),
-        Ok(Err(ProtocolError::NoRepository(_))) => no_repository(&prefix),
-        Ok(Err(error @ ProtocolError::NotOurRef(_))) => {
-            protocol_answer(RESULT_TYPE, error_packet(&format!("upload-pack: {error}")))
+    let (sender, mut receiver) = tokio::sync::mpsc::channel(PIECES_IN_FLIGHT);
+    let answering = tokio::task::spawn_blocking(move || {
+        let _permit = permit;
+        let mut started = false;
+        let answered = answer(&tree, &repo, &command, MAX_FETCH_BYTES, &mut |piece| {
+            started = true;
+            sender.blocking_send(Ok(piece)).is_ok()
+        });
+        match answered {
+            Ok(()) | Err(ProtocolError::Gone) => {}
+            // Nothing sent: the handler answers it, as a whole.
+            Err(error) if !started => {
+                let _ = sender.blocking_send(Err(error));
+            }
+            // The answer is under way: it ends with the error, on the
+            // channel git reads errors from in a pack.
+            Err(error) => {
+                let told = match &error {
+                    ProtocolError::TooLarge(_) => error.to_string(),
+                    _ => {
+                        tracing::error!(
+                            repository = repo.prefix(),
+                            error = error_chain(&error),
+                            "cannot answer a git fetch"
+                        );
+                        "the server failed while sending the pack; try again".to_owned()
+                    }
+                };
+                let _ = sender.blocking_send(Ok(band_error(&told)));
+            }
         }
-        Ok(Err(error)) => ApiError::internal(&error).into_response(),
-        Err(error) => ApiError::internal(&error).into_response(),
-    }
+    });
+    let first = match receiver.recv().await {
+        Some(Ok(first)) => first,
+        Some(Err(ProtocolError::NoRepository(_))) => return no_repository(&prefix),
+        Some(Err(error @ (ProtocolError::NotOurRef(_) | ProtocolError::TooLarge(_)))) => {
+            return protocol_answer(RESULT_TYPE, error_packet(&format!("upload-pack: {error}")));
+        }
+        Some(Err(error)) => return ApiError::internal(&error).into_response(),
+        // The task ended without a word: it panicked.
+        None => {
+            return match answering.await {
+                Err(error) => ApiError::internal(&error).into_response(),
+                Ok(()) => ApiError::internal(&std::io::Error::other(
+                    "the answer of a git request ended before it began",
+                ))
+                .into_response(),
+            };
+        }
+    };
+    let rest = futures_util::stream::unfold(receiver, |mut receiver| async move {
+        let piece = receiver.recv().await?;
+        Some((piece, receiver))
+    });
+    let pieces = futures_util::stream::once(async move { Ok(first) }).chain(rest);
+    let body = pieces.map(|piece| piece.map_err(|error| std::io::Error::other(error.to_string())));
+    protocol_answer(RESULT_TYPE, Body::from_stream(body))
 }

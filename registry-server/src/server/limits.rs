@@ -19,6 +19,12 @@ pub const MAX_HEADER_BYTES: usize = 16 * 1024;
 /// The most headers in a request.
 pub const MAX_HEADERS: usize = 64;
 
+/// How long a git fetch waits for a fetch slot
+/// ([`Limits::max_concurrent_fetches`]) before it is answered 503 with
+/// `Retry-After`: a fetch is over in a moment, so a short wait lets a
+/// burst of clones through while a flood is turned away.
+pub(super) const FETCH_WAIT: Duration = Duration::from_secs(5);
+
 /// How a server bounds what clients can make it spend.
 #[derive(Clone, Copy, Debug)]
 pub struct Limits {
@@ -41,6 +47,11 @@ pub struct Limits {
     pub max_concurrent_uploads: usize,
     /// How long a publish waits for an upload slot.
     pub upload_wait: Duration,
+    /// The most git fetches (`command=fetch` of git's smart protocol)
+    /// answered at once. Each holds a pack of the skill's repository in
+    /// memory while it streams; one more waits up to [`FETCH_WAIT`] for a
+    /// slot, then is answered 503 with `Retry-After`.
+    pub max_concurrent_fetches: usize,
     /// How long a shutdown waits for the requests in flight to finish
     /// before it drops them.
     pub drain_timeout: Duration,
@@ -61,6 +72,9 @@ impl Default for Limits {
             // A burst of honest publishes (a CI matrix) queues through; a
             // flood is turned away while each waiter costs a connection.
             upload_wait: Duration::from_secs(10),
+            // Each holds one pack of a few MiB at most (a version of a
+            // skill) and a few side-band lines in flight.
+            max_concurrent_fetches: 16,
             // Every request but an upload is answered within milliseconds;
             // an upload's body has the body timeout, which a restart does
             // not wait for in full.

@@ -28,7 +28,9 @@
 //!   [`Limits::max_concurrent_uploads`] publishes hold an upload in memory,
 //!   and the next ones wait for a slot with their bodies unread.
 //! - **Responses** ([`files`]): archives are streamed from disk, never read
-//!   whole.
+//!   whole. A git fetch ([`git`]) is streamed a pack at a time, from at
+//!   most [`MAX_FETCH_BYTES`] of packs, and at most
+//!   [`Limits::max_concurrent_fetches`] are answered at once.
 //! - **Errors** ([`error`]): every error answer is typed JSON; a failure of
 //!   the server itself answers a stable code and a generic sentence; its
 //!   cause, which names the server's files, goes to the log only.
@@ -57,6 +59,8 @@ use tower_http::catch_panic::CatchPanicLayer;
 pub use limits::{JSON_BODY_BYTES, Limits, MAX_HEADER_BYTES, MAX_HEADERS};
 pub use listen::serve;
 
+#[cfg(doc)]
+use crate::marketplace::upload_pack::MAX_FETCH_BYTES;
 use api::App;
 use limits::MULTIPART_SLACK;
 
@@ -71,6 +75,7 @@ pub fn router(registry: Arc<Registry>, limits: Limits) -> Router {
         registry,
         limits,
         uploads: Arc::new(tokio::sync::Semaphore::new(limits.max_concurrent_uploads)),
+        fetches: Arc::new(tokio::sync::Semaphore::new(limits.max_concurrent_fetches)),
     });
     Router::new()
         .route("/api/v1/skills", put(api::publish))

@@ -568,6 +568,11 @@ fn git_clones_a_skill_shallow_or_over_the_dumb_protocol_and_its_routes_refuse_th
             .contains(&format!("{sha} HEAD symref-target:refs/heads/main")),
     );
     let stranger = "3".repeat(40);
+    // Two-byte characters, as many as a line holds: an error that echoed
+    // them whole would be past a line's length, and cut at a byte offset
+    // inside one.
+    let long_command = format!("command={}", "é".repeat(32_700));
+    let long_want = format!("want {}", "é".repeat(32_700));
     for (request_body, error) in [
         (
             pkt(&[
@@ -580,15 +585,26 @@ fn git_clones_a_skill_shallow_or_over_the_dumb_protocol_and_its_routes_refuse_th
             "not our ref",
         ),
         (pkt(&["command=push", "0001", "0000"]), "not a command"),
+        (pkt(&[&long_command, "0001", "0000"]), "not a command"),
+        (
+            pkt(&["command=fetch", "0001", &long_want, "done", "0000"]),
+            "not an object id",
+        ),
+        (
+            pkt(&["command=fetch", "0001", "done", "0000"]),
+            "wants nothing",
+        ),
         (b"zzzz".to_vec(), "pkt-lines"),
+        (b"+00acommand".to_vec(), "pkt-lines"),
     ] {
         let (status, _, body) = request(&registry, post, Some(request_body), &v2);
         let body = String::from_utf8_lossy(&body);
         assert_eq!(status, 200, "{body}");
         assert!(
-            body[4..].starts_with("ERR ") && body.contains(error),
+            body.get(4..).is_some_and(|line| line.starts_with("ERR ")) && body.contains(error),
             "{body}"
         );
+        assert!(body.len() < 1024, "the error echoes a short part: {body}");
     }
     // A gzip bomb: a few KiB that inflate past the limit of a request.
     let mut bomb = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());

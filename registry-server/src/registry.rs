@@ -293,6 +293,24 @@ pub struct Registry {
     /// or read here: a version's commit never changes, so this is never
     /// stale.
     commits: std::sync::Mutex<std::collections::HashMap<(SkillName, semver::Version), ObjectId>>,
+    /// A lock a skill, held from reading its index lines to writing its
+    /// plugin repository from them: two writes of one repository in this
+    /// server never interleave, and a later one writes lines at least as
+    /// new. (Servers sharing a bucket do not share these; each write
+    /// repairs what an interleaving left, see
+    /// [`marketplace::write_plugin`].)
+    plugin_writes: std::sync::Mutex<std::collections::HashMap<SkillName, PluginLock>>,
+}
+
+/// The lock of one skill's plugin repository.
+type PluginLock = std::sync::Arc<tokio::sync::Mutex<()>>;
+
+/// Returns what `mutex` guards, even if a thread panicked while holding
+/// it: the maps guarded here are caches a panic cannot leave half-changed.
+fn locked<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl Registry {
@@ -359,6 +377,7 @@ impl Registry {
             options,
             marketplace,
             commits: Default::default(),
+            plugin_writes: Default::default(),
             discovery_written: tokio::sync::Mutex::new(0),
             discovery_wanted: tokio::sync::Notify::new(),
             signer,
@@ -557,6 +576,7 @@ impl Registry {
     async fn write_index(&self, name: &SkillName) -> Result<(), RegistryError> {
         let db = self.state.db();
         loop {
+            let _writing = self.plugin_lock(name).lock_owned().await;
             let IndexLines { revision, lines } = db
                 .index_lines(name.as_str())
                 .await
@@ -748,7 +768,8 @@ impl Registry {
     /// (docs/registry.md, "Claude Code plugin marketplace"), and returns
     /// it. A failure is logged, not returned: the change it follows is
     /// made, and the skill's next change, or the marketplace's next
-    /// writing, writes the repository again.
+    /// writing, writes the repository again. The caller holds the skill's
+    /// [`Registry::plugin_lock`], taken before it read `records`.
     fn write_plugin(&self, name: &SkillName, records: &[IndexRecord]) -> Option<Plugin> {
         if self.options.read_only {
             return None;
@@ -759,10 +780,7 @@ impl Registry {
         });
         match written {
             Ok(plugin) => {
-                let mut commits = self
-                    .commits
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                let mut commits = locked(&self.commits);
                 for (version, commit) in &plugin.commits {
                     commits.insert((name.clone(), version.clone()), *commit);
                 }
@@ -779,6 +797,12 @@ impl Registry {
         }
     }
 
+    /// The lock of the plugin repository of `name`, to hold from reading
+    /// its index lines to writing the repository.
+    fn plugin_lock(&self, name: &SkillName) -> PluginLock {
+        std::sync::Arc::clone(locked(&self.plugin_writes).entry(name.clone()).or_default())
+    }
+
     /// The commit of `name@version` in the skill's repository: known here,
     /// else read from the repository's refs, else (a tree written before
     /// the marketplace, or a publish by another server whose repository is
@@ -789,24 +813,17 @@ impl Registry {
         version: &semver::Version,
     ) -> Result<Option<ObjectId>, RegistryError> {
         let key = (name.clone(), version.clone());
-        let known = self
-            .commits
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .get(&key)
-            .copied();
+        let known = locked(&self.commits).get(&key).copied();
         if known.is_some() {
             return Ok(known);
         }
         if let Some(commit) =
             tokio::task::block_in_place(|| marketplace::commit_of(&self.tree, name, version))?
         {
-            self.commits
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .insert(key, commit);
+            locked(&self.commits).insert(key, commit);
             return Ok(Some(commit));
         }
+        let _writing = self.plugin_lock(name).lock_owned().await;
         let IndexLines { lines, .. } = self
             .state
             .db()

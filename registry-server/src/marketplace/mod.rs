@@ -57,6 +57,15 @@ const MANIFEST_DIR: &str = ".claude-plugin";
 /// Who makes every commit.
 const COMMITTER: &str = "skillpkg registry";
 const COMMITTER_EMAIL: &str = "registry@skillpkg.invalid";
+/// The registry's stamp on a commit made at `seconds` (since 1970, UTC).
+fn committed_at(seconds: i64) -> Stamp {
+    Stamp {
+        name: COMMITTER.to_owned(),
+        email: COMMITTER_EMAIL.to_owned(),
+        seconds,
+    }
+}
+
 /// The longest marketplace name.
 const MAX_NAME_CHARS: usize = 64;
 
@@ -275,12 +284,12 @@ fn snapshot(
         record.cksum,
         archive_path(name, version)
     );
-    let stamp = Stamp {
-        name: COMMITTER.to_owned(),
-        email: COMMITTER_EMAIL.to_owned(),
-        seconds: record.published.as_second(),
-    };
-    pack_snapshot(&files, &message, &stamp).map_err(|source| MarketplaceError::Git {
+    pack_snapshot(
+        &files,
+        &message,
+        &committed_at(record.published.as_second()),
+    )
+    .map_err(|source| MarketplaceError::Git {
         skill: skill(),
         source,
     })
@@ -290,6 +299,15 @@ fn snapshot(
 /// commit for each version it has none for yet (read from the archives of
 /// the tree, within `limits`), then its refs. Returns every version's
 /// commit.
+///
+/// The repository as found is trusted only as far as its packs bear it
+/// out: a tag is kept when a pack in `objects/pack/` holds its commit, and
+/// every pack there is listed again, so a repository left half-written
+/// (two writers interleaved, a crash between files) is whole after the
+/// next write. Two writes of one repository must not run at once: the
+/// caller serialises them (the server, with a lock a skill; two servers
+/// on one bucket are not, and the second write of a pair may drop what
+/// the first added until the skill's next change writes it again).
 pub fn write_plugin(
     tree: &StaticTree,
     name: &SkillName,
@@ -298,12 +316,20 @@ pub fn write_plugin(
 ) -> Result<Plugin, MarketplaceError> {
     let repo = Repo::plugin(name);
     let known = repo.read_refs(tree)?.unwrap_or_default();
-    let mut packs = repo.read_packs(tree)?;
+    // Every index is read, one small file a version: a write is rare,
+    // and this is what makes a tag without its pack found.
+    let indexes = repo.read_all_indexes(tree)?;
+    let packed = |commit: &ObjectId| indexes.iter().any(|(_, index)| index.contains(commit));
+    let mut packs: Vec<ObjectId> = indexes.iter().map(|(checksum, _)| *checksum).collect();
     let mut plugin = Plugin::default();
     let mut tags = BTreeMap::new();
     for record in records {
         let tag = tag_of(&record.vers);
-        let commit = match tag.as_ref().and_then(|tag| known.refs.get(tag)) {
+        let kept = tag
+            .as_ref()
+            .and_then(|tag| known.refs.get(tag))
+            .filter(|commit| packed(commit));
+        let commit = match kept {
             Some(commit) => *commit,
             None => {
                 let pack = snapshot(tree, name, record, limits)?;
@@ -436,18 +462,14 @@ pub fn write_marketplace(
         executable: false,
         bytes: bytes.clone(),
     };
-    // A fixed date: the commit is a function of the file alone.
-    let stamp = Stamp {
-        name: COMMITTER.to_owned(),
-        email: COMMITTER_EMAIL.to_owned(),
-        seconds: 0,
-    };
     let message = format!("The marketplace {}\n", settings.name);
-    let pack =
-        pack_snapshot(&[file], &message, &stamp).map_err(|source| MarketplaceError::Git {
+    // A fixed date: the commit is a function of the file alone.
+    let pack = pack_snapshot(&[file], &message, &committed_at(0)).map_err(|source| {
+        MarketplaceError::Git {
             skill: format!("the marketplace {}", settings.name),
             source,
-        })?;
+        }
+    })?;
     let old = repo.read_packs(tree)?;
     repo.write_pack(tree, &pack)?;
     repo.write_refs(tree, Some(pack.commit), &BTreeMap::new(), &[pack.checksum])?;
@@ -581,6 +603,44 @@ mod tests {
         assert_eq!(built[0].0, built[1].0);
         assert_eq!(built[0].1, built[1].1);
         assert_eq!(built[0].0.commits.len(), 2);
+    }
+
+    #[test]
+    fn a_repository_whose_tag_has_no_listed_pack_is_repaired_by_the_next_write() {
+        let temp = tempfile::tempdir().unwrap();
+        let tree = StaticTree::new(temp.path());
+        let name: SkillName = "pdf".parse().unwrap();
+        let repo = Repo::plugin(&name);
+        let records = [
+            publish(&tree, "1.0.0", "# One\n", false),
+            publish(&tree, "1.1.0", "# Two\n", false),
+        ];
+        let plugin = write_plugin(&tree, &name, &records, &Limits::default()).unwrap();
+        let packs = repo.read_packs(&tree).unwrap();
+        assert_eq!(packs.len(), 2);
+        let listing = "plugins/pdf.git/objects/info/packs";
+        let written = tree.read_file(listing).unwrap().unwrap();
+
+        // Two writers interleaved: the refs name both tags, the listing
+        // one pack.
+        tree.write_file(listing, format!("P pack-{}.pack\n\n", packs[0]).as_bytes())
+            .unwrap();
+        assert_eq!(
+            write_plugin(&tree, &name, &records, &Limits::default()).unwrap(),
+            plugin
+        );
+        assert_eq!(tree.read_file(listing).unwrap().unwrap(), written);
+
+        // A tag whose pack is gone altogether: made again, not trusted.
+        for checksum in &packs {
+            repo.remove_pack(&tree, checksum).unwrap();
+        }
+        assert_eq!(
+            write_plugin(&tree, &name, &records, &Limits::default()).unwrap(),
+            plugin
+        );
+        assert_eq!(tree.read_file(listing).unwrap().unwrap(), written);
+        assert_eq!(repo.read_all_indexes(&tree).unwrap().len(), 2);
     }
 
     #[test]

@@ -187,6 +187,31 @@ impl Repo {
             .map_err(|error| invalid_data(path, error.to_string()))
     }
 
+    /// Reads the index of every pack in `objects/pack/`, listed in
+    /// `objects/info/packs` or not, with its pack's checksum. A pack whose
+    /// index is there is whole: [`Repo::write_pack`] writes the index last.
+    pub fn read_all_indexes(
+        &self,
+        tree: &StaticTree,
+    ) -> Result<Vec<(ObjectId, PackIndex)>, TreeError> {
+        let folder = self.path("objects/pack");
+        let mut indexes = Vec::new();
+        for path in tree.list(&folder)? {
+            let checksum = path
+                .strip_prefix(&folder)
+                .and_then(|name| name.strip_prefix("/pack-"))
+                .and_then(|name| name.strip_suffix(".idx"))
+                .and_then(|hex| ObjectId::from_hex(hex.as_bytes()).ok());
+            let Some(checksum) = checksum else {
+                continue;
+            };
+            if let Some(index) = self.read_index(tree, &checksum)? {
+                indexes.push((checksum, index));
+            }
+        }
+        Ok(indexes)
+    }
+
     /// Writes a pack and its index, unless they are there (a pack is named
     /// by its checksum: one there is this one). The pack first: an index
     /// is never without its pack.

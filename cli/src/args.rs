@@ -441,7 +441,7 @@ Examples:
   skillpkg add pdf-processing                          the latest version, written as ^VERSION
   skillpkg add pdf-processing@~1.2 csv-insights        two skills, one with a requirement
   skillpkg add pdf --registry corp                     from the registry named `corp`
-  skillpkg add pdf --global                            into the user-level folders
+  skillpkg add -g pdf                                  for you, from anywhere: ~/.claude/skills, ~/.agents/skills
   skillpkg add ./skills/pdf                            from a folder, written `{ path = \"skills/pdf\" }`
   skillpkg add path:../shared --skill csv              one skill of a folder that holds several
   skillpkg add acme/skills/review@v1.2.0               from a GitHub repository's folder, at a tag
@@ -470,12 +470,13 @@ Examples:
 const UPDATE_EXAMPLES: &str = "\
 Examples:
   skillpkg update                 every skill to the newest version its requirement allows
-  skillpkg update pdf-processing  that one only";
+  skillpkg update pdf-processing  that one only (a git skill: where its branch is now)
+  skillpkg update -g              the skills added with -g";
 
 const LIST_EXAMPLES: &str = "\
 Examples:
   skillpkg list                  the installed skills, their versions and folders
-  skillpkg list --global --json  the user-level ones, for scripts";
+  skillpkg list -g --json        the ones added with -g, for scripts";
 
 const VENDOR_EXAMPLES: &str = "\
 Examples:

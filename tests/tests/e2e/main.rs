@@ -13,6 +13,7 @@ mod audit;
 mod audit_doors;
 mod audit_sets;
 mod audit_unscanned;
+mod bench;
 mod client_server;
 mod client_static;
 mod collections;

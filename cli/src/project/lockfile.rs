@@ -65,21 +65,25 @@ impl LockedVersion {
     /// the highest tag that reads as a version (`v1.2.0`, `1.2.0`), else the
     /// first tag by name, else `git:` and the commit's first 7 digits.
     pub fn for_commit(commit: &str, tags: &[String]) -> Self {
-        let usable: Vec<&String> = tags
+        // Every tag a lock can hold: `1.2.0` reads back as a semver
+        // version, `v1.2.0` as a label; both count.
+        let usable: Vec<(&String, Self)> = tags
             .iter()
-            .filter(|tag| {
-                tag.parse::<Self>()
-                    .is_ok_and(|parsed| matches!(parsed, Self::Label(_)))
-            })
+            .filter_map(|tag| tag.parse::<Self>().ok().map(|parsed| (tag, parsed)))
             .collect();
         let newest = usable
             .iter()
-            .filter_map(|tag| tag_version(tag).map(|version| (version, *tag)))
+            .filter_map(|(tag, parsed)| tag_version(tag).map(|version| (version, parsed)))
             .max_by(|a, b| a.0.cmp(&b.0))
-            .map(|(_, tag)| tag)
-            .or_else(|| usable.iter().min().copied());
+            .map(|(_, parsed)| parsed)
+            .or_else(|| {
+                usable
+                    .iter()
+                    .min_by_key(|(tag, _)| *tag)
+                    .map(|(_, parsed)| parsed)
+            });
         match newest {
-            Some(tag) => Self::Label(tag.clone()),
+            Some(parsed) => parsed.clone(),
             None => Self::Label(format!("git:{}", &commit[..commit.len().min(7)])),
         }
     }
@@ -439,6 +443,13 @@ mod tests {
         assert_eq!(label(&[]), "git:9d2f1ae");
         assert_eq!(label(&["v1.2.0", "v1.10.0", "latest"]), "v1.10.0");
         assert_eq!(label(&["release", "beta"]), "beta");
+        // A tag without the `v` is a version too, and reads back as one.
+        assert_eq!(label(&["1.2.0"]), "1.2.0");
+        assert_eq!(label(&["1.2.0", "v1.3.0", "latest"]), "v1.3.0");
+        assert_eq!(
+            LockedVersion::for_commit(commit, &["2.0.0".to_owned()]).as_semver(),
+            Some(&semver::Version::new(2, 0, 0))
+        );
         // A tag no message may print is passed over.
         assert_eq!(label(&["bad tag\u{7}"]), "git:9d2f1ae");
         assert_eq!(tag_version("v2.0.1"), Some(semver::Version::new(2, 0, 1)));

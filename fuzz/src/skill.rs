@@ -83,7 +83,7 @@ const SCRIPT_NAMES: &[&str] = &[
 /// `.npmrc` template or an SQL file),
 /// through the whole audit: parsing, folding, the flows, the blocks of a
 /// document. Checks that it ends, and that every finding is placed in the
-/// file it names, within its lines.
+/// file it names, within its lines (counting every line end it reads).
 pub fn audit_script(data: &[u8]) {
     let Some((selector, text)) = crate::selector(data) else {
         return;
@@ -102,7 +102,13 @@ pub fn audit_script(data: &[u8]) {
     fs_err::write(&path, text).expect("the file can be written");
     let audit = skillpkg_index::audit::audit_folder(&dir, &Default::default())
         .expect("a folder of two files can be audited");
-    let lines = text.split(|&byte| byte == b'\n').count();
+    // The audit also reads a file with the line ends other readers see
+    // (a lone CR, U+2028, U+2029: Python, JavaScript, editors) as line
+    // feeds, and places what it finds there on those lines.
+    let lines = String::from_utf8_lossy(text)
+        .replace("\r\n", "\n")
+        .split(['\n', '\r', '\u{2028}', '\u{2029}'])
+        .count();
     for finding in &audit.findings {
         if finding.file == name {
             if let Some(line) = finding.line {

@@ -28,6 +28,7 @@ use skillpkg_index::archive::Limits;
 #[cfg(feature = "git")]
 use super::folder::{FolderSkill, read_fetched};
 use super::lockfile::LockedVersion;
+#[cfg(feature = "git")]
 use super::source::GitSource;
 #[cfg(feature = "git")]
 use crate::error::UserError;

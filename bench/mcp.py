@@ -23,6 +23,7 @@ with no SDK in between, so what is timed is the server and the pipe.
 
     python3 bench/mcp.py                       # builds --release first
     python3 bench/mcp.py --runs 301 --skillpkg target/release/skillpkg
+    python3 bench/mcp.py --only run-script --pace 20   # calls 20 ms apart
 """
 
 import argparse
@@ -112,9 +113,10 @@ def interleaved(a, b, runs: int) -> tuple[list[float], list[float]]:
     return times_a, times_b
 
 
-def interleaved_all(actions, runs: int) -> list[list[float]]:
+def interleaved_all(actions, runs: int, pause: float = 0.0) -> list[list[float]]:
     """Times each of `actions` in turn, the order reversed every other
-    round, so load on the machine falls on all of them alike."""
+    round, so load on the machine falls on all of them alike; `pause`
+    seconds, untimed, after each."""
     for action in actions:
         action()
     times = [[] for _ in actions]
@@ -126,6 +128,8 @@ def interleaved_all(actions, runs: int) -> list[list[float]]:
             start = time.perf_counter()
             actions[index]()
             times[index].append((time.perf_counter() - start) * 1000)
+            if pause:
+                time.sleep(pause)
     return times
 
 
@@ -143,18 +147,21 @@ def skill(folder: Path, name: str, body: str, files: dict[str, str]) -> None:
         (folder / path).write_text(text)
 
 
-def time_run_script(server: Server, bare: Server, project: Path, runs: int) -> bool:
+def time_run_script(server: Server, bare: Server, project: Path, runs: int, pace_ms: float = 0.0) -> bool:
     """Times skills_run_script of a no-op script against bash, and against
     the same call to a server run with --unsandboxed (what the protocol
     and the server's own path cost, no sandbox); whether the ratio to bash
-    misses 1.5x."""
+    misses 1.5x. With `pace_ms`, each call is followed by that many
+    milliseconds, untimed, as an agent's calls are (the model writes
+    between them): what a server does after answering is not charged to
+    the next row."""
     script = project / ".claude/skills/big/scripts/noop.sh"
     bash, unsandboxed, run_script = interleaved_all([
         lambda: subprocess.run(["bash", str(script)], check=True),
         lambda: bare.call("skills_run_script", {"path": "scripts/noop.sh"}),
         lambda: server.call("skills_run_script", {"path": "scripts/noop.sh"}),
-    ], runs)
-    print("a no-op bash script")
+    ], runs, pace_ms / 1000)
+    print("a no-op bash script" + (f", calls {pace_ms:g} ms apart" if pace_ms else ", calls back to back"))
     print(row("bash script.sh, spawned here (baseline)", bash))
     print(row("skills_run_script, --unsandboxed", unsandboxed))
     print(row("skills_run_script, sandboxed", run_script))
@@ -164,8 +171,8 @@ def time_run_script(server: Server, bare: Server, project: Path, runs: int) -> b
     return ratio > 1.5
 
 
-def run_script_only(server: Server, bare: Server, project: Path, runs: int) -> int:
-    missed = time_run_script(server, bare, project, runs)
+def run_script_only(server: Server, bare: Server, project: Path, runs: int, pace_ms: float) -> int:
+    missed = time_run_script(server, bare, project, runs, pace_ms)
     server.close()
     bare.close()
     if missed:
@@ -178,6 +185,9 @@ def main() -> int:
     parser.add_argument("--skillpkg", help="the binary (default: build and use target/release/skillpkg)")
     parser.add_argument("--runs", type=int, default=201)
     parser.add_argument("--only", choices=["run-script"], help="time only skills_run_script against bash")
+    parser.add_argument("--pace", type=float, default=0.0, metavar="MS",
+                        help="leave MS milliseconds, untimed, after each skills_run_script row's call"
+                             " (as an agent's calls are spaced); default 0: back to back")
     args = parser.parse_args()
     skillpkg = args.skillpkg
     if skillpkg is None:
@@ -214,7 +224,7 @@ def main() -> int:
             server.call("skills_load", {"names": ["big"]})
             bare = Server(skillpkg, small, home, ("--unsandboxed",))
             bare.call("skills_load", {"names": ["big"]})
-            return run_script_only(server, bare, small, args.runs)
+            return run_script_only(server, bare, small, args.runs, args.pace)
         ping, load = interleaved(
             lambda: server.request("ping"),
             lambda: server.call("skills_load", {"names": ["big"]}),
@@ -229,7 +239,7 @@ def main() -> int:
 
         bare = Server(skillpkg, small, home, ("--unsandboxed",))
         bare.call("skills_load", {"names": ["big"]})
-        if time_run_script(server, bare, small, args.runs):
+        if time_run_script(server, bare, small, args.runs, args.pace):
             failures.append("skills_run_script is not within 1.5x of spawning bash")
         server.close()
         bare.close()

@@ -286,7 +286,15 @@ impl<T: Transport<RoleServer>> Transport<RoleServer> for Ordered<T> {
         &mut self,
         item: TxJsonRpcMessage<RoleServer>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
-        self.inner.send(item)
+        let answer = matches!(item, JsonRpcMessage::Response(_) | JsonRpcMessage::Error(_));
+        let sent = self.inner.send(item);
+        async move {
+            let sent = sent.await;
+            if answer {
+                super::jail::answered();
+            }
+            sent
+        }
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {

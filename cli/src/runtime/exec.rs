@@ -601,7 +601,11 @@ pub async fn run(request: RunRequest, cancel: CancellationToken) -> Result<RunOu
             gathered.await
         }
     };
-    drop(own_scratch);
+    // The run's folder goes in the background: its answer does not wait
+    // for the disk (a task that never starts still drops it).
+    if let Some(scratch) = own_scratch {
+        tokio::task::spawn_blocking(move || drop(scratch));
+    }
 
     Ok(RunOutcome {
         exit_code: status.and_then(|status| status.code()),

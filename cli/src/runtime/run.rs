@@ -204,6 +204,18 @@ fn unchanged(skill: &ServedSkill) -> Result<(), ToolError> {
 }
 
 impl RunConfig {
+    /// An unsandboxed run starts the installed files, so they are checked
+    /// again first; a sandboxed run sees the sealed copy, made from the
+    /// bytes that were checked ([`sealed_copy`]), and pays for no second
+    /// reading.
+    fn unchanged_unless_sealed(&self, skill: &ServedSkill) -> Result<(), ToolError> {
+        if self.unsandboxed {
+            unchanged(skill)
+        } else {
+            Ok(())
+        }
+    }
+
     /// The run's limits: what is left of the call's time, so that waiting
     /// for the client and preparing count against `--timeout` too.
     fn limits_within(&self, budget: Budget) -> Result<Limits, ToolError> {
@@ -282,7 +294,7 @@ impl RunConfig {
         let script = sandbox::script_in_skill(&skill.root, &arguments.path)
             .map_err(|error| denied(&error))?;
         in_manifest(skill, &arguments.path)?;
-        unchanged(skill)?;
+        self.unchanged_unless_sealed(skill)?;
         let program = exec::interpreter_for(&script).map_err(|error| exec_error(&error))?;
         let prepared = self.prepare(
             skill,
@@ -361,7 +373,7 @@ impl RunConfig {
         let started = async {
             let entrypoint = tool.implementation.entrypoint.as_str();
             in_manifest(skill, entrypoint)?;
-            unchanged(skill)?;
+            self.unchanged_unless_sealed(skill)?;
             let script = sandbox::entrypoint_in_skill(&skill.root, entrypoint)
                 .map_err(|error| denied(&error))?;
             let interpreter = match tool.implementation.runtime {

@@ -942,3 +942,91 @@ async fn without_user_namespaces_runs_are_refused_with_the_reason_and_instructio
     assert!(!marker.exists(), "the script ran unconfined");
     client.cancel().await.unwrap();
 }
+
+/// A server whose client hangs up at once after its last answer, as a
+/// benchmark or a one-shot agent does: the launchers it makes for the next
+/// runs (right after each answer) are ended and removed with it, and so
+/// are their scratch folders, the sealed copies and, where the server
+/// makes them, the runs' pids cgroups.
+#[test]
+fn a_server_that_stops_right_after_an_answer_leaves_nothing_behind() {
+    use std::io::{BufRead as _, BufReader, Write as _};
+    let project = Project::new();
+    project.skill("quick", "", &[("scripts/noop.sh", "exit 0\n")]);
+    let temporary = project.sandbox.path().join("tmp");
+    fs_err::create_dir_all(&temporary).unwrap();
+    let cgroups = Path::new("/sys/fs/cgroup/pids");
+    // The server makes a cgroup per run as root, with cgroup v1's pids.
+    let root = std::os::unix::fs::MetadataExt::uid(&fs_err::metadata("/proc/self").unwrap()) == 0;
+    let watch_cgroups = root && cgroups.join("cgroup.procs").exists();
+    for _ in 0..6 {
+        let mut server = project
+            .sandbox
+            .mcp(&["--no-watch"])
+            .env("TMPDIR", &temporary)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let pid = server.id();
+        let mut input = server.stdin.take().unwrap();
+        let mut output = BufReader::new(server.stdout.take().unwrap());
+        let mut ask = |id: Option<u64>, method: &str, params: Value| {
+            let mut request = json!({"jsonrpc": "2.0", "method": method, "params": params});
+            let Some(id) = id else {
+                // A notification: no answer.
+                writeln!(input, "{request}").unwrap();
+                return;
+            };
+            request["id"] = json!(id);
+            writeln!(input, "{request}").unwrap();
+            loop {
+                let mut line = String::new();
+                assert_ne!(output.read_line(&mut line).unwrap(), 0, "the server ended");
+                let reply: Value = serde_json::from_str(&line).unwrap();
+                if reply["id"] == id {
+                    assert!(reply.get("error").is_none(), "{reply}");
+                    assert_ne!(reply["result"]["isError"], true, "{reply}");
+                    return;
+                }
+            }
+        };
+        ask(
+            Some(1),
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
+        );
+        ask(None, "notifications/initialized", json!({}));
+        ask(
+            Some(2),
+            "tools/call",
+            json!({"name": "skills_load", "arguments": {"names": ["quick"]}}),
+        );
+        for id in 3..6 {
+            ask(
+                Some(id),
+                "tools/call",
+                json!({"name": "skills_run_script", "arguments": {"path": "scripts/noop.sh"}}),
+            );
+        }
+        // Hang up the moment the last answer is read.
+        drop(input);
+        let status = server.wait().unwrap();
+        assert!(status.success(), "{status}");
+        let left: Vec<String> = fs_err::read_dir(&temporary)
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(left.is_empty(), "left in TMPDIR: {left:?}");
+        if watch_cgroups {
+            let prefix = format!("skillpkg-{pid}-");
+            let left: Vec<String> = fs_err::read_dir(cgroups)
+                .unwrap()
+                .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+                .filter(|name| name.starts_with(&prefix))
+                .collect();
+            assert!(left.is_empty(), "cgroups left: {left:?}");
+        }
+    }
+}

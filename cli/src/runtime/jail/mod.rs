@@ -184,18 +184,41 @@ const SPARES_KEPT: usize = 2;
 /// Whether launchers are made ahead ([`keep_spares`]).
 static KEEP_SPARES: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
-/// Makes runs' launchers ahead, after a run has ended rather than while
-/// one runs: making one costs a few milliseconds of processor, which a run
-/// on a machine of two cores would otherwise wait for. Only for a program
+/// Makes runs' launchers ahead, once a run's answer is written rather
+/// than while one runs or answers: making one costs a few milliseconds of
+/// processor, which a run on a machine of two cores would otherwise wait
+/// for. Only for a program
 /// with one tokio runtime for its whole life (the server): the launchers'
 /// pipes belong to the runtime that made them.
 pub fn keep_spares() {
     KEEP_SPARES.store(true, std::sync::atomic::Ordering::Relaxed);
 }
 
-/// Ends the launchers made ahead, and removes their scratch folders: for
-/// a server that stops.
+/// Whether a run ended since the spares were last made: they are made
+/// once its answer is on its way ([`answered`]).
+static SPARES_OWED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Says that the server has written an answer to a client: the launchers
+/// owed since a run ended are made now, not while the run's answer is
+/// still being written (on two cores, making one takes the processor the
+/// answer needs). A run that comes before they are ready takes the other
+/// spare, or makes its own.
+pub fn answered() {
+    if SPARES_OWED.swap(false, std::sync::atomic::Ordering::Relaxed) {
+        Launcher::make_spares();
+    }
+}
+
+/// Whether the server has stopped ([`clean_up`]): no launcher is made or
+/// kept after that.
+static CLOSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Ends the launchers made ahead, and removes their scratch folders and
+/// cgroups: for a server that stops. A launcher still being made is ended
+/// and removed as soon as it is ready, never kept (the runtime waits for
+/// it before the process ends).
 pub fn clean_up() {
+    CLOSED.store(true, std::sync::atomic::Ordering::SeqCst);
     let spares = SPARES
         .lock()
         .map(|mut spares| std::mem::take(&mut *spares))
@@ -222,7 +245,7 @@ impl Launcher {
     /// or being made, when the program keeps spares.
     fn make_spares() {
         use std::sync::atomic::Ordering;
-        if !KEEP_SPARES.load(Ordering::Relaxed) {
+        if !KEEP_SPARES.load(Ordering::Relaxed) || CLOSED.load(Ordering::SeqCst) {
             return;
         }
         let ready = SPARES.lock().map_or(SPARES_KEPT, |spares| spares.len());
@@ -230,11 +253,20 @@ impl Launcher {
         for _ in ready + making..SPARES_KEPT {
             MAKING.fetch_add(1, Ordering::Relaxed);
             tokio::task::spawn_blocking(|| {
-                if let Ok(next) = Self::start_new()
-                    && let Ok(mut spares) = SPARES.lock()
-                    && spares.len() < SPARES_KEPT
-                {
-                    spares.push(next);
+                if let Ok(next) = Self::start_new() {
+                    // Kept only while the server serves: `clean_up` sets
+                    // CLOSED before it takes the spares under this lock,
+                    // so a launcher is either taken by it or ended here.
+                    let unwanted = match SPARES.lock() {
+                        Ok(mut spares)
+                            if !CLOSED.load(Ordering::SeqCst) && spares.len() < SPARES_KEPT =>
+                        {
+                            spares.push(next);
+                            None
+                        }
+                        _ => Some(next),
+                    };
+                    drop(unwanted);
                 }
                 MAKING.fetch_sub(1, Ordering::Relaxed);
             });
@@ -381,12 +413,13 @@ impl Run {
     /// Reaps the launcher and removes the run's cgroup and scratch folder,
     /// in the background: the run's result does not wait for the kernel
     /// to take its namespaces down.
-    /// The next runs' launchers are made now, once this one has ended.
+    /// The next runs' launchers are made once the run's answer is written
+    /// ([`answered`]).
     pub fn finish(self, launcher: Process) {
         let Self {
             cgroup, scratch, ..
         } = self;
-        Launcher::make_spares();
+        SPARES_OWED.store(true, std::sync::atomic::Ordering::Relaxed);
         tokio::spawn(async move {
             launcher.ended().await;
             let _ = tokio::task::spawn_blocking(move || {

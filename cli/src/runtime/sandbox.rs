@@ -651,7 +651,38 @@ pub struct RunGrants {
 /// to `policy` plus `extra`. Call it on a thread of its own that ends
 /// after spawning: the confinement cannot be lifted.
 pub fn restrict_thread(policy: &Policy, extra: &RunGrants) -> Result<(), String> {
-    landlock_rules::restrict(policy, extra)
+    landlock_rules::restrict(policy, extra, None)
+}
+
+/// A Landlock ruleset made before its run is known, holding the rules of
+/// the system paths, which are the same for every run of a kind: the
+/// kernel work that does not depend on the run, off its path.
+pub struct RulesAhead(landlock_rules::Ahead);
+
+impl std::fmt::Debug for RulesAhead {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.debug_struct("RulesAhead").finish_non_exhaustive()
+    }
+}
+
+impl RulesAhead {
+    /// The ruleset for runs with `network` (its kind: none, ports, any)
+    /// and `subprocess`; `None` when Landlock cannot make it (the run then
+    /// makes its own, and says why it cannot).
+    pub fn make(network: &Network, subprocess: bool) -> Option<Self> {
+        landlock_rules::ahead(network, subprocess).ok().map(Self)
+    }
+}
+
+/// [`restrict_thread`], starting from `ahead` when it was made for runs
+/// like this one (same network kind and `subprocess`), else from scratch:
+/// the same rules either way.
+pub fn restrict_thread_from(
+    ahead: Option<RulesAhead>,
+    policy: &Policy,
+    extra: &RunGrants,
+) -> Result<(), String> {
+    landlock_rules::restrict(policy, extra, ahead.map(|ahead| ahead.0))
 }
 
 /// Does ahead what every [`restrict_thread`] of this process needs: the
@@ -823,17 +854,53 @@ mod landlock_rules {
         }
     }
 
-    pub(super) fn restrict(policy: &Policy, extra: &RunGrants) -> Result<(), String> {
+    /// What a ruleset handles and grants the system paths depends on: the
+    /// kind of network (not its ports) and whether subprocesses may run.
+    #[derive(Clone, Copy, PartialEq, Eq)]
+    struct Kind {
+        network: u8,
+        subprocess: bool,
+    }
+
+    impl Kind {
+        fn of(network: &Network, subprocess: bool) -> Self {
+            let network = match network {
+                Network::Deny => 0,
+                Network::Ports(_) => 1,
+                Network::Any => 2,
+            };
+            Self {
+                network,
+                subprocess,
+            }
+        }
+    }
+
+    /// A ruleset with the system paths' rules, made for runs of `kind`.
+    pub(super) struct Ahead {
+        kind: Kind,
+        created: RulesetCreated,
+    }
+
+    pub(super) fn ahead(network: &Network, subprocess: bool) -> Result<Ahead, String> {
+        let kind = Kind::of(network, subprocess);
+        Ok(Ahead {
+            kind,
+            created: with_system_rules(network, subprocess)?,
+        })
+    }
+
+    /// A new ruleset for runs with `network` and `subprocess`, holding the
+    /// system paths' rules.
+    fn with_system_rules(network: &Network, subprocess: bool) -> Result<RulesetCreated, String> {
         let abi = current_abi();
         if abi == ABI::Unsupported {
             return Err("Landlock is not available on this kernel".into());
         }
         let all = AccessFs::from_all(abi);
         let read = AccessFs::from_read(abi) & !AccessFs::Execute;
-        let read_execute = AccessFs::from_read(abi);
-        let write = all & !AccessFs::Execute;
-        let system_access = if policy.subprocess {
-            read_execute
+        let system_access = if subprocess {
+            AccessFs::from_read(abi)
         } else {
             read
         };
@@ -844,7 +911,7 @@ mod landlock_rules {
             .handle_access(all)
             .map_err(error)?;
         let net = AccessNet::from_all(abi);
-        let handled_net = match policy.network {
+        let handled_net = match network {
             Network::Deny => net,
             // Outbound TCP is allowed (to some ports); UDP stays open for
             // DNS, and bind stays denied.
@@ -867,6 +934,35 @@ mod landlock_rules {
         for opened in system(SYSTEM_WRITE, &WRITE) {
             created = add_opened(created, opened, device, abi)?;
         }
+        Ok(created)
+    }
+
+    pub(super) fn restrict(
+        policy: &Policy,
+        extra: &RunGrants,
+        ahead: Option<Ahead>,
+    ) -> Result<(), String> {
+        let abi = current_abi();
+        if abi == ABI::Unsupported {
+            return Err("Landlock is not available on this kernel".into());
+        }
+        let all = AccessFs::from_all(abi);
+        let read = AccessFs::from_read(abi) & !AccessFs::Execute;
+        let read_execute = AccessFs::from_read(abi);
+        let write = all & !AccessFs::Execute;
+        let system_access = if policy.subprocess {
+            read_execute
+        } else {
+            read
+        };
+        let error = |error: landlock::RulesetError| error.to_string();
+        let net = AccessNet::from_all(abi);
+
+        let kind = Kind::of(&policy.network, policy.subprocess);
+        let mut created = match ahead.filter(|ahead| ahead.kind == kind) {
+            Some(ahead) => ahead.created,
+            None => with_system_rules(&policy.network, policy.subprocess)?,
+        };
         created = add(created, &policy.skill_root, system_access, abi)?;
         for path in &policy.read {
             created = add(created, path, read, abi)?;
@@ -901,7 +997,14 @@ mod landlock_rules {
 
 #[cfg(not(target_os = "linux"))]
 mod landlock_rules {
-    use super::{Policy, RunGrants, Support};
+    use super::{Network, Policy, RunGrants, Support};
+
+    /// Nothing: there are no rulesets to make ahead.
+    pub(super) struct Ahead;
+
+    pub(super) fn ahead(_: &Network, _: bool) -> Result<Ahead, String> {
+        Err("Landlock exists only on Linux".into())
+    }
 
     pub(super) fn probe() -> Support {
         Support {
@@ -915,7 +1018,7 @@ mod landlock_rules {
 
     pub(super) fn warm() {}
 
-    pub(super) fn restrict(_: &Policy, _: &RunGrants) -> Result<(), String> {
+    pub(super) fn restrict(_: &Policy, _: &RunGrants, _: Option<Ahead>) -> Result<(), String> {
         Err("Landlock exists only on Linux".into())
     }
 }
@@ -924,6 +1027,58 @@ mod landlock_rules {
 mod tests {
     use super::*;
     use crate::runtime::grant::{Reach, Refusal};
+
+    /// A ruleset made ahead confines a run exactly as one made at the run,
+    /// and one made for another kind of run is not used.
+    #[test]
+    fn rules_made_ahead_confine_as_rules_made_at_the_run() {
+        let temp = tempfile::tempdir().unwrap();
+        let skill = temp.path().join("skill");
+        fs_err::create_dir_all(&skill).unwrap();
+        fs_err::write(skill.join("SKILL.md"), "x").unwrap();
+        let secret = temp.path().join("secret.txt");
+        fs_err::write(&secret, "x").unwrap();
+        let outside = temp.path().join("out.txt");
+        let policy = Policy {
+            skill_root: skill.clone(),
+            read: Vec::new(),
+            write: Vec::new(),
+            network: Network::Deny,
+            outbound: Vec::new(),
+            subprocess: false,
+            notes: Vec::new(),
+        };
+        for ahead in [
+            None,
+            Some((Network::Deny, false)),
+            Some((Network::Any, false)),
+            Some((Network::Deny, true)),
+        ] {
+            let (policy, skill, secret, outside) = (
+                policy.clone(),
+                skill.clone(),
+                secret.clone(),
+                outside.clone(),
+            );
+            let kind = ahead.clone();
+            let seen = std::thread::spawn(move || {
+                let made =
+                    kind.and_then(|(network, subprocess)| RulesAhead::make(&network, subprocess));
+                restrict_thread_from(made, &policy, &RunGrants::default()).unwrap();
+                (
+                    fs_err::read(skill.join("SKILL.md")).is_ok(),
+                    fs_err::read("/usr/bin/env").is_ok(),
+                    fs_err::read(&secret).is_ok(),
+                    fs_err::write(&outside, "x").is_ok(),
+                    // Without `subprocess`, system files are not executable.
+                    std::process::Command::new("/usr/bin/true").status().is_ok(),
+                )
+            })
+            .join()
+            .unwrap();
+            assert_eq!(seen, (true, true, false, false, false), "ahead: {ahead:?}");
+        }
+    }
 
     #[test]
     fn a_glob_splits_into_its_fixed_folder_and_the_rest() {

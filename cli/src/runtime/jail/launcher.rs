@@ -11,8 +11,10 @@
 //!    opened for Landlock. Then it forks the script's process, the PID
 //!    namespace's init, which sets up every wall that does not depend on
 //!    the run (its own session, no descriptor past stderr at `exec`, no
-//!    capabilities, `no_new_privs`, the seccomp filters) and waits. The
-//!    launcher writes `ready` on the status pipe (fd 3) and waits too.
+//!    capabilities, `no_new_privs`, the seccomp filters), makes the
+//!    Landlock ruleset of the system paths for a run of the default kind,
+//!    and waits. The launcher writes `ready` on the status pipe (fd 3) and
+//!    waits too.
 //! 2. The server sends the [`Spec`] on stdin (length, then JSON); whatever
 //!    follows is the script's stdin.
 //! 3. The launcher adds the run's own binds to the root (read-only unless
@@ -248,6 +250,10 @@ fn fork_script(status: &PipeWriter, filters: &[seccompiler::BpfProgram]) -> Resu
 /// working folder and Landlock rules, and `exec`. Returns only on failure.
 fn run_script(go: PipeReader, filters: &[seccompiler::BpfProgram]) -> String {
     let confined = confine(filters);
+    // The Landlock rules of the system paths, for a run of the default
+    // kind (no network, no subprocess); another kind makes its own.
+    let ahead =
+        crate::runtime::sandbox::RulesAhead::make(&crate::runtime::sandbox::Network::Deny, false);
     // The run's spec, sent once its root is built.
     let mut bytes = Vec::new();
     let mut go = go;
@@ -266,21 +272,25 @@ fn run_script(go: PipeReader, filters: &[seccompiler::BpfProgram]) -> String {
         Ok(spec) => spec,
         Err(error) => return format!("a bad run description: {error}"),
     };
-    match start_script(&spec) {
+    match start_script(&spec, ahead) {
         Ok(never) => match never {},
         Err(why) => why,
     }
 }
 
-/// Limits, working folder, Landlock and `exec`.
-fn start_script(spec: &Spec) -> Result<std::convert::Infallible, String> {
+/// Limits, working folder, Landlock (from the rules made `ahead`) and
+/// `exec`.
+fn start_script(
+    spec: &Spec,
+    ahead: Option<crate::runtime::sandbox::RulesAhead>,
+) -> Result<std::convert::Infallible, String> {
     use std::ffi::CString;
     use std::os::unix::ffi::OsStrExt as _;
     set_limits(spec.limits)?;
     rustix::process::chdir(&spec.workdir)
         .map_err(|error| format!("enter {}: {error}", spec.workdir.display()))?;
     if let Some(rules) = &spec.landlock {
-        crate::runtime::sandbox::restrict_thread(&rules.policy, &rules.grants)?;
+        crate::runtime::sandbox::restrict_thread_from(ahead, &rules.policy, &rules.grants)?;
     }
     let c = |bytes: &[u8]| CString::new(bytes).map_err(|_| "a NUL byte in the command".to_owned());
     let program = c(spec.program.as_os_str().as_bytes())?;

@@ -270,22 +270,11 @@ impl Repository {
         let Ok(id) = gix::ObjectId::from_hex(commit.as_bytes()) else {
             return Vec::new();
         };
-        let Ok(references) = self.repo.references() else {
-            return Vec::new();
-        };
-        let Ok(tags) = references.tags() else {
-            return Vec::new();
-        };
-        tags.flatten()
-            .filter_map(|mut tag| {
-                let target = tag.peel_to_id().ok()?.detach();
-                (target == id).then(|| tag.name().shorten().to_string())
-            })
-            .collect()
+        self.tag_names(|tag| tag.peel_to_id().is_ok_and(|target| target.detach() == id))
     }
 
-    /// The short names of the clone's tags.
-    fn tag_names(&self) -> Vec<String> {
+    /// The short names of the clone's tags that `keep` keeps.
+    fn tag_names(&self, mut keep: impl FnMut(&mut gix::Reference<'_>) -> bool) -> Vec<String> {
         let Ok(references) = self.repo.references() else {
             return Vec::new();
         };
@@ -293,7 +282,7 @@ impl Repository {
             return Vec::new();
         };
         tags.flatten()
-            .map(|tag| tag.name().shorten().to_string())
+            .filter_map(|mut tag| keep(&mut tag).then(|| tag.name().shorten().to_string()))
             .collect()
     }
 
@@ -626,12 +615,8 @@ pub fn refs_now(source: &GitSource, location: &str) -> anyhow::Result<RefsNow> {
         let repository = fetch_once(&cache_root()?, location)?;
         let commit = resolve_once(&repository, location, source.rev.as_deref())?.to_string();
         let label = LockedVersion::for_commit(&commit, &repository.tags_at(&commit));
-        let newest_tag = repository
-            .tag_names()
-            .into_iter()
-            .filter_map(|tag| super::lockfile::tag_version(&tag).map(|version| (version, tag)))
-            .max_by(|a, b| a.0.cmp(&b.0))
-            .map(|(_, tag)| tag);
+        let newest_tag =
+            super::lockfile::newest_version_tag(&repository.tag_names(|_| true)).cloned();
         Ok(RefsNow {
             commit,
             label,

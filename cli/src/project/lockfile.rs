@@ -71,22 +71,21 @@ impl LockedVersion {
             .iter()
             .filter_map(|tag| tag.parse::<Self>().ok().map(|parsed| (tag, parsed)))
             .collect();
-        let newest = usable
-            .iter()
-            .filter_map(|(tag, parsed)| tag_version(tag).map(|version| (version, parsed)))
-            .max_by(|a, b| a.0.cmp(&b.0))
-            .map(|(_, parsed)| parsed)
-            .or_else(|| {
-                usable
-                    .iter()
-                    .min_by_key(|(tag, _)| *tag)
-                    .map(|(_, parsed)| parsed)
-            });
-        match newest {
-            Some(parsed) => parsed.clone(),
+        let newest = newest_version_tag(usable.iter().map(|(tag, _)| *tag))
+            .or_else(|| usable.iter().map(|(tag, _)| *tag).min());
+        match usable.iter().find(|(tag, _)| Some(*tag) == newest) {
+            Some((_, parsed)) => parsed.clone(),
             None => Self::Label(format!("git:{}", &commit[..commit.len().min(7)])),
         }
     }
+}
+
+/// Of `tags`, the one naming the highest version ([`tag_version`]).
+pub fn newest_version_tag<'a>(tags: impl IntoIterator<Item = &'a String>) -> Option<&'a String> {
+    tags.into_iter()
+        .filter_map(|tag| tag_version(tag).map(|version| (version, tag)))
+        .max_by(|a, b| a.0.cmp(&b.0))
+        .map(|(_, tag)| tag)
 }
 
 /// The version a git tag names: `v1.2.0` and `1.2.0` are `1.2.0`.

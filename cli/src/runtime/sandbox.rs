@@ -856,25 +856,7 @@ mod landlock_rules {
 
     /// What a ruleset handles and grants the system paths depends on: the
     /// kind of network (not its ports) and whether subprocesses may run.
-    #[derive(Clone, Copy, PartialEq, Eq)]
-    struct Kind {
-        network: u8,
-        subprocess: bool,
-    }
-
-    impl Kind {
-        fn of(network: &Network, subprocess: bool) -> Self {
-            let network = match network {
-                Network::Deny => 0,
-                Network::Ports(_) => 1,
-                Network::Any => 2,
-            };
-            Self {
-                network,
-                subprocess,
-            }
-        }
-    }
+    type Kind = (std::mem::Discriminant<Network>, bool);
 
     /// A ruleset with the system paths' rules, made for runs of `kind`.
     pub(super) struct Ahead {
@@ -883,7 +865,7 @@ mod landlock_rules {
     }
 
     pub(super) fn ahead(network: &Network, subprocess: bool) -> Result<Ahead, String> {
-        let kind = Kind::of(network, subprocess);
+        let kind = (std::mem::discriminant(network), subprocess);
         Ok(Ahead {
             kind,
             created: with_system_rules(network, subprocess)?,
@@ -958,7 +940,7 @@ mod landlock_rules {
         let error = |error: landlock::RulesetError| error.to_string();
         let net = AccessNet::from_all(abi);
 
-        let kind = Kind::of(&policy.network, policy.subprocess);
+        let kind = (std::mem::discriminant(&policy.network), policy.subprocess);
         let mut created = match ahead.filter(|ahead| ahead.kind == kind) {
             Some(ahead) => ahead.created,
             None => with_system_rules(&policy.network, policy.subprocess)?,

@@ -170,8 +170,10 @@ pub fn run(args: &McpArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
     let served = match args.listen {
         None => runtime.block_on(async move {
             // Requests are numbered as they are read, so calls of the
-            // session apply in the order the client sent them.
-            let (stdin, stdout) = rmcp::transport::stdio();
+            // session apply in the order the client sent them. Pipes (as
+            // clients start servers) are read and written by the runtime's
+            // reactor, not handed to a blocking thread per message.
+            let (stdin, stdout) = rmcp::transport::stdio_pipes();
             let service = SkillServer::new(shared, Transport::Stdio)?
                 .serve(Ordered::new(AsyncRwTransport::new_server(stdin, stdout)))
                 .await

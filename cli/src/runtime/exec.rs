@@ -657,16 +657,15 @@ fn grants_for(
     execute.sort();
     execute.dedup();
     let mut read = Vec::new();
-    let chosen_by_runtime = !real(executable).starts_with(real(skill_root));
-    if chosen_by_runtime {
-        let installed = real(executable);
-        if let Some(prefix) = installed
+    let installed = real(executable);
+    let chosen_by_runtime = !installed.starts_with(real(skill_root));
+    if chosen_by_runtime
+        && let Some(prefix) = installed
             .parent()
             .and_then(Path::parent)
             .filter(|prefix| prefix.parent().is_some())
-        {
-            read.push(prefix.to_path_buf());
-        }
+    {
+        read.push(prefix.to_path_buf());
     }
     RunGrants {
         read,

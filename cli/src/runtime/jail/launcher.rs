@@ -8,9 +8,9 @@
 //!    cgroup and PID namespaces; the user mapped to itself; loopback up;
 //!    the part of the root that is the same for every run (a tmpfs with
 //!    the system folders, the run's home and `/dev`); the system paths
-//!    opened for Landlock. Then it forks the script's process, the PID
-//!    namespace's init, which sets up every wall that does not depend on
-//!    the run (its own session, no descriptor past stderr at `exec`, no
+//!    opened for Landlock. Then it forks the PID namespace's init, which
+//!    forks the script's process and reaps; the script's process sets up
+//!    every wall that does not depend on the run (its own session, no descriptor past stderr at `exec`, no
 //!    capabilities, `no_new_privs`, the seccomp filters), makes the
 //!    Landlock ruleset of the system paths for a run of the default kind,
 //!    and waits. The launcher writes `ready` on the status pipe (fd 3) and
@@ -19,12 +19,12 @@
 //!    follows is the script's stdin.
 //! 3. The launcher adds the run's own binds to the root (read-only unless
 //!    granted) and `pivot_root`s into it, leaving the host's tree behind.
-//! 4. It hands the spec to the script's process, which sets the limits,
-//!    enters the working folder, applies the Landlock rules and `exec`s
-//!    the script. When the script ends, the kernel kills every process
-//!    left in the namespace.
-//! 5. The launcher writes `started`, waits, writes how the script ended
-//!    (`exited CODE` or `signal NUMBER`) and ends the same way.
+//! 4. It hands the spec to the script's process, which checks that it
+//!    stands in the new root, sets the limits, enters the working folder,
+//!    applies the Landlock rules and `exec`s the script.
+//! 5. The launcher writes `started` and waits. When the script ends, the
+//!    init writes how (`exited CODE` or `signal NUMBER`) and ends, and the
+//!    kernel kills every process left in the namespace.
 //!
 //! A failure before the script starts is one `error ...` line on the
 //! status pipe and exit code 125.
@@ -152,6 +152,8 @@ fn launch(
         }
         None => None,
     };
+    // The script's process checks that it stands in this root.
+    spec.root_identity = Some(root_identity()?);
     // The script, waiting since before the run was known, goes.
     let bytes = serde_json::to_vec(&spec).map_err(|error| error.to_string())?;
     to_script.write_all(&bytes).map_err(|error| {
@@ -169,9 +171,9 @@ fn launch(
     if let Some((listener, socket)) = relay {
         start_relay(&listener, &socket)?;
     }
-    // Every child is reaped, not only the script: when the script (the
-    // namespace's init) ends, the kernel kills the rest and waits until
-    // each is reaped, and the relay is the launcher's child.
+    // Every child is reaped, not only the run's init: when it ends, the
+    // kernel kills the rest of the namespace and waits until each is
+    // reaped, and the relay is the launcher's child.
     let reporter = status;
     loop {
         let mut waited = 0;
@@ -185,19 +187,18 @@ fn launch(
             return Err(format!("wait: {error}"));
         }
         if pid == script.pid {
+            // The init said how the script ended and exited with its code
+            // (a signal as 128 + its number); an init killed (with the
+            // launcher, or by the kernel) said nothing, so it is said here.
             let waited = std::process::ExitStatus::from_raw(waited);
             let ended = match (waited.code(), waited.signal()) {
                 (Some(code), _) => Ended::Code(code),
-                (None, Some(signal)) => Ended::Signal(signal),
+                (None, Some(signal)) => {
+                    let _ = say(reporter, &format!("signal {signal}"));
+                    Ended::Signal(signal)
+                }
                 (None, None) => Ended::Code(SETUP_FAILED),
             };
-            // Said before the launcher ends: the kernel takes a while to
-            // take the run's namespaces down, and the server need not wait.
-            let line = match ended {
-                Ended::Code(code) => format!("exited {code}"),
-                Ended::Signal(signal) => format!("signal {signal}"),
-            };
-            let _ = say(reporter, &line);
             return Ok(ended);
         }
     }
@@ -217,32 +218,117 @@ fn say(status: &mut PipeWriter, line: &str) -> Result<(), String> {
         .map_err(|error| format!("status pipe: {error}"))
 }
 
-/// The script's process, forked before its run is known, and the pipe
-/// that tells it what to run.
+/// The run's PID namespace's init, forked before its run is known, and
+/// the pipe that tells the script's process (the init's child) what to
+/// run.
 struct Script {
     pid: i32,
     go: PipeWriter,
 }
 
-/// Forks the process that becomes the script: the PID namespace's init.
-/// Everything that does not depend on the run is done now, while the
-/// launcher waits for it; the rest when the spec comes ([`run_script`]).
+/// Forks the PID namespace's init, which forks the process that becomes
+/// the script. Everything that does not depend on the run is done now,
+/// while the launcher waits for it; the rest when the spec comes
+/// ([`run_script`]).
+///
+/// The script is not the init itself: when the init ends, the kernel
+/// kills every process left in the namespace and waits for each before
+/// anyone learns that the init ended, which a run would otherwise wait
+/// for before its answer. The init says how the script ended first
+/// ([`report`]), then ends, and the namespace goes down after.
 fn fork_script(status: &PipeWriter, filters: &[seccompiler::BpfProgram]) -> Result<Script, String> {
     let (go_read, go_write) = std::io::pipe().map_err(|error| format!("pipe: {error}"))?;
+    let (forked_read, forked_write) = std::io::pipe().map_err(|error| format!("pipe: {error}"))?;
     // SAFETY: the launcher is single-threaded, so the child may allocate.
     match unsafe { libc::fork() } {
         -1 => Err(format!("fork: {}", std::io::Error::last_os_error())),
         0 => {
-            drop(go_write);
-            let why = run_script(go_read, filters);
-            // Only reached when the script could not start.
-            if let Ok(mut status) = status.try_clone() {
-                let _ = say(&mut status, &format!("error {}", why.replace('\n', " ")));
+            drop((go_write, forked_read));
+            let Ok(mut status) = status.try_clone() else {
+                // SAFETY: ends the child without running the launcher's exit.
+                unsafe { libc::_exit(SETUP_FAILED) }
+            };
+            // SAFETY: the init is single-threaded, as the launcher was.
+            match unsafe { libc::fork() } {
+                -1 => {
+                    let error = std::io::Error::last_os_error();
+                    let _ = say(&mut status, &format!("error fork: {error}"));
+                    // SAFETY: ends the child without running the launcher's exit.
+                    unsafe { libc::_exit(SETUP_FAILED) }
+                }
+                0 => {
+                    drop(forked_write);
+                    let why = run_script(go_read, filters);
+                    // Only reached when the script could not start.
+                    let _ = say(&mut status, &format!("error {}", why.replace('\n', " ")));
+                    // SAFETY: ends the child without running the launcher's exit.
+                    unsafe { libc::_exit(SETUP_FAILED) }
+                }
+                script => {
+                    drop(go_read);
+                    // The script's process exists: the launcher may move
+                    // into the new root, and takes it along.
+                    drop(forked_write);
+                    report(script, &mut status)
+                }
             }
-            // SAFETY: ends the child without running the launcher's exit.
+        }
+        pid => {
+            // `pivot_root` moves every process of the namespace that exists
+            // when it is called; one still being forked would stay behind
+            // in the host's tree. So the launcher goes on only once the
+            // init's fork has returned (the init closes its end then; the
+            // script's process closed its own first).
+            drop(forked_write);
+            let mut forked_read = forked_read;
+            let _ = forked_read.read_to_end(&mut Vec::new());
+            Ok(Script { pid, go: go_write })
+        }
+    }
+}
+
+/// The device and inode of this process's `/`.
+fn root_identity() -> Result<(u64, u64), String> {
+    let stat = rustix::fs::stat("/").map_err(|error| format!("stat /: {error}"))?;
+    Ok((stat.st_dev, stat.st_ino))
+}
+
+/// The init's part: it holds nothing of the run's but the status pipe,
+/// reaps every process left to it, and once the script's process has
+/// ended says how (`exited CODE` or `signal NUMBER`) and exits with its
+/// code (a signal as 128 + its number). It dies with the launcher.
+fn report(script: i32, status: &mut PipeWriter) -> ! {
+    let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
+    // The run's output closes when the script's processes are done with
+    // it, not when the init is; the init reads nothing.
+    for fd in [0, 1, 2] {
+        // SAFETY: closes a standard descriptor of this process, which
+        // nothing here uses again.
+        unsafe { libc::close(fd) };
+    }
+    loop {
+        let mut waited = 0;
+        // SAFETY: waitpid with a valid pointer to a local.
+        let pid = unsafe { libc::waitpid(-1, &mut waited, libc::__WALL) };
+        if pid < 0 {
+            if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            // SAFETY: ends the init without running the launcher's exit.
             unsafe { libc::_exit(SETUP_FAILED) }
         }
-        pid => Ok(Script { pid, go: go_write }),
+        if pid != script {
+            continue;
+        }
+        let waited = std::process::ExitStatus::from_raw(waited);
+        let (line, code) = match (waited.code(), waited.signal()) {
+            (Some(code), _) => (format!("exited {code}"), code),
+            (None, Some(signal)) => (format!("signal {signal}"), 128 + signal),
+            (None, None) => (format!("exited {SETUP_FAILED}"), SETUP_FAILED),
+        };
+        let _ = say(status, &line);
+        // SAFETY: ends the init without running the launcher's exit.
+        unsafe { libc::_exit(code) }
     }
 }
 
@@ -286,6 +372,10 @@ fn start_script(
 ) -> Result<std::convert::Infallible, String> {
     use std::ffi::CString;
     use std::os::unix::ffi::OsStrExt as _;
+    // Whatever moved it here, this process runs only in the run's root.
+    if spec.root_identity.is_none() || spec.root_identity != Some(root_identity()?) {
+        return Err("the script's process is not in the run's root; nothing was run".into());
+    }
     set_limits(spec.limits)?;
     rustix::process::chdir(&spec.workdir)
         .map_err(|error| format!("enter {}: {error}", spec.workdir.display()))?;

@@ -156,6 +156,7 @@ pub fn spec(run: Run<'_>) -> Spec {
             },
             grants: run.grants.clone(),
         }),
+        root_identity: None,
     }
 }
 

@@ -38,6 +38,11 @@ pub struct Spec {
     pub proxy: Option<PathBuf>,
     /// The Landlock rules, applied last before the seccomp filter.
     pub landlock: Option<LandlockRules>,
+    /// The device and inode of the run's root once the launcher has moved
+    /// into it: set by the launcher, never by the server. The script's
+    /// process checks that its own `/` is that one before anything runs.
+    #[serde(default)]
+    pub root_identity: Option<(u64, u64)>,
 }
 
 /// The Landlock layer: the policy and the run's own grants.

@@ -56,6 +56,10 @@ pub fn run(args: &McpArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
         allow_risk: args.allow_risk.iter().map(ToString::to_string).collect(),
         cache: crate::client::Cache::open().ok(),
     };
+    // What servers killed before they could clean up left behind (runs'
+    // folders, sealed copies, cgroups), removed in the background:
+    // start-up does not wait for it.
+    std::thread::spawn(jail::sweep_stale);
     // Whether runs can have namespaces here: asked once, by starting a
     // run launcher, while the catalog loads.
     if !args.unsandboxed {

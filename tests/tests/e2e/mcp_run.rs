@@ -943,6 +943,103 @@ async fn without_user_namespaces_runs_are_refused_with_the_reason_and_instructio
     client.cancel().await.unwrap();
 }
 
+/// `skillpkg mcp` on pipes, spoken to line by line: the test decides
+/// when the client hangs up, or kills the server.
+struct RawServer {
+    process: std::process::Child,
+    input: Option<std::process::ChildStdin>,
+    output: std::io::BufReader<std::process::ChildStdout>,
+}
+
+impl RawServer {
+    /// Starts a server of `project` with `TMPDIR` at `temporary`,
+    /// initialized and with `quick` loaded.
+    fn start(project: &Project, temporary: &Path) -> Self {
+        let mut process = project
+            .sandbox
+            .mcp(&["--no-watch"])
+            .env("TMPDIR", temporary)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let input = process.stdin.take();
+        let output = std::io::BufReader::new(process.stdout.take().unwrap());
+        let mut server = Self {
+            process,
+            input,
+            output,
+        };
+        server.ask(
+            Some(1),
+            "initialize",
+            &json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
+        );
+        server.ask(None, "notifications/initialized", &json!({}));
+        server.ask(
+            Some(2),
+            "tools/call",
+            &json!({"name": "skills_load", "arguments": {"names": ["quick"]}}),
+        );
+        server
+    }
+
+    /// Sends a request (with an id: waits for its answer, which must be a
+    /// success) or a notification (without).
+    fn ask(&mut self, id: Option<u64>, method: &str, params: &Value) {
+        use std::io::{BufRead as _, Write as _};
+        let mut request = json!({"jsonrpc": "2.0", "method": method, "params": params});
+        let input = self.input.as_mut().expect("the client has not hung up");
+        let Some(id) = id else {
+            writeln!(input, "{request}").unwrap();
+            return;
+        };
+        request["id"] = json!(id);
+        writeln!(input, "{request}").unwrap();
+        loop {
+            let mut line = String::new();
+            assert_ne!(
+                self.output.read_line(&mut line).unwrap(),
+                0,
+                "the server ended"
+            );
+            let reply: Value = serde_json::from_str(&line).unwrap();
+            if reply["id"] == id {
+                assert!(reply.get("error").is_none(), "{reply}");
+                assert_ne!(reply["result"]["isError"], true, "{reply}");
+                return;
+            }
+        }
+    }
+
+    /// Runs `scripts/noop.sh` as request `id`.
+    fn run(&mut self, id: u64) {
+        self.ask(
+            Some(id),
+            "tools/call",
+            &json!({"name": "skills_run_script", "arguments": {"path": "scripts/noop.sh"}}),
+        );
+    }
+}
+
+/// The names in `folder` that start with `prefix`.
+fn named(folder: &Path, prefix: &str) -> Vec<String> {
+    fs_err::read_dir(folder)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with(prefix))
+        .collect()
+}
+
+/// Where a server run as root makes its runs' pids cgroups (cgroup v1's
+/// `pids`), when it does.
+fn run_cgroups() -> Option<&'static Path> {
+    let cgroups = Path::new("/sys/fs/cgroup/pids");
+    let root = std::os::unix::fs::MetadataExt::uid(&fs_err::metadata("/proc/self").unwrap()) == 0;
+    (root && cgroups.join("cgroup.procs").exists()).then_some(cgroups)
+}
+
 /// A server whose client hangs up at once after its last answer, as a
 /// benchmark or a one-shot agent does: the launchers it makes for the next
 /// runs (right after each answer) are ended and removed with it, and so
@@ -950,83 +1047,103 @@ async fn without_user_namespaces_runs_are_refused_with_the_reason_and_instructio
 /// makes them, the runs' pids cgroups.
 #[test]
 fn a_server_that_stops_right_after_an_answer_leaves_nothing_behind() {
-    use std::io::{BufRead as _, BufReader, Write as _};
     let project = Project::new();
     project.skill("quick", "", &[("scripts/noop.sh", "exit 0\n")]);
     let temporary = project.sandbox.path().join("tmp");
     fs_err::create_dir_all(&temporary).unwrap();
-    let cgroups = Path::new("/sys/fs/cgroup/pids");
-    // The server makes a cgroup per run as root, with cgroup v1's pids.
-    let root = std::os::unix::fs::MetadataExt::uid(&fs_err::metadata("/proc/self").unwrap()) == 0;
-    let watch_cgroups = root && cgroups.join("cgroup.procs").exists();
     for _ in 0..6 {
-        let mut server = project
-            .sandbox
-            .mcp(&["--no-watch"])
-            .env("TMPDIR", &temporary)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let pid = server.id();
-        let mut input = server.stdin.take().unwrap();
-        let mut output = BufReader::new(server.stdout.take().unwrap());
-        let mut ask = |id: Option<u64>, method: &str, params: Value| {
-            let mut request = json!({"jsonrpc": "2.0", "method": method, "params": params});
-            let Some(id) = id else {
-                // A notification: no answer.
-                writeln!(input, "{request}").unwrap();
-                return;
-            };
-            request["id"] = json!(id);
-            writeln!(input, "{request}").unwrap();
-            loop {
-                let mut line = String::new();
-                assert_ne!(output.read_line(&mut line).unwrap(), 0, "the server ended");
-                let reply: Value = serde_json::from_str(&line).unwrap();
-                if reply["id"] == id {
-                    assert!(reply.get("error").is_none(), "{reply}");
-                    assert_ne!(reply["result"]["isError"], true, "{reply}");
-                    return;
-                }
-            }
-        };
-        ask(
-            Some(1),
-            "initialize",
-            json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
-        );
-        ask(None, "notifications/initialized", json!({}));
-        ask(
-            Some(2),
-            "tools/call",
-            json!({"name": "skills_load", "arguments": {"names": ["quick"]}}),
-        );
+        let mut server = RawServer::start(&project, &temporary);
+        let pid = server.process.id();
         for id in 3..6 {
-            ask(
-                Some(id),
-                "tools/call",
-                json!({"name": "skills_run_script", "arguments": {"path": "scripts/noop.sh"}}),
-            );
+            server.run(id);
         }
         // Hang up the moment the last answer is read.
-        drop(input);
-        let status = server.wait().unwrap();
+        drop(server.input.take());
+        let status = server.process.wait().unwrap();
         assert!(status.success(), "{status}");
-        let left: Vec<String> = fs_err::read_dir(&temporary)
-            .unwrap()
-            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
+        let left = named(&temporary, "");
         assert!(left.is_empty(), "left in TMPDIR: {left:?}");
-        if watch_cgroups {
-            let prefix = format!("skillpkg-{pid}-");
-            let left: Vec<String> = fs_err::read_dir(cgroups)
-                .unwrap()
-                .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
-                .filter(|name| name.starts_with(&prefix))
-                .collect();
+        if let Some(cgroups) = run_cgroups() {
+            let left = named(cgroups, &format!("skillpkg-{pid}-"));
             assert!(left.is_empty(), "cgroups left: {left:?}");
         }
     }
+}
+
+/// A server killed with `SIGKILL` cannot clean up: its runs' scratch
+/// folders, its sealed copies and its pids cgroups stay. The next server
+/// removes them, and only them: what belongs to a process that still
+/// runs is kept.
+#[test]
+fn what_a_killed_server_left_behind_the_next_server_removes() {
+    let project = Project::new();
+    project.skill("quick", "", &[("scripts/noop.sh", "exit 0\n")]);
+    let temporary = project.sandbox.path().join("tmp");
+    fs_err::create_dir_all(&temporary).unwrap();
+    let mut killed = RawServer::start(&project, &temporary);
+    let dead = killed.process.id();
+    killed.run(3);
+    // The launchers made after the answer, with their scratch folders.
+    std::thread::sleep(Duration::from_millis(300));
+    killed.process.kill().unwrap();
+    killed.process.wait().unwrap();
+    // Its launchers end once they see its pipes close: a cgroup is
+    // removable when no process is left in it.
+    if let Some(cgroups) = run_cgroups() {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let busy = || {
+            named(cgroups, &format!("skillpkg-{dead}-"))
+                .iter()
+                .any(|name| {
+                    fs_err::read_to_string(cgroups.join(name).join("cgroup.procs"))
+                        .is_ok_and(|procs| !procs.trim().is_empty())
+                })
+        };
+        while busy() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    let run = format!("skillpkg-run-{dead}-");
+    let sealed = format!("skillpkg-sealed-{dead}-");
+    let left = named(&temporary, "");
+    assert!(
+        left.iter().any(|name| name.starts_with(&run))
+            && left.iter().any(|name| name.starts_with(&sealed)),
+        "a killed server left no folder to remove, so this test proves nothing: {left:?}"
+    );
+    // A folder named for a process that runs (this test) is not stale.
+    let alive = temporary.join(format!("skillpkg-run-{}-kept", std::process::id()));
+    fs_err::create_dir(&alive).unwrap();
+
+    let mut next = RawServer::start(&project, &temporary);
+    next.run(3);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let stale = |left: &[String]| {
+        left.iter()
+            .filter(|name| name.starts_with(&run) || name.starts_with(&sealed))
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    while !stale(&named(&temporary, "")).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let left = named(&temporary, "");
+    assert!(
+        stale(&left).is_empty(),
+        "the killed server's folders stayed: {left:?}"
+    );
+    assert!(alive.is_dir(), "a folder of a live process was removed");
+    if let Some(cgroups) = run_cgroups() {
+        let prefix = format!("skillpkg-{dead}-");
+        while !named(cgroups, &prefix).is_empty() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let left = named(cgroups, &prefix);
+        assert!(
+            left.is_empty(),
+            "the killed server's cgroups stayed: {left:?}"
+        );
+    }
+    drop(next.input.take());
+    assert!(next.process.wait().unwrap().success());
 }

@@ -29,7 +29,7 @@ pub fn sealed(skill: &ServedSkill) -> Result<Arc<PathBuf>, String> {
         .map_err(|_| "the sealed copies are unusable after a panic".to_owned())?;
     if store.is_none() {
         let dir = tempfile::Builder::new()
-            .prefix("skillpkg-sealed-")
+            .prefix(&format!("{}{}-", super::SEALED_PREFIX, std::process::id()))
             .tempdir()
             .map_err(|error| format!("cannot make a private folder for sealed copies: {error}"))?;
         *store = Some(Store {
@@ -90,7 +90,7 @@ fn copy(skill: &ServedSkill, target: &Path) -> Result<(), String> {
 }
 
 /// Gives the owner write access below `dir` again, so it can be removed.
-fn make_writable(dir: &Path) -> std::io::Result<()> {
+pub(super) fn make_writable(dir: &Path) -> std::io::Result<()> {
     for entry in fs_err::read_dir(dir)? {
         let entry = entry?;
         let path = entry.path();

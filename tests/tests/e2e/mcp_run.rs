@@ -1032,6 +1032,14 @@ fn named(folder: &Path, prefix: &str) -> Vec<String> {
         .collect()
 }
 
+/// How the names of the folders and cgroups of the server `pid` (of this
+/// test's PID namespace) begin after their prefix.
+fn owner_tag(pid: u32) -> String {
+    use std::os::unix::fs::MetadataExt as _;
+    let namespace = fs_err::metadata("/proc/self/ns/pid").unwrap().ino();
+    format!("{namespace}-{pid}-")
+}
+
 /// Where a server run as root makes its runs' pids cgroups (cgroup v1's
 /// `pids`), when it does.
 fn run_cgroups() -> Option<&'static Path> {
@@ -1064,7 +1072,7 @@ fn a_server_that_stops_right_after_an_answer_leaves_nothing_behind() {
         let left = named(&temporary, "");
         assert!(left.is_empty(), "left in TMPDIR: {left:?}");
         if let Some(cgroups) = run_cgroups() {
-            let left = named(cgroups, &format!("skillpkg-{pid}-"));
+            let left = named(cgroups, &format!("skillpkg-{}", owner_tag(pid)));
             assert!(left.is_empty(), "cgroups left: {left:?}");
         }
     }
@@ -1092,7 +1100,7 @@ fn what_a_killed_server_left_behind_the_next_server_removes() {
     if let Some(cgroups) = run_cgroups() {
         let deadline = Instant::now() + Duration::from_secs(10);
         let busy = || {
-            named(cgroups, &format!("skillpkg-{dead}-"))
+            named(cgroups, &format!("skillpkg-{}", owner_tag(dead)))
                 .iter()
                 .any(|name| {
                     fs_err::read_to_string(cgroups.join(name).join("cgroup.procs"))
@@ -1103,17 +1111,24 @@ fn what_a_killed_server_left_behind_the_next_server_removes() {
             std::thread::sleep(Duration::from_millis(20));
         }
     }
-    let run = format!("skillpkg-run-{dead}-");
-    let sealed = format!("skillpkg-sealed-{dead}-");
+    let run = format!("skillpkg-run-{}", owner_tag(dead));
+    let sealed = format!("skillpkg-sealed-{}", owner_tag(dead));
     let left = named(&temporary, "");
     assert!(
         left.iter().any(|name| name.starts_with(&run))
             && left.iter().any(|name| name.starts_with(&sealed)),
         "a killed server left no folder to remove, so this test proves nothing: {left:?}"
     );
-    // A folder named for a process that runs (this test) is not stale.
-    let alive = temporary.join(format!("skillpkg-run-{}-kept", std::process::id()));
-    fs_err::create_dir(&alive).unwrap();
+    // A folder named for a process that runs (this test) is not stale,
+    // nor one of another PID namespace, whose ids mean nothing here.
+    let alive = temporary.join(format!(
+        "skillpkg-run-{}kept",
+        owner_tag(std::process::id())
+    ));
+    let elsewhere = temporary.join(format!("skillpkg-run-1-{dead}-kept"));
+    for folder in [&alive, &elsewhere] {
+        fs_err::create_dir(folder).unwrap();
+    }
 
     let mut next = RawServer::start(&project, &temporary);
     next.run(3);
@@ -1133,8 +1148,12 @@ fn what_a_killed_server_left_behind_the_next_server_removes() {
         "the killed server's folders stayed: {left:?}"
     );
     assert!(alive.is_dir(), "a folder of a live process was removed");
+    assert!(
+        elsewhere.is_dir(),
+        "a folder of another PID namespace was removed"
+    );
     if let Some(cgroups) = run_cgroups() {
-        let prefix = format!("skillpkg-{dead}-");
+        let prefix = format!("skillpkg-{}", owner_tag(dead));
         while !named(cgroups, &prefix).is_empty() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(50));
         }

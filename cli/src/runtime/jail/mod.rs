@@ -13,6 +13,7 @@
 pub mod factory;
 pub mod filter;
 pub mod launcher;
+pub mod leftovers;
 pub mod plan;
 pub mod proxy;
 pub mod seal;
@@ -28,6 +29,8 @@ use std::time::Duration;
 use tokio::io::AsyncWriteExt as _;
 
 pub use launcher::LAUNCHER_ARG;
+use leftovers::SCRATCH_PREFIX;
+pub use leftovers::sweep_stale;
 use spec::Spec;
 
 /// The binary started as the launcher: this one, unless a program that
@@ -55,90 +58,15 @@ fn skillpkg_command(role: &str) -> std::process::Command {
     command
 }
 
-/// How a run's scratch folder is named in `TMPDIR`: this prefix, the
-/// server's process id, `-`, and a random part.
-const SCRATCH_PREFIX: &str = "skillpkg-run-";
-
-/// How the folder of a server's sealed copies is named, the same way.
-const SEALED_PREFIX: &str = "skillpkg-sealed-";
-
 /// A run's scratch folder: its home (where the script writes), the mount
 /// point of its root and its proxy's socket, private to the server's user
 /// (mode 0700) whatever the umask.
 pub fn private_scratch() -> io::Result<tempfile::TempDir> {
     use std::os::unix::fs::PermissionsExt as _;
     tempfile::Builder::new()
-        .prefix(&format!("{SCRATCH_PREFIX}{}-", std::process::id()))
+        .prefix(&format!("{SCRATCH_PREFIX}{}-", leftovers::owner_tag()))
         .permissions(std::fs::Permissions::from_mode(0o700))
         .tempdir()
-}
-
-/// Removes what servers that no longer run left behind: a server killed
-/// (`SIGKILL`, a crash, the machine's OOM killer) cannot remove its runs'
-/// scratch folders, its sealed copies or its runs' pids cgroups. Each of
-/// them names the server's process id; those of a process id that is no
-/// longer in use, and (for folders) owned by this user, are removed. A
-/// process id in use, by a server or anything else, keeps its own.
-pub fn sweep_stale() {
-    use std::os::unix::fs::MetadataExt as _;
-    let me = rustix::process::getuid().as_raw();
-    if let Ok(entries) = fs_err::read_dir(std::env::temp_dir()) {
-        for entry in entries.flatten() {
-            let name = entry.file_name();
-            let Some(pid) = name
-                .to_str()
-                .and_then(|name| owner(name, &[SCRATCH_PREFIX, SEALED_PREFIX]))
-            else {
-                continue;
-            };
-            // Not followed: a link named like one is left alone.
-            let Ok(metadata) = entry.metadata() else {
-                continue;
-            };
-            if !metadata.is_dir() || metadata.uid() != me || alive(pid) {
-                continue;
-            }
-            let path = entry.path();
-            let _ = seal::make_writable(&path);
-            let _ = fs_err::remove_dir_all(&path);
-        }
-    }
-    for base in ["/sys/fs/cgroup/pids", "/sys/fs/cgroup"] {
-        let Ok(entries) = fs_err::read_dir(base) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let name = entry.file_name();
-            let Some(pid) = name.to_str().and_then(|name| owner(name, &["skillpkg-"])) else {
-                continue;
-            };
-            if !alive(pid) {
-                // Refused while a process is still in it.
-                let _ = fs_err::remove_dir(entry.path());
-            }
-        }
-    }
-}
-
-/// The process id in `name` when it is one of ours: a prefix, the id,
-/// `-`, and the rest.
-fn owner(name: &str, prefixes: &[&str]) -> Option<i32> {
-    let rest = prefixes
-        .iter()
-        .find_map(|prefix| name.strip_prefix(prefix))?;
-    let (pid, tail) = rest.split_once('-')?;
-    if pid.is_empty() || tail.is_empty() || !pid.bytes().all(|byte| byte.is_ascii_digit()) {
-        return None;
-    }
-    pid.parse().ok().filter(|pid| *pid > 0)
-}
-
-/// Whether a process with this id exists (signal 0 reaches it, or it
-/// exists and belongs to someone else).
-fn alive(pid: i32) -> bool {
-    // SAFETY: kill with signal 0 sends nothing; it only checks.
-    let reached = unsafe { libc::kill(pid, 0) };
-    reached == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
 }
 
 /// The launcher factory, started at the first launcher ([`factory`]).
@@ -584,7 +512,7 @@ impl Cgroup {
         };
         let path = base.join(format!(
             "skillpkg-{}-{}",
-            std::process::id(),
+            leftovers::owner_tag(),
             NEXT.fetch_add(1, Ordering::Relaxed)
         ));
         fs_err::create_dir(&path).ok()?;
@@ -610,40 +538,5 @@ impl Drop for Cgroup {
             std::thread::sleep(Duration::from_millis(2));
         }
         tracing::warn!(cgroup = %self.0.display(), "a run's cgroup could not be removed");
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::owner;
-
-    #[test]
-    fn only_names_made_by_a_server_name_their_owner() {
-        let ours = ["skillpkg-run-", "skillpkg-sealed-"];
-        assert_eq!(owner("skillpkg-run-4242-aB3x9z", &ours), Some(4242));
-        assert_eq!(owner("skillpkg-sealed-7-q", &ours), Some(7));
-        assert_eq!(owner("skillpkg-4242-0", &["skillpkg-"]), Some(4242));
-        // The folders of the earlier naming, without a process id, and
-        // anything else are never taken for ours.
-        for name in [
-            "skillpkg-run-aB3x9z",
-            "skillpkg-run--x",
-            "skillpkg-run-12-",
-            "skillpkg-run-0-x",
-            "skillpkg-run-+12-x",
-            "skillpkg-run-99999999999999999999-x",
-            "other-run-12-x",
-        ] {
-            assert_eq!(owner(name, &ours), None, "{name}");
-        }
-    }
-
-    #[test]
-    fn a_process_that_runs_is_alive_and_one_reaped_is_not() {
-        assert!(super::alive(i32::try_from(std::process::id()).unwrap()));
-        let mut child = std::process::Command::new("true").spawn().unwrap();
-        let pid = i32::try_from(child.id()).unwrap();
-        child.wait().unwrap();
-        assert!(!super::alive(pid));
     }
 }

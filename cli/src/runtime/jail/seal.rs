@@ -29,7 +29,11 @@ pub fn sealed(skill: &ServedSkill) -> Result<Arc<PathBuf>, String> {
         .map_err(|_| "the sealed copies are unusable after a panic".to_owned())?;
     if store.is_none() {
         let dir = tempfile::Builder::new()
-            .prefix(&format!("{}{}-", super::SEALED_PREFIX, std::process::id()))
+            .prefix(&format!(
+                "{}{}-",
+                super::leftovers::SEALED_PREFIX,
+                super::leftovers::owner_tag()
+            ))
             .tempdir()
             .map_err(|error| format!("cannot make a private folder for sealed copies: {error}"))?;
         *store = Some(Store {
@@ -49,7 +53,7 @@ pub fn sealed(skill: &ServedSkill) -> Result<Arc<PathBuf>, String> {
         .path()
         .join(format!("{}-{}", skill.name, store.sealed.len()));
     copy(skill, &target).inspect_err(|_| {
-        let _ = make_writable(&target);
+        let _ = super::leftovers::make_writable(&target);
         let _ = fs_err::remove_dir_all(&target);
     })?;
     let path = Arc::new(target);
@@ -63,7 +67,7 @@ pub fn clean_up() {
         && let Ok(mut store) = store.lock()
         && let Some(store) = store.take()
     {
-        let _ = make_writable(store.dir.path());
+        let _ = super::leftovers::make_writable(store.dir.path());
         drop(store.dir);
     }
 }
@@ -85,22 +89,6 @@ fn copy(skill: &ServedSkill, target: &Path) -> Result<(), String> {
         let mode = if file.executable { 0o555 } else { 0o444 };
         fs_err::set_permissions(&path, std::fs::Permissions::from_mode(mode))
             .map_err(|error| format!("cannot seal {}: {error}", path.display()))?;
-    }
-    Ok(())
-}
-
-/// Gives the owner write access below `dir` again, so it can be removed.
-pub(super) fn make_writable(dir: &Path) -> std::io::Result<()> {
-    for entry in fs_err::read_dir(dir)? {
-        let entry = entry?;
-        let path = entry.path();
-        let kind = entry.file_type()?;
-        if kind.is_dir() {
-            fs_err::set_permissions(&path, std::fs::Permissions::from_mode(0o700))?;
-            make_writable(&path)?;
-        } else if kind.is_file() {
-            fs_err::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
-        }
     }
     Ok(())
 }

@@ -642,7 +642,8 @@ fn check_support(_policy: &Policy) -> Result<(), ExecError> {
 /// directly, gets no folder around it, only the files of its chain: the
 /// skill chooses that path, and the folder above `/root/.cargo/bin/cargo`
 /// holds credentials. Every path is taken after links, never as written, so
-/// a link shipped in the skill cannot turn a grant into `/`.
+/// a link shipped in the skill cannot turn a grant into `/`; `skill_root`
+/// is the policy's, taken after links already.
 fn grants_for(
     executable: &Path,
     path_var: Option<&str>,
@@ -658,7 +659,7 @@ fn grants_for(
     execute.dedup();
     let mut read = Vec::new();
     let installed = real(executable);
-    let chosen_by_runtime = !installed.starts_with(real(skill_root));
+    let chosen_by_runtime = !installed.starts_with(skill_root);
     if chosen_by_runtime
         && let Some(prefix) = installed
             .parent()

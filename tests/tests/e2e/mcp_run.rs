@@ -786,6 +786,57 @@ async fn a_bash_pattern_with_arguments_allows_that_script_and_no_longer_name() {
     client.cancel().await.unwrap();
 }
 
+/// Runs' scratch folders are used again (making them anew was most of a
+/// server's own work per run), each time with a new home: nothing a run
+/// left in its `HOME`, in a folder of it or on the folder itself is there
+/// for a later run.
+#[tokio::test]
+async fn a_home_used_again_holds_nothing_of_the_runs_before() {
+    let project = Project::new();
+    project.skill(
+        "home",
+        "permissions:\n  processes:\n    allow_subprocess: true\n",
+        &[(
+            "scripts/home.sh",
+            r#"printf '%s|%s|%s' "$HOME" "$(stat -c %a "$HOME")" "$(ls -A "$HOME" | tr '\n' ' ')"
+echo left > "$HOME/left"
+mkdir -p "$HOME/.cache/deep" && echo left > "$HOME/.cache/deep/file"
+chmod 0777 "$HOME"
+"#,
+        )],
+    );
+    let client = project.connect(&[]).await;
+    let mut homes = Vec::new();
+    for _ in 0..8 {
+        let ran = run_script(&client, "home", "scripts/home.sh", &[]).await;
+        assert_eq!(ran["exit_code"], 0, "{ran}");
+        let seen = ran["stdout"].as_str().unwrap().to_owned();
+        let [home, mode, entries] = seen.splitn(3, '|').collect::<Vec<_>>()[..] else {
+            panic!("{ran}")
+        };
+        assert_eq!(
+            entries.trim(),
+            "",
+            "a run saw what a run before it left: {seen}"
+        );
+        assert_ne!(
+            mode, "777",
+            "a run got the home a run before it changed: {seen}"
+        );
+        homes.push(home.to_owned());
+        // The run's folder is made new once its launcher has ended.
+        tokio::time::sleep(Duration::from_millis(150)).await;
+    }
+    let mut distinct = homes.clone();
+    distinct.sort();
+    distinct.dedup();
+    assert!(
+        distinct.len() < homes.len(),
+        "no scratch folder was used again, so this test proves nothing: {homes:?}"
+    );
+    client.cancel().await.unwrap();
+}
+
 /// A one-line HTTP server on the host's loopback that answers every
 /// request with `body` and counts the requests it got.
 fn http_server(body: &'static str) -> (u16, std::sync::Arc<std::sync::atomic::AtomicUsize>) {

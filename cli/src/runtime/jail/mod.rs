@@ -227,6 +227,98 @@ pub fn clean_up() {
         .map(|mut spares| std::mem::take(&mut *spares))
         .unwrap_or_default();
     drop(spares);
+    let kept = KEPT
+        .lock()
+        .map(|mut kept| std::mem::take(&mut *kept))
+        .unwrap_or_default();
+    drop(kept);
+}
+
+/// Scratch folders and cgroups of runs that are over, made new for later
+/// launchers ([`Kept::keep`]). Making a launcher's three folders and
+/// removing them after its run was most of what a server did per run,
+/// measured (docs/runtime-sandbox.md, "Cost"): on ext4 each `mkdir`
+/// searches past the inodes freed lately, and each removal may wait for
+/// the disk to discard a block.
+#[derive(Debug, Default)]
+struct Kept {
+    scratches: Vec<tempfile::TempDir>,
+    cgroups: Vec<Cgroup>,
+}
+
+/// What [`Kept`] holds. Never more than a server's spares and the runs
+/// that can end while they are made.
+static KEPT: Mutex<Kept> = Mutex::new(Kept {
+    scratches: Vec::new(),
+    cgroups: Vec::new(),
+});
+
+/// How many of each [`KEPT`] holds at most.
+const KEPT_AT_MOST: usize = SPARES_KEPT + 2;
+
+impl Kept {
+    /// A kept scratch folder and a kept cgroup, each when there is one.
+    fn take() -> (Option<tempfile::TempDir>, Option<Cgroup>) {
+        KEPT.lock().map_or((None, None), |mut kept| {
+            (kept.scratches.pop(), kept.cgroups.pop())
+        })
+    }
+
+    /// Once a run's launcher has ended, so that no process of the run is
+    /// left: its scratch folder, with a new empty `home`, and its cgroup,
+    /// when empty, are kept for a later launcher. What cannot be made as
+    /// new, or is not wanted, is removed.
+    fn keep(scratch: tempfile::TempDir, cgroup: Option<Cgroup>) {
+        let scratch = renewed(scratch);
+        let cgroup = cgroup.filter(Cgroup::is_empty);
+        // Dropped after the lock, which removes them.
+        let mut unwanted = (None, None);
+        match KEPT.lock() {
+            // `clean_up` sets CLOSED before it empties KEPT under this
+            // lock: what comes after is removed here.
+            Ok(mut kept) if !CLOSED.load(std::sync::atomic::Ordering::SeqCst) => {
+                match scratch {
+                    Some(scratch) if kept.scratches.len() < KEPT_AT_MOST => {
+                        kept.scratches.push(scratch);
+                    }
+                    other => unwanted.0 = other,
+                }
+                match cgroup {
+                    Some(cgroup) if kept.cgroups.len() < KEPT_AT_MOST => kept.cgroups.push(cgroup),
+                    other => unwanted.1 = other,
+                }
+            }
+            _ => unwanted = (scratch, cgroup),
+        }
+        drop(unwanted);
+    }
+}
+
+/// `scratch` as a new launcher's: an empty `home` made anew (the run's
+/// files go, and so does whatever it set on the folder itself: its mode,
+/// its extended attributes, so that nothing passes from one run to the
+/// next), nothing but `home` and `root`, and `root` empty (it was the new
+/// root's mount point only inside the launcher's mount namespace). `None`
+/// (and `scratch` removed) when it cannot be made so.
+fn renewed(scratch: tempfile::TempDir) -> Option<tempfile::TempDir> {
+    let path = scratch.path();
+    let home = path.join("home");
+    let made_anew = fs_err::remove_dir_all(&home).and_then(|()| fs_err::create_dir(&home));
+    // Anything else (the run's proxy socket) goes; links are removed, not
+    // followed.
+    let others_gone = fs_err::read_dir(path).is_ok_and(|entries| {
+        entries.flatten().all(|entry| {
+            let name = entry.file_name();
+            name == "home"
+                || name == "root"
+                || entry.file_type().is_ok_and(|kind| !kind.is_dir())
+                    && fs_err::remove_file(entry.path()).is_ok()
+        })
+    });
+    let root = path.join("root");
+    let root_empty = fs_err::symlink_metadata(&root).is_ok_and(|meta| meta.is_dir())
+        && fs_err::read_dir(&root).is_ok_and(|mut entries| entries.next().is_none());
+    (made_anew.is_ok() && others_gone && root_empty).then_some(scratch)
 }
 
 impl Launcher {
@@ -279,13 +371,20 @@ impl Launcher {
     /// Starts a launcher; called on a thread of the tokio runtime that
     /// will read its pipes.
     fn start_new() -> io::Result<Self> {
-        let scratch = private_scratch()?;
-        for dir in ["home", "root"] {
-            fs_err::create_dir(scratch.path().join(dir))?;
-        }
+        let (kept_scratch, kept_cgroup) = Kept::take();
+        let scratch = match kept_scratch {
+            Some(scratch) => scratch,
+            None => {
+                let scratch = private_scratch()?;
+                for dir in ["home", "root"] {
+                    fs_err::create_dir(scratch.path().join(dir))?;
+                }
+                scratch
+            }
+        };
         // The launcher joins the run's pids cgroup first thing, before it
         // forks the script's process.
-        let cgroup = Cgroup::make();
+        let cgroup = kept_cgroup.or_else(Cgroup::make);
         let pipe = || rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC);
         let (stdin_read, stdin_write) = pipe()?;
         let (stdout_read, stdout_write) = pipe()?;
@@ -311,7 +410,8 @@ impl Launcher {
         })
     }
 
-    /// The run's private folder, removed after the run.
+    /// The run's private folder, made new for a later run once this one
+    /// is over ([`Kept`]).
     pub fn scratch(&self) -> &std::path::Path {
         self.scratch.path()
     }
@@ -347,10 +447,20 @@ impl Launcher {
         };
         // A launcher that failed early closed its stdin: its status says
         // why. A script that does not read its input closes the pipe
-        // early; that is its business, not an error.
-        tokio::spawn(async move {
-            let _ = pipe.write_all(&bytes).await;
-        });
+        // early; that is its business, not an error. The spec fits in the
+        // empty pipe, so it is written now, not by a task another thread
+        // would have to wake up for; only input beyond the pipe's room
+        // waits for the script to read it.
+        let written = match pipe.try_write(&bytes) {
+            Ok(written) => written,
+            Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => 0,
+            Err(_) => bytes.len(),
+        };
+        if written < bytes.len() {
+            tokio::spawn(async move {
+                let _ = pipe.write_all(&bytes[written..]).await;
+            });
+        }
         Ok((
             process,
             Run {
@@ -413,9 +523,10 @@ impl Run {
         }
     }
 
-    /// Reaps the launcher and removes the run's cgroup and scratch folder,
-    /// in the background: the run's result does not wait for the kernel
-    /// to take its namespaces down.
+    /// Reaps the launcher, then renews the run's scratch folder and keeps
+    /// it and the cgroup for a later launcher ([`Kept::keep`]), in the
+    /// background: the run's result does not wait for the kernel to take
+    /// its namespaces down.
     /// The next runs' launchers are made once the run's answer is written
     /// ([`answered`]).
     pub fn finish(self, launcher: Process) {
@@ -425,11 +536,7 @@ impl Run {
         SPARES_OWED.store(true, std::sync::atomic::Ordering::Relaxed);
         tokio::spawn(async move {
             launcher.ended().await;
-            let _ = tokio::task::spawn_blocking(move || {
-                drop(cgroup);
-                drop(scratch);
-            })
-            .await;
+            let _ = tokio::task::spawn_blocking(move || Kept::keep(scratch, cgroup)).await;
         });
     }
 }
@@ -525,6 +632,12 @@ impl Cgroup {
     pub fn path(&self) -> &std::path::Path {
         &self.0
     }
+
+    /// Whether no process is left in the group.
+    fn is_empty(&self) -> bool {
+        fs_err::read_to_string(self.0.join("cgroup.procs"))
+            .is_ok_and(|procs| procs.trim().is_empty())
+    }
 }
 
 impl Drop for Cgroup {
@@ -538,5 +651,73 @@ impl Drop for Cgroup {
             std::thread::sleep(Duration::from_millis(2));
         }
         tracing::warn!(cgroup = %self.0.display(), "a run's cgroup could not be removed");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+
+    use super::renewed;
+
+    /// A scratch folder as a launcher has it: `home` and `root`.
+    fn scratch() -> tempfile::TempDir {
+        let scratch = tempfile::tempdir().unwrap();
+        for dir in ["home", "root"] {
+            fs_err::create_dir(scratch.path().join(dir)).unwrap();
+        }
+        scratch
+    }
+
+    #[test]
+    fn a_renewed_scratch_has_a_new_empty_home_and_nothing_else() {
+        let outside = tempfile::tempdir().unwrap();
+        let kept = outside.path().join("kept");
+        fs_err::write(&kept, "not the run's").unwrap();
+        let scratch = scratch();
+        let home = scratch.path().join("home");
+        // What a run can set on the folder itself.
+        fs_err::set_permissions(&home, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let xattr = rustix::fs::setxattr(
+            &home,
+            "user.left",
+            b"by a run",
+            rustix::fs::XattrFlags::empty(),
+        );
+        fs_err::create_dir_all(home.join(".cache/deep")).unwrap();
+        fs_err::write(home.join(".cache/deep/file"), "left").unwrap();
+        // A link out of the home is removed, never followed.
+        std::os::unix::fs::symlink(outside.path(), home.join("out")).unwrap();
+        fs_err::write(scratch.path().join("proxy.sock"), "").unwrap();
+
+        let renewed = renewed(scratch).expect("renewed");
+        let home = renewed.path().join("home");
+        assert_eq!(fs_err::read_dir(&home).unwrap().count(), 0);
+        assert_ne!(fs_err::metadata(&home).unwrap().mode() & 0o777, 0o777);
+        if xattr.is_ok() {
+            let mut value = [0_u8; 16];
+            assert!(rustix::fs::getxattr(&home, "user.left", &mut value).is_err());
+        }
+        let mut names: Vec<_> = fs_err::read_dir(renewed.path())
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["home", "root"]);
+        assert_eq!(fs_err::read_to_string(&kept).unwrap(), "not the run's");
+    }
+
+    #[test]
+    fn a_scratch_whose_root_is_not_an_empty_folder_is_not_used_again() {
+        let holding = scratch();
+        fs_err::write(holding.path().join("root/file"), "").unwrap();
+        let path = holding.path().to_path_buf();
+        assert!(renewed(holding).is_none());
+        assert!(!path.exists(), "a scratch folder not used again is removed");
+
+        let linked = scratch();
+        fs_err::remove_dir(linked.path().join("root")).unwrap();
+        std::os::unix::fs::symlink("/", linked.path().join("root")).unwrap();
+        assert!(renewed(linked).is_none());
     }
 }

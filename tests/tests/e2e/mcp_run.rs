@@ -1099,6 +1099,16 @@ fn run_cgroups() -> Option<&'static Path> {
     (root && cgroups.join("cgroup.procs").exists()).then_some(cgroups)
 }
 
+/// A project with the skill `quick` (a no-op script), and a folder for
+/// its servers' `TMPDIR`.
+fn quick_project() -> (Project, PathBuf) {
+    let project = Project::new();
+    project.skill("quick", "", &[("scripts/noop.sh", "exit 0\n")]);
+    let temporary = project.sandbox.path().join("tmp");
+    fs_err::create_dir_all(&temporary).unwrap();
+    (project, temporary)
+}
+
 /// A server whose client hangs up at once after its last answer, as a
 /// benchmark or a one-shot agent does: the launchers it makes for the next
 /// runs (right after each answer) are ended and removed with it, and so
@@ -1106,10 +1116,7 @@ fn run_cgroups() -> Option<&'static Path> {
 /// makes them, the runs' pids cgroups.
 #[test]
 fn a_server_that_stops_right_after_an_answer_leaves_nothing_behind() {
-    let project = Project::new();
-    project.skill("quick", "", &[("scripts/noop.sh", "exit 0\n")]);
-    let temporary = project.sandbox.path().join("tmp");
-    fs_err::create_dir_all(&temporary).unwrap();
+    let (project, temporary) = quick_project();
     for _ in 0..6 {
         let mut server = RawServer::start(&project, &temporary);
         let pid = server.process.id();
@@ -1135,10 +1142,7 @@ fn a_server_that_stops_right_after_an_answer_leaves_nothing_behind() {
 /// runs is kept.
 #[test]
 fn what_a_killed_server_left_behind_the_next_server_removes() {
-    let project = Project::new();
-    project.skill("quick", "", &[("scripts/noop.sh", "exit 0\n")]);
-    let temporary = project.sandbox.path().join("tmp");
-    fs_err::create_dir_all(&temporary).unwrap();
+    let (project, temporary) = quick_project();
     let mut killed = RawServer::start(&project, &temporary);
     let dead = killed.process.id();
     killed.run(3);
@@ -1180,6 +1184,13 @@ fn what_a_killed_server_left_behind_the_next_server_removes() {
     for folder in [&alive, &elsewhere] {
         fs_err::create_dir(folder).unwrap();
     }
+    // A link named like the killed server's folder is not followed: what
+    // it leads to is nobody's leftover.
+    let outside = project.sandbox.path().join("outside");
+    fs_err::create_dir_all(&outside).unwrap();
+    fs_err::write(outside.join("precious"), "kept").unwrap();
+    let link_name = format!("{run}link");
+    std::os::unix::fs::symlink(&outside, temporary.join(&link_name)).unwrap();
 
     let mut next = RawServer::start(&project, &temporary);
     next.run(3);
@@ -1187,6 +1198,7 @@ fn what_a_killed_server_left_behind_the_next_server_removes() {
     let stale = |left: &[String]| {
         left.iter()
             .filter(|name| name.starts_with(&run) || name.starts_with(&sealed))
+            .filter(|name| **name != link_name)
             .cloned()
             .collect::<Vec<_>>()
     };
@@ -1202,6 +1214,16 @@ fn what_a_killed_server_left_behind_the_next_server_removes() {
     assert!(
         elsewhere.is_dir(),
         "a folder of another PID namespace was removed"
+    );
+    assert_eq!(
+        fs_err::read_to_string(outside.join("precious")).unwrap(),
+        "kept",
+        "the sweep followed a link named like a leftover"
+    );
+    assert!(
+        fs_err::symlink_metadata(temporary.join(&link_name))
+            .unwrap()
+            .is_symlink()
     );
     if let Some(cgroups) = run_cgroups() {
         let prefix = format!("skillpkg-{}", owner_tag(dead));

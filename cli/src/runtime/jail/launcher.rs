@@ -10,8 +10,9 @@
 //!    the system folders, the run's home and `/dev`); the system paths
 //!    opened for Landlock. Then it forks the PID namespace's init, which
 //!    forks the script's process and reaps; the script's process sets up
-//!    every wall that does not depend on the run (its own session, no descriptor past stderr at `exec`, no
-//!    capabilities, `no_new_privs`, the seccomp filters), makes the
+//!    every wall that does not depend on the run (its own session, no
+//!    descriptor past stderr at `exec`, no capabilities, `no_new_privs`,
+//!    the seccomp filters), makes the
 //!    Landlock ruleset of the system paths for a run of the default kind,
 //!    and waits. The launcher writes `ready` on the status pipe (fd 3) and
 //!    waits too.
@@ -154,9 +155,14 @@ fn launch(
     };
     // The script's process checks that it stands in this root.
     spec.root_identity = Some(root_identity()?);
-    // The script, waiting since before the run was known, goes.
-    let bytes = serde_json::to_vec(&spec).map_err(|error| error.to_string())?;
-    to_script.write_all(&bytes).map_err(|error| {
+    // The script, waiting since before the run was known, goes: its
+    // length first, all in one write, so that the script's process wakes
+    // once with the whole of it rather than again for the pipe's end.
+    let mut framed = vec![0; 4];
+    serde_json::to_writer(&mut framed, &spec).map_err(|error| error.to_string())?;
+    let length = u32::try_from(framed.len() - 4).map_err(|_| "the run is too large to describe")?;
+    framed[..4].copy_from_slice(&length.to_be_bytes());
+    to_script.write_all(&framed).map_err(|error| {
         format!("the run's script ended before it was told what to run: {error}")
     })?;
     drop(to_script);
@@ -340,16 +346,25 @@ fn run_script(go: PipeReader, filters: &[seccompiler::BpfProgram]) -> String {
     // kind (no network, no subprocess); another kind makes its own.
     let ahead =
         crate::runtime::sandbox::RulesAhead::make(&crate::runtime::sandbox::Network::Deny, false);
-    // The run's spec, sent once its root is built.
-    let mut bytes = Vec::new();
+    // The run's spec, sent once its root is built: its length, then it.
     let mut go = go;
-    if let Err(error) = go.read_to_end(&mut bytes) {
-        return format!("the run's spec: {error}");
-    }
-    if bytes.is_empty() {
+    let mut length = [0; 4];
+    match go.read_exact(&mut length) {
+        Ok(()) => {}
         // The launcher ended without a run: nothing to say.
         // SAFETY: ends the child without running the launcher's exit.
-        unsafe { libc::_exit(SETUP_FAILED) }
+        Err(error) if error.kind() == std::io::ErrorKind::UnexpectedEof => unsafe {
+            libc::_exit(SETUP_FAILED)
+        },
+        Err(error) => return format!("the run's spec: {error}"),
+    }
+    let length = u32::from_be_bytes(length);
+    if length > MAX_SPEC {
+        return format!("a run description of {length} bytes");
+    }
+    let mut bytes = vec![0; length as usize];
+    if let Err(error) = go.read_exact(&mut bytes) {
+        return format!("the run's spec: {error}");
     }
     if let Err(why) = confined {
         return why;

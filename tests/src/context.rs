@@ -43,6 +43,14 @@ impl TestContext {
         }
     }
 
+    /// Creates an empty home inside `base` (a RAM disk, another file
+    /// system).
+    pub fn new_in(base: &Path) -> Self {
+        Self {
+            dir: tempfile::tempdir_in(base).expect("temporary folder"),
+        }
+    }
+
     /// Returns the home: the working folder of every command.
     pub fn path(&self) -> &Path {
         self.dir.path()

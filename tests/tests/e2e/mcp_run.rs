@@ -32,6 +32,15 @@ impl Project {
         project
     }
 
+    /// A project inside `base`.
+    fn in_folder(base: &Path) -> Self {
+        let project = Self {
+            sandbox: TestContext::new_in(base),
+        };
+        fs_err::create_dir_all(project.dir()).unwrap();
+        project
+    }
+
     fn dir(&self) -> PathBuf {
         self.sandbox.path().join("project")
     }
@@ -783,6 +792,33 @@ async fn a_bash_pattern_with_arguments_allows_that_script_and_no_longer_name() {
         .await,
     );
     assert_eq!(refused["error"]["code"], "PERMISSION_DENIED", "{refused}");
+    client.cancel().await.unwrap();
+}
+
+/// A project on a RAM disk under `/dev` (`/dev/shm`) runs its scripts:
+/// its folder is bound inside the run's own `/dev`, which stays read-only
+/// for the script.
+#[tokio::test]
+async fn a_project_on_a_ram_disk_under_dev_runs_its_scripts() {
+    let project = Project::in_folder(Path::new("/dev/shm"));
+    project.skill(
+        "ram",
+        "",
+        &[(
+            "scripts/here.sh",
+            "echo \"in $PWD\"\n{ : > /dev/made; } 2>/dev/null && echo made || echo refused\n",
+        )],
+    );
+    let client = project.connect(&[]).await;
+    let ran = run_script(&client, "ram", "scripts/here.sh", &[]).await;
+    assert_eq!(ran["exit_code"], 0, "{ran}");
+    let stdout = ran["stdout"].as_str().unwrap();
+    let real = fs_err::canonicalize(project.dir()).unwrap();
+    assert!(
+        stdout.contains(&format!("in {}", real.display())),
+        "{stdout}"
+    );
+    assert!(stdout.contains("refused"), "{stdout}");
     client.cancel().await.unwrap();
 }
 

@@ -614,7 +614,20 @@ fn build_root(spec: &Spec, made: Option<Made>) -> Result<(), String> {
     if made.devices != spec.devices && !made.devices.is_empty() {
         unmount(&inside(root, Path::new("/dev")))?;
     }
-
+    // The run's `/dev` first, so that it covers none of the run's own
+    // folders: a project on a RAM disk (`/dev/shm/...`) is bound inside it.
+    if made.devices != spec.devices && !spec.devices.is_empty() {
+        make_dev(root, &spec.devices)?;
+    }
+    // That `/dev` is read-only: it is opened only while the mount points
+    // of such folders are made in it (the binds are mounts of their own).
+    let in_dev = |path: &Path| path.starts_with("/dev");
+    let dev_opened = !spec.devices.is_empty()
+        && (spec.dirs.iter().any(|dir| in_dev(dir))
+            || to_mount.iter().any(|bind| in_dev(&bind.target)));
+    if dev_opened {
+        remount_dev(root, false)?;
+    }
     for dir in &spec.dirs {
         make_dir(&inside(root, dir))?;
     }
@@ -624,8 +637,8 @@ fn build_root(spec: &Spec, made: Option<Made>) -> Result<(), String> {
     for bind in to_mount {
         mount_bind(root, bind)?;
     }
-    if made.devices != spec.devices && !spec.devices.is_empty() {
-        make_dev(root, &spec.devices)?;
+    if dev_opened {
+        remount_dev(root, true)?;
     }
 
     let failed = |what: &str, path: &Path, error: rustix::io::Errno| {
@@ -736,12 +749,20 @@ fn make_dev(root: &Path, devices: &[std::path::PathBuf]) -> Result<(), String> {
             .map_err(|error| failed("bind", device, error))?;
     }
     // Nothing more is made in `/dev`; the devices keep their own mounts.
-    rustix::mount::mount_remount(
-        &dev,
-        MountFlags::RDONLY | MountFlags::NOSUID | MountFlags::NOEXEC,
-        "mode=0755,size=64k",
-    )
-    .map_err(|error| failed("make read-only", &dev, error))
+    remount_dev(root, true)
+}
+
+/// Makes the run's `/dev` (a tmpfs) read-only, or writable again.
+fn remount_dev(root: &Path, read_only: bool) -> Result<(), String> {
+    let dev = inside(root, Path::new("/dev"));
+    let mut flags = MountFlags::NOSUID | MountFlags::NOEXEC;
+    if read_only {
+        flags |= MountFlags::RDONLY;
+    }
+    rustix::mount::mount_remount(&dev, flags, "mode=0755,size=64k").map_err(|error| {
+        let what = if read_only { "make read-only" } else { "open" };
+        format!("{what} {}: {error}", dev.display())
+    })
 }
 
 fn make_dir(path: &Path) -> Result<(), String> {

@@ -41,7 +41,7 @@ use rustix::mount::{MountFlags, MountPropagationFlags, UnmountFlags};
 use rustix::process::{Resource, Rlimit};
 use rustix::thread::UnshareFlags;
 
-use super::spec::{Bind, Link, RunLimits, Spec};
+use super::spec::{Bind, Link, RunLimits, Spec, framed, read_framed};
 
 /// `argv[1]` that makes `skillpkg` a launcher.
 pub const LAUNCHER_ARG: &str = "__skillpkg-run-launcher";
@@ -51,9 +51,6 @@ pub const STATUS_FD: i32 = 3;
 
 /// Exit code of a launcher that could not start the script.
 pub const SETUP_FAILED: i32 = 125;
-
-/// The largest spec the launcher reads.
-const MAX_SPEC: u32 = 64 << 20;
 
 /// How a run ended.
 enum Ended {
@@ -158,11 +155,7 @@ fn launch(
     // The script, waiting since before the run was known, goes: its
     // length first, all in one write, so that the script's process wakes
     // once with the whole of it rather than again for the pipe's end.
-    let mut framed = vec![0; 4];
-    serde_json::to_writer(&mut framed, &spec).map_err(|error| error.to_string())?;
-    let length = u32::try_from(framed.len() - 4).map_err(|_| "the run is too large to describe")?;
-    framed[..4].copy_from_slice(&length.to_be_bytes());
-    to_script.write_all(&framed).map_err(|error| {
+    to_script.write_all(&framed(&spec)?).map_err(|error| {
         format!("the run's script ended before it was told what to run: {error}")
     })?;
     drop(to_script);
@@ -346,33 +339,18 @@ fn run_script(go: PipeReader, filters: &[seccompiler::BpfProgram]) -> String {
     // kind (no network, no subprocess); another kind makes its own.
     let ahead =
         crate::runtime::sandbox::RulesAhead::make(&crate::runtime::sandbox::Network::Deny, false);
-    // The run's spec, sent once its root is built: its length, then it.
+    // The run's spec, sent once its root is built.
     let mut go = go;
-    let mut length = [0; 4];
-    match go.read_exact(&mut length) {
-        Ok(()) => {}
+    let spec = match read_framed(&mut go) {
+        Ok(Some(spec)) => spec,
         // The launcher ended without a run: nothing to say.
         // SAFETY: ends the child without running the launcher's exit.
-        Err(error) if error.kind() == std::io::ErrorKind::UnexpectedEof => unsafe {
-            libc::_exit(SETUP_FAILED)
-        },
-        Err(error) => return format!("the run's spec: {error}"),
-    }
-    let length = u32::from_be_bytes(length);
-    if length > MAX_SPEC {
-        return format!("a run description of {length} bytes");
-    }
-    let mut bytes = vec![0; length as usize];
-    if let Err(error) = go.read_exact(&mut bytes) {
-        return format!("the run's spec: {error}");
-    }
+        Ok(None) => unsafe { libc::_exit(SETUP_FAILED) },
+        Err(why) => return why,
+    };
     if let Err(why) = confined {
         return why;
     }
-    let spec: Spec = match serde_json::from_slice(&bytes) {
-        Ok(spec) => spec,
-        Err(error) => return format!("a bad run description: {error}"),
-    };
     match start_script(&spec, ahead) {
         Ok(never) => match never {},
         Err(why) => why,
@@ -531,19 +509,7 @@ fn loopback_up() -> Result<(), String> {
 fn read_spec() -> Result<Spec, String> {
     // SAFETY: fd 0 stays open and owned by the process; not closed here.
     let mut stdin = ManuallyDrop::new(PipeReader::from(unsafe { OwnedFd::from_raw_fd(0) }));
-    let mut length = [0; 4];
-    stdin
-        .read_exact(&mut length)
-        .map_err(|error| format!("no run from the server: {error}"))?;
-    let length = u32::from_be_bytes(length);
-    if length > MAX_SPEC {
-        return Err(format!("a run description of {length} bytes"));
-    }
-    let mut bytes = vec![0; length as usize];
-    stdin
-        .read_exact(&mut bytes)
-        .map_err(|error| format!("a cut run description: {error}"))?;
-    serde_json::from_slice(&bytes).map_err(|error| format!("a bad run description: {error}"))
+    read_framed(&mut *stdin)?.ok_or_else(|| "no run from the server".to_owned())
 }
 
 /// What a launcher built of the root before its run was known.

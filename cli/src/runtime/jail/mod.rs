@@ -436,9 +436,7 @@ impl Launcher {
             cgroup,
             scratch,
         } = self;
-        let mut bytes = serde_json::to_vec(spec).map_err(|error| error.to_string())?;
-        let length = u32::try_from(bytes.len()).map_err(|_| "the run is too large to describe")?;
-        bytes.splice(0..0, length.to_be_bytes());
+        let mut bytes = spec::framed(spec)?;
         if let Some(stdin) = stdin {
             bytes.extend(stdin);
         }

@@ -1,13 +1,50 @@
 //! What the server tells a launcher about one run: the command, the new
 //! root's mounts, the limits and the Landlock rules. Sent as JSON, length
-//! first, on the launcher's stdin before the script's own input.
+//! first ([`framed`]), on the launcher's stdin before the script's own input,
+//! and by the launcher to the script's process.
 
 use std::ffi::OsString;
+use std::io::Read;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
 use crate::runtime::sandbox::{Policy, RunGrants};
+
+/// The largest spec a launcher or a script's process reads.
+const MAX_SPEC: u32 = 64 << 20;
+
+/// `spec` as it crosses a pipe, from the server to the launcher and from
+/// the launcher to the script's process: its length (4 bytes, big-endian),
+/// then its JSON, to be written at once.
+pub fn framed(spec: &Spec) -> Result<Vec<u8>, String> {
+    let mut framed = vec![0; 4];
+    serde_json::to_writer(&mut framed, spec).map_err(|error| error.to_string())?;
+    let length = u32::try_from(framed.len() - 4).map_err(|_| "the run is too large to describe")?;
+    framed[..4].copy_from_slice(&length.to_be_bytes());
+    Ok(framed)
+}
+
+/// Reads one [`framed`] spec from `pipe`; `Ok(None)` when the pipe ends
+/// before it begins (the writer went away without a run).
+pub fn read_framed(pipe: &mut impl Read) -> Result<Option<Spec>, String> {
+    let mut length = [0; 4];
+    match pipe.read_exact(&mut length) {
+        Ok(()) => {}
+        Err(error) if error.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
+        Err(error) => return Err(format!("no run description: {error}")),
+    }
+    let length = u32::from_be_bytes(length);
+    if length > MAX_SPEC {
+        return Err(format!("a run description of {length} bytes"));
+    }
+    let mut bytes = vec![0; length as usize];
+    pipe.read_exact(&mut bytes)
+        .map_err(|error| format!("a cut run description: {error}"))?;
+    serde_json::from_slice(&bytes)
+        .map(Some)
+        .map_err(|error| format!("a bad run description: {error}"))
+}
 
 /// One run, as the launcher needs it.
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -898,6 +898,15 @@ fn http_server(body: &'static str) -> (u16, std::sync::Arc<std::sync::atomic::At
     (port, hits)
 }
 
+/// Says whether the script's process has a child (without waiting for it).
+const CHILDREN: &str = r#"import os
+try:
+    os.waitpid(-1, os.WNOHANG)
+    print("a child")
+except ChildProcessError:
+    print("no child")
+"#;
+
 #[tokio::test]
 async fn a_run_reaches_the_hosts_its_skill_lists_through_the_proxy_and_nothing_else() {
     let (allowed, allowed_hits) = http_server("allowed");
@@ -940,10 +949,22 @@ print(json.dumps(seen))
     project.skill(
         "api",
         &format!("permissions:\n  network:\n    outbound: [\"127.0.0.1:{allowed}\"]\n"),
-        &[("scripts/call.py", &script)],
+        &[
+            ("scripts/call.py", &script),
+            ("scripts/children.py", CHILDREN),
+        ],
     );
     let client = project.connect(&[]).await;
     call(&client, "skills_load", json!({"names": ["api"]})).await;
+    // The relay to the proxy is no child of the script's (a script that
+    // waits for its children would wait for it forever), and it holds none
+    // of the run's output.
+    let children = run_script(&client, "api", "scripts/children.py", &[]).await;
+    assert_eq!(children["stdout"], "no child\n", "{children}");
+    assert!(
+        !children["notes"].to_string().contains("output open"),
+        "{children}"
+    );
     let ran = run_script(&client, "api", "scripts/call.py", &[]).await;
     let seen: Value = serde_json::from_str(ran["stdout"].as_str().unwrap_or("{}"))
         .unwrap_or_else(|_| panic!("{ran}"));

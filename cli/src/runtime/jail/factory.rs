@@ -39,6 +39,13 @@ pub fn main() -> ! {
     // SAFETY: the server gave this process fd 3; nothing else owns it.
     let socket = unsafe { OwnedFd::from_raw_fd(SOCKET_FD) };
     let _ = rustix::io::fcntl_setfd(socket.as_fd(), rustix::io::FdFlags::CLOEXEC);
+    // What every launcher needs and no run changes, made once here rather
+    // than in each launcher: the system part of the root's plan, the
+    // seccomp filters, the kernel's Landlock ABI and the system paths
+    // opened for its rules (close-on-exec; no script holds them).
+    super::plan::system();
+    let _ = super::filter::compiled();
+    crate::runtime::sandbox::warm_landlock();
     loop {
         reap();
         let mut bytes = [0u8; MAX_MESSAGE];

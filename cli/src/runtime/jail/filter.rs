@@ -21,18 +21,9 @@ const REFUSED: &[i64] = &[
     libc::SYS_process_vm_readv,
     libc::SYS_process_vm_writev,
     libc::SYS_kcmp,
-    // Mounts, old and new API, and root changes.
-    libc::SYS_mount,
-    libc::SYS_umount2,
-    libc::SYS_pivot_root,
+    // Root changes (the mounts are refused by the filter made at the run:
+    // [`MOUNTS`]).
     libc::SYS_chroot,
-    libc::SYS_fsopen,
-    libc::SYS_fsconfig,
-    libc::SYS_fsmount,
-    libc::SYS_fspick,
-    libc::SYS_move_mount,
-    libc::SYS_open_tree,
-    libc::SYS_mount_setattr,
     // New namespaces, or entering others.
     libc::SYS_unshare,
     libc::SYS_setns,
@@ -69,6 +60,23 @@ const REFUSED: &[i64] = &[
     libc::SYS_pidfd_getfd,
 ];
 
+/// The mount calls, old and new API, and `pivot_root`: the script's
+/// process builds the run's root with them once its run is known, so the
+/// filter refusing them is installed then, after the root is built and
+/// before anything of the run's executes ([`Filters::at_run`]).
+const MOUNTS: &[i64] = &[
+    libc::SYS_mount,
+    libc::SYS_umount2,
+    libc::SYS_pivot_root,
+    libc::SYS_fsopen,
+    libc::SYS_fsconfig,
+    libc::SYS_fsmount,
+    libc::SYS_fspick,
+    libc::SYS_move_mount,
+    libc::SYS_open_tree,
+    libc::SYS_mount_setattr,
+];
+
 /// Namespace flags `clone` may not carry.
 const NEW_NAMESPACES: &[u64] = &[
     libc::CLONE_NEWUSER as u64,
@@ -98,9 +106,30 @@ const IPPROTO_MPTCP: u64 = 262;
 /// the console (`TIOCLINUX`).
 const TERMINAL_INJECTION: &[u64] = &[libc::TIOCSTI, libc::TIOCLINUX];
 
-/// The filters, in the order to install them: the `EPERM` one, then the
-/// `ENOSYS` one for `clone3`.
-pub fn compile() -> Result<Vec<BpfProgram>, String> {
+/// The compiled filters. Filters stack: a process runs every one it
+/// installed, and none can be removed.
+#[derive(Debug)]
+pub struct Filters {
+    /// Installed ahead, before the run is known, in this order: the
+    /// `EPERM` one (everything but [`MOUNTS`]), then the `ENOSYS` one for
+    /// `clone3`. Compiling the large one is most of a filter's cost to the
+    /// kernel, and it is paid before the run.
+    pub ahead: Vec<BpfProgram>,
+    /// Installed once the run's root is built: [`MOUNTS`], refused with
+    /// `EPERM`. Small, so cheap to install on the run's path.
+    pub at_run: BpfProgram,
+}
+
+/// The filters, compiled once per process: the factory compiles them
+/// before it forks any launcher ([`super::factory`]), and every launcher
+/// it forks has them.
+pub fn compiled() -> Result<&'static Filters, String> {
+    static COMPILED: std::sync::OnceLock<Result<Filters, String>> = std::sync::OnceLock::new();
+    COMPILED.get_or_init(compile).as_ref().map_err(Clone::clone)
+}
+
+/// Compiles the filters for this machine's architecture.
+pub fn compile() -> Result<Filters, String> {
     let arch = TargetArch::try_from(std::env::consts::ARCH)
         .map_err(|error| format!("no seccomp filter for this architecture: {error}"))?;
     let condition = |arg: u8, op: SeccompCmpOp, value: u64| {
@@ -168,10 +197,18 @@ pub fn compile() -> Result<Vec<BpfProgram>, String> {
         arch,
     )
     .map_err(|error| error.to_string())?;
-    [eperm, enosys]
-        .into_iter()
-        .map(|filter| BpfProgram::try_from(filter).map_err(|error| error.to_string()))
-        .collect()
+    let mounts = SeccompFilter::new(
+        MOUNTS.iter().map(|call| (*call, Vec::new())).collect(),
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::EPERM as u32),
+        arch,
+    )
+    .map_err(|error| error.to_string())?;
+    let program = |filter: SeccompFilter| BpfProgram::try_from(filter).map_err(|e| e.to_string());
+    Ok(Filters {
+        ahead: vec![program(eperm)?, program(enosys)?],
+        at_run: program(mounts)?,
+    })
 }
 
 #[cfg(test)]
@@ -179,7 +216,75 @@ mod tests {
     #[test]
     fn the_filters_compile_for_this_machine() {
         let filters = super::compile().unwrap();
-        assert_eq!(filters.len(), 2);
-        assert!(filters.iter().all(|filter| !filter.is_empty()));
+        assert_eq!(filters.ahead.len(), 2);
+        assert!(filters.ahead.iter().all(|filter| !filter.is_empty()));
+        assert!(!filters.at_run.is_empty());
+        // The filter made at the run is the small one.
+        assert!(filters.at_run.len() < filters.ahead[0].len() / 2);
+    }
+
+    /// Mounts a tmpfs on `target` in a forked child that enters a user and
+    /// mount namespace of its own (so it may mount) and installs `filters`
+    /// first: 0 when it mounted, else the `errno` (200 and up when the
+    /// child could not get that far).
+    fn mount_after(filters: &[&seccompiler::BpfProgram], target: &std::ffi::CStr) -> i32 {
+        // SAFETY: the child makes system calls only (no allocation, no
+        // lock) and ends with `_exit`.
+        match unsafe { libc::fork() } {
+            0 => unsafe {
+                if libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS) != 0 {
+                    libc::_exit(200)
+                }
+                for filter in filters {
+                    if seccompiler::apply_filter(filter).is_err() {
+                        libc::_exit(201)
+                    }
+                }
+                let mounted = libc::mount(
+                    c"none".as_ptr(),
+                    target.as_ptr(),
+                    c"tmpfs".as_ptr(),
+                    0,
+                    std::ptr::null(),
+                );
+                libc::_exit(if mounted == 0 {
+                    0
+                } else {
+                    *libc::__errno_location()
+                })
+            },
+            -1 => panic!("fork: {}", std::io::Error::last_os_error()),
+            child => {
+                let mut waited = 0;
+                // SAFETY: waitpid with a valid pointer to a local.
+                assert_eq!(unsafe { libc::waitpid(child, &mut waited, 0) }, child);
+                assert!(libc::WIFEXITED(waited), "the child ended with {waited}");
+                libc::WEXITSTATUS(waited)
+            }
+        }
+    }
+
+    #[test]
+    fn the_filters_made_ahead_let_the_root_be_built_and_the_one_made_at_the_run_refuses_mounts() {
+        use std::os::unix::ffi::OsStrExt as _;
+        let folder = tempfile::tempdir().unwrap();
+        let target = std::ffi::CString::new(folder.path().as_os_str().as_bytes()).unwrap();
+        let filters = super::compile().unwrap();
+        let ahead: Vec<_> = filters.ahead.iter().collect();
+        // Without any filter the child may mount: else the rest proves
+        // nothing.
+        assert_eq!(mount_after(&[], &target), 0);
+        assert_eq!(mount_after(&ahead, &target), 0);
+        let all: Vec<_> = ahead.iter().copied().chain([&filters.at_run]).collect();
+        assert_eq!(mount_after(&all, &target), libc::EPERM);
+        assert_eq!(mount_after(&[&filters.at_run], &target), libc::EPERM);
+    }
+
+    #[test]
+    fn every_mount_call_is_refused_by_exactly_one_filter() {
+        for call in super::MOUNTS {
+            assert!(!super::REFUSED.contains(call), "{call} is in both");
+        }
+        assert!(super::REFUSED.contains(&libc::SYS_chroot));
     }
 }

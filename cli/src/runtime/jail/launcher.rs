@@ -9,29 +9,33 @@
 //!    the part of the root that is the same for every run (a tmpfs with
 //!    the system folders, the run's home and `/dev`); the system paths
 //!    opened for Landlock. Then it forks the PID namespace's init, which
-//!    forks the script's process and reaps; the script's process sets up
+//!    forks the script's process and reaps. The script's process sets up
 //!    every wall that does not depend on the run (its own session, no
-//!    descriptor past stderr at `exec`, no capabilities, `no_new_privs`,
-//!    the seccomp filters), makes the
-//!    Landlock ruleset of the system paths for a run of the default kind,
-//!    and waits. The launcher writes `ready` on the status pipe (fd 3) and
-//!    waits too.
+//!    descriptor past stderr at `exec`, an empty capability bounding set,
+//!    `no_new_privs`, the large seccomp filter), makes the Landlock
+//!    ruleset of the system paths for a run of the default kind, and
+//!    waits for its run on stdin. The launcher gives the run's pipes up,
+//!    writes `ready` on the status pipe (fd 3) and waits for the init.
 //! 2. The server sends the [`Spec`] on stdin (length, then JSON); whatever
-//!    follows is the script's stdin.
-//! 3. The launcher adds the run's own binds to the root (read-only unless
-//!    granted) and `pivot_root`s into it, leaving the host's tree behind.
-//! 4. It hands the spec to the script's process, which checks that it
-//!    stands in the new root, sets the limits, enters the working folder,
-//!    applies the Landlock rules and `exec`s the script.
-//! 5. The launcher writes `started` and waits. When the script ends, the
-//!    init writes how (`exited CODE` or `signal NUMBER`) and ends, and the
-//!    kernel kills every process left in the namespace.
+//!    follows is the script's stdin. The script's process reads it.
+//! 3. The script's process adds the run's own binds to the root
+//!    (read-only unless granted) and `pivot_root`s into it, leaving the
+//!    host's tree behind; the launcher and the init, idle in the same
+//!    mount namespace, move with it, and the process that calls
+//!    `pivot_root` cannot be left behind.
+//! 4. It clears its capabilities, installs the filter that refuses the
+//!    mount calls, starts the proxy's relay when the run lists hosts, sets
+//!    the limits, enters the working folder, applies the Landlock rules,
+//!    writes `started` and `exec`s the script.
+//! 5. When the script ends, the init writes how (`exited CODE` or `signal
+//!    NUMBER`) and ends, and the kernel kills every process left in the
+//!    namespace; the launcher ends with the init.
 //!
 //! A failure before the script starts is one `error ...` line on the
 //! status pipe and exit code 125.
 
-use std::io::{PipeReader, PipeWriter};
-use std::io::{Read as _, Write as _};
+use std::io::PipeWriter;
+use std::io::Write as _;
 use std::mem::ManuallyDrop;
 use std::os::fd::{AsFd as _, FromRawFd as _, OwnedFd};
 use std::os::unix::process::ExitStatusExt as _;
@@ -41,7 +45,8 @@ use rustix::mount::{MountFlags, MountPropagationFlags, UnmountFlags};
 use rustix::process::{Resource, Rlimit};
 use rustix::thread::UnshareFlags;
 
-use super::spec::{Bind, Link, RunLimits, Spec, framed, read_framed};
+use super::filter::Filters;
+use super::spec::{Bind, Link, RunLimits, Spec, read_framed};
 
 /// `argv[1]` that makes `skillpkg` a launcher.
 pub const LAUNCHER_ARG: &str = "__skillpkg-run-launcher";
@@ -106,78 +111,32 @@ fn launch(
         fs_err::write(&procs, std::process::id().to_string())
             .map_err(|error| format!("cannot join the run's cgroup: {error}"))?;
     }
-    // Where the launcher's own output goes once the script holds the
-    // run's: nowhere.
+    // Where the launcher's own stdio goes once the script's process holds
+    // the run's: nowhere.
     let null = fs_err::OpenOptions::new()
+        .read(true)
         .write(true)
         .open("/dev/null")
         .map_err(|error| error.to_string())?;
     enter_namespaces()?;
-    let filters = super::filter::compile()?;
-    let made = scratch.map(prepare_root).transpose()?;
+    // Each is done once per process: by the factory, before it forked
+    // this launcher, unless this one was started on its own.
+    let filters = super::filter::compiled()?;
     crate::runtime::sandbox::warm_landlock();
-    let script = fork_script(status, &filters)?;
-    say(status, "ready")?;
-    let (mut spec, mut to_script) = (read_spec()?, script.go);
-    build_root(&spec, made)?;
-
-    // The way out to the listed hosts: a relay on the run's loopback to
-    // the server's proxy. The listener is close-on-exec: the script never
-    // holds it.
-    let relay = match &spec.proxy {
-        Some(socket) => {
-            let listener = std::net::TcpListener::bind(("127.0.0.1", 0))
-                .map_err(|error| format!("proxy relay: {error}"))?;
-            let port = listener
-                .local_addr()
-                .map_err(|error| format!("proxy relay: {error}"))?
-                .port();
-            let url = format!("http://127.0.0.1:{port}");
-            for name in [
-                "HTTP_PROXY",
-                "HTTPS_PROXY",
-                "ALL_PROXY",
-                "http_proxy",
-                "https_proxy",
-                "all_proxy",
-            ] {
-                spec.env.retain(|(key, _)| key != name);
-                spec.env.push((name.to_owned(), url.clone()));
-            }
-            spec.env
-                .retain(|(key, _)| key != "NO_PROXY" && key != "no_proxy");
-            Some((listener, socket.clone()))
-        }
-        None => None,
-    };
-    // The script's process checks that it stands in this root.
-    spec.root_identity = Some(root_identity()?);
-    // The script, waiting since before the run was known, goes: its
-    // length first, all in one write, so that the script's process wakes
-    // once with the whole of it rather than again for the pipe's end.
-    to_script.write_all(&framed(&spec)?).map_err(|error| {
-        format!("the run's script ended before it was told what to run: {error}")
-    })?;
-    drop(to_script);
-    say(status, "started")?;
-    // The run's output pipes close when the script's processes are gone,
-    // not when the launcher is.
-    for fd in [1, 2] {
+    let made = scratch.map(prepare_root).transpose()?;
+    let init = fork_init(status, filters, made)?;
+    // The run's pipes close when the script's processes are gone, not
+    // when the launcher is; its stdin is the script's process's to read.
+    for fd in [0, 1, 2] {
         // SAFETY: dup2 onto the standard descriptors of this process.
         unsafe { libc::dup2(std::os::fd::AsRawFd::as_raw_fd(&null), fd) };
     }
     drop(null);
-    if let Some((listener, socket)) = relay {
-        start_relay(&listener, &socket)?;
-    }
-    // Every child is reaped, not only the run's init: when it ends, the
-    // kernel kills the rest of the namespace and waits until each is
-    // reaped, and the relay is the launcher's child.
-    let reporter = status;
+    say(status, "ready")?;
     loop {
         let mut waited = 0;
         // SAFETY: waitpid with a valid pointer to a local.
-        let pid = unsafe { libc::waitpid(-1, &mut waited, libc::__WALL) };
+        let pid = unsafe { libc::waitpid(init, &mut waited, libc::__WALL) };
         if pid < 0 {
             let error = std::io::Error::last_os_error();
             if error.kind() == std::io::ErrorKind::Interrupted {
@@ -185,27 +144,24 @@ fn launch(
             }
             return Err(format!("wait: {error}"));
         }
-        if pid == script.pid {
-            // The init said how the script ended and exited with its code
-            // (a signal as 128 + its number); an init killed (with the
-            // launcher, or by the kernel) said nothing, so it is said here.
-            let waited = std::process::ExitStatus::from_raw(waited);
-            let ended = match (waited.code(), waited.signal()) {
-                (Some(code), _) => Ended::Code(code),
-                (None, Some(signal)) => {
-                    let _ = say(reporter, &format!("signal {signal}"));
-                    Ended::Signal(signal)
-                }
-                (None, None) => Ended::Code(SETUP_FAILED),
-            };
-            return Ok(ended);
-        }
+        // The init said how the script ended and exited with its code (a
+        // signal as 128 + its number); an init killed (with the launcher,
+        // or by the kernel) said nothing, so it is said here.
+        let waited = std::process::ExitStatus::from_raw(waited);
+        return Ok(match (waited.code(), waited.signal()) {
+            (Some(code), _) => Ended::Code(code),
+            (None, Some(signal)) => {
+                let _ = say(status, &format!("signal {signal}"));
+                Ended::Signal(signal)
+            }
+            (None, None) => Ended::Code(SETUP_FAILED),
+        });
     }
 }
 
-/// Writes `line` on the status pipe in one `write`: the launcher and the
-/// script's process both write there, and a line written at once (under
-/// `PIPE_BUF` bytes) is never cut by the other's.
+/// Writes `line` on the status pipe in one `write`: the launcher, the
+/// init and the script's process all write there, and a line written at
+/// once (under `PIPE_BUF` bytes) is never cut by another's.
 fn say(status: &mut PipeWriter, line: &str) -> Result<(), String> {
     let mut end = line.len().min(4000);
     while !line.is_char_boundary(end) {
@@ -217,32 +173,21 @@ fn say(status: &mut PipeWriter, line: &str) -> Result<(), String> {
         .map_err(|error| format!("status pipe: {error}"))
 }
 
-/// The run's PID namespace's init, forked before its run is known, and
-/// the pipe that tells the script's process (the init's child) what to
-/// run.
-struct Script {
-    pid: i32,
-    go: PipeWriter,
-}
-
 /// Forks the PID namespace's init, which forks the process that becomes
-/// the script. Everything that does not depend on the run is done now,
-/// while the launcher waits for it; the rest when the spec comes
-/// ([`run_script`]).
+/// the script, and returns the init's process id. Everything that does not
+/// depend on the run is done now, while no run is known; the rest when the
+/// spec comes ([`run_script`]).
 ///
 /// The script is not the init itself: when the init ends, the kernel
 /// kills every process left in the namespace and waits for each before
 /// anyone learns that the init ended, which a run would otherwise wait
 /// for before its answer. The init says how the script ended first
 /// ([`report`]), then ends, and the namespace goes down after.
-fn fork_script(status: &PipeWriter, filters: &[seccompiler::BpfProgram]) -> Result<Script, String> {
-    let (go_read, go_write) = std::io::pipe().map_err(|error| format!("pipe: {error}"))?;
-    let (forked_read, forked_write) = std::io::pipe().map_err(|error| format!("pipe: {error}"))?;
+fn fork_init(status: &PipeWriter, filters: &Filters, made: Option<Made>) -> Result<i32, String> {
     // SAFETY: the launcher is single-threaded, so the child may allocate.
     match unsafe { libc::fork() } {
         -1 => Err(format!("fork: {}", std::io::Error::last_os_error())),
         0 => {
-            drop((go_write, forked_read));
             let Ok(mut status) = status.try_clone() else {
                 // SAFETY: ends the child without running the launcher's exit.
                 unsafe { libc::_exit(SETUP_FAILED) }
@@ -256,40 +201,17 @@ fn fork_script(status: &PipeWriter, filters: &[seccompiler::BpfProgram]) -> Resu
                     unsafe { libc::_exit(SETUP_FAILED) }
                 }
                 0 => {
-                    drop(forked_write);
-                    let why = run_script(go_read, filters);
+                    let why = run_script(&mut status, filters, made);
                     // Only reached when the script could not start.
                     let _ = say(&mut status, &format!("error {}", why.replace('\n', " ")));
                     // SAFETY: ends the child without running the launcher's exit.
                     unsafe { libc::_exit(SETUP_FAILED) }
                 }
-                script => {
-                    drop(go_read);
-                    // The script's process exists: the launcher may move
-                    // into the new root, and takes it along.
-                    drop(forked_write);
-                    report(script, &mut status)
-                }
+                script => report(script, &mut status),
             }
         }
-        pid => {
-            // `pivot_root` moves every process of the namespace that exists
-            // when it is called; one still being forked would stay behind
-            // in the host's tree. So the launcher goes on only once the
-            // init's fork has returned (the init closes its end then; the
-            // script's process closed its own first).
-            drop(forked_write);
-            let mut forked_read = forked_read;
-            let _ = forked_read.read_to_end(&mut Vec::new());
-            Ok(Script { pid, go: go_write })
-        }
+        init => Ok(init),
     }
-}
-
-/// The device and inode of this process's `/`.
-fn root_identity() -> Result<(u64, u64), String> {
-    let stat = rustix::fs::stat("/").map_err(|error| format!("stat /: {error}"))?;
-    Ok((stat.st_dev, stat.st_ino))
 }
 
 /// The init's part: it holds nothing of the run's but the status pipe,
@@ -331,19 +253,25 @@ fn report(script: i32, status: &mut PipeWriter) -> ! {
     }
 }
 
-/// The script's side: walls first, then, once the spec comes, its limits,
-/// working folder and Landlock rules, and `exec`. Returns only on failure.
-fn run_script(go: PipeReader, filters: &[seccompiler::BpfProgram]) -> String {
-    let confined = confine(filters);
+/// The script's side: the walls that do not depend on the run first, then,
+/// once the spec comes on stdin, the run's root, the rest of its walls and
+/// `exec`. Returns only on failure.
+fn run_script(status: &mut PipeWriter, filters: &Filters, made: Option<Made>) -> String {
+    let confined = confine(&filters.ahead);
     // The Landlock rules of the system paths, for a run of the default
     // kind (no network, no subprocess); another kind makes its own.
     let ahead =
         crate::runtime::sandbox::RulesAhead::make(&crate::runtime::sandbox::Network::Deny, false);
-    // The run's spec, sent once its root is built.
-    let mut go = go;
-    let spec = match read_framed(&mut go) {
+    // The run, from the server, without reading past it: the rest is the
+    // script's input.
+    // SAFETY: fd 0 stays open and owned by the process; not closed here.
+    let mut stdin = ManuallyDrop::new(std::io::PipeReader::from(unsafe {
+        OwnedFd::from_raw_fd(0)
+    }));
+    let spec = match read_framed(&mut *stdin) {
         Ok(Some(spec)) => spec,
-        // The launcher ended without a run: nothing to say.
+        // The server went away (or the probe ended) without a run:
+        // nothing to say.
         // SAFETY: ends the child without running the launcher's exit.
         Ok(None) => unsafe { libc::_exit(SETUP_FAILED) },
         Err(why) => return why,
@@ -351,23 +279,31 @@ fn run_script(go: PipeReader, filters: &[seccompiler::BpfProgram]) -> String {
     if let Err(why) = confined {
         return why;
     }
-    match start_script(&spec, ahead) {
+    match start_script(spec, made, &filters.at_run, ahead, status) {
         Ok(never) => match never {},
         Err(why) => why,
     }
 }
 
-/// Limits, working folder, Landlock (from the rules made `ahead`) and
-/// `exec`.
+/// The run's root, the walls that depend on the run (no capability left,
+/// no mount call, the limits, the working folder, Landlock from the rules
+/// made `ahead`) and `exec`.
 fn start_script(
-    spec: &Spec,
+    mut spec: Spec,
+    made: Option<Made>,
+    no_mounts: &seccompiler::BpfProgram,
     ahead: Option<crate::runtime::sandbox::RulesAhead>,
+    status: &mut PipeWriter,
 ) -> Result<std::convert::Infallible, String> {
     use std::ffi::CString;
     use std::os::unix::ffi::OsStrExt as _;
-    // Whatever moved it here, this process runs only in the run's root.
-    if spec.root_identity.is_none() || spec.root_identity != Some(root_identity()?) {
-        return Err("the script's process is not in the run's root; nothing was run".into());
+    build_root(&spec, made)?;
+    // The process has built its root: it gives up every capability and
+    // every mount call before anything of the run's executes.
+    clear_capabilities()?;
+    seccompiler::apply_filter(no_mounts).map_err(|error| format!("seccomp: {error}"))?;
+    if let Some(socket) = spec.proxy.clone() {
+        start_relay(&mut spec, &socket)?;
     }
     set_limits(spec.limits)?;
     rustix::process::chdir(&spec.workdir)
@@ -390,6 +326,7 @@ fn start_script(
     argv_pointers.push(std::ptr::null());
     let mut envp_pointers: Vec<*const libc::c_char> = envp.iter().map(|var| var.as_ptr()).collect();
     envp_pointers.push(std::ptr::null());
+    say(status, "started")?;
     // SAFETY: NUL-terminated strings and NULL-terminated arrays that live
     // until the call, which returns only on failure.
     unsafe {
@@ -406,21 +343,61 @@ fn start_script(
     ))
 }
 
-/// Forks the relay: a process of the run's PID namespace (a launcher,
-/// having unshared it, may not start threads of its own), killed with the
-/// namespace when the script ends, or with the launcher.
-fn start_relay(listener: &std::net::TcpListener, socket: &Path) -> Result<(), String> {
-    // SAFETY: the launcher is single-threaded; the child only relays.
+/// The way out to the listed hosts: a relay on the run's loopback to the
+/// server's proxy at `socket`, and the proxy variables of `spec` pointing
+/// at it. The relay is a process of the run's PID namespace forked twice,
+/// so that the init, not the script, is its parent (a shell's `wait` does
+/// not wait for it); it has the script's walls but for its limits and
+/// Landlock, holds none of the run's pipes, and is killed with the
+/// namespace when the script ends. The script never holds the listener.
+fn start_relay(spec: &mut Spec, socket: &Path) -> Result<(), String> {
+    let listener = std::net::TcpListener::bind(("127.0.0.1", 0))
+        .map_err(|error| format!("proxy relay: {error}"))?;
+    let port = listener
+        .local_addr()
+        .map_err(|error| format!("proxy relay: {error}"))?
+        .port();
+    let url = format!("http://127.0.0.1:{port}");
+    for name in [
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "ALL_PROXY",
+        "http_proxy",
+        "https_proxy",
+        "all_proxy",
+    ] {
+        spec.env.retain(|(key, _)| key != name);
+        spec.env.push((name.to_owned(), url.clone()));
+    }
+    spec.env
+        .retain(|(key, _)| key != "NO_PROXY" && key != "no_proxy");
+    // SAFETY: this process is single-threaded; the children only fork,
+    // close descriptors and relay.
     match unsafe { libc::fork() } {
         -1 => Err(format!("proxy relay: {}", std::io::Error::last_os_error())),
         0 => {
-            let _ = rustix::process::set_parent_process_death_signal(Some(
-                rustix::process::Signal::KILL,
-            ));
-            relay_to(listener, socket);
-            std::process::exit(0)
+            // SAFETY: as above.
+            if unsafe { libc::fork() } == 0 {
+                for fd in [0, 1, 2] {
+                    // SAFETY: closes a standard descriptor of this
+                    // process, which the relay does not use.
+                    unsafe { libc::close(fd) };
+                }
+                relay_to(&listener, socket);
+            }
+            // SAFETY: ends the child without running the launcher's exit.
+            unsafe { libc::_exit(0) }
         }
-        _ => Ok(()),
+        child => {
+            drop(listener);
+            let mut waited = 0;
+            // SAFETY: waitpid with a valid pointer to a local.
+            while unsafe { libc::waitpid(child, &mut waited, 0) } < 0
+                && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted
+            {
+            }
+            Ok(())
+        }
     }
 }
 
@@ -502,14 +479,6 @@ fn loopback_up() -> Result<(), String> {
         }
     }
     Ok(())
-}
-
-/// Reads the spec from stdin without reading past it: the rest is the
-/// script's.
-fn read_spec() -> Result<Spec, String> {
-    // SAFETY: fd 0 stays open and owned by the process; not closed here.
-    let mut stdin = ManuallyDrop::new(PipeReader::from(unsafe { OwnedFd::from_raw_fd(0) }));
-    read_framed(&mut *stdin)?.ok_or_else(|| "no run from the server".to_owned())
 }
 
 /// What a launcher built of the root before its run was known.
@@ -685,12 +654,7 @@ fn make_link(root: &Path, link: &Link) -> Result<(), String> {
 }
 
 fn mount_bind(root: &Path, bind: &Bind) -> Result<(), String> {
-    let target = inside(root, &bind.target);
-    let is_dir = fs_err::metadata(&bind.source)
-        .map_err(|error| format!("{}: {error}", bind.source.display()))?
-        .is_dir();
-    make_mount_point(&target, is_dir)?;
-    bind_mount(&bind.source, &target, bind.writable)
+    bind_mount(&bind.source, &inside(root, &bind.target), bind.writable)
 }
 
 /// A fresh, read-only `/dev` holding `devices`, bound from the host.
@@ -752,15 +716,16 @@ fn make_mount_point(target: &Path, is_dir: bool) -> Result<(), String> {
         .map_err(|error| format!("make {}: {error}", target.display()))
 }
 
-/// Binds `source` on `target`, read-only unless `writable`, never with
-/// set-user-id programs or devices. A read-only remount must keep the
-/// flags the source's mount locks (`noexec`, `nosuid`, `nodev`), or a user
-/// namespace may not change it.
+/// Binds `source` on `target` (made first, as a folder or a file like
+/// the source), read-only unless `writable`, never with set-user-id
+/// programs or devices. A read-only remount must keep the flags the
+/// source's mount locks (`noexec`, `nosuid`, `nodev`), or a user namespace
+/// may not change it.
 ///
-/// The source is opened without following any link on its way and bound
-/// through that descriptor: the server took each path after its links,
-/// and a link put in its place since (by a run with a write grant, racing)
-/// must not show the run what it leads to.
+/// The source is opened without following any link on its way, and
+/// looked at and bound through that descriptor: the server took each path
+/// after its links, and a link put in its place since (by a run with a
+/// write grant, racing) must not show the run what it leads to.
 fn bind_mount(source: &Path, target: &Path, writable: bool) -> Result<(), String> {
     use rustix::fs::{Mode, OFlags, ResolveFlags};
     let opened = rustix::fs::openat2(
@@ -777,15 +742,18 @@ fn bind_mount(source: &Path, target: &Path, writable: bool) -> Result<(), String
         ),
         error => format!("open {}: {error}", source.display()),
     })?;
+    let is_dir = rustix::fs::fstat(&opened)
+        .map(|stat| rustix::fs::FileType::from_raw_mode(stat.st_mode).is_dir())
+        .map_err(|error| format!("{}: {error}", source.display()))?;
+    make_mount_point(target, is_dir)?;
     let through = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&opened));
     rustix::mount::mount_bind_recursive(through.as_str(), target)
         .map_err(|error| format!("bind {}: {error}", source.display()))?;
-    drop(opened);
     let mut flags = MountFlags::BIND | MountFlags::NOSUID | MountFlags::NODEV;
     if !writable {
         flags |= MountFlags::RDONLY;
     }
-    if let Ok(stat) = rustix::fs::statvfs(source) {
+    if let Ok(stat) = rustix::fs::fstatvfs(&opened) {
         let locked = stat.f_flag;
         if locked.contains(rustix::fs::StatVfsMountFlags::NOEXEC) {
             flags |= MountFlags::NOEXEC;
@@ -803,21 +771,25 @@ fn bind_mount(source: &Path, target: &Path, writable: bool) -> Result<(), String
             flags |= MountFlags::RDONLY;
         }
     }
+    drop(opened);
     rustix::mount::mount_remount(target, flags, "")
         .map_err(|error| format!("remount {}: {error}", target.display()))
 }
 
 /// The walls every run gets, raised in the script's process before its
 /// run is known: it dies with the launcher, has a session of its own and
-/// no descriptor past stderr at `exec`, no capabilities, `no_new_privs`,
-/// and the seccomp filters.
-fn confine(filters: &[seccompiler::BpfProgram]) -> Result<(), String> {
+/// no descriptor past stderr at `exec`, an empty capability bounding set
+/// and secure bits that grant none at `exec`, `no_new_privs`, and the
+/// seccomp filters `ahead` (all but the one refusing the mount calls,
+/// which the process needs to build the run's root). Its capabilities in
+/// the run's user namespace it keeps until the root is built
+/// ([`clear_capabilities`]).
+fn confine(ahead: &[seccompiler::BpfProgram]) -> Result<(), String> {
     rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))
         .map_err(|error| format!("parent death signal: {error}"))?;
-    // (Should the launcher have ended before that, the spec pipe is
-    // closed and the process ends without a run.)
-    // The root becomes the run's when the launcher moves into it; so does
-    // a working folder at the root.
+    // (Should the launcher have ended before that, the server, which
+    // follows it, closes the run's stdin, and the process ends without a
+    // run.)
     rustix::process::chdir("/").map_err(|error| format!("enter /: {error}"))?;
     rustix::process::setsid().map_err(|error| format!("setsid: {error}"))?;
     // Nothing the server inherited from whoever started it, nor anything
@@ -835,9 +807,9 @@ fn confine(filters: &[seccompiler::BpfProgram]) -> Result<(), String> {
     if closed < 0 {
         return Err(format!("close_range: {}", std::io::Error::last_os_error()));
     }
-    drop_capabilities()?;
+    bound_capabilities()?;
     rustix::thread::set_no_new_privs(true).map_err(|error| format!("no_new_privs: {error}"))?;
-    for filter in filters {
+    for filter in ahead {
         seccompiler::apply_filter(filter).map_err(|error| format!("seccomp: {error}"))?;
     }
     Ok(())
@@ -865,9 +837,10 @@ fn set_limits(limits: RunLimits) -> Result<(), String> {
     Ok(())
 }
 
-/// Gives up every capability the user namespace gave, for good: the
-/// bounding set is emptied, and root inside gains none at `exec`.
-fn drop_capabilities() -> Result<(), String> {
+/// Empties the capability bounding set and locks the secure bits so
+/// that no `exec` grants a capability (root inside gains none), while the
+/// process keeps the capabilities it has until [`clear_capabilities`].
+fn bound_capabilities() -> Result<(), String> {
     for capability in 0..=63 {
         // SAFETY: prctl with integer arguments.
         let result = unsafe { libc::prctl(libc::PR_CAPBSET_DROP, capability, 0, 0, 0) };
@@ -884,7 +857,12 @@ fn drop_capabilities() -> Result<(), String> {
             | Bits::NO_CAP_AMBIENT_RAISE
             | Bits::NO_CAP_AMBIENT_RAISE_LOCKED,
     )
-    .map_err(|error| format!("securebits: {error}"))?;
+    .map_err(|error| format!("securebits: {error}"))
+}
+
+/// Gives up every capability the user namespace gave, for good: with the
+/// bounding set empty ([`bound_capabilities`]), none can come back.
+fn clear_capabilities() -> Result<(), String> {
     let none = rustix::thread::CapabilitySet::empty();
     rustix::thread::set_capabilities(
         None,
@@ -894,8 +872,7 @@ fn drop_capabilities() -> Result<(), String> {
             inheritable: none,
         },
     )
-    .map_err(|error| format!("capset: {error}"))?;
-    Ok(())
+    .map_err(|error| format!("capset: {error}"))
 }
 
 #[cfg(test)]

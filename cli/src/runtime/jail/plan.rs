@@ -156,7 +156,6 @@ pub fn spec(run: Run<'_>) -> Spec {
             },
             grants: run.grants.clone(),
         }),
-        root_identity: None,
     }
 }
 

@@ -1,7 +1,7 @@
 //! What the server tells a launcher about one run: the command, the new
 //! root's mounts, the limits and the Landlock rules. Sent as JSON, length
-//! first ([`framed`]), on the launcher's stdin before the script's own input,
-//! and by the launcher to the script's process.
+//! first ([`framed`]), on the launcher's stdin before the script's own
+//! input; the script's process, which holds that stdin, reads it.
 
 use std::ffi::OsString;
 use std::io::Read;
@@ -11,12 +11,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::runtime::sandbox::{Policy, RunGrants};
 
-/// The largest spec a launcher or a script's process reads.
+/// The largest spec a script's process reads.
 const MAX_SPEC: u32 = 64 << 20;
 
-/// `spec` as it crosses a pipe, from the server to the launcher and from
-/// the launcher to the script's process: its length (4 bytes, big-endian),
-/// then its JSON, to be written at once.
+/// `spec` as it crosses the pipe from the server to the script's process:
+/// its length (4 bytes, big-endian), then its JSON, to be written at once.
 pub fn framed(spec: &Spec) -> Result<Vec<u8>, String> {
     let mut framed = vec![0; 4];
     serde_json::to_writer(&mut framed, spec).map_err(|error| error.to_string())?;
@@ -46,7 +45,7 @@ pub fn read_framed(pipe: &mut impl Read) -> Result<Option<Spec>, String> {
         .map_err(|error| format!("a bad run description: {error}"))
 }
 
-/// One run, as the launcher needs it.
+/// One run, as the script's process needs it.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Spec {
     /// The program to execute, an absolute path as seen inside the sandbox.
@@ -70,16 +69,11 @@ pub struct Spec {
     pub devices: Vec<PathBuf>,
     pub limits: RunLimits,
     /// The proxy's UNIX socket inside the new root, when the skill lists
-    /// hosts: the launcher relays `127.0.0.1:<port>` in the run's network
-    /// namespace to it and points the proxy variables there.
+    /// hosts: the script's process relays `127.0.0.1:<port>` in the run's
+    /// network namespace to it and points the proxy variables there.
     pub proxy: Option<PathBuf>,
-    /// The Landlock rules, applied last before the seccomp filter.
+    /// The Landlock rules, applied last before `exec`.
     pub landlock: Option<LandlockRules>,
-    /// The device and inode of the run's root once the launcher has moved
-    /// into it: set by the launcher, never by the server. The script's
-    /// process checks that its own `/` is that one before anything runs.
-    #[serde(default)]
-    pub root_identity: Option<(u64, u64)>,
 }
 
 /// The Landlock layer: the policy and the run's own grants.

@@ -413,6 +413,27 @@ pub fn wait_until(deadline: Duration, mut condition: impl FnMut() -> bool) -> bo
     }
 }
 
+/// The live processes (`PID: command line`) whose command line holds
+/// `token` (zombies have an empty one: they are dead): how a test finds
+/// what a script it started left running.
+pub fn processes_with(token: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in fs_err::read_dir("/proc").unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !name.bytes().all(|byte| byte.is_ascii_digit()) {
+            continue;
+        }
+        let Ok(line) = fs_err::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let line = String::from_utf8_lossy(&line).replace('\0', " ");
+        if line.contains(token) {
+            found.push(format!("{name}: {line}"));
+        }
+    }
+    found
+}
+
 /// The skills a registry's search index lists, by name, read with `read`
 /// (a path of the tree to its text): `search.json`, then every shard it
 /// names (docs/index-format.md, "search.json"). Panics on a tree that does

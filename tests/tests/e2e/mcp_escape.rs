@@ -60,7 +60,7 @@ use rmcp::service::RunningService;
 use rmcp::transport::TokioChildProcess;
 use rmcp::{RoleClient, ServiceExt as _};
 use serde_json::{Value, json};
-use skillpkg_tests::{TestContext, mcp_python, wait_until};
+use skillpkg_tests::{TestContext, mcp_python, processes_with, wait_until};
 
 type Client = RunningService<RoleClient, ()>;
 
@@ -246,26 +246,6 @@ fn readable(ran: &Value) -> String {
         shown["stdout"] = seen;
     }
     format!("the run: {shown:#}")
-}
-
-/// The live processes whose command line holds `token` (zombies have an
-/// empty one: they are dead).
-fn processes_with(token: &str) -> Vec<String> {
-    let mut found = Vec::new();
-    for entry in fs_err::read_dir("/proc").unwrap().flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if !name.bytes().all(|byte| byte.is_ascii_digit()) {
-            continue;
-        }
-        let Ok(line) = fs_err::read(entry.path().join("cmdline")) else {
-            continue;
-        };
-        let line = String::from_utf8_lossy(&line).replace('\0', " ");
-        if line.contains(token) {
-            found.push(format!("{name}: {line}"));
-        }
-    }
-    found
 }
 
 /// Whether no process holds `token` within `deadline`.

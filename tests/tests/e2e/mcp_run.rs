@@ -15,7 +15,7 @@ use rmcp::service::RunningService;
 use rmcp::transport::TokioChildProcess;
 use rmcp::{RoleClient, ServiceExt as _};
 use serde_json::{Value, json};
-use skillpkg_tests::TestContext;
+use skillpkg_tests::{TestContext, processes_with, wait_until};
 
 type Client = RunningService<RoleClient, ()>;
 
@@ -1164,6 +1164,42 @@ fn quick_project() -> (Project, PathBuf) {
     let temporary = project.sandbox.path().join("tmp");
     fs_err::create_dir_all(&temporary).unwrap();
     (project, temporary)
+}
+
+/// A server killed (`SIGKILL`: no chance to stop anything) while a script
+/// runs takes the run with it: the launcher sees that nobody can read the
+/// run's status pipe any more and kills the run's init, and every process
+/// of the run dies with the init. Without that the script spins on until
+/// its CPU limit, a minute later.
+#[test]
+fn a_run_dies_with_a_server_killed_while_it_runs() {
+    use std::io::Write as _;
+    let (project, temporary) = quick_project();
+    project.skill(
+        "quick",
+        "",
+        &[
+            ("scripts/noop.sh", "exit 0\n"),
+            ("scripts/spin.sh", "while :; do :; done\n"),
+        ],
+    );
+    let token = format!("spin-{}", std::process::id());
+    let mut server = RawServer::start(&project, &temporary);
+    let call = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+        "name": "skills_run_script", "arguments": {"path": "scripts/spin.sh", "args": [token]}}});
+    writeln!(server.input.as_mut().unwrap(), "{call}").unwrap();
+    assert!(
+        wait_until(Duration::from_secs(10), || !processes_with(&token)
+            .is_empty()),
+        "the script never ran, so this test proves nothing"
+    );
+    server.process.kill().unwrap();
+    server.process.wait().unwrap();
+    assert!(
+        wait_until(Duration::from_secs(5), || processes_with(&token).is_empty()),
+        "the run outlived its server: {:?}",
+        processes_with(&token)
+    );
 }
 
 /// A server whose client hangs up at once after its last answer, as a

@@ -29,7 +29,9 @@
 //!    writes `started` and `exec`s the script.
 //! 5. When the script ends, the init writes how (`exited CODE` or `signal
 //!    NUMBER`) and ends, and the kernel kills every process left in the
-//!    namespace; the launcher ends with the init.
+//!    namespace; the launcher ends with the init. Should nobody be left
+//!    to read the status pipe first (the server is gone), the launcher
+//!    kills the init, and the run ends.
 //!
 //! A failure before the script starts is one `error ...` line on the
 //! status pipe and exit code 125.
@@ -133,6 +135,7 @@ fn launch(
     }
     drop(null);
     say(status, "ready")?;
+    outlive_no_server(status, init)?;
     loop {
         let mut waited = 0;
         // SAFETY: waitpid with a valid pointer to a local.
@@ -156,6 +159,39 @@ fn launch(
             }
             (None, None) => Ended::Code(SETUP_FAILED),
         });
+    }
+}
+
+/// Waits until the run's init ends, or until nobody can read the status
+/// pipe: the server is gone, however it ended (a server killed with
+/// `SIGKILL` closes its end too), or is done with this launcher. Then the
+/// run goes with it: the init is killed, and every process of the run with
+/// it. The launcher cannot use `PR_SET_PDEATHSIG` for that: its parent is
+/// the factory, not the server, and a factory killed alone must not end
+/// the runs it forked.
+fn outlive_no_server(status: &PipeWriter, init: i32) -> Result<(), String> {
+    use rustix::event::{PollFd, PollFlags};
+    let pid = rustix::process::Pid::from_raw(init).ok_or("the init has no process id")?;
+    let init_fd = rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty())
+        .map_err(|error| format!("pidfd_open: {error}"))?;
+    loop {
+        // A pipe's writing end polls `POLLERR` once no reader is left.
+        let mut fds = [
+            PollFd::new(&init_fd, PollFlags::IN),
+            PollFd::new(status, PollFlags::empty()),
+        ];
+        match rustix::event::poll(&mut fds, None) {
+            Ok(_) => {}
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(error) => return Err(format!("poll: {error}")),
+        }
+        if fds[0].revents().contains(PollFlags::IN) {
+            return Ok(());
+        }
+        if fds[1].revents().intersects(PollFlags::ERR | PollFlags::HUP) {
+            let _ = rustix::process::pidfd_send_signal(&init_fd, rustix::process::Signal::KILL);
+            return Ok(());
+        }
     }
 }
 

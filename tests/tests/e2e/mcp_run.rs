@@ -1051,6 +1051,203 @@ async fn without_user_namespaces_runs_are_refused_with_the_reason_and_instructio
     client.cancel().await.unwrap();
 }
 
+/// Where the kernel cannot bind folders out of a clone of the host's tree
+/// (before Linux 6.15; here `open_tree` refused with `ENOSYS`, inherited
+/// by the server and all it starts), a launcher keeps the host's tree
+/// until its run and leaves it then, and runs see the same. With the
+/// clone (the control), a launcher made ahead stands in its run's root
+/// already, which has no `/proc`; without, it stands in the host's.
+#[tokio::test]
+async fn without_binds_from_a_clone_of_the_host_a_run_enters_its_root_when_it_comes() {
+    let project = Project::new();
+    project
+        .sandbox
+        .write("project/docs/notes.txt", "the notes\n");
+    let outside = project.sandbox.write("elsewhere/secret.txt", "secret\n");
+    project.skill(
+        "notes",
+        "permissions:\n  filesystem:\n    read: [\"docs/**\"]\n    write: [\"output/**\"]\n",
+        &[(
+            "scripts/notes.sh",
+            "read -r notes < docs/notes.txt\necho \"$notes\"\necho kept > output/kept.txt\ntest -e \"$1\" && echo \"sees $1\"\ntest -e /proc/self && echo proc\nexit 0\n",
+        )],
+    );
+    for refused in [false, true] {
+        let mut command = tokio::process::Command::from(project.sandbox.mcp(&[]));
+        if refused {
+            let filter: seccompiler::BpfProgram = seccompiler::SeccompFilter::new(
+                [(libc::SYS_open_tree, Vec::new())].into_iter().collect(),
+                seccompiler::SeccompAction::Allow,
+                seccompiler::SeccompAction::Errno(libc::ENOSYS as u32),
+                std::env::consts::ARCH.try_into().unwrap(),
+            )
+            .unwrap()
+            .try_into()
+            .unwrap();
+            // SAFETY: between fork and exec the child only installs the
+            // filter compiled before the fork (a prctl and a seccomp call).
+            #[allow(unsafe_code)]
+            unsafe {
+                command.pre_exec(move || {
+                    seccompiler::apply_filter(&filter).map_err(std::io::Error::other)
+                });
+            }
+        }
+        let (transport, _) = TokioChildProcess::builder(command)
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let server = transport.id().unwrap();
+        let client = ().serve(transport).await.unwrap();
+        let _ = fs_err::remove_file(project.dir().join("output/kept.txt"));
+        let ran = run_script(
+            &client,
+            "notes",
+            "scripts/notes.sh",
+            &[outside.to_str().unwrap()],
+        )
+        .await;
+        assert_eq!(ran["exit_code"], 0, "{ran}");
+        assert_eq!(ran["stdout"], "the notes\n", "refused {refused}: {ran}");
+        assert_eq!(
+            fs_err::read_to_string(project.dir().join("output/kept.txt")).unwrap(),
+            "kept\n"
+        );
+        // The launchers made after the answer, ready for the next run.
+        let mut roots = Vec::new();
+        assert!(
+            wait_until(Duration::from_secs(10), || {
+                roots = launchers_of(server)
+                    .iter()
+                    .map(|pid| Path::new(&format!("/proc/{pid}/root/proc")).exists())
+                    .collect();
+                roots.len() >= 2
+            }),
+            "no launcher made ahead"
+        );
+        // Refused, the spares stand in the host's root (the launcher of
+        // the run just over, in its run's root, may still be ending).
+        let in_host = roots.iter().filter(|host| **host).count();
+        assert!(
+            if refused { in_host > 0 } else { in_host == 0 },
+            "refused {refused}: launchers in the host's root: {roots:?}"
+        );
+        client.cancel().await.unwrap();
+    }
+}
+
+/// A launcher made ahead holds the mount tree as it was then: once the
+/// server's mount table changes, the launchers made before are not used.
+/// The server runs in a mount namespace of the test's own, and a tmpfs is
+/// mounted there on a folder of the project after the spares were made:
+/// a run sees what the tmpfs holds, not the empty folder it covers.
+#[tokio::test]
+async fn a_folder_mounted_after_the_launchers_were_made_is_seen_by_the_next_run() {
+    let project = Project::new();
+    let covered = project.dir().join("docs/mounted");
+    fs_err::create_dir_all(&covered).unwrap();
+    project.skill(
+        "look",
+        "permissions:\n  filesystem:\n    read: [\"docs/**\"]\n",
+        &[(
+            "scripts/look.sh",
+            "read -r seen < docs/mounted/file 2>/dev/null && echo \"$seen\" || echo nothing\n",
+        )],
+    );
+    let server = project.sandbox.mcp(&[]);
+    let mut command = tokio::process::Command::new("unshare");
+    command
+        .args([
+            "--user",
+            "--map-root-user",
+            "--mount",
+            "--propagation",
+            "private",
+        ])
+        .arg(server.get_program())
+        .args(server.get_args())
+        .current_dir(server.get_current_dir().unwrap_or(Path::new(".")))
+        .env_clear()
+        .envs(
+            server
+                .get_envs()
+                .filter_map(|(key, value)| Some((key, value?))),
+        );
+    let (transport, _) = TokioChildProcess::builder(command)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = transport.id().unwrap();
+    let client = ().serve(transport).await.unwrap();
+    let before = run_script(&client, "look", "scripts/look.sh", &[]).await;
+    assert_eq!(before["stdout"], "nothing\n", "{before}");
+    assert!(
+        wait_until(Duration::from_secs(10), || launchers_of(pid).len() >= 2),
+        "no launcher made ahead"
+    );
+    let mounted = std::process::Command::new("nsenter")
+        .args([
+            "--target",
+            &pid.to_string(),
+            "--user",
+            "--mount",
+            "--preserve-credentials",
+        ])
+        .args([
+            "sh",
+            "-c",
+            "mount -t tmpfs none \"$1\" && echo mounted > \"$1/file\"",
+            "sh",
+        ])
+        .arg(&covered)
+        .status()
+        .unwrap();
+    assert!(mounted.success(), "nsenter/mount: {mounted}");
+    assert!(
+        !covered.join("file").exists(),
+        "the tmpfs is not the server's alone"
+    );
+    let after = structured(
+        &call(
+            &client,
+            "skills_run_script",
+            json!({"path": "scripts/look.sh"}),
+        )
+        .await,
+    );
+    assert_eq!(after["stdout"], "mounted\n", "{after}");
+    client.cancel().await.unwrap();
+}
+
+/// The runs' launchers of the server `server`: the children of its
+/// launcher factory.
+fn launchers_of(server: u32) -> Vec<u32> {
+    let parent = |pid: &str| -> Option<u32> {
+        let stat = fs_err::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        stat.rsplit_once(')')?
+            .1
+            .split_whitespace()
+            .nth(1)?
+            .parse()
+            .ok()
+    };
+    let pids: Vec<String> = fs_err::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.bytes().all(|byte| byte.is_ascii_digit()))
+        .collect();
+    let factories: Vec<u32> = pids
+        .iter()
+        .filter(|pid| parent(pid) == Some(server))
+        .filter_map(|pid| pid.parse().ok())
+        .collect();
+    pids.iter()
+        .filter(|pid| parent(pid).is_some_and(|parent| factories.contains(&parent)))
+        .filter_map(|pid| pid.parse().ok())
+        .collect()
+}
+
 /// `skillpkg mcp` on pipes, spoken to line by line: the test decides
 /// when the client hangs up, or kills the server.
 struct RawServer {

@@ -41,10 +41,12 @@ pub fn main() -> ! {
     let _ = rustix::io::fcntl_setfd(socket.as_fd(), rustix::io::FdFlags::CLOEXEC);
     // What every launcher needs and no run changes, made once here rather
     // than in each launcher: the system part of the root's plan, the
-    // seccomp filters, the kernel's Landlock ABI and the system paths
+    // seccomp filters, whether launchers may enter their root ahead
+    // (`host`), the kernel's Landlock ABI and the system paths
     // opened for its rules (close-on-exec; no script holds them).
     super::plan::system();
     let _ = super::filter::compiled();
+    super::host::clones_bind();
     crate::runtime::sandbox::warm_landlock();
     loop {
         reap();

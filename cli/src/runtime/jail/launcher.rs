@@ -8,7 +8,10 @@
 //!    cgroup and PID namespaces; the user mapped to itself; loopback up;
 //!    the part of the root that is the same for every run (a tmpfs with
 //!    the system folders, the run's home and `/dev`); the system paths
-//!    opened for Landlock. Then it forks the PID namespace's init, which
+//!    opened for Landlock. Where the kernel allows ([`super::host`]), it
+//!    clones the host's mount tree and enters the root now (`pivot_root`,
+//!    and the old root left behind), so that no run waits for that.
+//!    Then it forks the PID namespace's init, which
 //!    forks the script's process and reaps. The script's process sets up
 //!    every wall that does not depend on the run (its own session, no
 //!    descriptor past stderr at `exec`, an empty capability bounding set,
@@ -19,10 +22,13 @@
 //! 2. The server sends the [`Spec`] on stdin (length, then JSON); whatever
 //!    follows is the script's stdin. The script's process reads it.
 //! 3. The script's process adds the run's own binds to the root
-//!    (read-only unless granted) and `pivot_root`s into it, leaving the
-//!    host's tree behind; the launcher and the init, idle in the same
-//!    mount namespace, move with it, and the process that calls
-//!    `pivot_root` cannot be left behind.
+//!    (read-only unless granted), out of the clone of the host's tree, and
+//!    closes the clone (the launcher holds it until the run is over).
+//!    Where the root was not entered ahead, it binds from the host's tree
+//!    itself and `pivot_root`s into the root then, leaving the host's tree
+//!    behind; the launcher and the init, idle in the same mount
+//!    namespace, move with it, and the process that calls `pivot_root`
+//!    cannot be left behind.
 //! 4. It clears its capabilities, installs the filter that refuses the
 //!    mount calls, starts the proxy's relay when the run lists hosts, sets
 //!    the limits, enters the working folder, applies the Landlock rules,
@@ -126,6 +132,15 @@ fn launch(
     let filters = super::filter::compiled()?;
     crate::runtime::sandbox::warm_landlock();
     let made = scratch.map(prepare_root).transpose()?;
+    // The launcher holds the host's tree cloned ahead until the run is
+    // over: the last descriptor of such a tree to close takes its mounts
+    // down, which makes the kernel wait as leaving a root does.
+    let _host = made
+        .as_ref()
+        .and_then(|made| made.host.as_ref())
+        .map(OwnedFd::try_clone)
+        .transpose()
+        .map_err(|error| format!("dup: {error}"))?;
     let init = fork_init(status, filters, made)?;
     // The run's pipes close when the script's processes are gone, not
     // when the launcher is; its stdin is the script's process's to read.
@@ -243,7 +258,11 @@ fn fork_init(status: &PipeWriter, filters: &Filters, made: Option<Made>) -> Resu
                     // SAFETY: ends the child without running the launcher's exit.
                     unsafe { libc::_exit(SETUP_FAILED) }
                 }
-                script => report(script, &mut status),
+                script => {
+                    // The init holds nothing of the host's.
+                    drop(made);
+                    report(script, &mut status)
+                }
             }
         }
         init => Ok(init),
@@ -523,6 +542,10 @@ struct Made {
     binds: Vec<Bind>,
     links: Vec<Link>,
     devices: Vec<std::path::PathBuf>,
+    /// The host's tree, cloned before the launcher entered `root`: where
+    /// the run's own folders are bound from ([`super::host`]). `None`
+    /// when the root is entered at the run instead.
+    host: Option<OwnedFd>,
 }
 
 /// Builds, while no run is known, the part of the root that is the same
@@ -546,33 +569,52 @@ fn prepare_root(scratch: &Path) -> Result<Made, String> {
             .collect(),
     );
     for bind in &binds {
-        mount_bind(&root, bind)?;
+        mount_bind(&root, bind, None)?;
     }
-    make_dev(&root, &system.devices)?;
+    make_dev(&root, &system.devices, None)?;
+    // Entered now, while no run waits for the old root to be left.
+    let host = if super::host::clones_bind() {
+        let host = super::host::clone()
+            .map_err(|error| format!("clone the host's mount tree: {error}"))?;
+        enter(&root)?;
+        Some(host)
+    } else {
+        None
+    };
     Ok(Made {
         root,
         binds,
         links: system.links.clone(),
         devices: system.devices.clone(),
+        host,
     })
 }
 
 /// Builds the new root and moves into it: what `made` holds already is
-/// kept where the spec asks for it too, the rest is made now.
+/// kept where the spec asks for it too, the rest is made now. A root
+/// entered ahead is built where the process stands, from the host's tree
+/// cloned before.
 fn build_root(spec: &Spec, made: Option<Made>) -> Result<(), String> {
-    let root = &spec.root;
-    let made = match made.filter(|made| made.root == *root) {
+    let made = match made.filter(|made| made.root == spec.root) {
         Some(made) => made,
         None => {
             make_private()?;
-            mount_tmpfs(root)?;
+            mount_tmpfs(&spec.root)?;
             Made {
-                root: root.clone(),
+                root: spec.root.clone(),
                 binds: Vec::new(),
                 links: Vec::new(),
                 devices: Vec::new(),
+                host: None,
             }
         }
+    };
+    let entered = made.host.is_some();
+    let host = made.host.as_ref();
+    let root = if entered {
+        Path::new("/")
+    } else {
+        spec.root.as_path()
     };
     let (to_unmount, to_mount) = binds_to_make(&made.binds, &spec.binds);
     for bind in to_unmount {
@@ -588,7 +630,7 @@ fn build_root(spec: &Spec, made: Option<Made>) -> Result<(), String> {
     // The run's `/dev` first, so that it covers none of the run's own
     // folders: a project on a RAM disk (`/dev/shm/...`) is bound inside it.
     if made.devices != spec.devices && !spec.devices.is_empty() {
-        make_dev(root, &spec.devices)?;
+        make_dev(root, &spec.devices, host)?;
     }
     // That `/dev` is read-only: it is opened only while the mount points
     // of such folders are made in it (the binds are mounts of their own).
@@ -606,23 +648,20 @@ fn build_root(spec: &Spec, made: Option<Made>) -> Result<(), String> {
         make_link(root, link)?;
     }
     for bind in to_mount {
-        mount_bind(root, bind)?;
+        mount_bind(root, bind, host)?;
     }
     if dev_opened {
         remount_dev(root, true)?;
     }
-
+    // The launcher keeps its own descriptor of the clone, so closing this
+    // one ends nothing, and no process the script's forks holds it.
+    drop(made);
+    if !entered {
+        enter(root)?;
+    }
     let failed = |what: &str, path: &Path, error: rustix::io::Errno| {
         format!("{what} {}: {error}", path.display())
     };
-    let old = root.join(".old-root");
-    make_dir(&old)?;
-    rustix::process::chdir(root).map_err(|error| failed("enter", root, error))?;
-    rustix::process::pivot_root(".", ".old-root")
-        .map_err(|error| failed("pivot to", root, error))?;
-    rustix::mount::unmount("/.old-root", UnmountFlags::DETACH)
-        .map_err(|error| failed("leave", Path::new("/.old-root"), error))?;
-    let _ = fs_err::remove_dir("/.old-root");
     // Nothing more is created in the root itself.
     rustix::mount::mount_remount(
         "/",
@@ -632,6 +671,23 @@ fn build_root(spec: &Spec, made: Option<Made>) -> Result<(), String> {
     .map_err(|error| failed("make read-only", Path::new("/"), error))?;
     rustix::process::chdir("/").map_err(|error| failed("enter", Path::new("/"), error))?;
     Ok(())
+}
+
+/// Moves into `root` and leaves the old root behind; the processes of
+/// the mount namespace that stand in the old root (the launcher and the
+/// init, for a root entered at the run) move too.
+fn enter(root: &Path) -> Result<(), String> {
+    let failed = |what: &str, path: &Path, error: rustix::io::Errno| {
+        format!("{what} {}: {error}", path.display())
+    };
+    make_dir(&root.join(".old-root"))?;
+    rustix::process::chdir(root).map_err(|error| failed("enter", root, error))?;
+    rustix::process::pivot_root(".", ".old-root")
+        .map_err(|error| failed("pivot to", root, error))?;
+    rustix::mount::unmount("/.old-root", UnmountFlags::DETACH)
+        .map_err(|error| failed("leave", Path::new("/.old-root"), error))?;
+    let _ = fs_err::remove_dir("/.old-root");
+    rustix::process::chdir("/").map_err(|error| failed("enter", Path::new("/"), error))
 }
 
 /// Of the binds `made` ahead, those the run's `wanted` binds (parents
@@ -689,12 +745,22 @@ fn make_link(root: &Path, link: &Link) -> Result<(), String> {
         .map_err(|error| format!("link {}: {error}", link.path.display()))
 }
 
-fn mount_bind(root: &Path, bind: &Bind) -> Result<(), String> {
-    bind_mount(&bind.source, &inside(root, &bind.target), bind.writable)
+fn mount_bind(root: &Path, bind: &Bind, host: Option<&OwnedFd>) -> Result<(), String> {
+    bind_mount(
+        &bind.source,
+        &inside(root, &bind.target),
+        bind.writable,
+        host,
+    )
 }
 
-/// A fresh, read-only `/dev` holding `devices`, bound from the host.
-fn make_dev(root: &Path, devices: &[std::path::PathBuf]) -> Result<(), String> {
+/// A fresh, read-only `/dev` holding `devices`, bound from the host (its
+/// tree cloned as `host`, when there is one).
+fn make_dev(
+    root: &Path,
+    devices: &[std::path::PathBuf],
+    host: Option<&OwnedFd>,
+) -> Result<(), String> {
     let failed = |what: &str, path: &Path, error: rustix::io::Errno| {
         format!("{what} {}: {error}", path.display())
     };
@@ -711,7 +777,8 @@ fn make_dev(root: &Path, devices: &[std::path::PathBuf]) -> Result<(), String> {
     for device in devices {
         let target = inside(root, device);
         make_mount_point(&target, false)?;
-        rustix::mount::mount_bind(device, &target)
+        super::host::open(host, device)
+            .and_then(|opened| super::host::attach(&opened, &target, host.is_some()))
             .map_err(|error| failed("bind", device, error))?;
     }
     // Nothing more is made in `/dev`; the devices keep their own mounts.
@@ -758,20 +825,16 @@ fn make_mount_point(target: &Path, is_dir: bool) -> Result<(), String> {
 /// source's mount locks (`noexec`, `nosuid`, `nodev`), or a user namespace
 /// may not change it.
 ///
-/// The source is opened without following any link on its way, and
-/// looked at and bound through that descriptor: the server took each path
-/// after its links, and a link put in its place since (by a run with a
-/// write grant, racing) must not show the run what it leads to.
-fn bind_mount(source: &Path, target: &Path, writable: bool) -> Result<(), String> {
-    use rustix::fs::{Mode, OFlags, ResolveFlags};
-    let opened = rustix::fs::openat2(
-        rustix::fs::CWD,
-        source,
-        OFlags::PATH | OFlags::CLOEXEC,
-        Mode::empty(),
-        ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS,
-    )
-    .map_err(|error| match error {
+/// The source is opened without following any link on its way (in the
+/// host's tree cloned as `host`, when there is one), and looked at and
+/// bound through that descriptor ([`super::host::open`]).
+fn bind_mount(
+    source: &Path,
+    target: &Path,
+    writable: bool,
+    host: Option<&OwnedFd>,
+) -> Result<(), String> {
+    let opened = super::host::open(host, source).map_err(|error| match error {
         rustix::io::Errno::LOOP => format!(
             "{} is a link now; it was not when the run was planned",
             source.display()
@@ -782,8 +845,7 @@ fn bind_mount(source: &Path, target: &Path, writable: bool) -> Result<(), String
         .map(|stat| rustix::fs::FileType::from_raw_mode(stat.st_mode).is_dir())
         .map_err(|error| format!("{}: {error}", source.display()))?;
     make_mount_point(target, is_dir)?;
-    let through = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&opened));
-    rustix::mount::mount_bind_recursive(through.as_str(), target)
+    super::host::attach(&opened, target, host.is_some())
         .map_err(|error| format!("bind {}: {error}", source.display()))?;
     let mut flags = MountFlags::BIND | MountFlags::NOSUID | MountFlags::NODEV;
     if !writable {

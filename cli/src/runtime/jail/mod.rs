@@ -12,6 +12,7 @@
 
 pub mod factory;
 pub mod filter;
+pub mod host;
 pub mod launcher;
 pub mod leftovers;
 pub mod plan;
@@ -172,6 +173,50 @@ pub struct Launcher {
     status: tokio::net::unix::pipe::Receiver,
     cgroup: Option<Cgroup>,
     scratch: tempfile::TempDir,
+    /// [`mount_changes`] when the launcher was asked for.
+    mounts: u64,
+}
+
+/// The server's mount table, watched ([`mount_changes`]).
+struct MountWatch {
+    mounts: Option<OwnedFd>,
+    changes: u64,
+}
+
+static MOUNTS: Mutex<MountWatch> = Mutex::new(MountWatch {
+    mounts: None,
+    changes: 0,
+});
+
+/// How many times the server's mount table has changed, as far as it has
+/// looked. A launcher holds the host's tree as it was when it was made
+/// ([`host`]): one made before a change is not used for a run, which
+/// would see a folder mounted since as the folder it covers, or one
+/// unmounted since as it was. The kernel marks `/proc/self/mounts` on
+/// each change, and a `poll` that sees the mark clears it.
+fn mount_changes() -> u64 {
+    use rustix::event::{PollFd, PollFlags, Timespec};
+    let Ok(mut watch) = MOUNTS.lock() else {
+        return u64::MAX;
+    };
+    let Some(mounts) = &watch.mounts else {
+        // The first look: changes are counted from now.
+        watch.mounts = fs_err::File::open("/proc/self/mounts")
+            .ok()
+            .map(OwnedFd::from);
+        return watch.changes;
+    };
+    let mut fds = [PollFd::new(mounts, PollFlags::PRI)];
+    let now = Timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    if rustix::event::poll(&mut fds, Some(&now)).is_ok()
+        && fds[0].revents().intersects(PollFlags::PRI | PollFlags::ERR)
+    {
+        watch.changes += 1;
+    }
+    watch.changes
 }
 
 /// Launchers made ahead, ready for a run.
@@ -324,7 +369,16 @@ fn renewed(scratch: tempfile::TempDir) -> Option<tempfile::TempDir> {
 impl Launcher {
     /// The launcher for the next run: one made ahead, or a new one.
     pub fn take() -> Result<Self, String> {
-        let spare = SPARES.lock().ok().and_then(|mut spares| spares.pop());
+        let mounts = mount_changes();
+        let (spare, stale) = SPARES.lock().map_or((None, Vec::new()), |mut spares| {
+            let stale = spares.extract_if(.., |spare| spare.mounts != mounts);
+            let stale: Vec<Launcher> = stale.collect();
+            (spares.pop(), stale)
+        });
+        // Ended, and their folders removed, off this thread.
+        if !stale.is_empty() {
+            tokio::task::spawn_blocking(move || drop(stale));
+        }
         match spare {
             Some(launcher) => Ok(launcher),
             None => {
@@ -371,6 +425,7 @@ impl Launcher {
     /// Starts a launcher; called on a thread of the tokio runtime that
     /// will read its pipes.
     fn start_new() -> io::Result<Self> {
+        let mounts = mount_changes();
         let (kept_scratch, kept_cgroup) = Kept::take();
         let scratch = match kept_scratch {
             Some(scratch) => scratch,
@@ -407,6 +462,7 @@ impl Launcher {
             status: Receiver::from_owned_fd(status_read)?,
             cgroup,
             scratch,
+            mounts,
         })
     }
 
@@ -435,6 +491,7 @@ impl Launcher {
             status,
             cgroup,
             scratch,
+            ..
         } = self;
         let mut bytes = spec::framed(spec)?;
         if let Some(stdin) = stdin {

@@ -651,9 +651,17 @@ fn grants_for(
     skill_root: &Path,
 ) -> RunGrants {
     let real = |path: &Path| fs_err::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    // The loaders are taken after their links once per process.
+    let loaders = sandbox::elf_loaders();
     let mut execute: Vec<PathBuf> = sandbox::executables_for(executable, path_var)
         .iter()
-        .map(|file| real(file))
+        .map(|file| {
+            if loaders.contains(file) {
+                file.clone()
+            } else {
+                real(file)
+            }
+        })
         .collect();
     execute.sort();
     execute.dedup();

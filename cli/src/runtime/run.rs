@@ -236,7 +236,8 @@ impl RunConfig {
         workdir: Option<&str>,
         given_env: &BTreeMap<String, String>,
     ) -> Result<Prepared, ToolError> {
-        let workdir = sandbox::workdir_in_roots(roots, workdir.unwrap_or("."))
+        let roots = sandbox::canonical_roots(roots).map_err(|error| denied(&error))?;
+        let workdir = sandbox::workdir_in_roots(&roots, workdir.unwrap_or("."))
             .map_err(|error| denied(&error))?;
         let default = Permissions::default();
         let permissions = skill
@@ -253,7 +254,7 @@ impl RunConfig {
                     &skill.name,
                     &skill.root,
                     permissions,
-                    roots,
+                    &roots,
                     &workdir,
                     protection,
                 )

@@ -182,12 +182,28 @@ pub fn policy_for(
         .map(|name| name.to_string_lossy().into_owned())
         .unwrap_or_default();
     let protection = Protection::new(dirs::home_dir().as_deref(), [], Vec::new());
-    policy_for_skill(&skill, skill_root, permissions, roots, workdir, &protection)
+    let roots = canonical_roots(roots)?;
+    let workdir = canonical(workdir)?;
+    policy_for_skill(
+        &skill,
+        skill_root,
+        permissions,
+        &roots,
+        &workdir,
+        &protection,
+    )
+}
+
+/// `roots` after their links, each looked up once for a run: what
+/// [`workdir_in_roots`] and [`policy_for_skill`] take.
+pub fn canonical_roots(roots: &[PathBuf]) -> Result<Vec<PathBuf>, Denied> {
+    roots.iter().map(|root| canonical(root)).collect()
 }
 
 /// [`policy_for`] for the skill named `skill`, refusing grants that reach
 /// what `protection` protects unless it allows them. Every grant is judged
-/// before anything is created for it.
+/// before anything is created for it. `roots` are taken after their links
+/// ([`canonical_roots`]), and `workdir` is what [`workdir_in_roots`] gave.
 pub fn policy_for_skill(
     skill: &str,
     skill_root: &Path,
@@ -199,16 +215,11 @@ pub fn policy_for_skill(
     if roots.is_empty() {
         return Err(Denied::NoRoots);
     }
-    let roots = roots
-        .iter()
-        .map(|root| canonical(root))
-        .collect::<Result<Vec<_>, _>>()?;
-    let workdir = canonical(workdir)?;
     let home_root = roots
         .iter()
         .find(|root| workdir.starts_with(root))
         .ok_or_else(|| Denied::OutsideRoots {
-            path: workdir.clone(),
+            path: workdir.to_path_buf(),
         })?;
     let mut policy = Policy {
         skill_root: canonical(skill_root)?,
@@ -228,7 +239,7 @@ pub fn policy_for_skill(
         }
         let mut budget = protected::MAX_CHECKED;
         let mut matched = 0;
-        for root in &roots {
+        for root in roots {
             let base = root.join(&prefix);
             let Some(base) = inside(root, &base, "read", glob)? else {
                 continue;
@@ -279,7 +290,7 @@ pub fn policy_for_skill(
         if guarded {
             protection.check_text(skill, Access::Write, glob)?;
         }
-        for root in &roots {
+        for root in roots {
             let target = root.join(&prefix);
             // Judged where links lead, before anything is created: a link
             // `out -> .git` must not open `.git`, nor get `.git/x` made.
@@ -538,7 +549,8 @@ fn file_in(skill_root: &Path, folder: Option<&str>, path: &str) -> Result<PathBu
 /// Resolves a working folder from outside: a relative one is taken from
 /// the first root, an absolute one must be inside a root. Returns its
 /// canonical path, which must be a folder inside a root even after
-/// following links.
+/// following links. `roots` are taken after their links
+/// ([`canonical_roots`]).
 pub fn workdir_in_roots(roots: &[PathBuf], workdir: &str) -> Result<PathBuf, Denied> {
     let first = roots.first().ok_or(Denied::NoRoots)?;
     let candidate = if Path::new(workdir).is_absolute() {
@@ -558,10 +570,8 @@ pub fn workdir_in_roots(roots: &[PathBuf], workdir: &str) -> Result<PathBuf, Den
             reason: "it is not a folder".into(),
         });
     }
-    for root in roots {
-        if real.starts_with(canonical(root)?) {
-            return Ok(real);
-        }
+    if roots.iter().any(|root| real.starts_with(root)) {
+        return Ok(real);
     }
     Err(Denied::OutsideRoots { path: real })
 }
@@ -571,16 +581,7 @@ pub fn workdir_in_roots(roots: &[PathBuf], workdir: &str) -> Result<PathBuf, Den
 /// (through `/usr/bin/env NAME`, looked up in `path_var`), up to three
 /// levels, and the ELF loaders.
 pub fn executables_for(program: &Path, path_var: Option<&str>) -> Vec<PathBuf> {
-    static LOADERS: OnceLock<Vec<PathBuf>> = OnceLock::new();
-    let mut files = LOADERS
-        .get_or_init(|| {
-            ELF_LOADERS
-                .iter()
-                .map(PathBuf::from)
-                .filter(|path| path.exists())
-                .collect()
-        })
-        .clone();
+    let mut files = elf_loaders().to_vec();
     let mut next = Some(program.to_path_buf());
     for _ in 0..3 {
         let Some(current) = next.take() else { break };
@@ -605,6 +606,18 @@ pub fn executables_for(program: &Path, path_var: Option<&str>) -> Vec<PathBuf> {
     files
 }
 
+/// The ELF loaders this machine has, after their links: looked up once
+/// per process.
+pub fn elf_loaders() -> &'static [PathBuf] {
+    static LOADERS: OnceLock<Vec<PathBuf>> = OnceLock::new();
+    LOADERS.get_or_init(|| {
+        ELF_LOADERS
+            .iter()
+            .filter_map(|path| fs_err::canonicalize(path).ok())
+            .collect()
+    })
+}
+
 /// Reads the `#!` line of `path`: the interpreter and its first argument.
 pub(crate) fn shebang(path: &Path) -> Option<(PathBuf, Option<String>)> {
     use std::io::Read as _;
@@ -622,19 +635,42 @@ pub(crate) fn shebang(path: &Path) -> Option<(PathBuf, Option<String>)> {
 }
 
 /// Looks `name` up in a `PATH` value: the first executable regular file.
+/// Looked up once per process for each name and `PATH`, as a shell hashes
+/// the commands it ran, and again once the file found is no longer an
+/// executable file: each lookup is a `statx` per folder of `PATH`, before
+/// every run. A program installed since in an earlier folder of `PATH`
+/// is used after the server starts again.
 pub fn find_in_path(name: &str, path_var: Option<&str>) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt as _;
+    use std::collections::HashMap;
+    use std::sync::Mutex;
+    type Found = HashMap<(String, String), PathBuf>;
+    static FOUND: OnceLock<Mutex<Found>> = OnceLock::new();
     if name.contains('/') {
         return Path::new(name).is_absolute().then(|| PathBuf::from(name));
     }
-    path_var?
+    let path_var = path_var?;
+    let key = (name.to_owned(), path_var.to_owned());
+    let found = FOUND.get_or_init(Mutex::default);
+    if let Some(known) = found.lock().ok().and_then(|found| found.get(&key).cloned())
+        && is_executable_file(&known)
+    {
+        return Some(known);
+    }
+    let now = path_var
         .split(':')
         .filter(|folder| !folder.is_empty())
         .map(|folder| Path::new(folder).join(name))
-        .find(|candidate| {
-            fs_err::metadata(candidate)
-                .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
-        })
+        .find(|candidate| is_executable_file(candidate))?;
+    if let Ok(mut found) = found.lock() {
+        found.insert(key, now.clone());
+    }
+    Some(now)
+}
+
+fn is_executable_file(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt as _;
+    fs_err::metadata(path)
+        .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
 }
 
 /// Extra paths of one run that the [`Policy`] does not hold: the folders

@@ -171,13 +171,7 @@ pub(super) fn identity(path: &Path, writable: bool) -> Bind {
 /// mounted over it; a bind that a bind of its own source already shows
 /// with the same access is dropped (`/usr/lib/python3` under `/usr`).
 pub(super) fn ordered(mut binds: Vec<Bind>) -> Vec<Bind> {
-    binds.sort_by(|a, b| {
-        a.target
-            .components()
-            .count()
-            .cmp(&b.target.components().count())
-            .then(a.writable.cmp(&b.writable))
-    });
+    binds.sort_by_cached_key(|bind| (bind.target.components().count(), bind.writable));
     let mut kept: Vec<Bind> = Vec::new();
     for bind in binds {
         let shown = kept

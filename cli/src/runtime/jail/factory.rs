@@ -42,11 +42,13 @@ pub fn main() -> ! {
     // What every launcher needs and no run changes, made once here rather
     // than in each launcher: the system part of the root's plan, the
     // seccomp filters, whether launchers may enter their root ahead
-    // (`host`), the kernel's Landlock ABI and the system paths
+    // (`host`), the sample run each reads ahead, the kernel's Landlock
+    // ABI and the system paths
     // opened for its rules (close-on-exec; no script holds them).
     super::plan::system();
     let _ = super::filter::compiled();
     super::host::clones_bind();
+    super::plan::sample();
     crate::runtime::sandbox::warm_landlock();
     loop {
         reap();

@@ -317,6 +317,7 @@ fn run_script(status: &mut PipeWriter, filters: &Filters, made: Option<Made>) ->
     // kind (no network, no subprocess); another kind makes its own.
     let ahead =
         crate::runtime::sandbox::RulesAhead::make(&crate::runtime::sandbox::Network::Deny, false);
+    let _ = read_framed(&mut super::plan::sample());
     // The run, from the server, without reading past it: the rest is the
     // script's input.
     // SAFETY: fd 0 stays open and owned by the process; not closed here.

@@ -159,6 +159,58 @@ pub fn spec(run: Run<'_>) -> Spec {
     }
 }
 
+/// A run like most, framed as the server sends one: a launcher's script
+/// process reads it while it waits for its own run, so that reading the
+/// real one finds the code it runs and the memory it allocates in place
+/// (a process forked gets its parent's code mapped again page by page, at
+/// its first use: a fault each, on the run's path). Made once per process.
+pub fn sample() -> &'static [u8] {
+    static SAMPLE: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+    SAMPLE.get_or_init(|| {
+        let skill = Path::new("/project/.claude/skills/sample");
+        let policy = Policy {
+            skill_root: skill.to_path_buf(),
+            read: vec![PathBuf::from("/project/docs")],
+            write: vec![PathBuf::from("/project/out")],
+            network: Network::Deny,
+            outbound: Vec::new(),
+            subprocess: false,
+            notes: Vec::new(),
+        };
+        let grants = RunGrants {
+            read: vec![PathBuf::from("/usr")],
+            execute: vec![PathBuf::from("/usr/bin/bash")],
+            write: vec![PathBuf::from("/scratch/home")],
+        };
+        let script = skill.join("scripts/run.sh");
+        let run = Run {
+            program: Path::new("/usr/bin/bash"),
+            args: vec![
+                script.into_os_string(),
+                "--input".into(),
+                "data.json".into(),
+            ],
+            env: ["PATH", "HOME", "TMPDIR", "LANG", "TERM"]
+                .iter()
+                .map(|name| {
+                    (
+                        (*name).to_owned(),
+                        "/usr/local/bin:/usr/bin:/bin".to_owned(),
+                    )
+                })
+                .collect(),
+            workdir: Path::new("/project"),
+            root: PathBuf::from("/scratch/root"),
+            policy: &policy,
+            grants: &grants,
+            sealed: Some(Path::new("/scratch/sealed/sample")),
+            limits: RunLimits::default(),
+            proxy: None,
+        };
+        super::spec::framed(&spec(run)).unwrap_or_default()
+    })
+}
+
 pub(super) fn identity(path: &Path, writable: bool) -> Bind {
     Bind {
         source: path.to_path_buf(),
@@ -210,6 +262,20 @@ mod tests {
         assert_eq!(
             kept,
             vec![bind("/p", false), bind("/usr", false), bind("/p/out", true)]
+        );
+    }
+
+    #[test]
+    fn the_sample_run_reads_as_a_spec() {
+        let sample = sample();
+        let spec = crate::runtime::jail::spec::read_framed(&mut &sample[..])
+            .unwrap()
+            .unwrap();
+        assert_eq!(spec.program, Path::new("/usr/bin/bash"));
+        assert!(
+            spec.binds
+                .iter()
+                .any(|bind| bind.target.ends_with("sample"))
         );
     }
 

@@ -413,6 +413,30 @@ pub fn wait_until(deadline: Duration, mut condition: impl FnMut() -> bool) -> bo
     }
 }
 
+/// Makes `command` start `server` itself: the server's program and
+/// arguments last, in the server's folder, with the server's environment
+/// alone. For a wrapper (`unshare ...`) or a client that starts its
+/// server.
+pub fn then_start<'a>(
+    command: &'a mut std::process::Command,
+    server: &std::process::Command,
+) -> &'a mut std::process::Command {
+    command
+        .arg(server.get_program())
+        .args(server.get_args())
+        .current_dir(
+            server
+                .get_current_dir()
+                .unwrap_or(std::path::Path::new(".")),
+        )
+        .env_clear()
+        .envs(
+            server
+                .get_envs()
+                .filter_map(|(key, value)| Some((key, value?))),
+        )
+}
+
 /// The live processes (`PID: command line`) whose command line holds
 /// `token` (zombies have an empty one: they are dead): how a test finds
 /// what a script it started left running.

@@ -165,16 +165,8 @@ fn in_front(server: &Command, script: &str, args: &[&dyn AsRef<std::ffi::OsStr>]
     command
         .arg(escape_dir().join(script))
         .args(args.iter().map(|arg| arg.as_ref()))
-        .arg("--")
-        .arg(server.get_program())
-        .args(server.get_args())
-        .current_dir(server.get_current_dir().unwrap_or(Path::new(".")))
-        .env_clear()
-        .envs(
-            server
-                .get_envs()
-                .filter_map(|(key, value)| Some((key, value?))),
-        );
+        .arg("--");
+    skillpkg_tests::then_start(&mut command, server);
     command
 }
 

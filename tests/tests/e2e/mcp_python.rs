@@ -65,18 +65,8 @@ fn flow_with(server: &Command, flow: &str) -> Vec<Value> {
 /// [`flow_with`], with `extra` arguments for the flow.
 fn flow_with_args(server: &Command, flow: &str, extra: &[&str]) -> Vec<Value> {
     let mut driver = driver(flow);
-    driver
-        .args(extra)
-        .arg("--")
-        .arg(server.get_program())
-        .args(server.get_args())
-        .current_dir(server.get_current_dir().unwrap_or(Path::new(".")))
-        .env_clear()
-        .envs(
-            server
-                .get_envs()
-                .filter_map(|(key, value)| Some((key, value?))),
-        );
+    driver.args(extra).arg("--");
+    skillpkg_tests::then_start(&mut driver, server);
     record(&mut driver)
 }
 

@@ -1015,21 +1015,13 @@ async fn without_user_namespaces_runs_are_refused_with_the_reason_and_instructio
     // namespaces is 0: the kernel refuses the run's, as a container or a
     // distribution that forbids them does.
     let server = project.sandbox.mcp(&[]);
-    let mut command = tokio::process::Command::new("unshare");
+    let mut command = std::process::Command::new("unshare");
     command
         .args(["--user", "--map-root-user", "sh", "-c"])
         .arg("echo 0 > /proc/sys/user/max_user_namespaces && exec \"$@\"")
-        .arg("sh")
-        .arg(server.get_program())
-        .args(server.get_args())
-        .current_dir(server.get_current_dir().unwrap_or(Path::new(".")))
-        .env_clear()
-        .envs(
-            server
-                .get_envs()
-                .filter_map(|(key, value)| Some((key, value?))),
-        );
-    let (transport, _) = TokioChildProcess::builder(command)
+        .arg("sh");
+    skillpkg_tests::then_start(&mut command, &server);
+    let (transport, _) = TokioChildProcess::builder(tokio::process::Command::from(command))
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
@@ -1155,25 +1147,16 @@ async fn a_folder_mounted_after_the_launchers_were_made_is_seen_by_the_next_run(
         )],
     );
     let server = project.sandbox.mcp(&[]);
-    let mut command = tokio::process::Command::new("unshare");
-    command
-        .args([
-            "--user",
-            "--map-root-user",
-            "--mount",
-            "--propagation",
-            "private",
-        ])
-        .arg(server.get_program())
-        .args(server.get_args())
-        .current_dir(server.get_current_dir().unwrap_or(Path::new(".")))
-        .env_clear()
-        .envs(
-            server
-                .get_envs()
-                .filter_map(|(key, value)| Some((key, value?))),
-        );
-    let (transport, _) = TokioChildProcess::builder(command)
+    let mut command = std::process::Command::new("unshare");
+    command.args([
+        "--user",
+        "--map-root-user",
+        "--mount",
+        "--propagation",
+        "private",
+    ]);
+    skillpkg_tests::then_start(&mut command, &server);
+    let (transport, _) = TokioChildProcess::builder(tokio::process::Command::from(command))
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
